@@ -37,7 +37,7 @@ def semmoe_proto_library(name, srcs, deps = [], has_services = False, visibility
 
     native.genrule(
         name = base + "_cc_proto_gen",
-        srcs = [":" + name],
+        srcs = srcs + [":" + name],
         outs = pb_hdrs + pb_srcs,
         cmd = "%s --cpp_out=$(GENDIR) %s" % (PROTOC, protoc_args),
         message = "protoc %s/%s" % (pkg, name),
@@ -56,7 +56,7 @@ def semmoe_proto_library(name, srcs, deps = [], has_services = False, visibility
     grpc_srcs = [s + ".grpc.pb.cc" for s in stems]
     native.genrule(
         name = base + "_cc_grpc_gen",
-        srcs = [":" + name],
+        srcs = srcs + [":" + name],
         outs = grpc_hdrs + grpc_srcs,
         cmd = "%s --grpc_out=$(GENDIR) --plugin=protoc-gen-grpc=%s %s" % (
             PROTOC,
