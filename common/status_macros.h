@@ -17,12 +17,12 @@
 #include "absl/status/statusor.h"
 
 // Evaluates `expr` (an absl::Status) once and returns it from the enclosing function if not OK.
-#define RETURN_IF_ERROR(expr)                                       \
-  do {                                                              \
-    ::absl::Status semmoe_status_macro_status = (expr);             \
-    if (ABSL_PREDICT_FALSE(!semmoe_status_macro_status.ok())) {     \
-      return semmoe_status_macro_status;                            \
-    }                                                               \
+#define RETURN_IF_ERROR(expr)                                   \
+  do {                                                          \
+    ::absl::Status semmoe_status_macro_status = (expr);         \
+    if (ABSL_PREDICT_FALSE(!semmoe_status_macro_status.ok())) { \
+      return semmoe_status_macro_status;                        \
+    }                                                           \
   } while (false)
 
 #define SEMMOE_STATUS_MACROS_CONCAT_INNER(x, y) x##y
@@ -37,8 +37,7 @@
 
 // Evaluates `rexpr` (an absl::StatusOr<T>); on error returns its status, else moves the value
 // into `lhs`, which may declare a variable (`ASSIGN_OR_RETURN(auto x, F())`).
-#define ASSIGN_OR_RETURN(lhs, rexpr)                                                             \
-  SEMMOE_ASSIGN_OR_RETURN_IMPL(SEMMOE_STATUS_MACROS_CONCAT(semmoe_statusor_, __LINE__), lhs, \
-                               rexpr)
+#define ASSIGN_OR_RETURN(lhs, rexpr) \
+  SEMMOE_ASSIGN_OR_RETURN_IMPL(SEMMOE_STATUS_MACROS_CONCAT(semmoe_statusor_, __LINE__), lhs, rexpr)
 
 #endif  // SEMMOE_COMMON_STATUS_MACROS_H_

@@ -91,7 +91,7 @@ F16 F32ToF16(float value) {
     return F16{static_cast<uint16_t>(sign | 0x7C00u | nan_bits)};
   }
   if (x >= 0x477FF000u) return F16{static_cast<uint16_t>(sign | 0x7C00u)};  // >= 65520: Inf.
-  if (x < 0x38800000u) {  // Below 2^-14: an f16 subnormal or zero.
+  if (x < 0x38800000u) {                    // Below 2^-14: an f16 subnormal or zero.
     if (x < 0x33000000u) return F16{sign};  // Below 2^-25: rounds to zero.
     const uint32_t mantissa = (x & 0x7FFFFFu) | 0x800000u;
     const uint32_t shift = 126u - (x >> 23);  // 14..24: value / 2^-24 = mantissa >> shift.

@@ -138,8 +138,8 @@ absl::StatusOr<int64_t> Tensor::Offset(absl::Span<const int64_t> index) const {
   int64_t offset = 0;
   for (int i = 0; i < rank(); ++i) {
     if (index[i] < 0 || index[i] >= shape_[i]) {
-      return absl::OutOfRangeError(absl::StrCat("index ", index[i], " out of range for axis ", i,
-                                                " of ", DebugString()));
+      return absl::OutOfRangeError(
+          absl::StrCat("index ", index[i], " out of range for axis ", i, " of ", DebugString()));
     }
     offset += index[i] * strides_[i];
   }
@@ -177,8 +177,8 @@ absl::StatusOr<Tensor> Tensor::Reshape(std::vector<int64_t> shape) const {
   absl::StatusOr<int64_t> numel = CheckedNumel(shape);
   if (!numel.ok()) return numel.status();
   if (*numel != numel_) {
-    return absl::InvalidArgumentError(absl::StrCat("cannot reshape ", DebugString(), " to [",
-                                                   absl::StrJoin(shape, ", "), "]"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot reshape ", DebugString(), " to [", absl::StrJoin(shape, ", "), "]"));
   }
   if (!is_contiguous()) {
     return absl::FailedPreconditionError(
@@ -201,8 +201,8 @@ std::string Tensor::DebugString() const {
 
 absl::StatusOr<Tensor> ConvertTo(const Tensor& src, DType dtype) {
   if ((src.dtype() == DType::kI32) != (dtype == DType::kI32)) {
-    return absl::InvalidArgumentError(absl::StrCat("cannot convert ", src.DebugString(), " to ",
-                                                   DTypeName(dtype)));
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot convert ", src.DebugString(), " to ", DTypeName(dtype)));
   }
   absl::StatusOr<Tensor> dst_or =
       Tensor::Zeros(dtype, std::vector<int64_t>(src.shape().begin(), src.shape().end()));

@@ -53,8 +53,8 @@ class Tensor {
   // The first element. REQUIRES: T matches dtype() (a programming error otherwise: CHECKed).
   template <typename T>
   T* data() const {
-    CHECK(DTypeOf<T>::value == dtype_) << "Tensor of " << DTypeName(dtype_) << " read as "
-                                       << DTypeName(DTypeOf<T>::value);
+    CHECK(DTypeOf<T>::value == dtype_)
+        << "Tensor of " << DTypeName(dtype_) << " read as " << DTypeName(DTypeOf<T>::value);
     return static_cast<T*>(data_);
   }
   void* raw_data() const { return data_; }

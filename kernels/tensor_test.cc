@@ -17,9 +17,7 @@ Tensor Iota(std::vector<int64_t> shape) {
   return t;
 }
 
-float At(const Tensor& t, std::vector<int64_t> index) {
-  return t.data<float>()[*t.Offset(index)];
-}
+float At(const Tensor& t, std::vector<int64_t> index) { return t.data<float>()[*t.Offset(index)]; }
 
 TEST(TensorTest, DefaultIsEmpty) {
   Tensor t;

@@ -54,8 +54,8 @@ absl::Status CheckCounts(absl::string_view what, absl::Span<const int64_t> count
     total += c;
   }
   if (static_cast<size_t>(total) != elements) {
-    return absl::InvalidArgumentError(absl::StrCat(what, ": counts sum to ", total,
-                                                   " but the buffer holds ", elements));
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": counts sum to ", total, " but the buffer holds ", elements));
   }
   return absl::OkStatus();
 }
@@ -70,8 +70,8 @@ GlooGroup::GlooGroup(std::shared_ptr<gloo::Context> context, int rank, int size)
 absl::StatusOr<std::unique_ptr<GlooGroup>> GlooGroup::Create(gloo::rendezvous::Store& store,
                                                              const GlooGroupOptions& options) {
   if (options.size < 1 || options.rank < 0 || options.rank >= options.size) {
-    return absl::InvalidArgumentError(absl::StrCat("gloo group: rank ", options.rank,
-                                                   " is not in a group of ", options.size));
+    return absl::InvalidArgumentError(
+        absl::StrCat("gloo group: rank ", options.rank, " is not in a group of ", options.size));
   }
   if (options.timeout <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError("gloo group: timeout must be positive");
@@ -114,8 +114,7 @@ absl::Status GlooGroup::AllToAllV(absl::Span<const float> send,
 }
 
 absl::Status GlooGroup::ReduceScatterSum(absl::Span<const float> send,
-                                         absl::Span<const int64_t> counts,
-                                         absl::Span<float> recv) {
+                                         absl::Span<const int64_t> counts, absl::Span<float> recv) {
   RETURN_IF_ERROR(CheckCounts("reduce-scatter", counts, size_, send.size()));
   if (static_cast<size_t>(counts[rank_]) != recv.size()) {
     return absl::InvalidArgumentError(absl::StrCat("reduce-scatter: rank ", rank_, " receives ",

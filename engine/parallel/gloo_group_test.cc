@@ -29,7 +29,9 @@ void RunRanks(int ranks, const std::function<void(GlooGroup&)>& body) {
 }
 
 // Rank `src` sends this many elements to rank `dst`: uneven, with zeros, asymmetric.
-int64_t Count(int src, int dst) { return (src * 3 + dst * 5) % 7 == 0 ? 0 : (src + 2 * dst) % 5 + 1; }
+int64_t Count(int src, int dst) {
+  return (src * 3 + dst * 5) % 7 == 0 ? 0 : (src + 2 * dst) % 5 + 1;
+}
 
 float Value(int src, int dst, int64_t i) { return 1000.0f * src + 100.0f * dst + i; }
 
@@ -151,8 +153,7 @@ TEST(GlooGroupTest, MissingPeerTimesOutWithAStatus) {
   absl::StatusOr<std::unique_ptr<GlooGroup>> group = GlooGroup::Create(
       store, {.rank = 0, .size = 2, .prefix = "lonely", .timeout = absl::Milliseconds(300)});
   ASSERT_FALSE(group.ok());
-  EXPECT_NE(group.status().message().find("rendezvous"), absl::string_view::npos)
-      << group.status();
+  EXPECT_NE(group.status().message().find("rendezvous"), absl::string_view::npos) << group.status();
 }
 
 }  // namespace

@@ -13,8 +13,7 @@ constexpr std::chrono::milliseconds kRpcSlack(2000);
 
 [[noreturn]] void Throw(const std::string& what, const grpc::Status& status) {
   throw gloo::IoException(absl::StrCat("rendezvous store ", what, ": ", status.error_message(),
-                                       " (grpc code ", static_cast<int>(status.error_code()),
-                                       ")"));
+                                       " (grpc code ", static_cast<int>(status.error_code()), ")"));
 }
 
 }  // namespace
@@ -50,7 +49,8 @@ std::vector<std::vector<char>> GrpcStore::Fetch(const std::vector<std::string>& 
                                            response.values_size(), " values")));
   }
   std::vector<std::vector<char>> values;
-  for (const std::string& value : response.values()) values.emplace_back(value.begin(), value.end());
+  for (const std::string& value : response.values())
+    values.emplace_back(value.begin(), value.end());
   return values;
 }
 

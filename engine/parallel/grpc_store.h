@@ -14,8 +14,8 @@
 #include <string>
 #include <vector>
 
-#include "gloo/rendezvous/store.h"
 #include "engine/proto/rendezvous.grpc.pb.h"
+#include "gloo/rendezvous/store.h"
 
 namespace semmoe::engine {
 

@@ -10,8 +10,8 @@ namespace semmoe::engine {
 absl::Status KvStore::Set(const std::string& key, std::string value) {
   if (key.empty()) return absl::InvalidArgumentError("kv store: empty key");
   if (key.size() > options_.max_key_bytes) {
-    return absl::InvalidArgumentError(absl::StrCat("kv store: key of ", key.size(),
-                                                   " bytes exceeds ", options_.max_key_bytes));
+    return absl::InvalidArgumentError(
+        absl::StrCat("kv store: key of ", key.size(), " bytes exceeds ", options_.max_key_bytes));
   }
   if (value.size() > options_.max_value_bytes) {
     return absl::InvalidArgumentError(absl::StrCat("kv store: value of ", value.size(),
@@ -41,9 +41,8 @@ bool KvStore::AllPresent(absl::Span<const std::string> keys) const {
 absl::StatusOr<std::vector<std::string>> KvStore::Get(absl::Span<const std::string> keys,
                                                       absl::Duration timeout) const {
   if (keys.size() > options_.max_keys_per_get) {
-    return absl::InvalidArgumentError(absl::StrCat("kv store: ", keys.size(),
-                                                   " keys in one get exceeds ",
-                                                   options_.max_keys_per_get));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "kv store: ", keys.size(), " keys in one get exceeds ", options_.max_keys_per_get));
   }
   absl::ReaderMutexLock lock(&mu_);
   if (timeout > absl::ZeroDuration()) {
@@ -64,10 +63,9 @@ absl::StatusOr<std::vector<std::string>> KvStore::Get(absl::Span<const std::stri
   if (!missing.empty()) {
     const std::string message =
         absl::StrCat("kv store: missing keys ", absl::StrJoin(missing, ", "));
-    return timeout > absl::ZeroDuration()
-               ? absl::DeadlineExceededError(absl::StrCat(message, " after ",
-                                                          absl::FormatDuration(timeout)))
-               : absl::NotFoundError(message);
+    return timeout > absl::ZeroDuration() ? absl::DeadlineExceededError(absl::StrCat(
+                                                message, " after ", absl::FormatDuration(timeout)))
+                                          : absl::NotFoundError(message);
   }
   return values;
 }

@@ -19,10 +19,10 @@
 namespace semmoe::engine {
 
 struct KvStoreOptions {
-  size_t max_key_bytes = 1024;             // Longer keys: INVALID_ARGUMENT.
-  size_t max_value_bytes = 1 << 20;        // Larger values: INVALID_ARGUMENT.
-  size_t max_total_bytes = 64 << 20;       // Keys + values held; past it: RESOURCE_EXHAUSTED.
-  size_t max_keys_per_get = 4096;          // Longer key lists: INVALID_ARGUMENT.
+  size_t max_key_bytes = 1024;        // Longer keys: INVALID_ARGUMENT.
+  size_t max_value_bytes = 1 << 20;   // Larger values: INVALID_ARGUMENT.
+  size_t max_total_bytes = 64 << 20;  // Keys + values held; past it: RESOURCE_EXHAUSTED.
+  size_t max_keys_per_get = 4096;     // Longer key lists: INVALID_ARGUMENT.
 };
 
 class KvStore {

@@ -20,8 +20,8 @@ TEST(KvStoreTest, SetReplacesAndTracksBytes) {
 }
 
 TEST(KvStoreTest, BoundsAreEnforced) {
-  KvStore store({.max_key_bytes = 4, .max_value_bytes = 8, .max_total_bytes = 20,
-                 .max_keys_per_get = 2});
+  KvStore store(
+      {.max_key_bytes = 4, .max_value_bytes = 8, .max_total_bytes = 20, .max_keys_per_get = 2});
   EXPECT_EQ(store.Set("", "x").code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(store.Set("toolong", "x").code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(store.Set("k", "123456789").code(), absl::StatusCode::kInvalidArgument);

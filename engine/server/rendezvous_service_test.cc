@@ -25,8 +25,8 @@ class RendezvousServiceTest : public testing::Test {
     server_ = builder.BuildAndStart();
     ASSERT_NE(server_, nullptr);
     ASSERT_GT(port, 0);
-    stub_ = RendezvousStore::NewStub(grpc::CreateChannel(absl::StrCat("127.0.0.1:", port),
-                                                         grpc::InsecureChannelCredentials()));
+    stub_ = RendezvousStore::NewStub(
+        grpc::CreateChannel(absl::StrCat("127.0.0.1:", port), grpc::InsecureChannelCredentials()));
   }
   void TearDown() override { server_->Shutdown(); }
 

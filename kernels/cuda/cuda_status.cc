@@ -6,9 +6,9 @@ namespace semmoe::kernels::cuda {
 
 absl::Status CudaStatus(cudaError_t error, const char* call, const char* file, int line) {
   if (error == cudaSuccess) return absl::OkStatus();
-  const std::string message = absl::StrCat(call, " failed at ", file, ":", line, ": ",
-                                           cudaGetErrorName(error), " (",
-                                           cudaGetErrorString(error), ")");
+  const std::string message =
+      absl::StrCat(call, " failed at ", file, ":", line, ": ", cudaGetErrorName(error), " (",
+                   cudaGetErrorString(error), ")");
   switch (error) {
     case cudaErrorMemoryAllocation:
       return absl::ResourceExhaustedError(message);
@@ -31,7 +31,8 @@ absl::StatusOr<int> DeviceCount() {
     cudaGetLastError();  // Clear the sticky-free error so later calls start clean.
     return 0;
   }
-  if (error != cudaSuccess) return CudaStatus(error, "cudaGetDeviceCount(&count)", __FILE__, __LINE__);
+  if (error != cudaSuccess)
+    return CudaStatus(error, "cudaGetDeviceCount(&count)", __FILE__, __LINE__);
   return count;
 }
 

@@ -23,12 +23,12 @@ absl::StatusOr<int> DeviceCount();
 
 }  // namespace semmoe::kernels::cuda
 
-#define CUDA_RETURN_IF_ERROR(call)                                                        \
-  do {                                                                                    \
-    const cudaError_t semmoe_cuda_error = (call);                                         \
-    if (semmoe_cuda_error != cudaSuccess) {                                               \
+#define CUDA_RETURN_IF_ERROR(call)                                                              \
+  do {                                                                                          \
+    const cudaError_t semmoe_cuda_error = (call);                                               \
+    if (semmoe_cuda_error != cudaSuccess) {                                                     \
       return ::semmoe::kernels::cuda::CudaStatus(semmoe_cuda_error, #call, __FILE__, __LINE__); \
-    }                                                                                     \
+    }                                                                                           \
   } while (false)
 
 #endif  // SEMMOE_KERNELS_CUDA_CUDA_STATUS_H_

@@ -26,8 +26,7 @@ TEST(CudaStatusTest, MacroReturnsStatusNamingCallFileAndLine) {
 }
 
 TEST(CudaStatusTest, CodesFollowTheErrorClass) {
-  EXPECT_EQ(CudaStatus(cudaErrorNoDevice, "f()", "x.cc", 1).code(),
-            absl::StatusCode::kUnavailable);
+  EXPECT_EQ(CudaStatus(cudaErrorNoDevice, "f()", "x.cc", 1).code(), absl::StatusCode::kUnavailable);
   EXPECT_EQ(CudaStatus(cudaErrorInvalidValue, "f()", "x.cc", 1).code(),
             absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(CudaStatus(cudaErrorIllegalAddress, "f()", "x.cc", 1).code(),

@@ -2,9 +2,9 @@
 #ifndef SEMMOE_KERNELS_CUDA_SMOKE_KERNELS_H_
 #define SEMMOE_KERNELS_CUDA_SMOKE_KERNELS_H_
 
-#include <cstdint>
-
 #include <cuda_runtime_api.h>
+
+#include <cstdint>
 
 namespace semmoe::kernels::cuda {
 

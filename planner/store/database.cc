@@ -94,8 +94,7 @@ absl::Status Database::Execute(absl::string_view sql) {
 absl::StatusOr<Statement> Database::Prepare(absl::string_view sql) {
   sqlite3_stmt* stmt = nullptr;
   const char* tail = nullptr;
-  const int rc =
-      sqlite3_prepare_v2(db_, sql.data(), static_cast<int>(sql.size()), &stmt, &tail);
+  const int rc = sqlite3_prepare_v2(db_, sql.data(), static_cast<int>(sql.size()), &stmt, &tail);
   if (rc != SQLITE_OK) return SqliteError(db_, rc, absl::StrCat("preparing \"", sql, "\""));
   Statement statement(stmt, db_);
   if (stmt == nullptr) {
@@ -130,8 +129,8 @@ Statement::~Statement() { sqlite3_finalize(stmt_); }
 
 absl::Status Statement::BindResult(int rc, int index) {
   if (rc == SQLITE_OK) return absl::OkStatus();
-  return SqliteError(db_, rc, absl::StrCat("binding parameter ", index, " of \"",
-                                           sqlite3_sql(stmt_), "\""));
+  return SqliteError(db_, rc,
+                     absl::StrCat("binding parameter ", index, " of \"", sqlite3_sql(stmt_), "\""));
 }
 
 absl::Status Statement::BindInt(int index, int64_t value) {
@@ -143,9 +142,9 @@ absl::Status Statement::BindDouble(int index, double value) {
 }
 
 absl::Status Statement::BindText(int index, absl::string_view value) {
-  return BindResult(sqlite3_bind_text64(stmt_, index, value.data(), value.size(),
-                                        SQLITE_TRANSIENT, SQLITE_UTF8),
-                    index);
+  return BindResult(
+      sqlite3_bind_text64(stmt_, index, value.data(), value.size(), SQLITE_TRANSIENT, SQLITE_UTF8),
+      index);
 }
 
 absl::Status Statement::BindBlob(int index, absl::Span<const uint8_t> value) {

@@ -21,8 +21,9 @@ std::string TempPath(const std::string& name) {
 TEST(DatabaseTest, InsertsAndQueriesWithBoundParameters) {
   auto db = Database::Open(":memory:");
   ASSERT_TRUE(db.ok()) << db.status();
-  ASSERT_TRUE((*db)->Execute("CREATE TABLE t (id INTEGER PRIMARY KEY, name TEXT, score REAL, "
-                             "blob BLOB)")
+  ASSERT_TRUE((*db)
+                  ->Execute("CREATE TABLE t (id INTEGER PRIMARY KEY, name TEXT, score REAL, "
+                            "blob BLOB)")
                   .ok());
   auto insert = (*db)->Prepare("INSERT INTO t (name, score, blob) VALUES (?, ?, ?)");
   ASSERT_TRUE(insert.ok()) << insert.status();
@@ -75,8 +76,9 @@ TEST(DatabaseTest, ErrorsNameTheProblem) {
 TEST(DatabaseTest, ForeignKeysAreEnforced) {
   auto db = Database::Open(":memory:");
   ASSERT_TRUE(db.ok());
-  ASSERT_TRUE((*db)->Execute("CREATE TABLE parent (id INTEGER PRIMARY KEY);"
-                             "CREATE TABLE child (parent_id INTEGER NOT NULL REFERENCES parent(id))")
+  ASSERT_TRUE((*db)
+                  ->Execute("CREATE TABLE parent (id INTEGER PRIMARY KEY);"
+                            "CREATE TABLE child (parent_id INTEGER NOT NULL REFERENCES parent(id))")
                   .ok());
   absl::Status orphan = (*db)->Execute("INSERT INTO child VALUES (42)");
   EXPECT_EQ(orphan.code(), absl::StatusCode::kFailedPrecondition) << orphan;

@@ -36,26 +36,25 @@ absl::StatusOr<int> Migrate(Database& db, absl::Span<const Migration> migrations
   for (size_t i = 0; i < migrations.size(); ++i) {
     if (migrations[i].version != static_cast<int>(i) + 1) {
       return absl::InvalidArgumentError(absl::StrCat("migration #", i, " has version ",
-                                                     migrations[i].version, ", expected ",
-                                                     i + 1));
+                                                     migrations[i].version, ", expected ", i + 1));
     }
   }
   const int latest = static_cast<int>(migrations.size());
   ASSIGN_OR_RETURN(int current, SchemaVersion(db));
   if (current > latest) {
-    return absl::FailedPreconditionError(
-        absl::StrCat(db.path(), " has schema version ", current,
-                     ", newer than this binary understands (", latest,
-                     "); upgrade the binary, the database was left untouched"));
+    return absl::FailedPreconditionError(absl::StrCat(
+        db.path(), " has schema version ", current, ", newer than this binary understands (",
+        latest, "); upgrade the binary, the database was left untouched"));
   }
   for (int v = current + 1; v <= latest; ++v) {
     ASSIGN_OR_RETURN(std::unique_ptr<Transaction> transaction, Transaction::Begin(db));
     RETURN_IF_ERROR(db.Execute(kCreateMeta));
     absl::Status applied = db.Execute(migrations[v - 1].sql);
     if (!applied.ok()) {
-      return absl::Status(applied.code(),
-                          absl::StrCat("schema migration to version ", v, " failed (database "
-                                       "left at version ", v - 1, "): ", applied.message()));
+      return absl::Status(applied.code(), absl::StrCat("schema migration to version ", v,
+                                                       " failed (database "
+                                                       "left at version ",
+                                                       v - 1, "): ", applied.message()));
     }
     ASSIGN_OR_RETURN(Statement record,
                      db.Prepare("INSERT INTO meta (key, value) VALUES ('schema_version', ?) "

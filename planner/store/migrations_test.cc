@@ -21,8 +21,9 @@ std::string TempPath(const std::string& name) {
 const std::vector<Migration>& Schema() {
   static const auto* schema = new std::vector<Migration>{
       {1, "CREATE TABLE placements (id INTEGER PRIMARY KEY, algo TEXT NOT NULL);"},
-      {2, "ALTER TABLE placements ADD COLUMN status TEXT NOT NULL DEFAULT 'draft';"
-          "CREATE INDEX placements_by_status ON placements(status);"},
+      {2,
+       "ALTER TABLE placements ADD COLUMN status TEXT NOT NULL DEFAULT 'draft';"
+       "CREATE INDEX placements_by_status ON placements(status);"},
   };
   return *schema;
 }

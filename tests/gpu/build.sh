@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Builds every test tagged `gpu` for the device machine, which has nvcc, the CUDA runtime and a
+# driver but no Bazel and no package installs.
+#
+#   bash tests/gpu/build.sh [OUT_DIR]      (default .gpu_tests/, ignored by git)
+#
+# Each test binary links the CUDA runtime statically and carries an $ORIGIN rpath; the shared
+# libraries it needs from this machine (Abseil, glog, ...) are copied beside it, except the C
+# library's own and the driver's libcuda, which the device machine provides. Then run there:
+#   bash tests/gpu/run.sh [OUT_DIR]
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+
+out="${1:-.gpu_tests}"
+if [[ ! -x /usr/local/cuda/bin/nvcc ]]; then
+  echo "gpu build: no CUDA toolkit at /usr/local/cuda; nothing to build" >&2
+  exit 1
+fi
+
+mapfile -t targets < <(bazel query 'attr(tags, "\bgpu\b", tests(//...))' 2>/dev/null)
+if ((${#targets[@]} == 0)); then
+  echo "gpu build: no test is tagged gpu" >&2
+  exit 1
+fi
+echo "gpu build: ${#targets[@]} test(s): ${targets[*]}"
+bazel build -c opt "${targets[@]}"
+
+rm -rf "$out"
+mkdir -p "$out/bin"
+for target in "${targets[@]}"; do
+  pkg="${target#//}"
+  pkg="${pkg%%:*}"
+  name="${target##*:}"
+  dest="$out/bin/${pkg//\//__}__${name}"
+  cp "bazel-bin/${pkg}/${name}" "$dest"
+  chmod u+w "$dest"
+  # Shared libraries resolved here; the system's own C runtime and the driver stay behind.
+  ldd "$dest" | awk '/=> \// { print $3 }' | while read -r lib; do
+    case "$(basename "$lib")" in
+      libc.so* | libm.so* | libpthread.so* | libdl.so* | librt.so* | ld-linux* | libcuda.so*) ;;
+      *) [[ -e "$out/bin/$(basename "$lib")" ]] || cp -L "$lib" "$out/bin/" ;;
+    esac
+  done
+done
+cp tests/gpu/run.sh "$out/run.sh"
+echo "gpu build: $(ls "$out/bin" | grep -c '__') binaries, $(du -sh "$out" | cut -f1) in $out"

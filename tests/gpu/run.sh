@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Runs every GPU test binary that tests/gpu/build.sh produced, in one call, on a machine with a
+# GPU. Prints each test's output tail, then one "N passed, N failed" line; exits non-zero if any
+# failed or none ran. Logs are copied to $OUT (the device tool's result folder) when it is set.
+#
+#   bash tests/gpu/run.sh [DIR]     (default .gpu_tests/)
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/../.." 2>/dev/null || true
+
+dir="${1:-.gpu_tests}"
+if [[ ! -d "$dir/bin" ]]; then
+  echo "gpu run: $dir/bin not found; run tests/gpu/build.sh first (and carry $dir)" >&2
+  exit 1
+fi
+export LD_LIBRARY_PATH="$(cd "$dir/bin" && pwd)${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+command -v nvidia-smi >/dev/null && nvidia-smi -L
+
+passed=0
+failed=0
+logs="${OUT:-$dir}/gpu_logs"
+mkdir -p "$logs"
+for test in "$dir"/bin/*__*; do
+  [[ -x "$test" ]] || continue
+  name="$(basename "$test")"
+  if timeout 300 "$test" --gtest_color=no >"$logs/$name.log" 2>&1; then
+    passed=$((passed + 1))
+    echo "PASSED $name"
+  else
+    failed=$((failed + 1))
+    echo "FAILED $name"
+    tail -n 30 "$logs/$name.log"
+  fi
+done
+echo "${passed} passed, ${failed} failed"
+((passed > 0 && failed == 0))
