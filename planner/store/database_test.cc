@@ -5,18 +5,10 @@
 #include <string>
 
 #include "gtest/gtest.h"
+#include "planner/store/testing/temp_database_path.h"
 
 namespace semmoe::planner {
 namespace {
-
-std::string TempPath(const std::string& name) {
-  const char* dir = std::getenv("TEST_TMPDIR");
-  const std::string path = std::string(dir != nullptr ? dir : "/tmp") + "/" + name;
-  std::remove(path.c_str());
-  std::remove((path + "-wal").c_str());
-  std::remove((path + "-shm").c_str());
-  return path;
-}
 
 TEST(DatabaseTest, InsertsAndQueriesWithBoundParameters) {
   auto db = Database::Open(":memory:");
@@ -85,7 +77,7 @@ TEST(DatabaseTest, ForeignKeysAreEnforced) {
 }
 
 TEST(DatabaseTest, TransactionRollsBackUnlessCommitted) {
-  const std::string path = TempPath("tx.db");
+  const std::string path = TempDatabasePath("tx.db");
   {
     auto db = Database::Open(path);
     ASSERT_TRUE(db.ok()) << db.status();
@@ -112,9 +104,10 @@ TEST(DatabaseTest, TransactionRollsBackUnlessCommitted) {
 }
 
 TEST(DatabaseTest, OpenRefusesMissingAndForeignFiles) {
-  EXPECT_EQ(Database::Open(TempPath("absent.db"), {.create_if_missing = false}).status().code(),
-            absl::StatusCode::kNotFound);
-  const std::string path = TempPath("not_a_db.db");
+  EXPECT_EQ(
+      Database::Open(TempDatabasePath("absent.db"), {.create_if_missing = false}).status().code(),
+      absl::StatusCode::kNotFound);
+  const std::string path = TempDatabasePath("not_a_db.db");
   {
     std::ofstream out(path);
     out << "this is a placement, honest, not a database at all; padding padding padding "
@@ -132,7 +125,7 @@ TEST(DatabaseTest, OpenRefusesMissingAndForeignFiles) {
 }
 
 TEST(DatabaseTest, ReadOnlyConnectionsCannotWrite) {
-  const std::string path = TempPath("ro.db");
+  const std::string path = TempDatabasePath("ro.db");
   ASSERT_TRUE(Database::Open(path).ok());
   auto db = Database::Open(path, {.read_only = true});
   ASSERT_TRUE(db.ok()) << db.status();

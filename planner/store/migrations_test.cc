@@ -5,18 +5,10 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "planner/store/testing/temp_database_path.h"
 
 namespace semmoe::planner {
 namespace {
-
-std::string TempPath(const std::string& name) {
-  const char* dir = std::getenv("TEST_TMPDIR");
-  const std::string path = std::string(dir != nullptr ? dir : "/tmp") + "/" + name;
-  std::remove(path.c_str());
-  std::remove((path + "-wal").c_str());
-  std::remove((path + "-shm").c_str());
-  return path;
-}
 
 const std::vector<Migration>& Schema() {
   static const auto* schema = new std::vector<Migration>{
@@ -36,7 +28,7 @@ int64_t CountRows(Database& db, const std::string& table) {
 }
 
 TEST(MigrationsTest, FreshDatabaseMigratesThenQueries) {
-  auto db = Database::Open(TempPath("fresh.db"));
+  auto db = Database::Open(TempDatabasePath("fresh.db"));
   ASSERT_TRUE(db.ok()) << db.status();
   EXPECT_EQ(*SchemaVersion(**db), 0);
   absl::StatusOr<int> version = Migrate(**db, Schema());
@@ -52,7 +44,7 @@ TEST(MigrationsTest, FreshDatabaseMigratesThenQueries) {
 }
 
 TEST(MigrationsTest, UpgradesStepByStepAndIsIdempotent) {
-  const std::string path = TempPath("upgrade.db");
+  const std::string path = TempDatabasePath("upgrade.db");
   {
     auto db = Database::Open(path);
     ASSERT_TRUE(db.ok());
@@ -67,7 +59,7 @@ TEST(MigrationsTest, UpgradesStepByStepAndIsIdempotent) {
 }
 
 TEST(MigrationsTest, RefusesADatabaseFromANewerBinaryUntouched) {
-  auto db = Database::Open(TempPath("newer.db"));
+  auto db = Database::Open(TempDatabasePath("newer.db"));
   ASSERT_TRUE(db.ok());
   ASSERT_TRUE(Migrate(**db, Schema()).ok());
   absl::StatusOr<int> old_binary = Migrate(**db, absl::MakeConstSpan(Schema()).subspan(0, 1));
@@ -77,7 +69,7 @@ TEST(MigrationsTest, RefusesADatabaseFromANewerBinaryUntouched) {
 }
 
 TEST(MigrationsTest, FailedMigrationRollsBackToThePreviousVersion) {
-  auto db = Database::Open(TempPath("failed.db"));
+  auto db = Database::Open(TempDatabasePath("failed.db"));
   ASSERT_TRUE(db.ok());
   std::vector<Migration> broken = Schema();
   broken.push_back({3, "CREATE TABLE half_done (x INTEGER); THIS IS NOT SQL;"});
