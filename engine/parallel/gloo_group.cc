@@ -99,14 +99,13 @@ absl::Status GlooGroup::AllToAllV(absl::Span<const float> send,
   float empty_in = 0, empty_out = 0;
   float* in = send.empty() ? &empty_in : const_cast<float*>(send.data());  // Gloo reads only.
   float* out = recv.empty() ? &empty_out : recv.data();
-  absl::Status status = Guarded("all-to-all-v", [&] {
+  RETURN_IF_ERROR(Run("all-to-all-v", [&] {
     gloo::AlltoallvOptions opts(context_);
     opts.setInput(in, std::vector<int64_t>(send_counts.begin(), send_counts.end()));
     opts.setOutput(out, std::vector<int64_t>(recv_counts.begin(), recv_counts.end()));
     opts.setTag(NextTag());
     gloo::alltoallv(opts);
-  });
-  if (!status.ok()) return status;
+  }));
   ++counters_.collectives;
   counters_.bytes_sent += Bytes(static_cast<int64_t>(send.size()) - send_counts[rank_]);
   counters_.bytes_received += Bytes(static_cast<int64_t>(recv.size()) - recv_counts[rank_]);
@@ -146,14 +145,13 @@ absl::Status GlooGroup::AllGatherV(absl::Span<const float> send, absl::Span<cons
   float empty_in = 0, empty_out = 0;
   float* in = send.empty() ? &empty_in : const_cast<float*>(send.data());  // Gloo reads only.
   float* out = recv.empty() ? &empty_out : recv.data();
-  absl::Status status = Guarded("all-gather-v", [&] {
+  RETURN_IF_ERROR(Run("all-gather-v", [&] {
     gloo::AllgathervOptions opts(context_);
     opts.setInput(in, send.size());
     opts.setOutput(out, std::vector<size_t>(counts.begin(), counts.end()));
     opts.setTag(NextTag());
     gloo::allgatherv(opts);
-  });
-  if (!status.ok()) return status;
+  }));
   ++counters_.collectives;
   counters_.bytes_sent += Bytes(static_cast<int64_t>(send.size()) * (size_ - 1));
   counters_.bytes_received += Bytes(static_cast<int64_t>(recv.size() - send.size()));
@@ -165,15 +163,14 @@ absl::Status GlooGroup::AllReduceSum(absl::Span<float> data) {
     ++counters_.collectives;
     return absl::OkStatus();
   }
-  absl::Status status = Guarded("all-reduce", [&] {
+  RETURN_IF_ERROR(Run("all-reduce", [&] {
     gloo::AllreduceOptions opts(context_);
     opts.setOutput(data.data(), data.size());
     opts.setReduceFunction(
         static_cast<void (*)(void*, const void*, const void*, size_t)>(&gloo::sum<float>));
     opts.setTag(NextTag());
     gloo::allreduce(opts);
-  });
-  if (!status.ok()) return status;
+  }));
   ++counters_.collectives;
   // Ring all-reduce moves 2 (G-1)/G of the buffer each way per rank.
   const int64_t moved = Bytes(static_cast<int64_t>(data.size())) * 2 * (size_ - 1) / size_;
@@ -183,12 +180,23 @@ absl::Status GlooGroup::AllReduceSum(absl::Span<float> data) {
 }
 
 absl::Status GlooGroup::Barrier() {
-  absl::Status status = Guarded("barrier", [&] {
+  RETURN_IF_ERROR(Run("barrier", [&] {
     gloo::BarrierOptions opts(context_);
     opts.setTag(NextTag());
     gloo::barrier(opts);
-  });
-  if (status.ok()) ++counters_.collectives;
+  }));
+  ++counters_.collectives;
+  return absl::OkStatus();
+}
+
+template <typename Fn>
+absl::Status GlooGroup::Run(absl::string_view what, Fn&& fn) {
+  if (!broken_.ok()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        what, ": the group failed earlier and must be recreated (", broken_.message(), ")"));
+  }
+  absl::Status status = Guarded(what, std::forward<Fn>(fn));
+  if (!status.ok()) broken_ = status;
   return status;
 }
 

@@ -4,7 +4,10 @@
 // Gloo reports errors by throwing; every entry point here catches them and returns a Status, so
 // no exception crosses this library's boundary. Every collective must be called by all ranks in
 // the same order with consistent counts; a rank that never arrives (or inconsistent counts)
-// ends in DEADLINE_EXCEEDED/UNAVAILABLE after `timeout`, never a hang.
+// ends in DEADLINE_EXCEEDED/UNAVAILABLE after `timeout`, never a hang. After such a failure the
+// ranks may disagree on what was exchanged, so the group refuses further collectives
+// (FAILED_PRECONDITION) and must be recreated. Argument errors (INVALID_ARGUMENT) are caught
+// before anything is sent and leave the group usable.
 //
 // Thread-compatible: one thread issues a group's collectives at a time.
 #ifndef SEMMOE_ENGINE_PARALLEL_GLOO_GROUP_H_
@@ -77,12 +80,16 @@ class GlooGroup {
  private:
   GlooGroup(std::shared_ptr<gloo::Context> context, int rank, int size);
   uint32_t NextTag() { return next_tag_++; }
+  // Runs one Gloo operation, converting exceptions; remembers a failure in broken_.
+  template <typename Fn>
+  absl::Status Run(absl::string_view what, Fn&& fn);
 
   std::shared_ptr<gloo::Context> context_;
   int rank_;
   int size_;
   uint32_t next_tag_ = 1;
   GlooGroupCounters counters_;
+  absl::Status broken_;  // OK until a collective fails.
 };
 
 }  // namespace semmoe::engine

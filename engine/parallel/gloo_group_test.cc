@@ -1,6 +1,7 @@
 #include "engine/parallel/gloo_group.h"
 
 #include <functional>
+#include <future>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -14,13 +15,18 @@ namespace {
 constexpr int kRanks = 4;
 
 // Runs `body(group)` on `ranks` threads, each with its own group joined through one HashStore.
-void RunRanks(int ranks, const std::function<void(GlooGroup&)>& body) {
+void RunRanks(int ranks, const std::function<void(GlooGroup&)>& body,
+              absl::Duration timeout = absl::Seconds(30)) {
   gloo::rendezvous::HashStore store;
   std::vector<std::thread> threads;
   for (int r = 0; r < ranks; ++r) {
     threads.emplace_back([&, r] {
-      absl::StatusOr<std::unique_ptr<GlooGroup>> group = GlooGroup::Create(
-          store, {.rank = r, .size = ranks, .hostname = "127.0.0.1", .prefix = "test"});
+      absl::StatusOr<std::unique_ptr<GlooGroup>> group =
+          GlooGroup::Create(store, {.rank = r,
+                                    .size = ranks,
+                                    .hostname = "127.0.0.1",
+                                    .prefix = "test",
+                                    .timeout = timeout});
       ASSERT_TRUE(group.ok()) << group.status();
       body(**group);
     });
@@ -134,6 +140,28 @@ TEST(GlooGroupTest, BadArgumentsAreErrorsNotHangs) {
     EXPECT_EQ(group.AllGatherV(one, {2, 2}, absl::MakeSpan(buf)).code(),
               absl::StatusCode::kInvalidArgument);
   });
+}
+
+TEST(GlooGroupTest, APeerThatNeverArrivesTimesOutAndBreaksTheGroup) {
+  std::promise<void> rank0_done;
+  std::shared_future<void> done = rank0_done.get_future().share();
+  RunRanks(
+      2,
+      [&](GlooGroup& group) {
+        if (group.rank() == 1) {  // Skips the collective; leaves once rank 0 has seen the error.
+          done.wait();
+          return;
+        }
+        std::vector<float> buf(2);
+        const absl::Status status = group.AllToAllV(buf, {1, 1}, absl::MakeSpan(buf), {1, 1});
+        EXPECT_FALSE(status.ok());
+        EXPECT_TRUE(status.code() == absl::StatusCode::kDeadlineExceeded ||
+                    status.code() == absl::StatusCode::kUnavailable)
+            << status;
+        EXPECT_EQ(group.Barrier().code(), absl::StatusCode::kFailedPrecondition);
+        rank0_done.set_value();
+      },
+      absl::Milliseconds(300));
 }
 
 TEST(GlooGroupTest, RejectsBadOptions) {
