@@ -85,6 +85,12 @@ absl::StatusOr<std::unique_ptr<GlooGroup>> GlooGroup::Create(gloo::rendezvous::S
     context->setTimeout(std::chrono::milliseconds(absl::ToInt64Milliseconds(options.timeout)));
     gloo::rendezvous::PrefixStore prefixed(options.prefix, store);
     context->connectFullMesh(prefixed, device);
+    // connectFullMesh returns when this rank's side of every pair is up. A barrier makes Create
+    // return only once every rank's mesh is complete, so a rank that finishes early cannot close
+    // sockets a slower rank is still setting up.
+    gloo::BarrierOptions barrier(context);
+    barrier.setTag(0);
+    gloo::barrier(barrier);
   });
   if (!status.ok()) return status;
   return std::unique_ptr<GlooGroup>(new GlooGroup(std::move(context), options.rank, options.size));
