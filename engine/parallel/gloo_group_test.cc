@@ -1,11 +1,14 @@
 #include "engine/parallel/gloo_group.h"
 
+#include <cstdio>
+#include <cstdlib>
 #include <functional>
 #include <future>
 #include <memory>
 #include <thread>
 #include <vector>
 
+#include "gloo/rendezvous/file_store.h"
 #include "gloo/rendezvous/hash_store.h"
 #include "gtest/gtest.h"
 
@@ -162,6 +165,26 @@ TEST(GlooGroupTest, APeerThatNeverArrivesTimesOutAndBreaksTheGroup) {
         rank0_done.set_value();
       },
       absl::Milliseconds(300));
+}
+
+TEST(GlooGroupTest, FileStoreRendezvousForOneHost) {
+  // Gloo's FileStore refuses keys left by an earlier run: one fresh folder per run.
+  const char* tmp = std::getenv("TEST_TMPDIR");
+  char pattern[512];
+  std::snprintf(pattern, sizeof(pattern), "%s/gloo_store_XXXXXX", tmp != nullptr ? tmp : "/tmp");
+  ASSERT_NE(mkdtemp(pattern), nullptr);
+  gloo::rendezvous::FileStore store(pattern);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 3; ++r) {
+    threads.emplace_back([&, r] {
+      auto group = GlooGroup::Create(store, {.rank = r, .size = 3, .prefix = "file"});
+      ASSERT_TRUE(group.ok()) << group.status();
+      std::vector<float> data = {1.0f};
+      ASSERT_TRUE((*group)->AllReduceSum(absl::MakeSpan(data)).ok());
+      EXPECT_EQ(data[0], 3.0f);
+    });
+  }
+  for (std::thread& t : threads) t.join();
 }
 
 TEST(GlooGroupTest, RejectsBadOptions) {
