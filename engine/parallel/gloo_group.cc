@@ -77,7 +77,7 @@ absl::StatusOr<std::unique_ptr<GlooGroup>> GlooGroup::Create(gloo::rendezvous::S
     return absl::InvalidArgumentError("gloo group: timeout must be positive");
   }
   std::shared_ptr<gloo::rendezvous::Context> context;
-  absl::Status status = Guarded("gloo group rendezvous", [&] {
+  RETURN_IF_ERROR(Guarded("gloo group rendezvous", [&] {
     gloo::transport::tcp::attr attr;
     attr.hostname = options.hostname;
     auto device = gloo::transport::tcp::CreateDevice(attr);
@@ -91,8 +91,7 @@ absl::StatusOr<std::unique_ptr<GlooGroup>> GlooGroup::Create(gloo::rendezvous::S
     gloo::BarrierOptions barrier(context);
     barrier.setTag(0);
     gloo::barrier(barrier);
-  });
-  if (!status.ok()) return status;
+  }));
   return std::unique_ptr<GlooGroup>(new GlooGroup(std::move(context), options.rank, options.size));
 }
 

@@ -4,6 +4,7 @@
 
 #include "Eigen/Core"
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 
 namespace semmoe::kernels::cpu {
 namespace {
@@ -65,7 +66,7 @@ void WithMap(const Tensor& t, Fn&& fn) {
 absl::Status Gemm(const GemmArgs& args) {
   for (auto [t, name] :
        {std::pair<const Tensor*, const char*>{&args.a, "a"}, {&args.b, "b"}, {&args.c, "c"}}) {
-    if (absl::Status s = CheckMatrix(*t, name); !s.ok()) return s;
+    RETURN_IF_ERROR(CheckMatrix(*t, name));
   }
   const int64_t m = args.a.dim(0), k = args.a.dim(1), n = args.b.dim(1);
   if (args.b.dim(0) != k || args.c.dim(0) != m || args.c.dim(1) != n) {

@@ -5,14 +5,14 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "glog/logging.h"
 
 namespace semmoe::planner {
 namespace {
 
-absl::Status SqliteError(sqlite3* db, int rc, absl::string_view what) {
-  const std::string message =
-      absl::StrCat(what, ": ", db != nullptr ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
+// The canonical code for an SQLite result code, with `message`.
+absl::Status StatusFor(int rc, const std::string& message) {
   switch (rc & 0xFF) {
     case SQLITE_BUSY:
     case SQLITE_LOCKED:
@@ -39,6 +39,11 @@ absl::Status SqliteError(sqlite3* db, int rc, absl::string_view what) {
   }
 }
 
+absl::Status SqliteError(sqlite3* db, int rc, absl::string_view what) {
+  return StatusFor(
+      rc, absl::StrCat(what, ": ", db != nullptr ? sqlite3_errmsg(db) : sqlite3_errstr(rc)));
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Database>> Database::Open(const std::string& path,
@@ -62,12 +67,9 @@ absl::StatusOr<std::unique_ptr<Database>> Database::Open(const std::string& path
     return absl::DataLossError(
         absl::StrCat(path, " is not a readable SQLite database: ", readable.message()));
   }
-  if (absl::Status s = db->Execute("PRAGMA foreign_keys = ON;"); !s.ok()) return s;
+  RETURN_IF_ERROR(db->Execute("PRAGMA foreign_keys = ON;"));
   if (!options.read_only && path != ":memory:") {
-    if (absl::Status s = db->Execute("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;");
-        !s.ok()) {
-      return s;
-    }
+    RETURN_IF_ERROR(db->Execute("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;"));
   }
   return db;
 }
@@ -85,10 +87,10 @@ absl::Status Database::Execute(absl::string_view sql) {
   const std::string text(sql);
   const int rc = sqlite3_exec(db_, text.c_str(), nullptr, nullptr, &error);
   if (rc == SQLITE_OK) return absl::OkStatus();
-  std::string message = error != nullptr ? error : sqlite3_errstr(rc);
+  const std::string message =
+      absl::StrCat("executing \"", sql, "\": ", error != nullptr ? error : sqlite3_errstr(rc));
   sqlite3_free(error);
-  absl::Status status = SqliteError(nullptr, rc, "");
-  return absl::Status(status.code(), absl::StrCat("executing \"", sql, "\": ", message));
+  return StatusFor(rc, message);
 }
 
 absl::StatusOr<Statement> Database::Prepare(absl::string_view sql) {
@@ -206,7 +208,7 @@ std::vector<uint8_t> Statement::ColumnBlob(int index) const {
 }
 
 absl::StatusOr<std::unique_ptr<Transaction>> Transaction::Begin(Database& db) {
-  if (absl::Status s = db.Execute("BEGIN IMMEDIATE;"); !s.ok()) return s;
+  RETURN_IF_ERROR(db.Execute("BEGIN IMMEDIATE;"));
   return std::unique_ptr<Transaction>(new Transaction(db));
 }
 
