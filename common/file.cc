@@ -1,0 +1,84 @@
+#include "common/file.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+
+namespace semmoe {
+namespace {
+
+absl::Status ErrnoStatus(int err, absl::string_view what, const std::string& path) {
+  std::string message = absl::StrCat(what, " ", path, ": ", std::strerror(err));
+  switch (err) {
+    case ENOENT:
+      return absl::NotFoundError(message);
+    case EACCES:
+    case EPERM:
+      return absl::PermissionDeniedError(message);
+    default:
+      return absl::InternalError(message);
+  }
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> ReadFile(const std::string& path) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return ErrnoStatus(errno, "cannot open", path);
+  std::string out;
+  char buffer[1 << 16];
+  while (true) {
+    ssize_t n = read(fd, buffer, sizeof(buffer));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      int err = errno;
+      close(fd);
+      return ErrnoStatus(err, "cannot read", path);
+    }
+    if (n == 0) break;
+    out.append(buffer, static_cast<size_t>(n));
+  }
+  close(fd);
+  return out;
+}
+
+absl::Status WriteFileAtomically(const std::string& path, absl::string_view contents) {
+  std::string tmp = absl::StrCat(path, ".tmp.", getpid());
+  int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return ErrnoStatus(errno, "cannot create", tmp);
+  size_t done = 0;
+  while (done < contents.size()) {
+    ssize_t n = write(fd, contents.data() + done, contents.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      int err = errno;
+      close(fd);
+      unlink(tmp.c_str());
+      return ErrnoStatus(err, "cannot write", tmp);
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (fsync(fd) != 0 || close(fd) != 0) {
+    int err = errno;
+    unlink(tmp.c_str());
+    return ErrnoStatus(err, "cannot flush", tmp);
+  }
+  if (rename(tmp.c_str(), path.c_str()) != 0) {
+    int err = errno;
+    unlink(tmp.c_str());
+    return ErrnoStatus(err, "cannot rename into", path);
+  }
+  return absl::OkStatus();
+}
+
+std::string JoinPath(absl::string_view a, absl::string_view b) {
+  if (a.empty() || (!b.empty() && b[0] == '/')) return std::string(b);
+  if (a.back() == '/') return absl::StrCat(a, b);
+  return absl::StrCat(a, "/", b);
+}
+
+}  // namespace semmoe

@@ -1,0 +1,24 @@
+// Whole-file reads and writes with Status errors that name the path.
+#ifndef SEMMOE_COMMON_FILE_H_
+#define SEMMOE_COMMON_FILE_H_
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace semmoe {
+
+// The bytes of `path`. NotFound if it does not exist, else Internal/PermissionDenied with errno.
+absl::StatusOr<std::string> ReadFile(const std::string& path);
+
+// Writes `contents` to `path` atomically: a temporary file beside it, fsync, rename.
+absl::Status WriteFileAtomically(const std::string& path, absl::string_view contents);
+
+// "a/b" from "a" and "b"; `b` absolute wins.
+std::string JoinPath(absl::string_view a, absl::string_view b);
+
+}  // namespace semmoe
+
+#endif  // SEMMOE_COMMON_FILE_H_
