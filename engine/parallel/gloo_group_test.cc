@@ -173,10 +173,12 @@ TEST(GlooGroupTest, FileStoreRendezvousForOneHost) {
   char pattern[512];
   std::snprintf(pattern, sizeof(pattern), "%s/gloo_store_XXXXXX", tmp != nullptr ? tmp : "/tmp");
   ASSERT_NE(mkdtemp(pattern), nullptr);
-  gloo::rendezvous::FileStore store(pattern);
   std::vector<std::thread> threads;
   for (int r = 0; r < 3; ++r) {
     threads.emplace_back([&, r] {
+      // One store object per rank, as separate processes would have: a shared FileStore object
+      // is not thread-safe (a shared one crashed about once in 50 runs).
+      gloo::rendezvous::FileStore store(pattern);
       auto group = GlooGroup::Create(store, {.rank = r, .size = 3, .prefix = "file"});
       ASSERT_TRUE(group.ok()) << group.status();
       std::vector<float> data = {1.0f};
