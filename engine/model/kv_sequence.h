@@ -1,0 +1,46 @@
+// KvSequence: where the forward pass keeps one sequence's attention keys and values.
+//
+// The runtime's paged cache implements it over pages (engine/runtime/kv_cache.h); DenseKvSequence
+// below is the plain contiguous version for offline scoring and tests.
+#ifndef SEMMOE_ENGINE_MODEL_KV_SEQUENCE_H_
+#define SEMMOE_ENGINE_MODEL_KV_SEQUENCE_H_
+
+#include <vector>
+
+namespace semmoe::engine::model {
+
+class KvSequence {
+ public:
+  virtual ~KvSequence() = default;
+  // Positions [0, capacity()) are writable.
+  virtual int capacity() const = 0;
+  // The [kv_heads × head_dim] row of `layer` at `position`. REQUIRES: position < capacity().
+  virtual float* Key(int layer, int position) = 0;
+  virtual float* Value(int layer, int position) = 0;
+};
+
+class DenseKvSequence : public KvSequence {
+ public:
+  DenseKvSequence(int num_layers, int kv_size, int capacity)
+      : kv_size_(kv_size),
+        capacity_(capacity),
+        keys_(static_cast<size_t>(num_layers) * capacity * kv_size),
+        values_(keys_.size()) {}
+  int capacity() const override { return capacity_; }
+  float* Key(int layer, int position) override {
+    return keys_.data() + (static_cast<size_t>(layer) * capacity_ + position) * kv_size_;
+  }
+  float* Value(int layer, int position) override {
+    return values_.data() + (static_cast<size_t>(layer) * capacity_ + position) * kv_size_;
+  }
+
+ private:
+  int kv_size_;
+  int capacity_;
+  std::vector<float> keys_;
+  std::vector<float> values_;
+};
+
+}  // namespace semmoe::engine::model
+
+#endif  // SEMMOE_ENGINE_MODEL_KV_SEQUENCE_H_

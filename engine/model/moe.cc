@@ -1,0 +1,80 @@
+#include "engine/model/moe.h"
+
+#include <cmath>
+
+#include "glog/logging.h"
+#include "kernels/cpu/nn_ops.h"
+
+namespace semmoe::engine::model {
+
+Routing Route(const ModelConfig& config, const LayerWeights& layer, const Matrix& h) {
+  const int tokens = static_cast<int>(h.rows());
+  const int k = config.top_k;
+  Matrix probs = h * layer.router.transpose();  // [tokens, experts]
+  Routing routing;
+  routing.top_k = k;
+  routing.expert_ids.resize(static_cast<size_t>(tokens) * k);
+  routing.weights.resize(static_cast<size_t>(tokens) * k);
+  for (int t = 0; t < tokens; ++t) {
+    absl::Span<float> row(probs.row(t).data(), probs.cols());
+    kernels::cpu::Softmax(row);
+    int32_t* ids = &routing.expert_ids[static_cast<size_t>(t) * k];
+    float* w = &routing.weights[static_cast<size_t>(t) * k];
+    kernels::cpu::TopK(row, k, ids, w);
+    if (config.norm_topk_prob) {
+      float sum = 0.0f;
+      for (int j = 0; j < k; ++j) sum += w[j];
+      for (int j = 0; j < k; ++j) w[j] /= sum;
+    }
+  }
+  return routing;
+}
+
+void RunMlp(const MlpWeights& mlp, const Matrix& h, Matrix& out) {
+  Matrix gate = h * mlp.gate.transpose();
+  Matrix up = h * mlp.up.transpose();
+  kernels::cpu::SiluMul(gate.data(), up.data(), gate.size());
+  out.noalias() = gate * mlp.down.transpose();
+}
+
+void RunExperts(const LayerWeights& layer, const Matrix& h, const Routing& routing,
+                Matrix& out) {
+  const int num_experts = static_cast<int>(layer.experts.size());
+  const int k = routing.top_k;
+  // Bucket (token, slot) pairs by expert: counting sort keeps token order within an expert.
+  std::vector<int> counts(num_experts + 1, 0);
+  for (int32_t e : routing.expert_ids) ++counts[e + 1];
+  for (int e = 0; e < num_experts; ++e) counts[e + 1] += counts[e];
+  std::vector<int> order(routing.expert_ids.size());
+  std::vector<int> fill(counts.begin(), counts.end() - 1);
+  for (size_t i = 0; i < routing.expert_ids.size(); ++i) {
+    order[fill[routing.expert_ids[i]]++] = static_cast<int>(i);
+  }
+  Matrix x, y;
+  for (int e = 0; e < num_experts; ++e) {
+    const int n = counts[e + 1] - counts[e];
+    if (n == 0) continue;
+    const MlpWeights& expert = layer.experts[e];
+    // Holds by the REQUIRES: a routed expert that is not loaded is a caller bug.
+    CHECK(expert.loaded()) << "expert " << e << " is routed to but not loaded";
+    x.resize(n, h.cols());
+    for (int r = 0; r < n; ++r) x.row(r) = h.row(order[counts[e] + r] / k);
+    RunMlp(expert, x, y);
+    for (int r = 0; r < n; ++r) {
+      const int entry = order[counts[e] + r];
+      out.row(entry / k) += routing.weights[entry] * y.row(r);
+    }
+  }
+}
+
+void RunSharedExpert(const LayerWeights& layer, const Matrix& h, Matrix& out) {
+  if (!layer.shared_expert.loaded()) return;
+  Matrix y;
+  RunMlp(layer.shared_expert, h, y);
+  Eigen::VectorXf gate = h * layer.shared_expert_gate.transpose();  // [tokens, 1]
+  for (int t = 0; t < h.rows(); ++t) {
+    out.row(t) += (1.0f / (1.0f + std::exp(-gate[t]))) * y.row(t);
+  }
+}
+
+}  // namespace semmoe::engine::model

@@ -1,0 +1,40 @@
+// The sparse MoE block, split into its two halves so expert parallelism can put a dispatch
+// between them: Route() picks each token's experts, RunExperts() applies the experts a process
+// holds, grouped by expert.
+#ifndef SEMMOE_ENGINE_MODEL_MOE_H_
+#define SEMMOE_ENGINE_MODEL_MOE_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "engine/model/config.h"
+#include "engine/model/weights.h"
+
+namespace semmoe::engine::model {
+
+// Per token, the top-k experts by router probability (descending) and the weights applied.
+struct Routing {
+  int top_k = 0;
+  std::vector<int32_t> expert_ids;  // [tokens, top_k]
+  std::vector<float> weights;       // [tokens, top_k]
+  int tokens() const { return top_k == 0 ? 0 : static_cast<int>(expert_ids.size()) / top_k; }
+};
+
+// Softmax over all experts (f32), top-k, then renormalise to sum 1 if config.norm_topk_prob.
+// `h`: [tokens, hidden] (post-attention-norm hidden states).
+Routing Route(const ModelConfig& config, const LayerWeights& layer, const Matrix& h);
+
+// out[t] += Σ_j weight[t][j] · expert_j(h[t]); each expert runs once, on all its tokens, as one
+// GEMM per projection. REQUIRES: every routed expert is loaded in `layer`.
+void RunExperts(const LayerWeights& layer, const Matrix& h, const Routing& routing,
+                Matrix& out);
+
+// out += sigmoid(h · shared_gateᵀ) ⊙ shared_expert(h) (qwen2_moe; no-op without a shared expert).
+void RunSharedExpert(const LayerWeights& layer, const Matrix& h, Matrix& out);
+
+// out = down(silu(gate(h)) ⊙ up(h)).
+void RunMlp(const MlpWeights& mlp, const Matrix& h, Matrix& out);
+
+}  // namespace semmoe::engine::model
+
+#endif  // SEMMOE_ENGINE_MODEL_MOE_H_

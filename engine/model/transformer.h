@@ -1,0 +1,77 @@
+// Transformer: the f32 CPU forward pass of qwen3_moe, qwen2_moe and mixtral, with the semantics
+// of transformers' eager implementations (see ../shared/models/*/README.md for the exact math).
+//
+// A batch holds any mix of sequences, each with new tokens appended after the positions its
+// KvSequence already holds: a prefill is many new tokens, a decode step one, a chunked prefill
+// anything between. All tokens of the batch go through the projections and the MoE layers
+// together; the experts run grouped by expert over the whole batch.
+//
+// Thread-safety: Forward() is const and uses no shared mutable state; concurrent calls on
+// different batches are safe. The weights must outlive the Transformer.
+#ifndef SEMMOE_ENGINE_MODEL_TRANSFORMER_H_
+#define SEMMOE_ENGINE_MODEL_TRANSFORMER_H_
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "engine/model/config.h"
+#include "engine/model/kv_sequence.h"
+#include "engine/model/moe.h"
+#include "engine/model/weights.h"
+
+namespace semmoe::engine::model {
+
+enum class LogitsMode {
+  kNone,  // No logits (e.g. a prefill chunk that does not end the prompt).
+  kLast,  // The last new token's logits.
+  kAll,   // Every new token's logits (scoring).
+};
+
+struct SequenceInput {
+  absl::Span<const int32_t> tokens;  // The new tokens; non-empty.
+  int start_position = 0;            // Position of tokens[0]; the KV holds [0, start_position).
+  KvSequence* kv = nullptr;          // Not owned; capacity ≥ start_position + tokens.size().
+  LogitsMode logits = LogitsMode::kLast;
+};
+
+struct ForwardOutput {
+  // Rows in batch order: one per kLast sequence, tokens.size() per kAll sequence.
+  Matrix logits;  // [rows, vocab]
+  // Per MoE layer (config.MoeLayers() order), per batch token in order: the routing decision.
+  // Filled only when requested.
+  std::vector<Routing> routing;
+};
+
+struct ForwardOptions {
+  bool collect_routing = false;
+};
+
+class Transformer {
+ public:
+  // REQUIRES: `weights` were loaded for `config` with every expert (see moe.h for EP).
+  static absl::StatusOr<std::unique_ptr<Transformer>> Create(const ModelConfig& config,
+                                                             const ModelWeights& weights);
+
+  // InvalidArgument for an empty sequence, a token outside the vocabulary, a position past
+  // max_position_embeddings or a KvSequence too small.
+  absl::StatusOr<ForwardOutput> Forward(absl::Span<const SequenceInput> batch,
+                                        const ForwardOptions& options = {}) const;
+
+  const ModelConfig& config() const { return config_; }
+
+ private:
+  Transformer(const ModelConfig& config, const ModelWeights& weights);
+  void Attention(int layer, absl::Span<const SequenceInput> batch,
+                 const std::vector<int32_t>& positions, Matrix& x) const;
+
+  ModelConfig config_;
+  const ModelWeights& weights_;
+  std::vector<float> rope_cos_, rope_sin_;  // [max_position, head_dim / 2]
+};
+
+}  // namespace semmoe::engine::model
+
+#endif  // SEMMOE_ENGINE_MODEL_TRANSFORMER_H_

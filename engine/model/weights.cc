@@ -1,0 +1,135 @@
+#include "engine/model/weights.h"
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "common/status_macros.h"
+
+namespace semmoe::engine::model {
+namespace {
+
+class Loader {
+ public:
+  explicit Loader(const Checkpoint& checkpoint) : checkpoint_(checkpoint) {}
+
+  absl::StatusOr<Matrix> Read(const std::string& name, int64_t rows, int64_t cols) {
+    ASSIGN_OR_RETURN(const TensorInfo* info, checkpoint_.Info(name));
+    if (info->shape != std::vector<int64_t>{rows, cols}) {
+      return ShapeError(name, info->shape, {rows, cols});
+    }
+    ASSIGN_OR_RETURN(kernels::Tensor t, checkpoint_.ReadF32(name));
+    return Matrix(Eigen::Map<const Matrix>(t.data<float>(), rows, cols));
+  }
+
+  absl::StatusOr<Vector> ReadVector(const std::string& name, int64_t size) {
+    ASSIGN_OR_RETURN(const TensorInfo* info, checkpoint_.Info(name));
+    if (info->shape != std::vector<int64_t>{size}) return ShapeError(name, info->shape, {size});
+    ASSIGN_OR_RETURN(kernels::Tensor t, checkpoint_.ReadF32(name));
+    return Vector(Eigen::Map<const Vector>(t.data<float>(), size));
+  }
+
+  absl::StatusOr<MlpWeights> ReadMlp(const std::string& prefix, const std::string& gate,
+                                     const std::string& up, const std::string& down,
+                                     int64_t hidden, int64_t inter) {
+    MlpWeights m;
+    ASSIGN_OR_RETURN(m.gate, Read(prefix + gate + ".weight", inter, hidden));
+    ASSIGN_OR_RETURN(m.up, Read(prefix + up + ".weight", inter, hidden));
+    ASSIGN_OR_RETURN(m.down, Read(prefix + down + ".weight", hidden, inter));
+    return m;
+  }
+
+ private:
+  absl::Status ShapeError(const std::string& name, const std::vector<int64_t>& got,
+                          const std::vector<int64_t>& want) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(checkpoint_.dir(), ": tensor '", name, "' has shape [",
+                     absl::StrJoin(got, ", "), "], the config implies [",
+                     absl::StrJoin(want, ", "), "]"));
+  }
+
+  const Checkpoint& checkpoint_;
+};
+
+absl::Status LoadAttention(const ModelConfig& c, const std::string& p, Loader& l,
+                           LayerWeights& w) {
+  ASSIGN_OR_RETURN(w.input_norm, l.ReadVector(p + "input_layernorm.weight", c.hidden_size));
+  ASSIGN_OR_RETURN(w.post_attention_norm,
+                   l.ReadVector(p + "post_attention_layernorm.weight", c.hidden_size));
+  const std::string a = p + "self_attn.";
+  ASSIGN_OR_RETURN(w.q, l.Read(a + "q_proj.weight", c.q_size(), c.hidden_size));
+  ASSIGN_OR_RETURN(w.k, l.Read(a + "k_proj.weight", c.kv_size(), c.hidden_size));
+  ASSIGN_OR_RETURN(w.v, l.Read(a + "v_proj.weight", c.kv_size(), c.hidden_size));
+  ASSIGN_OR_RETURN(w.o, l.Read(a + "o_proj.weight", c.hidden_size, c.q_size()));
+  if (c.attention_bias) {
+    ASSIGN_OR_RETURN(w.q_bias, l.ReadVector(a + "q_proj.bias", c.q_size()));
+    ASSIGN_OR_RETURN(w.k_bias, l.ReadVector(a + "k_proj.bias", c.kv_size()));
+    ASSIGN_OR_RETURN(w.v_bias, l.ReadVector(a + "v_proj.bias", c.kv_size()));
+  }
+  if (c.qk_norm) {
+    ASSIGN_OR_RETURN(w.q_norm, l.ReadVector(a + "q_norm.weight", c.head_dim));
+    ASSIGN_OR_RETURN(w.k_norm, l.ReadVector(a + "k_norm.weight", c.head_dim));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status LoadFeedForward(const ModelConfig& c, int layer, const std::string& p, Loader& l,
+                             const LoadOptions& options, LayerWeights& w) {
+  w.is_moe = c.IsMoeLayer(layer);
+  if (!w.is_moe) {
+    ASSIGN_OR_RETURN(w.dense, l.ReadMlp(p + "mlp.", "gate_proj", "up_proj", "down_proj",
+                                        c.hidden_size, c.intermediate_size));
+    return absl::OkStatus();
+  }
+  const std::string block = c.arch == Arch::kMixtral ? p + "block_sparse_moe." : p + "mlp.";
+  ASSIGN_OR_RETURN(w.router, l.Read(block + "gate.weight", c.num_experts, c.hidden_size));
+  std::vector<std::string> proj = ExpertProjectionNames(c);
+  w.experts.resize(c.num_experts);
+  for (int e = 0; e < c.num_experts; ++e) {
+    if (options.load_expert && !options.load_expert(layer, e)) continue;
+    ASSIGN_OR_RETURN(w.experts[e], l.ReadMlp(ExpertPrefix(c, layer, e), proj[0], proj[1],
+                                             proj[2], c.hidden_size, c.moe_intermediate_size));
+  }
+  if (c.arch == Arch::kQwen2Moe && c.shared_expert_intermediate_size > 0) {
+    ASSIGN_OR_RETURN(w.shared_expert,
+                     l.ReadMlp(block + "shared_expert.", "gate_proj", "up_proj", "down_proj",
+                               c.hidden_size, c.shared_expert_intermediate_size));
+    ASSIGN_OR_RETURN(w.shared_expert_gate,
+                     l.Read(block + "shared_expert_gate.weight", 1, c.hidden_size));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+std::string ExpertPrefix(const ModelConfig& config, int layer, int expert) {
+  return absl::StrCat("model.layers.", layer,
+                      config.arch == Arch::kMixtral ? ".block_sparse_moe.experts." : ".mlp.experts.",
+                      expert, ".");
+}
+
+std::vector<std::string> ExpertProjectionNames(const ModelConfig& config) {
+  if (config.arch == Arch::kMixtral) return {"w1", "w3", "w2"};
+  return {"gate_proj", "up_proj", "down_proj"};
+}
+
+absl::StatusOr<std::unique_ptr<ModelWeights>> LoadWeights(const ModelConfig& c,
+                                                          const Checkpoint& checkpoint,
+                                                          const LoadOptions& options) {
+  Loader l(checkpoint);
+  auto w = std::make_unique<ModelWeights>();
+  ASSIGN_OR_RETURN(w->embed, l.Read("model.embed_tokens.weight", c.vocab_size, c.hidden_size));
+  w->layers.resize(c.num_layers);
+  for (int i = 0; i < c.num_layers; ++i) {
+    const std::string p = absl::StrCat("model.layers.", i, ".");
+    RETURN_IF_ERROR(LoadAttention(c, p, l, w->layers[i]));
+    RETURN_IF_ERROR(LoadFeedForward(c, i, p, l, options, w->layers[i]));
+  }
+  ASSIGN_OR_RETURN(w->final_norm, l.ReadVector("model.norm.weight", c.hidden_size));
+  if (c.tie_word_embeddings && !checkpoint.Info("lm_head.weight").ok()) {
+    w->lm_head = w->embed;
+  } else {
+    ASSIGN_OR_RETURN(w->lm_head, l.Read("lm_head.weight", c.vocab_size, c.hidden_size));
+  }
+  return w;
+}
+
+}  // namespace semmoe::engine::model

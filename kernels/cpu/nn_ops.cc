@@ -1,0 +1,85 @@
+#include "kernels/cpu/nn_ops.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+namespace semmoe::kernels::cpu {
+
+void RmsNorm(const RmsNormArgs& a) {
+  for (int64_t r = 0; r < a.rows; ++r) {
+    float* x = a.x + r * a.row_stride;
+    float sum = 0.0f;
+    for (int64_t i = 0; i < a.width; ++i) sum += x[i] * x[i];
+    const float scale = 1.0f / std::sqrt(sum / static_cast<float>(a.width) + a.eps);
+    for (int64_t i = 0; i < a.width; ++i) x[i] = a.weight[i] * (x[i] * scale);
+  }
+}
+
+void RopeTables(int max_position, int head_dim, double theta, float* cos, float* sin) {
+  const int half = head_dim / 2;
+  for (int p = 0; p < max_position; ++p) {
+    for (int i = 0; i < half; ++i) {
+      // HF computes inv_freq in f32 from theta^(2i/d); match that rounding, then the angle.
+      const float inv_freq =
+          static_cast<float>(1.0 / std::pow(theta, static_cast<double>(2 * i) / head_dim));
+      const double angle = static_cast<double>(static_cast<float>(p) * inv_freq);
+      cos[p * half + i] = static_cast<float>(std::cos(angle));
+      sin[p * half + i] = static_cast<float>(std::sin(angle));
+    }
+  }
+}
+
+void ApplyRope(const RopeArgs& a) {
+  const int half = a.head_dim / 2;
+  for (int64_t r = 0; r < a.rows; ++r) {
+    const float* c = a.cos + static_cast<int64_t>(a.positions[r]) * half;
+    const float* s = a.sin + static_cast<int64_t>(a.positions[r]) * half;
+    for (int h = 0; h < a.heads; ++h) {
+      float* x = a.x + r * a.row_stride + static_cast<int64_t>(h) * a.head_dim;
+      for (int i = 0; i < half; ++i) {
+        const float x1 = x[i], x2 = x[i + half];
+        x[i] = x1 * c[i] - x2 * s[i];
+        x[i + half] = x2 * c[i] + x1 * s[i];
+      }
+    }
+  }
+}
+
+void SiluMul(float* gate, const float* up, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) {
+    const float g = gate[i];
+    gate[i] = g / (1.0f + std::exp(-g)) * up[i];
+  }
+}
+
+void Softmax(absl::Span<float> row) {
+  if (row.empty()) return;
+  const float max = *std::max_element(row.begin(), row.end());
+  float sum = 0.0f;
+  for (float& v : row) {
+    v = std::exp(v - max);
+    sum += v;
+  }
+  const float inv = 1.0f / sum;
+  for (float& v : row) v *= inv;
+}
+
+void TopK(absl::Span<const float> values, int k, int32_t* out_ids, float* out_values) {
+  // k is small (≤ 16 in practice): a partial insertion keeps it O(n·k) with no allocation.
+  int filled = 0;
+  for (int32_t i = 0; i < static_cast<int32_t>(values.size()); ++i) {
+    const float v = values[i];
+    if (filled == k && !(v > out_values[k - 1])) continue;
+    int at = filled < k ? filled++ : k - 1;
+    while (at > 0 && v > out_values[at - 1]) {
+      out_values[at] = out_values[at - 1];
+      out_ids[at] = out_ids[at - 1];
+      --at;
+    }
+    out_values[at] = v;
+    out_ids[at] = i;
+  }
+}
+
+}  // namespace semmoe::kernels::cpu

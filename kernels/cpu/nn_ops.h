@@ -1,0 +1,56 @@
+// Element-wise and row-wise neural-network ops on f32 rows in host memory (the CPU peers of the
+// GPU kernels). Each takes named shapes; rows are contiguous, `row_stride` apart (in floats).
+// No allocation; no model knowledge.
+#ifndef SEMMOE_KERNELS_CPU_NN_OPS_H_
+#define SEMMOE_KERNELS_CPU_NN_OPS_H_
+
+#include <cstdint>
+
+#include "absl/types/span.h"
+
+namespace semmoe::kernels::cpu {
+
+// x[r] = weight ⊙ x[r] / sqrt(mean(x[r]²) + eps) for each of `rows` rows of `width` floats (the
+// Hugging Face RMSNorm: statistics in f32, weight applied after normalising).
+struct RmsNormArgs {
+  float* x;
+  int64_t rows;
+  int64_t width;
+  int64_t row_stride;
+  const float* weight;  // [width]
+  float eps;
+};
+void RmsNorm(const RmsNormArgs& args);
+
+// Rotary position embedding, rotate-half convention (HF Llama/Qwen/Mixtral): for each row of
+// `heads` × `head_dim` floats at position positions[r], pairs (i, i + head_dim/2) rotate by
+// positions[r] · inv_freq[i]. `cos`/`sin` tables are [max_position, head_dim/2] (RopeTables).
+struct RopeArgs {
+  float* x;
+  int64_t rows;
+  int64_t row_stride;
+  int heads;
+  int head_dim;
+  const int32_t* positions;  // [rows]
+  const float* cos;
+  const float* sin;
+};
+void ApplyRope(const RopeArgs& args);
+
+// cos/sin tables for positions [0, max_position): angle = p · theta^(-2i/head_dim), computed in
+// double and rounded once. `cos`/`sin` must hold max_position × head_dim/2 floats.
+void RopeTables(int max_position, int head_dim, double theta, float* cos, float* sin);
+
+// gate[i] = silu(gate[i]) · up[i] over `n` floats (SwiGLU), in place.
+void SiluMul(float* gate, const float* up, int64_t n);
+
+// In-place softmax of one row (max-subtracted, f32).
+void Softmax(absl::Span<float> row);
+
+// The k largest entries of `values` in descending order (ties: lower index first).
+// REQUIRES: 0 < k <= values.size(); out_ids/out_values hold k entries.
+void TopK(absl::Span<const float> values, int k, int32_t* out_ids, float* out_values);
+
+}  // namespace semmoe::kernels::cpu
+
+#endif  // SEMMOE_KERNELS_CPU_NN_OPS_H_

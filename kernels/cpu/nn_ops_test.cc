@@ -1,0 +1,73 @@
+#include "kernels/cpu/nn_ops.h"
+
+#include <cmath>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace semmoe::kernels::cpu {
+namespace {
+
+TEST(NnOpsTest, RmsNormMatchesTheFormula) {
+  std::vector<float> x = {1, 2, 3, 4, /*row 2*/ 0, 0, 0, 0};
+  std::vector<float> w = {1, 0.5f, 2, 1};
+  RmsNorm({x.data(), 2, 4, 4, w.data(), 1e-6f});
+  const float rms = std::sqrt((1 + 4 + 9 + 16) / 4.0f + 1e-6f);
+  EXPECT_NEAR(x[0], 1 / rms, 1e-6);
+  EXPECT_NEAR(x[1], 0.5f * 2 / rms, 1e-6);
+  EXPECT_NEAR(x[2], 2 * 3 / rms, 1e-6);
+  EXPECT_EQ(x[4], 0.0f);  // Zero rows stay finite thanks to eps.
+}
+
+TEST(NnOpsTest, RopeRotatesPairsAndKeepsNorms) {
+  const int head_dim = 8, half = 4, max_pos = 16;
+  std::vector<float> cos(max_pos * half), sin(max_pos * half);
+  RopeTables(max_pos, head_dim, 10000.0, cos.data(), sin.data());
+  EXPECT_FLOAT_EQ(cos[0], 1.0f);  // Position 0 is the identity.
+  std::vector<float> x = {1, 2, 3, 4, 5, 6, 7, 8};
+  std::vector<float> original = x;
+  int32_t pos = 5;
+  ApplyRope({x.data(), 1, head_dim, 1, head_dim, &pos, cos.data(), sin.data()});
+  // Pair (0, 4) rotates by angle 5 · 1.
+  EXPECT_NEAR(x[0], 1 * std::cos(5.0) - 5 * std::sin(5.0), 1e-5);
+  EXPECT_NEAR(x[4], 5 * std::cos(5.0) + 1 * std::sin(5.0), 1e-5);
+  // Pair (3, 7) rotates by 5 · 10000^(-6/8).
+  const double angle = 5 * std::pow(10000.0, -0.75);
+  EXPECT_NEAR(x[3], 4 * std::cos(angle) - 8 * std::sin(angle), 1e-5);
+  double n0 = 0, n1 = 0;
+  for (int i = 0; i < 8; ++i) n0 += original[i] * original[i], n1 += x[i] * x[i];
+  EXPECT_NEAR(n0, n1, 1e-3);
+}
+
+TEST(NnOpsTest, SiluMul) {
+  std::vector<float> g = {0.0f, 1.0f, -2.0f};
+  std::vector<float> u = {3.0f, 2.0f, 1.0f};
+  SiluMul(g.data(), u.data(), 3);
+  EXPECT_FLOAT_EQ(g[0], 0.0f);
+  EXPECT_NEAR(g[1], 2.0f / (1 + std::exp(-1.0f)), 1e-6);
+  EXPECT_NEAR(g[2], -2.0f / (1 + std::exp(2.0f)), 1e-6);
+}
+
+TEST(NnOpsTest, SoftmaxIsStableForLargeValues) {
+  std::vector<float> row = {1000.0f, 1000.0f, 999.0f};
+  Softmax(absl::MakeSpan(row));
+  EXPECT_NEAR(row[0] + row[1] + row[2], 1.0f, 1e-6);
+  EXPECT_NEAR(row[0], 1 / (2 + std::exp(-1.0f)), 1e-6);
+}
+
+TEST(NnOpsTest, TopKDescendingWithLowerIndexOnTies) {
+  std::vector<float> v = {0.1f, 0.9f, 0.3f, 0.9f, 0.5f};
+  int32_t ids[3];
+  float vals[3];
+  TopK(v, 3, ids, vals);
+  EXPECT_THAT(ids, ::testing::ElementsAre(1, 3, 4));
+  EXPECT_THAT(vals, ::testing::ElementsAre(0.9f, 0.9f, 0.5f));
+  std::vector<int32_t> all_ids(5);
+  std::vector<float> all_vals(5);
+  TopK(v, 5, all_ids.data(), all_vals.data());
+  EXPECT_THAT(all_ids, ::testing::ElementsAre(1, 3, 4, 2, 0));
+}
+
+}  // namespace
+}  // namespace semmoe::kernels::cpu
