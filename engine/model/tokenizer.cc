@@ -7,6 +7,7 @@
 #include "absl/strings/str_format.h"
 #include "common/file.h"
 #include "common/status_macros.h"
+#include "engine/model/byte_level.h"
 #include "engine/model/json_fields.h"
 #include "engine/model/pretokenizer.h"
 #include "engine/model/unicode.h"
@@ -18,34 +19,6 @@ constexpr int32_t kMaxId = 1 << 24;
 
 absl::Status Bad(absl::string_view what) {
   return absl::InvalidArgumentError(absl::StrCat("tokenizer.json: ", what));
-}
-
-// GPT-2's reversible byte → printable code point map (bytes_to_unicode).
-std::vector<char32_t> ByteToCodePoint() {
-  std::vector<char32_t> map(256, 0);
-  std::vector<bool> direct(256, false);
-  for (int b = '!'; b <= '~'; ++b) direct[b] = true;
-  for (int b = 0xA1; b <= 0xAC; ++b) direct[b] = true;
-  for (int b = 0xAE; b <= 0xFF; ++b) direct[b] = true;
-  char32_t next = 256;
-  for (int b = 0; b < 256; ++b) map[b] = direct[b] ? static_cast<char32_t>(b) : next++;
-  return map;
-}
-
-// Inverse map as a lookup on code points < 512 (all mapped values are below 324).
-absl::StatusOr<std::string> TokenToBytes(const std::string& token,
-                                         const std::vector<int>& inverse) {
-  ASSIGN_OR_RETURN(std::vector<CodePoint> cps, DecodeUtf8(token));
-  std::string bytes;
-  for (const CodePoint& cp : cps) {
-    if (cp.value >= inverse.size() || inverse[cp.value] < 0) {
-      return Bad(absl::StrFormat("token '%s' has a character (U+%04X) outside the byte-level "
-                                 "alphabet",
-                                 token, static_cast<uint32_t>(cp.value)));
-    }
-    bytes += static_cast<char>(inverse[cp.value]);
-  }
-  return bytes;
 }
 
 absl::Status CheckNormalizer(const nlohmann::json& n) {
@@ -131,10 +104,6 @@ absl::Status Tokenizer::Load(absl::string_view json_text) {
   ASSIGN_OR_RETURN(bool ignore_merges, mf.Bool("ignore_merges", false));
   if (ignore_merges) return Bad("model.ignore_merges is not supported");
 
-  std::vector<char32_t> forward = ByteToCodePoint();
-  std::vector<int> inverse(512, -1);
-  for (int b = 0; b < 256; ++b) inverse[forward[b]] = b;
-
   if (!m.contains("vocab") || !m["vocab"].is_object()) return Bad("model.vocab must be an object");
   int32_t max_id = -1;
   std::vector<std::pair<std::string, int32_t>> vocab;
@@ -143,7 +112,9 @@ absl::Status Tokenizer::Load(absl::string_view json_text) {
       return Bad(absl::StrCat("model.vocab['", it.key(), "']: expected an id in [0, ", kMaxId,
                               ")"));
     }
-    ASSIGN_OR_RETURN(std::string bytes, TokenToBytes(it.key(), inverse));
+    auto bytes_or = TokenTextToBytes(it.key());
+    if (!bytes_or.ok()) return Bad(bytes_or.status().message());
+    std::string bytes = std::move(*bytes_or);
     int32_t id = it->get<int32_t>();
     max_id = std::max(max_id, id);
     vocab.emplace_back(std::move(bytes), id);
@@ -214,8 +185,14 @@ absl::Status Tokenizer::Load(absl::string_view json_text) {
     } else {
       return Bad(absl::StrCat("merges[", rank, "]: expected \"a b\" or [\"a\", \"b\"]"));
     }
-    ASSIGN_OR_RETURN(std::string lb, TokenToBytes(left, inverse));
-    ASSIGN_OR_RETURN(std::string rb, TokenToBytes(right, inverse));
+    auto lb_or = TokenTextToBytes(left);
+    auto rb_or = TokenTextToBytes(right);
+    if (!lb_or.ok() || !rb_or.ok()) {
+      return Bad(absl::StrCat("merges[", rank, "]: ",
+                              (lb_or.ok() ? rb_or.status() : lb_or.status()).message()));
+    }
+    const std::string& lb = *lb_or;
+    const std::string& rb = *rb_or;
     auto l = bytes_to_id_.find(lb), r = bytes_to_id_.find(rb), out = bytes_to_id_.find(lb + rb);
     if (l == bytes_to_id_.end() || r == bytes_to_id_.end() || out == bytes_to_id_.end()) {
       return Bad(absl::StrCat("merges[", rank, "]: '", left, "' + '", right,

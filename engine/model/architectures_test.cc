@@ -1,0 +1,294 @@
+// Every supported architecture, from make_tiny_model checkpoints, against a naive float64
+// implementation written straight from the Hugging Face modelling code (one token at a time,
+// no KV cache, no batching, tensors read by name) — independent of transformer.cc.
+#include <cmath>
+#include <cstdlib>
+#include <map>
+#include <numeric>
+
+#include "absl/strings/str_cat.h"
+#include "common/file.h"
+#include "engine/model/model.h"
+#include "gtest/gtest.h"
+#include "tools/tiny_model/tiny_model.h"
+
+namespace semmoe::engine::model {
+namespace {
+
+using Vec = std::vector<double>;
+
+class Naive {
+ public:
+  Naive(const ModelConfig& c, const Checkpoint& ckpt) : c_(c), ckpt_(ckpt) {}
+
+  // Final-position logits for `ids` (positions 0..n-1).
+  Vec Forward(const std::vector<int32_t>& ids) {
+    const int n = static_cast<int>(ids.size());
+    std::vector<Vec> x(n);
+    for (int t = 0; t < n; ++t) x[t] = Row("model.embed_tokens.weight", ids[t]);
+    for (int l = 0; l < c_.num_layers; ++l) {
+      const std::string p = absl::StrCat("model.layers.", l, ".");
+      std::vector<Vec> q(n), k(n), v(n);
+      for (int t = 0; t < n; ++t) {
+        Vec h = Rms(x[t], p + "input_layernorm.weight");
+        q[t] = Linear(h, p + "self_attn.q_proj");
+        k[t] = Linear(h, p + "self_attn.k_proj");
+        v[t] = Linear(h, p + "self_attn.v_proj");
+        if (c_.qk_norm) {
+          HeadRms(q[t], p + "self_attn.q_norm.weight");
+          HeadRms(k[t], p + "self_attn.k_norm.weight");
+        }
+        Rope(q[t], t);
+        Rope(k[t], t);
+      }
+      const int d = c_.head_dim, group = c_.num_heads / c_.num_kv_heads;
+      for (int t = 0; t < n; ++t) {
+        Vec attn(c_.num_heads * d, 0.0);
+        for (int hh = 0; hh < c_.num_heads; ++hh) {
+          const int kv = hh / group;
+          Vec scores(t + 1);
+          for (int s = 0; s <= t; ++s) {
+            double dot = 0;
+            for (int i = 0; i < d; ++i) dot += q[t][hh * d + i] * k[s][kv * d + i];
+            scores[s] = dot / std::sqrt(static_cast<double>(d));
+          }
+          SoftmaxInPlace(scores);
+          for (int s = 0; s <= t; ++s) {
+            for (int i = 0; i < d; ++i) attn[hh * d + i] += scores[s] * v[s][kv * d + i];
+          }
+        }
+        Add(x[t], Linear(attn, p + "self_attn.o_proj"));
+      }
+      for (int t = 0; t < n; ++t) {
+        Vec h = Rms(x[t], p + "post_attention_layernorm.weight");
+        Add(x[t], c_.IsMoeLayer(l) ? Moe(h, l, p) : Mlp(h, p + "mlp.", "gate_proj", "up_proj",
+                                                         "down_proj"));
+      }
+    }
+    Vec last = Rms(x[n - 1], "model.norm.weight");
+    const std::string head = c_.tie_word_embeddings && !ckpt_.Info("lm_head.weight").ok()
+                                 ? "model.embed_tokens"
+                                 : "lm_head";
+    return Linear(last, head);
+  }
+
+ private:
+  const std::vector<float>& T(const std::string& name) {
+    auto it = cache_.find(name);
+    if (it != cache_.end()) return it->second;
+    auto t = ckpt_.ReadF32(name);
+    EXPECT_TRUE(t.ok()) << t.status();
+    std::vector<float> values(t->data<float>(), t->data<float>() + t->numel());
+    return cache_[name] = std::move(values);
+  }
+  Vec Row(const std::string& name, int row) {
+    const auto& w = T(name);
+    Vec out(c_.hidden_size);
+    for (int i = 0; i < c_.hidden_size; ++i) out[i] = w[static_cast<size_t>(row) * c_.hidden_size + i];
+    return out;
+  }
+  Vec Linear(const Vec& x, const std::string& prefix) {
+    const auto& w = T(prefix + ".weight");
+    const size_t out_dim = w.size() / x.size();
+    Vec y(out_dim, 0.0);
+    for (size_t o = 0; o < out_dim; ++o) {
+      for (size_t i = 0; i < x.size(); ++i) y[o] += w[o * x.size() + i] * x[i];
+    }
+    if (ckpt_.Info(prefix + ".bias").ok()) {
+      const auto& b = T(prefix + ".bias");
+      for (size_t o = 0; o < out_dim; ++o) y[o] += b[o];
+    }
+    return y;
+  }
+  Vec Rms(const Vec& x, const std::string& weight) {
+    const auto& w = T(weight);
+    double ss = 0;
+    for (double v : x) ss += v * v;
+    const double inv = 1.0 / std::sqrt(ss / x.size() + c_.rms_norm_eps);
+    Vec out(x.size());
+    for (size_t i = 0; i < x.size(); ++i) out[i] = w[i] * x[i] * inv;
+    return out;
+  }
+  void HeadRms(Vec& x, const std::string& weight) {
+    const int d = c_.head_dim;
+    for (size_t h = 0; h < x.size() / d; ++h) {
+      Vec head(x.begin() + h * d, x.begin() + (h + 1) * d);
+      head = Rms(head, weight);
+      std::copy(head.begin(), head.end(), x.begin() + h * d);
+    }
+  }
+  void Rope(Vec& x, int pos) {
+    const int d = c_.head_dim, half = d / 2;
+    for (size_t h = 0; h < x.size() / d; ++h) {
+      double* v = x.data() + h * d;
+      for (int i = 0; i < half; ++i) {
+        const double angle = pos * std::pow(c_.rope_theta, -2.0 * i / d);
+        const double a = v[i], b = v[i + half];
+        v[i] = a * std::cos(angle) - b * std::sin(angle);
+        v[i + half] = b * std::cos(angle) + a * std::sin(angle);
+      }
+    }
+  }
+  static void SoftmaxInPlace(Vec& v) {
+    const double m = *std::max_element(v.begin(), v.end());
+    double sum = 0;
+    for (double& x : v) sum += (x = std::exp(x - m));
+    for (double& x : v) x /= sum;
+  }
+  static void Add(Vec& a, const Vec& b) {
+    for (size_t i = 0; i < a.size(); ++i) a[i] += b[i];
+  }
+  Vec Mlp(const Vec& h, const std::string& prefix, const std::string& gate, const std::string& up,
+          const std::string& down) {
+    Vec g = Linear(h, prefix + gate), u = Linear(h, prefix + up);
+    for (size_t i = 0; i < g.size(); ++i) g[i] = g[i] / (1 + std::exp(-g[i])) * u[i];
+    return Linear(g, prefix + down);
+  }
+  Vec Moe(const Vec& h, int layer, const std::string& p) {
+    const bool mixtral = c_.arch == Arch::kMixtral;
+    const std::string block = p + (mixtral ? "block_sparse_moe." : "mlp.");
+    Vec probs = Linear(h, block + "gate");
+    SoftmaxInPlace(probs);
+    std::vector<int> order(probs.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return probs[a] > probs[b]; });
+    double sum = 0;
+    for (int j = 0; j < c_.top_k; ++j) sum += probs[order[j]];
+    Vec out(h.size(), 0.0);
+    for (int j = 0; j < c_.top_k; ++j) {
+      const int e = order[j];
+      const double w = c_.norm_topk_prob ? probs[e] / sum : probs[e];
+      const std::string ep = absl::StrCat(block, "experts.", e, ".");
+      Vec y = mixtral ? Mlp(h, ep, "w1", "w3", "w2") : Mlp(h, ep, "gate_proj", "up_proj", "down_proj");
+      for (size_t i = 0; i < out.size(); ++i) out[i] += w * y[i];
+    }
+    if (c_.arch == Arch::kQwen2Moe) {
+      Vec y = Mlp(h, block + "shared_expert.", "gate_proj", "up_proj", "down_proj");
+      const double g = 1.0 / (1.0 + std::exp(-Linear(h, block + "shared_expert_gate")[0]));
+      for (size_t i = 0; i < out.size(); ++i) out[i] += g * y[i];
+    }
+    return out;
+  }
+
+  const ModelConfig& c_;
+  const Checkpoint& ckpt_;
+  std::map<std::string, std::vector<float>> cache_;
+};
+
+struct ArchCase {
+  std::string name;
+  tools::TinyModelOptions options;
+};
+
+void PrintTo(const ArchCase& c, std::ostream* os) { *os << c.name; }
+
+std::vector<ArchCase> Cases() {
+  std::vector<ArchCase> cases;
+  tools::TinyModelOptions q3;
+  q3.arch = Arch::kQwen3Moe;
+  q3.head_dim = 24;  // heads × head_dim (96) ≠ hidden (64), as in Qwen3-30B-A3B.
+  q3.seed = 1;
+  cases.push_back({"qwen3_moe", q3});
+  tools::TinyModelOptions q3_dense = q3;
+  q3_dense.num_layers = 3;
+  q3_dense.mlp_only_layers = {1};
+  q3_dense.norm_topk_prob = false;
+  q3_dense.tie_word_embeddings = true;
+  q3_dense.dtype = kernels::DType::kF32;
+  q3_dense.seed = 2;
+  cases.push_back({"qwen3_moe_dense_layer_tied_f32", q3_dense});
+  tools::TinyModelOptions q2;
+  q2.arch = Arch::kQwen2Moe;
+  q2.num_kv_heads = 4;
+  q2.norm_topk_prob = false;
+  q2.seed = 3;
+  cases.push_back({"qwen2_moe", q2});
+  tools::TinyModelOptions mx;
+  mx.arch = Arch::kMixtral;
+  mx.num_experts = 4;
+  mx.dtype = kernels::DType::kF16;
+  mx.num_shards = 3;
+  mx.seed = 4;
+  cases.push_back({"mixtral_f16_sharded", mx});
+  return cases;
+}
+
+class ArchitecturesTest : public ::testing::TestWithParam<ArchCase> {};
+
+TEST_P(ArchitecturesTest, MatchesNaiveFloat64Forward) {
+  const std::string dir = JoinPath(std::getenv("TEST_TMPDIR"), GetParam().name);
+  ASSERT_TRUE(tools::WriteTinyModel(GetParam().options, dir).ok());
+  auto model = LoadModel(dir, {.require_tokenizer = true});
+  ASSERT_TRUE(model.ok()) << model.status();
+  auto ckpt = Checkpoint::Open(dir);
+  ASSERT_TRUE(ckpt.ok());
+  Naive naive((*model)->config, **ckpt);
+
+  auto ids = (*model)->tokenizer->Encode("The experts live on the same device.\n");
+  ASSERT_TRUE(ids.ok());
+  ASSERT_GT(ids->size(), 5u);
+  EXPECT_EQ(*(*model)->tokenizer->Decode(*ids), "The experts live on the same device.\n");
+
+  DenseKvSequence kv((*model)->config.num_layers, (*model)->config.kv_size(), ids->size());
+  SequenceInput in{*ids, 0, &kv, LogitsMode::kLast};
+  auto out = (*model)->transformer->Forward({&in, 1});
+  ASSERT_TRUE(out.ok()) << out.status();
+  Vec expected = naive.Forward(*ids);
+  ASSERT_EQ(static_cast<int64_t>(expected.size()), out->logits.cols());
+  double diff = 0, norm = 0;
+  for (size_t i = 0; i < expected.size(); ++i) {
+    diff += (out->logits(0, i) - expected[i]) * (out->logits(0, i) - expected[i]);
+    norm += expected[i] * expected[i];
+  }
+  EXPECT_GT(norm, 1.0);  // Logits are not trivially zero.
+  EXPECT_LT(std::sqrt(diff / norm), 1e-5) << GetParam().name;
+}
+
+INSTANTIATE_TEST_SUITE_P(All, ArchitecturesTest, ::testing::ValuesIn(Cases()),
+                         [](const ::testing::TestParamInfo<ArchCase>& info) {
+                           return info.param.name;
+                         });
+
+TEST(LoadModelTest, MissingAndMisshapenTensorsAreClearErrors) {
+  const std::string dir = JoinPath(std::getenv("TEST_TMPDIR"), "broken");
+  tools::TinyModelOptions o;
+  ASSERT_TRUE(tools::WriteTinyModel(o, dir).ok());
+  // Rewrite the checkpoint without one expert tensor, then with a wrong shape.
+  auto ckpt = Checkpoint::Open(dir);
+  ASSERT_TRUE(ckpt.ok());
+  for (int variant = 0; variant < 2; ++variant) {
+    SafetensorsWriter w;
+    for (const std::string& name : (*ckpt)->TensorNames()) {
+      auto t = (*ckpt)->View(name);
+      std::string bytes(static_cast<const char*>(t->raw_data()), t->nbytes());
+      std::vector<int64_t> shape(t->shape().begin(), t->shape().end());
+      if (name == "model.layers.1.mlp.experts.3.up_proj.weight") {
+        if (variant == 0) continue;
+        shape = {shape[1], shape[0]};
+      }
+      ASSERT_TRUE(w.Add(name, t->dtype(), shape, bytes).ok());
+    }
+    const std::string out = JoinPath(std::getenv("TEST_TMPDIR"), absl::StrCat("broken", variant));
+    std::system(("mkdir -p " + out + " && cp " + dir + "/*.json " + out).c_str());
+    ASSERT_TRUE(WriteFileAtomically(JoinPath(out, "model.safetensors"), w.Serialize()).ok());
+    auto model = LoadModel(out);
+    ASSERT_FALSE(model.ok());
+    EXPECT_NE(model.status().message().find("model.layers.1.mlp.experts.3.up_proj.weight"),
+              std::string::npos)
+        << model.status();
+    if (variant == 1) {
+      EXPECT_NE(model.status().message().find("has shape [64, 32], the config implies [32, 64]"),
+                std::string::npos)
+          << model.status();
+    }
+  }
+}
+
+TEST(LoadModelTest, MissingDirectoryNamesIt) {
+  auto model = LoadModel("/nonexistent/model");
+  EXPECT_EQ(model.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_NE(model.status().message().find("/nonexistent/model/config.json"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace semmoe::engine::model

@@ -1,0 +1,89 @@
+// make_tiny_model: writes a seeded random checkpoint in exact Hugging Face layout.
+//
+//   bazel run //tools:make_tiny_model -- --arch=qwen2_moe --out=/tmp/tiny --seed=7 \
+//       --hidden=64 --layers=2 --experts=8 --top_k=2
+#include <cstdlib>
+#include <iostream>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
+#include "engine/model/config.h"
+#include "kernels/dtype.h"
+#include "tools/tiny_model/tiny_model.h"
+
+ABSL_FLAG(std::string, arch, "qwen3_moe", "qwen3_moe, qwen2_moe or mixtral");
+ABSL_FLAG(std::string, out, "", "output directory (created if missing)");
+ABSL_FLAG(uint64_t, seed, 0, "random seed: the same flags always give the same bytes");
+ABSL_FLAG(int, vocab, 512, "vocab_size (>= 256 + merges + 3)");
+ABSL_FLAG(int, merges, 64, "BPE merges learned for tokenizer.json");
+ABSL_FLAG(int, hidden, 64, "hidden_size");
+ABSL_FLAG(int, layers, 2, "num_hidden_layers");
+ABSL_FLAG(int, heads, 4, "num_attention_heads");
+ABSL_FLAG(int, kv_heads, 2, "num_key_value_heads");
+ABSL_FLAG(int, head_dim, 16, "head_dim (qwen3_moe; others use hidden / heads)");
+ABSL_FLAG(int, experts, 8, "experts per MoE layer");
+ABSL_FLAG(int, top_k, 2, "num_experts_per_tok");
+ABSL_FLAG(int, moe_intermediate, 32, "expert intermediate size");
+ABSL_FLAG(int, shared_intermediate, 48, "qwen2_moe shared expert intermediate size (0: none)");
+ABSL_FLAG(int, intermediate, 96, "dense-layer intermediate size");
+ABSL_FLAG(std::string, dense_layers, "", "comma-separated dense layers (mlp_only_layers)");
+ABSL_FLAG(bool, norm_topk_prob, true, "renormalise top-k weights (qwen archs)");
+ABSL_FLAG(bool, tie_embeddings, false, "tie lm_head to the embeddings");
+ABSL_FLAG(int, max_positions, 512, "max_position_embeddings");
+ABSL_FLAG(std::string, dtype, "BF16", "BF16, F16 or F32");
+ABSL_FLAG(int, shards, 1, "number of safetensors shards (> 1 writes an index)");
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage("Writes a seeded random MoE checkpoint in Hugging Face layout.");
+  absl::ParseCommandLine(argc, argv);
+  using semmoe::tools::TinyModelOptions;
+  TinyModelOptions o;
+  auto fail = [](const std::string& message) {
+    std::cerr << "make_tiny_model: " << message << "\n";
+    return 2;
+  };
+  if (absl::GetFlag(FLAGS_out).empty()) return fail("--out is required");
+  auto arch = semmoe::engine::model::ParseArch(absl::GetFlag(FLAGS_arch));
+  if (!arch.ok()) return fail(std::string(arch.status().message()));
+  auto dtype = semmoe::kernels::ParseDType(absl::GetFlag(FLAGS_dtype));
+  if (!dtype.ok() || *dtype == semmoe::kernels::DType::kI32) return fail("--dtype: BF16, F16 or F32");
+  o.arch = *arch;
+  o.dtype = *dtype;
+  o.seed = absl::GetFlag(FLAGS_seed);
+  o.vocab_size = absl::GetFlag(FLAGS_vocab);
+  o.num_merges = absl::GetFlag(FLAGS_merges);
+  o.hidden_size = absl::GetFlag(FLAGS_hidden);
+  o.num_layers = absl::GetFlag(FLAGS_layers);
+  o.num_heads = absl::GetFlag(FLAGS_heads);
+  o.num_kv_heads = absl::GetFlag(FLAGS_kv_heads);
+  o.head_dim = o.arch == semmoe::engine::model::Arch::kQwen3Moe
+                   ? absl::GetFlag(FLAGS_head_dim)
+                   : o.hidden_size / std::max(1, o.num_heads);
+  o.num_experts = absl::GetFlag(FLAGS_experts);
+  o.top_k = absl::GetFlag(FLAGS_top_k);
+  o.moe_intermediate_size = absl::GetFlag(FLAGS_moe_intermediate);
+  o.shared_expert_intermediate_size = absl::GetFlag(FLAGS_shared_intermediate);
+  o.intermediate_size = absl::GetFlag(FLAGS_intermediate);
+  o.norm_topk_prob = absl::GetFlag(FLAGS_norm_topk_prob);
+  o.tie_word_embeddings = absl::GetFlag(FLAGS_tie_embeddings);
+  o.max_position_embeddings = absl::GetFlag(FLAGS_max_positions);
+  o.num_shards = absl::GetFlag(FLAGS_shards);
+  for (absl::string_view part :
+       absl::StrSplit(absl::GetFlag(FLAGS_dense_layers), ',', absl::SkipEmpty())) {
+    int layer;
+    if (!absl::SimpleAtoi(part, &layer)) return fail("--dense_layers: expected integers");
+    o.mlp_only_layers.push_back(layer);
+  }
+  std::string out = absl::GetFlag(FLAGS_out);
+  // `bazel run` starts us in the runfiles tree: resolve relative paths against the caller's.
+  const char* cwd = std::getenv("BUILD_WORKING_DIRECTORY");
+  if (out[0] != '/' && cwd != nullptr) out = std::string(cwd) + "/" + out;
+  absl::Status status = semmoe::tools::WriteTinyModel(o, out);
+  if (!status.ok()) return fail(std::string(status.message()));
+  std::cout << "wrote " << semmoe::engine::model::ArchName(o.arch) << " checkpoint to "
+            << out << "\n";
+  return 0;
+}

@@ -1,0 +1,296 @@
+#include "tools/tiny_model/tiny_model.h"
+
+#include <sys/stat.h>
+
+#include <cmath>
+#include <map>
+#include <random>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common/file.h"
+#include "common/status_macros.h"
+#include "engine/model/byte_level.h"
+#include "engine/model/pretokenizer.h"
+#include "engine/model/safetensors.h"
+#include "engine/model/weights.h"
+#include "nlohmann/json.hpp"
+
+namespace semmoe::tools {
+namespace {
+
+using engine::model::Arch;
+using engine::model::SafetensorsWriter;
+
+constexpr char kTrainingText[] =
+    "The engine serves the model to every user who sends a request. Each request is split into "
+    "tokens, and the tokens are routed to the experts that know them best. When the experts live "
+    "on the same device as the tokens, the network stays quiet and the answers come back sooner. "
+    "The planner reads the traces, learns which tokens go to which experts, and writes a new "
+    "placement into the database. The router then sends each request to the rank that holds the "
+    "experts it needs. This is the whole idea: put the data and the experts together.\n"
+    "int main(int argc, char** argv) { return run(argc, argv); }\n"
+    "def forward(self, x):\n    return self.down(self.act(self.gate(x)) * self.up(x))\n";
+
+// Deterministic N(mean, std²) from a seeded engine (Box-Muller; std::normal_distribution's
+// algorithm is implementation-defined).
+class Gaussian {
+ public:
+  explicit Gaussian(uint64_t seed) : engine_(seed) {}
+  float Next(float mean, float std) {
+    double u1 = (static_cast<double>(engine_() >> 11) + 0.5) / 9007199254740992.0;
+    double u2 = static_cast<double>(engine_() >> 11) / 9007199254740992.0;
+    return mean + std * static_cast<float>(std::sqrt(-2.0 * std::log(u1)) *
+                                           std::cos(6.283185307179586 * u2));
+  }
+  std::vector<float> Fill(size_t n, float mean, float std) {
+    std::vector<float> v(n);
+    for (float& x : v) x = Next(mean, std);
+    return v;
+  }
+
+ private:
+  std::mt19937_64 engine_;
+};
+
+// Learns `num_merges` byte-level BPE merges from kTrainingText (most frequent pair first; ties by
+// the pair's bytes), returning them as (left, right) raw-byte strings.
+std::vector<std::pair<std::string, std::string>> LearnMerges(int num_merges) {
+  std::string text = kTrainingText;
+  auto cps = engine::model::DecodeUtf8(text);
+  std::map<std::vector<std::string>, int> words;
+  for (const auto& piece : engine::model::PretokenizeQwen2(*cps)) {
+    size_t begin = (*cps)[piece.begin].byte_offset;
+    size_t end = (*cps)[piece.end - 1].byte_offset + (*cps)[piece.end - 1].byte_length;
+    std::vector<std::string> symbols;
+    for (size_t i = begin; i < end; ++i) symbols.push_back(text.substr(i, 1));
+    ++words[symbols];
+  }
+  std::vector<std::pair<std::string, std::string>> merges;
+  while (static_cast<int>(merges.size()) < num_merges) {
+    std::map<std::pair<std::string, std::string>, int> pairs;
+    for (const auto& [symbols, count] : words) {
+      for (size_t i = 0; i + 1 < symbols.size(); ++i) pairs[{symbols[i], symbols[i + 1]}] += count;
+    }
+    if (pairs.empty()) break;
+    auto best = pairs.begin();
+    for (auto it = pairs.begin(); it != pairs.end(); ++it) {
+      if (it->second > best->second) best = it;
+    }
+    merges.push_back(best->first);
+    std::map<std::vector<std::string>, int> next;
+    for (const auto& [symbols, count] : words) {
+      std::vector<std::string> merged;
+      for (size_t i = 0; i < symbols.size(); ++i) {
+        if (i + 1 < symbols.size() && symbols[i] == best->first.first &&
+            symbols[i + 1] == best->first.second) {
+          merged.push_back(symbols[i] + symbols[i + 1]);
+          ++i;
+        } else {
+          merged.push_back(symbols[i]);
+        }
+      }
+      next[merged] += count;
+    }
+    words = std::move(next);
+  }
+  return merges;
+}
+
+nlohmann::ordered_json TokenizerJson(const TinyModelOptions& o) {
+  using engine::model::BytesToTokenText;
+  nlohmann::ordered_json vocab = nlohmann::ordered_json::object();
+  for (int b = 0; b < 256; ++b) vocab[BytesToTokenText(std::string(1, static_cast<char>(b)))] = b;
+  nlohmann::ordered_json merges = nlohmann::ordered_json::array();
+  int next_id = 256;
+  for (const auto& [left, right] : LearnMerges(o.num_merges)) {
+    std::string merged = BytesToTokenText(left + right);
+    if (vocab.contains(merged)) continue;
+    vocab[merged] = next_id++;
+    merges.push_back(BytesToTokenText(left) + " " + BytesToTokenText(right));
+  }
+  nlohmann::ordered_json added = nlohmann::ordered_json::array();
+  for (const char* special : {"<|endoftext|>", "<|im_start|>", "<|im_end|>"}) {
+    added.push_back({{"id", next_id++}, {"content", special}, {"single_word", false},
+                     {"lstrip", false}, {"rstrip", false}, {"normalized", false},
+                     {"special", true}});
+  }
+  nlohmann::ordered_json byte_level = {{"type", "ByteLevel"}, {"add_prefix_space", false},
+                                       {"trim_offsets", false}, {"use_regex", false}};
+  return {
+      {"version", "1.0"},
+      {"truncation", nullptr},
+      {"padding", nullptr},
+      {"added_tokens", added},
+      {"normalizer", {{"type", "NFC"}}},
+      {"pre_tokenizer",
+       {{"type", "Sequence"},
+        {"pretokenizers",
+         {{{"type", "Split"},
+           {"pattern", {{"Regex", std::string(engine::model::kQwen2PretokenizerPattern)}}},
+           {"behavior", "Isolated"},
+           {"invert", false}},
+          byte_level}}}},
+      {"post_processor", byte_level},
+      {"decoder", byte_level},
+      {"model",
+       {{"type", "BPE"}, {"dropout", nullptr}, {"unk_token", nullptr},
+        {"continuing_subword_prefix", ""}, {"end_of_word_suffix", ""}, {"fuse_unk", false},
+        {"byte_fallback", false}, {"ignore_merges", false}, {"vocab", vocab},
+        {"merges", merges}}},
+  };
+}
+
+nlohmann::ordered_json ConfigJson(const TinyModelOptions& o, int eos) {
+  nlohmann::ordered_json c;
+  c["vocab_size"] = o.vocab_size;
+  c["hidden_size"] = o.hidden_size;
+  c["num_hidden_layers"] = o.num_layers;
+  c["num_attention_heads"] = o.num_heads;
+  c["num_key_value_heads"] = o.num_kv_heads;
+  c["rms_norm_eps"] = 1e-6;
+  c["rope_theta"] = o.rope_theta;
+  c["rope_scaling"] = nullptr;
+  c["max_position_embeddings"] = o.max_position_embeddings;
+  c["tie_word_embeddings"] = o.tie_word_embeddings;
+  c["hidden_act"] = "silu";
+  c["bos_token_id"] = eos;
+  c["eos_token_id"] = eos;
+  c["torch_dtype"] = o.dtype == kernels::DType::kF32 ? "float32"
+                     : o.dtype == kernels::DType::kF16 ? "float16" : "bfloat16";
+  switch (o.arch) {
+    case Arch::kQwen3Moe:
+      c["architectures"] = {"Qwen3MoeForCausalLM"};
+      c["model_type"] = "qwen3_moe";
+      c["head_dim"] = o.head_dim;
+      c["attention_bias"] = false;
+      break;
+    case Arch::kQwen2Moe:
+      c["architectures"] = {"Qwen2MoeForCausalLM"};
+      c["model_type"] = "qwen2_moe";
+      c["shared_expert_intermediate_size"] = o.shared_expert_intermediate_size;
+      break;
+    case Arch::kMixtral:
+      c["architectures"] = {"MixtralForCausalLM"};
+      c["model_type"] = "mixtral";
+      c["num_local_experts"] = o.num_experts;
+      c["num_experts_per_tok"] = o.top_k;
+      c["intermediate_size"] = o.moe_intermediate_size;
+      c["sliding_window"] = nullptr;
+      c["router_aux_loss_coef"] = 0.02;
+      return c;
+  }
+  c["num_experts"] = o.num_experts;
+  c["num_experts_per_tok"] = o.top_k;
+  c["moe_intermediate_size"] = o.moe_intermediate_size;
+  c["intermediate_size"] = o.intermediate_size;
+  c["norm_topk_prob"] = o.norm_topk_prob;
+  c["decoder_sparse_step"] = 1;
+  c["mlp_only_layers"] = o.mlp_only_layers;
+  c["use_sliding_window"] = false;
+  c["sliding_window"] = nullptr;
+  return c;
+}
+
+}  // namespace
+
+absl::Status WriteTinyModel(const TinyModelOptions& o, const std::string& dir) {
+  const int tokenizer_ids = 256 + o.num_merges + 3;
+  if (o.vocab_size < tokenizer_ids) {
+    return absl::InvalidArgumentError(absl::StrCat("vocab_size ", o.vocab_size, " < 256 + ",
+                                                   o.num_merges, " merges + 3 special tokens"));
+  }
+  if (o.arch != Arch::kQwen3Moe && o.head_dim * o.num_heads != o.hidden_size) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        engine::model::ArchName(o.arch), " needs head_dim × heads == hidden_size (", o.head_dim,
+        " × ", o.num_heads, " != ", o.hidden_size, ")"));
+  }
+  if (o.num_shards < 1) return absl::InvalidArgumentError("num_shards must be ≥ 1");
+  if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
+    return absl::InternalError(absl::StrCat("cannot create ", dir));
+  }
+  nlohmann::ordered_json tokenizer = TokenizerJson(o);
+  const int eos = tokenizer["added_tokens"][0]["id"];
+  nlohmann::ordered_json config = ConfigJson(o, eos);
+  // Parse our own config back: the same validation every user checkpoint gets.
+  ASSIGN_OR_RETURN(engine::model::ModelConfig c, engine::model::ParseModelConfig(config.dump()));
+
+  Gaussian rng(o.seed);
+  std::vector<SafetensorsWriter> shards(o.num_shards);
+  int tensor_index = 0;
+  nlohmann::ordered_json weight_map = nlohmann::ordered_json::object();
+  auto add = [&](const std::string& name, std::vector<int64_t> shape, float mean,
+                 float std) -> absl::Status {
+    size_t n = 1;
+    for (int64_t d : shape) n *= d;
+    const int shard = tensor_index++ % o.num_shards;
+    weight_map[name] = absl::StrFormat("model-%05d-of-%05d.safetensors", shard + 1, o.num_shards);
+    return shards[shard].AddF32(name, o.dtype, shape, rng.Fill(n, mean, std));
+  };
+  const float s = o.init_std;
+  const int64_t h = c.hidden_size;
+  RETURN_IF_ERROR(add("model.embed_tokens.weight", {c.vocab_size, h}, 0, 1.0f));
+  for (int i = 0; i < c.num_layers; ++i) {
+    const std::string p = absl::StrCat("model.layers.", i, ".");
+    RETURN_IF_ERROR(add(p + "input_layernorm.weight", {h}, 1, 0.1f));
+    RETURN_IF_ERROR(add(p + "post_attention_layernorm.weight", {h}, 1, 0.1f));
+    RETURN_IF_ERROR(add(p + "self_attn.q_proj.weight", {c.q_size(), h}, 0, s));
+    RETURN_IF_ERROR(add(p + "self_attn.k_proj.weight", {c.kv_size(), h}, 0, s));
+    RETURN_IF_ERROR(add(p + "self_attn.v_proj.weight", {c.kv_size(), h}, 0, s));
+    RETURN_IF_ERROR(add(p + "self_attn.o_proj.weight", {h, c.q_size()}, 0, s));
+    if (c.attention_bias) {
+      RETURN_IF_ERROR(add(p + "self_attn.q_proj.bias", {c.q_size()}, 0, s));
+      RETURN_IF_ERROR(add(p + "self_attn.k_proj.bias", {c.kv_size()}, 0, s));
+      RETURN_IF_ERROR(add(p + "self_attn.v_proj.bias", {c.kv_size()}, 0, s));
+    }
+    if (c.qk_norm) {
+      RETURN_IF_ERROR(add(p + "self_attn.q_norm.weight", {c.head_dim}, 1, 0.1f));
+      RETURN_IF_ERROR(add(p + "self_attn.k_norm.weight", {c.head_dim}, 1, 0.1f));
+    }
+    auto mlp = [&](const std::string& prefix, const std::vector<std::string>& names,
+                   int64_t inter) -> absl::Status {
+      RETURN_IF_ERROR(add(prefix + names[0] + ".weight", {inter, h}, 0, s));
+      RETURN_IF_ERROR(add(prefix + names[1] + ".weight", {inter, h}, 0, s));
+      return add(prefix + names[2] + ".weight", {h, inter}, 0, s);
+    };
+    if (!c.IsMoeLayer(i)) {
+      RETURN_IF_ERROR(mlp(p + "mlp.", {"gate_proj", "up_proj", "down_proj"}, c.intermediate_size));
+      continue;
+    }
+    const std::string block = c.arch == Arch::kMixtral ? p + "block_sparse_moe." : p + "mlp.";
+    RETURN_IF_ERROR(add(block + "gate.weight", {c.num_experts, h}, 0, 0.5f));
+    for (int e = 0; e < c.num_experts; ++e) {
+      RETURN_IF_ERROR(mlp(engine::model::ExpertPrefix(c, i, e),
+                          engine::model::ExpertProjectionNames(c), c.moe_intermediate_size));
+    }
+    if (c.arch == Arch::kQwen2Moe && c.shared_expert_intermediate_size > 0) {
+      RETURN_IF_ERROR(mlp(block + "shared_expert.", {"gate_proj", "up_proj", "down_proj"},
+                          c.shared_expert_intermediate_size));
+      RETURN_IF_ERROR(add(block + "shared_expert_gate.weight", {1, h}, 0, s));
+    }
+  }
+  RETURN_IF_ERROR(add("model.norm.weight", {h}, 1, 0.1f));
+  if (!c.tie_word_embeddings) RETURN_IF_ERROR(add("lm_head.weight", {c.vocab_size, h}, 0, s));
+
+  if (o.num_shards == 1) {
+    RETURN_IF_ERROR(WriteFileAtomically(JoinPath(dir, "model.safetensors"), shards[0].Serialize()));
+  } else {
+    for (int i = 0; i < o.num_shards; ++i) {
+      RETURN_IF_ERROR(WriteFileAtomically(
+          JoinPath(dir, absl::StrFormat("model-%05d-of-%05d.safetensors", i + 1, o.num_shards)),
+          shards[i].Serialize()));
+    }
+    nlohmann::ordered_json index = {{"metadata", {{"total_parameters", tensor_index}}},
+                                    {"weight_map", weight_map}};
+    RETURN_IF_ERROR(
+        WriteFileAtomically(JoinPath(dir, "model.safetensors.index.json"), index.dump(2)));
+  }
+  RETURN_IF_ERROR(WriteFileAtomically(JoinPath(dir, "config.json"), config.dump(2) + "\n"));
+  nlohmann::ordered_json generation = {{"bos_token_id", eos}, {"eos_token_id", eos},
+                                       {"do_sample", false}};
+  RETURN_IF_ERROR(
+      WriteFileAtomically(JoinPath(dir, "generation_config.json"), generation.dump(2) + "\n"));
+  return WriteFileAtomically(JoinPath(dir, "tokenizer.json"), tokenizer.dump(2) + "\n");
+}
+
+}  // namespace semmoe::tools

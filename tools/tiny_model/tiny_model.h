@@ -1,0 +1,52 @@
+// Seeded random checkpoints in exact Hugging Face layout (config.json, model.safetensors or
+// shards + index, generation_config.json, tokenizer.json) for any supported architecture and
+// size. Used by unit tests and by `bazel run //tools:make_tiny_model`.
+//
+// Weights are N(0, init_std²) (norm weights N(1, 0.1²)) from a seeded generator, so a given
+// options struct always produces the same bytes. The tokenizer is byte-level BPE with the 256
+// byte tokens, `num_merges` merges learned from a small built-in English text, and the Qwen
+// special tokens <|endoftext|>, <|im_start|>, <|im_end|>.
+#ifndef SEMMOE_TOOLS_TINY_MODEL_TINY_MODEL_H_
+#define SEMMOE_TOOLS_TINY_MODEL_TINY_MODEL_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "engine/model/config.h"
+#include "kernels/dtype.h"
+
+namespace semmoe::tools {
+
+struct TinyModelOptions {
+  engine::model::Arch arch = engine::model::Arch::kQwen3Moe;
+  int vocab_size = 512;  // ≥ 256 + num_merges + 3.
+  int num_merges = 64;
+  int hidden_size = 64;
+  int num_layers = 2;
+  int num_heads = 4;
+  int num_kv_heads = 2;
+  int head_dim = 16;  // qwen3_moe writes it; others use hidden / heads and must agree.
+  int num_experts = 8;
+  int top_k = 2;
+  int moe_intermediate_size = 32;
+  int shared_expert_intermediate_size = 48;  // qwen2_moe.
+  int intermediate_size = 96;                // Dense layers.
+  std::vector<int> mlp_only_layers;          // qwen3_moe/qwen2_moe dense layers.
+  bool norm_topk_prob = true;                // qwen3_moe/qwen2_moe.
+  bool tie_word_embeddings = false;
+  int max_position_embeddings = 512;
+  double rope_theta = 10000.0;
+  kernels::DType dtype = kernels::DType::kBF16;
+  int num_shards = 1;  // > 1 writes model-0000i-of-0000n.safetensors + index.
+  uint64_t seed = 0;
+  float init_std = 0.08f;
+};
+
+// Writes the checkpoint into `dir` (created if missing). InvalidArgument for inconsistent sizes.
+absl::Status WriteTinyModel(const TinyModelOptions& options, const std::string& dir);
+
+}  // namespace semmoe::tools
+
+#endif  // SEMMOE_TOOLS_TINY_MODEL_TINY_MODEL_H_
