@@ -1,0 +1,88 @@
+// PagedKvCache: attention keys and values for many sequences in fixed-size pages.
+//
+// Memory is one arena of `num_pages` pages; a page holds `page_size` consecutive positions of
+// one sequence for every layer (keys and values). A sequence's page table maps position / page_size
+// to a page, so sequences grow a page at a time and return every page when they end, with no
+// fragmentation and no copying (the vLLM PagedAttention layout, on the CPU).
+//
+// Thread-safety: page allocation and release are internally synchronised; a PagedSequence itself
+// is used by one thread at a time.
+#ifndef SEMMOE_ENGINE_RUNTIME_KV_CACHE_H_
+#define SEMMOE_ENGINE_RUNTIME_KV_CACHE_H_
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "engine/model/kv_sequence.h"
+
+namespace semmoe::engine::runtime {
+
+class PagedKvCache;
+
+// One sequence's pages. Returns them to the cache when destroyed. REQUIRES: the cache outlives
+// every sequence made from it.
+class PagedSequence : public model::KvSequence {
+ public:
+  ~PagedSequence() override;
+  PagedSequence(const PagedSequence&) = delete;
+  PagedSequence& operator=(const PagedSequence&) = delete;
+
+  int capacity() const override;
+  float* Key(int layer, int position) override;
+  float* Value(int layer, int position) override;
+  int num_pages() const { return static_cast<int>(pages_.size()); }
+
+ private:
+  friend class PagedKvCache;
+  explicit PagedSequence(PagedKvCache& cache) : cache_(cache) {}
+  float* Row(int layer, int position, int kind);
+
+  PagedKvCache& cache_;
+  std::vector<int32_t> pages_;
+};
+
+class PagedKvCache {
+ public:
+  struct Options {
+    int num_layers = 0;
+    int kv_size = 0;      // kv_heads × head_dim floats per position per layer.
+    int page_size = 16;   // Positions per page (> 0).
+    int num_pages = 0;    // > 0.
+  };
+  // InvalidArgument for non-positive sizes; ResourceExhausted if the arena cannot be allocated.
+  static absl::StatusOr<std::unique_ptr<PagedKvCache>> Create(const Options& options);
+
+  // Pages needed to hold `max_bytes` of cache for these sizes (at least 1).
+  static int PagesForBytes(const Options& options, int64_t max_bytes);
+
+  std::unique_ptr<PagedSequence> NewSequence() { return std::unique_ptr<PagedSequence>(new PagedSequence(*this)); }
+
+  // Grows `seq` to hold at least `positions` positions. All or nothing: ResourceExhausted (and
+  // no change) if the free pages do not suffice.
+  absl::Status Reserve(PagedSequence& seq, int positions);
+  // Pages `seq` would need to add to hold `positions`.
+  int PagesNeeded(const PagedSequence& seq, int positions) const;
+
+  int free_pages() const;
+  int total_pages() const { return options_.num_pages; }
+  int page_size() const { return options_.page_size; }
+
+ private:
+  friend class PagedSequence;
+  explicit PagedKvCache(const Options& options);
+  void Release(std::vector<int32_t>& pages);
+
+  const Options options_;
+  const int64_t page_floats_;  // num_layers × 2 × page_size × kv_size.
+  std::unique_ptr<float[]> arena_;
+  mutable absl::Mutex mu_;
+  std::vector<int32_t> free_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace semmoe::engine::runtime
+
+#endif  // SEMMOE_ENGINE_RUNTIME_KV_CACHE_H_

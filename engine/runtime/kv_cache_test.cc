@@ -1,0 +1,76 @@
+#include "engine/runtime/kv_cache.h"
+
+#include "gtest/gtest.h"
+
+namespace semmoe::engine::runtime {
+namespace {
+
+PagedKvCache::Options Small() {
+  return {.num_layers = 2, .kv_size = 3, .page_size = 4, .num_pages = 5};
+}
+
+TEST(PagedKvCacheTest, ReserveGrowsByPagesAndReleasesOnDestruction) {
+  auto cache = PagedKvCache::Create(Small());
+  ASSERT_TRUE(cache.ok());
+  {
+    auto seq = (*cache)->NewSequence();
+    EXPECT_EQ(seq->capacity(), 0);
+    ASSERT_TRUE((*cache)->Reserve(*seq, 5).ok());
+    EXPECT_EQ(seq->capacity(), 8);
+    EXPECT_EQ((*cache)->free_pages(), 3);
+    ASSERT_TRUE((*cache)->Reserve(*seq, 8).ok());  // Already fits.
+    EXPECT_EQ((*cache)->free_pages(), 3);
+  }
+  EXPECT_EQ((*cache)->free_pages(), 5);
+}
+
+TEST(PagedKvCacheTest, ExhaustionIsAllOrNothing) {
+  auto cache = PagedKvCache::Create(Small());
+  auto a = (*cache)->NewSequence();
+  ASSERT_TRUE((*cache)->Reserve(*a, 12).ok());  // 3 pages.
+  auto b = (*cache)->NewSequence();
+  absl::Status s = (*cache)->Reserve(*b, 12);
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(b->capacity(), 0);
+  EXPECT_EQ((*cache)->free_pages(), 2);
+}
+
+TEST(PagedKvCacheTest, RowsOfDifferentSequencesLayersAndKindsNeverAlias) {
+  auto cache = PagedKvCache::Create(Small());
+  auto a = (*cache)->NewSequence(), b = (*cache)->NewSequence();
+  ASSERT_TRUE((*cache)->Reserve(*a, 8).ok());
+  ASSERT_TRUE((*cache)->Reserve(*b, 8).ok());
+  float value = 0;
+  for (auto* seq : {a.get(), b.get()}) {
+    for (int l = 0; l < 2; ++l) {
+      for (int p = 0; p < 8; ++p) {
+        for (int i = 0; i < 3; ++i) {
+          seq->Key(l, p)[i] = value++;
+          seq->Value(l, p)[i] = value++;
+        }
+      }
+    }
+  }
+  value = 0;
+  for (auto* seq : {a.get(), b.get()}) {
+    for (int l = 0; l < 2; ++l) {
+      for (int p = 0; p < 8; ++p) {
+        for (int i = 0; i < 3; ++i) {
+          EXPECT_EQ(seq->Key(l, p)[i], value++);
+          EXPECT_EQ(seq->Value(l, p)[i], value++);
+        }
+      }
+    }
+  }
+}
+
+TEST(PagedKvCacheTest, BadOptions) {
+  auto o = Small();
+  o.page_size = 0;
+  EXPECT_EQ(PagedKvCache::Create(o).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(PagedKvCache::PagesForBytes(Small(), 2 * 2 * 4 * 3 * 4 * 10), 10);
+  EXPECT_EQ(PagedKvCache::PagesForBytes(Small(), 1), 1);
+}
+
+}  // namespace
+}  // namespace semmoe::engine::runtime
