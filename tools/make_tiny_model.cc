@@ -17,7 +17,7 @@
 ABSL_FLAG(std::string, arch, "qwen3_moe", "qwen3_moe, qwen2_moe or mixtral");
 ABSL_FLAG(std::string, out, "", "output directory (created if missing)");
 ABSL_FLAG(uint64_t, seed, 0, "random seed: the same flags always give the same bytes");
-ABSL_FLAG(int, vocab, 512, "vocab_size (>= 256 + merges + 3)");
+ABSL_FLAG(int, vocab, 0, "vocab_size (0: the tokenizer's 256 + merges + 3 ids)");
 ABSL_FLAG(int, merges, 64, "BPE merges learned for tokenizer.json");
 ABSL_FLAG(int, hidden, 64, "hidden_size");
 ABSL_FLAG(int, layers, 2, "num_hidden_layers");

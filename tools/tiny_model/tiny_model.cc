@@ -194,11 +194,15 @@ nlohmann::ordered_json ConfigJson(const TinyModelOptions& o, int eos) {
 
 }  // namespace
 
-absl::Status WriteTinyModel(const TinyModelOptions& o, const std::string& dir) {
-  const int tokenizer_ids = 256 + o.num_merges + 3;
+absl::Status WriteTinyModel(const TinyModelOptions& options, const std::string& dir) {
+  TinyModelOptions o = options;
+  if (o.num_merges < 0) return absl::InvalidArgumentError("num_merges must be >= 0");
+  nlohmann::ordered_json tokenizer = TokenizerJson(o);
+  const int tokenizer_ids = static_cast<int>(tokenizer["model"]["vocab"].size()) + 3;
+  if (o.vocab_size == 0) o.vocab_size = tokenizer_ids;
   if (o.vocab_size < tokenizer_ids) {
-    return absl::InvalidArgumentError(absl::StrCat("vocab_size ", o.vocab_size, " < 256 + ",
-                                                   o.num_merges, " merges + 3 special tokens"));
+    return absl::InvalidArgumentError(absl::StrCat("vocab_size ", o.vocab_size,
+                                                   " < the tokenizer's ", tokenizer_ids, " ids"));
   }
   if (o.arch != Arch::kQwen3Moe && o.head_dim * o.num_heads != o.hidden_size) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -209,7 +213,6 @@ absl::Status WriteTinyModel(const TinyModelOptions& o, const std::string& dir) {
   if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
     return absl::InternalError(absl::StrCat("cannot create ", dir));
   }
-  nlohmann::ordered_json tokenizer = TokenizerJson(o);
   const int eos = tokenizer["added_tokens"][0]["id"];
   nlohmann::ordered_json config = ConfigJson(o, eos);
   // Parse our own config back: the same validation every user checkpoint gets.

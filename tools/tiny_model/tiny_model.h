@@ -21,7 +21,7 @@ namespace semmoe::tools {
 
 struct TinyModelOptions {
   engine::model::Arch arch = engine::model::Arch::kQwen3Moe;
-  int vocab_size = 512;  // ≥ 256 + num_merges + 3.
+  int vocab_size = 0;  // 0: exactly the tokenizer's ids; else ≥ them (padded like Qwen's).
   int num_merges = 64;
   int hidden_size = 64;
   int num_layers = 2;

@@ -1,0 +1,124 @@
+// BatchEngine: continuous batching on one rank.
+//
+// Every Step() runs one forward pass over a batch that mixes decode steps (one token each) and
+// prefill chunks (chunked prefill: a long prompt is fed over several steps), up to
+// `max_batch_tokens` tokens. Requests join as soon as there are KV pages and budget for them and
+// leave as soon as they finish, so the batch changes every step. When the KV cache runs out, the
+// most recently admitted request is preempted: its pages are freed and it is recomputed later
+// from its prompt plus the tokens it already produced (results are unchanged by preemption).
+//
+// Stopping: an EOS id (unless ignore_eos), max_tokens, or a stop string in the decoded output
+// (which is cut at the stop string; needs a tokenizer).
+//
+// Thread-safety: not thread-safe; one thread drives Submit() and Step(). The transformer and
+// tokenizer must outlive the engine.
+#ifndef SEMMOE_ENGINE_RUNTIME_BATCH_ENGINE_H_
+#define SEMMOE_ENGINE_RUNTIME_BATCH_ENGINE_H_
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/statusor.h"
+#include "engine/model/tokenizer.h"
+#include "engine/model/transformer.h"
+#include "engine/runtime/kv_cache.h"
+#include "engine/runtime/sampler.h"
+
+namespace semmoe::engine::runtime {
+
+enum class FinishReason { kEos, kLength, kStop };
+const char* FinishReasonName(FinishReason reason);  // "eos", "length", "stop".
+
+struct GenerationRequest {
+  std::string id;
+  std::vector<int32_t> prompt;  // Non-empty.
+  int max_tokens = 16;          // ≥ 0; 0 runs the prompt only.
+  SamplingParams sampling;
+  std::vector<std::string> stop;  // Stop strings; REQUIRES a tokenizer in Options.
+  bool ignore_eos = false;
+};
+
+struct GenerationResult {
+  std::string id;
+  int prompt_tokens = 0;
+  std::vector<int32_t> tokens;  // Generated ids (including a final EOS id).
+  std::string text;             // Decoded output without EOS, cut at a stop string.
+  FinishReason finish = FinishReason::kLength;
+  int preemptions = 0;
+};
+
+struct TokenEvent {
+  std::string request_id;
+  int32_t token;
+};
+
+struct BatchEngineStats {
+  int64_t steps = 0;
+  int64_t prefill_tokens = 0;  // Includes recomputation after preemption.
+  int64_t decode_tokens = 0;
+  int64_t preemptions = 0;
+  int64_t max_batch_size = 0;  // Most sequences in one step.
+  int64_t mixed_steps = 0;     // Steps that ran prefill chunks and decode steps together.
+};
+
+class BatchEngine {
+ public:
+  struct Options {
+    int max_batch_tokens = 256;  // Tokens per forward pass (> 0).
+    int max_running = 64;        // Sequences in the batch (> 0).
+    int max_waiting = 4096;      // Queue bound: Submit() answers ResourceExhausted beyond it.
+    int page_size = 16;
+    int64_t kv_cache_bytes = 256ll << 20;
+    const model::Tokenizer* tokenizer = nullptr;  // For stop strings and result text.
+    std::vector<int32_t> eos_ids;                 // Usually config.eos_token_ids.
+  };
+
+  static absl::StatusOr<std::unique_ptr<BatchEngine>> Create(const model::Transformer& transformer,
+                                                             const Options& options);
+  ~BatchEngine();
+
+  // InvalidArgument for an empty prompt, a prompt + max_tokens longer than the model's positions
+  // or the whole KV cache, bad sampling params, or stop strings without a tokenizer;
+  // ResourceExhausted when the queue is full; AlreadyExists for a duplicate id in flight.
+  absl::Status Submit(GenerationRequest request);
+
+  bool idle() const { return waiting_.empty() && running_.empty(); }
+  int waiting() const { return static_cast<int>(waiting_.size()); }
+  int running() const { return static_cast<int>(running_.size()); }
+
+  // One forward pass. Finished requests are appended to `finished`; every sampled token to
+  // `tokens` if given. A forward error is returned and leaves the engine unchanged.
+  absl::Status Step(std::vector<GenerationResult>& finished,
+                    std::vector<TokenEvent>* tokens = nullptr);
+
+  // Steps until idle; results in completion order.
+  absl::StatusOr<std::vector<GenerationResult>> RunUntilIdle();
+
+  const BatchEngineStats& stats() const { return stats_; }
+  const PagedKvCache& kv_cache() const { return *cache_; }
+
+ private:
+  struct Sequence;
+  BatchEngine(const model::Transformer& transformer, const Options& options,
+              std::unique_ptr<PagedKvCache> cache);
+  bool ReserveOrPreempt(size_t index, int positions);
+  void Preempt(size_t index);
+  // Applies a sampled token; true if the sequence finished.
+  bool Append(Sequence& seq, int32_t token);
+
+  const model::Transformer& transformer_;
+  const Options options_;
+  std::unique_ptr<PagedKvCache> cache_;
+  std::deque<std::unique_ptr<Sequence>> waiting_;
+  std::vector<std::unique_ptr<Sequence>> running_;  // Admission order.
+  absl::flat_hash_set<std::string> in_flight_;
+  BatchEngineStats stats_;
+};
+
+}  // namespace semmoe::engine::runtime
+
+#endif  // SEMMOE_ENGINE_RUNTIME_BATCH_ENGINE_H_

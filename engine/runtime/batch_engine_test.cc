@@ -1,0 +1,207 @@
+#include "engine/runtime/batch_engine.h"
+
+#include <cstdlib>
+#include <map>
+
+#include "absl/strings/str_cat.h"
+#include "common/file.h"
+#include "common/testing/shared_data.h"
+#include "engine/model/model.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "tools/tiny_model/tiny_model.h"
+
+namespace semmoe::engine::runtime {
+namespace {
+
+using model::DenseKvSequence;
+using model::LogitsMode;
+using model::Model;
+using model::SequenceInput;
+
+std::unique_ptr<Model> TinyModel() {
+  const std::string dir = JoinPath(std::getenv("TEST_TMPDIR"), "tiny");
+  tools::TinyModelOptions o;
+  o.seed = 11;
+  EXPECT_TRUE(tools::WriteTinyModel(o, dir).ok());
+  auto model = model::LoadModel(dir, {.require_tokenizer = true});
+  EXPECT_TRUE(model.ok()) << model.status();
+  return std::move(*model);
+}
+
+// Greedy continuation of one prompt alone, one token at a time (the reference for batching).
+std::vector<int32_t> GreedyAlone(const Model& m, const std::vector<int32_t>& prompt, int n) {
+  DenseKvSequence kv(m.config.num_layers, m.config.kv_size(), prompt.size() + n);
+  std::vector<int32_t> out, step = prompt;
+  int pos = 0;
+  for (int i = 0; i < n; ++i) {
+    SequenceInput in{step, pos, &kv, LogitsMode::kLast};
+    auto f = m.transformer->Forward({&in, 1});
+    EXPECT_TRUE(f.ok());
+    Eigen::Index best;
+    f->logits.row(0).maxCoeff(&best);
+    pos += step.size();
+    out.push_back(static_cast<int32_t>(best));
+    step = {static_cast<int32_t>(best)};
+  }
+  return out;
+}
+
+std::vector<int32_t> Prompt(int length, int salt) {
+  std::vector<int32_t> p;
+  for (int i = 0; i < length; ++i) p.push_back((i * 37 + salt * 101) % 320);
+  return p;
+}
+
+TEST(BatchEngineTest, ContinuousBatchingWithChunksAndPreemptionMatchesAlone) {
+  auto m = TinyModel();
+  // A tiny KV cache (16 pages × 4 positions) and 9-token steps force chunked prefill, mixed
+  // steps and preemption.
+  BatchEngine::Options o{.max_batch_tokens = 9, .max_running = 8, .page_size = 4};
+  o.kv_cache_bytes = 16ll * m->config.num_layers * 2 * 4 * m->config.kv_size() * 4;
+  auto engine = BatchEngine::Create(*m->transformer, o);
+  ASSERT_TRUE(engine.ok()) << engine.status();
+  std::map<std::string, std::vector<int32_t>> expected;
+  for (int r = 0; r < 12; ++r) {
+    const auto prompt = Prompt(3 + (r * 7) % 23, r);
+    const int n = 4 + r % 9;
+    expected[absl::StrCat("r", r)] = GreedyAlone(*m, prompt, n);
+    ASSERT_TRUE((*engine)->Submit({.id = absl::StrCat("r", r), .prompt = prompt, .max_tokens = n,
+                                   .ignore_eos = true})
+                    .ok());
+  }
+  auto results = (*engine)->RunUntilIdle();
+  ASSERT_TRUE(results.ok()) << results.status();
+  ASSERT_EQ(results->size(), 12u);
+  for (const auto& r : *results) {
+    EXPECT_EQ(r.tokens, expected[r.id]) << r.id;
+    EXPECT_EQ(r.finish, FinishReason::kLength);
+  }
+  const auto& s = (*engine)->stats();
+  EXPECT_GT(s.preemptions, 0);
+  EXPECT_GT(s.mixed_steps, 0);
+  EXPECT_GT(s.max_batch_size, 2);
+  EXPECT_EQ((*engine)->kv_cache().free_pages(), (*engine)->kv_cache().total_pages());
+}
+
+TEST(BatchEngineTest, SeededSamplingDoesNotDependOnTheBatch) {
+  auto m = TinyModel();
+  auto run = [&](int others) {
+    auto engine = BatchEngine::Create(*m->transformer, {});
+    for (int i = 0; i < others; ++i) {
+      EXPECT_TRUE((*engine)->Submit({.id = absl::StrCat("other", i), .prompt = Prompt(9, i + 50),
+                                     .max_tokens = 7,
+                                     .sampling = {.temperature = 0.9f, .seed = 99u + i}})
+                      .ok());
+    }
+    EXPECT_TRUE((*engine)->Submit({.id = "me", .prompt = Prompt(11, 3), .max_tokens = 12,
+                                   .sampling = {.temperature = 1.2f, .top_k = 40, .top_p = 0.95f,
+                                                .seed = 5},
+                                   .ignore_eos = true})
+                    .ok());
+    auto results = (*engine)->RunUntilIdle();
+    for (const auto& r : *results) {
+      if (r.id == "me") return r.tokens;
+    }
+    return std::vector<int32_t>();
+  };
+  std::vector<int32_t> alone = run(0);
+  EXPECT_EQ(alone.size(), 12u);
+  EXPECT_EQ(run(5), alone);
+}
+
+TEST(BatchEngineTest, StopStringsEosAndStreamingEvents) {
+  auto m = TinyModel();
+  BatchEngine::Options o{.tokenizer = m->tokenizer.get()};
+  auto engine = BatchEngine::Create(*m->transformer, o);
+  const auto prompt = *m->tokenizer->Encode("The router sends");
+  ASSERT_TRUE((*engine)->Submit({.id = "free", .prompt = prompt, .max_tokens = 24,
+                                 .ignore_eos = true})
+                  .ok());
+  std::vector<GenerationResult> done;
+  std::vector<TokenEvent> events;
+  while (!(*engine)->idle()) ASSERT_TRUE((*engine)->Step(done, &events).ok());
+  ASSERT_EQ(done.size(), 1u);
+  const std::string text = done[0].text;
+  EXPECT_EQ(events.size(), 24u);
+  EXPECT_EQ(*m->tokenizer->Decode(done[0].tokens), text);
+  ASSERT_GE(text.size(), 6u);
+
+  // A stop string taken from the middle of the free-running text cuts the output there.
+  const std::string stop = text.substr(text.size() / 2, 2);
+  ASSERT_TRUE((*engine)->Submit({.id = "stop", .prompt = prompt, .max_tokens = 24,
+                                 .stop = {stop}, .ignore_eos = true})
+                  .ok());
+  auto stopped = (*engine)->RunUntilIdle();
+  ASSERT_TRUE(stopped.ok());
+  EXPECT_EQ((*stopped)[0].finish, FinishReason::kStop);
+  EXPECT_EQ((*stopped)[0].text, text.substr(0, text.find(stop)));
+
+  // EOS: make the first greedy token an EOS id.
+  o.eos_ids = {done[0].tokens[0]};
+  auto eos_engine = BatchEngine::Create(*m->transformer, o);
+  ASSERT_TRUE((*eos_engine)->Submit({.id = "eos", .prompt = prompt, .max_tokens = 24}).ok());
+  auto eos = (*eos_engine)->RunUntilIdle();
+  EXPECT_EQ((*eos)[0].finish, FinishReason::kEos);
+  EXPECT_EQ((*eos)[0].tokens.size(), 1u);
+  EXPECT_EQ((*eos)[0].text, "");
+}
+
+TEST(BatchEngineTest, PromptOnlyRequests) {
+  auto m = TinyModel();
+  auto engine = BatchEngine::Create(*m->transformer, {.max_batch_tokens = 5});
+  ASSERT_TRUE((*engine)->Submit({.id = "p", .prompt = Prompt(12, 1), .max_tokens = 0}).ok());
+  auto results = (*engine)->RunUntilIdle();
+  ASSERT_EQ(results->size(), 1u);
+  EXPECT_TRUE((*results)[0].tokens.empty());
+  EXPECT_EQ((*engine)->stats().prefill_tokens, 12);
+  EXPECT_EQ((*engine)->stats().steps, 3);  // 5 + 5 + 2.
+}
+
+TEST(BatchEngineTest, SubmitErrors) {
+  auto m = TinyModel();
+  auto engine = BatchEngine::Create(*m->transformer, {.max_waiting = 2});
+  auto code = [&](GenerationRequest r) { return (*engine)->Submit(std::move(r)).code(); };
+  using absl::StatusCode;
+  EXPECT_EQ(code({.id = "a", .prompt = {}}), StatusCode::kInvalidArgument);
+  EXPECT_EQ(code({.id = "a", .prompt = {1}, .max_tokens = 600}), StatusCode::kInvalidArgument);
+  EXPECT_EQ(code({.id = "a", .prompt = {9999}}), StatusCode::kInvalidArgument);
+  EXPECT_EQ(code({.id = "a", .prompt = {1}, .sampling = {.top_p = 2}}),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(code({.id = "a", .prompt = {1}, .stop = {"x"}}), StatusCode::kInvalidArgument);
+  EXPECT_EQ(code({.id = "a", .prompt = {1}}), StatusCode::kOk);
+  EXPECT_EQ(code({.id = "a", .prompt = {1}}), StatusCode::kAlreadyExists);
+  EXPECT_EQ(code({.id = "b", .prompt = {1}}), StatusCode::kOk);
+  EXPECT_EQ(code({.id = "c", .prompt = {1}}), StatusCode::kResourceExhausted);
+  EXPECT_FALSE(BatchEngine::Create(*m->transformer, {.max_batch_tokens = 0}).ok());
+}
+
+// The shared trained model: 22 reference prompts batched together give exactly the reference's
+// 32-token greedy continuations.
+TEST(BatchEngineTest, SharedModelGreedyContinuationsInOneBatch) {
+  SEMMOE_REQUIRE_SHARED_DIR(shared);
+  const std::string dir = JoinPath(shared, "models/qwen3-moe-a");
+  auto m = model::LoadModel(dir);
+  ASSERT_TRUE(m.ok()) << m.status();
+  auto engine = BatchEngine::Create(*(*m)->transformer, {.max_batch_tokens = 512});
+  auto prompts = nlohmann::json::parse(*ReadFile(JoinPath(dir, "reference/prompts.json")));
+  std::map<std::string, std::vector<int32_t>> expected;
+  for (const auto& p : prompts["prompts"]) {
+    const std::string id = absl::StrCat("p", p["index"].get<int>());
+    expected[id] = p["greedy_continuation_ids"].get<std::vector<int32_t>>();
+    ASSERT_TRUE((*engine)->Submit({.id = id,
+                                   .prompt = p["token_ids"].get<std::vector<int32_t>>(),
+                                   .max_tokens = 32,
+                                   .ignore_eos = true})
+                    .ok());
+  }
+  auto results = (*engine)->RunUntilIdle();
+  ASSERT_TRUE(results.ok()) << results.status();
+  ASSERT_EQ(results->size(), 22u);
+  for (const auto& r : *results) EXPECT_EQ(r.tokens, expected[r.id]) << r.id;
+  EXPECT_GT((*engine)->stats().mixed_steps, 0);
+}
+
+}  // namespace
+}  // namespace semmoe::engine::runtime
