@@ -1,0 +1,59 @@
+#include "engine/offline/jsonl.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace semmoe::engine::offline {
+
+absl::StatusOr<std::unique_ptr<JsonlReader>> JsonlReader::Open(const std::string& path) {
+  std::unique_ptr<JsonlReader> reader(new JsonlReader(path));
+  reader->in_.open(path);
+  if (!reader->in_) return absl::NotFoundError(absl::StrCat("cannot open ", path));
+  return reader;
+}
+
+std::string JsonlReader::where() const { return absl::StrCat(path_, ":", line_); }
+
+absl::StatusOr<bool> JsonlReader::Next(nlohmann::json& out) {
+  std::string line;
+  while (std::getline(in_, line)) {
+    ++line_;
+    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    out = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (out.is_discarded() || !out.is_object()) {
+      return absl::InvalidArgumentError(absl::StrCat(where(), ": not a JSON object"));
+    }
+    return true;
+  }
+  if (in_.bad()) return absl::InternalError(absl::StrCat("reading ", path_));
+  return false;
+}
+
+absl::StatusOr<nlohmann::json> ReadId(const nlohmann::json& line, const std::string& where) {
+  auto it = line.find("id");
+  if (it == line.end() || !(it->is_string() || it->is_number_integer())) {
+    return absl::InvalidArgumentError(absl::StrCat(where, ": \"id\" (string or integer) missing"));
+  }
+  return *it;
+}
+
+absl::StatusOr<std::vector<int32_t>> ReadTokenIds(const nlohmann::json& line, int vocab_size,
+                                                  const std::string& where) {
+  auto it = line.find("token_ids");
+  if (it == line.end() || !it->is_array() || it->empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(where, ": \"token_ids\" must be a non-empty list of integers"));
+  }
+  std::vector<int32_t> ids;
+  ids.reserve(it->size());
+  for (const auto& v : *it) {
+    if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() >= vocab_size) {
+      return absl::InvalidArgumentError(absl::StrCat(where, ": token id ", v.dump(),
+                                                     " is not an integer in [0, ", vocab_size,
+                                                     ")"));
+    }
+    ids.push_back(v.get<int32_t>());
+  }
+  return ids;
+}
+
+}  // namespace semmoe::engine::offline

@@ -1,0 +1,190 @@
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+
+#include "common/file.h"
+#include "common/testing/shared_data.h"
+#include "engine/model/model.h"
+#include "engine/offline/score.h"
+#include "engine/offline/trace_run.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "planner/trace/trace_reader.h"
+#include "tools/tiny_model/tiny_model.h"
+
+namespace semmoe::engine::offline {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string Tmp(const std::string& name) { return JoinPath(std::getenv("TEST_TMPDIR"), name); }
+
+template <typename T>
+std::vector<T> ReadBinary(const std::string& path) {
+  auto bytes = ReadFile(path);
+  std::vector<T> out(bytes->size() / sizeof(T));
+  std::memcpy(out.data(), bytes->data(), out.size() * sizeof(T));
+  return out;
+}
+
+std::vector<nlohmann::json> ReadLines(const std::string& path) {
+  std::ifstream in(path);
+  std::vector<nlohmann::json> lines;
+  std::string line;
+  while (std::getline(in, line)) lines.push_back(nlohmann::json::parse(line));
+  return lines;
+}
+
+// `engine score` on the shared model's reference input reproduces the reference final logits
+// and router choices.
+TEST(ScoreTest, SharedModelMatchesReference) {
+  SEMMOE_REQUIRE_SHARED_DIR(shared);
+  const std::string dir = JoinPath(shared, "models/qwen3-moe-a");
+  auto m = model::LoadModel(dir);
+  ASSERT_TRUE(m.ok()) << m.status();
+  const std::string out = Tmp("score.jsonl");
+  auto n = RunScore(*(*m)->transformer,
+                    {.input = JoinPath(dir, "reference/score_input.jsonl"), .output = out,
+                     .max_batch_tokens = 300});
+  ASSERT_TRUE(n.ok()) << n.status();
+  EXPECT_EQ(*n, 22);
+  auto final_logits = ReadBinary<float>(JoinPath(dir, "reference/final_logits.f32"));
+  auto ref_ids = ReadBinary<int32_t>(JoinPath(dir, "reference/router_topk_ids.i32"));
+  auto prompts = nlohmann::json::parse(*ReadFile(JoinPath(dir, "reference/prompts.json")));
+  auto lines = ReadLines(out);
+  ASSERT_EQ(lines.size(), 22u);
+  int64_t pairs = 0, same = 0;
+  for (const auto& line : lines) {
+    const int index = line["id"];
+    const auto logits = line["last_logits"].get<std::vector<float>>();
+    ASSERT_EQ(logits.size(), 4096u);
+    double diff = 0, norm = 0;
+    for (int v = 0; v < 4096; ++v) {
+      const double ref = final_logits[index * 4096 + v];
+      diff += (logits[v] - ref) * (logits[v] - ref);
+      norm += ref * ref;
+    }
+    EXPECT_LT(std::sqrt(diff / norm), 1e-4) << index;
+    const int offset = prompts["prompts"][index]["token_offset"];
+    const auto& routing = line["routing"];
+    ASSERT_EQ(routing.size(), 4u);
+    for (int l = 0; l < 4; ++l) {
+      for (size_t t = 0; t < routing[l].size(); ++t) {
+        auto ours = routing[l][t].get<std::vector<int32_t>>();
+        std::vector<int32_t> theirs(ref_ids.begin() + ((offset + t) * 4 + l) * 4,
+                                    ref_ids.begin() + ((offset + t) * 4 + l) * 4 + 4);
+        std::sort(ours.begin(), ours.end());
+        std::sort(theirs.begin(), theirs.end());
+        ++pairs;
+        same += ours == theirs;
+      }
+    }
+  }
+  EXPECT_EQ(pairs, 1347 * 4);
+  EXPECT_GE(same, pairs * 999 / 1000);
+}
+
+class TinyOfflineTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = Tmp("tiny");
+    tools::TinyModelOptions o;
+    o.seed = 21;
+    ASSERT_TRUE(tools::WriteTinyModel(o, dir_).ok());
+    auto m = model::LoadModel(dir_, {.require_tokenizer = true});
+    ASSERT_TRUE(m.ok()) << m.status();
+    model_ = std::move(*m);
+  }
+  std::string dir_;
+  std::unique_ptr<model::Model> model_;
+};
+
+TEST_F(TinyOfflineTest, ScoreErrorsNameTheLineAndLeaveNoOutput) {
+  struct Case {
+    std::string input;
+    std::string error;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"{\"id\": 1, \"token_ids\": [1, 2]}\nnot json\n", "in.jsonl:2: not a JSON object"},
+           {"{\"id\": 1, \"token_ids\": [1, 99999]}\n", "in.jsonl:1: token id 99999"},
+           {"{\"token_ids\": [1]}\n", "in.jsonl:1: \"id\""},
+           {"{\"id\": \"a\", \"token_ids\": []}\n", "non-empty list"},
+           {"{\"id\": \"a\", \"token_ids\": [1.5]}\n", "token id 1.5"}}) {
+    const std::string in = Tmp("in.jsonl"), out = Tmp("out.jsonl");
+    ASSERT_TRUE(WriteFileAtomically(in, c.input).ok());
+    auto n = RunScore(*model_->transformer, {.input = in, .output = out});
+    ASSERT_FALSE(n.ok()) << c.input;
+    EXPECT_THAT(std::string(n.status().message()), HasSubstr(c.error));
+    EXPECT_FALSE(ReadFile(out).ok());
+    EXPECT_FALSE(ReadFile(out + ".partial").ok());
+  }
+  EXPECT_EQ(RunScore(*model_->transformer, {.input = Tmp("missing"), .output = Tmp("o")})
+                .status()
+                .code(),
+            absl::StatusCode::kNotFound);
+}
+
+// The trace holds, for every prompt token, the routing the forward pass chose — checked
+// against `score`'s routing for the same prompts — whether prompts came as text or ids.
+TEST_F(TinyOfflineTest, TraceRecordsEveryTokensRouting) {
+  const std::string prompts = Tmp("prompts.jsonl");
+  const std::vector<std::string> texts = {"The planner reads the traces.",
+                                          "int main() { return 0; }", "x"};
+  std::string jsonl;
+  std::string score_in;
+  for (size_t i = 0; i < texts.size(); ++i) {
+    const auto ids = *model_->tokenizer->Encode(texts[i]);
+    jsonl += nlohmann::json({{"id", "p" + std::to_string(i)}, {"text", texts[i]}}).dump() + "\n";
+    score_in += nlohmann::json({{"id", i}, {"token_ids", ids}}).dump() + "\n";
+  }
+  jsonl += "{\"id\": 7, \"token_ids\": [5, 6, 7, 8]}\n";
+  score_in += "{\"id\": 3, \"token_ids\": [5, 6, 7, 8]}\n";
+  ASSERT_TRUE(WriteFileAtomically(prompts, jsonl).ok());
+  ASSERT_TRUE(WriteFileAtomically(Tmp("score_in.jsonl"), score_in).ok());
+  auto summary = RunTrace(*model_->transformer, model_->tokenizer.get(),
+                          {.prompts = prompts, .output = Tmp("t.trace"), .max_batch_tokens = 16});
+  ASSERT_TRUE(summary.ok()) << summary.status();
+  EXPECT_EQ(summary->prompts, 4);
+  ASSERT_TRUE(RunScore(*model_->transformer,
+                       {.input = Tmp("score_in.jsonl"), .output = Tmp("score_out.jsonl")})
+                  .ok());
+  auto scored = ReadLines(Tmp("score_out.jsonl"));
+
+  auto reader = planner::trace::TraceReader::Open(Tmp("t.trace"));
+  ASSERT_TRUE(reader.ok()) << reader.status();
+  EXPECT_EQ((*reader)->header().num_experts, 8u);
+  EXPECT_EQ((*reader)->header().num_moe_layers(), 2);
+  planner::trace::TraceToken token;
+  int64_t count = 0;
+  while (*(*reader)->Next(token)) {
+    const auto& routing = scored[token.request]["routing"];
+    for (int l = 0; l < 2; ++l) {
+      for (int j = 0; j < 2; ++j) {
+        EXPECT_EQ(token.experts[l * 2 + j], routing[l][token.position][j].get<int>());
+      }
+      EXPECT_NEAR(token.weights[l * 2] + token.weights[l * 2 + 1], 1.0f, 2e-3);  // Renormalised.
+    }
+    ++count;
+  }
+  EXPECT_EQ(count, summary->tokens);
+  EXPECT_EQ((*reader)->RequestName(0), "p0");
+  EXPECT_EQ((*reader)->RequestName(3), "7");
+}
+
+TEST_F(TinyOfflineTest, TraceErrors) {
+  const std::string prompts = Tmp("bad_prompts.jsonl");
+  ASSERT_TRUE(WriteFileAtomically(prompts, "{\"id\": 1, \"prompt\": \"x\"}\n").ok());
+  auto s = RunTrace(*model_->transformer, model_->tokenizer.get(),
+                    {.prompts = prompts, .output = Tmp("bad.trace")});
+  ASSERT_FALSE(s.ok());
+  EXPECT_THAT(std::string(s.status().message()), HasSubstr("bad_prompts.jsonl:1: needs \"text\""));
+  EXPECT_FALSE(ReadFile(Tmp("bad.trace")).ok());
+  ASSERT_TRUE(WriteFileAtomically(prompts, "{\"id\": 1, \"text\": \"hi\"}\n").ok());
+  s = RunTrace(*model_->transformer, nullptr, {.prompts = prompts, .output = Tmp("bad.trace")});
+  EXPECT_THAT(std::string(s.status().message()), HasSubstr("needs a tokenizer.json"));
+}
+
+}  // namespace
+}  // namespace semmoe::engine::offline

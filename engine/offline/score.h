@@ -1,0 +1,28 @@
+// `engine score`: final-position logits and routing for token-id inputs.
+//
+// Input JSONL, one object per line: {"id": string|int, "token_ids": [ints]}.
+// Output JSONL, same order: {"id", "last_logits": [vocab floats],
+//   "routing": [[[k expert ids] per token] per MoE layer]}.
+// The output is written to `<out>.partial` and renamed when complete.
+#ifndef SEMMOE_ENGINE_OFFLINE_SCORE_H_
+#define SEMMOE_ENGINE_OFFLINE_SCORE_H_
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "engine/model/transformer.h"
+
+namespace semmoe::engine::offline {
+
+struct ScoreOptions {
+  std::string input;
+  std::string output;
+  int max_batch_tokens = 2048;
+};
+
+// Returns the number of lines scored. Errors name the input line at fault.
+absl::StatusOr<int> RunScore(const model::Transformer& transformer, const ScoreOptions& options);
+
+}  // namespace semmoe::engine::offline
+
+#endif  // SEMMOE_ENGINE_OFFLINE_SCORE_H_
