@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "engine/model/linear.h"
 #include "glog/logging.h"
 #include "kernels/cpu/nn_ops.h"
 
@@ -31,10 +32,11 @@ Routing Route(const ModelConfig& config, const LayerWeights& layer, const Matrix
 }
 
 void RunMlp(const MlpWeights& mlp, const Matrix& h, Matrix& out) {
-  Matrix gate = h * mlp.gate.transpose();
-  Matrix up = h * mlp.up.transpose();
+  Matrix gate, up;
+  LinearInto(h, mlp.gate, gate);
+  LinearInto(h, mlp.up, up);
   kernels::cpu::SiluMul(gate.data(), up.data(), gate.size());
-  out.noalias() = gate * mlp.down.transpose();
+  LinearInto(gate, mlp.down, out);
 }
 
 void RunExperts(const LayerWeights& layer, const Matrix& h, const Routing& routing,

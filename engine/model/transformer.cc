@@ -3,7 +3,9 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "engine/model/linear.h"
 #include "kernels/cpu/nn_ops.h"
+#include "kernels/cpu/small_gemm.h"
 
 namespace semmoe::engine::model {
 namespace {
@@ -20,7 +22,8 @@ Matrix Normed(const Matrix& x, const Vector& weight, float eps) {
 
 // y = x · Wᵀ (+ bias).
 Matrix Linear(const Matrix& x, const Matrix& w, const Vector& bias) {
-  Matrix y = x * w.transpose();
+  Matrix y;
+  LinearInto(x, w, y);
   if (bias.size() > 0) y.rowwise() += bias.transpose();
   return y;
 }
@@ -48,12 +51,73 @@ absl::StatusOr<std::unique_ptr<Transformer>> Transformer::Create(const ModelConf
   return std::unique_ptr<Transformer>(new Transformer(config, weights));
 }
 
+// Few new tokens (decode): dot products straight off the cache rows, no gather.
+void Transformer::DirectAttention(int layer, const SequenceInput& seq, const Matrix& q,
+                                  int64_t row, Matrix& attn) const {
+  const ModelConfig& c = config_;
+  const int hd = c.head_dim, group = c.num_heads / c.num_kv_heads;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  const int n = static_cast<int>(seq.tokens.size());
+  const int context = seq.start_position + n;
+  std::vector<float> scores(static_cast<size_t>(c.num_heads) * context);
+  for (int t = 0; t < n; ++t) {
+    const int visible = seq.start_position + t + 1;  // Causal: positions ≤ own.
+    const float* qt = q.row(row + t).data();
+    for (int p = 0; p < visible; ++p) {
+      const float* key = seq.kv->Key(layer, p);
+      for (int head = 0; head < c.num_heads; ++head) {
+        scores[head * context + p] =
+            kernels::cpu::Dot(qt + head * hd, key + (head / group) * hd, hd) * scale;
+      }
+    }
+    float* out = attn.row(row + t).data();
+    std::fill_n(out, c.q_size(), 0.0f);
+    for (int head = 0; head < c.num_heads; ++head) {
+      kernels::cpu::Softmax(absl::Span<float>(&scores[head * context], visible));
+    }
+    for (int p = 0; p < visible; ++p) {
+      const float* value = seq.kv->Value(layer, p);
+      for (int head = 0; head < c.num_heads; ++head) {
+        kernels::cpu::Axpy(scores[head * context + p], value + (head / group) * hd,
+                           out + head * hd, hd);
+      }
+    }
+  }
+}
+
+// Many new tokens (prefill): gather the cache into contiguous matrices and use GEMMs per head.
+void Transformer::GemmAttention(int layer, const SequenceInput& seq, const Matrix& q,
+                                int64_t row, Matrix& attn) const {
+  const ModelConfig& c = config_;
+  const int hd = c.head_dim, group = c.num_heads / c.num_kv_heads;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
+  const int n = static_cast<int>(seq.tokens.size());
+  const int context = seq.start_position + n;
+  Matrix keys(context, c.kv_size()), values(context, c.kv_size()), scores;
+  for (int p = 0; p < context; ++p) {
+    std::copy_n(seq.kv->Key(layer, p), c.kv_size(), keys.row(p).data());
+    std::copy_n(seq.kv->Value(layer, p), c.kv_size(), values.row(p).data());
+  }
+  for (int head = 0; head < c.num_heads; ++head) {
+    const int kvh = head / group;
+    auto qh = q.block(row, static_cast<int64_t>(head) * hd, n, hd);
+    auto kh = keys.block(0, static_cast<int64_t>(kvh) * hd, context, hd);
+    auto vh = values.block(0, static_cast<int64_t>(kvh) * hd, context, hd);
+    scores.noalias() = (qh * kh.transpose()) * scale;  // [n, context]
+    for (int t = 0; t < n; ++t) {
+      const int visible = seq.start_position + t + 1;
+      kernels::cpu::Softmax(absl::Span<float>(scores.row(t).data(), visible));
+      for (int p = visible; p < context; ++p) scores(t, p) = 0.0f;
+    }
+    attn.block(row, static_cast<int64_t>(head) * hd, n, hd).noalias() = scores * vh;
+  }
+}
+
 void Transformer::Attention(int layer, absl::Span<const SequenceInput> batch,
                             const std::vector<int32_t>& positions, Matrix& x) const {
   const ModelConfig& c = config_;
   const LayerWeights& w = weights_.layers[layer];
   const int hd = c.head_dim;
-  const int group = c.num_heads / c.num_kv_heads;
   Matrix h = Normed(x, w.input_norm, c.rms_norm_eps);
   Matrix q = Linear(h, w.q, w.q_bias);  // [T, heads·hd]
   Matrix k = Linear(h, w.k, w.k_bias);  // [T, kv_heads·hd]
@@ -71,41 +135,24 @@ void Transformer::Attention(int layer, absl::Span<const SequenceInput> batch,
                            rope_cos_.data(), rope_sin_.data()});
 
   Matrix attn(tokens, c.q_size());
-  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
-  Matrix keys, values, scores;
   int64_t row = 0;
   for (const SequenceInput& seq : batch) {
     const int n = static_cast<int>(seq.tokens.size());
-    const int context = seq.start_position + n;
     for (int t = 0; t < n; ++t) {
       std::copy_n(k.row(row + t).data(), c.kv_size(), seq.kv->Key(layer, seq.start_position + t));
       std::copy_n(v.row(row + t).data(), c.kv_size(),
                   seq.kv->Value(layer, seq.start_position + t));
     }
-    // Gather the sequence's cache into contiguous [context, kv_size] matrices.
-    keys.resize(context, c.kv_size());
-    values.resize(context, c.kv_size());
-    for (int p = 0; p < context; ++p) {
-      std::copy_n(seq.kv->Key(layer, p), c.kv_size(), keys.row(p).data());
-      std::copy_n(seq.kv->Value(layer, p), c.kv_size(), values.row(p).data());
-    }
-    for (int head = 0; head < c.num_heads; ++head) {
-      const int kvh = head / group;
-      auto qh = q.block(row, static_cast<int64_t>(head) * hd, n, hd);
-      auto kh = keys.block(0, static_cast<int64_t>(kvh) * hd, context, hd);
-      auto vh = values.block(0, static_cast<int64_t>(kvh) * hd, context, hd);
-      scores.noalias() = (qh * kh.transpose()) * scale;  // [n, context]
-      for (int t = 0; t < n; ++t) {
-        const int visible = seq.start_position + t + 1;  // Causal: positions ≤ own.
-        absl::Span<float> srow(scores.row(t).data(), visible);
-        kernels::cpu::Softmax(srow);
-        for (int p = visible; p < context; ++p) scores(t, p) = 0.0f;
-      }
-      attn.block(row, static_cast<int64_t>(head) * hd, n, hd).noalias() = scores * vh;
+    if (n <= kDirectAttentionTokens) {
+      DirectAttention(layer, seq, q, row, attn);
+    } else {
+      GemmAttention(layer, seq, q, row, attn);
     }
     row += n;
   }
-  x.noalias() += attn * w.o.transpose();
+  Matrix projected;
+  LinearInto(attn, w.o, projected);
+  x += projected;
 }
 
 absl::StatusOr<ForwardOutput> Transformer::Forward(absl::Span<const SequenceInput> batch,
@@ -182,7 +229,7 @@ absl::StatusOr<ForwardOutput> Transformer::Forward(absl::Span<const SequenceInpu
   }
   kernels::cpu::RmsNorm({last.data(), last.rows(), last.cols(), last.cols(),
                          weights_.final_norm.data(), c.rms_norm_eps});
-  out.logits.noalias() = last * weights_.lm_head.transpose();
+  LinearInto(last, weights_.lm_head, out.logits);
   return out;
 }
 

@@ -66,6 +66,14 @@ class Transformer {
   Transformer(const ModelConfig& config, const ModelWeights& weights);
   void Attention(int layer, absl::Span<const SequenceInput> batch,
                  const std::vector<int32_t>& positions, Matrix& x) const;
+  // attn rows [row, row + tokens) from q's rows for one sequence.
+  void DirectAttention(int layer, const SequenceInput& seq, const Matrix& q, int64_t row,
+                       Matrix& attn) const;
+  void GemmAttention(int layer, const SequenceInput& seq, const Matrix& q, int64_t row,
+                     Matrix& attn) const;
+
+  // Sequences with at most this many new tokens use DirectAttention.
+  static constexpr int kDirectAttentionTokens = 4;
 
   ModelConfig config_;
   const ModelWeights& weights_;

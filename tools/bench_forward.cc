@@ -1,0 +1,198 @@
+// bench_forward: prefill and decode throughput of the f32 CPU forward pass, beside the Eigen
+// GEMM rate measured in the same run, so the share of the machine's dense-matmul rate that the
+// model achieves is visible.
+//
+//   bazel run -c opt --config=opt //tools:bench_forward -- --model=$PWD/../shared/models/qwen3-moe-a
+//
+// FLOPs are counted analytically per token: 2 × (attention projections + the k routed experts +
+// router [+ shared expert]) + attention (QKᵀ and PV over the context) + lm_head where logits are
+// produced. Prefill runs `--prompt_tokens` per sequence; decode runs `--decode_steps` one-token
+// steps per sequence after a prefill of `--context` tokens.
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "Eigen/Core"
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/strings/str_split.h"
+#include "engine/model/model.h"
+
+ABSL_FLAG(std::string, model, "", "checkpoint directory");
+ABSL_FLAG(std::vector<std::string>, batches, std::vector<std::string>({"1", "16", "64"}),
+          "batch sizes");
+ABSL_FLAG(int, prompt_tokens, 128, "prefill: tokens per sequence");
+ABSL_FLAG(int, context, 128, "decode: context length before the measured steps");
+ABSL_FLAG(int, decode_steps, 16, "decode: measured one-token steps");
+ABSL_FLAG(double, min_seconds, 1.0, "repeat each measurement for at least this long");
+
+namespace semmoe::tools {
+namespace {
+
+using engine::model::DenseKvSequence;
+using engine::model::LogitsMode;
+using engine::model::ModelConfig;
+using engine::model::SequenceInput;
+using Clock = std::chrono::steady_clock;
+
+double Seconds(Clock::time_point since) {
+  return std::chrono::duration<double>(Clock::now() - since).count();
+}
+
+// Square f32 GEMM through Eigen (the kernels every model matmul uses), GFLOP/s.
+double GemmGflops(int n, double min_seconds) {
+  using Matrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  Matrix a = Matrix::Random(n, n), b = Matrix::Random(n, n), c(n, n);
+  c.noalias() = a * b;  // Warm-up.
+  int reps = 0;
+  auto start = Clock::now();
+  do {
+    c.noalias() = a * b;
+    ++reps;
+  } while (Seconds(start) < min_seconds);
+  return 2.0 * n * n * n * reps / Seconds(start) / 1e9;
+}
+
+// FLOPs of one token at context length `context` (attends to `context` positions).
+double TokenFlops(const ModelConfig& c, double context, bool logits) {
+  double per_layer_params = static_cast<double>(c.hidden_size) * (2 * c.q_size() + 2 * c.kv_size());
+  double flops = 0;
+  for (int l = 0; l < c.num_layers; ++l) {
+    double params = per_layer_params;
+    if (c.IsMoeLayer(l)) {
+      params += static_cast<double>(c.num_experts) * c.hidden_size;  // Router.
+      params += 3.0 * c.top_k * c.hidden_size * c.moe_intermediate_size;
+      params += 3.0 * c.hidden_size * c.shared_expert_intermediate_size;
+    } else {
+      params += 3.0 * c.hidden_size * c.intermediate_size;
+    }
+    flops += 2 * params + 4.0 * context * c.num_heads * c.head_dim;
+  }
+  if (logits) flops += 2.0 * c.hidden_size * c.vocab_size;
+  return flops;
+}
+
+std::vector<int32_t> RandomTokens(int n, int vocab, std::mt19937& rng) {
+  std::vector<int32_t> t(n);
+  for (int32_t& x : t) x = static_cast<int32_t>(rng() % vocab);
+  return t;
+}
+
+struct Measurement {
+  double tokens_per_s;
+  double gflops;
+};
+
+Measurement Prefill(const engine::model::Model& m, int batch, int tokens, double min_seconds) {
+  const ModelConfig& c = m.config;
+  std::mt19937 rng(batch);
+  std::vector<std::vector<int32_t>> prompts;
+  for (int b = 0; b < batch; ++b) prompts.push_back(RandomTokens(tokens, c.vocab_size, rng));
+  double flops_per_seq = 0;
+  for (int t = 0; t < tokens; ++t) flops_per_seq += TokenFlops(c, t + 1, t == tokens - 1);
+  int reps = 0;
+  double elapsed = 0;
+  do {
+    std::vector<std::unique_ptr<DenseKvSequence>> kvs;
+    std::vector<SequenceInput> in;
+    for (int b = 0; b < batch; ++b) {
+      kvs.push_back(std::make_unique<DenseKvSequence>(c.num_layers, c.kv_size(), tokens));
+      in.push_back({prompts[b], 0, kvs.back().get(), LogitsMode::kLast});
+    }
+    auto start = Clock::now();
+    auto out = m.transformer->Forward(in);
+    elapsed += Seconds(start);
+    if (!out.ok()) {
+      std::fprintf(stderr, "%s\n", out.status().ToString().c_str());
+      std::exit(1);
+    }
+    ++reps;
+  } while (elapsed < min_seconds);
+  return {static_cast<double>(batch) * tokens * reps / elapsed,
+          flops_per_seq * batch * reps / elapsed / 1e9};
+}
+
+Measurement Decode(const engine::model::Model& m, int batch, int context, int steps,
+                   double min_seconds) {
+  const ModelConfig& c = m.config;
+  std::mt19937 rng(1000 + batch);
+  double flops_per_step = 0;
+  int reps = 0;
+  double elapsed = 0;
+  do {
+    std::vector<std::unique_ptr<DenseKvSequence>> kvs;
+    std::vector<std::vector<int32_t>> prompts;
+    std::vector<SequenceInput> in;
+    for (int b = 0; b < batch; ++b) {
+      kvs.push_back(std::make_unique<DenseKvSequence>(c.num_layers, c.kv_size(), context + steps));
+      prompts.push_back(RandomTokens(context, c.vocab_size, rng));
+      in.push_back({prompts.back(), 0, kvs.back().get(), LogitsMode::kNone});
+    }
+    if (!m.transformer->Forward(in).ok()) std::exit(1);
+    std::vector<int32_t> next(batch);
+    for (int s = 0; s < steps; ++s) {
+      in.clear();
+      for (int b = 0; b < batch; ++b) {
+        next[b] = static_cast<int32_t>(rng() % c.vocab_size);
+        in.push_back({absl::MakeConstSpan(&next[b], 1), context + s, kvs[b].get(),
+                      LogitsMode::kLast});
+      }
+      auto start = Clock::now();
+      auto out = m.transformer->Forward(in);
+      elapsed += Seconds(start);
+      if (!out.ok()) std::exit(1);
+      if (reps == 0) flops_per_step += batch * TokenFlops(c, context + s + 1, true);
+    }
+    ++reps;
+  } while (elapsed < min_seconds);
+  return {static_cast<double>(batch) * steps * reps / elapsed, flops_per_step * reps / elapsed / 1e9};
+}
+
+int Main() {
+  const std::string dir = absl::GetFlag(FLAGS_model);
+  if (dir.empty()) {
+    std::fprintf(stderr, "bench_forward: --model is required\n");
+    return 2;
+  }
+  auto model = engine::model::LoadModel(dir);
+  if (!model.ok()) {
+    std::fprintf(stderr, "bench_forward: %s\n", model.status().ToString().c_str());
+    return 1;
+  }
+  const double min_s = absl::GetFlag(FLAGS_min_seconds);
+  const ModelConfig& c = (*model)->config;
+  std::printf("model %s: %s, hidden %d, %d layers, %d experts top-%d, expert ffn %d\n",
+              dir.c_str(), std::string(engine::model::ArchName(c.arch)).c_str(), c.hidden_size,
+              c.num_layers, c.num_experts, c.top_k, c.moe_intermediate_size);
+  const double gemm = GemmGflops(1024, min_s);
+  std::printf("Eigen f32 GEMM 1024x1024x1024, one thread: %.1f GFLOP/s\n\n", gemm);
+  std::printf("%-8s %6s %14s %10s %14s\n", "phase", "batch", "tokens/s", "GFLOP/s", "share of GEMM");
+  for (const std::string& b : absl::GetFlag(FLAGS_batches)) {
+    const int batch = std::stoi(b);
+    Measurement p = Prefill(**model, batch, absl::GetFlag(FLAGS_prompt_tokens), min_s);
+    std::printf("%-8s %6d %14.0f %10.2f %13.0f%%\n", "prefill", batch, p.tokens_per_s, p.gflops,
+                100 * p.gflops / gemm);
+  }
+  for (const std::string& b : absl::GetFlag(FLAGS_batches)) {
+    const int batch = std::stoi(b);
+    Measurement d = Decode(**model, batch, absl::GetFlag(FLAGS_context),
+                           absl::GetFlag(FLAGS_decode_steps), min_s);
+    std::printf("%-8s %6d %14.0f %10.2f %13.0f%%\n", "decode", batch, d.tokens_per_s, d.gflops,
+                100 * d.gflops / gemm);
+  }
+  std::printf("\n(prefill: %d tokens per sequence; decode: context %d, %d steps per run)\n",
+              absl::GetFlag(FLAGS_prompt_tokens), absl::GetFlag(FLAGS_context),
+              absl::GetFlag(FLAGS_decode_steps));
+  return 0;
+}
+
+}  // namespace
+}  // namespace semmoe::tools
+
+int main(int argc, char** argv) {
+  absl::ParseCommandLine(argc, argv);
+  return semmoe::tools::Main();
+}
