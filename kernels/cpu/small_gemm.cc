@@ -9,37 +9,71 @@ using internal::v8f;
 inline v8f Load(const float* p) { return internal::Load8(p); }
 inline float Sum(v8f v) { return internal::Sum8(v); }
 
-// C[i0..i0+R) × [j0..j0+4) for R ∈ {1, 2}.
-template <int R>
-void Block(const SmallGemmArgs& g, int64_t i0, int64_t j0) {
+// One row of A against four rows of B, accumulating into four vectors (kept in registers:
+// named variables, not an array, or GCC spills them).
+struct Acc4 {
+  v8f c0 = {}, c1 = {}, c2 = {}, c3 = {};
+};
+
+inline void Finish(const float* a, const float* b0, const float* b1, const float* b2,
+                   const float* b3, int64_t k8, int64_t k, const Acc4& acc, float* c) {
+  float out[4] = {Sum(acc.c0), Sum(acc.c1), Sum(acc.c2), Sum(acc.c3)};
+  for (int64_t p = k8; p < k; ++p) {
+    out[0] += a[p] * b0[p];
+    out[1] += a[p] * b1[p];
+    out[2] += a[p] * b2[p];
+    out[3] += a[p] * b3[p];
+  }
+  std::memcpy(c, out, sizeof(out));
+}
+
+// C[i, j0..j0+4) and C[i+1, j0..j0+4) (two rows of A share each load of B).
+void Block2(const SmallGemmArgs& g, int64_t i, int64_t j0) {
   const int64_t k8 = g.k / 8 * 8;
-  v8f acc[R][4] = {};
-  const float* a[R];
-  for (int r = 0; r < R; ++r) a[r] = g.a + (i0 + r) * g.lda;
+  const float* a0 = g.a + i * g.lda;
+  const float* a1 = a0 + g.lda;
   const float* b0 = g.b + j0 * g.ldb;
   const float* b1 = b0 + g.ldb;
   const float* b2 = b1 + g.ldb;
   const float* b3 = b2 + g.ldb;
+  Acc4 r0, r1;
   for (int64_t p = 0; p < k8; p += 8) {
-    const v8f w0 = Load(b0 + p), w1 = Load(b1 + p), w2 = Load(b2 + p), w3 = Load(b3 + p);
-    for (int r = 0; r < R; ++r) {
-      const v8f x = Load(a[r] + p);
-      acc[r][0] += x * w0;
-      acc[r][1] += x * w1;
-      acc[r][2] += x * w2;
-      acc[r][3] += x * w3;
-    }
+    v8f w0 = Load(b0 + p), w1 = Load(b1 + p), w2 = Load(b2 + p), w3 = Load(b3 + p);
+    // Keep each B vector in a register for both rows of A: without this GCC folds the load into
+    // each FMA and loads B twice (load ports, not FMAs, then bound the loop).
+#ifdef __AVX__
+    asm("" : "+x"(w0), "+x"(w1), "+x"(w2), "+x"(w3));
+#endif
+    const v8f x0 = Load(a0 + p), x1 = Load(a1 + p);
+    r0.c0 += x0 * w0;
+    r0.c1 += x0 * w1;
+    r0.c2 += x0 * w2;
+    r0.c3 += x0 * w3;
+    r1.c0 += x1 * w0;
+    r1.c1 += x1 * w1;
+    r1.c2 += x1 * w2;
+    r1.c3 += x1 * w3;
   }
-  for (int r = 0; r < R; ++r) {
-    float out[4] = {Sum(acc[r][0]), Sum(acc[r][1]), Sum(acc[r][2]), Sum(acc[r][3])};
-    for (int64_t p = k8; p < g.k; ++p) {
-      out[0] += a[r][p] * b0[p];
-      out[1] += a[r][p] * b1[p];
-      out[2] += a[r][p] * b2[p];
-      out[3] += a[r][p] * b3[p];
-    }
-    std::memcpy(g.c + (i0 + r) * g.ldc + j0, out, sizeof(out));
+  Finish(a0, b0, b1, b2, b3, k8, g.k, r0, g.c + i * g.ldc + j0);
+  Finish(a1, b0, b1, b2, b3, k8, g.k, r1, g.c + (i + 1) * g.ldc + j0);
+}
+
+void Block1(const SmallGemmArgs& g, int64_t i, int64_t j0) {
+  const int64_t k8 = g.k / 8 * 8;
+  const float* a0 = g.a + i * g.lda;
+  const float* b0 = g.b + j0 * g.ldb;
+  const float* b1 = b0 + g.ldb;
+  const float* b2 = b1 + g.ldb;
+  const float* b3 = b2 + g.ldb;
+  Acc4 r0;
+  for (int64_t p = 0; p < k8; p += 8) {
+    const v8f x0 = Load(a0 + p);
+    r0.c0 += x0 * Load(b0 + p);
+    r0.c1 += x0 * Load(b1 + p);
+    r0.c2 += x0 * Load(b2 + p);
+    r0.c3 += x0 * Load(b3 + p);
   }
+  Finish(a0, b0, b1, b2, b3, k8, g.k, r0, g.c + i * g.ldc + j0);
 }
 
 }  // namespace
@@ -48,8 +82,8 @@ void SmallGemmAbt(const SmallGemmArgs& g) {
   const int64_t n4 = g.n / 4 * 4;
   for (int64_t j = 0; j < n4; j += 4) {
     int64_t i = 0;
-    for (; i + 2 <= g.m; i += 2) Block<2>(g, i, j);
-    if (i < g.m) Block<1>(g, i, j);
+    for (; i + 2 <= g.m; i += 2) Block2(g, i, j);
+    if (i < g.m) Block1(g, i, j);
   }
   for (int64_t j = n4; j < g.n; ++j) {
     for (int64_t i = 0; i < g.m; ++i) {
