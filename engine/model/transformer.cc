@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/model/linear.h"
+#include "kernels/cpu/decode_attention.h"
 #include "kernels/cpu/nn_ops.h"
 #include "kernels/cpu/small_gemm.h"
 
@@ -51,36 +52,32 @@ absl::StatusOr<std::unique_ptr<Transformer>> Transformer::Create(const ModelConf
   return std::unique_ptr<Transformer>(new Transformer(config, weights));
 }
 
-// Few new tokens (decode): dot products straight off the cache rows, no gather.
+// Few new tokens (decode): read the cache rows in place, no gather (kernels/cpu/decode_attention).
 void Transformer::DirectAttention(int layer, const SequenceInput& seq, const Matrix& q,
                                   int64_t row, Matrix& attn) const {
   const ModelConfig& c = config_;
   const int hd = c.head_dim, group = c.num_heads / c.num_kv_heads;
-  const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
   const int n = static_cast<int>(seq.tokens.size());
   const int context = seq.start_position + n;
-  std::vector<float> scores(static_cast<size_t>(c.num_heads) * context);
+  std::vector<const float*> keys(context), values(context);
+  for (int p = 0; p < context; ++p) {
+    keys[p] = seq.kv->Key(layer, p);
+    values[p] = seq.kv->Value(layer, p);
+  }
+  std::vector<float> scores(context);
   for (int t = 0; t < n; ++t) {
-    const int visible = seq.start_position + t + 1;  // Causal: positions ≤ own.
-    const float* qt = q.row(row + t).data();
-    for (int p = 0; p < visible; ++p) {
-      const float* key = seq.kv->Key(layer, p);
-      for (int head = 0; head < c.num_heads; ++head) {
-        scores[head * context + p] =
-            kernels::cpu::Dot(qt + head * hd, key + (head / group) * hd, hd) * scale;
-      }
-    }
-    float* out = attn.row(row + t).data();
-    std::fill_n(out, c.q_size(), 0.0f);
-    for (int head = 0; head < c.num_heads; ++head) {
-      kernels::cpu::Softmax(absl::Span<float>(&scores[head * context], visible));
-    }
-    for (int p = 0; p < visible; ++p) {
-      const float* value = seq.kv->Value(layer, p);
-      for (int head = 0; head < c.num_heads; ++head) {
-        kernels::cpu::Axpy(scores[head * context + p], value + (head / group) * hd,
-                           out + head * hd, hd);
-      }
+    for (int kvh = 0; kvh < c.num_kv_heads; ++kvh) {
+      const int64_t head0 = static_cast<int64_t>(kvh) * group * hd;
+      kernels::cpu::DecodeAttention({.q = q.row(row + t).data() + head0,
+                                     .group = group,
+                                     .head_dim = hd,
+                                     .keys = keys.data(),
+                                     .values = values.data(),
+                                     .offset = static_cast<int64_t>(kvh) * hd,
+                                     .context = seq.start_position + t + 1,  // Causal.
+                                     .scale = 1.0f / std::sqrt(static_cast<float>(hd)),
+                                     .scores = scores.data(),
+                                     .out = attn.row(row + t).data() + head0});
     }
   }
 }

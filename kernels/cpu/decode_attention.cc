@@ -1,0 +1,91 @@
+#include "kernels/cpu/decode_attention.h"
+
+#include "absl/types/span.h"
+
+#include <cstring>
+
+#include "kernels/cpu/nn_ops.h"
+#include "kernels/cpu/small_gemm.h"
+
+namespace semmoe::kernels::cpu {
+namespace {
+
+using internal::Load8;
+using internal::v8f;
+typedef int v8i __attribute__((vector_size(32)));
+
+// r[j] = Σ lanes of a[j], for eight vectors at once.
+inline v8f TransposeSum(v8f a0, v8f a1, v8f a2, v8f a3, v8f a4, v8f a5, v8f a6, v8f a7) {
+  const v8i even = {0, 8, 2, 10, 4, 12, 6, 14}, odd = {1, 9, 3, 11, 5, 13, 7, 15};
+  const v8f u01 = __builtin_shuffle(a0, a1, even) + __builtin_shuffle(a0, a1, odd);
+  const v8f u23 = __builtin_shuffle(a2, a3, even) + __builtin_shuffle(a2, a3, odd);
+  const v8f u45 = __builtin_shuffle(a4, a5, even) + __builtin_shuffle(a4, a5, odd);
+  const v8f u67 = __builtin_shuffle(a6, a7, even) + __builtin_shuffle(a6, a7, odd);
+  const v8i lo2 = {0, 1, 8, 9, 4, 5, 12, 13}, hi2 = {2, 3, 10, 11, 6, 7, 14, 15};
+  const v8f v = __builtin_shuffle(u01, u23, lo2) + __builtin_shuffle(u01, u23, hi2);
+  const v8f w = __builtin_shuffle(u45, u67, lo2) + __builtin_shuffle(u45, u67, hi2);
+  const v8i lo4 = {0, 1, 2, 3, 8, 9, 10, 11}, hi4 = {4, 5, 6, 7, 12, 13, 14, 15};
+  return __builtin_shuffle(v, w, lo4) + __builtin_shuffle(v, w, hi4);
+}
+
+void Scores(const DecodeAttentionArgs& g, const float* q) {
+  const int d8 = g.head_dim / 8 * 8;
+  int p = 0;
+  for (; p + 8 <= g.context; p += 8) {
+    const float* k[8];
+    for (int j = 0; j < 8; ++j) k[j] = g.keys[p + j] + g.offset;
+    v8f a0 = {}, a1 = {}, a2 = {}, a3 = {}, a4 = {}, a5 = {}, a6 = {}, a7 = {};
+    for (int c = 0; c < d8; c += 8) {
+      const v8f x = Load8(q + c);
+      a0 += x * Load8(k[0] + c);
+      a1 += x * Load8(k[1] + c);
+      a2 += x * Load8(k[2] + c);
+      a3 += x * Load8(k[3] + c);
+      a4 += x * Load8(k[4] + c);
+      a5 += x * Load8(k[5] + c);
+      a6 += x * Load8(k[6] + c);
+      a7 += x * Load8(k[7] + c);
+    }
+    v8f s = TransposeSum(a0, a1, a2, a3, a4, a5, a6, a7);
+    for (int c = d8; c < g.head_dim; ++c) {
+      for (int j = 0; j < 8; ++j) s[j] += q[c] * k[j][c];
+    }
+    s *= g.scale;
+    std::memcpy(g.scores + p, &s, sizeof(s));
+  }
+  for (; p < g.context; ++p) g.scores[p] = Dot(q, g.keys[p] + g.offset, g.head_dim) * g.scale;
+}
+
+void WeightedSum(const DecodeAttentionArgs& g, float* out) {
+  const int d8 = g.head_dim / 8 * 8;
+  for (int c = 0; c < d8; c += 8) {
+    v8f a0 = {}, a1 = {}, a2 = {}, a3 = {};  // Four chains hide the FMA latency.
+    int p = 0;
+    for (; p + 4 <= g.context; p += 4) {
+      a0 += g.scores[p] * Load8(g.values[p] + g.offset + c);
+      a1 += g.scores[p + 1] * Load8(g.values[p + 1] + g.offset + c);
+      a2 += g.scores[p + 2] * Load8(g.values[p + 2] + g.offset + c);
+      a3 += g.scores[p + 3] * Load8(g.values[p + 3] + g.offset + c);
+    }
+    for (; p < g.context; ++p) a0 += g.scores[p] * Load8(g.values[p] + g.offset + c);
+    const v8f sum = (a0 + a1) + (a2 + a3);
+    std::memcpy(out + c, &sum, sizeof(sum));
+  }
+  for (int c = d8; c < g.head_dim; ++c) {
+    float sum = 0;
+    for (int p = 0; p < g.context; ++p) sum += g.scores[p] * g.values[p][g.offset + c];
+    out[c] = sum;
+  }
+}
+
+}  // namespace
+
+void DecodeAttention(const DecodeAttentionArgs& args) {
+  for (int h = 0; h < args.group; ++h) {
+    Scores(args, args.q + static_cast<int64_t>(h) * args.head_dim);
+    Softmax(absl::Span<float>(args.scores, args.context));
+    WeightedSum(args, args.out + static_cast<int64_t>(h) * args.head_dim);
+  }
+}
+
+}  // namespace semmoe::kernels::cpu
