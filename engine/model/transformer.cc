@@ -64,7 +64,7 @@ void Transformer::DirectAttention(int layer, const SequenceInput& seq, const Mat
     keys[p] = seq.kv->Key(layer, p);
     values[p] = seq.kv->Value(layer, p);
   }
-  std::vector<float> scores(context);
+  std::vector<float> scores(2 * context);
   for (int t = 0; t < n; ++t) {
     for (int kvh = 0; kvh < c.num_kv_heads; ++kvh) {
       const int64_t head0 = static_cast<int64_t>(kvh) * group * hd;

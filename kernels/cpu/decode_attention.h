@@ -4,9 +4,9 @@
 // scores = q·kᵀ · scale over `context` positions, softmax, out = Σ p·v. Cache rows are given as
 // pointers (a paged cache is not contiguous) plus an offset to this KV head's slice.
 //
-// Scores are computed eight positions at a time (eight accumulators, one transpose-add), and the
-// weighted sum keeps its accumulators in registers: about twice the rate of per-position dot
-// products and axpys. GCC vector extensions: AVX2 under -march=x86-64-v3, SSE otherwise.
+// Query heads go in pairs, so every key and value load serves two heads (GQA); scores are
+// computed several positions at a time with one transpose-add, and the weighted sum keeps its
+// accumulators in registers. GCC vector extensions: AVX2 under -march=x86-64-v3, SSE otherwise.
 #ifndef SEMMOE_KERNELS_CPU_DECODE_ATTENTION_H_
 #define SEMMOE_KERNELS_CPU_DECODE_ATTENTION_H_
 
@@ -23,7 +23,7 @@ struct DecodeAttentionArgs {
   int64_t offset;
   int context;                 // Positions visible (≥ 1).
   float scale;                 // Usually 1/sqrt(head_dim).
-  float* scores;               // Workspace: [context] floats.
+  float* scores;               // Workspace: [2 × context] floats.
   float* out;                  // [group, head_dim], overwritten.
 };
 

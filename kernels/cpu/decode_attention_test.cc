@@ -16,7 +16,7 @@ TEST(DecodeAttentionTest, MatchesNaive) {
   std::normal_distribution<float> n(0, 1);
   for (int head_dim : {8, 12, 64, 128}) {
     for (int context : {1, 7, 8, 9, 33}) {
-      for (int group : {1, 2}) {
+      for (int group : {1, 2, 3, 4}) {
         const int kv_size = head_dim * 3, offset = head_dim;  // Middle of three KV heads.
         std::vector<std::vector<float>> k(context, std::vector<float>(kv_size)),
             v(context, std::vector<float>(kv_size));
@@ -27,7 +27,7 @@ TEST(DecodeAttentionTest, MatchesNaive) {
           kp.push_back(k[p].data());
           vp.push_back(v[p].data());
         }
-        std::vector<float> q(group * head_dim), out(group * head_dim, NAN), scores(context);
+        std::vector<float> q(group * head_dim), out(group * head_dim, NAN), scores(2 * context);
         for (float& x : q) x = n(rng);
         const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
         DecodeAttention({q.data(), group, head_dim, kp.data(), vp.data(), offset, context, scale,
