@@ -1,6 +1,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
+#include <iostream>
 #include <map>
 
 #include "common/file.h"
@@ -84,6 +85,53 @@ TEST(ScoreTest, SharedModelMatchesReference) {
   }
   EXPECT_EQ(pairs, 1347 * 4);
   EXPECT_GE(same, pairs * 999 / 1000);
+}
+
+// `engine trace` against the shared model's reference routing trace: 20 held-out prompts spread
+// over all domains (64–512 tokens, so positions past the 256 the model was trained on too).
+TEST(TraceTest, SharedModelMatchesReferenceTrace) {
+  SEMMOE_REQUIRE_SHARED_DIR(shared);
+  const std::string dir = JoinPath(shared, "models/qwen3-moe-a");
+  const std::string ref = JoinPath(dir, "reference/trace");
+  auto m = model::LoadModel(dir);
+  ASSERT_TRUE(m.ok()) << m.status();
+  auto index = nlohmann::json::parse(*ReadFile(JoinPath(ref, "index.json")));
+  auto tokens = ReadBinary<uint16_t>(JoinPath(ref, "tokens.u16"));
+  auto ids = ReadBinary<uint8_t>(JoinPath(ref, "topk_ids.u8"));
+  std::string jsonl;
+  std::vector<int> offsets;
+  for (int i = 0; i < 2000; i += 100) {
+    const auto& p = index["prompts"][i];
+    const int offset = p["token_offset"], n = p["n_tokens"];
+    offsets.push_back(offset);
+    std::vector<int> prompt(tokens.begin() + offset, tokens.begin() + offset + n);
+    jsonl += nlohmann::json({{"id", i}, {"token_ids", prompt}}).dump() + "\n";
+  }
+  ASSERT_TRUE(WriteFileAtomically(Tmp("ref_prompts.jsonl"), jsonl).ok());
+  auto summary = RunTrace(*(*m)->transformer, nullptr,
+                          {.prompts = Tmp("ref_prompts.jsonl"), .output = Tmp("ref.trace")});
+  ASSERT_TRUE(summary.ok()) << summary.status();
+  auto reader = planner::trace::TraceReader::Open(Tmp("ref.trace"));
+  ASSERT_TRUE(reader.ok());
+  planner::trace::TraceToken token;
+  int64_t pairs = 0, same = 0;
+  while (*(*reader)->Next(token)) {
+    const size_t at = (offsets[token.request] + token.position) * 16;
+    EXPECT_EQ(token.token, tokens[offsets[token.request] + token.position]);
+    for (int l = 0; l < 4; ++l) {
+      std::vector<int> ours(token.experts.begin() + l * 4, token.experts.begin() + l * 4 + 4);
+      std::vector<int> theirs(ids.begin() + at + l * 4, ids.begin() + at + l * 4 + 4);
+      std::sort(ours.begin(), ours.end());
+      std::sort(theirs.begin(), theirs.end());
+      ++pairs;
+      same += ours == theirs;
+    }
+  }
+  std::cout << "reference trace: router sets " << same << "/" << pairs << " over "
+            << summary->tokens << " tokens\n";
+  EXPECT_EQ(pairs, summary->tokens * 4);
+  EXPECT_GT(summary->tokens, 4000);
+  EXPECT_GE(static_cast<double>(same) / pairs, 0.999) << same << " of " << pairs;
 }
 
 class TinyOfflineTest : public ::testing::Test {
