@@ -1,7 +1,7 @@
 // make_tiny_model: writes a seeded random checkpoint in exact Hugging Face layout.
 //
-//   bazel run //tools:make_tiny_model -- --arch=qwen2_moe --out=/tmp/tiny --seed=7 \
-//       --hidden=64 --layers=2 --experts=8 --top_k=2
+//   bazel run //tools:make_tiny_model -- --arch=qwen2_moe --out=/tmp/tiny --seed=7
+//       --hidden=64 --layers=2 --experts=8 --top_k=2   (one command line)
 #include <cstdlib>
 #include <iostream>
 

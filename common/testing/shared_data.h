@@ -7,9 +7,13 @@
 #ifndef SEMMOE_COMMON_TESTING_SHARED_DATA_H_
 #define SEMMOE_COMMON_TESTING_SHARED_DATA_H_
 
+#include <dirent.h>
+#include <sys/stat.h>
+
+#include <algorithm>
 #include <cstdlib>
 #include <string>
-#include <sys/stat.h>
+#include <vector>
 
 #include "gtest/gtest.h"
 
@@ -24,6 +28,26 @@ inline std::string EnvPath(const char* var) {
 inline bool PathExists(const std::string& path) {
   struct stat st;
   return stat(path.c_str(), &st) == 0;
+}
+
+// Names of the models under $SEMMOE_SHARED_DIR/models that have reference outputs
+// (reference/prompts.json), sorted; empty when the variable is unset. For TEST_P matrices over
+// every shared model.
+inline std::vector<std::string> SharedModelsWithReference() {
+  std::vector<std::string> names;
+  const std::string shared = EnvPath("SEMMOE_SHARED_DIR");
+  if (shared.empty()) return names;
+  DIR* dir = opendir((shared + "/models").c_str());
+  if (dir == nullptr) return names;
+  while (dirent* entry = readdir(dir)) {
+    const std::string name = entry->d_name;
+    if (name[0] != '.' && PathExists(shared + "/models/" + name + "/reference/prompts.json")) {
+      names.push_back(name);
+    }
+  }
+  closedir(dir);
+  std::sort(names.begin(), names.end());
+  return names;
 }
 
 }  // namespace semmoe::testing

@@ -1,7 +1,8 @@
-// The forward pass against the shared trained model's reference outputs (an independent fp32
-// PyTorch implementation of the HF architecture; ../shared/models/qwen3-moe-a/README.md §5).
+// The forward pass against every shared trained model's reference outputs (an independent fp32
+// PyTorch implementation of the HF architecture; ../shared/models/*/README.md, "Reference
+// outputs"). One test instance per model under $SEMMOE_SHARED_DIR/models with a reference/.
 #include <cmath>
-#include <fstream>
+#include <cstring>
 #include <iostream>
 
 #include "common/file.h"
@@ -17,34 +18,25 @@ template <typename T>
 std::vector<T> ReadBinary(const std::string& path) {
   auto bytes = ReadFile(path);
   EXPECT_TRUE(bytes.ok()) << bytes.status();
-  std::vector<T> out(bytes->size() / sizeof(T));
-  std::memcpy(out.data(), bytes->data(), out.size() * sizeof(T));
+  std::vector<T> out(bytes.ok() ? bytes->size() / sizeof(T) : 0);
+  if (!out.empty()) std::memcpy(out.data(), bytes->data(), out.size() * sizeof(T));
   return out;
 }
 
-class ReferenceTest : public ::testing::Test {
+class ReferenceTest : public ::testing::TestWithParam<std::string> {
  protected:
-  static void SetUpTestSuite() {
-    const char* shared = std::getenv("SEMMOE_SHARED_DIR");
-    if (shared == nullptr) return;
-    dir_ = new std::string(JoinPath(shared, "models/qwen3-moe-a"));
-    auto model = LoadModel(*dir_);
-    ASSERT_TRUE(model.ok()) << model.status();
-    model_ = model->release();
-    prompts_ = new nlohmann::json(
-        nlohmann::json::parse(*ReadFile(JoinPath(*dir_, "reference/prompts.json")))["prompts"]);
-  }
-  static void TearDownTestSuite() {
-    delete model_;
-    delete prompts_;
-    delete dir_;
-  }
   void SetUp() override {
     SEMMOE_REQUIRE_SHARED_DIR(shared);
-    ASSERT_NE(model_, nullptr);
+    dir_ = JoinPath(shared, "models/" + GetParam());
+    auto model = LoadModel(dir_, {.require_tokenizer = true});
+    ASSERT_TRUE(model.ok()) << model.status();
+    model_ = std::move(*model);
+    meta_ = nlohmann::json::parse(*ReadFile(JoinPath(dir_, "reference/prompts.json")));
+    ASSERT_EQ(meta_["vocab_size"].get<int>(), model_->config.vocab_size);
+    ASSERT_EQ(meta_["top_k"].get<int>(), model_->config.top_k);
   }
 
-  static ForwardOutput Run(const std::vector<int32_t>& ids, LogitsMode mode) {
+  ForwardOutput Run(const std::vector<int32_t>& ids, LogitsMode mode) {
     DenseKvSequence kv(model_->config.num_layers, model_->config.kv_size(),
                        static_cast<int>(ids.size()));
     SequenceInput in{ids, 0, &kv, mode};
@@ -52,26 +44,32 @@ class ReferenceTest : public ::testing::Test {
     EXPECT_TRUE(out.ok()) << out.status();
     return std::move(*out);
   }
+  const nlohmann::json& prompts() const { return meta_["prompts"]; }
 
-  static Model* model_;
-  static nlohmann::json* prompts_;
-  static std::string* dir_;
+  std::string dir_;
+  std::unique_ptr<Model> model_;
+  nlohmann::json meta_;
 };
 
-Model* ReferenceTest::model_ = nullptr;
-nlohmann::json* ReferenceTest::prompts_ = nullptr;
-std::string* ReferenceTest::dir_ = nullptr;
+TEST_P(ReferenceTest, TokenizerReproducesThePromptIds) {
+  for (const auto& p : prompts()) {
+    auto ids = model_->tokenizer->Encode(p["text"].get<std::string>());
+    ASSERT_TRUE(ids.ok()) << ids.status();
+    EXPECT_EQ(*ids, p["token_ids"].get<std::vector<int32_t>>()) << "prompt " << p["index"];
+  }
+}
 
-TEST_F(ReferenceTest, FinalLogitsNextTokenLogprobsAndRouting) {
+TEST_P(ReferenceTest, FinalLogitsNextTokenLogprobsAndRouting) {
   const int vocab = model_->config.vocab_size;
-  const int layers = model_->config.num_layers, k = model_->config.top_k;
-  auto final_logits = ReadBinary<float>(JoinPath(*dir_, "reference/final_logits.f32"));
-  auto logprobs = ReadBinary<float>(JoinPath(*dir_, "reference/next_token_logprob.f32"));
-  auto ref_ids = ReadBinary<int32_t>(JoinPath(*dir_, "reference/router_topk_ids.i32"));
-  auto ref_w = ReadBinary<float>(JoinPath(*dir_, "reference/router_topk_weights.f32"));
+  const int layers = meta_["num_layers"], k = model_->config.top_k;
+  ASSERT_EQ(static_cast<size_t>(layers), model_->config.MoeLayers().size());
+  auto final_logits = ReadBinary<float>(JoinPath(dir_, "reference/final_logits.f32"));
+  auto logprobs = ReadBinary<float>(JoinPath(dir_, "reference/next_token_logprob.f32"));
+  auto ref_ids = ReadBinary<int32_t>(JoinPath(dir_, "reference/router_topk_ids.i32"));
+  auto ref_w = ReadBinary<float>(JoinPath(dir_, "reference/router_topk_weights.f32"));
   double worst_rel_l2 = 0, worst_logprob = 0, worst_weight = 0;
   int64_t pairs = 0, set_matches = 0;
-  for (const auto& p : *prompts_) {
+  for (const auto& p : prompts()) {
     const int index = p["index"];
     std::vector<int32_t> ids = p["token_ids"].get<std::vector<int32_t>>();
     ForwardOutput out = Run(ids, LogitsMode::kAll);
@@ -120,20 +118,20 @@ TEST_F(ReferenceTest, FinalLogitsNextTokenLogprobsAndRouting) {
       }
     }
   }
-  std::cout << "worst final-logit relative L2 " << worst_rel_l2 << ", worst |Δ log p| "
-            << worst_logprob << ", router sets " << set_matches << "/" << pairs
-            << ", worst |Δ weight| " << worst_weight << "\n";
-  EXPECT_EQ(pairs, 1347 * layers);
+  std::cout << GetParam() << ": worst final-logit relative L2 " << worst_rel_l2
+            << ", worst |Δ log p| " << worst_logprob << ", router sets " << set_matches << "/"
+            << pairs << ", worst |Δ weight| " << worst_weight << "\n";
+  EXPECT_EQ(pairs, meta_["total_prompt_tokens"].get<int64_t>() * layers);
   EXPECT_GE(static_cast<double>(set_matches) / pairs, 0.999);
   EXPECT_LT(worst_logprob, 1e-3);
   EXPECT_LT(worst_weight, 1e-4);
 }
 
-// 32 greedy tokens, decoded one at a time through the KV cache (the reference recomputed the
-// whole sequence each step, so this also checks the cache).
-TEST_F(ReferenceTest, GreedyContinuationsThroughTheKvCache) {
+// The reference's greedy tokens, decoded one at a time through the KV cache (the reference
+// recomputed the whole sequence each step, so this also checks the cache).
+TEST_P(ReferenceTest, GreedyContinuationsThroughTheKvCache) {
   int identical = 0;
-  for (const auto& p : *prompts_) {
+  for (const auto& p : prompts()) {
     std::vector<int32_t> ids = p["token_ids"].get<std::vector<int32_t>>();
     std::vector<int32_t> expected = p["greedy_continuation_ids"].get<std::vector<int32_t>>();
     DenseKvSequence kv(model_->config.num_layers, model_->config.kv_size(),
@@ -154,17 +152,17 @@ TEST_F(ReferenceTest, GreedyContinuationsThroughTheKvCache) {
     EXPECT_EQ(generated, expected) << "prompt " << p["index"];
     identical += generated == expected;
   }
-  EXPECT_EQ(identical, 22);
+  EXPECT_EQ(identical, meta_["n_prompts"].get<int>());
 }
 
-// Batching, chunked prefill and decode must not change the numbers: all 22 prompts in one batch
-// (and each prompt split into chunks) give the same final logits as one prompt alone.
-TEST_F(ReferenceTest, BatchedAndChunkedEqualsAlone) {
-  std::vector<std::vector<int32_t>> prompts;
-  for (const auto& p : *prompts_) prompts.push_back(p["token_ids"].get<std::vector<int32_t>>());
+// Batching, chunked prefill and decode must not change the numbers: every prompt in one batch
+// (each split into two chunks) gives the same final logits as that prompt alone.
+TEST_P(ReferenceTest, BatchedAndChunkedEqualsAlone) {
+  std::vector<std::vector<int32_t>> all;
+  for (const auto& p : prompts()) all.push_back(p["token_ids"].get<std::vector<int32_t>>());
   std::vector<std::unique_ptr<DenseKvSequence>> kvs;
   std::vector<SequenceInput> batch;
-  for (const auto& ids : prompts) {
+  for (const auto& ids : all) {
     kvs.push_back(std::make_unique<DenseKvSequence>(model_->config.num_layers,
                                                     model_->config.kv_size(), ids.size()));
     // First chunk: all but the last 3 tokens (at least 1), no logits.
@@ -176,19 +174,19 @@ TEST_F(ReferenceTest, BatchedAndChunkedEqualsAlone) {
   ASSERT_TRUE(chunk1.ok()) << chunk1.status();
   EXPECT_EQ(chunk1->logits.rows(), 0);
   std::vector<SequenceInput> rest;
-  for (size_t i = 0; i < prompts.size(); ++i) {
+  for (size_t i = 0; i < all.size(); ++i) {
     const int first = static_cast<int>(batch[i].tokens.size());
-    if (first == static_cast<int>(prompts[i].size())) continue;
-    rest.push_back({absl::MakeConstSpan(prompts[i]).subspan(first), first, kvs[i].get(),
+    if (first == static_cast<int>(all[i].size())) continue;
+    rest.push_back({absl::MakeConstSpan(all[i]).subspan(first), first, kvs[i].get(),
                     LogitsMode::kLast});
   }
   auto chunk2 = model_->transformer->Forward(rest);
   ASSERT_TRUE(chunk2.ok()) << chunk2.status();
   ASSERT_EQ(chunk2->logits.rows(), static_cast<int64_t>(rest.size()));
   int row = 0;
-  for (size_t i = 0; i < prompts.size(); ++i) {
-    if (batch[i].tokens.size() == prompts[i].size()) continue;
-    ForwardOutput alone = Run(prompts[i], LogitsMode::kLast);
+  for (size_t i = 0; i < all.size(); ++i) {
+    if (batch[i].tokens.size() == all[i].size()) continue;
+    ForwardOutput alone = Run(all[i], LogitsMode::kLast);
     const double rel = (chunk2->logits.row(row) - alone.logits.row(0)).norm() /
                        alone.logits.row(0).norm();
     EXPECT_LT(rel, 1e-5) << "prompt " << i;
@@ -196,22 +194,41 @@ TEST_F(ReferenceTest, BatchedAndChunkedEqualsAlone) {
   }
 }
 
-TEST_F(ReferenceTest, BadInputsAreErrors) {
+TEST_P(ReferenceTest, BadInputsAreErrors) {
   DenseKvSequence kv(model_->config.num_layers, model_->config.kv_size(), 4);
-  std::vector<int32_t> bad = {1, 4096};
+  std::vector<int32_t> bad = {1, model_->config.vocab_size};
   SequenceInput in{bad, 0, &kv, LogitsMode::kLast};
   auto out = model_->transformer->Forward({&in, 1});
   EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NE(out.status().message().find("token id 4096"), std::string::npos);
+  EXPECT_NE(out.status().message().find("is outside the vocabulary"), std::string::npos);
   std::vector<int32_t> many(5, 1);
   SequenceInput too_long{many, 0, &kv, LogitsMode::kLast};
   EXPECT_NE(model_->transformer->Forward({&too_long, 1}).status().message().find("KV capacity"),
             std::string::npos);
   SequenceInput empty{{}, 0, &kv, LogitsMode::kLast};
   EXPECT_FALSE(model_->transformer->Forward({&empty, 1}).ok());
-  SequenceInput far{many, 2047, &kv, LogitsMode::kLast};
+  SequenceInput far{many, model_->config.max_position_embeddings - 1, &kv, LogitsMode::kLast};
   EXPECT_NE(model_->transformer->Forward({&far, 1}).status().message().find("max_position"),
             std::string::npos);
+}
+
+INSTANTIATE_TEST_SUITE_P(SharedModels, ReferenceTest,
+                         ::testing::ValuesIn(testing::SharedModelsWithReference()),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           std::string name = info.param;
+                           for (char& c : name) {
+                             if (!isalnum(static_cast<unsigned char>(c))) c = '_';
+                           }
+                           return name;
+                         });
+// Without SEMMOE_SHARED_DIR there is nothing to instantiate (./semmoe test sets it).
+GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(ReferenceTest);
+
+// Fails (rather than silently testing nothing) when the shared folder is there but no model in
+// it has reference outputs.
+TEST(SharedModelsTest, AtLeastOneModelHasReferenceOutputs) {
+  SEMMOE_REQUIRE_SHARED_DIR(shared);
+  EXPECT_FALSE(testing::SharedModelsWithReference().empty());
 }
 
 }  // namespace
