@@ -117,6 +117,10 @@ int Generate() {
   std::vector<runtime::TokenEvent> events;
   std::string pending;  // Streamed bytes not yet printed (an incomplete UTF-8 character).
   size_t printed = 0;
+  size_t holdback = 0;
+  for (const std::string& stop : absl::GetFlag(FLAGS_stop)) {
+    holdback = std::max(holdback, stop.empty() ? 0 : stop.size() - 1);
+  }
   double first_token_s = 0;
   while (!(*engine)->idle()) {
     events.clear();
@@ -136,7 +140,10 @@ int Generate() {
       if (piece.ok()) pending += *piece;
     }
     if (!done.empty()) pending = done[0].text;
-    const size_t complete = model::CompleteUtf8Prefix(pending);
+    // Hold back what could still turn out to be the start of a stop string (it is cut then).
+    size_t complete = model::CompleteUtf8Prefix(pending);
+    complete = complete > holdback ? model::CompleteUtf8Prefix(pending.substr(0, complete - holdback))
+                                   : 0;
     if (done.empty() && complete > printed) {
       std::cout << pending.substr(printed, complete - printed) << std::flush;
       printed = complete;

@@ -1,8 +1,8 @@
 // Byte-level BPE tokenizer read from a Hugging Face `tokenizer.json` (GPT-2/Qwen2/Qwen3 style).
 //
 // Supported: normalizer null or NFC; pre_tokenizer Sequence[Split(Qwen2 pattern, Isolated),
-// ByteLevel(use_regex=false)] (or a bare ByteLevel with the same effect is rejected: its GPT-2
-// pattern differs); model BPE with `vocab`, `merges` as "a b" strings or ["a", "b"] pairs, no
+// ByteLevel(use_regex=false)] (a bare ByteLevel pre-tokenizer means GPT-2's pattern, which is
+// not implemented and is refused); model BPE with `vocab`, `merges` as "a b" strings or ["a", "b"] pairs, no
 // dropout, no unk token, no byte fallback; `added_tokens` (special or not) matched on the raw
 // text before normalisation, longest first. Anything else is an InvalidArgument naming the
 // field, so a tokenizer we would get wrong is refused at load, not at serving time.
