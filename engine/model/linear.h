@@ -14,13 +14,16 @@ namespace semmoe::engine::model {
 // tools:bench_forward; see docs/PERFORMANCE.md).
 inline constexpr int kSmallGemmRows = 16;
 
-inline void LinearInto(const Matrix& x, const Matrix& w, Matrix& y) {
+inline void LinearInto(const Matrix& x, const LinearWeight& w, Matrix& y) {
   y.resize(x.rows(), w.rows());
-  if (x.rows() <= kSmallGemmRows) {
-    kernels::cpu::SmallGemmAbt({x.data(), x.rows(), x.cols(), x.cols(), w.data(), w.rows(),
-                                w.cols(), y.data(), y.cols()});
+  if (x.rows() > kSmallGemmRows) {
+    y.noalias() = x * w.w.transpose();
+  } else if (!w.bf16.empty()) {  // Same values, half the bytes (see LinearWeight).
+    kernels::cpu::SmallGemmAbtBf16({x.data(), x.rows(), x.cols(), x.cols(), w.bf16.data(),
+                                    w.rows(), w.cols(), y.data(), y.cols()});
   } else {
-    y.noalias() = x * w.transpose();
+    kernels::cpu::SmallGemmAbt({x.data(), x.rows(), x.cols(), x.cols(), w.w.data(), w.rows(),
+                                w.cols(), y.data(), y.cols()});
   }
 }
 

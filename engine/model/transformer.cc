@@ -22,7 +22,7 @@ Matrix Normed(const Matrix& x, const Vector& weight, float eps) {
 }
 
 // y = x · Wᵀ (+ bias).
-Matrix Linear(const Matrix& x, const Matrix& w, const Vector& bias) {
+Matrix Linear(const Matrix& x, const LinearWeight& w, const Vector& bias) {
   Matrix y;
   LinearInto(x, w, y);
   if (bias.size() > 0) y.rowwise() += bias.transpose();

@@ -20,6 +20,17 @@ class Loader {
     return Matrix(Eigen::Map<const Matrix>(t.data<float>(), rows, cols));
   }
 
+  absl::StatusOr<LinearWeight> ReadLinear(const std::string& name, int64_t rows, int64_t cols) {
+    LinearWeight linear;
+    ASSIGN_OR_RETURN(linear.w, Read(name, rows, cols));
+    ASSIGN_OR_RETURN(kernels::Tensor view, checkpoint_.View(name));
+    if (view.dtype() == kernels::DType::kBF16) {
+      const auto* bits = static_cast<const uint16_t*>(view.raw_data());
+      linear.bf16.assign(bits, bits + view.numel());
+    }
+    return linear;
+  }
+
   absl::StatusOr<Vector> ReadVector(const std::string& name, int64_t size) {
     ASSIGN_OR_RETURN(const TensorInfo* info, checkpoint_.Info(name));
     if (info->shape != std::vector<int64_t>{size}) return ShapeError(name, info->shape, {size});
@@ -31,9 +42,9 @@ class Loader {
                                      const std::string& up, const std::string& down,
                                      int64_t hidden, int64_t inter) {
     MlpWeights m;
-    ASSIGN_OR_RETURN(m.gate, Read(prefix + gate + ".weight", inter, hidden));
-    ASSIGN_OR_RETURN(m.up, Read(prefix + up + ".weight", inter, hidden));
-    ASSIGN_OR_RETURN(m.down, Read(prefix + down + ".weight", hidden, inter));
+    ASSIGN_OR_RETURN(m.gate, ReadLinear(prefix + gate + ".weight", inter, hidden));
+    ASSIGN_OR_RETURN(m.up, ReadLinear(prefix + up + ".weight", inter, hidden));
+    ASSIGN_OR_RETURN(m.down, ReadLinear(prefix + down + ".weight", hidden, inter));
     return m;
   }
 
@@ -55,10 +66,10 @@ absl::Status LoadAttention(const ModelConfig& c, const std::string& p, Loader& l
   ASSIGN_OR_RETURN(w.post_attention_norm,
                    l.ReadVector(p + "post_attention_layernorm.weight", c.hidden_size));
   const std::string a = p + "self_attn.";
-  ASSIGN_OR_RETURN(w.q, l.Read(a + "q_proj.weight", c.q_size(), c.hidden_size));
-  ASSIGN_OR_RETURN(w.k, l.Read(a + "k_proj.weight", c.kv_size(), c.hidden_size));
-  ASSIGN_OR_RETURN(w.v, l.Read(a + "v_proj.weight", c.kv_size(), c.hidden_size));
-  ASSIGN_OR_RETURN(w.o, l.Read(a + "o_proj.weight", c.hidden_size, c.q_size()));
+  ASSIGN_OR_RETURN(w.q, l.ReadLinear(a + "q_proj.weight", c.q_size(), c.hidden_size));
+  ASSIGN_OR_RETURN(w.k, l.ReadLinear(a + "k_proj.weight", c.kv_size(), c.hidden_size));
+  ASSIGN_OR_RETURN(w.v, l.ReadLinear(a + "v_proj.weight", c.kv_size(), c.hidden_size));
+  ASSIGN_OR_RETURN(w.o, l.ReadLinear(a + "o_proj.weight", c.hidden_size, c.q_size()));
   if (c.attention_bias) {
     ASSIGN_OR_RETURN(w.q_bias, l.ReadVector(a + "q_proj.bias", c.q_size()));
     ASSIGN_OR_RETURN(w.k_bias, l.ReadVector(a + "k_proj.bias", c.kv_size()));
@@ -124,11 +135,9 @@ absl::StatusOr<std::unique_ptr<ModelWeights>> LoadWeights(const ModelConfig& c,
     RETURN_IF_ERROR(LoadFeedForward(c, i, p, l, options, w->layers[i]));
   }
   ASSIGN_OR_RETURN(w->final_norm, l.ReadVector("model.norm.weight", c.hidden_size));
-  if (c.tie_word_embeddings && !checkpoint.Info("lm_head.weight").ok()) {
-    w->lm_head = w->embed;
-  } else {
-    ASSIGN_OR_RETURN(w->lm_head, l.Read("lm_head.weight", c.vocab_size, c.hidden_size));
-  }
+  const bool tied = c.tie_word_embeddings && !checkpoint.Info("lm_head.weight").ok();
+  ASSIGN_OR_RETURN(w->lm_head, l.ReadLinear(tied ? "model.embed_tokens.weight" : "lm_head.weight",
+                                            c.vocab_size, c.hidden_size));
   return w;
 }
 

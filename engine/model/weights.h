@@ -8,6 +8,7 @@
 
 #include <functional>
 #include <memory>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -21,18 +22,29 @@ namespace semmoe::engine::model {
 using Matrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 using Vector = Eigen::VectorXf;
 
-struct MlpWeights {  // SwiGLU: down(silu(gate(x)) ⊙ up(x)).
-  Matrix gate;       // [intermediate, hidden]
-  Matrix up;         // [intermediate, hidden]
-  Matrix down;       // [hidden, intermediate]
-  bool loaded() const { return gate.size() > 0; }
+// A linear layer's weight [out, in] in f32, plus — when the checkpoint stored it in BF16 — the
+// same values as bf16 bits. Widening bf16 to f32 is exact, so kernels may read either; the
+// few-row (decode) kernels read the bf16 copy: half the bytes, and those bytes bound a decode
+// step (docs/PERFORMANCE.md).
+struct LinearWeight {
+  Matrix w;
+  std::vector<uint16_t> bf16;  // Empty unless the stored dtype was BF16.
+  int64_t rows() const { return w.rows(); }
+  int64_t cols() const { return w.cols(); }
+};
+
+struct MlpWeights {     // SwiGLU: down(silu(gate(x)) ⊙ up(x)).
+  LinearWeight gate;    // [intermediate, hidden]
+  LinearWeight up;      // [intermediate, hidden]
+  LinearWeight down;    // [hidden, intermediate]
+  bool loaded() const { return gate.w.size() > 0; }
 };
 
 struct LayerWeights {
   Vector input_norm;  // [hidden]
-  Matrix q, k, v;     // [q_size | kv_size, hidden]
+  LinearWeight q, k, v;  // [q_size | kv_size, hidden]
   Vector q_bias, k_bias, v_bias;  // Empty unless config.attention_bias.
-  Matrix o;                       // [hidden, q_size]
+  LinearWeight o;                 // [hidden, q_size]
   Vector q_norm, k_norm;          // [head_dim]; empty unless config.qk_norm.
   Vector post_attention_norm;     // [hidden]
 
@@ -48,7 +60,7 @@ struct ModelWeights {
   Matrix embed;       // [vocab, hidden]
   std::vector<LayerWeights> layers;
   Vector final_norm;  // [hidden]
-  Matrix lm_head;     // [vocab, hidden]; a copy of embed when tie_word_embeddings.
+  LinearWeight lm_head;  // [vocab, hidden]; a copy of embed when tie_word_embeddings.
 };
 
 struct LoadOptions {

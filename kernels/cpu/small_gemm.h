@@ -27,6 +27,22 @@ struct SmallGemmArgs {
 };
 void SmallGemmAbt(const SmallGemmArgs& args);
 
+// The same with B given as bf16 bits (B's values exactly as a BF16 checkpoint stores them):
+// each is widened to f32 in registers, so the result equals SmallGemmAbt on the f32 values
+// bit for bit, while B — the weight, the bytes that bound a decode step — is half the size.
+struct SmallGemmBf16Args {
+  const float* a;  // [m, k], rows lda apart.
+  int64_t m;
+  int64_t k;
+  int64_t lda;
+  const uint16_t* b;  // [n, k] bf16 bits, rows ldb apart.
+  int64_t n;
+  int64_t ldb;
+  float* c;  // [m, n], rows ldc apart; overwritten.
+  int64_t ldc;
+};
+void SmallGemmAbtBf16(const SmallGemmBf16Args& args);
+
 // Σ a[i]·b[i] and y += alpha·x over n floats (inline: called per cache row in attention).
 namespace internal {
 typedef float v8f __attribute__((vector_size(32)));

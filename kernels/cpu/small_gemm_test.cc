@@ -1,6 +1,7 @@
 #include "kernels/cpu/small_gemm.h"
 
 #include <cmath>
+#include <cstring>
 #include <random>
 #include <vector>
 
@@ -27,6 +28,32 @@ TEST(SmallGemmTest, MatchesNaiveForOddShapesAndStrides) {
             ASSERT_NEAR(c[i * ldc + j], ref, 1e-4) << m << "x" << n << "x" << k;
           }
         }
+      }
+    }
+  }
+}
+
+// bf16 B gives bit-identical results to the f32 kernel on the widened values.
+TEST(SmallGemmTest, Bf16MatchesF32OnTheSameValuesExactly) {
+  std::mt19937 rng(4);
+  std::uniform_real_distribution<float> u(-1, 1);
+  for (int64_t m : {1, 2, 5, 16}) {
+    for (int64_t n : {3, 4, 9, 128}) {
+      for (int64_t k : {7, 8, 64, 257}) {
+        std::vector<float> a(m * k), bf(n * k), c1(m * n), c2(m * n);
+        std::vector<uint16_t> bb(n * k);
+        for (float& x : a) x = u(rng);
+        for (int64_t i = 0; i < n * k; ++i) {
+          float v = u(rng);
+          uint32_t bits;
+          std::memcpy(&bits, &v, 4);
+          bb[i] = static_cast<uint16_t>(bits >> 16);  // Truncate: any bf16 value will do.
+          bits = static_cast<uint32_t>(bb[i]) << 16;
+          std::memcpy(&bf[i], &bits, 4);
+        }
+        SmallGemmAbt({a.data(), m, k, k, bf.data(), n, k, c1.data(), n});
+        SmallGemmAbtBf16({a.data(), m, k, k, bb.data(), n, k, c2.data(), n});
+        ASSERT_EQ(c1, c2) << m << "x" << n << "x" << k;
       }
     }
   }
