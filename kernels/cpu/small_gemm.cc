@@ -1,6 +1,8 @@
 #include "kernels/cpu/small_gemm.h"
 
+#include <algorithm>
 #include <cstring>
+#include <vector>
 
 namespace semmoe::kernels::cpu {
 namespace {
@@ -152,23 +154,43 @@ void Block1Bf16(const SmallGemmBf16Args& g, int64_t i, int64_t j0) {
 }  // namespace
 
 void SmallGemmAbtBf16(const SmallGemmBf16Args& g) {
+  if (g.m == 0) return;
   const int64_t n4 = g.n / 4 * 4;
-  for (int64_t j = 0; j < n4; j += 4) {
-    int64_t i = 0;
-    for (; i + 2 <= g.m; i += 2) Block2Bf16(g, i, j);
-    if (i < g.m) Block1Bf16(g, i, j);
+  if (g.m <= 2) {  // One pass over B: widen in registers as it streams by.
+    for (int64_t j = 0; j < n4; j += 4) {
+      if (g.m == 2) {
+        Block2Bf16(g, 0, j);
+      } else {
+        Block1Bf16(g, 0, j);
+      }
+    }
   }
-  for (int64_t j = n4; j < g.n; ++j) {
-    const uint16_t* b = g.b + j * g.ldb;
-    for (int64_t i = 0; i < g.m; ++i) {
-      const float* a = g.a + i * g.lda;
-      // Columns past the last multiple of 4: a plain dot product, in Dot()'s order.
-      const int64_t k8 = g.k / 8 * 8;
-      v8f acc = {};
-      for (int64_t p = 0; p < k8; p += 8) acc += Load(a + p) * LoadBf16(b + p);
-      float sum = Sum(acc);
-      for (int64_t p = k8; p < g.k; ++p) sum += a[p] * Bf16(b[p]);
-      g.c[i * g.ldc + j] = sum;
+  // Several rows of A (or B's last < 4 rows): widen four rows of B at a time into an f32 buffer
+  // (L1-resident) and run the f32 blocks over every row of A, so each B value is widened once.
+  const int64_t k8 = g.k / 8 * 8;
+  std::vector<float> rows(4 * g.k);
+  for (int64_t j = g.m <= 2 ? n4 : 0; j < g.n; j += 4) {
+    const int64_t count = std::min<int64_t>(4, g.n - j);
+    for (int64_t r = 0; r < count; ++r) {
+      const uint16_t* src = g.b + (j + r) * g.ldb;
+      float* dst = rows.data() + r * g.k;
+      for (int64_t p = 0; p < k8; p += 8) {
+        const v8f v = LoadBf16(src + p);
+        std::memcpy(dst + p, &v, sizeof(v));
+      }
+      for (int64_t p = k8; p < g.k; ++p) dst[p] = Bf16(src[p]);
+    }
+    const SmallGemmArgs block{g.a, g.m, g.k, g.lda, rows.data(), count, g.k, g.c + j, g.ldc};
+    if (j < n4) {
+      int64_t i = 0;
+      for (; i + 2 <= g.m; i += 2) Block2(block, i, 0);
+      if (i < g.m) Block1(block, i, 0);
+    } else {
+      for (int64_t r = 0; r < count; ++r) {
+        for (int64_t i = 0; i < g.m; ++i) {
+          g.c[i * g.ldc + j + r] = Dot(g.a + i * g.lda, rows.data() + r * g.k, g.k);
+        }
+      }
     }
   }
 }

@@ -37,8 +37,8 @@ TEST(SmallGemmTest, MatchesNaiveForOddShapesAndStrides) {
 TEST(SmallGemmTest, Bf16MatchesF32OnTheSameValuesExactly) {
   std::mt19937 rng(4);
   std::uniform_real_distribution<float> u(-1, 1);
-  for (int64_t m : {1, 2, 5, 16}) {
-    for (int64_t n : {3, 4, 9, 128}) {
+  for (int64_t m : {1, 2, 3, 5, 16}) {
+    for (int64_t n : {1, 3, 4, 9, 128}) {
       for (int64_t k : {7, 8, 64, 257}) {
         std::vector<float> a(m * k), bf(n * k), c1(m * n), c2(m * n);
         std::vector<uint16_t> bb(n * k);
@@ -57,6 +57,13 @@ TEST(SmallGemmTest, Bf16MatchesF32OnTheSameValuesExactly) {
       }
     }
   }
+}
+
+TEST(SmallGemmTest, NoRowsIsANoOp) {
+  std::vector<float> b(8 * 4, 1.0f);
+  std::vector<uint16_t> bb(8 * 4, 0x3f80);
+  SmallGemmAbt({nullptr, 0, 8, 8, b.data(), 4, 8, nullptr, 4});
+  SmallGemmAbtBf16({nullptr, 0, 8, 8, bb.data(), 4, 8, nullptr, 4});
 }
 
 TEST(SmallGemmTest, DotAndAxpy) {
