@@ -91,7 +91,8 @@ class BatchEngine {
   int running() const { return static_cast<int>(running_.size()); }
 
   // One forward pass. Finished requests are appended to `finished`; every sampled token to
-  // `tokens` if given. A forward error is returned and leaves the engine unchanged.
+  // `tokens` if given. A forward error (Submit's validation should make one impossible) is
+  // returned; the step's requests stay scheduled and no token is sampled.
   absl::Status Step(std::vector<GenerationResult>& finished,
                     std::vector<TokenEvent>* tokens = nullptr);
 
