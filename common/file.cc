@@ -46,6 +46,24 @@ absl::StatusOr<std::string> ReadFile(const std::string& path) {
   return out;
 }
 
+absl::Status WriteFile(const std::string& path, absl::string_view contents) {
+  int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return ErrnoStatus(errno, "cannot create", path);
+  size_t done = 0;
+  while (done < contents.size()) {
+    ssize_t n = write(fd, contents.data() + done, contents.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      int err = errno;
+      close(fd);
+      return ErrnoStatus(err, "cannot write", path);
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (close(fd) != 0) return ErrnoStatus(errno, "cannot close", path);
+  return absl::OkStatus();
+}
+
 absl::Status WriteFileAtomically(const std::string& path, absl::string_view contents) {
   std::string tmp = absl::StrCat(path, ".tmp.", getpid());
   int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);

@@ -13,6 +13,9 @@ namespace semmoe {
 // The bytes of `path`. NotFound if it does not exist, else Internal/PermissionDenied with errno.
 absl::StatusOr<std::string> ReadFile(const std::string& path);
 
+// Writes `contents` to `path` (created or truncated), without fsync: for scratch files.
+absl::Status WriteFile(const std::string& path, absl::string_view contents);
+
 // Writes `contents` to `path` atomically: a temporary file beside it, fsync, rename.
 absl::Status WriteFileAtomically(const std::string& path, absl::string_view contents);
 

@@ -16,6 +16,14 @@ TEST(FileTest, WriteThenReadRoundTrips) {
   EXPECT_EQ(*read, data);
 }
 
+TEST(FileTest, WriteFileTruncates) {
+  std::string path = JoinPath(std::getenv("TEST_TMPDIR"), "scratch.bin");
+  ASSERT_TRUE(WriteFile(path, "longer contents").ok());
+  ASSERT_TRUE(WriteFile(path, "short").ok());
+  EXPECT_EQ(*ReadFile(path), "short");
+  EXPECT_FALSE(WriteFile("/nonexistent/semmoe/out", "x").ok());
+}
+
 TEST(FileTest, MissingFileIsNotFoundAndNamesThePath) {
   auto read = ReadFile("/nonexistent/semmoe/file");
   EXPECT_EQ(read.status().code(), absl::StatusCode::kNotFound);

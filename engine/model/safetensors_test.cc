@@ -36,7 +36,7 @@ std::string Header(const std::string& json, const std::string& data) {
 absl::StatusOr<std::unique_ptr<SafetensorsFile>> OpenBytes(const std::string& bytes,
                                                            const std::string& name = "t") {
   std::string path = JoinPath(TempDir("files"), name + ".safetensors");
-  EXPECT_TRUE(WriteFileAtomically(path, bytes).ok());
+  EXPECT_TRUE(WriteFile(path, bytes).ok());
   return SafetensorsFile::Open(path);
 }
 
