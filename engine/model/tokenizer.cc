@@ -21,11 +21,22 @@ absl::Status Bad(absl::string_view what) {
   return absl::InvalidArgumentError(absl::StrCat("tokenizer.json: ", what));
 }
 
+// Typed reads that never throw: a missing field or one of another type gives `fallback`.
+std::string StringOr(const nlohmann::json& object, const char* key, const std::string& fallback) {
+  if (!object.is_object()) return fallback;
+  auto it = object.find(key);
+  return it != object.end() && it->is_string() ? it->get<std::string>() : fallback;
+}
+
+bool BoolOr(const nlohmann::json& object, const char* key, bool fallback) {
+  if (!object.is_object()) return fallback;
+  auto it = object.find(key);
+  return it != object.end() && it->is_boolean() ? it->get<bool>() : fallback;
+}
+
 absl::Status CheckNormalizer(const nlohmann::json& n) {
   if (n.is_null()) return absl::OkStatus();
-  std::string type = n.is_object() && n.contains("type") && n["type"].is_string()
-                         ? n["type"].get<std::string>()
-                         : "";
+  const std::string type = StringOr(n, "type", "");
   if (type == "NFC") return absl::OkStatus();
   if (type == "Sequence" && n.contains("normalizers") && n["normalizers"].is_array()) {
     for (const auto& inner : n["normalizers"]) RETURN_IF_ERROR(CheckNormalizer(inner));
@@ -38,13 +49,13 @@ absl::Status CheckPretokenizer(const nlohmann::json& p) {
   const char* expected =
       "pre_tokenizer: only Sequence[Split(Qwen2 pattern, Isolated), ByteLevel(use_regex=false)] "
       "is supported";
-  if (!p.is_object() || p.value("type", "") != "Sequence" || !p.contains("pretokenizers") ||
+  if (StringOr(p, "type", "") != "Sequence" || !p.contains("pretokenizers") ||
       !p["pretokenizers"].is_array() || p["pretokenizers"].size() != 2) {
     return Bad(expected);
   }
   const nlohmann::json& split = p["pretokenizers"][0];
   const nlohmann::json& byte_level = p["pretokenizers"][1];
-  if (!split.is_object() || split.value("type", "") != "Split" || !split.contains("pattern") ||
+  if (StringOr(split, "type", "") != "Split" || !split.contains("pattern") ||
       !split["pattern"].is_object() || !split["pattern"].contains("Regex") ||
       !split["pattern"]["Regex"].is_string()) {
     return Bad(expected);
@@ -52,11 +63,11 @@ absl::Status CheckPretokenizer(const nlohmann::json& p) {
   if (split["pattern"]["Regex"].get<std::string>() != kQwen2PretokenizerPattern) {
     return Bad("pre_tokenizer: the Split regex is not the Qwen2 pattern (unsupported)");
   }
-  if (split.value("behavior", "") != "Isolated" || split.value("invert", true)) {
+  if (StringOr(split, "behavior", "") != "Isolated" || BoolOr(split, "invert", true)) {
     return Bad("pre_tokenizer: Split must be behavior Isolated, invert false");
   }
-  if (!byte_level.is_object() || byte_level.value("type", "") != "ByteLevel" ||
-      byte_level.value("use_regex", true) || byte_level.value("add_prefix_space", true)) {
+  if (StringOr(byte_level, "type", "") != "ByteLevel" || BoolOr(byte_level, "use_regex", true) ||
+      BoolOr(byte_level, "add_prefix_space", true)) {
     return Bad(expected);
   }
   return absl::OkStatus();

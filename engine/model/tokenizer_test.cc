@@ -1,5 +1,6 @@
 #include "engine/model/tokenizer.h"
 
+#include <random>
 #include <string>
 
 #include "engine/model/pretokenizer.h"
@@ -158,6 +159,54 @@ TEST(TokenizerTest, BadFilesAreClearErrors) {
   EXPECT_THAT(std::string(Tokenizer::FromJson("{\"model\": ").status().message()),
               HasSubstr("invalid JSON"));
   EXPECT_EQ(Tokenizer::FromDirectory("/nonexistent").status().code(), absl::StatusCode::kNotFound);
+}
+
+// Fuzz-style: random byte edits and truncations of a valid tokenizer.json, and structurally
+// wrong values in each field, must give a Status — never an exception, crash or hang.
+TEST(TokenizerFuzzTest, CorruptedFilesNeverCrash) {
+  const std::string good = TinyTokenizer(false).dump();
+  std::mt19937 rng(11);
+  int rejected = 0;
+  for (int iter = 0; iter < 600; ++iter) {
+    std::string text = good;
+    for (int e = 0, edits = 1 + rng() % 3; e < edits; ++e) {
+      if (rng() % 4 == 0) {
+        text.resize(rng() % (text.size() + 1));
+      } else if (!text.empty()) {
+        text[rng() % text.size()] = "{}[]\":,0a\\ "[rng() % 11];
+      }
+    }
+    auto t = Tokenizer::FromJson(text);
+    if (!t.ok()) {
+      ++rejected;
+      continue;
+    }
+    (void)(*t)->Encode("hello <|end|> world");
+  }
+  EXPECT_GT(rejected, 300);
+  // Every field replaced by a value of each wrong JSON type.
+  const std::vector<nlohmann::json> wrong = {nullptr, 1, -1, 2.5, true, "x", nlohmann::json::array(),
+                                            nlohmann::json::object(), {1, 2}, {{"type", 3}}};
+  const std::vector<std::vector<std::string>> paths = {
+      {"normalizer"}, {"normalizer", "type"}, {"pre_tokenizer"}, {"pre_tokenizer", "type"},
+      {"pre_tokenizer", "pretokenizers"}, {"model"}, {"model", "type"}, {"model", "vocab"},
+      {"model", "merges"}, {"model", "dropout"}, {"added_tokens"}, {"model", "byte_fallback"}};
+  for (const auto& path : paths) {
+    for (const auto& value : wrong) {
+      nlohmann::json j = TinyTokenizer(false);
+      nlohmann::json* at = &j;
+      for (size_t i = 0; i + 1 < path.size(); ++i) at = &(*at)[path[i]];
+      (*at)[path.back()] = value;
+      auto t = Tokenizer::FromJson(j.dump());  // Must return, OK or not.
+      if (t.ok()) (void)(*t)->Encode("abc");
+    }
+  }
+  nlohmann::json j = TinyTokenizer(false);
+  j["pre_tokenizer"]["pretokenizers"][0] = {{"type", 5}, {"pattern", {{"Regex", 7}}}};
+  EXPECT_FALSE(Tokenizer::FromJson(j.dump()).ok());
+  j = TinyTokenizer(false);
+  j["added_tokens"][0] = {{"id", "x"}, {"content", 5}};
+  EXPECT_FALSE(Tokenizer::FromJson(j.dump()).ok());
 }
 
 }  // namespace
