@@ -1,0 +1,62 @@
+// Placement: which device (EP rank) holds each expert, per MoE layer. The planner writes
+// placements, the engine loads only its experts by them, the router and evaluation read them.
+//
+// Every device holds the same number of experts per layer (N/G; G must divide N), so each rank
+// has the same slots. JSON form (stable, versioned):
+//   {"format": "semmoe-placement", "version": 1, "num_devices": G, "num_experts": N,
+//    "moe_layers": [model layer index per MoE layer], "device_of": [[device per expert] per layer]}
+#ifndef SEMMOE_PLANNER_PLACEMENT_PLACEMENT_H_
+#define SEMMOE_PLANNER_PLACEMENT_PLACEMENT_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace semmoe::planner {
+
+class Placement {
+ public:
+  // Expert e on device ⌊e·G/N⌋ (contiguous blocks), the usual EP layout.
+  static absl::StatusOr<Placement> Vanilla(std::vector<int> moe_layers, int num_experts,
+                                           int num_devices);
+  // A seeded uniformly random balanced placement.
+  static absl::StatusOr<Placement> Random(std::vector<int> moe_layers, int num_experts,
+                                          int num_devices, uint64_t seed);
+  // From explicit assignments; InvalidArgument unless every layer gives every device exactly
+  // N/G experts.
+  static absl::StatusOr<Placement> FromAssignment(std::vector<int> moe_layers, int num_experts,
+                                                  int num_devices,
+                                                  std::vector<std::vector<int32_t>> device_of);
+  static absl::StatusOr<Placement> FromJson(absl::string_view json);
+  std::string ToJson() const;
+
+  int num_layers() const { return static_cast<int>(moe_layers_.size()); }
+  int num_experts() const { return num_experts_; }
+  int num_devices() const { return num_devices_; }
+  int experts_per_device() const { return num_experts_ / num_devices_; }
+  const std::vector<int>& moe_layers() const { return moe_layers_; }
+
+  // REQUIRES: 0 <= layer < num_layers() (an index into moe_layers()), 0 <= expert < N.
+  int Device(int layer, int expert) const { return device_of_[layer][expert]; }
+  // The expert's slot among its device's experts (ascending expert id), in [0, N/G).
+  int LocalSlot(int layer, int expert) const { return local_slot_[layer][expert]; }
+  // The experts on `device` at `layer`, ascending (slot order).
+  std::vector<int> ExpertsOn(int layer, int device) const;
+
+ private:
+  Placement() = default;
+  absl::Status Init();
+
+  std::vector<int> moe_layers_;
+  int num_experts_ = 0;
+  int num_devices_ = 0;
+  std::vector<std::vector<int32_t>> device_of_;
+  std::vector<std::vector<int32_t>> local_slot_;
+};
+
+}  // namespace semmoe::planner
+
+#endif  // SEMMOE_PLANNER_PLACEMENT_PLACEMENT_H_

@@ -1,0 +1,79 @@
+#include "planner/placement/placement.h"
+
+#include <random>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace semmoe::planner {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+TEST(PlacementTest, VanillaIsContiguousBlocks) {
+  auto p = Placement::Vanilla({0, 1, 3}, 8, 4);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(p->Device(2, 0), 0);
+  EXPECT_EQ(p->Device(2, 3), 1);
+  EXPECT_EQ(p->Device(2, 7), 3);
+  EXPECT_EQ(p->LocalSlot(0, 5), 1);
+  EXPECT_THAT(p->ExpertsOn(1, 2), ElementsAre(4, 5));
+  EXPECT_EQ(p->experts_per_device(), 2);
+}
+
+TEST(PlacementTest, RandomIsBalancedSeededAndDiffersByLayer) {
+  auto a = Placement::Random({0, 1}, 32, 8, 7), b = Placement::Random({0, 1}, 32, 8, 7),
+       c = Placement::Random({0, 1}, 32, 8, 8);
+  ASSERT_TRUE(a.ok() && b.ok() && c.ok());
+  EXPECT_EQ(a->ToJson(), b->ToJson());
+  EXPECT_NE(a->ToJson(), c->ToJson());
+  for (int d = 0; d < 8; ++d) EXPECT_EQ(a->ExpertsOn(0, d).size(), 4u);
+  EXPECT_NE(a->ExpertsOn(0, 0), a->ExpertsOn(1, 0));
+}
+
+TEST(PlacementTest, JsonRoundTrip) {
+  auto p = Placement::Random({1, 2}, 16, 4, 3);
+  auto back = Placement::FromJson(p->ToJson());
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->ToJson(), p->ToJson());
+  EXPECT_THAT(back->moe_layers(), ElementsAre(1, 2));
+}
+
+TEST(PlacementTest, BadPlacementsAreClearErrors) {
+  EXPECT_THAT(std::string(Placement::Vanilla({0}, 10, 4).status().message()),
+              HasSubstr("4 devices do not divide 10 experts"));
+  EXPECT_THAT(std::string(Placement::FromAssignment({0}, 4, 2, {{0, 0, 0, 1}}).status().message()),
+              HasSubstr("device 0 holds 3 experts, every device must hold 2"));
+  EXPECT_THAT(std::string(Placement::FromAssignment({0}, 4, 2, {{0, 1, 2, 1}}).status().message()),
+              HasSubstr("device 2 out of range"));
+  EXPECT_THAT(std::string(Placement::FromAssignment({0, 1}, 4, 2, {{0, 1, 0, 1}}).status().message()),
+              HasSubstr("device_of has 1 layers"));
+  for (const char* json : {"{", "[]", R"({"format": "x"})",
+                           R"({"format": "semmoe-placement", "version": 2})",
+                           R"({"format": "semmoe-placement", "version": 1, "num_devices": 2,
+                               "num_experts": 4, "moe_layers": [0], "device_of": [[0, 1, "a", 1]]})",
+                           R"({"format": "semmoe-placement", "version": 1, "num_devices": -2})"}) {
+    EXPECT_FALSE(Placement::FromJson(json).ok()) << json;
+  }
+}
+
+// Fuzz-style: random edits of a valid file give a Status, never a crash.
+TEST(PlacementTest, CorruptedJsonNeverCrashes) {
+  const std::string good = Placement::Random({0, 1, 2}, 16, 4, 1)->ToJson();
+  std::mt19937 rng(2);
+  int rejected = 0;
+  for (int i = 0; i < 500; ++i) {
+    std::string text = good;
+    if (rng() % 3 == 0) {
+      text.resize(rng() % text.size());
+    } else {
+      text[rng() % text.size()] = "0123456789,[]{}\"-"[rng() % 17];
+    }
+    rejected += !Placement::FromJson(text).ok();
+  }
+  EXPECT_GT(rejected, 250);
+}
+
+}  // namespace
+}  // namespace semmoe::planner
