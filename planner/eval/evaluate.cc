@@ -1,0 +1,172 @@
+#include "planner/eval/evaluate.h"
+
+#include <algorithm>
+#include <functional>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+
+namespace semmoe::planner {
+namespace {
+
+using trace::TraceSet;
+
+absl::Status CheckMatch(const TraceSet& trace, const Placement& placement) {
+  if (placement.num_layers() != trace.num_layers() ||
+      placement.num_experts() != static_cast<int>(trace.header.num_experts)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "placement (", placement.num_layers(), " layers, ", placement.num_experts(),
+        " experts) does not match the trace (", trace.num_layers(), " layers, ",
+        trace.header.num_experts, " experts)"));
+  }
+  return absl::OkStatus();
+}
+
+double MaxOverMean(const std::vector<int64_t>& counts) {
+  int64_t total = 0, max = 0;
+  for (int64_t c : counts) total += c, max = std::max(max, c);
+  return total == 0 ? 1.0 : static_cast<double>(max) * counts.size() / total;
+}
+
+// Shared core: device_of_token(l, t) gives the token's device at layer l.
+Metrics Evaluate(const TraceSet& trace, const Placement& placement,
+                 const std::function<int(int, int64_t)>& device_of_token,
+                 const EvalOptions& options) {
+  const int layers = trace.num_layers(), k = trace.top_k(), g = placement.num_devices();
+  const int64_t tokens = trace.num_tokens();
+  Metrics m;
+  int64_t local_total = 0, remote_copies = 0;
+  std::vector<int64_t> load(g), token_load(g);
+  std::vector<int64_t> seen(g, -1);  // Last (token, layer) stamp that sent to each device.
+  for (int l = 0; l < layers; ++l) {
+    std::fill(load.begin(), load.end(), 0);
+    std::fill(token_load.begin(), token_load.end(), 0);
+    int64_t local = 0;
+    for (int64_t t = 0; t < tokens; ++t) {
+      const int home = device_of_token(l, t);
+      ++token_load[home];
+      const uint16_t* experts = trace.Experts(t, l);
+      for (int j = 0; j < k; ++j) {
+        const int d = placement.Device(l, experts[j]);
+        ++load[d];
+        if (d == home) {
+          ++local;
+        } else if (seen[d] != t * layers + l) {
+          seen[d] = t * layers + l;
+          ++remote_copies;
+        }
+      }
+    }
+    local_total += local;
+    m.lar_per_layer.push_back(tokens == 0 ? 0.0 : static_cast<double>(local) / (tokens * k));
+    m.expert_load_imbalance = std::max(m.expert_load_imbalance, MaxOverMean(load));
+    m.token_load_imbalance = std::max(m.token_load_imbalance, MaxOverMean(token_load));
+  }
+  const int64_t activations = tokens * layers * k;
+  m.lar = activations == 0 ? 0.0 : static_cast<double>(local_total) / activations;
+  if (tokens > 0) {
+    m.a2a_bytes_per_token = 2.0 * remote_copies * options.hidden_size * options.bytes_per_value /
+                            static_cast<double>(tokens);
+  }
+  return m;
+}
+
+}  // namespace
+
+absl::StatusOr<Metrics> EvaluateDp(const TraceSet& trace, const Placement& placement,
+                                   const std::vector<int>& request_device,
+                                   const EvalOptions& options) {
+  RETURN_IF_ERROR(CheckMatch(trace, placement));
+  if (static_cast<int>(request_device.size()) != trace.num_requests()) {
+    return absl::InvalidArgumentError(absl::StrCat(request_device.size(), " request devices for ",
+                                                   trace.num_requests(), " requests"));
+  }
+  std::vector<int> token_device(trace.num_tokens());
+  for (int r = 0; r < trace.num_requests(); ++r) {
+    const int d = request_device[r];
+    if (d < 0 || d >= placement.num_devices()) {
+      return absl::InvalidArgumentError(absl::StrCat("request ", r, ": device ", d,
+                                                     " out of range"));
+    }
+    std::fill(token_device.begin() + trace.request_begin[r],
+              token_device.begin() + trace.request_begin[r + 1], d);
+  }
+  return Evaluate(trace, placement, [&](int, int64_t t) { return token_device[t]; }, options);
+}
+
+absl::StatusOr<Metrics> EvaluateTp(const TraceSet& trace, const Placement& placement,
+                                   const std::vector<std::vector<int>>& token_device,
+                                   const EvalOptions& options) {
+  RETURN_IF_ERROR(CheckMatch(trace, placement));
+  if (static_cast<int>(token_device.size()) != trace.num_layers()) {
+    return absl::InvalidArgumentError("token_device needs one row per MoE layer");
+  }
+  for (const auto& row : token_device) {
+    if (static_cast<int64_t>(row.size()) != trace.num_tokens()) {
+      return absl::InvalidArgumentError("token_device rows need one device per token");
+    }
+    for (int d : row) {
+      if (d < 0 || d >= placement.num_devices()) {
+        return absl::InvalidArgumentError(absl::StrCat("token device ", d, " out of range"));
+      }
+    }
+  }
+  return Evaluate(trace, placement, [&](int l, int64_t t) { return token_device[l][t]; },
+                  options);
+}
+
+std::vector<int> RoundRobinRequests(const TraceSet& trace, int num_devices) {
+  std::vector<int> devices(trace.num_requests());
+  for (int r = 0; r < trace.num_requests(); ++r) devices[r] = r % num_devices;
+  return devices;
+}
+
+std::vector<std::vector<int>> ContiguousChunks(const TraceSet& trace, int num_devices,
+                                               int batch_tokens) {
+  std::vector<int> row(trace.num_tokens());
+  for (int64_t start = 0; start < trace.num_tokens(); start += batch_tokens) {
+    const int64_t n = std::min<int64_t>(batch_tokens, trace.num_tokens() - start);
+    for (int64_t i = 0; i < n; ++i) row[start + i] = static_cast<int>(i * num_devices / n);
+  }
+  return std::vector<std::vector<int>>(trace.num_layers(), row);
+}
+
+double DpRequestBound(const TraceSet& trace, int num_devices) {
+  const int n = static_cast<int>(trace.header.num_experts), k = trace.top_k();
+  const int keep = n / num_devices;
+  int64_t kept = 0;
+  std::vector<int64_t> counts(n);
+  for (int r = 0; r < trace.num_requests(); ++r) {
+    for (int l = 0; l < trace.num_layers(); ++l) {
+      std::fill(counts.begin(), counts.end(), 0);
+      for (int64_t t = trace.request_begin[r]; t < trace.request_begin[r + 1]; ++t) {
+        for (int j = 0; j < k; ++j) ++counts[trace.Experts(t, l)[j]];
+      }
+      std::nth_element(counts.begin(), counts.begin() + keep, counts.end(),
+                       std::greater<int64_t>());
+      for (int i = 0; i < keep; ++i) kept += counts[i];
+    }
+  }
+  const int64_t activations = trace.num_tokens() * trace.num_layers() * k;
+  return activations == 0 ? 0.0 : static_cast<double>(kept) / activations;
+}
+
+double TpTokenOracle(const TraceSet& trace, const Placement& placement) {
+  const int k = trace.top_k();
+  std::vector<int> per_device(placement.num_devices());
+  int64_t best_total = 0;
+  for (int64_t t = 0; t < trace.num_tokens(); ++t) {
+    for (int l = 0; l < trace.num_layers(); ++l) {
+      std::fill(per_device.begin(), per_device.end(), 0);
+      int best = 0;
+      for (int j = 0; j < k; ++j) {
+        best = std::max(best, ++per_device[placement.Device(l, trace.Experts(t, l)[j])]);
+      }
+      best_total += best;
+    }
+  }
+  const int64_t activations = trace.num_tokens() * trace.num_layers() * k;
+  return activations == 0 ? 0.0 : static_cast<double>(best_total) / activations;
+}
+
+}  // namespace semmoe::planner

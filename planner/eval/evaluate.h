@@ -1,0 +1,62 @@
+// Evaluation of a placement on a routing trace: how many expert activations stay local (LAR),
+// what the expert-parallel all-to-all moves, how balanced devices are — and the upper bounds no
+// data scheduling can beat, so every result shows its gap.
+//
+// Data schedules: in attention-DP a request runs on one device for every layer (request →
+// device); in attention-TP every token may sit on any device at each layer (token, layer →
+// device). An activation is local when the chosen expert lives on the token's device.
+#ifndef SEMMOE_PLANNER_EVAL_EVALUATE_H_
+#define SEMMOE_PLANNER_EVAL_EVALUATE_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "planner/placement/placement.h"
+#include "planner/trace/trace_set.h"
+
+namespace semmoe::planner {
+
+struct Metrics {
+  double lar = 0;  // Local activations / all activations.
+  std::vector<double> lar_per_layer;
+  // Bytes moved per token by dispatch + combine over all MoE layers: a token goes once to each
+  // remote device holding at least one of its experts (per-rank dedup) and comes back once.
+  double a2a_bytes_per_token = 0;
+  // Max over layers of (activations on the busiest device / mean per device).
+  double expert_load_imbalance = 0;
+  // Max over layers of (tokens on the busiest device / mean per device).
+  double token_load_imbalance = 0;
+};
+
+struct EvalOptions {
+  int64_t hidden_size = 0;  // Values per token row; 0 leaves a2a_bytes_per_token at 0.
+  int bytes_per_value = 2;  // bf16 activations on the wire.
+};
+
+// REQUIRES nothing; InvalidArgument when the placement does not match the trace's layers and
+// experts or an assignment is out of range / of the wrong size.
+absl::StatusOr<Metrics> EvaluateDp(const trace::TraceSet& trace, const Placement& placement,
+                                   const std::vector<int>& request_device,
+                                   const EvalOptions& options = {});
+// token_device[l][t]: the device of token t at MoE layer l.
+absl::StatusOr<Metrics> EvaluateTp(const trace::TraceSet& trace, const Placement& placement,
+                                   const std::vector<std::vector<int>>& token_device,
+                                   const EvalOptions& options = {});
+
+// Blind data schedules: requests round-robin over devices (DP); each batch of `batch_tokens`
+// consecutive tokens split into equal contiguous chunks, the same at every layer (TP).
+std::vector<int> RoundRobinRequests(const trace::TraceSet& trace, int num_devices);
+std::vector<std::vector<int>> ContiguousChunks(const trace::TraceSet& trace, int num_devices,
+                                               int batch_tokens);
+
+// Upper bound on DP LAR for any placement without replicas and any request → device schedule:
+// each request keeps, per layer, the N/G experts it uses most on its own device.
+double DpRequestBound(const trace::TraceSet& trace, int num_devices);
+// Upper bound on TP LAR for this placement: each token, at each layer, on the device holding
+// most of its chosen experts (ignores balance).
+double TpTokenOracle(const trace::TraceSet& trace, const Placement& placement);
+
+}  // namespace semmoe::planner
+
+#endif  // SEMMOE_PLANNER_EVAL_EVALUATE_H_

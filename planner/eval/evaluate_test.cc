@@ -1,0 +1,101 @@
+#include "planner/eval/evaluate.h"
+
+#include <random>
+
+#include "gtest/gtest.h"
+
+namespace semmoe::planner {
+namespace {
+
+using trace::TraceSet;
+
+// 1 layer, 4 experts, top-2; request 0: tokens {0,1}, {0,2}; request 1: {2,3}, {1,3}.
+TraceSet Small() {
+  TraceSet t;
+  t.header.num_experts = 4;
+  t.header.top_k = 2;
+  t.header.moe_layers = {0};
+  EXPECT_TRUE(t.AddRequest("r0", {7, 8}, {0, 1, 0, 2}).ok());
+  EXPECT_TRUE(t.AddRequest("r1", {9, 7}, {2, 3, 1, 3}).ok());
+  return t;
+}
+
+TEST(EvaluateTest, HandComputedDp) {
+  TraceSet t = Small();
+  auto vanilla = Placement::Vanilla({0}, 4, 2);  // Experts 0,1 → device 0; 2,3 → device 1.
+  auto m = EvaluateDp(t, *vanilla, RoundRobinRequests(t, 2), {.hidden_size = 4});
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_DOUBLE_EQ(m->lar, 6.0 / 8);
+  // Two remote copies (token 1 → device 1, token 3 → device 0), there and back, 4 bf16 values.
+  EXPECT_DOUBLE_EQ(m->a2a_bytes_per_token, 2.0 * 2 * 4 * 2 / 4);
+  EXPECT_DOUBLE_EQ(m->expert_load_imbalance, 1.0);
+  EXPECT_DOUBLE_EQ(m->token_load_imbalance, 1.0);
+  EXPECT_DOUBLE_EQ(DpRequestBound(t, 2), 6.0 / 8);
+  EXPECT_DOUBLE_EQ(TpTokenOracle(t, *vanilla), 6.0 / 8);
+}
+
+TEST(EvaluateTest, PerRankDedupCountsOneCopyPerRemoteDevice) {
+  TraceSet t;
+  t.header.num_experts = 4;
+  t.header.top_k = 2;
+  t.header.moe_layers = {0};
+  ASSERT_TRUE(t.AddRequest("r", {1}, {2, 3}).ok());  // Both experts on device 1.
+  auto m = EvaluateDp(t, *Placement::Vanilla({0}, 4, 2), {0}, {.hidden_size = 10});
+  EXPECT_DOUBLE_EQ(m->lar, 0.0);
+  EXPECT_DOUBLE_EQ(m->a2a_bytes_per_token, 2.0 * 1 * 10 * 2);  // One copy, not two.
+}
+
+TEST(EvaluateTest, Errors) {
+  TraceSet t = Small();
+  EXPECT_FALSE(EvaluateDp(t, *Placement::Vanilla({0, 1}, 4, 2), {0, 1}).ok());
+  EXPECT_FALSE(EvaluateDp(t, *Placement::Vanilla({0}, 4, 2), {0}).ok());
+  EXPECT_FALSE(EvaluateDp(t, *Placement::Vanilla({0}, 4, 2), {0, 2}).ok());
+  EXPECT_FALSE(EvaluateTp(t, *Placement::Vanilla({0}, 4, 2), {{0, 0, 0}}).ok());
+}
+
+// On random traces: every evaluated LAR is at most its bound; TP with each token on its oracle
+// device reaches the oracle exactly; round-robin/contiguous schedules are balanced.
+TEST(EvaluateTest, BoundsHoldOnRandomTraces) {
+  std::mt19937 rng(9);
+  for (int trial = 0; trial < 20; ++trial) {
+    TraceSet t;
+    t.header.num_experts = 16;
+    t.header.top_k = 2;
+    t.header.moe_layers = {0, 1, 2};
+    for (int r = 0; r < 12; ++r) {
+      std::vector<uint32_t> tokens(5 + rng() % 20);
+      std::vector<uint16_t> experts;
+      for (size_t i = 0; i < tokens.size() * 3; ++i) {
+        const int a = rng() % 16;
+        experts.push_back(a);
+        experts.push_back((a + 1 + rng() % 15) % 16);
+      }
+      ASSERT_TRUE(t.AddRequest("r", tokens, experts).ok());
+    }
+    for (int g : {2, 4, 8}) {
+      auto p = Placement::Random({0, 1, 2}, 16, g, trial);
+      auto dp = EvaluateDp(t, *p, RoundRobinRequests(t, g));
+      ASSERT_TRUE(dp.ok());
+      EXPECT_LE(dp->lar, DpRequestBound(t, g) + 1e-12);
+      auto tp = EvaluateTp(t, *p, ContiguousChunks(t, g, 16));
+      ASSERT_TRUE(tp.ok());
+      EXPECT_LE(tp->lar, TpTokenOracle(t, *p) + 1e-12);
+      std::vector<std::vector<int>> oracle(3, std::vector<int>(t.num_tokens()));
+      for (int l = 0; l < 3; ++l) {
+        for (int64_t i = 0; i < t.num_tokens(); ++i) {
+          std::vector<int> count(g);
+          int best = 0;
+          for (int j = 0; j < 2; ++j) {
+            const int d = p->Device(l, t.Experts(i, l)[j]);
+            if (++count[d] > count[best] || (count[d] == count[best] && d < best)) best = d;
+          }
+          oracle[l][i] = best;
+        }
+      }
+      EXPECT_NEAR(EvaluateTp(t, *p, oracle)->lar, TpTokenOracle(t, *p), 1e-12);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace semmoe::planner
