@@ -1,0 +1,205 @@
+#include "planner/solver/dp_solver.h"
+
+#include <algorithm>
+#include <numeric>
+#include <random>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "planner/solver/assignment.h"
+
+namespace semmoe::planner {
+namespace {
+
+using trace::TraceSet;
+
+// Per request and layer, how often each expert was chosen (sparse).
+struct Usage {
+  struct Entry {
+    int32_t expert;
+    int32_t count;
+  };
+  std::vector<std::vector<std::vector<Entry>>> by_request;  // [request][layer] → entries
+  std::vector<int64_t> tokens;                               // [request]
+};
+
+Usage CountUsage(const TraceSet& trace) {
+  const int n = static_cast<int>(trace.header.num_experts);
+  Usage usage;
+  std::vector<int32_t> counts(n);
+  for (int r = 0; r < trace.num_requests(); ++r) {
+    usage.tokens.push_back(trace.request_begin[r + 1] - trace.request_begin[r]);
+    std::vector<std::vector<Usage::Entry>> layers(trace.num_layers());
+    for (int l = 0; l < trace.num_layers(); ++l) {
+      std::fill(counts.begin(), counts.end(), 0);
+      for (int64_t t = trace.request_begin[r]; t < trace.request_begin[r + 1]; ++t) {
+        for (int j = 0; j < trace.top_k(); ++j) ++counts[trace.Experts(t, l)[j]];
+      }
+      for (int e = 0; e < n; ++e) {
+        if (counts[e] > 0) layers[l].push_back({e, counts[e]});
+      }
+    }
+    usage.by_request.push_back(std::move(layers));
+  }
+  return usage;
+}
+
+class DpState {
+ public:
+  DpState(const TraceSet& trace, const Usage& usage, int g, int64_t capacity)
+      : trace_(trace), usage_(usage), g_(g), n_(trace.header.num_experts), capacity_(capacity) {}
+
+  // Exact per-layer expert placement for the current request devices.
+  void ExpertStep() {
+    const int per = n_ / g_;
+    device_of_.assign(trace_.num_layers(), std::vector<int32_t>(n_));
+    std::vector<double> w(static_cast<size_t>(n_) * g_);
+    std::vector<double> slots(static_cast<size_t>(n_) * n_);
+    for (int l = 0; l < trace_.num_layers(); ++l) {
+      std::fill(w.begin(), w.end(), 0.0);
+      for (size_t r = 0; r < request_device_.size(); ++r) {
+        for (const auto& [e, c] : usage_.by_request[r][l]) w[e * g_ + request_device_[r]] += c;
+      }
+      for (int e = 0; e < n_; ++e) {
+        for (int s = 0; s < n_; ++s) slots[static_cast<size_t>(e) * n_ + s] = w[e * g_ + s / per];
+      }
+      const std::vector<int> column = MaxWeightAssignment(slots, n_);
+      for (int e = 0; e < n_; ++e) device_of_[l][e] = column[e] / per;
+    }
+  }
+
+  // Local activations of request r on device d under the current placement.
+  int64_t Score(int r, int d) const {
+    int64_t s = 0;
+    for (int l = 0; l < trace_.num_layers(); ++l) {
+      for (const auto& [e, c] : usage_.by_request[r][l]) {
+        if (device_of_[l][e] == d) s += c;
+      }
+    }
+    return s;
+  }
+
+  // Improving moves and swaps under the token capacity, until none is left. Returns whether
+  // anything changed.
+  bool DataStep() {
+    const int requests = static_cast<int>(request_device_.size());
+    std::vector<std::vector<int64_t>> score(requests, std::vector<int64_t>(g_));
+    for (int r = 0; r < requests; ++r) {
+      for (int d = 0; d < g_; ++d) score[r][d] = Score(r, d);
+    }
+    std::vector<int64_t> load(g_, 0);
+    for (int r = 0; r < requests; ++r) load[request_device_[r]] += usage_.tokens[r];
+    bool changed = false;
+    for (bool improved = true; improved;) {
+      improved = false;
+      for (int r = 0; r < requests; ++r) {
+        const int from = request_device_[r];
+        const int64_t size = usage_.tokens[r];
+        for (int to = 0; to < g_; ++to) {
+          const int64_t gain = score[r][to] - score[r][from];
+          if (to == from || gain <= 0) continue;
+          if (load[to] + size <= capacity_) {
+            load[to] += size, load[from] -= size, request_device_[r] = to;
+            improved = changed = true;
+            break;
+          }
+          // Swap with the request on `to` whose move back costs least and fits.
+          int best_q = -1;
+          int64_t best_gain = 0;
+          for (int q = 0; q < requests; ++q) {
+            if (request_device_[q] != to) continue;
+            const int64_t total = gain + score[q][from] - score[q][to];
+            if (total > best_gain && load[to] + size - usage_.tokens[q] <= capacity_ &&
+                load[from] - size + usage_.tokens[q] <= capacity_) {
+              best_gain = total, best_q = q;
+            }
+          }
+          if (best_q >= 0) {
+            const int64_t qsize = usage_.tokens[best_q];
+            load[to] += size - qsize, load[from] += qsize - size;
+            request_device_[r] = to, request_device_[best_q] = from;
+            improved = changed = true;
+            break;
+          }
+        }
+      }
+    }
+    return changed;
+  }
+
+  int64_t Objective() const {
+    int64_t total = 0;
+    for (size_t r = 0; r < request_device_.size(); ++r) total += Score(r, request_device_[r]);
+    return total;
+  }
+
+  std::vector<int> request_device_;
+  std::vector<std::vector<int32_t>> device_of_;
+
+ private:
+  const TraceSet& trace_;
+  const Usage& usage_;
+  const int g_;
+  const int n_;
+  const int64_t capacity_;
+};
+
+}  // namespace
+
+absl::StatusOr<DpSolution> SolveDp(const TraceSet& trace, const DpSolverOptions& options) {
+  const int g = options.num_devices;
+  const int n = static_cast<int>(trace.header.num_experts);
+  if (g <= 0 || n % g != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(g, " devices do not divide ", n, " experts"));
+  }
+  if (trace.num_requests() == 0) return absl::InvalidArgumentError("empty trace");
+  const Usage usage = CountUsage(trace);
+  const int64_t total_tokens = trace.num_tokens();
+  const int64_t capacity = static_cast<int64_t>((1.0 + options.token_balance_eps) *
+                                                static_cast<double>(total_tokens) / g);
+  for (int r = 0; r < trace.num_requests(); ++r) {
+    if (usage.tokens[r] > capacity) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "request '", trace.request_names[r], "' (", usage.tokens[r],
+          " tokens) exceeds a device's token capacity ", capacity, "; raise the balance epsilon"));
+    }
+  }
+  std::vector<int> moe_layers(trace.header.moe_layers.begin(), trace.header.moe_layers.end());
+  std::mt19937_64 rng(options.seed);
+  DpSolution best{*Placement::Vanilla(moe_layers, n, g), {}, -1, 0, 0};
+  for (int start = 0; start < std::max(1, options.starts); ++start) {
+    DpState state(trace, usage, g, capacity);
+    // Start: requests in a random order, each to the least-loaded device (balanced).
+    std::vector<int> order(trace.num_requests());
+    std::iota(order.begin(), order.end(), 0);
+    for (int i = static_cast<int>(order.size()) - 1; i > 0; --i) {
+      std::swap(order[i], order[rng() % (i + 1)]);
+    }
+    state.request_device_.assign(trace.num_requests(), 0);
+    std::vector<int64_t> load(g, 0);
+    for (int r : order) {
+      const int d = static_cast<int>(std::min_element(load.begin(), load.end()) - load.begin());
+      state.request_device_[r] = d;
+      load[d] += usage.tokens[r];
+    }
+    int rounds = 0;
+    for (; rounds < options.max_rounds; ++rounds) {
+      state.ExpertStep();
+      if (!state.DataStep() && rounds > 0) break;
+    }
+    state.ExpertStep();  // Placement matching the final data assignment.
+    const int64_t objective = state.Objective();
+    if (objective > best.local_activations) {
+      ASSIGN_OR_RETURN(best.placement,
+                       Placement::FromAssignment(moe_layers, n, g, state.device_of_));
+      best.request_device = state.request_device_;
+      best.local_activations = objective;
+      best.rounds = rounds;
+    }
+  }
+  const int64_t activations = trace.num_tokens() * trace.num_layers() * trace.top_k();
+  best.lar = static_cast<double>(best.local_activations) / activations;
+  return best;
+}
+
+}  // namespace semmoe::planner

@@ -1,0 +1,45 @@
+// Co-scheduling for attention-DP: choose, together, a device for every request (shared by all
+// layers) and a balanced expert placement per layer, maximising local expert activations.
+//
+// Alternating optimisation from several seeded starts:
+//   expert step — given the requests' devices, each layer's placement is an exact
+//     maximum-weight assignment of experts to the devices' N/G slots (Hungarian);
+//   data step   — given the placement, requests move (or swap) to the device where more of their
+//     activations are local, while every device's token load stays ≤ (1 + ε) · mean.
+// Both steps never lower the objective, so each start converges; the best start is kept.
+// Deterministic for a seed.
+#ifndef SEMMOE_PLANNER_SOLVER_DP_SOLVER_H_
+#define SEMMOE_PLANNER_SOLVER_DP_SOLVER_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "planner/placement/placement.h"
+#include "planner/trace/trace_set.h"
+
+namespace semmoe::planner {
+
+struct DpSolverOptions {
+  int num_devices = 8;
+  double token_balance_eps = 0.05;  // Max device token load ≤ (1 + eps) · mean.
+  int starts = 4;                   // Seeded starts; the best is kept.
+  int max_rounds = 30;              // Expert step + data step pairs per start.
+  uint64_t seed = 0;
+};
+
+struct DpSolution {
+  Placement placement;
+  std::vector<int> request_device;
+  int64_t local_activations = 0;
+  double lar = 0;  // local_activations / all activations (in-sample).
+  int rounds = 0;  // Of the best start.
+};
+
+// InvalidArgument for G that does not divide the experts, or a request larger than a device's
+// token capacity.
+absl::StatusOr<DpSolution> SolveDp(const trace::TraceSet& trace, const DpSolverOptions& options);
+
+}  // namespace semmoe::planner
+
+#endif  // SEMMOE_PLANNER_SOLVER_DP_SOLVER_H_
