@@ -1,0 +1,42 @@
+// TokenAffinity: P(expert | token id) per MoE layer, learned from a routing trace — the `C`
+// tables of DESIGN.md §4 — and, for a placement, the DP scores `S[v][d]`: how much of token v's
+// activation mass (summed over layers) is local on device d. The router places a request on the
+// device where its prompt's tokens score highest.
+//
+// Token ids never seen in the trace fall back to the layer's marginal expert distribution.
+#ifndef SEMMOE_PLANNER_AFFINITY_TOKEN_AFFINITY_H_
+#define SEMMOE_PLANNER_AFFINITY_TOKEN_AFFINITY_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "planner/placement/placement.h"
+#include "planner/trace/trace_set.h"
+
+namespace semmoe::planner {
+
+class TokenAffinity {
+ public:
+  static TokenAffinity FromTrace(const trace::TraceSet& trace);
+
+  int num_layers() const { return static_cast<int>(marginal_.size()); }
+  int num_experts() const { return num_experts_; }
+  // P(expert | token) at `layer` (sums to 1 over experts; the marginal for unseen tokens).
+  double Probability(int layer, uint32_t token, int expert) const;
+  bool Seen(uint32_t token) const { return rows_.contains(token); }
+
+  // S: for each token id in [0, vocab_size), expected local activations per device (Σ over
+  // layers of P(expert on d | token)); row-major [vocab_size, G].
+  std::vector<float> DpScores(const Placement& placement, uint32_t vocab_size) const;
+
+ private:
+  int num_experts_ = 0;
+  // Per token id: [layer][expert] probabilities (dense; vocabularies seen in traces are small).
+  absl::flat_hash_map<uint32_t, std::vector<float>> rows_;
+  std::vector<std::vector<float>> marginal_;  // [layer][expert]
+};
+
+}  // namespace semmoe::planner
+
+#endif  // SEMMOE_PLANNER_AFFINITY_TOKEN_AFFINITY_H_
