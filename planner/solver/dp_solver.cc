@@ -6,6 +6,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "planner/affinity/token_affinity.h"
+#include "planner/eval/schedule.h"
 #include "planner/solver/assignment.h"
 
 namespace semmoe::planner {
@@ -195,6 +197,31 @@ absl::StatusOr<DpSolution> SolveDp(const TraceSet& trace, const DpSolverOptions&
       best.request_device = state.request_device_;
       best.local_activations = objective;
       best.rounds = rounds;
+    }
+  }
+  if (options.router_rounds > 0) {
+    const TokenAffinity affinity = TokenAffinity::FromTrace(trace);
+    uint32_t vocab = 0;
+    for (uint32_t t : trace.tokens) vocab = std::max(vocab, t + 1);
+    DpState state(trace, usage, g, capacity);
+    Placement placement = best.placement;
+    int64_t best_router = -1;
+    for (int round = 0; round < options.router_rounds; ++round) {
+      state.request_device_ =
+          AffinityRequests(trace, affinity.DpScores(placement, vocab), g, options.token_balance_eps);
+      state.device_of_.assign(trace.num_layers(), std::vector<int32_t>(n));
+      for (int l = 0; l < trace.num_layers(); ++l) {
+        for (int e = 0; e < n; ++e) state.device_of_[l][e] = placement.Device(l, e);
+      }
+      const int64_t objective = state.Objective();
+      if (objective > best_router) {
+        best_router = objective;
+        best.placement = placement;
+        best.request_device = state.request_device_;
+        best.local_activations = objective;
+      }
+      state.ExpertStep();
+      ASSIGN_OR_RETURN(placement, Placement::FromAssignment(moe_layers, n, g, state.device_of_));
     }
   }
   const int64_t activations = trace.num_tokens() * trace.num_layers() * trace.top_k();

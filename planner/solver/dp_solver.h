@@ -26,6 +26,11 @@ struct DpSolverOptions {
   int starts = 4;                   // Seeded starts; the best is kept.
   int max_rounds = 30;              // Expert step + data step pairs per start.
   uint64_t seed = 0;
+  // Then re-place experts for the schedule the router will actually produce: requests placed by
+  // the token-affinity rule (eval/schedule.h) with C learned from this trace, alternated with
+  // the exact expert step; the round whose router schedule keeps most activations local wins.
+  // 0 keeps the in-sample co-schedule.
+  int router_rounds = 6;
 };
 
 struct DpSolution {
@@ -34,6 +39,7 @@ struct DpSolution {
   int64_t local_activations = 0;
   double lar = 0;  // local_activations / all activations (in-sample).
   int rounds = 0;  // Of the best start.
+  // With router_rounds > 0: request_device is the router's schedule and lar its in-sample LAR.
 };
 
 // InvalidArgument for G that does not divide the experts, or a request larger than a device's
