@@ -1,0 +1,125 @@
+#include "planner/solver/baselines.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include "absl/strings/str_cat.h"
+
+namespace semmoe::planner {
+namespace {
+
+using trace::TraceSet;
+
+absl::Status CheckDevices(const TraceSet& trace, int g) {
+  const int n = static_cast<int>(trace.header.num_experts);
+  if (g <= 0 || n % g != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(g, " devices do not divide ", n, " experts"));
+  }
+  return absl::OkStatus();
+}
+
+std::vector<int> MoeLayers(const TraceSet& trace) {
+  return std::vector<int>(trace.header.moe_layers.begin(), trace.header.moe_layers.end());
+}
+
+}  // namespace
+
+absl::StatusOr<Placement> EplbPlacement(const TraceSet& trace, int g) {
+  if (absl::Status s = CheckDevices(trace, g); !s.ok()) return s;
+  const int n = static_cast<int>(trace.header.num_experts), per = n / g;
+  std::vector<std::vector<int32_t>> device_of(trace.num_layers(), std::vector<int32_t>(n));
+  for (int l = 0; l < trace.num_layers(); ++l) {
+    std::vector<int64_t> load(n, 0);
+    for (int64_t t = 0; t < trace.num_tokens(); ++t) {
+      for (int j = 0; j < trace.top_k(); ++j) ++load[trace.Experts(t, l)[j]];
+    }
+    std::vector<int> order(n);
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return load[a] > load[b]; });
+    std::vector<int64_t> device_load(g, 0);
+    std::vector<int> slots(g, per);
+    for (int e : order) {
+      int best = -1;
+      for (int d = 0; d < g; ++d) {
+        if (slots[d] > 0 && (best < 0 || device_load[d] < device_load[best])) best = d;
+      }
+      device_of[l][e] = best;
+      device_load[best] += load[e];
+      --slots[best];
+    }
+  }
+  return Placement::FromAssignment(MoeLayers(trace), n, g, std::move(device_of));
+}
+
+absl::StatusOr<Placement> CoactPlacement(const TraceSet& trace, int g) {
+  if (absl::Status s = CheckDevices(trace, g); !s.ok()) return s;
+  const int n = static_cast<int>(trace.header.num_experts), per = n / g, k = trace.top_k();
+  std::vector<std::vector<int32_t>> device_of(trace.num_layers(), std::vector<int32_t>(n));
+  std::vector<int64_t> w(static_cast<size_t>(n) * n);
+  for (int l = 0; l < trace.num_layers(); ++l) {
+    std::fill(w.begin(), w.end(), 0);
+    std::vector<int64_t> load(n, 0);
+    for (int64_t t = 0; t < trace.num_tokens(); ++t) {
+      const uint16_t* e = trace.Experts(t, l);
+      for (int a = 0; a < k; ++a) {
+        ++load[e[a]];
+        for (int b = 0; b < k; ++b) {
+          if (a != b) ++w[static_cast<size_t>(e[a]) * n + e[b]];
+        }
+      }
+    }
+    // Greedy growth: each group starts at the busiest unassigned expert and takes the expert
+    // most co-activated with the group so far.
+    std::vector<int32_t>& dev = device_of[l];
+    std::fill(dev.begin(), dev.end(), -1);
+    for (int d = 0; d < g; ++d) {
+      std::vector<int> group;
+      int seed = -1;
+      for (int e = 0; e < n; ++e) {
+        if (dev[e] < 0 && (seed < 0 || load[e] > load[seed])) seed = e;
+      }
+      group.push_back(seed);
+      dev[seed] = d;
+      while (static_cast<int>(group.size()) < per) {
+        int best = -1;
+        int64_t best_w = -1;
+        for (int e = 0; e < n; ++e) {
+          if (dev[e] >= 0) continue;
+          int64_t s = 0;
+          for (int m : group) s += w[static_cast<size_t>(e) * n + m];
+          if (s > best_w) best_w = s, best = e;
+        }
+        group.push_back(best);
+        dev[best] = d;
+      }
+    }
+    // Swap refinement (Kernighan–Lin style, single swaps): exchange two experts of different
+    // devices while that raises the within-device co-activation.
+    auto gain_of_moving = [&](int e, int to) {  // Co-activation of e with device `to` minus own.
+      int64_t s = 0;
+      for (int f = 0; f < n; ++f) {
+        if (f == e) continue;
+        if (dev[f] == to) s += w[static_cast<size_t>(e) * n + f];
+        if (dev[f] == dev[e]) s -= w[static_cast<size_t>(e) * n + f];
+      }
+      return s;
+    };
+    for (bool improved = true; improved;) {
+      improved = false;
+      for (int a = 0; a < n; ++a) {
+        for (int b = a + 1; b < n; ++b) {
+          if (dev[a] == dev[b]) continue;
+          const int64_t gain = gain_of_moving(a, dev[b]) + gain_of_moving(b, dev[a]) -
+                               2 * w[static_cast<size_t>(a) * n + b];
+          if (gain > 0) {
+            std::swap(dev[a], dev[b]);
+            improved = true;
+          }
+        }
+      }
+    }
+  }
+  return Placement::FromAssignment(MoeLayers(trace), n, g, std::move(device_of));
+}
+
+}  // namespace semmoe::planner

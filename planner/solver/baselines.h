@@ -1,0 +1,22 @@
+// Baseline placements the semantic solver is compared with (DESIGN.md §4):
+//   eplb  — balance expert load: per layer, experts by decreasing activation count, each to
+//           the least-loaded device with a free slot (greedy packing, as DeepSeek's EPLB without
+//           replicas);
+//   coact — co-activation partitioning (MoETuner-like): per layer, experts often chosen by the
+//           same token share a device: greedy growth of N/G-expert groups around the busiest
+//           experts, then improving pairwise swaps.
+#ifndef SEMMOE_PLANNER_SOLVER_BASELINES_H_
+#define SEMMOE_PLANNER_SOLVER_BASELINES_H_
+
+#include "absl/status/statusor.h"
+#include "planner/placement/placement.h"
+#include "planner/trace/trace_set.h"
+
+namespace semmoe::planner {
+
+absl::StatusOr<Placement> EplbPlacement(const trace::TraceSet& trace, int num_devices);
+absl::StatusOr<Placement> CoactPlacement(const trace::TraceSet& trace, int num_devices);
+
+}  // namespace semmoe::planner
+
+#endif  // SEMMOE_PLANNER_SOLVER_BASELINES_H_
