@@ -14,6 +14,7 @@
 #include "planner/eval/schedule.h"
 #include "planner/solver/baselines.h"
 #include "planner/solver/dp_solver.h"
+#include "planner/solver/tp_solver.h"
 #include "planner/trace/array_trace.h"
 
 namespace semmoe::planner {
@@ -82,6 +83,46 @@ TEST(HeldOutTest, SemanticDpBeatsBaselinesOnHeldOutPrompts) {
     EXPECT_GT(s->lar, r_rr);
     EXPECT_LE(s->lar, bound);
     EXPECT_LE(s->token_load_imbalance, 1.05 + 1e-9);
+  }
+}
+
+TEST(HeldOutTest, SemanticTpOnHeldOutPrompts) {
+  SEMMOE_REQUIRE_SHARED_DIR(shared);
+  auto all = trace::ImportArrayTrace(JoinPath(shared, "models/qwen3-moe-a/reference/trace"));
+  ASSERT_TRUE(all.ok()) << all.status();
+  const TraceSet profile = Half(*all, 0), heldout = Half(*all, 1);
+  const std::vector<int> layers = {0, 1, 2, 3};
+  const TokenAffinity affinity = TokenAffinity::FromTrace(profile);
+  const int batch = 256;
+  for (int g : {4, 8}) {
+    auto semantic = SolveTp(profile, {.num_devices = g, .starts = 2, .seed = 1});
+    ASSERT_TRUE(semantic.ok()) << semantic.status();
+    double best_baseline = 0, vanilla_srs = 0;
+    for (const auto& [name, placement] :
+         {std::pair<std::string, Placement>{"vanilla", *Placement::Vanilla(layers, 32, g)},
+          std::pair<std::string, Placement>{"random", *Placement::Random(layers, 32, g, 7)},
+          std::pair<std::string, Placement>{"eplb", *EplbPlacement(profile, g)},
+          std::pair<std::string, Placement>{"coact", *CoactPlacement(profile, g)},
+          std::pair<std::string, Placement>{"semantic", *semantic}}) {
+      const double blind = EvaluateTp(heldout, placement, ContiguousChunks(heldout, g, batch))->lar;
+      auto srs = EvaluateTp(heldout, placement, SrsTokens(heldout, affinity, placement, batch));
+      const double oracle = TpTokenOracle(heldout, placement);
+      std::cout << "G=" << g << " held-out TP LAR " << name << ": contiguous " << blind
+                << ", SRS " << srs->lar << " (token imbalance " << srs->token_load_imbalance
+                << "); oracle for this placement " << oracle << " → " << 100 * srs->lar / oracle
+                << "%\n";
+      EXPECT_LE(srs->lar, oracle + 1e-12);
+      EXPECT_LE(srs->token_load_imbalance, 1.001);  // Equal chunks per batch (± the last one).
+      if (name == "semantic") {
+        // Not yet better than coact at G = 8 (docs/PLANNER.md): hold it to within 2% of the
+        // best baseline, and clearly above the placements that ignore co-activation.
+        EXPECT_GT(srs->lar, 0.98 * best_baseline);
+        EXPECT_GT(srs->lar, 1.15 * vanilla_srs);
+      } else {
+        best_baseline = std::max(best_baseline, std::max(blind, srs->lar));
+        if (name == "vanilla") vanilla_srs = srs->lar;
+      }
+    }
   }
 }
 

@@ -33,4 +33,41 @@ std::vector<int> AffinityRequests(const trace::TraceSet& trace, const std::vecto
   return devices;
 }
 
+std::vector<std::vector<int>> SrsTokens(const trace::TraceSet& trace,
+                                        const TokenAffinity& affinity, const Placement& placement,
+                                        int batch_tokens) {
+  const int g = placement.num_devices(), n = placement.num_experts();
+  std::vector<std::vector<int>> token_device(trace.num_layers(),
+                                             std::vector<int>(trace.num_tokens()));
+  std::vector<double> share(g);
+  std::vector<int> predicted(batch_tokens);
+  std::vector<double> confidence(batch_tokens);
+  std::vector<int> order(batch_tokens), room(g);
+  for (int l = 0; l < trace.num_layers(); ++l) {
+    for (int64_t start = 0; start < trace.num_tokens(); start += batch_tokens) {
+      const int b = static_cast<int>(std::min<int64_t>(batch_tokens, trace.num_tokens() - start));
+      for (int i = 0; i < b; ++i) {
+        std::fill(share.begin(), share.end(), 0.0);
+        const uint32_t v = trace.tokens[start + i];
+        for (int e = 0; e < n; ++e) share[placement.Device(l, e)] += affinity.Probability(l, v, e);
+        predicted[i] = static_cast<int>(std::max_element(share.begin(), share.end()) -
+                                        share.begin());
+        confidence[i] = share[predicted[i]];
+        order[i] = i;
+      }
+      std::stable_sort(order.begin(), order.begin() + b,
+                       [&](int x, int y) { return confidence[x] > confidence[y]; });
+      for (int d = 0; d < g; ++d) room[d] = b / g + (d < b % g ? 1 : 0);  // Equal chunks.
+      for (int j = 0; j < b; ++j) {
+        const int i = order[j];
+        int d = predicted[i];
+        if (room[d] == 0) d = static_cast<int>(std::max_element(room.begin(), room.end()) - room.begin());
+        --room[d];
+        token_device[l][start + i] = d;
+      }
+    }
+  }
+  return token_device;
+}
+
 }  // namespace semmoe::planner

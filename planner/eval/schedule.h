@@ -7,6 +7,8 @@
 
 #include <vector>
 
+#include "planner/affinity/token_affinity.h"
+#include "planner/placement/placement.h"
 #include "planner/trace/trace_set.h"
 
 namespace semmoe::planner {
@@ -14,6 +16,16 @@ namespace semmoe::planner {
 // scores: row-major [vocab_size, num_devices]; tokens ≥ vocab_size score 0.
 std::vector<int> AffinityRequests(const trace::TraceSet& trace, const std::vector<float>& scores,
                                   int num_devices, double token_balance_eps = 0.05);
+
+// Attention-TP with the shuffled reduce-scatter rule (DESIGN.md §4): at each MoE layer, every
+// token's device is predicted from its id — the device holding most of its expected experts
+// under `placement` (C from `affinity`), with that share as confidence — and each batch of
+// `batch_tokens` consecutive tokens is cut into equal chunks per device: tokens, most confident
+// first, go to their predicted device while it has room, else to the least-full device.
+// Returns token_device[layer][token].
+std::vector<std::vector<int>> SrsTokens(const trace::TraceSet& trace,
+                                        const TokenAffinity& affinity, const Placement& placement,
+                                        int batch_tokens);
 
 }  // namespace semmoe::planner
 

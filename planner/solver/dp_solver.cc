@@ -169,20 +169,29 @@ absl::StatusOr<DpSolution> SolveDp(const TraceSet& trace, const DpSolverOptions&
   std::vector<int> moe_layers(trace.header.moe_layers.begin(), trace.header.moe_layers.end());
   std::mt19937_64 rng(options.seed);
   DpSolution best{*Placement::Vanilla(moe_layers, n, g), {}, -1, 0, 0};
-  for (int start = 0; start < std::max(1, options.starts); ++start) {
+  const bool given_start = !options.initial_request_device.empty();
+  if (given_start &&
+      static_cast<int>(options.initial_request_device.size()) != trace.num_requests()) {
+    return absl::InvalidArgumentError("initial_request_device needs one device per request");
+  }
+  for (int start = given_start ? -1 : 0; start < std::max(1, options.starts); ++start) {
     DpState state(trace, usage, g, capacity);
-    // Start: requests in a random order, each to the least-loaded device (balanced).
-    std::vector<int> order(trace.num_requests());
-    std::iota(order.begin(), order.end(), 0);
-    for (int i = static_cast<int>(order.size()) - 1; i > 0; --i) {
-      std::swap(order[i], order[rng() % (i + 1)]);
-    }
-    state.request_device_.assign(trace.num_requests(), 0);
-    std::vector<int64_t> load(g, 0);
-    for (int r : order) {
-      const int d = static_cast<int>(std::min_element(load.begin(), load.end()) - load.begin());
-      state.request_device_[r] = d;
-      load[d] += usage.tokens[r];
+    if (start < 0) {
+      state.request_device_ = options.initial_request_device;
+    } else {
+      // Start: requests in a random order, each to the least-loaded device (balanced).
+      std::vector<int> order(trace.num_requests());
+      std::iota(order.begin(), order.end(), 0);
+      for (int i = static_cast<int>(order.size()) - 1; i > 0; --i) {
+        std::swap(order[i], order[rng() % (i + 1)]);
+      }
+      state.request_device_.assign(trace.num_requests(), 0);
+      std::vector<int64_t> load(g, 0);
+      for (int r : order) {
+        const int d = static_cast<int>(std::min_element(load.begin(), load.end()) - load.begin());
+        state.request_device_[r] = d;
+        load[d] += usage.tokens[r];
+      }
     }
     int rounds = 0;
     for (; rounds < options.max_rounds; ++rounds) {

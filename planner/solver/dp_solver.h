@@ -31,6 +31,9 @@ struct DpSolverOptions {
   // the exact expert step; the round whose router schedule keeps most activations local wins.
   // 0 keeps the in-sample co-schedule.
   int router_rounds = 6;
+  // An extra start from this request → device assignment (e.g. derived from a baseline), run
+  // before the seeded ones; empty: none. Must be balanced within the token capacity.
+  std::vector<int> initial_request_device;
 };
 
 struct DpSolution {

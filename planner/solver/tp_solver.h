@@ -1,0 +1,22 @@
+// Co-scheduling for attention-TP: per MoE layer, a placement under which the token-id rule of
+// the shuffled reduce-scatter (eval/schedule.h SrsTokens) keeps activations local.
+//
+// At each layer the problem is DP's with token ids in the role of requests (every occurrence of
+// an id goes where the id is predicted to go, and ids are balanced by their occurrences), so
+// each layer is solved by the DP co-scheduler on a one-layer trace grouped by token id.
+#ifndef SEMMOE_PLANNER_SOLVER_TP_SOLVER_H_
+#define SEMMOE_PLANNER_SOLVER_TP_SOLVER_H_
+
+#include "absl/status/statusor.h"
+#include "planner/placement/placement.h"
+#include "planner/solver/dp_solver.h"
+#include "planner/trace/trace_set.h"
+
+namespace semmoe::planner {
+
+// Uses options.num_devices, token_balance_eps, starts, max_rounds and seed.
+absl::StatusOr<Placement> SolveTp(const trace::TraceSet& trace, const DpSolverOptions& options);
+
+}  // namespace semmoe::planner
+
+#endif  // SEMMOE_PLANNER_SOLVER_TP_SOLVER_H_
