@@ -1,0 +1,289 @@
+#include "planner/store/placement_store.h"
+
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "nlohmann/json.hpp"
+#include "planner/store/migrations.h"
+
+namespace semmoe::planner {
+namespace {
+
+const Migration kMigrations[] = {
+    {1, R"sql(
+      CREATE TABLE models (
+        id INTEGER PRIMARY KEY,
+        name TEXT NOT NULL UNIQUE,
+        num_layers INTEGER NOT NULL CHECK (num_layers > 0),
+        num_experts INTEGER NOT NULL CHECK (num_experts > 0),
+        created_at INTEGER NOT NULL);
+      CREATE TABLE placements (
+        version INTEGER PRIMARY KEY AUTOINCREMENT,
+        model_id INTEGER NOT NULL REFERENCES models(id),
+        name TEXT NOT NULL,
+        parent INTEGER REFERENCES placements(version),
+        algorithm TEXT NOT NULL,
+        params_json TEXT NOT NULL,
+        metrics_json TEXT NOT NULL,
+        num_devices INTEGER NOT NULL CHECK (num_devices > 0),
+        status TEXT NOT NULL CHECK (status IN ('draft', 'active', 'retired')),
+        created_at INTEGER NOT NULL);
+      CREATE UNIQUE INDEX one_active_placement_per_model ON placements(model_id)
+        WHERE status = 'active';
+      CREATE TABLE placement_layers (
+        version INTEGER NOT NULL REFERENCES placements(version),
+        layer INTEGER NOT NULL,
+        model_layer INTEGER NOT NULL,
+        device_of BLOB NOT NULL,
+        PRIMARY KEY (version, layer));
+      CREATE TABLE activations (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        model_id INTEGER NOT NULL REFERENCES models(id),
+        version INTEGER NOT NULL REFERENCES placements(version),
+        at INTEGER NOT NULL);
+      CREATE TRIGGER placement_content_immutable
+        BEFORE UPDATE OF version, model_id, name, parent, algorithm, params_json, metrics_json,
+                         num_devices, created_at ON placements
+        BEGIN SELECT RAISE(ABORT, 'placement versions are immutable'); END;
+      CREATE TRIGGER placement_never_deleted BEFORE DELETE ON placements
+        BEGIN SELECT RAISE(ABORT, 'placement versions are immutable'); END;
+      CREATE TRIGGER placement_layers_immutable BEFORE UPDATE ON placement_layers
+        BEGIN SELECT RAISE(ABORT, 'placement versions are immutable'); END;
+      CREATE TRIGGER placement_layers_never_deleted BEFORE DELETE ON placement_layers
+        BEGIN SELECT RAISE(ABORT, 'placement versions are immutable'); END;
+    )sql"},
+};
+
+bool IsJsonObject(const std::string& text) {
+  nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+  return !j.is_discarded() && j.is_object();
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<PlacementStore>> PlacementStore::Open(const std::string& path,
+                                                                     const Options& options) {
+  ASSIGN_OR_RETURN(std::unique_ptr<Database> db, Database::Open(path, options.database));
+  if (!options.database.read_only) RETURN_IF_ERROR(Migrate(*db, kMigrations).status());
+  return std::unique_ptr<PlacementStore>(new PlacementStore(std::move(db), options.clock));
+}
+
+absl::Status PlacementStore::AddModel(const std::string& model, int num_layers, int num_experts) {
+  ASSIGN_OR_RETURN(auto tx, Transaction::Begin(*db_));
+  ASSIGN_OR_RETURN(Statement find,
+                   db_->Prepare("SELECT num_layers, num_experts FROM models WHERE name = ?"));
+  RETURN_IF_ERROR(find.BindText(1, model));
+  ASSIGN_OR_RETURN(bool exists, find.Step());
+  if (exists) {
+    if (find.ColumnInt(0) != num_layers || find.ColumnInt(1) != num_experts) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "model '", model, "' is registered with ", find.ColumnInt(0), " layers and ",
+          find.ColumnInt(1), " experts, not ", num_layers, " and ", num_experts));
+    }
+    return absl::OkStatus();
+  }
+  ASSIGN_OR_RETURN(Statement insert,
+                   db_->Prepare("INSERT INTO models (name, num_layers, num_experts, created_at) "
+                                "VALUES (?, ?, ?, ?)"));
+  RETURN_IF_ERROR(insert.BindText(1, model));
+  RETURN_IF_ERROR(insert.BindInt(2, num_layers));
+  RETURN_IF_ERROR(insert.BindInt(3, num_experts));
+  RETURN_IF_ERROR(insert.BindInt(4, absl::ToUnixMicros(clock_->Now())));
+  RETURN_IF_ERROR(insert.Run());
+  return tx->Commit();
+}
+
+absl::StatusOr<int64_t> PlacementStore::Create(const PlacementVersion& v) {
+  if (!IsJsonObject(v.params_json) || !IsJsonObject(v.metrics_json)) {
+    return absl::InvalidArgumentError("params_json and metrics_json must be JSON objects");
+  }
+  ASSIGN_OR_RETURN(auto tx, Transaction::Begin(*db_));
+  ASSIGN_OR_RETURN(Statement model,
+                   db_->Prepare("SELECT id, num_layers, num_experts FROM models WHERE name = ?"));
+  RETURN_IF_ERROR(model.BindText(1, v.model));
+  ASSIGN_OR_RETURN(bool found, model.Step());
+  if (!found) return absl::NotFoundError(absl::StrCat("unknown model '", v.model, "'"));
+  if (model.ColumnInt(1) != v.placement.num_layers() ||
+      model.ColumnInt(2) != v.placement.num_experts()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "placement has ", v.placement.num_layers(), " layers and ", v.placement.num_experts(),
+        " experts; model '", v.model, "' has ", model.ColumnInt(1), " and ", model.ColumnInt(2)));
+  }
+  const int64_t model_id = model.ColumnInt(0);
+  if (v.parent.has_value()) {
+    ASSIGN_OR_RETURN(Statement parent,
+                     db_->Prepare("SELECT 1 FROM placements WHERE version = ? AND model_id = ?"));
+    RETURN_IF_ERROR(parent.BindInt(1, *v.parent));
+    RETURN_IF_ERROR(parent.BindInt(2, model_id));
+    ASSIGN_OR_RETURN(bool parent_found, parent.Step());
+    if (!parent_found) {
+      return absl::NotFoundError(absl::StrCat("parent version ", *v.parent, " of model '",
+                                              v.model, "' does not exist"));
+    }
+  }
+  ASSIGN_OR_RETURN(Statement insert,
+                   db_->Prepare("INSERT INTO placements (model_id, name, parent, algorithm, "
+                                "params_json, metrics_json, num_devices, status, created_at) "
+                                "VALUES (?, ?, ?, ?, ?, ?, ?, 'draft', ?)"));
+  RETURN_IF_ERROR(insert.BindInt(1, model_id));
+  RETURN_IF_ERROR(insert.BindText(2, v.name));
+  RETURN_IF_ERROR(v.parent ? insert.BindInt(3, *v.parent) : insert.BindNull(3));
+  RETURN_IF_ERROR(insert.BindText(4, v.algorithm));
+  RETURN_IF_ERROR(insert.BindText(5, v.params_json));
+  RETURN_IF_ERROR(insert.BindText(6, v.metrics_json));
+  RETURN_IF_ERROR(insert.BindInt(7, v.placement.num_devices()));
+  RETURN_IF_ERROR(insert.BindInt(8, absl::ToUnixMicros(clock_->Now())));
+  RETURN_IF_ERROR(insert.Run());
+  const int64_t version = db_->last_insert_rowid();
+  ASSIGN_OR_RETURN(Statement layer,
+                   db_->Prepare("INSERT INTO placement_layers (version, layer, model_layer, "
+                                "device_of) VALUES (?, ?, ?, ?)"));
+  for (int l = 0; l < v.placement.num_layers(); ++l) {
+    std::vector<uint8_t> blob(4 * v.placement.num_experts());
+    for (int e = 0; e < v.placement.num_experts(); ++e) {
+      const int32_t d = v.placement.Device(l, e);
+      std::memcpy(&blob[4 * e], &d, 4);
+    }
+    RETURN_IF_ERROR(layer.Reset());
+    RETURN_IF_ERROR(layer.BindInt(1, version));
+    RETURN_IF_ERROR(layer.BindInt(2, l));
+    RETURN_IF_ERROR(layer.BindInt(3, v.placement.moe_layers()[l]));
+    RETURN_IF_ERROR(layer.BindBlob(4, blob));
+    RETURN_IF_ERROR(layer.Run());
+  }
+  RETURN_IF_ERROR(tx->Commit());
+  return version;
+}
+
+namespace {
+constexpr char kSelectVersion[] =
+    "SELECT p.version, m.name, p.name, p.parent, p.algorithm, p.params_json, p.metrics_json, "
+    "p.status, p.created_at, p.num_devices, m.num_experts FROM placements p "
+    "JOIN models m ON m.id = p.model_id ";
+}  // namespace
+
+absl::StatusOr<PlacementVersion> PlacementStore::ReadVersion(Statement& row) {
+  PlacementVersion v;
+  v.version = row.ColumnInt(0);
+  v.model = row.ColumnText(1);
+  v.name = row.ColumnText(2);
+  if (!row.ColumnIsNull(3)) v.parent = row.ColumnInt(3);
+  v.algorithm = row.ColumnText(4);
+  v.params_json = row.ColumnText(5);
+  v.metrics_json = row.ColumnText(6);
+  v.status = row.ColumnText(7);
+  v.created = absl::FromUnixMicros(row.ColumnInt(8));
+  const int devices = static_cast<int>(row.ColumnInt(9));
+  const int experts = static_cast<int>(row.ColumnInt(10));
+  ASSIGN_OR_RETURN(Statement layers,
+                   db_->Prepare("SELECT model_layer, device_of FROM placement_layers "
+                                "WHERE version = ? ORDER BY layer"));
+  RETURN_IF_ERROR(layers.BindInt(1, v.version));
+  std::vector<int> moe_layers;
+  std::vector<std::vector<int32_t>> device_of;
+  while (true) {
+    ASSIGN_OR_RETURN(bool more, layers.Step());
+    if (!more) break;
+    moe_layers.push_back(static_cast<int>(layers.ColumnInt(0)));
+    const std::vector<uint8_t> blob = layers.ColumnBlob(1);
+    if (blob.size() != 4u * experts) {
+      return absl::DataLossError(absl::StrCat("placement version ", v.version, " layer ",
+                                              moe_layers.size() - 1, ": corrupt assignment"));
+    }
+    std::vector<int32_t> row_devices(experts);
+    std::memcpy(row_devices.data(), blob.data(), blob.size());
+    device_of.push_back(std::move(row_devices));
+  }
+  auto placement = Placement::FromAssignment(moe_layers, experts, devices, std::move(device_of));
+  if (!placement.ok()) {
+    return absl::DataLossError(absl::StrCat("placement version ", v.version, ": ",
+                                            placement.status().message()));
+  }
+  v.placement = std::move(*placement);
+  return v;
+}
+
+absl::StatusOr<PlacementVersion> PlacementStore::Get(int64_t version) {
+  ASSIGN_OR_RETURN(Statement row, db_->Prepare(absl::StrCat(kSelectVersion, "WHERE p.version = ?")));
+  RETURN_IF_ERROR(row.BindInt(1, version));
+  ASSIGN_OR_RETURN(bool found, row.Step());
+  if (!found) return absl::NotFoundError(absl::StrCat("no placement version ", version));
+  return ReadVersion(row);
+}
+
+absl::StatusOr<std::vector<PlacementVersion>> PlacementStore::List(const std::string& model) {
+  ASSIGN_OR_RETURN(Statement rows,
+                   db_->Prepare(absl::StrCat(kSelectVersion, "WHERE m.name = ? ORDER BY p.version")));
+  RETURN_IF_ERROR(rows.BindText(1, model));
+  std::vector<PlacementVersion> out;
+  while (true) {
+    ASSIGN_OR_RETURN(bool more, rows.Step());
+    if (!more) break;
+    ASSIGN_OR_RETURN(PlacementVersion v, ReadVersion(rows));
+    out.push_back(std::move(v));
+  }
+  return out;
+}
+
+absl::StatusOr<std::optional<PlacementVersion>> PlacementStore::Active(const std::string& model) {
+  ASSIGN_OR_RETURN(Statement row, db_->Prepare(absl::StrCat(
+                                      kSelectVersion, "WHERE m.name = ? AND p.status = 'active'")));
+  RETURN_IF_ERROR(row.BindText(1, model));
+  ASSIGN_OR_RETURN(bool found, row.Step());
+  if (!found) return std::optional<PlacementVersion>();
+  ASSIGN_OR_RETURN(PlacementVersion v, ReadVersion(row));
+  return std::optional<PlacementVersion>(std::move(v));
+}
+
+absl::Status PlacementStore::Activate(int64_t version) {
+  ASSIGN_OR_RETURN(auto tx, Transaction::Begin(*db_));
+  ASSIGN_OR_RETURN(Statement find, db_->Prepare("SELECT model_id FROM placements WHERE version = ?"));
+  RETURN_IF_ERROR(find.BindInt(1, version));
+  ASSIGN_OR_RETURN(bool found, find.Step());
+  if (!found) return absl::NotFoundError(absl::StrCat("no placement version ", version));
+  const int64_t model_id = find.ColumnInt(0);
+  ASSIGN_OR_RETURN(Statement retire,
+                   db_->Prepare("UPDATE placements SET status = 'retired' "
+                                "WHERE model_id = ? AND status = 'active' AND version != ?"));
+  RETURN_IF_ERROR(retire.BindInt(1, model_id));
+  RETURN_IF_ERROR(retire.BindInt(2, version));
+  RETURN_IF_ERROR(retire.Run());
+  ASSIGN_OR_RETURN(Statement activate,
+                   db_->Prepare("UPDATE placements SET status = 'active' WHERE version = ?"));
+  RETURN_IF_ERROR(activate.BindInt(1, version));
+  RETURN_IF_ERROR(activate.Run());
+  ASSIGN_OR_RETURN(Statement log, db_->Prepare("INSERT INTO activations (model_id, version, at) "
+                                               "VALUES (?, ?, ?)"));
+  RETURN_IF_ERROR(log.BindInt(1, model_id));
+  RETURN_IF_ERROR(log.BindInt(2, version));
+  RETURN_IF_ERROR(log.BindInt(3, absl::ToUnixMicros(clock_->Now())));
+  RETURN_IF_ERROR(log.Run());
+  return tx->Commit();
+}
+
+absl::StatusOr<int64_t> PlacementStore::Rollback(const std::string& model) {
+  ASSIGN_OR_RETURN(std::optional<PlacementVersion> active, Active(model));
+  if (!active.has_value()) {
+    return absl::FailedPreconditionError(absl::StrCat("model '", model, "' has no active placement"));
+  }
+  int64_t version;
+  {  // The query's statement is finished before Activate writes.
+    ASSIGN_OR_RETURN(Statement previous,
+                     db_->Prepare("SELECT a.version FROM activations a JOIN models m ON m.id = "
+                                  "a.model_id WHERE m.name = ? AND a.version != ? "
+                                  "ORDER BY a.id DESC LIMIT 1"));
+    RETURN_IF_ERROR(previous.BindText(1, model));
+    RETURN_IF_ERROR(previous.BindInt(2, active->version));
+    ASSIGN_OR_RETURN(bool found, previous.Step());
+    if (!found) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("model '", model, "' has no earlier active placement to roll back to"));
+    }
+    version = previous.ColumnInt(0);
+  }
+  RETURN_IF_ERROR(Activate(version));
+  return version;
+}
+
+}  // namespace semmoe::planner

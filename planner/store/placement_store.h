@@ -1,0 +1,87 @@
+// PlacementStore: versioned, immutable placements in the planner's SQLite database.
+//
+// A placement version belongs to a model, records its parent, algorithm, parameters and metrics
+// (JSON text), and its expert → device assignment per MoE layer. Once written a version never
+// changes (triggers refuse updates to its content and deletes); only its status moves:
+// draft → active → retired (and retired → active again on rollback). At most one version per
+// model is active. Every write is one transaction, so a crash at any point leaves either the
+// whole version or none of it.
+//
+// Thread-compatible: one PlacementStore per thread; several processes may open the same file
+// (WAL: readers run beside a writer).
+#ifndef SEMMOE_PLANNER_STORE_PLACEMENT_STORE_H_
+#define SEMMOE_PLANNER_STORE_PLACEMENT_STORE_H_
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "common/clock.h"
+#include "planner/placement/placement.h"
+#include "planner/store/database.h"
+
+namespace semmoe::planner {
+
+struct PlacementVersion {
+  int64_t version = 0;
+  std::string model;
+  std::string name;
+  std::optional<int64_t> parent;
+  std::string algorithm;
+  std::string params_json = "{}";
+  std::string metrics_json = "{}";
+  std::string status;  // "draft", "active" or "retired".
+  absl::Time created;
+  Placement placement = *Placement::Vanilla({0}, 1, 1);
+};
+
+class PlacementStore {
+ public:
+  struct Options {
+    Clock* clock = Clock::Real();  // Not owned.
+    DatabaseOptions database;
+  };
+  // Opens (creating and migrating as needed) the database at `path`.
+  static absl::StatusOr<std::unique_ptr<PlacementStore>> Open(const std::string& path,
+                                                              const Options& options);
+  static absl::StatusOr<std::unique_ptr<PlacementStore>> Open(const std::string& path) {
+    return Open(path, Options{});
+  }
+
+  // Registers a model by name (idempotent for the same shape; InvalidArgument if the name is
+  // taken by another shape).
+  absl::Status AddModel(const std::string& model, int num_layers, int num_experts);
+
+  // Stores a new draft version; returns its number. NotFound for an unknown model or parent;
+  // InvalidArgument if the placement does not fit the model or the JSON fields are not objects.
+  absl::StatusOr<int64_t> Create(const PlacementVersion& version);
+
+  absl::StatusOr<PlacementVersion> Get(int64_t version);
+  // Every version of `model`, oldest first.
+  absl::StatusOr<std::vector<PlacementVersion>> List(const std::string& model);
+  // The active version of `model`, if any.
+  absl::StatusOr<std::optional<PlacementVersion>> Active(const std::string& model);
+
+  // Makes `version` active; the model's previously active version becomes retired.
+  absl::Status Activate(int64_t version);
+  // Re-activates the version that was active before the current one; returns it.
+  // FailedPrecondition when there is none.
+  absl::StatusOr<int64_t> Rollback(const std::string& model);
+
+  Database& database() { return *db_; }
+
+ private:
+  PlacementStore(std::unique_ptr<Database> db, Clock* clock) : db_(std::move(db)), clock_(clock) {}
+  absl::StatusOr<PlacementVersion> ReadVersion(Statement& row);
+
+  std::unique_ptr<Database> db_;
+  Clock* clock_;
+};
+
+}  // namespace semmoe::planner
+
+#endif  // SEMMOE_PLANNER_STORE_PLACEMENT_STORE_H_

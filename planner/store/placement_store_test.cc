@@ -1,0 +1,172 @@
+#include "planner/store/placement_store.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <thread>
+
+#include "common/testing/fake_clock.h"
+#include "gtest/gtest.h"
+#include "planner/store/testing/temp_database_path.h"
+
+namespace semmoe::planner {
+namespace {
+
+PlacementVersion Version(const std::string& name, uint64_t seed,
+                         std::optional<int64_t> parent = std::nullopt) {
+  PlacementVersion v;
+  v.model = "qwen3-moe-a";
+  v.name = name;
+  v.parent = parent;
+  v.algorithm = "random";
+  v.params_json = R"({"seed": )" + std::to_string(seed) + "}";
+  v.metrics_json = R"({"lar": 0.25})";
+  v.placement = *Placement::Random({0, 1, 2, 3}, 32, 8, seed);
+  return v;
+}
+
+std::unique_ptr<PlacementStore> OpenStore(const std::string& path) {
+  auto store = PlacementStore::Open(path);
+  EXPECT_TRUE(store.ok()) << store.status();
+  EXPECT_TRUE((*store)->AddModel("qwen3-moe-a", 4, 32).ok());
+  return std::move(*store);
+}
+
+TEST(PlacementStoreTest, CreateGetList) {
+  FakeClock clock(absl::FromUnixSeconds(1000));
+  auto store = PlacementStore::Open(TempDatabasePath("create.db"), {.clock = &clock});
+  ASSERT_TRUE(store.ok()) << store.status();
+  ASSERT_TRUE((*store)->AddModel("qwen3-moe-a", 4, 32).ok());
+  ASSERT_TRUE((*store)->AddModel("qwen3-moe-a", 4, 32).ok());  // Idempotent.
+  auto v1 = (*store)->Create(Version("first", 1));
+  ASSERT_TRUE(v1.ok()) << v1.status();
+  auto v2 = (*store)->Create(Version("second", 2, *v1));
+  ASSERT_TRUE(v2.ok()) << v2.status();
+  auto got = (*store)->Get(*v2);
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(got->name, "second");
+  EXPECT_EQ(got->parent, *v1);
+  EXPECT_EQ(got->status, "draft");
+  EXPECT_EQ(got->created, absl::FromUnixSeconds(1000));
+  EXPECT_EQ(got->placement.ToJson(), Placement::Random({0, 1, 2, 3}, 32, 8, 2)->ToJson());
+  auto all = (*store)->List("qwen3-moe-a");
+  ASSERT_TRUE(all.ok());
+  ASSERT_EQ(all->size(), 2u);
+  EXPECT_EQ((*all)[0].version, *v1);
+  EXPECT_EQ((*store)->Get(999).status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST(PlacementStoreTest, ActivateRetireAndRollback) {
+  auto store = OpenStore(TempDatabasePath("activate.db"));
+  const int64_t a = *store->Create(Version("a", 1)), b = *store->Create(Version("b", 2));
+  EXPECT_FALSE(store->Active("qwen3-moe-a")->has_value());
+  EXPECT_EQ(store->Rollback("qwen3-moe-a").status().code(), absl::StatusCode::kFailedPrecondition);
+  ASSERT_TRUE(store->Activate(a).ok());
+  EXPECT_EQ(store->Rollback("qwen3-moe-a").status().code(), absl::StatusCode::kFailedPrecondition);
+  ASSERT_TRUE(store->Activate(b).ok());
+  EXPECT_EQ((*store->Active("qwen3-moe-a"))->version, b);
+  EXPECT_EQ(store->Get(a)->status, "retired");
+  auto back = store->Rollback("qwen3-moe-a");
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(*back, a);
+  EXPECT_EQ(store->Get(a)->status, "active");
+  EXPECT_EQ(store->Get(b)->status, "retired");
+  EXPECT_EQ(store->Activate(77).code(), absl::StatusCode::kNotFound);
+}
+
+TEST(PlacementStoreTest, VersionsAreImmutable) {
+  auto store = OpenStore(TempDatabasePath("immutable.db"));
+  const int64_t v = *store->Create(Version("a", 1));
+  Database& db = store->database();
+  for (const char* sql : {"UPDATE placement_layers SET device_of = x'00'",
+                          "DELETE FROM placement_layers", "UPDATE placements SET name = 'x'",
+                          "UPDATE placements SET metrics_json = '{}'", "DELETE FROM placements"}) {
+    absl::Status s = db.Execute(sql);
+    EXPECT_FALSE(s.ok()) << sql;
+    EXPECT_NE(s.message().find("immutable"), std::string::npos) << s;
+  }
+  EXPECT_EQ(store->Get(v)->name, "a");
+}
+
+TEST(PlacementStoreTest, BadWritesAreClearErrors) {
+  auto store = OpenStore(TempDatabasePath("bad.db"));
+  PlacementVersion v = Version("a", 1);
+  v.model = "nope";
+  EXPECT_EQ(store->Create(v).status().code(), absl::StatusCode::kNotFound);
+  v = Version("a", 1);
+  v.placement = *Placement::Vanilla({0, 1}, 32, 8);
+  EXPECT_NE(store->Create(v).status().message().find("model 'qwen3-moe-a' has 4 and 32"),
+            std::string::npos);
+  EXPECT_EQ(store->Create(Version("a", 1, 12345)).status().code(), absl::StatusCode::kNotFound);
+  v = Version("a", 1);
+  v.metrics_json = "[1]";
+  EXPECT_EQ(store->Create(v).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(store->AddModel("qwen3-moe-a", 8, 32).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(store->List("qwen3-moe-a")->empty());  // Nothing half-written.
+}
+
+// A reader on its own connection always sees whole versions while a writer adds them.
+TEST(PlacementStoreTest, ConcurrentReaderAndWriter) {
+  const std::string path = TempDatabasePath("concurrent.db");
+  OpenStore(path);
+  std::atomic<bool> done{false};
+  std::atomic<int> reads{0}, read_errors{0};
+  std::thread reader([&] {
+    auto store = PlacementStore::Open(path);
+    ASSERT_TRUE(store.ok());
+    while (!done) {
+      auto all = (*store)->List("qwen3-moe-a");
+      if (!all.ok()) {
+        ++read_errors;
+        continue;
+      }
+      for (const auto& v : *all) EXPECT_EQ(v.placement.num_layers(), 4);
+      ++reads;
+    }
+  });
+  auto writer = OpenStore(path);
+  for (int i = 0; i < 40; ++i) ASSERT_TRUE(writer->Create(Version("v", i)).ok());
+  done = true;
+  reader.join();
+  EXPECT_GT(reads, 0);
+  EXPECT_EQ(read_errors, 0);
+  EXPECT_EQ(writer->List("qwen3-moe-a")->size(), 40u);
+}
+
+// kill -9 in the middle of writing leaves a consistent database holding every committed
+// version whole.
+TEST(PlacementStoreTest, KillDuringWritesLosesNothingCommitted) {
+  const std::string path = TempDatabasePath("kill.db");
+  OpenStore(path);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    auto store = PlacementStore::Open(path);
+    for (int i = 0;; ++i) {
+      if (!(*store)->Create(Version("w", i)).ok()) _exit(3);
+    }
+  }
+  usleep(400 * 1000);
+  ASSERT_EQ(kill(child, SIGKILL), 0);
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  EXPECT_TRUE(WIFSIGNALED(status)) << "the writer stopped on its own: " << status;
+  auto store = PlacementStore::Open(path);
+  ASSERT_TRUE(store.ok()) << store.status();
+  auto check = (*store)->database().Prepare("PRAGMA integrity_check");
+  ASSERT_TRUE(check.ok());
+  ASSERT_TRUE(*check->Step());
+  EXPECT_EQ(check->ColumnText(0), "ok");
+  auto all = (*store)->List("qwen3-moe-a");
+  ASSERT_TRUE(all.ok()) << all.status();  // Every listed version reads back whole.
+  EXPECT_GT(all->size(), 0u);
+  for (size_t i = 0; i < all->size(); ++i) {
+    EXPECT_EQ((*all)[i].placement.ToJson(),
+              Placement::Random({0, 1, 2, 3}, 32, 8, i)->ToJson());
+  }
+}
+
+}  // namespace
+}  // namespace semmoe::planner
