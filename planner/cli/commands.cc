@@ -1,0 +1,257 @@
+#include "planner/cli/commands.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <optional>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common/file.h"
+#include "common/status_macros.h"
+#include "nlohmann/json.hpp"
+#include "planner/affinity/token_affinity.h"
+#include "planner/eval/evaluate.h"
+#include "planner/eval/schedule.h"
+#include "planner/solver/baselines.h"
+#include "planner/solver/dp_solver.h"
+#include "planner/solver/tp_solver.h"
+#include "planner/store/placement_store.h"
+#include "planner/trace/array_trace.h"
+
+namespace semmoe::planner::cli {
+namespace {
+
+bool IsDirectory(const std::string& path) {
+  struct stat st;
+  return stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+absl::Status Append(trace::TraceSet& all, const trace::TraceSet& more, const std::string& path) {
+  if (all.request_names.empty() && all.tokens.empty() && all.header.moe_layers.empty()) {
+    all = more;
+    return absl::OkStatus();
+  }
+  if (all.header.moe_layers != more.header.moe_layers ||
+      all.header.num_experts != more.header.num_experts || all.header.top_k != more.header.top_k) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ": layers, experts or top-k differ from the traces before it"));
+  }
+  const size_t per = static_cast<size_t>(more.num_layers()) * more.top_k();
+  for (int r = 0; r < more.num_requests(); ++r) {
+    const int64_t b = more.request_begin[r], e = more.request_begin[r + 1];
+    RETURN_IF_ERROR(all.AddRequest(more.request_names[r],
+                                   {more.tokens.begin() + b, more.tokens.begin() + e},
+                                   {more.experts.begin() + b * per, more.experts.begin() + e * per}));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Placement> BuildPlacement(const trace::TraceSet& trace, const BuildOptions& o) {
+  const std::vector<int> layers(trace.header.moe_layers.begin(), trace.header.moe_layers.end());
+  const int n = static_cast<int>(trace.header.num_experts);
+  if (o.algo == "vanilla") return Placement::Vanilla(layers, n, o.devices);
+  if (o.algo == "random") return Placement::Random(layers, n, o.devices, o.seed);
+  if (o.algo == "eplb") return EplbPlacement(trace, o.devices);
+  if (o.algo == "coact") return CoactPlacement(trace, o.devices);
+  if (o.algo == "semantic") {
+    DpSolverOptions solver{.num_devices = o.devices, .token_balance_eps = o.token_balance_eps,
+                           .seed = o.seed};
+    if (o.mode == "tp") return SolveTp(trace, solver);
+    ASSIGN_OR_RETURN(DpSolution solution, SolveDp(trace, solver));
+    return solution.placement;
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "--algo '", o.algo, "' is not one of semantic, vanilla, random, eplb, coact"));
+}
+
+std::string Pct(double x) { return absl::StrFormat("%.4f", x); }
+
+}  // namespace
+
+absl::StatusOr<trace::TraceSet> LoadTraces(const std::vector<std::string>& paths) {
+  if (paths.empty()) return absl::InvalidArgumentError("no traces given");
+  trace::TraceSet all;
+  for (const std::string& path : paths) {
+    absl::StatusOr<trace::TraceSet> one =
+        IsDirectory(path) ? trace::ImportArrayTrace(path) : trace::LoadTraceSet(path);
+    if (!one.ok()) return one.status();
+    RETURN_IF_ERROR(Append(all, *one, path));
+  }
+  if (all.num_tokens() == 0) return absl::InvalidArgumentError("the traces hold no tokens");
+  return all;
+}
+
+absl::StatusOr<int64_t> Build(const BuildOptions& o, std::ostream& out) {
+  if (o.mode != "dp" && o.mode != "tp") {
+    return absl::InvalidArgumentError(absl::StrCat("--mode '", o.mode, "' is not dp or tp"));
+  }
+  ASSIGN_OR_RETURN(trace::TraceSet trace, LoadTraces(o.traces));
+  ASSIGN_OR_RETURN(Placement placement, BuildPlacement(trace, o));
+  // In-sample metrics under the blind and the affinity data policies of the chosen mode.
+  const TokenAffinity affinity = TokenAffinity::FromTrace(trace);
+  uint32_t vocab = 0;
+  for (uint32_t t : trace.tokens) vocab = std::max(vocab, t + 1);
+  nlohmann::ordered_json metrics;
+  if (o.mode == "dp") {
+    ASSIGN_OR_RETURN(Metrics blind, EvaluateDp(trace, placement, RoundRobinRequests(trace, o.devices)));
+    ASSIGN_OR_RETURN(Metrics aff, EvaluateDp(trace, placement,
+                                             AffinityRequests(trace, affinity.DpScores(placement, vocab),
+                                                              o.devices, o.token_balance_eps)));
+    metrics = {{"lar_blind", blind.lar}, {"lar_affinity", aff.lar},
+               {"bound", DpRequestBound(trace, o.devices)},
+               {"expert_load_imbalance", aff.expert_load_imbalance},
+               {"token_load_imbalance", aff.token_load_imbalance}};
+  } else {
+    ASSIGN_OR_RETURN(Metrics blind, EvaluateTp(trace, placement, ContiguousChunks(trace, o.devices, 256)));
+    ASSIGN_OR_RETURN(Metrics srs, EvaluateTp(trace, placement, SrsTokens(trace, affinity, placement, 256)));
+    metrics = {{"lar_blind", blind.lar}, {"lar_affinity", srs.lar},
+               {"bound", TpTokenOracle(trace, placement)},
+               {"expert_load_imbalance", srs.expert_load_imbalance},
+               {"token_load_imbalance", srs.token_load_imbalance}};
+  }
+  ASSIGN_OR_RETURN(auto store, PlacementStore::Open(o.db));
+  RETURN_IF_ERROR(store->AddModel(o.model, trace.num_layers(), trace.header.num_experts));
+  PlacementVersion v;
+  v.model = o.model;
+  v.name = o.name.empty() ? absl::StrCat(o.algo, "-", o.mode, "-g", o.devices) : o.name;
+  v.algorithm = o.algo;
+  v.params_json = nlohmann::ordered_json({{"mode", o.mode}, {"devices", o.devices},
+                                          {"seed", o.seed}, {"token_balance_eps", o.token_balance_eps},
+                                          {"traces", o.traces}})
+                      .dump();
+  v.metrics_json = metrics.dump();
+  v.placement = placement;
+  ASSIGN_OR_RETURN(int64_t version, store->Create(v));
+  out << "version " << version << " (" << v.name << ", draft): in-sample " << o.mode
+      << " LAR blind " << Pct(metrics["lar_blind"]) << ", affinity " << Pct(metrics["lar_affinity"])
+      << ", bound " << Pct(metrics["bound"]) << "\n";
+  return version;
+}
+
+absl::Status Eval(const EvalOptions& o, std::ostream& out) {
+  if (o.versions.empty()) return absl::InvalidArgumentError("--versions is required");
+  ASSIGN_OR_RETURN(trace::TraceSet trace, LoadTraces(o.traces));
+  std::optional<TokenAffinity> affinity;
+  if (!o.profile.empty()) {
+    ASSIGN_OR_RETURN(trace::TraceSet profile, LoadTraces(o.profile));
+    affinity = TokenAffinity::FromTrace(profile);
+  }
+  uint32_t vocab = 0;
+  for (uint32_t t : trace.tokens) vocab = std::max(vocab, t + 1);
+  ASSIGN_OR_RETURN(auto store, PlacementStore::Open(o.db));
+  nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+  for (int64_t version : o.versions) {
+    ASSIGN_OR_RETURN(PlacementVersion v, store->Get(version));
+    const Placement& p = v.placement;
+    const int g = p.num_devices();
+    const planner::EvalOptions eval{.hidden_size = o.hidden_size};
+    ASSIGN_OR_RETURN(Metrics dp, EvaluateDp(trace, p, RoundRobinRequests(trace, g), eval));
+    ASSIGN_OR_RETURN(Metrics tp, EvaluateTp(trace, p, ContiguousChunks(trace, g, o.tp_batch_tokens), eval));
+    nlohmann::ordered_json row = {{"version", version}, {"name", v.name},
+                                  {"algorithm", v.algorithm}, {"devices", g},
+                                  {"dp_lar_blind", dp.lar}, {"tp_lar_blind", tp.lar},
+                                  {"dp_bound", DpRequestBound(trace, g)},
+                                  {"tp_oracle", TpTokenOracle(trace, p)},
+                                  {"expert_load_imbalance", dp.expert_load_imbalance}};
+    if (o.hidden_size > 0) {
+      row["dp_a2a_bytes_per_token_blind"] = dp.a2a_bytes_per_token;
+      row["tp_a2a_bytes_per_token_blind"] = tp.a2a_bytes_per_token;
+    }
+    if (affinity.has_value()) {
+      ASSIGN_OR_RETURN(Metrics dpa, EvaluateDp(trace, p, AffinityRequests(trace, affinity->DpScores(p, vocab), g), eval));
+      ASSIGN_OR_RETURN(Metrics tpa, EvaluateTp(trace, p, SrsTokens(trace, *affinity, p, o.tp_batch_tokens), eval));
+      row["dp_lar_affinity"] = dpa.lar;
+      row["dp_token_load_imbalance"] = dpa.token_load_imbalance;
+      row["tp_lar_srs"] = tpa.lar;
+      if (o.hidden_size > 0) {
+        row["dp_a2a_bytes_per_token_affinity"] = dpa.a2a_bytes_per_token;
+        row["tp_a2a_bytes_per_token_srs"] = tpa.a2a_bytes_per_token;
+      }
+    }
+    rows.push_back(std::move(row));
+  }
+  if (o.json) {
+    out << rows.dump() << "\n";
+    return absl::OkStatus();
+  }
+  out << absl::StrFormat("%-8s %-22s %6s %9s %9s %9s %9s %9s %9s\n", "version", "name", "G",
+                         "DP blind", "DP affin", "DP bound", "TP blind", "TP SRS", "TP oracle");
+  for (const auto& r : rows) {
+    auto get = [&](const char* key) {
+      return r.contains(key) ? absl::StrFormat("%9.4f", r[key].get<double>()) : std::string(9, '-');
+    };
+    out << absl::StrFormat("%-8d %-22s %6d %s %s %s %s %s %s\n", r["version"].get<int64_t>(),
+                           r["name"].get<std::string>(), r["devices"].get<int>(),
+                           get("dp_lar_blind"), get("dp_lar_affinity"), get("dp_bound"),
+                           get("tp_lar_blind"), get("tp_lar_srs"), get("tp_oracle"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status List(const std::string& db, const std::string& model, std::ostream& out) {
+  ASSIGN_OR_RETURN(auto store, PlacementStore::Open(db));
+  ASSIGN_OR_RETURN(auto versions, store->List(model));
+  for (const PlacementVersion& v : versions) {
+    out << absl::StrFormat("%-6d %-8s %-22s %-9s G=%d parent=%s created=%s\n", v.version,
+                           v.status, v.name, v.algorithm, v.placement.num_devices(),
+                           v.parent ? absl::StrCat(*v.parent) : "-",
+                           absl::FormatTime(absl::RFC3339_sec, v.created, absl::UTCTimeZone()));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Show(const std::string& db, int64_t version, std::ostream& out) {
+  ASSIGN_OR_RETURN(auto store, PlacementStore::Open(db));
+  ASSIGN_OR_RETURN(PlacementVersion v, store->Get(version));
+  nlohmann::ordered_json j = {{"version", v.version}, {"model", v.model}, {"name", v.name},
+                              {"status", v.status}, {"algorithm", v.algorithm},
+                              {"params", nlohmann::json::parse(v.params_json)},
+                              {"metrics", nlohmann::json::parse(v.metrics_json)},
+                              {"placement", nlohmann::json::parse(v.placement.ToJson())}};
+  if (v.parent) j["parent"] = *v.parent;
+  out << j.dump(2) << "\n";
+  return absl::OkStatus();
+}
+
+absl::Status Activate(const std::string& db, int64_t version, std::ostream& out) {
+  ASSIGN_OR_RETURN(auto store, PlacementStore::Open(db));
+  RETURN_IF_ERROR(store->Activate(version));
+  out << "version " << version << " is active\n";
+  return absl::OkStatus();
+}
+
+absl::Status Rollback(const std::string& db, const std::string& model, std::ostream& out) {
+  ASSIGN_OR_RETURN(auto store, PlacementStore::Open(db));
+  ASSIGN_OR_RETURN(int64_t version, store->Rollback(model));
+  out << "rolled back: version " << version << " is active again\n";
+  return absl::OkStatus();
+}
+
+absl::Status Export(const std::string& db, int64_t version, const std::string& file) {
+  ASSIGN_OR_RETURN(auto store, PlacementStore::Open(db));
+  ASSIGN_OR_RETURN(PlacementVersion v, store->Get(version));
+  return WriteFileAtomically(file, v.placement.ToJson() + "\n");
+}
+
+absl::StatusOr<int64_t> Import(const std::string& db, const std::string& model,
+                               const std::string& file, const std::string& name,
+                               std::ostream& out) {
+  ASSIGN_OR_RETURN(std::string text, ReadFile(file));
+  absl::StatusOr<Placement> placement = Placement::FromJson(text);
+  if (!placement.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(file, ": ", placement.status().message()));
+  }
+  ASSIGN_OR_RETURN(auto store, PlacementStore::Open(db));
+  PlacementVersion v;
+  v.model = model;
+  v.name = name.empty() ? "imported" : name;
+  v.algorithm = "import";
+  v.params_json = nlohmann::json({{"file", file}}).dump();
+  v.placement = *placement;
+  ASSIGN_OR_RETURN(int64_t version, store->Create(v));
+  out << "imported " << file << " as version " << version << " (draft)\n";
+  return version;
+}
+
+}  // namespace semmoe::planner::cli

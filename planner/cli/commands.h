@@ -1,0 +1,60 @@
+// The planner's commands as functions over Options (planner/main.cc maps flags onto them).
+// Each writes its human-readable (or JSON) answer to `out` and returns a Status naming what
+// went wrong.
+#ifndef SEMMOE_PLANNER_CLI_COMMANDS_H_
+#define SEMMOE_PLANNER_CLI_COMMANDS_H_
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "planner/trace/trace_set.h"
+
+namespace semmoe::planner::cli {
+
+// A trace file (trace_format.h) or a flat-array trace directory (index.json + tokens.u16 +
+// topk_ids.u8); several are concatenated (they must agree on layers, experts and top-k).
+absl::StatusOr<trace::TraceSet> LoadTraces(const std::vector<std::string>& paths);
+
+struct BuildOptions {
+  std::string db;
+  std::string model;  // Model name in the store.
+  std::vector<std::string> traces;
+  int devices = 8;
+  std::string mode = "dp";         // dp | tp
+  std::string algo = "semantic";   // semantic | vanilla | random | eplb | coact
+  std::string name;                // Default: "<algo>-<mode>-g<devices>".
+  uint64_t seed = 0;
+  double token_balance_eps = 0.05;
+};
+// Builds a placement from traces and stores it as a draft version; returns the version.
+absl::StatusOr<int64_t> Build(const BuildOptions& options, std::ostream& out);
+
+struct EvalOptions {
+  std::string db;
+  std::vector<int64_t> versions;
+  std::vector<std::string> traces;   // Held-out traces to evaluate on.
+  std::vector<std::string> profile;  // Traces to learn token affinity from (affinity policies).
+  int64_t hidden_size = 0;           // For all-to-all bytes (0: not reported).
+  int tp_batch_tokens = 256;
+  bool json = false;
+};
+// Evaluates versions side by side: DP and TP, blind and (with --profile) affinity data
+// policies, with the bounds.
+absl::Status Eval(const EvalOptions& options, std::ostream& out);
+
+absl::Status List(const std::string& db, const std::string& model, std::ostream& out);
+absl::Status Show(const std::string& db, int64_t version, std::ostream& out);
+absl::Status Activate(const std::string& db, int64_t version, std::ostream& out);
+absl::Status Rollback(const std::string& db, const std::string& model, std::ostream& out);
+absl::Status Export(const std::string& db, int64_t version, const std::string& file);
+// Imports a placement JSON (as written by Export or Placement::ToJson) as a new draft.
+absl::StatusOr<int64_t> Import(const std::string& db, const std::string& model,
+                               const std::string& file, const std::string& name,
+                               std::ostream& out);
+
+}  // namespace semmoe::planner::cli
+
+#endif  // SEMMOE_PLANNER_CLI_COMMANDS_H_

@@ -1,0 +1,148 @@
+// planner: builds, evaluates and versions expert placements from routing traces.
+//
+//   planner build    --db DB --model NAME --traces T[,T...] --devices G --mode dp|tp
+//                    --algo semantic|vanilla|random|eplb|coact [--name N] [--seed S]
+//   planner eval     --db DB --versions V[,V...] --traces HELDOUT[,...] [--profile T,...] [--json]
+//   planner list     --db DB --model NAME
+//   planner show     --db DB --version V
+//   planner activate --db DB --version V
+//   planner rollback --db DB --model NAME
+//   planner export   --db DB --version V --out FILE
+//   planner import   --db DB --model NAME --file FILE [--name N]
+//
+// A trace is a file written by `engine trace` or a flat-array trace directory. Exit status: 0 on
+// success, 1 when the command failed (the error is printed), 2 for bad usage.
+#include <cstdlib>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "common/logging.h"
+#include "planner/cli/commands.h"
+
+ABSL_FLAG(std::string, db, "", "planner SQLite database (created if missing)");
+ABSL_FLAG(std::string, model, "", "model name in the database");
+ABSL_FLAG(std::vector<std::string>, traces, {}, "comma-separated trace files or directories");
+ABSL_FLAG(std::vector<std::string>, profile, {}, "eval: traces to learn token affinity from");
+ABSL_FLAG(int, devices, 8, "build: devices (EP ranks)");
+ABSL_FLAG(std::string, mode, "dp", "build: dp or tp");
+ABSL_FLAG(std::string, algo, "semantic", "build: semantic, vanilla, random, eplb or coact");
+ABSL_FLAG(std::string, name, "", "build/import: version name");
+ABSL_FLAG(uint64_t, seed, 0, "build: seed");
+ABSL_FLAG(double, balance_eps, 0.05, "build: token load per device ≤ (1 + eps) · mean");
+ABSL_FLAG(std::vector<std::string>, versions, {}, "eval: comma-separated versions");
+ABSL_FLAG(int64_t, version, 0, "show/activate/export: version");
+ABSL_FLAG(int64_t, hidden_size, 0, "eval: hidden size for all-to-all bytes (0: not reported)");
+ABSL_FLAG(bool, json, false, "eval: one JSON line");
+ABSL_FLAG(std::string, out, "", "export: output file");
+ABSL_FLAG(std::string, file, "", "import: placement JSON file");
+
+namespace semmoe::planner {
+namespace {
+
+constexpr char kUsage[] =
+    "planner <command> [flags]\n\n"
+    "commands: build, eval, list, show, activate, rollback, export, import\n"
+    "Run `planner --help` for every flag; docs/PLANNER.md for what they do.";
+
+int Usage(const std::string& message) {
+  std::cerr << "planner: " << message << "\n\n" << kUsage << "\n";
+  return 2;
+}
+
+int Done(const absl::Status& status) {
+  if (status.ok()) return 0;
+  std::cerr << "planner: " << status << "\n";
+  return 1;
+}
+
+std::string UserPath(const std::string& path) {
+  const char* cwd = std::getenv("BUILD_WORKING_DIRECTORY");
+  if (path.empty() || path[0] == '/' || cwd == nullptr) return path;
+  return absl::StrCat(cwd, "/", path);
+}
+
+std::vector<std::string> UserPaths(const std::vector<std::string>& paths) {
+  std::vector<std::string> out;
+  for (const std::string& p : paths) out.push_back(UserPath(p));
+  return out;
+}
+
+int Run(const std::string& command) {
+  const std::string db = UserPath(absl::GetFlag(FLAGS_db));
+  if (db.empty()) return Usage("--db is required");
+  const std::string model = absl::GetFlag(FLAGS_model);
+  const int64_t version = absl::GetFlag(FLAGS_version);
+  if (command == "build") {
+    if (model.empty() || absl::GetFlag(FLAGS_traces).empty()) {
+      return Usage("build needs --model and --traces");
+    }
+    return Done(cli::Build({.db = db,
+                            .model = model,
+                            .traces = UserPaths(absl::GetFlag(FLAGS_traces)),
+                            .devices = absl::GetFlag(FLAGS_devices),
+                            .mode = absl::GetFlag(FLAGS_mode),
+                            .algo = absl::GetFlag(FLAGS_algo),
+                            .name = absl::GetFlag(FLAGS_name),
+                            .seed = absl::GetFlag(FLAGS_seed),
+                            .token_balance_eps = absl::GetFlag(FLAGS_balance_eps)},
+                           std::cout)
+                    .status());
+  }
+  if (command == "eval") {
+    std::vector<int64_t> versions;
+    for (const std::string& v : absl::GetFlag(FLAGS_versions)) {
+      int64_t n;
+      if (!absl::SimpleAtoi(v, &n)) return Usage(absl::StrCat("--versions: '", v, "' is not a number"));
+      versions.push_back(n);
+    }
+    if (versions.empty() || absl::GetFlag(FLAGS_traces).empty()) {
+      return Usage("eval needs --versions and --traces");
+    }
+    return Done(cli::Eval({.db = db,
+                           .versions = versions,
+                           .traces = UserPaths(absl::GetFlag(FLAGS_traces)),
+                           .profile = UserPaths(absl::GetFlag(FLAGS_profile)),
+                           .hidden_size = absl::GetFlag(FLAGS_hidden_size),
+                           .json = absl::GetFlag(FLAGS_json)},
+                          std::cout));
+  }
+  if (command == "list") {
+    if (model.empty()) return Usage("list needs --model");
+    return Done(cli::List(db, model, std::cout));
+  }
+  if (command == "rollback") {
+    if (model.empty()) return Usage("rollback needs --model");
+    return Done(cli::Rollback(db, model, std::cout));
+  }
+  if (command == "import") {
+    if (model.empty() || absl::GetFlag(FLAGS_file).empty()) return Usage("import needs --model and --file");
+    return Done(cli::Import(db, model, UserPath(absl::GetFlag(FLAGS_file)), absl::GetFlag(FLAGS_name),
+                            std::cout)
+                    .status());
+  }
+  if (command == "show" || command == "activate" || command == "export") {
+    if (version <= 0) return Usage(absl::StrCat(command, " needs --version"));
+    if (command == "show") return Done(cli::Show(db, version, std::cout));
+    if (command == "activate") return Done(cli::Activate(db, version, std::cout));
+    if (absl::GetFlag(FLAGS_out).empty()) return Usage("export needs --out");
+    return Done(cli::Export(db, version, UserPath(absl::GetFlag(FLAGS_out))));
+  }
+  return Usage(absl::StrCat("unknown command '", command, "'"));
+}
+
+}  // namespace
+}  // namespace semmoe::planner
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(semmoe::planner::kUsage);
+  std::vector<char*> args = absl::ParseCommandLine(argc, argv);
+  semmoe::InitLogging(argv[0], {.stderr_threshold = 1});
+  if (args.size() != 2) return semmoe::planner::Usage("expected exactly one command");
+  return semmoe::planner::Run(args[1]);
+}
