@@ -5,6 +5,7 @@
 //   planner eval     --db DB --versions V[,V...] --traces HELDOUT[,...] [--profile T,...] [--json]
 //   planner list     --db DB --model NAME
 //   planner show     --db DB --version V
+//   planner diff     --db DB --versions V1,V2
 //   planner activate --db DB --version V
 //   planner rollback --db DB --model NAME
 //   planner export   --db DB --version V --out FILE
@@ -47,7 +48,7 @@ namespace {
 
 constexpr char kUsage[] =
     "planner <command> [flags]\n\n"
-    "commands: build, eval, list, show, activate, rollback, export, import\n"
+    "commands: build, eval, list, show, diff, activate, rollback, export, import\n"
     "Run `planner --help` for every flag; docs/PLANNER.md for what they do.";
 
 int Usage(const std::string& message) {
@@ -111,6 +112,14 @@ int Run(const std::string& command) {
                            .hidden_size = absl::GetFlag(FLAGS_hidden_size),
                            .json = absl::GetFlag(FLAGS_json)},
                           std::cout));
+  }
+  if (command == "diff") {
+    const auto& v = absl::GetFlag(FLAGS_versions);
+    int64_t a, b;
+    if (v.size() != 2 || !absl::SimpleAtoi(v[0], &a) || !absl::SimpleAtoi(v[1], &b)) {
+      return Usage("diff needs --versions V1,V2");
+    }
+    return Done(cli::Diff(db, a, b, std::cout));
   }
   if (command == "list") {
     if (model.empty()) return Usage("list needs --model");

@@ -234,6 +234,42 @@ absl::Status Export(const std::string& db, int64_t version, const std::string& f
   return WriteFileAtomically(file, v.placement.ToJson() + "\n");
 }
 
+absl::Status Diff(const std::string& db, int64_t from, int64_t to, std::ostream& out) {
+  ASSIGN_OR_RETURN(auto store, PlacementStore::Open(db));
+  ASSIGN_OR_RETURN(PlacementVersion a, store->Get(from));
+  ASSIGN_OR_RETURN(PlacementVersion b, store->Get(to));
+  if (a.model != b.model || a.placement.num_layers() != b.placement.num_layers()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("versions ", from, " and ", to, " belong to different models"));
+  }
+  int total = 0;
+  std::string per_layer;
+  for (int l = 0; l < a.placement.num_layers(); ++l) {
+    int moved = 0;
+    for (int e = 0; e < a.placement.num_experts(); ++e) {
+      // Devices are interchangeable only by relabelling; count raw moves, as the weights move.
+      moved += a.placement.Device(l, e) != b.placement.Device(l, e);
+    }
+    total += moved;
+    absl::StrAppend(&per_layer, l == 0 ? "" : " ", moved);
+  }
+  out << "version " << from << " → " << to << ": " << total << " of "
+      << a.placement.num_layers() * a.placement.num_experts()
+      << " experts move (per layer: " << per_layer << ")";
+  if (a.placement.num_devices() != b.placement.num_devices()) {
+    out << "; devices " << a.placement.num_devices() << " → " << b.placement.num_devices();
+  }
+  const auto ma = nlohmann::json::parse(a.metrics_json), mb = nlohmann::json::parse(b.metrics_json);
+  if (ma.contains("lar_affinity") && mb.contains("lar_affinity") &&
+      ma["lar_affinity"].is_number() && mb["lar_affinity"].is_number()) {
+    out << absl::StrFormat("; recorded in-sample LAR %.4f → %.4f (%+.4f)",
+                           ma["lar_affinity"].get<double>(), mb["lar_affinity"].get<double>(),
+                           mb["lar_affinity"].get<double>() - ma["lar_affinity"].get<double>());
+  }
+  out << "\n";
+  return absl::OkStatus();
+}
+
 absl::StatusOr<int64_t> Import(const std::string& db, const std::string& model,
                                const std::string& file, const std::string& name,
                                std::ostream& out) {

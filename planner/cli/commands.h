@@ -50,6 +50,10 @@ absl::Status Show(const std::string& db, int64_t version, std::ostream& out);
 absl::Status Activate(const std::string& db, int64_t version, std::ostream& out);
 absl::Status Rollback(const std::string& db, const std::string& model, std::ostream& out);
 absl::Status Export(const std::string& db, int64_t version, const std::string& file);
+// What changes from version `from` to `to` (same model): experts that move per layer and in
+// total (each moved expert's weights must be shipped to its new device), and the change in the
+// recorded in-sample LAR.
+absl::Status Diff(const std::string& db, int64_t from, int64_t to, std::ostream& out);
 // Imports a placement JSON (as written by Export or Placement::ToJson) as a new draft.
 absl::StatusOr<int64_t> Import(const std::string& db, const std::string& model,
                                const std::string& file, const std::string& name,

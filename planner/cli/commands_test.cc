@@ -73,6 +73,12 @@ TEST(CommandsTest, BuildEvalAndVersionLifecycle) {
   ASSERT_TRUE(List(db, "m", text).ok());
   EXPECT_NE(text.str().find("active"), std::string::npos);
   ASSERT_TRUE(Show(db, *semantic, text).ok());
+  std::ostringstream diff;
+  ASSERT_TRUE(Diff(db, *vanilla, *semantic, diff).ok());
+  EXPECT_NE(diff.str().find("experts move (per layer: "), std::string::npos) << diff.str();
+  std::ostringstream same;
+  ASSERT_TRUE(Diff(db, *semantic, *semantic, same).ok());
+  EXPECT_NE(same.str().find(": 0 of 32 experts move"), std::string::npos) << same.str();
   const std::string file = JoinPath(std::getenv("TEST_TMPDIR"), "p.json");
   ASSERT_TRUE(Export(db, *semantic, file).ok());
   auto imported = Import(db, "m", file, "copy", text);
