@@ -35,7 +35,7 @@ std::vector<int> AffinityRequests(const trace::TraceSet& trace, const std::vecto
 
 std::vector<std::vector<int>> SrsTokens(const trace::TraceSet& trace,
                                         const TokenAffinity& affinity, const Placement& placement,
-                                        int batch_tokens) {
+                                        int batch_tokens, const LayerAffinity* layer_affinity) {
   const int g = placement.num_devices(), n = placement.num_experts();
   std::vector<std::vector<int>> token_device(trace.num_layers(),
                                              std::vector<int>(trace.num_tokens()));
@@ -52,7 +52,18 @@ std::vector<std::vector<int>> SrsTokens(const trace::TraceSet& trace,
         for (int e = 0; e < n; ++e) share[placement.Device(l, e)] += affinity.Probability(l, v, e);
         predicted[i] = static_cast<int>(std::max_element(share.begin(), share.end()) -
                                         share.begin());
+        // share sums to 1 per layer: it is the expected fraction of the token's experts there.
         confidence[i] = share[predicted[i]];
+        if (layer_affinity != nullptr && l >= 1) {
+          const int64_t t = start + i;
+          const int prev1 = BestDevice(trace, placement, t, l - 1);
+          const int prev2 = l >= 2 ? BestDevice(trace, placement, t, l - 2) : -1;
+          const LayerAffinity::Prediction a = layer_affinity->Predict(l, prev2, prev1);
+          if (a.confidence > confidence[i]) {
+            predicted[i] = a.device;
+            confidence[i] = a.confidence;
+          }
+        }
         order[i] = i;
       }
       std::stable_sort(order.begin(), order.begin() + b,

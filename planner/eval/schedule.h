@@ -7,6 +7,7 @@
 
 #include <vector>
 
+#include "planner/affinity/layer_affinity.h"
 #include "planner/affinity/token_affinity.h"
 #include "planner/placement/placement.h"
 #include "planner/trace/trace_set.h"
@@ -19,13 +20,16 @@ std::vector<int> AffinityRequests(const trace::TraceSet& trace, const std::vecto
 
 // Attention-TP with the shuffled reduce-scatter rule (DESIGN.md §4): at each MoE layer, every
 // token's device is predicted from its id — the device holding most of its expected experts
-// under `placement` (C from `affinity`), with that share as confidence — and each batch of
+// under `placement` (C from `affinity`), with that share as confidence — or, when
+// `layer_affinity` is given and more confident, from the devices its experts used at the two
+// previous layers (the A table); and each batch of
 // `batch_tokens` consecutive tokens is cut into equal chunks per device: tokens, most confident
 // first, go to their predicted device while it has room, else to the least-full device.
 // Returns token_device[layer][token].
 std::vector<std::vector<int>> SrsTokens(const trace::TraceSet& trace,
                                         const TokenAffinity& affinity, const Placement& placement,
-                                        int batch_tokens);
+                                        int batch_tokens,
+                                        const LayerAffinity* layer_affinity = nullptr);
 
 }  // namespace semmoe::planner
 

@@ -1,0 +1,38 @@
+// LayerAffinity: the `A` tables of DESIGN.md §4. For a placement, a token's "device" at a layer
+// is the device holding most of the experts it chose there. Routing is sticky across layers, so
+// the devices at layers l−2 and l−1 (known at run time before layer l's shuffle) predict the
+// device at layer l: A[l][(d₋₂, d₋₁)] → (device, confidence), learned from a trace.
+#ifndef SEMMOE_PLANNER_AFFINITY_LAYER_AFFINITY_H_
+#define SEMMOE_PLANNER_AFFINITY_LAYER_AFFINITY_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "planner/placement/placement.h"
+#include "planner/trace/trace_set.h"
+
+namespace semmoe::planner {
+
+// The device holding most of token t's experts at `layer` (lowest id on ties).
+int BestDevice(const trace::TraceSet& trace, const Placement& placement, int64_t t, int layer);
+
+class LayerAffinity {
+ public:
+  static LayerAffinity Build(const trace::TraceSet& trace, const Placement& placement);
+
+  struct Prediction {
+    int device = 0;
+    double confidence = 0;  // Share of the profile's tokens with this history that went there.
+  };
+  // REQUIRES: layer ≥ 1. For layer 1 only d₋₁ is used (pass prev2 = -1).
+  Prediction Predict(int layer, int prev2, int prev1) const;
+
+ private:
+  int g_ = 0;
+  // [layer][(prev2 + 1) * g + prev1][device] counts; prev2 = -1 for layer 1.
+  std::vector<std::vector<std::vector<int64_t>>> counts_;
+};
+
+}  // namespace semmoe::planner
+
+#endif  // SEMMOE_PLANNER_AFFINITY_LAYER_AFFINITY_H_
