@@ -21,26 +21,31 @@ LayerAffinity LayerAffinity::Build(const trace::TraceSet& trace, const Placement
   LayerAffinity a;
   const int g = placement.num_devices();
   a.g_ = g;
+  a.top_k_ = trace.top_k();
   a.counts_.assign(trace.num_layers(),
                    std::vector<std::vector<int64_t>>((g + 1) * g, std::vector<int64_t>(g, 0)));
+  a.tokens_.assign(trace.num_layers(), std::vector<int64_t>((g + 1) * g, 0));
   std::vector<int> best(trace.num_layers());
   for (int64_t t = 0; t < trace.num_tokens(); ++t) {
     for (int l = 0; l < trace.num_layers(); ++l) best[l] = BestDevice(trace, placement, t, l);
     for (int l = 1; l < trace.num_layers(); ++l) {
       const int prev2 = l >= 2 ? best[l - 2] : -1;
-      ++a.counts_[l][(prev2 + 1) * g + best[l - 1]][best[l]];
+      const int history = (prev2 + 1) * g + best[l - 1];
+      ++a.tokens_[l][history];
+      const uint16_t* experts = trace.Experts(t, l);
+      for (int j = 0; j < trace.top_k(); ++j) ++a.counts_[l][history][placement.Device(l, experts[j])];
     }
   }
   return a;
 }
 
 LayerAffinity::Prediction LayerAffinity::Predict(int layer, int prev2, int prev1) const {
-  const std::vector<int64_t>& row = counts_[layer][(prev2 + 1) * g_ + prev1];
-  int64_t total = 0;
-  for (int64_t c : row) total += c;
-  if (total == 0) return {prev1, 0.0};  // Unseen history: stay put, no confidence.
+  const int history = (prev2 + 1) * g_ + prev1;
+  const std::vector<int64_t>& row = counts_[layer][history];
+  const int64_t tokens = tokens_[layer][history];
+  if (tokens == 0) return {prev1, 0.0};  // Unseen history: stay put, no confidence.
   const int device = static_cast<int>(std::max_element(row.begin(), row.end()) - row.begin());
-  return {device, static_cast<double>(row[device]) / total};
+  return {device, static_cast<double>(row[device]) / (static_cast<double>(tokens) * top_k_)};
 }
 
 }  // namespace semmoe::planner

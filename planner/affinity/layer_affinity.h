@@ -22,15 +22,20 @@ class LayerAffinity {
 
   struct Prediction {
     int device = 0;
-    double confidence = 0;  // Share of the profile's tokens with this history that went there.
+    // Expected share of the token's experts on `device`, over the profile's tokens with this
+    // history: the same scale as the token-id (T) prediction's confidence.
+    double confidence = 0;
   };
   // REQUIRES: layer ≥ 1. For layer 1 only d₋₁ is used (pass prev2 = -1).
   Prediction Predict(int layer, int prev2, int prev1) const;
 
  private:
   int g_ = 0;
-  // [layer][(prev2 + 1) * g + prev1][device] counts; prev2 = -1 for layer 1.
+  // [layer][(prev2 + 1) * g + prev1][device]: experts chosen on that device by tokens with this
+  // history; prev2 = -1 for layer 1. tokens_ counts the tokens per history.
   std::vector<std::vector<std::vector<int64_t>>> counts_;
+  std::vector<std::vector<int64_t>> tokens_;
+  int top_k_ = 1;
 };
 
 }  // namespace semmoe::planner
