@@ -10,9 +10,13 @@
 //   planner rollback --db DB --model NAME
 //   planner export   --db DB --version V --out FILE
 //   planner import   --db DB --model NAME --file FILE [--name N]
+//   planner serve    --db DB [--listen 127.0.0.1] [--port 7070]   (PlannerService + rendezvous)
 //
 // A trace is a file written by `engine trace` or a flat-array trace directory. Exit status: 0 on
 // success, 1 when the command failed (the error is printed), 2 for bad usage.
+#include <pthread.h>
+#include <signal.h>
+
 #include <cstdlib>
 #include <iostream>
 #include <string>
@@ -25,6 +29,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/logging.h"
 #include "planner/cli/commands.h"
+#include "planner/server/serve.h"
 
 ABSL_FLAG(std::string, db, "", "planner SQLite database (created if missing)");
 ABSL_FLAG(std::string, model, "", "model name in the database");
@@ -42,13 +47,15 @@ ABSL_FLAG(int64_t, hidden_size, 0, "eval: hidden size for all-to-all bytes (0: n
 ABSL_FLAG(bool, json, false, "eval: one JSON line");
 ABSL_FLAG(std::string, out, "", "export: output file");
 ABSL_FLAG(std::string, file, "", "import: placement JSON file");
+ABSL_FLAG(std::string, listen, "127.0.0.1", "serve: address to listen on");
+ABSL_FLAG(int, port, 7070, "serve: port (0: pick a free one)");
 
 namespace semmoe::planner {
 namespace {
 
 constexpr char kUsage[] =
     "planner <command> [flags]\n\n"
-    "commands: build, eval, list, show, diff, activate, rollback, export, import\n"
+    "commands: build, eval, list, show, diff, activate, rollback, export, import, serve\n"
     "Run `planner --help` for every flag; docs/PLANNER.md for what they do.";
 
 int Usage(const std::string& message) {
@@ -112,6 +119,24 @@ int Run(const std::string& command) {
                            .hidden_size = absl::GetFlag(FLAGS_hidden_size),
                            .json = absl::GetFlag(FLAGS_json)},
                           std::cout));
+  }
+  if (command == "serve") {
+    // Block the stop signals before gRPC starts its threads, then wait for one here.
+    sigset_t stop;
+    sigemptyset(&stop);
+    sigaddset(&stop, SIGINT);
+    sigaddset(&stop, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &stop, nullptr);
+    auto server = PlannerServer::Start(
+        {.db = db, .address = absl::StrCat(absl::GetFlag(FLAGS_listen), ":", absl::GetFlag(FLAGS_port))});
+    if (!server.ok()) return Done(server.status());
+    std::cout << "planner serving " << db << " on " << absl::GetFlag(FLAGS_listen) << ":"
+              << (*server)->port() << " (PlannerService, RendezvousStore, health)" << std::endl;
+    int signal = 0;
+    sigwait(&stop, &signal);
+    std::cout << "planner: stopping on signal " << signal << std::endl;
+    (*server)->Shutdown();
+    return 0;
   }
   if (command == "diff") {
     const auto& v = absl::GetFlag(FLAGS_versions);

@@ -1,0 +1,49 @@
+// PlannerService gRPC adapter over a PlacementStore (planner/proto/planner.proto).
+//
+// Synchronous handlers; the store (one SQLite connection) is shared under a mutex. WatchActive
+// polls the store every `poll_interval` (activations may come from another process, e.g. the
+// `planner activate` command) and holds one server thread per watcher until it cancels.
+#ifndef SEMMOE_PLANNER_SERVER_PLANNER_SERVICE_H_
+#define SEMMOE_PLANNER_SERVER_PLANNER_SERVICE_H_
+
+#include <memory>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "common/clock.h"
+#include "planner/proto/planner.grpc.pb.h"
+#include "planner/store/placement_store.h"
+
+namespace semmoe::planner {
+
+class PlannerServiceImpl final : public rpc::PlannerService::Service {
+ public:
+  struct Options {
+    absl::Duration poll_interval = absl::Milliseconds(500);
+    Clock* clock = Clock::Real();  // Not owned.
+  };
+  // Takes the store.
+  PlannerServiceImpl(std::unique_ptr<PlacementStore> store, const Options& options)
+      : store_(std::move(store)), options_(options) {}
+
+  grpc::Status ListVersions(grpc::ServerContext* context, const rpc::ListVersionsRequest* request,
+                            rpc::ListVersionsResponse* response) override;
+  grpc::Status GetVersion(grpc::ServerContext* context, const rpc::GetVersionRequest* request,
+                          rpc::PlacementVersion* response) override;
+  grpc::Status GetActive(grpc::ServerContext* context, const rpc::GetActiveRequest* request,
+                         rpc::PlacementVersion* response) override;
+  grpc::Status Activate(grpc::ServerContext* context, const rpc::ActivateRequest* request,
+                        rpc::ActivateResponse* response) override;
+  grpc::Status WatchActive(grpc::ServerContext* context, const rpc::GetActiveRequest* request,
+                           grpc::ServerWriter<rpc::PlacementVersion>* writer) override;
+
+ private:
+  absl::Mutex mu_;
+  std::unique_ptr<PlacementStore> store_ ABSL_GUARDED_BY(mu_);
+  const Options options_;
+};
+
+}  // namespace semmoe::planner
+
+#endif  // SEMMOE_PLANNER_SERVER_PLANNER_SERVICE_H_

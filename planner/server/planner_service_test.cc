@@ -1,0 +1,110 @@
+// PlannerService through a real gRPC server on an ephemeral loopback port.
+#include "planner/server/planner_service.h"
+
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "grpcpp/grpcpp.h"
+#include "gtest/gtest.h"
+#include "planner/store/testing/temp_database_path.h"
+
+namespace semmoe::planner {
+namespace {
+
+class PlannerServiceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    path_ = TempDatabasePath("service.db");
+    auto store = PlacementStore::Open(path_);
+    ASSERT_TRUE(store.ok());
+    ASSERT_TRUE((*store)->AddModel("m", 2, 8).ok());
+    for (uint64_t seed : {1, 2}) {
+      PlacementVersion v;
+      v.model = "m";
+      v.name = absl::StrCat("v", seed);
+      v.algorithm = "random";
+      v.placement = *Placement::Random({0, 1}, 8, 2, seed);
+      ASSERT_TRUE((*store)->Create(v).ok());
+    }
+    service_ = std::make_unique<PlannerServiceImpl>(
+        std::move(*store), PlannerServiceImpl::Options{.poll_interval = absl::Milliseconds(20)});
+    grpc::ServerBuilder builder;
+    int port = 0;
+    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+    builder.RegisterService(service_.get());
+    server_ = builder.BuildAndStart();
+    ASSERT_GT(port, 0);
+    stub_ = rpc::PlannerService::NewStub(
+        grpc::CreateChannel(absl::StrCat("127.0.0.1:", port), grpc::InsecureChannelCredentials()));
+  }
+  void TearDown() override {
+    if (server_) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  }
+
+  std::string path_;
+  std::unique_ptr<PlannerServiceImpl> service_;
+  std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<rpc::PlannerService::Stub> stub_;
+};
+
+TEST_F(PlannerServiceTest, ListGetActivate) {
+  grpc::ClientContext list_context;
+  rpc::ListVersionsRequest list;
+  list.set_model("m");
+  rpc::ListVersionsResponse versions;
+  ASSERT_TRUE(stub_->ListVersions(&list_context, list, &versions).ok());
+  ASSERT_EQ(versions.versions_size(), 2);
+  EXPECT_EQ(versions.versions(1).name(), "v2");
+  EXPECT_TRUE(versions.versions(1).placement_json().empty());
+
+  grpc::ClientContext no_active_context;
+  rpc::GetActiveRequest active;
+  active.set_model("m");
+  rpc::PlacementVersion got;
+  EXPECT_EQ(stub_->GetActive(&no_active_context, active, &got).error_code(),
+            grpc::StatusCode::NOT_FOUND);
+
+  grpc::ClientContext activate_context;
+  rpc::ActivateRequest activate;
+  activate.set_version(2);
+  rpc::ActivateResponse done;
+  ASSERT_TRUE(stub_->Activate(&activate_context, activate, &done).ok());
+  grpc::ClientContext active_context;
+  ASSERT_TRUE(stub_->GetActive(&active_context, active, &got).ok());
+  EXPECT_EQ(got.version(), 2);
+  EXPECT_EQ(got.status(), "active");
+  auto placement = Placement::FromJson(got.placement_json());
+  ASSERT_TRUE(placement.ok()) << placement.status();
+  EXPECT_EQ(placement->ToJson(), Placement::Random({0, 1}, 8, 2, 2)->ToJson());
+
+  grpc::ClientContext missing_context;
+  rpc::GetVersionRequest missing;
+  missing.set_version(99);
+  EXPECT_EQ(stub_->GetVersion(&missing_context, missing, &got).error_code(),
+            grpc::StatusCode::NOT_FOUND);
+}
+
+// A watcher sees the current active version, then a change made by another process's
+// connection (as `planner activate` would), then stops when it cancels.
+TEST_F(PlannerServiceTest, WatchActiveSeesChangesFromOtherConnections) {
+  auto other = PlacementStore::Open(path_);
+  ASSERT_TRUE(other.ok());
+  ASSERT_TRUE((*other)->Activate(1).ok());
+  grpc::ClientContext context;
+  rpc::GetActiveRequest request;
+  request.set_model("m");
+  auto reader = stub_->WatchActive(&context, request);
+  rpc::PlacementVersion v;
+  ASSERT_TRUE(reader->Read(&v));
+  EXPECT_EQ(v.version(), 1);
+  ASSERT_TRUE((*other)->Activate(2).ok());
+  ASSERT_TRUE(reader->Read(&v));
+  EXPECT_EQ(v.version(), 2);
+  context.TryCancel();
+  while (reader->Read(&v)) {
+  }
+  EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::CANCELLED);
+}
+
+}  // namespace
+}  // namespace semmoe::planner
