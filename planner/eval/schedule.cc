@@ -1,6 +1,7 @@
 #include "planner/eval/schedule.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 
 namespace semmoe::planner {
@@ -19,7 +20,9 @@ std::vector<int> AffinityRequests(const trace::TraceSet& trace, const std::vecto
     for (int64_t t = begin; t < end; ++t) {
       if (trace.tokens[t] >= vocab) continue;
       const float* row = &scores[static_cast<size_t>(trace.tokens[t]) * g];
-      for (int d = 0; d < g; ++d) s[d] += row[d];
+      float total = 0;
+      for (int d = 0; d < g; ++d) total += row[d];
+      for (int d = 0; d < g; ++d) s[d] += std::log(std::max(row[d] / total, 1e-2f));
     }
     int best = -1;
     for (int d = 0; d < g; ++d) {
