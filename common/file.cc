@@ -24,6 +24,20 @@ absl::Status ErrnoStatus(int err, absl::string_view what, const std::string& pat
   }
 }
 
+// Writes all of `contents` to `fd` (retrying short writes and EINTR).
+absl::Status WriteAll(int fd, absl::string_view contents, const std::string& path) {
+  size_t done = 0;
+  while (done < contents.size()) {
+    ssize_t n = write(fd, contents.data() + done, contents.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return ErrnoStatus(errno, "cannot write", path);
+    }
+    done += static_cast<size_t>(n);
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::StatusOr<std::string> ReadFile(const std::string& path) {
@@ -49,16 +63,9 @@ absl::StatusOr<std::string> ReadFile(const std::string& path) {
 absl::Status WriteFile(const std::string& path, absl::string_view contents) {
   int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return ErrnoStatus(errno, "cannot create", path);
-  size_t done = 0;
-  while (done < contents.size()) {
-    ssize_t n = write(fd, contents.data() + done, contents.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      int err = errno;
-      close(fd);
-      return ErrnoStatus(err, "cannot write", path);
-    }
-    done += static_cast<size_t>(n);
+  if (absl::Status written = WriteAll(fd, contents, path); !written.ok()) {
+    close(fd);
+    return written;
   }
   if (close(fd) != 0) return ErrnoStatus(errno, "cannot close", path);
   return absl::OkStatus();
@@ -68,17 +75,10 @@ absl::Status WriteFileAtomically(const std::string& path, absl::string_view cont
   std::string tmp = absl::StrCat(path, ".tmp.", getpid());
   int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return ErrnoStatus(errno, "cannot create", tmp);
-  size_t done = 0;
-  while (done < contents.size()) {
-    ssize_t n = write(fd, contents.data() + done, contents.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      int err = errno;
-      close(fd);
-      unlink(tmp.c_str());
-      return ErrnoStatus(err, "cannot write", tmp);
-    }
-    done += static_cast<size_t>(n);
+  if (absl::Status written = WriteAll(fd, contents, tmp); !written.ok()) {
+    close(fd);
+    unlink(tmp.c_str());
+    return written;
   }
   if (fsync(fd) != 0 || close(fd) != 0) {
     int err = errno;
