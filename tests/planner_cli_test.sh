@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# End-to-end: the `planner` binary as an operator runs it — a trace from `engine trace` on a tiny
+# model, builds, evaluation, the version lifecycle, serve start/stop — and its error exits.
+set -euo pipefail
+
+PLANNER="$1"
+ENGINE="$2"
+MAKE_TINY="$3"
+TMP="${TEST_TMPDIR:-$(mktemp -d)}"
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+expect_error() {  # expect_error CODE SUBSTRING -- command...
+  local code="$1" text="$2"
+  shift 3
+  local out rc=0
+  out="$("$@" 2>&1)" || rc=$?
+  [[ "$rc" == "$code" ]] || fail "exit $rc (want $code) from: $* -- $out"
+  grep -qF -- "$text" <<<"$out" || fail "no '$text' in: $out"
+}
+
+"$MAKE_TINY" --arch=qwen3_moe --out="$TMP/model" --seed=5 --experts=8 --top_k=2 >/dev/null
+: >"$TMP/prompts.jsonl"
+for i in $(seq 1 24); do
+  case $((i % 3)) in
+    0) text="int main(int argc, char** argv) { return run(argc, argv); } // $i" ;;
+    1) text="The planner reads the traces and writes a new placement, version $i." ;;
+    2) text="def forward(self, x): return self.down(self.act(self.gate(x))) # $i" ;;
+  esac
+  printf '{"id": "p%d", "text": "%s"}\n' "$i" "$text" >>"$TMP/prompts.jsonl"
+done
+"$ENGINE" trace --model="$TMP/model" --prompts="$TMP/prompts.jsonl" --out="$TMP/t.trace" 2>/dev/null
+
+DB="$TMP/planner.db"
+out="$("$PLANNER" build --db="$DB" --model=tiny --traces="$TMP/t.trace" --devices=2 --algo=semantic)"
+[[ "$out" == "version 1 (semantic-dp-g2, draft)"* ]] || fail "build: $out"
+"$PLANNER" build --db="$DB" --model=tiny --traces="$TMP/t.trace" --devices=2 --algo=vanilla >/dev/null
+"$PLANNER" build --db="$DB" --model=tiny --traces="$TMP/t.trace" --devices=2 --mode=tp >/dev/null
+json="$("$PLANNER" eval --db="$DB" --versions=1,2,3 --traces="$TMP/t.trace" --profile="$TMP/t.trace" --json)"
+[[ "$json" == '[{"version":1'* ]] || fail "eval json: $json"
+[[ "$(grep -o '"dp_lar_affinity"' <<<"$json" | wc -l)" == 3 ]] || fail "eval rows: $json"
+"$PLANNER" activate --db="$DB" --version=2 | grep -q "version 2 is active" || fail "activate"
+"$PLANNER" activate --db="$DB" --version=1 >/dev/null
+"$PLANNER" rollback --db="$DB" --model=tiny | grep -q "version 2 is active again" || fail "rollback"
+"$PLANNER" list --db="$DB" --model=tiny | grep -q "^2 .*active" || fail "list"
+"$PLANNER" diff --db="$DB" --versions=2,1 | grep -q "experts move" || fail "diff"
+"$PLANNER" export --db="$DB" --version=1 --out="$TMP/p.json"
+"$PLANNER" import --db="$DB" --model=tiny --file="$TMP/p.json" | grep -q "as version 4" || fail "import"
+
+# serve: starts, answers on its port, stops cleanly on SIGTERM.
+"$PLANNER" serve --db="$DB" --port=0 >"$TMP/serve.log" 2>&1 &
+pid=$!
+for _ in $(seq 1 50); do grep -q "planner serving" "$TMP/serve.log" && break; sleep 0.1; done
+grep -q "planner serving .* on 127.0.0.1:[0-9]" "$TMP/serve.log" || fail "serve: $(cat "$TMP/serve.log")"
+kill -TERM "$pid"
+wait "$pid" || fail "serve exited non-zero"
+grep -q "stopping on signal" "$TMP/serve.log" || fail "serve did not stop cleanly"
+
+expect_error 2 "expected exactly one command" -- "$PLANNER" --db="$DB"
+expect_error 2 "--db is required" -- "$PLANNER" list --model=tiny
+expect_error 2 "unknown command 'plan'" -- "$PLANNER" plan --db="$DB"
+expect_error 2 "build needs --model and --traces" -- "$PLANNER" build --db="$DB"
+expect_error 2 "--versions: 'x' is not a number" -- "$PLANNER" eval --db="$DB" --versions=x --traces="$TMP/t.trace"
+expect_error 2 "diff needs --versions V1,V2" -- "$PLANNER" diff --db="$DB" --versions=1
+expect_error 1 "--algo 'magic'" -- "$PLANNER" build --db="$DB" --model=tiny --traces="$TMP/t.trace" --algo=magic
+expect_error 1 "no placement version 99" -- "$PLANNER" show --db="$DB" --version=99
+head -c 200 "$TMP/t.trace" >"$TMP/cut.trace"
+expect_error 1 "truncated" -- "$PLANNER" build --db="$DB" --model=tiny --traces="$TMP/cut.trace"
+head -c 4096 /dev/zero | tr '\0' 'x' >"$TMP/bad.db"
+expect_error 1 "bad.db" -- "$PLANNER" list --db="$TMP/bad.db" --model=tiny
+echo "PASS"
