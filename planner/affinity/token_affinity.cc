@@ -1,5 +1,10 @@
 #include "planner/affinity/token_affinity.h"
 
+#include <algorithm>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+
 namespace semmoe::planner {
 
 TokenAffinity TokenAffinity::FromTrace(const trace::TraceSet& trace) {
@@ -66,6 +71,123 @@ std::vector<float> TokenAffinity::DpScores(const Placement& placement, uint32_t 
     }
   }
   return scores;
+}
+
+namespace {
+
+constexpr char kMagic[8] = {'S', 'M', 'A', 'F', 'F', 'I', 'N', '1'};
+
+template <typename T>
+void Put(std::string& out, T v) {
+  out.append(reinterpret_cast<const char*>(&v), sizeof(T));
+}
+
+class Reader {
+ public:
+  explicit Reader(absl::string_view bytes) : bytes_(bytes) {}
+  template <typename T>
+  absl::Status Get(T& v, const char* what) {
+    if (bytes_.size() - at_ < sizeof(T)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("affinity table truncated at byte ", at_, " reading ", what));
+    }
+    std::memcpy(&v, bytes_.data() + at_, sizeof(T));
+    at_ += sizeof(T);
+    return absl::OkStatus();
+  }
+  size_t at() const { return at_; }
+  bool done() const { return at_ == bytes_.size(); }
+
+ private:
+  absl::string_view bytes_;
+  size_t at_ = 0;
+};
+
+}  // namespace
+
+std::string TokenAffinity::Serialize() const {
+  std::string out(kMagic, 8);
+  const uint32_t layers = num_layers(), experts = num_experts_;
+  Put<uint32_t>(out, layers);
+  Put<uint32_t>(out, experts);
+  Put<uint32_t>(out, static_cast<uint32_t>(rows_.size()));
+  for (const auto& m : marginal_) {
+    for (float p : m) Put<float>(out, p);
+  }
+  std::vector<uint32_t> ids;
+  for (const auto& [id, row] : rows_) ids.push_back(id);
+  std::sort(ids.begin(), ids.end());
+  for (uint32_t id : ids) {
+    const std::vector<float>& row = rows_.at(id);
+    Put<uint32_t>(out, id);
+    for (uint32_t l = 0; l < layers; ++l) {
+      uint16_t n = 0;
+      for (uint32_t e = 0; e < experts; ++e) n += row[l * experts + e] > 0;
+      Put<uint16_t>(out, n);
+      for (uint32_t e = 0; e < experts; ++e) {
+        if (row[l * experts + e] > 0) {
+          Put<uint16_t>(out, static_cast<uint16_t>(e));
+          Put<float>(out, row[l * experts + e]);
+        }
+      }
+    }
+  }
+  return out;
+}
+
+absl::StatusOr<TokenAffinity> TokenAffinity::Deserialize(absl::string_view bytes) {
+  if (bytes.size() < 8 || std::memcmp(bytes.data(), kMagic, 8) != 0) {
+    return absl::InvalidArgumentError("not an affinity table (bad magic)");
+  }
+  Reader r(bytes.substr(8));
+  uint32_t layers, experts, tokens;
+  if (absl::Status s = r.Get(layers, "the layer count"); !s.ok()) return s;
+  if (absl::Status s = r.Get(experts, "the expert count"); !s.ok()) return s;
+  if (absl::Status s = r.Get(tokens, "the token count"); !s.ok()) return s;
+  if (layers == 0 || layers > 4096 || experts == 0 || experts > 65536 ||
+      static_cast<uint64_t>(layers) * experts * 4 > bytes.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("affinity table: implausible shape ", layers,
+                                                   " layers × ", experts, " experts"));
+  }
+  TokenAffinity a;
+  a.num_experts_ = static_cast<int>(experts);
+  a.marginal_.assign(layers, std::vector<float>(experts));
+  for (auto& m : a.marginal_) {
+    for (float& p : m) {
+      if (absl::Status s = r.Get(p, "the marginal"); !s.ok()) return s;
+    }
+  }
+  // Each token needs at least 4 + 2·layers bytes: a bound on the count before allocating.
+  if (static_cast<uint64_t>(tokens) * (4 + 2ull * layers) > bytes.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("affinity table: ", tokens,
+                                                   " tokens cannot fit in ", bytes.size(),
+                                                   " bytes"));
+  }
+  for (uint32_t t = 0; t < tokens; ++t) {
+    uint32_t id;
+    if (absl::Status s = r.Get(id, "a token id"); !s.ok()) return s;
+    std::vector<float> row(static_cast<size_t>(layers) * experts, 0.0f);
+    for (uint32_t l = 0; l < layers; ++l) {
+      uint16_t n;
+      if (absl::Status s = r.Get(n, "an entry count"); !s.ok()) return s;
+      for (uint16_t i = 0; i < n; ++i) {
+        uint16_t e;
+        float p;
+        if (absl::Status s = r.Get(e, "an expert id"); !s.ok()) return s;
+        if (absl::Status s = r.Get(p, "a probability"); !s.ok()) return s;
+        if (e >= experts || !(p >= 0.0f && p <= 1.0f)) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "affinity table: bad entry (expert ", e, ", p ", p, ") before byte ", 8 + r.at()));
+        }
+        row[static_cast<size_t>(l) * experts + e] = p;
+      }
+    }
+    if (!a.rows_.emplace(id, std::move(row)).second) {
+      return absl::InvalidArgumentError(absl::StrCat("affinity table: token ", id, " twice"));
+    }
+  }
+  if (!r.done()) return absl::InvalidArgumentError("affinity table: trailing bytes");
+  return a;
 }
 
 }  // namespace semmoe::planner

@@ -8,9 +8,12 @@
 #define SEMMOE_PLANNER_AFFINITY_TOKEN_AFFINITY_H_
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "planner/placement/placement.h"
 #include "planner/trace/trace_set.h"
 
@@ -29,6 +32,13 @@ class TokenAffinity {
   // S: for each token id in [0, vocab_size), expected local activations per device (Σ over
   // layers of P(expert on d | token)); row-major [vocab_size, G].
   std::vector<float> DpScores(const Placement& placement, uint32_t vocab_size) const;
+
+  // Compact binary form (stored with each placement version, served to routers), sparse per
+  // token and layer: "SMAFFIN1" | u32 layers | u32 experts | u32 tokens | f32 marginal[L×E] |
+  // per token (ascending id): u32 id, per layer: u16 n, n × (u16 expert, f32 p).
+  std::string Serialize() const;
+  // InvalidArgument naming the byte offset for anything malformed (never a crash).
+  static absl::StatusOr<TokenAffinity> Deserialize(absl::string_view bytes);
 
  private:
   int num_experts_ = 0;

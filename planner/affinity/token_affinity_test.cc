@@ -1,5 +1,7 @@
 #include "planner/affinity/token_affinity.h"
 
+#include <random>
+
 #include "gtest/gtest.h"
 
 namespace semmoe::planner {
@@ -24,6 +26,40 @@ TEST(TokenAffinityTest, ProbabilitiesMarginalAndScores) {
   EXPECT_FLOAT_EQ(s[5 * 2 + 1], 1.0f);
   EXPECT_FLOAT_EQ(s[6 * 2 + 1], 2.0f);
   EXPECT_NEAR(s[9 * 2 + 0] + s[9 * 2 + 1], 2.0f, 1e-6);  // Unseen: marginals, mass 1 per layer.
+}
+
+TEST(TokenAffinityTest, SerializeRoundTripAndCorruption) {
+  trace::TraceSet t;
+  t.header.num_experts = 4;
+  t.header.top_k = 1;
+  t.header.moe_layers = {0, 1};
+  ASSERT_TRUE(t.AddRequest("r", {5, 5, 6}, {0, 2, 1, 2, 3, 3}).ok());
+  const TokenAffinity a = TokenAffinity::FromTrace(t);
+  const std::string bytes = a.Serialize();
+  auto b = TokenAffinity::Deserialize(bytes);
+  ASSERT_TRUE(b.ok()) << b.status();
+  for (uint32_t token : {5u, 6u, 9u}) {
+    for (int l = 0; l < 2; ++l) {
+      for (int e = 0; e < 4; ++e) {
+        EXPECT_FLOAT_EQ(b->Probability(l, token, e), a.Probability(l, token, e));
+      }
+    }
+  }
+  EXPECT_EQ(b->Serialize(), bytes);
+  // Fuzz-style: truncations and byte flips give a Status, never a crash or a huge allocation.
+  std::mt19937 rng(3);
+  int rejected = 0;
+  for (int i = 0; i < 2000; ++i) {
+    std::string c = bytes;
+    if (rng() % 2) {
+      c.resize(rng() % c.size());
+    } else {
+      c[rng() % c.size()] = static_cast<char>(rng());
+    }
+    rejected += !TokenAffinity::Deserialize(c).ok();
+  }
+  EXPECT_GT(rejected, 1000);
+  EXPECT_FALSE(TokenAffinity::Deserialize("nope").ok());
 }
 
 }  // namespace
