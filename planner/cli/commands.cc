@@ -122,7 +122,8 @@ absl::StatusOr<int64_t> Build(const BuildOptions& o, std::ostream& out) {
                       .dump();
   v.metrics_json = metrics.dump();
   v.placement = placement;
-  ASSIGN_OR_RETURN(int64_t version, store->Create(v));
+  // The version keeps the token affinity it was built from: routers and `eval` use it.
+  ASSIGN_OR_RETURN(int64_t version, store->Create(v, affinity.Serialize()));
   out << "version " << version << " (" << v.name << ", draft): in-sample " << o.mode
       << " LAR blind " << Pct(metrics["lar_blind"]) << ", affinity " << Pct(metrics["lar_affinity"])
       << ", bound " << Pct(metrics["bound"]) << "\n";
@@ -158,9 +159,21 @@ absl::Status Eval(const EvalOptions& o, std::ostream& out) {
       row["dp_a2a_bytes_per_token_blind"] = dp.a2a_bytes_per_token;
       row["tp_a2a_bytes_per_token_blind"] = tp.a2a_bytes_per_token;
     }
-    if (affinity.has_value()) {
-      ASSIGN_OR_RETURN(Metrics dpa, EvaluateDp(trace, p, AffinityRequests(trace, affinity->DpScores(p, vocab), g), eval));
-      ASSIGN_OR_RETURN(Metrics tpa, EvaluateTp(trace, p, SrsTokens(trace, *affinity, p, o.tp_batch_tokens), eval));
+    // Affinity: --profile's if given, else the tables stored with the version (if any).
+    std::optional<TokenAffinity> stored;
+    if (!affinity.has_value()) {
+      auto tables = store->GetAffinityTables(version);
+      if (tables.ok()) {
+        ASSIGN_OR_RETURN(TokenAffinity parsed, TokenAffinity::Deserialize(*tables));
+        stored = std::move(parsed);
+      } else if (!absl::IsNotFound(tables.status())) {
+        return tables.status();
+      }
+    }
+    const TokenAffinity* use = affinity.has_value() ? &*affinity : stored ? &*stored : nullptr;
+    if (use != nullptr) {
+      ASSIGN_OR_RETURN(Metrics dpa, EvaluateDp(trace, p, AffinityRequests(trace, use->DpScores(p, vocab), g), eval));
+      ASSIGN_OR_RETURN(Metrics tpa, EvaluateTp(trace, p, SrsTokens(trace, *use, p, o.tp_batch_tokens), eval));
       row["dp_lar_affinity"] = dpa.lar;
       row["dp_token_load_imbalance"] = dpa.token_load_imbalance;
       row["tp_lar_srs"] = tpa.lar;

@@ -36,13 +36,15 @@ struct EvalOptions {
   std::string db;
   std::vector<int64_t> versions;
   std::vector<std::string> traces;   // Held-out traces to evaluate on.
-  std::vector<std::string> profile;  // Traces to learn token affinity from (affinity policies).
+  // Traces to learn token affinity from (affinity policies); empty: each version's stored tables
+  // (learned from the traces it was built from).
+  std::vector<std::string> profile;
   int64_t hidden_size = 0;           // For all-to-all bytes (0: not reported).
   int tp_batch_tokens = 256;
   bool json = false;
 };
-// Evaluates versions side by side: DP and TP, blind and (with --profile) affinity data
-// policies, with the bounds.
+// Evaluates versions side by side: DP and TP, blind and affinity data policies, with the
+// bounds.
 absl::Status Eval(const EvalOptions& options, std::ostream& out);
 
 absl::Status List(const std::string& db, const std::string& model, std::ostream& out);

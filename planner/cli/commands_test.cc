@@ -87,6 +87,10 @@ TEST(CommandsTest, BuildEvalAndVersionLifecycle) {
   ASSERT_TRUE(Eval({.db = db, .versions = {*semantic, *imported}, .traces = {heldout}, .json = true}, again).ok());
   auto two = nlohmann::json::parse(again.str());
   EXPECT_EQ(two[0]["dp_lar_blind"], two[1]["dp_lar_blind"]);
+  // Without --profile the built version uses its stored affinity (same as profiling on its own
+  // build trace); the imported one has none.
+  EXPECT_EQ(two[0]["dp_lar_affinity"], rows[0]["dp_lar_affinity"]);
+  EXPECT_FALSE(two[1].contains("dp_lar_affinity"));
 }
 
 TEST(CommandsTest, Errors) {

@@ -85,4 +85,16 @@ grpc::Status PlannerServiceImpl::WatchActive(grpc::ServerContext* context,
   return grpc::Status::OK;
 }
 
+grpc::Status PlannerServiceImpl::GetAffinityTables(grpc::ServerContext*,
+                                                   const rpc::GetVersionRequest* request,
+                                                   rpc::AffinityTables* response) {
+  absl::MutexLock lock(&mu_);
+  auto tables = store_->GetAffinityTables(request->version());
+  if (!tables.ok()) return ToGrpcStatus(tables.status());
+  response->set_version(request->version());
+  response->set_format(1);
+  response->set_data(std::move(*tables));
+  return grpc::Status::OK;
+}
+
 }  // namespace semmoe::planner

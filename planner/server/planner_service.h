@@ -37,6 +37,8 @@ class PlannerServiceImpl final : public rpc::PlannerService::Service {
                         rpc::ActivateResponse* response) override;
   grpc::Status WatchActive(grpc::ServerContext* context, const rpc::GetActiveRequest* request,
                            grpc::ServerWriter<rpc::PlacementVersion>* writer) override;
+  grpc::Status GetAffinityTables(grpc::ServerContext* context, const rpc::GetVersionRequest* request,
+                                 rpc::AffinityTables* response) override;
 
  private:
   absl::Mutex mu_;

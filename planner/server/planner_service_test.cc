@@ -24,7 +24,7 @@ class PlannerServiceTest : public ::testing::Test {
       v.name = absl::StrCat("v", seed);
       v.algorithm = "random";
       v.placement = *Placement::Random({0, 1}, 8, 2, seed);
-      ASSERT_TRUE((*store)->Create(v).ok());
+      ASSERT_TRUE((*store)->Create(v, seed == 1 ? "tables" : "").ok());
     }
     service_ = std::make_unique<PlannerServiceImpl>(
         std::move(*store), PlannerServiceImpl::Options{.poll_interval = absl::Milliseconds(20)});
@@ -76,6 +76,18 @@ TEST_F(PlannerServiceTest, ListGetActivate) {
   auto placement = Placement::FromJson(got.placement_json());
   ASSERT_TRUE(placement.ok()) << placement.status();
   EXPECT_EQ(placement->ToJson(), Placement::Random({0, 1}, 8, 2, 2)->ToJson());
+
+  grpc::ClientContext tables_context;
+  rpc::GetVersionRequest first;
+  first.set_version(1);
+  rpc::AffinityTables tables;
+  ASSERT_TRUE(stub_->GetAffinityTables(&tables_context, first, &tables).ok());
+  EXPECT_EQ(tables.data(), "tables");
+  grpc::ClientContext no_tables_context;
+  rpc::GetVersionRequest second;
+  second.set_version(2);
+  EXPECT_EQ(stub_->GetAffinityTables(&no_tables_context, second, &tables).error_code(),
+            grpc::StatusCode::NOT_FOUND);
 
   grpc::ClientContext missing_context;
   rpc::GetVersionRequest missing;

@@ -53,6 +53,16 @@ const Migration kMigrations[] = {
       CREATE TRIGGER placement_layers_never_deleted BEFORE DELETE ON placement_layers
         BEGIN SELECT RAISE(ABORT, 'placement versions are immutable'); END;
     )sql"},
+    {2, R"sql(
+      CREATE TABLE affinity_tables (
+        version INTEGER PRIMARY KEY REFERENCES placements(version),
+        format INTEGER NOT NULL,
+        data BLOB NOT NULL);
+      CREATE TRIGGER affinity_tables_immutable BEFORE UPDATE ON affinity_tables
+        BEGIN SELECT RAISE(ABORT, 'placement versions are immutable'); END;
+      CREATE TRIGGER affinity_tables_never_deleted BEFORE DELETE ON affinity_tables
+        BEGIN SELECT RAISE(ABORT, 'placement versions are immutable'); END;
+    )sql"},
 };
 
 bool IsJsonObject(const std::string& text) {
@@ -94,7 +104,8 @@ absl::Status PlacementStore::AddModel(const std::string& model, int num_layers, 
   return tx->Commit();
 }
 
-absl::StatusOr<int64_t> PlacementStore::Create(const PlacementVersion& v) {
+absl::StatusOr<int64_t> PlacementStore::Create(const PlacementVersion& v,
+                                               absl::string_view affinity_tables) {
   if (!IsJsonObject(v.params_json) || !IsJsonObject(v.metrics_json)) {
     return absl::InvalidArgumentError("params_json and metrics_json must be JSON objects");
   }
@@ -151,6 +162,15 @@ absl::StatusOr<int64_t> PlacementStore::Create(const PlacementVersion& v) {
     RETURN_IF_ERROR(layer.BindInt(3, v.placement.moe_layers()[l]));
     RETURN_IF_ERROR(layer.BindBlob(4, blob));
     RETURN_IF_ERROR(layer.Run());
+  }
+  if (!affinity_tables.empty()) {
+    ASSIGN_OR_RETURN(Statement tables, db_->Prepare("INSERT INTO affinity_tables (version, "
+                                                    "format, data) VALUES (?, 1, ?)"));
+    RETURN_IF_ERROR(tables.BindInt(1, version));
+    RETURN_IF_ERROR(tables.BindBlob(
+        2, absl::MakeConstSpan(reinterpret_cast<const uint8_t*>(affinity_tables.data()),
+                               affinity_tables.size())));
+    RETURN_IF_ERROR(tables.Run());
   }
   RETURN_IF_ERROR(tx->Commit());
   return version;
@@ -234,6 +254,19 @@ absl::StatusOr<std::optional<PlacementVersion>> PlacementStore::Active(const std
   if (!found) return std::optional<PlacementVersion>();
   ASSIGN_OR_RETURN(PlacementVersion v, ReadVersion(row));
   return std::optional<PlacementVersion>(std::move(v));
+}
+
+absl::StatusOr<std::string> PlacementStore::GetAffinityTables(int64_t version) {
+  ASSIGN_OR_RETURN(Statement row,
+                   db_->Prepare("SELECT data FROM affinity_tables WHERE version = ?"));
+  RETURN_IF_ERROR(row.BindInt(1, version));
+  ASSIGN_OR_RETURN(bool found, row.Step());
+  if (!found) {
+    return absl::NotFoundError(absl::StrCat("placement version ", version,
+                                            " has no affinity tables"));
+  }
+  const std::vector<uint8_t> data = row.ColumnBlob(0);
+  return std::string(data.begin(), data.end());
 }
 
 absl::Status PlacementStore::Activate(int64_t version) {

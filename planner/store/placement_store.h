@@ -56,9 +56,15 @@ class PlacementStore {
   // taken by another shape).
   absl::Status AddModel(const std::string& model, int num_layers, int num_experts);
 
-  // Stores a new draft version; returns its number. NotFound for an unknown model or parent;
-  // InvalidArgument if the placement does not fit the model or the JSON fields are not objects.
-  absl::StatusOr<int64_t> Create(const PlacementVersion& version);
+  // Stores a new draft version — with its affinity tables (TokenAffinity::Serialize bytes) if
+  // given, in the same transaction — and returns its number. NotFound for an unknown model or
+  // parent; InvalidArgument if the placement does not fit the model or the JSON fields are not
+  // objects.
+  absl::StatusOr<int64_t> Create(const PlacementVersion& version,
+                                 absl::string_view affinity_tables = {});
+
+  // The affinity tables stored with `version`; NotFound if it has none.
+  absl::StatusOr<std::string> GetAffinityTables(int64_t version);
 
   absl::StatusOr<PlacementVersion> Get(int64_t version);
   // Every version of `model`, oldest first.

@@ -58,6 +58,18 @@ TEST(PlacementStoreTest, CreateGetList) {
   EXPECT_EQ((*store)->Get(999).status().code(), absl::StatusCode::kNotFound);
 }
 
+TEST(PlacementStoreTest, AffinityTablesStoredWithTheVersion) {
+  auto store = OpenStore(TempDatabasePath("affinity.db"));
+  const std::string tables("SMAFFIN1\x01\x00", 10);
+  const int64_t with = *store->Create(Version("a", 1), tables);
+  const int64_t without = *store->Create(Version("b", 2));
+  auto got = store->GetAffinityTables(with);
+  ASSERT_TRUE(got.ok()) << got.status();
+  EXPECT_EQ(*got, tables);
+  EXPECT_EQ(store->GetAffinityTables(without).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_FALSE(store->database().Execute("UPDATE affinity_tables SET data = x'00'").ok());
+}
+
 TEST(PlacementStoreTest, ActivateRetireAndRollback) {
   auto store = OpenStore(TempDatabasePath("activate.db"));
   const int64_t a = *store->Create(Version("a", 1)), b = *store->Create(Version("b", 2));
