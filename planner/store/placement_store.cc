@@ -63,6 +63,33 @@ const Migration kMigrations[] = {
       CREATE TRIGGER affinity_tables_never_deleted BEFORE DELETE ON affinity_tables
         BEGIN SELECT RAISE(ABORT, 'placement versions are immutable'); END;
     )sql"},
+    {3, R"sql(
+      CREATE TABLE experiments (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        model_id INTEGER NOT NULL REFERENCES models(id),
+        name TEXT NOT NULL,
+        status TEXT NOT NULL CHECK (status IN ('draft', 'running', 'stopped')),
+        created_at INTEGER NOT NULL);
+      CREATE UNIQUE INDEX one_running_experiment_per_model ON experiments(model_id)
+        WHERE status = 'running';
+      CREATE TABLE experiment_arms (
+        experiment_id INTEGER NOT NULL REFERENCES experiments(id),
+        name TEXT NOT NULL,
+        version INTEGER NOT NULL REFERENCES placements(version),
+        share_percent INTEGER NOT NULL CHECK (share_percent BETWEEN 1 AND 100),
+        PRIMARY KEY (experiment_id, name));
+      CREATE TRIGGER experiment_arms_fixed BEFORE UPDATE ON experiment_arms
+        BEGIN SELECT RAISE(ABORT, 'experiment arms are fixed once created'); END;
+      CREATE TRIGGER experiment_arms_kept BEFORE DELETE ON experiment_arms
+        BEGIN SELECT RAISE(ABORT, 'experiment arms are fixed once created'); END;
+      CREATE TABLE experiment_metrics (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        experiment_id INTEGER NOT NULL,
+        arm TEXT NOT NULL,
+        metrics_json TEXT NOT NULL,
+        at INTEGER NOT NULL,
+        FOREIGN KEY (experiment_id, arm) REFERENCES experiment_arms(experiment_id, name));
+    )sql"},
 };
 
 bool IsJsonObject(const std::string& text) {

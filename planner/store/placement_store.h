@@ -79,6 +79,7 @@ class PlacementStore {
   absl::StatusOr<int64_t> Rollback(const std::string& model);
 
   Database& database() { return *db_; }
+  Clock& clock() { return *clock_; }
 
  private:
   PlacementStore(std::unique_ptr<Database> db, Clock* clock) : db_(std::move(db)), clock_(clock) {}

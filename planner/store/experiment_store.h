@@ -1,0 +1,59 @@
+// A/B experiments over placement versions, in the planner's database: an experiment splits a
+// model's traffic between arms, each serving one placement version with a share (percent,
+// summing to 100). Status: draft → running → stopped. Arms are fixed once the experiment is
+// created (triggers refuse edits); per-arm metrics are appended by whoever measures them (the
+// router) as JSON snapshots.
+//
+// Thread-compatible, like PlacementStore; uses the PlacementStore's database (same schema list).
+#ifndef SEMMOE_PLANNER_STORE_EXPERIMENT_STORE_H_
+#define SEMMOE_PLANNER_STORE_EXPERIMENT_STORE_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "planner/store/placement_store.h"
+
+namespace semmoe::planner {
+
+struct ExperimentArm {
+  std::string name;
+  int64_t version = 0;
+  int share_percent = 0;
+  std::string latest_metrics_json;  // "" until metrics are recorded.
+};
+
+struct Experiment {
+  int64_t id = 0;
+  std::string model;
+  std::string name;
+  std::string status;  // "draft", "running" or "stopped".
+  std::vector<ExperimentArm> arms;
+};
+
+class ExperimentStore {
+ public:
+  // REQUIRES: `placements` outlives this (its database holds the experiment tables).
+  explicit ExperimentStore(PlacementStore& placements) : placements_(placements) {}
+
+  // InvalidArgument unless there are ≥ 2 arms with distinct names, shares in [1, 100] summing
+  // to 100, and versions of `model`; NotFound for an unknown model or version.
+  absl::StatusOr<int64_t> Create(const std::string& model, const std::string& name,
+                                 const std::vector<ExperimentArm>& arms);
+  // draft → running; at most one running experiment per model (FailedPrecondition otherwise).
+  absl::Status Start(int64_t id);
+  // running → stopped.
+  absl::Status Stop(int64_t id);
+  absl::StatusOr<Experiment> Get(int64_t id);
+  absl::StatusOr<std::vector<Experiment>> List(const std::string& model);
+  // Appends a metrics snapshot (a JSON object) for an arm of a running experiment.
+  absl::Status RecordArmMetrics(int64_t id, const std::string& arm, const std::string& json);
+
+ private:
+  PlacementStore& placements_;
+};
+
+}  // namespace semmoe::planner
+
+#endif  // SEMMOE_PLANNER_STORE_EXPERIMENT_STORE_H_

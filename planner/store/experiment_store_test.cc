@@ -1,0 +1,80 @@
+#include "planner/store/experiment_store.h"
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "planner/store/testing/temp_database_path.h"
+
+namespace semmoe::planner {
+namespace {
+
+using ::testing::HasSubstr;
+
+class ExperimentStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto store = PlacementStore::Open(TempDatabasePath("experiments.db"));
+    ASSERT_TRUE(store.ok());
+    placements_ = std::move(*store);
+    ASSERT_TRUE(placements_->AddModel("m", 1, 4).ok());
+    ASSERT_TRUE(placements_->AddModel("other", 1, 4).ok());
+    for (const char* model : {"m", "m", "other"}) {
+      PlacementVersion v;
+      v.model = model;
+      v.name = "v";
+      v.algorithm = "vanilla";
+      v.placement = *Placement::Vanilla({0}, 4, 2);
+      ASSERT_TRUE(placements_->Create(v).ok());
+    }
+    experiments_ = std::make_unique<ExperimentStore>(*placements_);
+  }
+  std::unique_ptr<PlacementStore> placements_;
+  std::unique_ptr<ExperimentStore> experiments_;
+};
+
+TEST_F(ExperimentStoreTest, LifecycleAndMetrics) {
+  auto id = experiments_->Create("m", "semantic vs vanilla", {{"a", 1, 90}, {"b", 2, 10}});
+  ASSERT_TRUE(id.ok()) << id.status();
+  EXPECT_EQ(experiments_->RecordArmMetrics(*id, "a", "{}").code(),
+            absl::StatusCode::kFailedPrecondition);  // Not running yet.
+  ASSERT_TRUE(experiments_->Start(*id).ok());
+  ASSERT_TRUE(experiments_->RecordArmMetrics(*id, "a", R"({"lar": 0.2})").ok());
+  ASSERT_TRUE(experiments_->RecordArmMetrics(*id, "a", R"({"lar": 0.3})").ok());
+  EXPECT_EQ(experiments_->RecordArmMetrics(*id, "c", "{}").code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(experiments_->RecordArmMetrics(*id, "a", "[1]").code(),
+            absl::StatusCode::kInvalidArgument);
+  auto e = experiments_->Get(*id);
+  ASSERT_TRUE(e.ok()) << e.status();
+  EXPECT_EQ(e->status, "running");
+  ASSERT_EQ(e->arms.size(), 2u);
+  EXPECT_EQ(e->arms[0].share_percent, 90);
+  EXPECT_EQ(e->arms[0].latest_metrics_json, R"({"lar": 0.3})");
+  EXPECT_EQ(e->arms[1].latest_metrics_json, "");
+  // One running experiment per model.
+  auto second = experiments_->Create("m", "again", {{"x", 1, 50}, {"y", 2, 50}});
+  ASSERT_TRUE(second.ok());
+  EXPECT_EQ(experiments_->Start(*second).code(), absl::StatusCode::kFailedPrecondition);
+  ASSERT_TRUE(experiments_->Stop(*id).ok());
+  EXPECT_TRUE(experiments_->Start(*second).ok());
+  EXPECT_EQ(experiments_->Stop(*id).code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(experiments_->List("m")->size(), 2u);
+  EXPECT_FALSE(placements_->database().Execute("UPDATE experiment_arms SET share_percent = 5").ok());
+}
+
+TEST_F(ExperimentStoreTest, BadExperimentsAreClearErrors) {
+  auto message = [&](std::vector<ExperimentArm> arms) {
+    return std::string(experiments_->Create("m", "e", arms).status().message());
+  };
+  EXPECT_THAT(message({{"a", 1, 100}}), HasSubstr("at least 2 arms"));
+  EXPECT_THAT(message({{"a", 1, 50}, {"a", 2, 50}}), HasSubstr("distinct"));
+  EXPECT_THAT(message({{"a", 1, 60}, {"b", 2, 50}}), HasSubstr("sum to 110"));
+  EXPECT_THAT(message({{"a", 1, 0}, {"b", 2, 100}}), HasSubstr("share 0"));
+  EXPECT_THAT(message({{"a", 1, 50}, {"b", 9, 50}}), HasSubstr("no placement version 9"));
+  EXPECT_THAT(message({{"a", 1, 50}, {"b", 3, 50}}), HasSubstr("is not a 'm' placement"));
+  EXPECT_EQ(experiments_->Create("nope", "e", {{"a", 1, 50}, {"b", 2, 50}}).status().code(),
+            absl::StatusCode::kNotFound);
+  EXPECT_EQ(experiments_->Start(42).code(), absl::StatusCode::kNotFound);
+  EXPECT_TRUE(experiments_->List("m")->empty());
+}
+
+}  // namespace
+}  // namespace semmoe::planner
