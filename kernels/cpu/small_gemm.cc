@@ -11,73 +11,6 @@ using internal::v8f;
 inline v8f Load(const float* p) { return internal::Load8(p); }
 inline float Sum(v8f v) { return internal::Sum8(v); }
 
-// One row of A against four rows of B, accumulating into four vectors (kept in registers:
-// named variables, not an array, or GCC spills them).
-struct Acc4 {
-  v8f c0 = {}, c1 = {}, c2 = {}, c3 = {};
-};
-
-inline void Finish(const float* a, const float* b0, const float* b1, const float* b2,
-                   const float* b3, int64_t k8, int64_t k, const Acc4& acc, float* c) {
-  float out[4] = {Sum(acc.c0), Sum(acc.c1), Sum(acc.c2), Sum(acc.c3)};
-  for (int64_t p = k8; p < k; ++p) {
-    out[0] += a[p] * b0[p];
-    out[1] += a[p] * b1[p];
-    out[2] += a[p] * b2[p];
-    out[3] += a[p] * b3[p];
-  }
-  std::memcpy(c, out, sizeof(out));
-}
-
-// C[i, j0..j0+4) and C[i+1, j0..j0+4) (two rows of A share each load of B).
-void Block2(const SmallGemmArgs& g, int64_t i, int64_t j0) {
-  const int64_t k8 = g.k / 8 * 8;
-  const float* a0 = g.a + i * g.lda;
-  const float* a1 = a0 + g.lda;
-  const float* b0 = g.b + j0 * g.ldb;
-  const float* b1 = b0 + g.ldb;
-  const float* b2 = b1 + g.ldb;
-  const float* b3 = b2 + g.ldb;
-  Acc4 r0, r1;
-  for (int64_t p = 0; p < k8; p += 8) {
-    v8f w0 = Load(b0 + p), w1 = Load(b1 + p), w2 = Load(b2 + p), w3 = Load(b3 + p);
-    // Keep each B vector in a register for both rows of A: without this GCC folds the load into
-    // each FMA and loads B twice (load ports, not FMAs, then bound the loop).
-#ifdef __AVX__
-    asm("" : "+x"(w0), "+x"(w1), "+x"(w2), "+x"(w3));
-#endif
-    const v8f x0 = Load(a0 + p), x1 = Load(a1 + p);
-    r0.c0 += x0 * w0;
-    r0.c1 += x0 * w1;
-    r0.c2 += x0 * w2;
-    r0.c3 += x0 * w3;
-    r1.c0 += x1 * w0;
-    r1.c1 += x1 * w1;
-    r1.c2 += x1 * w2;
-    r1.c3 += x1 * w3;
-  }
-  Finish(a0, b0, b1, b2, b3, k8, g.k, r0, g.c + i * g.ldc + j0);
-  Finish(a1, b0, b1, b2, b3, k8, g.k, r1, g.c + (i + 1) * g.ldc + j0);
-}
-
-void Block1(const SmallGemmArgs& g, int64_t i, int64_t j0) {
-  const int64_t k8 = g.k / 8 * 8;
-  const float* a0 = g.a + i * g.lda;
-  const float* b0 = g.b + j0 * g.ldb;
-  const float* b1 = b0 + g.ldb;
-  const float* b2 = b1 + g.ldb;
-  const float* b3 = b2 + g.ldb;
-  Acc4 r0;
-  for (int64_t p = 0; p < k8; p += 8) {
-    const v8f x0 = Load(a0 + p);
-    r0.c0 += x0 * Load(b0 + p);
-    r0.c1 += x0 * Load(b1 + p);
-    r0.c2 += x0 * Load(b2 + p);
-    r0.c3 += x0 * Load(b3 + p);
-  }
-  Finish(a0, b0, b1, b2, b3, k8, g.k, r0, g.c + i * g.ldc + j0);
-}
-
 typedef uint16_t v8u16 __attribute__((vector_size(16)));
 typedef uint32_t v8u32 __attribute__((vector_size(32)));
 
@@ -98,26 +31,41 @@ inline float Bf16(uint16_t bits) {
   return f;
 }
 
-void FinishBf16(const float* a, const uint16_t* const b[4], int64_t k8, int64_t k,
-                const Acc4& acc, float* c) {
+// B elements are f32 or bf16 bits: the blocks below are written once for both.
+inline v8f LoadB(const float* p) { return Load(p); }
+inline v8f LoadB(const uint16_t* p) { return LoadBf16(p); }
+inline float ScalarB(float v) { return v; }
+inline float ScalarB(uint16_t v) { return Bf16(v); }
+
+// One row of A against four rows of B, accumulating into four vectors (kept in registers:
+// named variables, not an array, or GCC spills them).
+struct Acc4 {
+  v8f c0 = {}, c1 = {}, c2 = {}, c3 = {};
+};
+
+template <typename B>
+void Finish(const float* a, const B* const b[4], int64_t k8, int64_t k, const Acc4& acc, float* c) {
   float out[4] = {Sum(acc.c0), Sum(acc.c1), Sum(acc.c2), Sum(acc.c3)};
   for (int64_t p = k8; p < k; ++p) {
-    for (int j = 0; j < 4; ++j) out[j] += a[p] * Bf16(b[j][p]);
+    for (int j = 0; j < 4; ++j) out[j] += a[p] * ScalarB(b[j][p]);
   }
   std::memcpy(c, out, sizeof(out));
 }
 
-// As Block2/Block1, B in bf16.
-void Block2Bf16(const SmallGemmBf16Args& g, int64_t i, int64_t j0) {
+// C[i, j0..j0+4) and C[i+1, j0..j0+4) (two rows of A share each load of B). Args is
+// SmallGemmArgs or SmallGemmBf16Args.
+template <typename Args>
+void Block2(const Args& g, int64_t i, int64_t j0) {
   const int64_t k8 = g.k / 8 * 8;
   const float* a0 = g.a + i * g.lda;
   const float* a1 = a0 + g.lda;
-  const uint16_t* b[4] = {g.b + j0 * g.ldb, g.b + (j0 + 1) * g.ldb, g.b + (j0 + 2) * g.ldb,
-                          g.b + (j0 + 3) * g.ldb};
+  decltype(g.b) b[4] = {g.b + j0 * g.ldb, g.b + (j0 + 1) * g.ldb, g.b + (j0 + 2) * g.ldb,
+                        g.b + (j0 + 3) * g.ldb};
   Acc4 r0, r1;
   for (int64_t p = 0; p < k8; p += 8) {
-    v8f w0 = LoadBf16(b[0] + p), w1 = LoadBf16(b[1] + p), w2 = LoadBf16(b[2] + p),
-        w3 = LoadBf16(b[3] + p);
+    v8f w0 = LoadB(b[0] + p), w1 = LoadB(b[1] + p), w2 = LoadB(b[2] + p), w3 = LoadB(b[3] + p);
+    // Keep each B vector in a register for both rows of A: without this GCC folds the load into
+    // each FMA and loads B twice (load ports, not FMAs, then bound the loop).
 #ifdef __AVX__
     asm("" : "+x"(w0), "+x"(w1), "+x"(w2), "+x"(w3));
 #endif
@@ -131,24 +79,25 @@ void Block2Bf16(const SmallGemmBf16Args& g, int64_t i, int64_t j0) {
     r1.c2 += x1 * w2;
     r1.c3 += x1 * w3;
   }
-  FinishBf16(a0, b, k8, g.k, r0, g.c + i * g.ldc + j0);
-  FinishBf16(a1, b, k8, g.k, r1, g.c + (i + 1) * g.ldc + j0);
+  Finish(a0, b, k8, g.k, r0, g.c + i * g.ldc + j0);
+  Finish(a1, b, k8, g.k, r1, g.c + (i + 1) * g.ldc + j0);
 }
 
-void Block1Bf16(const SmallGemmBf16Args& g, int64_t i, int64_t j0) {
+template <typename Args>
+void Block1(const Args& g, int64_t i, int64_t j0) {
   const int64_t k8 = g.k / 8 * 8;
   const float* a0 = g.a + i * g.lda;
-  const uint16_t* b[4] = {g.b + j0 * g.ldb, g.b + (j0 + 1) * g.ldb, g.b + (j0 + 2) * g.ldb,
-                          g.b + (j0 + 3) * g.ldb};
+  decltype(g.b) b[4] = {g.b + j0 * g.ldb, g.b + (j0 + 1) * g.ldb, g.b + (j0 + 2) * g.ldb,
+                        g.b + (j0 + 3) * g.ldb};
   Acc4 r0;
   for (int64_t p = 0; p < k8; p += 8) {
     const v8f x0 = Load(a0 + p);
-    r0.c0 += x0 * LoadBf16(b[0] + p);
-    r0.c1 += x0 * LoadBf16(b[1] + p);
-    r0.c2 += x0 * LoadBf16(b[2] + p);
-    r0.c3 += x0 * LoadBf16(b[3] + p);
+    r0.c0 += x0 * LoadB(b[0] + p);
+    r0.c1 += x0 * LoadB(b[1] + p);
+    r0.c2 += x0 * LoadB(b[2] + p);
+    r0.c3 += x0 * LoadB(b[3] + p);
   }
-  FinishBf16(a0, b, k8, g.k, r0, g.c + i * g.ldc + j0);
+  Finish(a0, b, k8, g.k, r0, g.c + i * g.ldc + j0);
 }
 
 }  // namespace
@@ -159,9 +108,9 @@ void SmallGemmAbtBf16(const SmallGemmBf16Args& g) {
   if (g.m <= 2) {  // One pass over B: widen in registers as it streams by.
     for (int64_t j = 0; j < n4; j += 4) {
       if (g.m == 2) {
-        Block2Bf16(g, 0, j);
+        Block2(g, 0, j);
       } else {
-        Block1Bf16(g, 0, j);
+        Block1(g, 0, j);
       }
     }
   }
