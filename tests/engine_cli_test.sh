@@ -3,19 +3,10 @@
 # architecture, as a user runs them — output files, JSON, exit codes and error messages.
 set -euo pipefail
 
+source "$1"  # tests/cli_lib.sh: TMP, fail, expect_error
+shift
 ENGINE="$1"
 MAKE_TINY="$2"
-TMP="${TEST_TMPDIR:-$(mktemp -d)}"
-fail() { echo "FAIL: $*" >&2; exit 1; }
-
-expect_error() {  # expect_error CODE SUBSTRING -- command...
-  local code="$1" text="$2"
-  shift 3
-  local out rc=0
-  out="$("$@" 2>&1)" || rc=$?
-  [[ "$rc" == "$code" ]] || fail "exit $rc (want $code) from: $* -- $out"
-  grep -qF -- "$text" <<<"$out" || fail "no '$text' in: $out"
-}
 
 for arch in qwen3_moe qwen2_moe mixtral; do
   dir="$TMP/$arch"

@@ -3,20 +3,11 @@
 # model, builds, evaluation, the version lifecycle, serve start/stop — and its error exits.
 set -euo pipefail
 
+source "$1"  # tests/cli_lib.sh: TMP, fail, expect_error
+shift
 PLANNER="$1"
 ENGINE="$2"
 MAKE_TINY="$3"
-TMP="${TEST_TMPDIR:-$(mktemp -d)}"
-fail() { echo "FAIL: $*" >&2; exit 1; }
-
-expect_error() {  # expect_error CODE SUBSTRING -- command...
-  local code="$1" text="$2"
-  shift 3
-  local out rc=0
-  out="$("$@" 2>&1)" || rc=$?
-  [[ "$rc" == "$code" ]] || fail "exit $rc (want $code) from: $* -- $out"
-  grep -qF -- "$text" <<<"$out" || fail "no '$text' in: $out"
-}
 
 "$MAKE_TINY" --arch=qwen3_moe --out="$TMP/model" --seed=5 --experts=8 --top_k=2 >/dev/null
 : >"$TMP/prompts.jsonl"
