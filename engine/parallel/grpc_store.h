@@ -1,9 +1,9 @@
 // GrpcStore: a Gloo rendezvous store backed by a RendezvousStore gRPC service, so ranks on
-// several hosts can connect through one address (`host:port`). The same GlooGroup code serves
+// several hosts can connect through one address (`host:port`). The same GlooCommunicator code serves
 // one host (gloo's FileStore) and many (this), so multi-host is a deployment setting.
 //
 // Gloo's Store interface reports failure by exception; GrpcStore throws gloo::IoException with
-// the RPC's status, which GlooGroup::Create turns back into an absl::Status.
+// the RPC's status, which GlooCommunicator::Create turns back into an absl::Status.
 //
 // Thread-safe (gRPC stubs are).
 #ifndef SEMMOE_ENGINE_PARALLEL_GRPC_STORE_H_

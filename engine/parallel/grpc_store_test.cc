@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "engine/parallel/gloo_group.h"
+#include "engine/parallel/gloo_communicator.h"
 #include "engine/parallel/kv_store.h"
 #include "engine/server/rendezvous_service.h"
 #include "grpcpp/security/server_credentials.h"
@@ -34,7 +34,7 @@ TEST(GrpcStoreTest, FourRanksConnectThroughTheServiceAndExchange) {
   for (int r = 0; r < kRanks; ++r) {
     threads.emplace_back([&, r] {
       GrpcStore store(target);  // Each rank its own client, as on separate hosts.
-      auto group = GlooGroup::Create(store, {.rank = r, .size = kRanks, .prefix = "grpc"});
+      auto group = GlooCommunicator::Create(store, {.rank = r, .size = kRanks, .prefix = "grpc"});
       ASSERT_TRUE(group.ok()) << group.status();
       std::vector<float> send(kRanks), recv(kRanks);
       for (int j = 0; j < kRanks; ++j) send[j] = 10.0f * r + j;
@@ -50,7 +50,7 @@ TEST(GrpcStoreTest, FourRanksConnectThroughTheServiceAndExchange) {
 
 TEST(GrpcStoreTest, UnreachableStoreIsAStatusNotACrash) {
   GrpcStore store("127.0.0.1:1");  // Nothing listens on port 1.
-  auto group = GlooGroup::Create(
+  auto group = GlooCommunicator::Create(
       store, {.rank = 0, .size = 2, .prefix = "nowhere", .timeout = absl::Milliseconds(300)});
   ASSERT_FALSE(group.ok());
   EXPECT_NE(group.status().message().find("rendezvous store"), absl::string_view::npos)

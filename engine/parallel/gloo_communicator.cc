@@ -1,0 +1,165 @@
+#include "engine/parallel/gloo_communicator.h"
+
+#include <chrono>
+#include <exception>
+#include <numeric>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "gloo/allgatherv.h"
+#include "gloo/allreduce.h"
+#include "gloo/alltoallv.h"
+#include "gloo/barrier.h"
+#include "gloo/broadcast.h"
+#include "gloo/common/error.h"
+#include "gloo/math.h"
+#include "gloo/rendezvous/context.h"
+#include "gloo/rendezvous/prefix_store.h"
+#include "gloo/transport/tcp/device.h"
+
+namespace semmoe::engine {
+namespace {
+
+// Runs `fn`, turning any exception Gloo throws into a Status for `what`.
+template <typename Fn>
+absl::Status Guarded(absl::string_view what, Fn&& fn) {
+  try {
+    fn();
+    return absl::OkStatus();
+  } catch (const gloo::IoException& e) {
+    const std::string message = e.what();
+    if (message.find("imed out") != std::string::npos) {
+      return absl::DeadlineExceededError(absl::StrCat(what, ": ", message));
+    }
+    return absl::UnavailableError(absl::StrCat(what, ": ", message));
+  } catch (const std::exception& e) {
+    return absl::InternalError(absl::StrCat(what, ": ", e.what()));
+  }
+}
+
+}  // namespace
+
+GlooCommunicator::GlooCommunicator(std::shared_ptr<gloo::Context> context, int rank, int size)
+    : context_(std::move(context)), rank_(rank), size_(size) {}
+
+absl::StatusOr<std::unique_ptr<GlooCommunicator>> GlooCommunicator::Create(
+    gloo::rendezvous::Store& store, const GlooOptions& options) {
+  if (options.size < 1 || options.rank < 0 || options.rank >= options.size) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("gloo group: rank ", options.rank, " is not in a group of ", options.size));
+  }
+  if (options.timeout <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("gloo group: timeout must be positive");
+  }
+  std::shared_ptr<gloo::rendezvous::Context> context;
+  RETURN_IF_ERROR(Guarded("gloo group rendezvous", [&] {
+    gloo::transport::tcp::attr attr;
+    attr.hostname = options.hostname;
+    auto device = gloo::transport::tcp::CreateDevice(attr);
+    context = std::make_shared<gloo::rendezvous::Context>(options.rank, options.size);
+    context->setTimeout(std::chrono::milliseconds(absl::ToInt64Milliseconds(options.timeout)));
+    gloo::rendezvous::PrefixStore prefixed(options.prefix, store);
+    context->connectFullMesh(prefixed, device);
+    // connectFullMesh returns when this rank's side of every pair is up. A barrier makes Create
+    // return only once every rank's mesh is complete, so a rank that finishes early cannot close
+    // sockets a slower rank is still setting up.
+    gloo::BarrierOptions barrier(context);
+    barrier.setTag(0);
+    gloo::barrier(barrier);
+  }));
+  return std::unique_ptr<GlooCommunicator>(
+      new GlooCommunicator(std::move(context), options.rank, options.size));
+}
+
+absl::Status GlooCommunicator::DoAllToAllV(const char* send,
+                                           const std::vector<int64_t>& send_bytes, char* recv,
+                                           const std::vector<int64_t>& recv_bytes) {
+  // Gloo wants non-null buffers even when nothing moves.
+  char empty_in = 0, empty_out = 0;
+  char* in = send == nullptr ? &empty_in : const_cast<char*>(send);  // Gloo reads only.
+  char* out = recv == nullptr ? &empty_out : recv;
+  return Run("all-to-all-v", [&] {
+    gloo::AlltoallvOptions opts(context_);
+    opts.setInput(in, send_bytes);
+    opts.setOutput(out, recv_bytes);
+    opts.setTag(NextTag());
+    gloo::alltoallv(opts);
+  });
+}
+
+absl::Status GlooCommunicator::DoAllGatherV(const char* send, int64_t send_bytes, char* recv,
+                                            const std::vector<int64_t>& recv_bytes) {
+  char empty_in = 0, empty_out = 0;
+  char* in = send == nullptr ? &empty_in : const_cast<char*>(send);  // Gloo reads only.
+  char* out = recv == nullptr ? &empty_out : recv;
+  return Run("all-gather-v", [&] {
+    gloo::AllgathervOptions opts(context_);
+    opts.setInput(in, static_cast<size_t>(send_bytes));
+    opts.setOutput(out, std::vector<size_t>(recv_bytes.begin(), recv_bytes.end()));
+    opts.setTag(NextTag());
+    gloo::allgatherv(opts);
+  });
+}
+
+absl::Status GlooCommunicator::DoBroadcast(char* data, int64_t bytes, int root) {
+  return Run("broadcast", [&] {
+    gloo::BroadcastOptions opts(context_);
+    opts.setOutput(data, static_cast<size_t>(bytes));
+    opts.setRoot(root);
+    opts.setTag(NextTag());
+    gloo::broadcast(opts);
+  });
+}
+
+absl::Status GlooCommunicator::DoReduceScatterSum(const float* send,
+                                                  const std::vector<int64_t>& counts,
+                                                  float* recv) {
+  // Built from all-to-all-v and a local sum rather than Gloo's legacy
+  // ReduceScatterHalvingDoubling, which shrinks the sockets' send buffers for every later op.
+  const int64_t mine = counts[rank_];
+  std::vector<float> gathered(static_cast<size_t>(mine) * size_);
+  std::vector<int64_t> send_bytes(counts), recv_bytes(size_, mine * 4);
+  for (int64_t& b : send_bytes) b *= 4;
+  RETURN_IF_ERROR(DoAllToAllV(reinterpret_cast<const char*>(send), send_bytes,
+                              reinterpret_cast<char*>(gathered.data()), recv_bytes));
+  for (int64_t i = 0; i < mine; ++i) {
+    float sum = 0;
+    for (int r = 0; r < size_; ++r) sum += gathered[static_cast<size_t>(r) * mine + i];
+    recv[i] = sum;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status GlooCommunicator::DoAllReduceSum(float* data, int64_t count) {
+  return Run("all-reduce", [&] {
+    gloo::AllreduceOptions opts(context_);
+    opts.setOutput(data, static_cast<size_t>(count));
+    opts.setReduceFunction(
+        static_cast<void (*)(void*, const void*, const void*, size_t)>(&gloo::sum<float>));
+    opts.setTag(NextTag());
+    gloo::allreduce(opts);
+  });
+}
+
+absl::Status GlooCommunicator::DoBarrier() {
+  return Run("barrier", [&] {
+    gloo::BarrierOptions opts(context_);
+    opts.setTag(NextTag());
+    gloo::barrier(opts);
+  });
+}
+
+template <typename Fn>
+absl::Status GlooCommunicator::Run(absl::string_view what, Fn&& fn) {
+  if (!broken_.ok()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        what, ": the group failed earlier and must be recreated (", broken_.message(), ")"));
+  }
+  absl::Status status = Guarded(what, std::forward<Fn>(fn));
+  if (!status.ok()) broken_ = status;
+  return status;
+}
+
+}  // namespace semmoe::engine

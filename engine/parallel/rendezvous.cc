@@ -1,0 +1,45 @@
+#include "engine/parallel/rendezvous.h"
+
+#include <sys/stat.h>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "engine/parallel/gloo_communicator.h"
+#include "engine/parallel/grpc_store.h"
+#include "gloo/rendezvous/file_store.h"
+
+namespace semmoe::engine {
+
+absl::StatusOr<std::unique_ptr<Communicator>> ConnectGloo(const RendezvousOptions& options) {
+  const GlooOptions gloo{.rank = options.rank,
+                         .size = options.size,
+                         .hostname = options.hostname,
+                         .prefix = options.prefix,
+                         .timeout = options.timeout};
+  std::unique_ptr<gloo::rendezvous::Store> store;
+  const std::string& address = options.address;
+  if (absl::StartsWith(address, "file:") && address.size() > 5) {
+    const std::string dir = address.substr(5);
+    struct stat st;
+    if (stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("rendezvous ", address, ": ", dir, " is not a directory"));
+    }
+    store = std::make_unique<gloo::rendezvous::FileStore>(dir);
+  } else if (absl::StartsWith(address, "grpc:") && address.find(':', 5) != std::string::npos) {
+    store = std::make_unique<GrpcStore>(address.substr(5));
+  } else {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "rendezvous address '", address, "' is neither file:DIR nor grpc:HOST:PORT"));
+  }
+  absl::StatusOr<std::unique_ptr<GlooCommunicator>> comm =
+      GlooCommunicator::Create(*store, gloo);
+  if (!comm.ok()) {
+    return absl::Status(comm.status().code(),
+                        absl::StrCat("rank ", options.rank, "/", options.size, " via ", address,
+                                     ": ", comm.status().message()));
+  }
+  return std::unique_ptr<Communicator>(std::move(*comm));
+}
+
+}  // namespace semmoe::engine

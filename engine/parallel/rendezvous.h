@@ -1,0 +1,32 @@
+// Connecting an EP group: a rendezvous address names the store the ranks meet in, so one binary
+// serves one host and several.
+//   file:DIR        Gloo's file store in DIR (one host; DIR must be fresh for every run, e.g.
+//                   local_cluster's per-run folder).
+//   grpc:HOST:PORT  a RendezvousStore service (hosted by `planner serve` or standalone).
+#ifndef SEMMOE_ENGINE_PARALLEL_RENDEZVOUS_H_
+#define SEMMOE_ENGINE_PARALLEL_RENDEZVOUS_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "engine/parallel/communicator.h"
+
+namespace semmoe::engine {
+
+struct RendezvousOptions {
+  std::string address;  // "file:DIR" or "grpc:HOST:PORT".
+  int rank = 0;
+  int size = 1;
+  std::string hostname = "127.0.0.1";  // Where this rank listens for its peers.
+  std::string prefix = "semmoe";       // Namespace inside the store.
+  absl::Duration timeout = absl::Seconds(60);
+};
+
+// InvalidArgument for a malformed address or rank; DeadlineExceeded when peers do not arrive.
+absl::StatusOr<std::unique_ptr<Communicator>> ConnectGloo(const RendezvousOptions& options);
+
+}  // namespace semmoe::engine
+
+#endif  // SEMMOE_ENGINE_PARALLEL_RENDEZVOUS_H_
