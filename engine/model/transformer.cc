@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "engine/model/linear.h"
 #include "kernels/cpu/decode_attention.h"
 #include "kernels/cpu/nn_ops.h"
@@ -31,8 +32,33 @@ Matrix Linear(const Matrix& x, const LinearWeight& w, const Vector& bias) {
 
 }  // namespace
 
-Transformer::Transformer(const ModelConfig& config, const ModelWeights& weights)
-    : config_(config), weights_(weights) {
+absl::Status LocalLayerStage::Run(int layer, absl::Span<const int32_t> tokens, Matrix& x,
+                                  Matrix& attn, Routing* routing) {
+  const ModelConfig& c = config_;
+  const LayerWeights& w = weights_.layers[layer];
+  x += attn;
+  Matrix h = Normed(x, w.post_attention_norm, c.rms_norm_eps);
+  Matrix& ffn = attn;  // Reused as the FFN output.
+  if (w.is_moe) {
+    ffn.setZero();
+    Routing r = Route(c, w, h);
+    RunExperts(w, h, r, ffn);
+    RunSharedExpert(w, h, ffn);
+    if (routing != nullptr) *routing = std::move(r);
+  } else {
+    RunMlp(w.dense, h, ffn);
+  }
+  x += ffn;
+  return absl::OkStatus();
+}
+
+Transformer::Transformer(const ModelConfig& config, const ModelWeights& weights,
+                         LayerStage* stage)
+    : config_(config), weights_(weights), stage_(stage) {
+  if (stage_ == nullptr) {
+    local_stage_ = std::make_unique<LocalLayerStage>(config_, weights_);
+    stage_ = local_stage_.get();
+  }
   const size_t half = config.head_dim / 2;
   rope_cos_.resize(static_cast<size_t>(config.max_position_embeddings) * half);
   rope_sin_.resize(rope_cos_.size());
@@ -41,7 +67,8 @@ Transformer::Transformer(const ModelConfig& config, const ModelWeights& weights)
 }
 
 absl::StatusOr<std::unique_ptr<Transformer>> Transformer::Create(const ModelConfig& config,
-                                                                 const ModelWeights& weights) {
+                                                                 const ModelWeights& weights,
+                                                                 LayerStage* stage) {
   if (static_cast<int>(weights.layers.size()) != config.num_layers ||
       weights.embed.rows() != config.vocab_size || weights.embed.cols() != config.hidden_size) {
     return absl::InvalidArgumentError("weights were not loaded for this config");
@@ -49,7 +76,7 @@ absl::StatusOr<std::unique_ptr<Transformer>> Transformer::Create(const ModelConf
   if (config.max_position_embeddings > (1 << 22)) {
     return absl::InvalidArgumentError("max_position_embeddings is too large for the RoPE tables");
   }
-  return std::unique_ptr<Transformer>(new Transformer(config, weights));
+  return std::unique_ptr<Transformer>(new Transformer(config, weights, stage));
 }
 
 // Few new tokens (decode): read the cache rows in place, no gather (kernels/cpu/decode_attention).
@@ -110,8 +137,8 @@ void Transformer::GemmAttention(int layer, const SequenceInput& seq, const Matri
   }
 }
 
-void Transformer::Attention(int layer, absl::Span<const SequenceInput> batch,
-                            const std::vector<int32_t>& positions, Matrix& x) const {
+Matrix Transformer::Attention(int layer, absl::Span<const SequenceInput> batch,
+                              const std::vector<int32_t>& positions, const Matrix& x) const {
   const ModelConfig& c = config_;
   const LayerWeights& w = weights_.layers[layer];
   const int hd = c.head_dim;
@@ -149,7 +176,7 @@ void Transformer::Attention(int layer, absl::Span<const SequenceInput> batch,
   }
   Matrix projected;
   LinearInto(attn, w.o, projected);
-  x += projected;
+  return projected;
 }
 
 absl::StatusOr<ForwardOutput> Transformer::Forward(absl::Span<const SequenceInput> batch,
@@ -183,31 +210,24 @@ absl::StatusOr<ForwardOutput> Transformer::Forward(absl::Span<const SequenceInpu
   }
 
   Matrix x(tokens, c.hidden_size);
-  std::vector<int32_t> positions(tokens);
+  std::vector<int32_t> positions(tokens), ids(tokens);
   int64_t row = 0;
   for (const SequenceInput& seq : batch) {
     for (size_t t = 0; t < seq.tokens.size(); ++t, ++row) {
       x.row(row) = weights_.embed.row(seq.tokens[t]);
       positions[row] = seq.start_position + static_cast<int32_t>(t);
+      ids[row] = seq.tokens[t];
     }
   }
 
   ForwardOutput out;
-  Matrix ffn(tokens, c.hidden_size);
   for (int layer = 0; layer < c.num_layers; ++layer) {
-    Attention(layer, batch, positions, x);
-    const LayerWeights& w = weights_.layers[layer];
-    Matrix h = Normed(x, w.post_attention_norm, c.rms_norm_eps);
-    if (w.is_moe) {
-      ffn.setZero();
-      Routing routing = Route(c, w, h);
-      RunExperts(w, h, routing, ffn);
-      RunSharedExpert(w, h, ffn);
-      if (options.collect_routing) out.routing.push_back(std::move(routing));
-    } else {
-      RunMlp(w.dense, h, ffn);
-    }
-    x += ffn;
+    Matrix attn = Attention(layer, batch, positions, x);
+    const bool moe = weights_.layers[layer].is_moe;
+    Routing routing;
+    RETURN_IF_ERROR(stage_->Run(layer, ids, x, attn,
+                                moe && options.collect_routing ? &routing : nullptr));
+    if (moe && options.collect_routing) out.routing.push_back(std::move(routing));
   }
 
   // Final norm and lm_head only on the rows whose logits are wanted.

@@ -6,8 +6,8 @@
 // anything between. All tokens of the batch go through the projections and the MoE layers
 // together; the experts run grouped by expert over the whole batch.
 //
-// Thread-safety: Forward() is const and uses no shared mutable state; concurrent calls on
-// different batches are safe. The weights must outlive the Transformer.
+// Thread-safety: with the local stage Forward() uses no shared mutable state and concurrent calls
+// on different batches are safe; a parallel stage makes it thread-compatible. The weights must outlive the Transformer.
 #ifndef SEMMOE_ENGINE_MODEL_TRANSFORMER_H_
 #define SEMMOE_ENGINE_MODEL_TRANSFORMER_H_
 
@@ -49,23 +49,58 @@ struct ForwardOptions {
   bool collect_routing = false;
 };
 
+// What follows attention in a layer. The local stage (the default) adds the attention output to
+// the residual stream and then the FFN of the post-attention norm: x += attn; x += FFN(norm(x)).
+// Parallel engines substitute their own stage (engine/parallel): expert-parallel dispatch for
+// the experts, and under Attention-TP a reduce-scatter / all-gather around the FFN.
+class LayerStage {
+ public:
+  virtual ~LayerStage() = default;
+  // `x`: [T, hidden], the residual stream entering `layer`; `attn`: [T, hidden], this process's
+  // attention output (under Attention-TP a partial sum over its heads; the stage may overwrite
+  // it). On return `x` holds the layer's output. `tokens`: the batch's token ids [T].
+  // `routing`: when non-null and the layer is MoE, the routing of the tokens this process ran
+  // the router for (the local stage: all T, in order).
+  virtual absl::Status Run(int layer, absl::Span<const int32_t> tokens, Matrix& x, Matrix& attn,
+                           Routing* routing) = 0;
+};
+
+// The default stage, single-process. Thread-safe (stateless).
+class LocalLayerStage final : public LayerStage {
+ public:
+  LocalLayerStage(const ModelConfig& config, const ModelWeights& weights)
+      : config_(config), weights_(weights) {}
+  absl::Status Run(int layer, absl::Span<const int32_t> tokens, Matrix& x, Matrix& attn,
+                   Routing* routing) override;
+
+ private:
+  const ModelConfig& config_;
+  const ModelWeights& weights_;
+};
+
 class Transformer {
  public:
-  // REQUIRES: `weights` were loaded for `config` with every expert (see moe.h for EP).
+  // REQUIRES: `weights` were loaded for `config` with every expert — or `stage` (borrowed,
+  // outlives the transformer; null = the local stage) knows where the missing ones are. Under
+  // Attention-TP `config` and `weights` are this rank's head slice (engine/parallel/tp_weights.h).
   static absl::StatusOr<std::unique_ptr<Transformer>> Create(const ModelConfig& config,
-                                                             const ModelWeights& weights);
+                                                             const ModelWeights& weights,
+                                                             LayerStage* stage = nullptr);
 
   // InvalidArgument for an empty sequence, a token outside the vocabulary, a position past
   // max_position_embeddings or a KvSequence too small.
+  // An empty batch is valid (an idle data-parallel rank still joins its group's collectives).
+  // Errors from the stage (a failed collective) are returned as they are.
   absl::StatusOr<ForwardOutput> Forward(absl::Span<const SequenceInput> batch,
                                         const ForwardOptions& options = {}) const;
 
   const ModelConfig& config() const { return config_; }
 
  private:
-  Transformer(const ModelConfig& config, const ModelWeights& weights);
-  void Attention(int layer, absl::Span<const SequenceInput> batch,
-                 const std::vector<int32_t>& positions, Matrix& x) const;
+  Transformer(const ModelConfig& config, const ModelWeights& weights, LayerStage* stage);
+  // This process's attention output for `layer` ([T, hidden]; not yet added to x).
+  Matrix Attention(int layer, absl::Span<const SequenceInput> batch,
+                   const std::vector<int32_t>& positions, const Matrix& x) const;
   // attn rows [row, row + tokens) from q's rows for one sequence.
   void DirectAttention(int layer, const SequenceInput& seq, const Matrix& q, int64_t row,
                        Matrix& attn) const;
@@ -77,6 +112,8 @@ class Transformer {
 
   ModelConfig config_;
   const ModelWeights& weights_;
+  std::unique_ptr<LocalLayerStage> local_stage_;  // Set when no stage was given.
+  LayerStage* stage_;
   std::vector<float> rope_cos_, rope_sin_;  // [max_position, head_dim / 2]
 };
 
