@@ -50,6 +50,14 @@ double TokenAffinity::Probability(int layer, uint32_t token, int expert) const {
   return it->second[static_cast<size_t>(layer) * num_experts_ + expert];
 }
 
+std::vector<uint32_t> TokenAffinity::SeenTokens() const {
+  std::vector<uint32_t> ids;
+  ids.reserve(rows_.size());
+  for (const auto& [id, row] : rows_) ids.push_back(id);
+  std::sort(ids.begin(), ids.end());
+  return ids;
+}
+
 std::vector<float> TokenAffinity::DpScores(const Placement& placement, uint32_t vocab_size) const {
   const int g = placement.num_devices();
   std::vector<float> scores(static_cast<size_t>(vocab_size) * g, 0.0f);

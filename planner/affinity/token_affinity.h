@@ -28,6 +28,8 @@ class TokenAffinity {
   // P(expert | token) at `layer` (sums to 1 over experts; the marginal for unseen tokens).
   double Probability(int layer, uint32_t token, int expert) const;
   bool Seen(uint32_t token) const { return rows_.contains(token); }
+  // The token ids seen in the trace, ascending.
+  std::vector<uint32_t> SeenTokens() const;
 
   // S: for each token id in [0, vocab_size), expected local activations per device (Σ over
   // layers of P(expert on d | token)); row-major [vocab_size, G].

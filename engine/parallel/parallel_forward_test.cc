@@ -1,0 +1,436 @@
+// The invariant of DESIGN.md §4: placement never changes the math. G ranks (threads, each with
+// its own Gloo communicator, weights and KV) run prompts through prefill and greedy decoding in
+// Attention-DP, Attention-TP plain and Attention-TP shuffled, under vanilla, random and skewed
+// placements; the tokens must equal one device's, the logits agree within 1e-4 relative L2, and
+// the byte counters must equal the bytes recomputed from the routing each rank saw.
+#include <cmath>
+#include <iostream>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <numeric>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "common/file.h"
+#include "common/testing/shared_data.h"
+#include "engine/model/kv_sequence.h"
+#include "engine/model/model.h"
+#include "engine/parallel/gloo_communicator.h"
+#include "engine/parallel/rank_model.h"
+#include "engine/parallel/tp_weights.h"
+#include "gloo/rendezvous/hash_store.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "planner/affinity/layer_affinity.h"
+#include "planner/affinity/token_affinity.h"
+#include "planner/trace/trace_set.h"
+#include "tools/tiny_model/tiny_model.h"
+
+namespace semmoe::engine {
+namespace {
+
+using model::LogitsMode;
+using model::Matrix;
+using model::Routing;
+using model::SequenceInput;
+
+constexpr int kDecodeSteps = 6;
+
+enum class Mode { kDp, kTpPlain, kTpShuffled };
+enum class Layout { kVanilla, kRandom, kSkewed };
+const char* ModeName(Mode m) {
+  return m == Mode::kDp ? "dp" : m == Mode::kTpPlain ? "tp_plain" : "tp_shuffled";
+}
+const char* LayoutName(Layout l) {
+  return l == Layout::kVanilla ? "vanilla" : l == Layout::kRandom ? "random" : "skewed";
+}
+
+struct SeqOutput {
+  std::vector<std::vector<float>> logits;  // Per forward (prefill, then each decode step).
+  std::vector<int32_t> tokens;             // Greedy tokens.
+};
+
+// One rank's (or the single device's) run: its prompts as one batch, prefill then greedy decode.
+// Every call makes exactly 1 + kDecodeSteps forward passes, empty batches included, so ranks
+// stay in lockstep. Routing per forward per MoE layer goes to `routing` if given.
+absl::StatusOr<std::vector<SeqOutput>> RunGreedy(
+    const model::Transformer& transformer, int kv_size,
+    const std::vector<std::vector<int32_t>>& prompts,
+    std::vector<std::vector<Routing>>* routing = nullptr) {
+  const int layers = transformer.config().num_layers;
+  std::vector<std::unique_ptr<model::DenseKvSequence>> kv;
+  for (const auto& p : prompts) {
+    kv.push_back(std::make_unique<model::DenseKvSequence>(
+        layers, kv_size, static_cast<int>(p.size()) + kDecodeSteps));
+  }
+  std::vector<SeqOutput> out(prompts.size());
+  std::vector<std::vector<int32_t>> next(prompts.size());
+  for (int step = 0; step <= kDecodeSteps; ++step) {
+    std::vector<SequenceInput> batch;
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      const bool prefill = step == 0;
+      batch.push_back({.tokens = prefill ? absl::MakeConstSpan(prompts[i])
+                                         : absl::MakeConstSpan(next[i]),
+                       .start_position = prefill ? 0
+                                                 : static_cast<int>(prompts[i].size()) + step - 1,
+                       .kv = kv[i].get(),
+                       .logits = LogitsMode::kLast});
+    }
+    auto result = transformer.Forward(batch, {.collect_routing = routing != nullptr});
+    if (!result.ok()) return result.status();
+    if (routing != nullptr) routing->push_back(std::move(result->routing));
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      const auto row = result->logits.row(i);
+      out[i].logits.emplace_back(row.data(), row.data() + row.size());
+      Eigen::Index best;
+      row.maxCoeff(&best);
+      out[i].tokens.push_back(static_cast<int32_t>(best));
+      next[i] = {static_cast<int32_t>(best)};
+    }
+  }
+  return out;
+}
+
+double RelL2(const std::vector<float>& a, const std::vector<float>& b) {
+  double diff = 0, norm = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    diff += (double(a[i]) - b[i]) * (double(a[i]) - b[i]);
+    norm += double(b[i]) * b[i];
+  }
+  return std::sqrt(diff / std::max(norm, 1e-30));
+}
+
+struct ModelCase {
+  std::string name;
+  std::string dir;  // Empty: skipped (shared data not available).
+  std::vector<std::vector<int32_t>> prompts;
+};
+
+std::string TempDir() {
+  const char* tmp = std::getenv("TEST_TMPDIR");
+  return tmp != nullptr ? tmp : "/tmp";
+}
+
+ModelCase TinyCase(const std::string& name, tools::TinyModelOptions options) {
+  ModelCase c{name, JoinPath(TempDir(), name), {}};
+  options.seed = 11;
+  options.num_layers = 3;
+  const absl::Status written = tools::WriteTinyModel(options, c.dir);
+  EXPECT_TRUE(written.ok()) << written;
+  // Prompts of uneven lengths from a fixed pseudo-random sequence over the byte tokens.
+  uint32_t state = 12345;
+  for (int len : {9, 3, 17, 6, 12, 1, 20}) {
+    std::vector<int32_t> p;
+    for (int i = 0; i < len; ++i) {
+      state = state * 1103515245u + 12345u;
+      p.push_back(static_cast<int32_t>((state >> 16) % 256));
+    }
+    c.prompts.push_back(p);
+  }
+  return c;
+}
+
+ModelCase SharedCase() {
+  ModelCase c{"shared_qwen3_moe_a", "", {}};
+  const std::string shared = testing::EnvPath("SEMMOE_SHARED_DIR");
+  if (shared.empty()) return c;
+  c.dir = JoinPath(shared, "models/qwen3-moe-a");
+  auto meta = ReadFile(JoinPath(c.dir, "reference/prompts.json"));
+  EXPECT_TRUE(meta.ok()) << meta.status();
+  if (!meta.ok()) return {};
+  const nlohmann::json json = nlohmann::json::parse(*meta);
+  for (int i = 0; i < 6; ++i) {
+    std::vector<int32_t> ids = json["prompts"][i]["token_ids"].get<std::vector<int32_t>>();
+    ids.resize(std::min<size_t>(ids.size(), 24 + 7 * i));  // Uneven, short enough to be quick.
+    c.prompts.push_back(ids);
+  }
+  return c;
+}
+
+const ModelCase& GetModelCase(const std::string& name) {
+  static const auto* cases = [] {
+    auto* m = new std::map<std::string, ModelCase>();
+    tools::TinyModelOptions q3;
+    q3.arch = model::Arch::kQwen3Moe;
+    q3.mlp_only_layers = {1};  // A dense layer between MoE layers.
+    (*m)["tiny_qwen3_moe"] = TinyCase("tiny_qwen3_moe", q3);
+    tools::TinyModelOptions q2;
+    q2.arch = model::Arch::kQwen2Moe;  // Shared expert and q/k/v biases.
+    (*m)["tiny_qwen2_moe"] = TinyCase("tiny_qwen2_moe", q2);
+    tools::TinyModelOptions mx;
+    mx.arch = model::Arch::kMixtral;
+    mx.num_kv_heads = 4;  // KV heads split (not replicated) under TP.
+    mx.dtype = kernels::DType::kF32;
+    (*m)["tiny_mixtral"] = TinyCase("tiny_mixtral", mx);
+    (*m)["shared_qwen3_moe_a"] = SharedCase();
+    return m;
+  }();
+  return cases->at(name);
+}
+
+struct Reference {
+  std::unique_ptr<model::Model> model;
+  std::vector<SeqOutput> outputs;
+  std::vector<std::vector<Routing>> routing;  // [forward][moe layer]
+};
+
+const Reference& GetReference(const ModelCase& c) {
+  static auto* refs = new std::map<std::string, std::unique_ptr<Reference>>();
+  auto& ref = (*refs)[c.name];
+  if (ref == nullptr) {
+    ref = std::make_unique<Reference>();
+    auto model = model::LoadModel(c.dir);
+    EXPECT_TRUE(model.ok()) << model.status();
+    ref->model = std::move(*model);
+    auto outputs = RunGreedy(*ref->model->transformer, ref->model->config.kv_size(), c.prompts,
+                             &ref->routing);
+    EXPECT_TRUE(outputs.ok()) << outputs.status();
+    ref->outputs = std::move(*outputs);
+  }
+  return *ref;
+}
+
+// Experts sorted by how often the reference routed to them, the busiest N/G on device 0, and so
+// on: balanced slots, maximally unbalanced load.
+planner::Placement Skewed(const model::ModelConfig& config, const Reference& ref, int g) {
+  const int n = config.num_experts;
+  std::vector<std::vector<int32_t>> device_of;
+  for (size_t l = 0; l < config.MoeLayers().size(); ++l) {
+    std::vector<int64_t> load(n, 0);
+    for (const auto& forward : ref.routing) {
+      for (int32_t e : forward[l].expert_ids) ++load[e];
+    }
+    std::vector<int32_t> order(n);
+    std::iota(order.begin(), order.end(), 0);
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return load[a] > load[b]; });
+    std::vector<int32_t> dev(n);
+    for (int i = 0; i < n; ++i) dev[order[i]] = i / (n / g);
+    device_of.push_back(dev);
+  }
+  return *planner::Placement::FromAssignment(config.MoeLayers(), n, g, device_of);
+}
+
+// Affinity tables from the reference's prefill routing (a trace of these very prompts).
+std::unique_ptr<DevicePredictor> Predictor(const ModelCase& c, const Reference& ref,
+                                           const planner::Placement& placement) {
+  const model::ModelConfig& config = ref.model->config;
+  planner::trace::TraceSet trace;
+  trace.header = {.num_experts = static_cast<uint32_t>(config.num_experts),
+                  .vocab_size = static_cast<uint32_t>(config.vocab_size),
+                  .top_k = static_cast<uint16_t>(config.top_k)};
+  for (int l : config.MoeLayers()) trace.header.moe_layers.push_back(l);
+  const int layers = placement.num_layers(), k = config.top_k;
+  int64_t row = 0;
+  for (size_t i = 0; i < c.prompts.size(); ++i) {
+    std::vector<uint32_t> tokens(c.prompts[i].begin(), c.prompts[i].end());
+    std::vector<uint16_t> experts;
+    for (size_t t = 0; t < tokens.size(); ++t) {
+      for (int l = 0; l < layers; ++l) {
+        for (int j = 0; j < k; ++j) experts.push_back(ref.routing[0][l].expert_ids[(row + t) * k + j]);
+      }
+    }
+    row += static_cast<int64_t>(tokens.size());
+    EXPECT_TRUE(trace.AddRequest(absl::StrCat("p", i), tokens, experts).ok());
+  }
+  const auto affinity = planner::TokenAffinity::FromTrace(trace);
+  const auto transitions = planner::LayerAffinity::Build(trace, placement);
+  LayerTransitionTable table(layers);
+  const int g = placement.num_devices();
+  for (int l = 1; l < layers; ++l) {
+    table[l].resize(static_cast<size_t>(g + 1) * g);
+    for (int p2 = l == 1 ? -1 : 0; p2 < g; ++p2) {
+      for (int p1 = 0; p1 < g; ++p1) {
+        const auto p = transitions.Predict(l, p2, p1);
+        table[l][(p2 + 1) * g + p1] = {p.device, static_cast<float>(p.confidence)};
+      }
+    }
+  }
+  return std::make_unique<DevicePredictor>(affinity, placement, std::move(table));
+}
+
+struct RankResult {
+  std::vector<SeqOutput> outputs;
+  std::vector<size_t> prompt_ids;             // Which prompts this rank ran.
+  std::vector<std::vector<Routing>> routing;  // [forward][moe layer], rows this rank routed.
+  std::vector<MoeLayerCounters> counters;
+  CommCounters comm;
+};
+
+using Param = std::tuple<std::string, int, Mode, Layout>;
+
+class ParallelForwardTest : public ::testing::TestWithParam<Param> {};
+
+TEST_P(ParallelForwardTest, MatchesOneDeviceAndCountsBytesExactly) {
+  const auto& [name, g, mode, layout] = GetParam();
+  const ModelCase& c = GetModelCase(name);
+  if (c.dir.empty()) GTEST_SKIP() << "SEMMOE_SHARED_DIR is not set (./semmoe test sets it)";
+  const Reference& ref = GetReference(c);
+  ASSERT_NE(ref.model, nullptr);
+  const model::ModelConfig& config = ref.model->config;
+  const std::vector<int> moe_layers = config.MoeLayers();
+
+  std::unique_ptr<planner::Placement> placement;
+  switch (layout) {
+    case Layout::kVanilla:
+      placement = std::make_unique<planner::Placement>(
+          *planner::Placement::Vanilla(moe_layers, config.num_experts, g));
+      break;
+    case Layout::kRandom:
+      placement = std::make_unique<planner::Placement>(
+          *planner::Placement::Random(moe_layers, config.num_experts, g, /*seed=*/5));
+      break;
+    case Layout::kSkewed:
+      placement = std::make_unique<planner::Placement>(Skewed(config, ref, g));
+      break;
+  }
+  std::unique_ptr<DevicePredictor> predictor;
+  if (mode == Mode::kTpShuffled) predictor = Predictor(c, ref, *placement);
+
+  gloo::rendezvous::HashStore store;
+  std::vector<RankResult> results(g);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < g; ++r) {
+    threads.emplace_back([&, r] {
+      auto comm = GlooCommunicator::Create(store, {.rank = r, .size = g, .prefix = "pf"});
+      ASSERT_TRUE(comm.ok()) << comm.status();
+      RankModelOptions options;
+      options.attention = mode == Mode::kDp ? AttentionMode::kDp : AttentionMode::kTp;
+      options.predictor = predictor.get();
+      auto rank_model = RankModel::Create(c.dir, *placement, **comm, options);
+      ASSERT_TRUE(rank_model.ok()) << rank_model.status();
+      RankResult& mine = results[r];
+      std::vector<std::vector<int32_t>> prompts;
+      for (size_t i = 0; i < c.prompts.size(); ++i) {
+        if (mode != Mode::kDp || static_cast<int>(i % g) == r) {
+          prompts.push_back(c.prompts[i]);
+          mine.prompt_ids.push_back(i);
+        }
+      }
+      auto outputs = RunGreedy((*rank_model)->transformer(), (*rank_model)->local_kv_size(),
+                               prompts, &mine.routing);
+      ASSERT_TRUE(outputs.ok()) << outputs.status();
+      mine.outputs = std::move(*outputs);
+      mine.counters = (*rank_model)->ffn().counters();
+      mine.comm = (*comm)->counters();
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  if (HasFatalFailure()) return;
+
+  // Outputs: every prompt, wherever it ran, equals the single device.
+  double worst = 0;
+  for (int r = 0; r < g; ++r) {
+    for (size_t j = 0; j < results[r].prompt_ids.size(); ++j) {
+      const SeqOutput& got = results[r].outputs[j];
+      const SeqOutput& want = ref.outputs[results[r].prompt_ids[j]];
+      EXPECT_EQ(got.tokens, want.tokens) << "rank " << r << " prompt " << results[r].prompt_ids[j];
+      for (size_t s = 0; s < want.logits.size(); ++s) {
+        worst = std::max(worst, RelL2(got.logits[s], want.logits[s]));
+      }
+    }
+  }
+  EXPECT_LT(worst, 1e-4);
+  int64_t all_remote = 0, all_local = 0;
+  for (int r = 0; r < g; ++r) {
+    for (const MoeLayerCounters& m : results[r].counters) {
+      all_remote += m.remote_activations;
+      all_local += m.local_activations;
+    }
+  }
+  EXPECT_GT(all_remote, 0) << "the dispatch path was never exercised";
+  std::cout << "worst logits rel L2 " << worst << ", LAR "
+            << double(all_local) / std::max<int64_t>(1, all_local + all_remote) << "\n";
+
+  // Bytes: recompute each rank's dispatch/combine traffic from the routing it ran.
+  const int64_t hidden = config.hidden_size, k = config.top_k;
+  const int64_t row_bytes = hidden * 4 + k * 8;
+  std::vector<std::vector<int64_t>> rows(g, std::vector<int64_t>(g, 0));  // [src][dst]
+  std::vector<int64_t> local(g, 0), remote(g, 0);
+  for (int r = 0; r < g; ++r) {
+    for (const auto& forward : results[r].routing) {
+      for (size_t l = 0; l < forward.size(); ++l) {
+        for (int t = 0; t < forward[l].tokens(); ++t) {
+          std::vector<bool> hit(g, false);
+          for (int j = 0; j < k; ++j) {
+            const int d = placement->Device(l, forward[l].expert_ids[t * k + j]);
+            hit[d] = true;
+            ++(d == r ? local[r] : remote[r]);
+          }
+          for (int d = 0; d < g; ++d) rows[r][d] += hit[d] ? 1 : 0;
+        }
+      }
+    }
+  }
+  const int64_t calls = static_cast<int64_t>(kDecodeSteps + 1) * moe_layers.size();
+  for (int r = 0; r < g; ++r) {
+    int64_t sent = 0, received = 0, local_total = 0, remote_total = 0;
+    for (int d = 0; d < g; ++d) {
+      if (d == r) continue;
+      sent += rows[r][d];
+      received += rows[d][r];
+    }
+    for (const MoeLayerCounters& m : results[r].counters) {
+      local_total += m.local_activations;
+      remote_total += m.remote_activations;
+    }
+    int64_t dispatch_sent = 0, dispatch_received = 0, combine_sent = 0, combine_received = 0;
+    for (const MoeLayerCounters& m : results[r].counters) {
+      dispatch_sent += m.dispatch_bytes_sent;
+      dispatch_received += m.dispatch_bytes_received;
+      combine_sent += m.combine_bytes_sent;
+      combine_received += m.combine_bytes_received;
+    }
+    EXPECT_EQ(dispatch_sent, sent * row_bytes) << "rank " << r;
+    EXPECT_EQ(dispatch_received, received * row_bytes) << "rank " << r;
+    EXPECT_EQ(combine_sent, received * hidden * 4) << "rank " << r;
+    EXPECT_EQ(combine_received, sent * hidden * 4) << "rank " << r;
+    EXPECT_EQ(local_total, local[r]);
+    EXPECT_EQ(remote_total, remote[r]);
+    // The communicator saw exactly that plus the row-count exchange (one i64 per peer per call).
+    const CollectiveCounters& a2a = results[r].comm[CollectiveKind::kAllToAll];
+    EXPECT_EQ(a2a.bytes_sent, dispatch_sent + combine_sent + calls * 8 * (g - 1)) << "rank " << r;
+    EXPECT_EQ(a2a.bytes_received, dispatch_received + combine_received + calls * 8 * (g - 1));
+  }
+}
+
+TEST(RankModelTest, MismatchedPlacementsAndHeadSplitsAreErrors) {
+  const ModelCase& c = GetModelCase("tiny_qwen3_moe");
+  auto config = model::LoadModelConfig(c.dir);
+  ASSERT_TRUE(config.ok());
+  gloo::rendezvous::HashStore store;
+  auto comm = GlooCommunicator::Create(store, {.rank = 0, .size = 1, .prefix = "bad"});
+  ASSERT_TRUE(comm.ok());
+  // A placement for two devices in a group of one.
+  auto two = planner::Placement::Vanilla(config->MoeLayers(), config->num_experts, 2);
+  auto m = RankModel::Create(c.dir, *two, **comm, {});
+  EXPECT_EQ(m.status().code(), absl::StatusCode::kInvalidArgument) << m.status();
+  // A placement for other MoE layers.
+  auto other = planner::Placement::Vanilla({0, 1, 2}, config->num_experts, 1);
+  m = RankModel::Create(c.dir, *other, **comm, {});
+  EXPECT_EQ(m.status().code(), absl::StatusCode::kInvalidArgument) << m.status();
+  EXPECT_NE(m.status().message().find("not for this model"), absl::string_view::npos);
+  // 4 query heads, 2 KV heads: 3 ranks cannot split them; 4 replicate the KV heads.
+  EXPECT_EQ(CheckTpSplit(*config, 3).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(CheckTpSplit(*config, 4).ok());
+  EXPECT_EQ(CheckTpSplit(*config, 8).code(), absl::StatusCode::kInvalidArgument);
+}
+
+std::string ParamName(const ::testing::TestParamInfo<Param>& info) {
+  const auto& [name, g, mode, layout] = info.param;
+  return absl::StrCat(name, "_g", g, "_", ModeName(mode), "_", LayoutName(layout));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Matrix, ParallelForwardTest,
+    ::testing::Combine(::testing::Values("tiny_qwen3_moe", "tiny_qwen2_moe", "tiny_mixtral",
+                                         "shared_qwen3_moe_a"),
+                       ::testing::Values(2, 4),
+                       ::testing::Values(Mode::kDp, Mode::kTpPlain, Mode::kTpShuffled),
+                       ::testing::Values(Layout::kVanilla, Layout::kRandom, Layout::kSkewed)),
+    ParamName);
+
+}  // namespace
+}  // namespace semmoe::engine

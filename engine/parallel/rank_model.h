@@ -1,0 +1,74 @@
+// RankModel: one EP rank's share of a model, ready to run: only the experts the placement puts
+// on this rank, under Attention-TP only this rank's attention heads, and the transformer wired
+// to the parallel stage (DP or TP, plain or shuffled). Every rank of the group runs the same
+// layers in lockstep; see dp_stage.h and tp_stage.h for what each call exchanges.
+//
+// Thread-compatible (owns the rank's use of the communicator).
+#ifndef SEMMOE_ENGINE_PARALLEL_RANK_MODEL_H_
+#define SEMMOE_ENGINE_PARALLEL_RANK_MODEL_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "engine/model/config.h"
+#include "engine/model/tokenizer.h"
+#include "engine/model/transformer.h"
+#include "engine/model/weights.h"
+#include "engine/parallel/communicator.h"
+#include "engine/parallel/device_predictor.h"
+#include "engine/parallel/ep_ffn.h"
+#include "engine/parallel/tp_stage.h"
+#include "planner/placement/placement.h"
+
+namespace semmoe::engine {
+
+enum class AttentionMode { kDp, kTp };
+const char* AttentionModeName(AttentionMode mode);  // "dp", "tp".
+
+struct RankModelOptions {
+  AttentionMode attention = AttentionMode::kDp;
+  // For Attention-TP: predicts token devices for the shuffled collectives; null = plain order.
+  // Borrowed; outlives the model.
+  const DevicePredictor* predictor = nullptr;
+};
+
+class RankModel {
+ public:
+  // Loads `dir` for `comm.rank()` of `comm.size()` under `placement` (borrowed like `comm`; both
+  // outlive the model). Errors name the directory, the tensor or the mismatch.
+  static absl::StatusOr<std::unique_ptr<RankModel>> Create(const std::string& dir,
+                                                           const planner::Placement& placement,
+                                                           Communicator& comm,
+                                                           const RankModelOptions& options);
+
+  // The model's own config (heads of the whole model).
+  const model::ModelConfig& config() const { return config_; }
+  const model::Transformer& transformer() const { return *transformer_; }
+  // Null if the directory has no tokenizer.json.
+  const model::Tokenizer* tokenizer() const { return tokenizer_.get(); }
+  AttentionMode attention() const { return options_.attention; }
+  // KV floats per position per layer this rank stores (its KV heads × head_dim).
+  int local_kv_size() const { return local_config_.kv_size(); }
+  int local_num_layers() const { return local_config_.num_layers; }
+  const ExpertParallelFfn& ffn() const { return *ffn_; }
+  const TpLayerStage* tp_stage() const { return tp_stage_.get(); }
+  Communicator& comm() const { return comm_; }
+
+ private:
+  RankModel(Communicator& comm, const RankModelOptions& options) : comm_(comm), options_(options) {}
+
+  Communicator& comm_;
+  RankModelOptions options_;
+  model::ModelConfig config_, local_config_;
+  std::unique_ptr<model::ModelWeights> weights_;
+  std::unique_ptr<model::Tokenizer> tokenizer_;
+  std::unique_ptr<ExpertParallelFfn> ffn_;
+  std::unique_ptr<model::LayerStage> dp_stage_;
+  std::unique_ptr<TpLayerStage> tp_stage_;
+  std::unique_ptr<model::Transformer> transformer_;
+};
+
+}  // namespace semmoe::engine
+
+#endif  // SEMMOE_ENGINE_PARALLEL_RANK_MODEL_H_

@@ -1,0 +1,80 @@
+#include "engine/parallel/tp_stage.h"
+
+#include "absl/time/clock.h"
+#include "common/status_macros.h"
+
+namespace semmoe::engine {
+
+using model::Matrix;
+
+TpLayerStage::TpLayerStage(const model::ModelConfig& config, ExpertParallelFfn& ffn,
+                           Communicator& comm, const DevicePredictor* predictor)
+    : ffn_(ffn), comm_(comm), predictor_(predictor), hidden_(config.hidden_size) {
+  moe_index_.assign(config.num_layers, -1);
+  const std::vector<int> moe = config.MoeLayers();
+  for (size_t i = 0; i < moe.size(); ++i) moe_index_[moe[i]] = static_cast<int>(i);
+}
+
+ShufflePlan TpLayerStage::Plan(int layer, absl::Span<const int32_t> tokens) {
+  const int moe = moe_index_[layer];
+  if (predictor_ == nullptr || moe < 0) return PlainShuffle(tokens.size(), comm_.size());
+  std::vector<int32_t> device(tokens.size());
+  std::vector<float> confidence(tokens.size());
+  predictor_->Predict(moe, tokens, prev2_, prev1_, absl::MakeSpan(device),
+                      absl::MakeSpan(confidence));
+  return PlanShuffle(device, confidence, comm_.size());
+}
+
+absl::Status TpLayerStage::Run(int layer, absl::Span<const int32_t> tokens, Matrix& x,
+                               Matrix& attn, model::Routing* routing) {
+  const int g = comm_.size(), me = comm_.rank();
+  const int64_t total = x.rows();
+  if (layer == 0) {
+    prev1_.assign(total, -1);
+    prev2_.assign(total, -1);
+  }
+  absl::Time start = absl::Now();
+  const ShufflePlan plan = Plan(layer, tokens);
+  counters_.predict_seconds += absl::ToDoubleSeconds(absl::Now() - start);
+
+  // Shuffled reduce-scatter: pack the partial sums in plan order, sum each chunk on its rank.
+  start = absl::Now();
+  Matrix packed(total, hidden_);
+  for (int64_t i = 0; i < total; ++i) packed.row(i) = attn.row(plan.order[i]);
+  std::vector<int64_t> counts(g);
+  for (int r = 0; r < g; ++r) counts[r] = plan.counts[r] * hidden_;
+  const int64_t begin = plan.begin(me), rows = plan.counts[me];
+  Matrix chunk(rows, hidden_);
+  RETURN_IF_ERROR(comm_.ReduceScatterV(absl::Span<const float>(packed.data(), packed.size()),
+                                       counts, absl::Span<float>(chunk.data(), chunk.size())));
+  for (int64_t i = 0; i < rows; ++i) chunk.row(i) += x.row(plan.order[begin + i]);
+  counters_.srs_seconds += absl::ToDoubleSeconds(absl::Now() - start);
+
+  Matrix ffn;
+  RETURN_IF_ERROR(ffn_.Run(layer, chunk, ffn, routing));
+  chunk += ffn;
+
+  // Where each token's experts were, for the next layers' predictions (only the chunk's owner
+  // knows; a small all-gather of one i32 per token shares it).
+  start = absl::Now();
+  if (predictor_ != nullptr && predictor_->uses_history() && moe_index_[layer] >= 0) {
+    std::vector<int64_t> token_counts(plan.counts.begin(), plan.counts.end());
+    std::vector<int32_t> devices(total);
+    RETURN_IF_ERROR(comm_.AllGatherV(absl::MakeConstSpan(ffn_.last_devices()), token_counts,
+                                     absl::MakeSpan(devices)));
+    for (int64_t i = 0; i < total; ++i) {
+      const int32_t t = plan.order[i];
+      prev2_[t] = prev1_[t];
+      prev1_[t] = devices[i];
+    }
+  }
+  // Shuffled all-gather: every rank gets every chunk and unpacks it into batch order.
+  RETURN_IF_ERROR(comm_.AllGatherV(absl::Span<const float>(chunk.data(), chunk.size()), counts,
+                                   absl::Span<float>(packed.data(), packed.size())));
+  for (int64_t i = 0; i < total; ++i) x.row(plan.order[i]) = packed.row(i);
+  counters_.sag_seconds += absl::ToDoubleSeconds(absl::Now() - start);
+  counters_.tokens += total;
+  return absl::OkStatus();
+}
+
+}  // namespace semmoe::engine

@@ -1,0 +1,63 @@
+// Attention-TP: every rank runs the same batch through its slice of the attention heads
+// (tp_weights.h), so each holds a partial sum of the attention output. The all-reduce that would
+// follow is split: a reduce-scatter gives each rank the summed rows of its chunk of tokens, the
+// rank adds the residual and runs the FFN (experts through expert parallelism) on that chunk, and
+// an all-gather puts the full residual stream back on every rank. RS + AG move the same bytes as
+// the all-reduce they replace.
+//
+// Shuffled (a DevicePredictor given): before each MoE layer the chunks are formed by predicted
+// device (shuffle.h), so a token's chunk is usually on the rank holding its experts and the
+// dispatch stays local; the permutation is fused into packing the reduce-scatter and unpacking
+// the all-gather. Mispredicted tokens still reach their experts through the all-to-all: the
+// result does not depend on the prediction. Plain (no predictor): contiguous chunks.
+//
+// Thread-compatible.
+#ifndef SEMMOE_ENGINE_PARALLEL_TP_STAGE_H_
+#define SEMMOE_ENGINE_PARALLEL_TP_STAGE_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "engine/model/transformer.h"
+#include "engine/parallel/communicator.h"
+#include "engine/parallel/device_predictor.h"
+#include "engine/parallel/ep_ffn.h"
+#include "engine/parallel/shuffle.h"
+
+namespace semmoe::engine {
+
+struct TpStageCounters {
+  int64_t tokens = 0;          // Tokens through the stage (each counted once per layer).
+  double srs_seconds = 0;      // Pack + reduce-scatter + residual.
+  double sag_seconds = 0;      // All-gather + unpack.
+  double predict_seconds = 0;  // Device prediction and shuffle planning.
+};
+
+class TpLayerStage final : public model::LayerStage {
+ public:
+  // All borrowed. `predictor` null = plain order. `moe_layers`: the model's MoE layer indices.
+  TpLayerStage(const model::ModelConfig& config, ExpertParallelFfn& ffn, Communicator& comm,
+               const DevicePredictor* predictor);
+
+  absl::Status Run(int layer, absl::Span<const int32_t> tokens, model::Matrix& x,
+                   model::Matrix& attn, model::Routing* routing) override;
+
+  const TpStageCounters& counters() const { return counters_; }
+
+ private:
+  ShufflePlan Plan(int layer, absl::Span<const int32_t> tokens);
+
+  ExpertParallelFfn& ffn_;
+  Communicator& comm_;
+  const DevicePredictor* predictor_;
+  std::vector<int> moe_index_;  // Model layer → MoE index or −1.
+  int hidden_;
+  TpStageCounters counters_;
+  // Per token of the current batch, its devices at the last two MoE layers (−1 unknown);
+  // reset when a batch starts (the first layer).
+  std::vector<int32_t> prev1_, prev2_;
+};
+
+}  // namespace semmoe::engine
+
+#endif  // SEMMOE_ENGINE_PARALLEL_TP_STAGE_H_
