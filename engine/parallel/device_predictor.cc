@@ -37,6 +37,26 @@ DevicePredictor::DevicePredictor(const planner::TokenAffinity& affinity,
   }
 }
 
+std::unique_ptr<DevicePredictor> DevicePredictor::Create(
+    const planner::TokenAffinity& affinity, const planner::Placement& placement,
+    const planner::LayerAffinity* transitions) {
+  LayerTransitionTable table;
+  if (transitions != nullptr) {
+    const int layers = placement.num_layers(), g = placement.num_devices();
+    table.resize(layers);
+    for (int l = 1; l < layers; ++l) {
+      table[l].resize(static_cast<size_t>(g + 1) * g);
+      for (int p2 = l == 1 ? -1 : 0; p2 < g; ++p2) {
+        for (int p1 = 0; p1 < g; ++p1) {
+          const planner::LayerAffinity::Prediction p = transitions->Predict(l, p2, p1);
+          table[l][(p2 + 1) * g + p1] = {p.device, static_cast<float>(p.confidence)};
+        }
+      }
+    }
+  }
+  return std::make_unique<DevicePredictor>(affinity, placement, std::move(table));
+}
+
 void DevicePredictor::Predict(int moe_layer, absl::Span<const int32_t> tokens,
                               absl::Span<const int32_t> prev2, absl::Span<const int32_t> prev1,
                               absl::Span<int32_t> device, absl::Span<float> confidence) const {

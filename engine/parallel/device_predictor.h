@@ -9,10 +9,12 @@
 #define SEMMOE_ENGINE_PARALLEL_DEVICE_PREDICTOR_H_
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/types/span.h"
+#include "planner/affinity/layer_affinity.h"
 #include "planner/affinity/token_affinity.h"
 #include "planner/placement/placement.h"
 
@@ -32,6 +34,11 @@ class DevicePredictor {
   // REQUIRES: `affinity` was learned for the placement's model (same MoE layers and experts).
   DevicePredictor(const planner::TokenAffinity& affinity, const planner::Placement& placement,
                   LayerTransitionTable transitions = {});
+
+  // With the A table read off a LayerAffinity learned for `placement` (null: T only).
+  static std::unique_ptr<DevicePredictor> Create(const planner::TokenAffinity& affinity,
+                                                 const planner::Placement& placement,
+                                                 const planner::LayerAffinity* transitions);
 
   int num_devices() const { return num_devices_; }
   bool uses_history() const { return !transitions_.empty(); }

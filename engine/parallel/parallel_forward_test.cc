@@ -16,9 +16,9 @@
 #include "absl/strings/str_cat.h"
 #include "common/file.h"
 #include "common/testing/shared_data.h"
-#include "engine/model/kv_sequence.h"
 #include "engine/model/model.h"
 #include "engine/parallel/gloo_communicator.h"
+#include "engine/parallel/lockstep_greedy.h"
 #include "engine/parallel/rank_model.h"
 #include "engine/parallel/tp_weights.h"
 #include "gloo/rendezvous/hash_store.h"
@@ -48,50 +48,17 @@ const char* LayoutName(Layout l) {
   return l == Layout::kVanilla ? "vanilla" : l == Layout::kRandom ? "random" : "skewed";
 }
 
-struct SeqOutput {
-  std::vector<std::vector<float>> logits;  // Per forward (prefill, then each decode step).
-  std::vector<int32_t> tokens;             // Greedy tokens.
-};
+using SeqOutput = GreedyOutput;
 
-// One rank's (or the single device's) run: its prompts as one batch, prefill then greedy decode.
-// Every call makes exactly 1 + kDecodeSteps forward passes, empty batches included, so ranks
-// stay in lockstep. Routing per forward per MoE layer goes to `routing` if given.
 absl::StatusOr<std::vector<SeqOutput>> RunGreedy(
     const model::Transformer& transformer, int kv_size,
     const std::vector<std::vector<int32_t>>& prompts,
     std::vector<std::vector<Routing>>* routing = nullptr) {
-  const int layers = transformer.config().num_layers;
-  std::vector<std::unique_ptr<model::DenseKvSequence>> kv;
-  for (const auto& p : prompts) {
-    kv.push_back(std::make_unique<model::DenseKvSequence>(
-        layers, kv_size, static_cast<int>(p.size()) + kDecodeSteps));
-  }
-  std::vector<SeqOutput> out(prompts.size());
-  std::vector<std::vector<int32_t>> next(prompts.size());
-  for (int step = 0; step <= kDecodeSteps; ++step) {
-    std::vector<SequenceInput> batch;
-    for (size_t i = 0; i < prompts.size(); ++i) {
-      const bool prefill = step == 0;
-      batch.push_back({.tokens = prefill ? absl::MakeConstSpan(prompts[i])
-                                         : absl::MakeConstSpan(next[i]),
-                       .start_position = prefill ? 0
-                                                 : static_cast<int>(prompts[i].size()) + step - 1,
-                       .kv = kv[i].get(),
-                       .logits = LogitsMode::kLast});
-    }
-    auto result = transformer.Forward(batch, {.collect_routing = routing != nullptr});
-    if (!result.ok()) return result.status();
-    if (routing != nullptr) routing->push_back(std::move(result->routing));
-    for (size_t i = 0; i < prompts.size(); ++i) {
-      const auto row = result->logits.row(i);
-      out[i].logits.emplace_back(row.data(), row.data() + row.size());
-      Eigen::Index best;
-      row.maxCoeff(&best);
-      out[i].tokens.push_back(static_cast<int32_t>(best));
-      next[i] = {static_cast<int32_t>(best)};
-    }
-  }
-  return out;
+  return RunLockstepGreedy(transformer, prompts,
+                           {.decode_steps = kDecodeSteps,
+                            .kv_size = kv_size,
+                            .keep_logits = true,
+                            .routing = routing});
 }
 
 double RelL2(const std::vector<float>& a, const std::vector<float>& b) {
@@ -237,18 +204,7 @@ std::unique_ptr<DevicePredictor> Predictor(const ModelCase& c, const Reference& 
   }
   const auto affinity = planner::TokenAffinity::FromTrace(trace);
   const auto transitions = planner::LayerAffinity::Build(trace, placement);
-  LayerTransitionTable table(layers);
-  const int g = placement.num_devices();
-  for (int l = 1; l < layers; ++l) {
-    table[l].resize(static_cast<size_t>(g + 1) * g);
-    for (int p2 = l == 1 ? -1 : 0; p2 < g; ++p2) {
-      for (int p1 = 0; p1 < g; ++p1) {
-        const auto p = transitions.Predict(l, p2, p1);
-        table[l][(p2 + 1) * g + p1] = {p.device, static_cast<float>(p.confidence)};
-      }
-    }
-  }
-  return std::make_unique<DevicePredictor>(affinity, placement, std::move(table));
+  return DevicePredictor::Create(affinity, placement, &transitions);
 }
 
 struct RankResult {

@@ -1,0 +1,45 @@
+#include "engine/parallel/lockstep_greedy.h"
+
+#include <memory>
+
+#include "engine/model/kv_sequence.h"
+
+namespace semmoe::engine {
+
+absl::StatusOr<std::vector<GreedyOutput>> RunLockstepGreedy(
+    const model::Transformer& transformer, const std::vector<std::vector<int32_t>>& prompts,
+    const LockstepGreedyOptions& options) {
+  const int layers = transformer.config().num_layers;
+  std::vector<std::unique_ptr<model::DenseKvSequence>> kv;
+  for (const auto& p : prompts) {
+    kv.push_back(std::make_unique<model::DenseKvSequence>(
+        layers, options.kv_size, static_cast<int>(p.size()) + options.decode_steps));
+  }
+  std::vector<GreedyOutput> out(prompts.size());
+  std::vector<std::vector<int32_t>> next(prompts.size());
+  for (int step = 0; step <= options.decode_steps; ++step) {
+    std::vector<model::SequenceInput> batch;
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      const bool prefill = step == 0;
+      batch.push_back(
+          {.tokens = prefill ? absl::MakeConstSpan(prompts[i]) : absl::MakeConstSpan(next[i]),
+           .start_position = prefill ? 0 : static_cast<int>(prompts[i].size()) + step - 1,
+           .kv = kv[i].get(),
+           .logits = model::LogitsMode::kLast});
+    }
+    auto result = transformer.Forward(batch, {.collect_routing = options.routing != nullptr});
+    if (!result.ok()) return result.status();
+    if (options.routing != nullptr) options.routing->push_back(std::move(result->routing));
+    for (size_t i = 0; i < prompts.size(); ++i) {
+      const auto row = result->logits.row(i);
+      if (options.keep_logits) out[i].logits.emplace_back(row.data(), row.data() + row.size());
+      Eigen::Index best;
+      row.maxCoeff(&best);
+      out[i].tokens.push_back(static_cast<int32_t>(best));
+      next[i] = {static_cast<int32_t>(best)};
+    }
+  }
+  return out;
+}
+
+}  // namespace semmoe::engine

@@ -1,0 +1,36 @@
+// Greedy generation of a fixed set of prompts as one batch: a prefill, then `decode_steps`
+// decode steps — exactly 1 + decode_steps forward passes, even with no prompts, which is the
+// shape every rank of an EP group must follow. For the differential tests and bench_ep; the
+// serving path is engine/runtime's BatchEngine.
+#ifndef SEMMOE_ENGINE_PARALLEL_LOCKSTEP_GREEDY_H_
+#define SEMMOE_ENGINE_PARALLEL_LOCKSTEP_GREEDY_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "engine/model/moe.h"
+#include "engine/model/transformer.h"
+
+namespace semmoe::engine {
+
+struct GreedyOutput {
+  std::vector<std::vector<float>> logits;  // Per forward; empty unless keep_logits.
+  std::vector<int32_t> tokens;             // 1 + decode_steps greedy tokens.
+};
+
+struct LockstepGreedyOptions {
+  int decode_steps = 0;
+  int kv_size = 0;  // KV floats per position per layer (the rank's KV heads × head_dim).
+  bool keep_logits = false;
+  // If set, the routing of every forward (per MoE layer, the rows this process routed).
+  std::vector<std::vector<model::Routing>>* routing = nullptr;
+};
+
+absl::StatusOr<std::vector<GreedyOutput>> RunLockstepGreedy(
+    const model::Transformer& transformer, const std::vector<std::vector<int32_t>>& prompts,
+    const LockstepGreedyOptions& options);
+
+}  // namespace semmoe::engine
+
+#endif  // SEMMOE_ENGINE_PARALLEL_LOCKSTEP_GREEDY_H_
