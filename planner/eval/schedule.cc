@@ -6,34 +6,47 @@
 
 namespace semmoe::planner {
 
-std::vector<int> AffinityRequests(const trace::TraceSet& trace, const std::vector<float>& scores,
-                                  int num_devices, double token_balance_eps) {
+std::vector<int> AffinityRequests(const std::vector<std::vector<uint32_t>>& prompts,
+                                  const std::vector<float>& scores, int num_devices,
+                                  double token_balance_eps) {
   const int g = num_devices;
   const size_t vocab = scores.size() / g;
-  const double capacity = (1.0 + token_balance_eps) * trace.num_tokens() / g;
+  int64_t total_tokens = 0;
+  for (const auto& p : prompts) total_tokens += static_cast<int64_t>(p.size());
+  const double capacity = (1.0 + token_balance_eps) * total_tokens / g;
   std::vector<int64_t> load(g, 0);
   std::vector<double> s(g);
-  std::vector<int> devices(trace.num_requests());
-  for (int r = 0; r < trace.num_requests(); ++r) {
+  std::vector<int> devices(prompts.size());
+  for (size_t r = 0; r < prompts.size(); ++r) {
     std::fill(s.begin(), s.end(), 0.0);
-    const int64_t begin = trace.request_begin[r], end = trace.request_begin[r + 1];
-    for (int64_t t = begin; t < end; ++t) {
-      if (trace.tokens[t] >= vocab) continue;
-      const float* row = &scores[static_cast<size_t>(trace.tokens[t]) * g];
+    for (uint32_t token : prompts[r]) {
+      if (token >= vocab) continue;
+      const float* row = &scores[static_cast<size_t>(token) * g];
       float total = 0;
       for (int d = 0; d < g; ++d) total += row[d];
       for (int d = 0; d < g; ++d) s[d] += std::log(std::max(row[d] / total, 1e-2f));
     }
+    const int64_t size = static_cast<int64_t>(prompts[r].size());
     int best = -1;
     for (int d = 0; d < g; ++d) {
-      if (load[d] + (end - begin) > capacity) continue;
+      if (load[d] + size > capacity) continue;
       if (best < 0 || s[d] > s[best]) best = d;
     }
     if (best < 0) best = static_cast<int>(std::min_element(load.begin(), load.end()) - load.begin());
     devices[r] = best;
-    load[best] += end - begin;
+    load[best] += size;
   }
   return devices;
+}
+
+std::vector<int> AffinityRequests(const trace::TraceSet& trace, const std::vector<float>& scores,
+                                  int num_devices, double token_balance_eps) {
+  std::vector<std::vector<uint32_t>> prompts(trace.num_requests());
+  for (int r = 0; r < trace.num_requests(); ++r) {
+    prompts[r].assign(trace.tokens.begin() + trace.request_begin[r],
+                      trace.tokens.begin() + trace.request_begin[r + 1]);
+  }
+  return AffinityRequests(prompts, scores, num_devices, token_balance_eps);
 }
 
 std::vector<std::vector<int>> SrsTokens(const trace::TraceSet& trace,

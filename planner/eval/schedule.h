@@ -7,6 +7,7 @@
 #ifndef SEMMOE_PLANNER_EVAL_SCHEDULE_H_
 #define SEMMOE_PLANNER_EVAL_SCHEDULE_H_
 
+#include <cstdint>
 #include <vector>
 
 #include "planner/affinity/layer_affinity.h"
@@ -16,7 +17,11 @@
 
 namespace semmoe::planner {
 
-// scores: row-major [vocab_size, num_devices]; tokens ≥ vocab_size score 0.
+// scores: row-major [vocab_size, num_devices]; tokens ≥ vocab_size score 0. Requests in order.
+std::vector<int> AffinityRequests(const std::vector<std::vector<uint32_t>>& prompts,
+                                  const std::vector<float>& scores, int num_devices,
+                                  double token_balance_eps = 0.05);
+// The same over a trace's requests.
 std::vector<int> AffinityRequests(const trace::TraceSet& trace, const std::vector<float>& scores,
                                   int num_devices, double token_balance_eps = 0.05);
 
