@@ -155,6 +155,26 @@ bool BatchEngine::Append(Sequence& seq, int32_t token) {
   return false;
 }
 
+absl::StatusOr<model::ForwardOutput> BatchEngine::RunForward(
+    absl::Span<const SequenceInput> batch) {
+  if (options_.forward) return options_.forward(batch);
+  return transformer_.Forward(batch);
+}
+
+bool BatchEngine::Cancel(const std::string& id) {
+  if (!in_flight_.contains(id)) return false;
+  in_flight_.erase(id);
+  auto match = [&](const std::unique_ptr<Sequence>& s) { return s->request.id == id; };
+  auto w = std::find_if(waiting_.begin(), waiting_.end(), match);
+  if (w != waiting_.end()) {
+    waiting_.erase(w);  // Its pages (if it was preempted, none) go back with it.
+    return true;
+  }
+  auto r = std::find_if(running_.begin(), running_.end(), match);
+  if (r != running_.end()) running_.erase(r);
+  return true;
+}
+
 absl::Status BatchEngine::Step(std::vector<GenerationResult>& finished,
                                std::vector<TokenEvent>* events) {
   // Plan: running sequences first (oldest first), then admit waiting ones, within the budget.
@@ -182,6 +202,7 @@ absl::Status BatchEngine::Step(std::vector<GenerationResult>& finished,
     budget -= chunk;
   }
   if (plan.empty()) {
+    if (options_.forward_every_step) RETURN_IF_ERROR(RunForward({}).status());
     if (idle()) return absl::OkStatus();
     return absl::ResourceExhaustedError("no request fits the KV cache");  // Guarded by Submit().
   }
@@ -193,7 +214,7 @@ absl::Status BatchEngine::Step(std::vector<GenerationResult>& finished,
         absl::MakeConstSpan(seq->tokens).subspan(seq->computed, chunk), seq->computed,
         seq->kv.get(), last ? LogitsMode::kLast : LogitsMode::kNone});
   }
-  ASSIGN_OR_RETURN(model::ForwardOutput out, transformer_.Forward(batch));
+  ASSIGN_OR_RETURN(model::ForwardOutput out, RunForward(batch));
   ++stats_.steps;
   stats_.max_batch_size = std::max<int64_t>(stats_.max_batch_size, plan.size());
 

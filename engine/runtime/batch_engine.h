@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -75,6 +76,13 @@ class BatchEngine {
     int64_t kv_cache_bytes = 256ll << 20;
     const model::Tokenizer* tokenizer = nullptr;  // For stop strings and result text.
     std::vector<int32_t> eos_ids;                 // Usually config.eos_token_ids.
+    // Runs a forward pass; null = transformer.Forward. Attention-TP's leader wraps it to tell
+    // its followers the batch first (engine/server/tp_group.h).
+    std::function<absl::StatusOr<model::ForwardOutput>(absl::Span<const model::SequenceInput>)>
+        forward;
+    // Step() runs a forward pass even when nothing is scheduled (an empty batch): the ranks of
+    // an expert-parallel group must all run the same number of passes.
+    bool forward_every_step = false;
   };
 
   static absl::StatusOr<std::unique_ptr<BatchEngine>> Create(const model::Transformer& transformer,
@@ -85,6 +93,9 @@ class BatchEngine {
   // or the whole KV cache, bad sampling params, or stop strings without a tokenizer;
   // ResourceExhausted when the queue is full; AlreadyExists for a duplicate id in flight.
   absl::Status Submit(GenerationRequest request);
+
+  // Drops a waiting or running request and frees its KV pages; false if `id` is not in flight.
+  bool Cancel(const std::string& id);
 
   bool idle() const { return waiting_.empty() && running_.empty(); }
   int waiting() const { return static_cast<int>(waiting_.size()); }
@@ -106,6 +117,7 @@ class BatchEngine {
   struct Sequence;
   BatchEngine(const model::Transformer& transformer, const Options& options,
               std::unique_ptr<PagedKvCache> cache);
+  absl::StatusOr<model::ForwardOutput> RunForward(absl::Span<const model::SequenceInput> batch);
   bool ReserveOrPreempt(size_t index, int positions);
   void Preempt(size_t index);
   // Applies a sampled token; true if the sequence finished.

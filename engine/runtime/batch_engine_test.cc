@@ -85,6 +85,53 @@ TEST(BatchEngineTest, ContinuousBatchingWithChunksAndPreemptionMatchesAlone) {
   EXPECT_EQ((*engine)->kv_cache().free_pages(), (*engine)->kv_cache().total_pages());
 }
 
+TEST(BatchEngineTest, CancelFreesTheSlotAndTheOthersContinue) {
+  auto m = TinyModel();
+  auto engine = BatchEngine::Create(*m->transformer, {});
+  ASSERT_TRUE((*engine)->Submit({.id = "a", .prompt = Prompt(5, 1), .max_tokens = 6,
+                                 .ignore_eos = true}).ok());
+  ASSERT_TRUE((*engine)->Submit({.id = "b", .prompt = Prompt(5, 2), .max_tokens = 6,
+                                 .ignore_eos = true}).ok());
+  std::vector<GenerationResult> finished;
+  ASSERT_TRUE((*engine)->Step(finished).ok());  // Both admitted and prefilled.
+  EXPECT_LT((*engine)->kv_cache().free_pages(), (*engine)->kv_cache().total_pages());
+  EXPECT_TRUE((*engine)->Cancel("a"));
+  EXPECT_FALSE((*engine)->Cancel("a"));
+  EXPECT_FALSE((*engine)->Cancel("never"));
+  EXPECT_EQ((*engine)->running(), 1);
+  auto results = (*engine)->RunUntilIdle();
+  ASSERT_TRUE(results.ok());
+  ASSERT_EQ(results->size(), 1u);
+  EXPECT_EQ((*results)[0].id, "b");
+  EXPECT_EQ((*results)[0].tokens, GreedyAlone(*m, Prompt(5, 2), 6));
+  EXPECT_EQ((*engine)->kv_cache().free_pages(), (*engine)->kv_cache().total_pages());
+  // A cancelled id can be used again.
+  EXPECT_TRUE((*engine)->Submit({.id = "a", .prompt = Prompt(3, 1), .max_tokens = 1}).ok());
+}
+
+TEST(BatchEngineTest, ForwardEveryStepRunsEmptyPassesThroughTheHook) {
+  auto m = TinyModel();
+  int passes = 0, empty_passes = 0;
+  BatchEngine::Options o;
+  o.forward_every_step = true;
+  o.forward = [&](absl::Span<const SequenceInput> batch) {
+    ++passes;
+    empty_passes += batch.empty();
+    return m->transformer->Forward(batch);
+  };
+  auto engine = BatchEngine::Create(*m->transformer, o);
+  std::vector<GenerationResult> finished;
+  ASSERT_TRUE((*engine)->Step(finished).ok());  // Idle: still one (empty) pass.
+  EXPECT_EQ(passes, 1);
+  EXPECT_EQ(empty_passes, 1);
+  ASSERT_TRUE((*engine)->Submit({.id = "x", .prompt = Prompt(4, 9), .max_tokens = 3,
+                                 .ignore_eos = true}).ok());
+  auto results = (*engine)->RunUntilIdle();
+  ASSERT_TRUE(results.ok());
+  EXPECT_EQ((*results)[0].tokens, GreedyAlone(*m, Prompt(4, 9), 3));
+  EXPECT_EQ(passes, 4);
+}
+
 TEST(BatchEngineTest, SeededSamplingDoesNotDependOnTheBatch) {
   auto m = TinyModel();
   auto run = [&](int others) {
