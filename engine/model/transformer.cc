@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "common/status_macros.h"
 #include "engine/model/linear.h"
 #include "kernels/cpu/decode_attention.h"
@@ -222,7 +223,9 @@ absl::StatusOr<ForwardOutput> Transformer::Forward(absl::Span<const SequenceInpu
 
   ForwardOutput out;
   for (int layer = 0; layer < c.num_layers; ++layer) {
+    const absl::Time start = absl::Now();
     Matrix attn = Attention(layer, batch, positions, x);
+    out.attention_seconds += absl::ToDoubleSeconds(absl::Now() - start);
     const bool moe = weights_.layers[layer].is_moe;
     Routing routing;
     RETURN_IF_ERROR(stage_->Run(layer, ids, x, attn,

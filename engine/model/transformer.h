@@ -43,6 +43,7 @@ struct ForwardOutput {
   // Per MoE layer (config.MoeLayers() order), per batch token in order: the routing decision.
   // Filled only when requested.
   std::vector<Routing> routing;
+  double attention_seconds = 0;  // Wall time in attention (projections, RoPE, cache, scores).
 };
 
 struct ForwardOptions {

@@ -12,16 +12,40 @@ int PagedSequence::capacity() const {
   return static_cast<int>(pages_.size()) * cache_.options_.page_size;
 }
 
-float* PagedSequence::Row(int layer, int position, int kind) {
-  const auto& o = cache_.options_;
-  const int page = pages_[position / o.page_size];
+float* PagedKvCache::Row(absl::Span<const int32_t> pages, int layer, int position, int kind) {
+  const auto& o = options_;
+  const int page = pages[position / o.page_size];
   const int slot = position % o.page_size;
-  return cache_.arena_.get() + page * cache_.page_floats_ +
+  return arena_.get() + page * page_floats_ +
          ((static_cast<int64_t>(layer) * 2 + kind) * o.page_size + slot) * o.kv_size;
 }
 
-float* PagedSequence::Key(int layer, int position) { return Row(layer, position, 0); }
-float* PagedSequence::Value(int layer, int position) { return Row(layer, position, 1); }
+float* PagedSequence::Key(int layer, int position) {
+  return cache_.Row(pages_, layer, position, 0);
+}
+float* PagedSequence::Value(int layer, int position) {
+  return cache_.Row(pages_, layer, position, 1);
+}
+
+int PageTableView::capacity() const {
+  return static_cast<int>(pages_.size()) * cache_.options_.page_size;
+}
+float* PageTableView::Key(int layer, int position) {
+  return cache_.Row(pages_, layer, position, 0);
+}
+float* PageTableView::Value(int layer, int position) {
+  return cache_.Row(pages_, layer, position, 1);
+}
+
+absl::StatusOr<std::unique_ptr<PageTableView>> PagedKvCache::View(std::vector<int32_t> pages) {
+  for (int32_t p : pages) {
+    if (p < 0 || p >= options_.num_pages) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("page ", p, " is outside the cache's ", options_.num_pages, " pages"));
+    }
+  }
+  return std::unique_ptr<PageTableView>(new PageTableView(*this, std::move(pages)));
+}
 
 PagedKvCache::PagedKvCache(const Options& options)
     : options_(options),

@@ -16,6 +16,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
+#include "absl/types/span.h"
 #include "absl/synchronization/mutex.h"
 #include "engine/model/kv_sequence.h"
 
@@ -35,12 +36,29 @@ class PagedSequence : public model::KvSequence {
   float* Key(int layer, int position) override;
   float* Value(int layer, int position) override;
   int num_pages() const { return static_cast<int>(pages_.size()); }
+  // Its page table: position p lives in page pages()[p / page_size].
+  absl::Span<const int32_t> pages() const { return pages_; }
 
  private:
   friend class PagedKvCache;
   explicit PagedSequence(PagedKvCache& cache) : cache_(cache) {}
-  float* Row(int layer, int position, int kind);
 
+  PagedKvCache& cache_;
+  std::vector<int32_t> pages_;
+};
+
+// A sequence over pages someone else allocated (an Attention-TP follower mirrors the leader's
+// page tables in its own cache of the same shape). Owns nothing; the pages stay where they are.
+class PageTableView : public model::KvSequence {
+ public:
+  int capacity() const override;
+  float* Key(int layer, int position) override;
+  float* Value(int layer, int position) override;
+
+ private:
+  friend class PagedKvCache;
+  PageTableView(PagedKvCache& cache, std::vector<int32_t> pages)
+      : cache_(cache), pages_(std::move(pages)) {}
   PagedKvCache& cache_;
   std::vector<int32_t> pages_;
 };
@@ -59,6 +77,10 @@ class PagedKvCache {
   // Pages needed to hold `max_bytes` of cache for these sizes (at least 1).
   static int PagesForBytes(const Options& options, int64_t max_bytes);
 
+  // A view over `pages` (not allocated from the free list); InvalidArgument for an id out of
+  // range.
+  absl::StatusOr<std::unique_ptr<PageTableView>> View(std::vector<int32_t> pages);
+
   std::unique_ptr<PagedSequence> NewSequence() { return std::unique_ptr<PagedSequence>(new PagedSequence(*this)); }
 
   // Grows `seq` to hold at least `positions` positions. All or nothing: ResourceExhausted (and
@@ -73,7 +95,10 @@ class PagedKvCache {
 
  private:
   friend class PagedSequence;
+  friend class PageTableView;
   explicit PagedKvCache(const Options& options);
+  // The [kv_size] row of `kind` (0 keys, 1 values) for `position` in a sequence with `pages`.
+  float* Row(absl::Span<const int32_t> pages, int layer, int position, int kind);
   void Release(std::vector<int32_t>& pages);
 
   const Options options_;

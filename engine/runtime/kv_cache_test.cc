@@ -64,6 +64,29 @@ TEST(PagedKvCacheTest, RowsOfDifferentSequencesLayersAndKindsNeverAlias) {
   }
 }
 
+TEST(PagedKvCacheTest, AViewOverAnotherCachesPageTableAddressesTheSameSlots) {
+  // Two caches of one shape (an Attention-TP leader and a follower): the follower's view over the
+  // leader's page table writes where the leader's sequence would.
+  auto leader = PagedKvCache::Create(Small());
+  auto follower = PagedKvCache::Create(Small());
+  ASSERT_TRUE(leader.ok() && follower.ok());
+  auto skip = (*leader)->NewSequence();
+  ASSERT_TRUE((*leader)->Reserve(*skip, 5).ok());  // So the next pages are not 0, 1.
+  auto seq = (*leader)->NewSequence();
+  ASSERT_TRUE((*leader)->Reserve(*seq, 7).ok());
+  const std::vector<int32_t> pages(seq->pages().begin(), seq->pages().end());
+  auto view = (*follower)->View(pages);
+  ASSERT_TRUE(view.ok());
+  EXPECT_EQ((*view)->capacity(), seq->capacity());
+  auto mirror = (*follower)->View(pages);
+  (*view)->Key(1, 6)[2] = 42.0f;
+  EXPECT_EQ((*mirror)->Key(1, 6)[2], 42.0f);
+  // Same offsets as the leader's own sequence in its own arena.
+  EXPECT_EQ(seq->Key(1, 6) - seq->Key(0, 0), (*view)->Key(1, 6) - (*view)->Key(0, 0));
+  EXPECT_EQ((*follower)->View({0, 999}).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ((*follower)->free_pages(), (*follower)->total_pages());  // Views allocate nothing.
+}
+
 TEST(PagedKvCacheTest, BadOptions) {
   auto o = Small();
   o.page_size = 0;
