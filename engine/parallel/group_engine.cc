@@ -1,0 +1,305 @@
+#include "engine/parallel/group_engine.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "common/status_macros.h"
+
+namespace semmoe::engine {
+namespace {
+
+using model::SequenceInput;
+
+constexpr int kLeader = 0;
+
+// An Attention-TP pass on the wire, as int64s: n, then per sequence start, tokens, logits mode,
+// pages, the token ids, the page ids.
+std::vector<int64_t> EncodePass(absl::Span<const SequenceInput> batch) {
+  std::vector<int64_t> wire = {static_cast<int64_t>(batch.size())};
+  for (const SequenceInput& seq : batch) {
+    // The batch engine's sequences are always paged (BatchEngine owns them).
+    const auto& paged = static_cast<const runtime::PagedSequence&>(*seq.kv);
+    wire.push_back(seq.start_position);
+    wire.push_back(static_cast<int64_t>(seq.tokens.size()));
+    wire.push_back(static_cast<int64_t>(seq.logits));
+    wire.push_back(static_cast<int64_t>(paged.pages().size()));
+    wire.insert(wire.end(), seq.tokens.begin(), seq.tokens.end());
+    wire.insert(wire.end(), paged.pages().begin(), paged.pages().end());
+  }
+  return wire;
+}
+
+}  // namespace
+
+GroupEngine::GroupEngine(RankModel& model, const GroupEngineOptions& options)
+    : model_(model), options_(options) {}
+
+absl::StatusOr<std::unique_ptr<GroupEngine>> GroupEngine::Create(
+    RankModel& model, const GroupEngineOptions& options) {
+  std::unique_ptr<GroupEngine> engine(new GroupEngine(model, options));
+  GroupEngine* self = engine.get();
+  const bool tp = model.attention() == AttentionMode::kTp;
+  const int rank = model.comm().rank();
+  if (!tp || rank == kLeader) {
+    runtime::BatchEngine::Options batch = options.batch;
+    batch.forward_every_step = true;
+    batch.forward = [self](absl::Span<const SequenceInput> b) { return self->Forward(b); };
+    ASSIGN_OR_RETURN(engine->batch_, runtime::BatchEngine::Create(model.transformer(), batch));
+  } else {
+    runtime::PagedKvCache::Options kv{.num_layers = model.local_num_layers(),
+                                      .kv_size = model.local_kv_size(),
+                                      .page_size = options.batch.page_size};
+    kv.num_pages = runtime::PagedKvCache::PagesForBytes(kv, options.batch.kv_cache_bytes);
+    ASSIGN_OR_RETURN(engine->mirror_kv_, runtime::PagedKvCache::Create(kv));
+  }
+  {
+    absl::MutexLock lock(&engine->mu_);
+    engine->stats_.rank = rank;
+    engine->stats_.ranks = model.comm().size();
+    engine->stats_.attention = AttentionModeName(model.attention());
+    engine->stats_.accepts_requests = engine->batch_ != nullptr;
+  }
+  return engine;
+}
+
+GroupEngine::~GroupEngine() {
+  RequestStop();
+  if (thread_.joinable()) thread_.join();
+}
+
+void GroupEngine::Start() {
+  thread_ = std::thread([this] {
+    result_ = Loop();
+    FailAll(result_.ok() ? absl::UnavailableError("the engine is stopping") : result_);
+    {
+      absl::MutexLock lock(&mu_);
+      ended_ = true;
+    }
+    Snapshot();
+    done_.Notify();
+  });
+}
+
+absl::Status GroupEngine::Submit(runtime::GenerationRequest request,
+                                 std::shared_ptr<RequestSink> sink) {
+  if (batch_ == nullptr) {
+    return absl::FailedPreconditionError(
+        "this rank is an Attention-TP follower; send requests to rank 0");
+  }
+  absl::MutexLock lock(&mu_);
+  if (ended_ || stop_requested_) return absl::FailedPreconditionError("the engine is stopping");
+  if (static_cast<int>(inbox_.size()) >= options_.max_inbox) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("the engine's queue is full (", options_.max_inbox, " requests)"));
+  }
+  inbox_.emplace_back(std::move(request), std::move(sink));
+  return absl::OkStatus();
+}
+
+void GroupEngine::Cancel(const std::string& id) {
+  absl::MutexLock lock(&mu_);
+  cancels_.push_back(id);
+}
+
+void GroupEngine::RequestStop() {
+  absl::MutexLock lock(&mu_);
+  stop_requested_ = true;
+}
+
+absl::Status GroupEngine::Wait() {
+  done_.WaitForNotification();
+  return result_;
+}
+
+GroupEngineStats GroupEngine::stats() const {
+  absl::MutexLock lock(&mu_);
+  return stats_;
+}
+
+void GroupEngine::DrainInbox() {
+  std::deque<std::pair<runtime::GenerationRequest, std::shared_ptr<RequestSink>>> inbox;
+  std::vector<std::string> cancels;
+  {
+    absl::MutexLock lock(&mu_);
+    inbox.swap(inbox_);
+    cancels.swap(cancels_);
+  }
+  for (auto& [request, sink] : inbox) {
+    const std::string id = request.id;
+    if (sinks_.contains(id)) {
+      sink->OnError(absl::AlreadyExistsError(absl::StrCat("request ", id, " is in flight")));
+      continue;
+    }
+    absl::Status status = batch_->Submit(std::move(request));
+    if (!status.ok()) {
+      sink->OnError(status);
+      absl::MutexLock lock(&mu_);
+      ++stats_.failed;
+      continue;
+    }
+    sinks_[id] = std::move(sink);
+  }
+  for (const std::string& id : cancels) {
+    auto it = sinks_.find(id);
+    if (it == sinks_.end()) continue;
+    batch_->Cancel(id);
+    it->second->OnError(absl::CancelledError(absl::StrCat("request ", id, " was cancelled")));
+    sinks_.erase(it);
+    absl::MutexLock lock(&mu_);
+    ++stats_.cancelled;
+  }
+}
+
+absl::Status GroupEngine::Loop() {
+  Communicator& comm = model_.comm();
+  const int g = comm.size();
+  const bool tp = model_.attention() == AttentionMode::kTp;
+  const std::vector<int64_t> twos(g, 2);
+  std::vector<int64_t> all(2 * g);
+  while (true) {
+    if (batch_ != nullptr) DrainInbox();
+    int64_t mine[2] = {batch_ != nullptr && !batch_->idle() ? 1 : 0, 0};
+    {
+      absl::MutexLock lock(&mu_);
+      mine[1] = stop_requested_ ? 1 : 0;
+    }
+    RETURN_IF_ERROR(comm.AllGatherV(absl::MakeConstSpan(mine, 2), twos, absl::MakeSpan(all)));
+    bool busy = false, stop = false;
+    for (int r = 0; r < g; ++r) {
+      busy |= all[2 * r] != 0 && (!tp || r == kLeader);
+      stop |= all[2 * r + 1] != 0;
+    }
+    if (stop) return absl::OkStatus();
+    if (!busy) {
+      absl::SleepFor(options_.idle_poll);
+      continue;
+    }
+    if (batch_ != nullptr) {
+      std::vector<runtime::GenerationResult> finished;
+      std::vector<runtime::TokenEvent> events;
+      RETURN_IF_ERROR(batch_->Step(finished, &events));
+      RETURN_IF_ERROR(Deliver(finished, events));
+    } else {
+      RETURN_IF_ERROR(FollowerPass());
+    }
+    Snapshot();
+  }
+}
+
+absl::StatusOr<model::ForwardOutput> GroupEngine::Forward(
+    absl::Span<const SequenceInput> batch) {
+  if (model_.attention() == AttentionMode::kTp) {
+    std::vector<int64_t> wire = EncodePass(batch);
+    std::vector<int64_t> size = {static_cast<int64_t>(wire.size())};
+    RETURN_IF_ERROR(model_.comm().Broadcast(absl::MakeSpan(size), kLeader));
+    RETURN_IF_ERROR(model_.comm().Broadcast(absl::MakeSpan(wire), kLeader));
+  }
+  ASSIGN_OR_RETURN(model::ForwardOutput out, model_.transformer().Forward(batch));
+  ++forward_passes_;
+  attention_seconds_ += out.attention_seconds;
+  return out;
+}
+
+absl::Status GroupEngine::FollowerPass() {
+  Communicator& comm = model_.comm();
+  std::vector<int64_t> size(1);
+  RETURN_IF_ERROR(comm.Broadcast(absl::MakeSpan(size), kLeader));
+  if (size[0] < 1 || size[0] > (int64_t{1} << 32)) {
+    return absl::InternalError(absl::StrCat("Attention-TP leader sent a pass of ", size[0],
+                                            " words"));
+  }
+  std::vector<int64_t> wire(size[0]);
+  RETURN_IF_ERROR(comm.Broadcast(absl::MakeSpan(wire), kLeader));
+  // Decode (the leader is trusted, but a malformed pass is an error, not a crash).
+  const absl::Status malformed = absl::InternalError("malformed Attention-TP pass from rank 0");
+  size_t at = 0;
+  auto next = [&](int64_t& v) {
+    if (at >= wire.size()) return false;
+    v = wire[at++];
+    return true;
+  };
+  int64_t n = 0;
+  if (!next(n) || n < 0) return malformed;
+  std::vector<std::vector<int32_t>> tokens(n);
+  std::vector<std::unique_ptr<runtime::PageTableView>> views(n);
+  std::vector<SequenceInput> batch(n);
+  for (int64_t s = 0; s < n; ++s) {
+    int64_t start, count, logits, pages;
+    if (!next(start) || !next(count) || !next(logits) || !next(pages) || count < 0 ||
+        pages < 0 || logits < 0 || logits > 2 || at + count + pages > wire.size()) {
+      return malformed;
+    }
+    tokens[s].assign(wire.begin() + at, wire.begin() + at + count);
+    at += count;
+    ASSIGN_OR_RETURN(views[s], mirror_kv_->View(std::vector<int32_t>(
+                                   wire.begin() + at, wire.begin() + at + pages)));
+    at += pages;
+    batch[s] = {.tokens = tokens[s],
+                .start_position = static_cast<int>(start),
+                .kv = views[s].get(),
+                .logits = static_cast<model::LogitsMode>(logits)};
+  }
+  ASSIGN_OR_RETURN(model::ForwardOutput out, model_.transformer().Forward(batch));
+  ++forward_passes_;
+  attention_seconds_ += out.attention_seconds;
+  return absl::OkStatus();
+}
+
+absl::Status GroupEngine::Deliver(const std::vector<runtime::GenerationResult>& finished,
+                                  const std::vector<runtime::TokenEvent>& events) {
+  for (const runtime::TokenEvent& e : events) {
+    auto it = sinks_.find(e.request_id);
+    if (it != sinks_.end()) it->second->OnToken(e.token);
+  }
+  for (const runtime::GenerationResult& result : finished) {
+    auto it = sinks_.find(result.id);
+    if (it == sinks_.end()) continue;
+    it->second->OnDone(result);
+    sinks_.erase(it);
+    absl::MutexLock lock(&mu_);
+    ++stats_.completed;
+  }
+  return absl::OkStatus();
+}
+
+void GroupEngine::FailAll(const absl::Status& status) {
+  for (auto& [id, sink] : sinks_) {
+    if (batch_ != nullptr) batch_->Cancel(id);
+    sink->OnError(status);
+  }
+  std::deque<std::pair<runtime::GenerationRequest, std::shared_ptr<RequestSink>>> inbox;
+  {
+    absl::MutexLock lock(&mu_);
+    stats_.failed += static_cast<int64_t>(sinks_.size() + inbox_.size());
+    inbox.swap(inbox_);
+  }
+  sinks_.clear();
+  for (auto& [request, sink] : inbox) sink->OnError(status);
+}
+
+void GroupEngine::Snapshot() {
+  GroupEngineStats s;
+  {
+    absl::MutexLock lock(&mu_);
+    s = stats_;
+  }
+  if (batch_ != nullptr) {
+    s.batch = batch_->stats();
+    s.running = batch_->running();
+    s.waiting = batch_->waiting();
+  }
+  s.forward_passes = forward_passes_;
+  s.attention_seconds = attention_seconds_;
+  s.layers = model_.ffn().counters();
+  if (model_.tp_stage() != nullptr) s.tp = model_.tp_stage()->counters();
+  s.comm = model_.comm().counters();
+  absl::MutexLock lock(&mu_);
+  // Keep the request counters updated concurrently under the lock.
+  s.completed = stats_.completed;
+  s.failed = stats_.failed;
+  s.cancelled = stats_.cancelled;
+  stats_ = std::move(s);
+}
+
+}  // namespace semmoe::engine

@@ -1,0 +1,125 @@
+// GroupEngine: one rank's serving loop in an expert-parallel group. The rank's model is a
+// RankModel; every forward pass runs collectives, so all ranks must run the same number of
+// passes. Each loop iteration the ranks agree (a small all-gather of {busy, stopping} per rank):
+//   Attention-DP  every rank runs its own continuous batch (BatchEngine); when any rank has work
+//                 every rank steps, an idle one with an empty batch (it still serves its experts);
+//   Attention-TP  rank 0 (the leader) runs the batch; before each pass it broadcasts the batch —
+//                 tokens, positions and KV page tables — and the followers run the same pass over
+//                 their heads, their KV cache mirroring the leader's pages.
+// When no rank has work they sleep `idle_poll` and agree again. A rank asking to stop stops the
+// group at the next agreement. A failed collective (a peer died or hung) ends the loop on every
+// rank with that error; the in-flight requests fail with it — no hang.
+//
+// Thread-safety: Submit, Cancel, RequestStop and stats are thread-safe; the sinks are called on
+// the loop's thread.
+#ifndef SEMMOE_ENGINE_PARALLEL_GROUP_ENGINE_H_
+#define SEMMOE_ENGINE_PARALLEL_GROUP_ENGINE_H_
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/time.h"
+#include "engine/parallel/rank_model.h"
+#include "engine/runtime/batch_engine.h"
+#include "engine/runtime/kv_cache.h"
+
+namespace semmoe::engine {
+
+// Receives one request's output, on the loop's thread, in order: OnToken per sampled token,
+// then exactly one of OnDone / OnError. Must not block.
+class RequestSink {
+ public:
+  virtual ~RequestSink() = default;
+  virtual void OnToken(int32_t token) = 0;
+  virtual void OnDone(const runtime::GenerationResult& result) = 0;
+  virtual void OnError(const absl::Status& status) = 0;
+};
+
+struct GroupEngineOptions {
+  // The rank's continuous batching (its `forward` and `forward_every_step` are set here).
+  runtime::BatchEngine::Options batch;
+  absl::Duration idle_poll = absl::Milliseconds(1);
+  int max_inbox = 1024;  // Submitted but not yet taken by the loop; beyond: ResourceExhausted.
+};
+
+struct GroupEngineStats {
+  int rank = 0, ranks = 1;
+  std::string attention;  // "dp" or "tp".
+  bool accepts_requests = false;
+  runtime::BatchEngineStats batch;
+  int64_t running = 0, waiting = 0;
+  int64_t completed = 0, failed = 0, cancelled = 0;
+  int64_t forward_passes = 0;
+  double attention_seconds = 0;
+  std::vector<MoeLayerCounters> layers;  // Per MoE layer.
+  TpStageCounters tp;
+  CommCounters comm;
+};
+
+class GroupEngine {
+ public:
+  // `model` is borrowed and outlives the engine; the engine drives its communicator.
+  static absl::StatusOr<std::unique_ptr<GroupEngine>> Create(RankModel& model,
+                                                             const GroupEngineOptions& options);
+  ~GroupEngine();  // Stops (this rank only: call RequestStop on all and Wait for a clean end).
+
+  // Starts the loop thread.
+  void Start();
+  // Queues a request; its output goes to `sink`. FailedPrecondition on an Attention-TP
+  // follower or after the loop ended; ResourceExhausted when the inbox is full. Validation
+  // errors (bad prompt, duplicate id) reach the sink's OnError.
+  absl::Status Submit(runtime::GenerationRequest request, std::shared_ptr<RequestSink> sink);
+  // The request's sink gets OnError(CANCELLED) and its KV pages are freed (no-op if unknown).
+  void Cancel(const std::string& id);
+  void RequestStop();
+  // Blocks until the loop ends: OK after an agreed stop, else the error that ended it.
+  absl::Status Wait();
+
+  bool accepts_requests() const { return batch_ != nullptr; }
+  GroupEngineStats stats() const;
+
+ private:
+  GroupEngine(RankModel& model, const GroupEngineOptions& options);
+  absl::Status Loop();
+  void DrainInbox();
+  absl::Status Deliver(const std::vector<runtime::GenerationResult>& finished,
+                       const std::vector<runtime::TokenEvent>& events);
+  // Attention-TP: the leader's pass (broadcast the batch, then run it) and a follower's.
+  absl::StatusOr<model::ForwardOutput> Forward(absl::Span<const model::SequenceInput> batch);
+  absl::Status FollowerPass();
+  void FailAll(const absl::Status& status);
+  void Snapshot();
+
+  RankModel& model_;
+  const GroupEngineOptions options_;
+  std::unique_ptr<runtime::BatchEngine> batch_;        // DP ranks and the TP leader.
+  std::unique_ptr<runtime::PagedKvCache> mirror_kv_;   // TP followers.
+  absl::flat_hash_map<std::string, std::shared_ptr<RequestSink>> sinks_;  // Loop thread only.
+  int64_t forward_passes_ = 0;
+  double attention_seconds_ = 0;
+
+  mutable absl::Mutex mu_;
+  std::deque<std::pair<runtime::GenerationRequest, std::shared_ptr<RequestSink>>> inbox_
+      ABSL_GUARDED_BY(mu_);
+  std::vector<std::string> cancels_ ABSL_GUARDED_BY(mu_);
+  bool stop_requested_ ABSL_GUARDED_BY(mu_) = false;
+  bool ended_ ABSL_GUARDED_BY(mu_) = false;
+  GroupEngineStats stats_ ABSL_GUARDED_BY(mu_);
+
+  std::thread thread_;
+  absl::Status result_;
+  absl::Notification done_;
+};
+
+}  // namespace semmoe::engine
+
+#endif  // SEMMOE_ENGINE_PARALLEL_GROUP_ENGINE_H_

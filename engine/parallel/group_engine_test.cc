@@ -1,0 +1,194 @@
+#include "engine/parallel/group_engine.h"
+
+#include <atomic>
+#include <map>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
+#include "common/file.h"
+#include "engine/model/model.h"
+#include "engine/parallel/gloo_communicator.h"
+#include "gloo/rendezvous/hash_store.h"
+#include "gtest/gtest.h"
+#include "tools/tiny_model/tiny_model.h"
+
+namespace semmoe::engine {
+namespace {
+
+// Collects one request's output; Wait() blocks until it finished.
+class Collect : public RequestSink {
+ public:
+  void OnToken(int32_t token) override {
+    tokens.push_back(token);
+    count.fetch_add(1);
+  }
+  void OnDone(const runtime::GenerationResult& r) override {
+    result = r;
+    done.Notify();
+  }
+  void OnError(const absl::Status& s) override {
+    status = s;
+    done.Notify();
+  }
+  std::vector<int32_t> tokens;  // Read only after `done`.
+  std::atomic<int> count{0};    // Tokens so far, readable any time.
+  runtime::GenerationResult result;
+  absl::Status status;
+  absl::Notification done;
+};
+
+std::string TinyDir() {
+  static const std::string* dir = [] {
+    auto* d = new std::string(JoinPath(std::getenv("TEST_TMPDIR"), "tiny_group"));
+    tools::TinyModelOptions o;
+    o.seed = 3;
+    EXPECT_TRUE(tools::WriteTinyModel(o, *d).ok());
+    return d;
+  }();
+  return *dir;
+}
+
+std::vector<int32_t> Prompt(int length, int salt) {
+  std::vector<int32_t> p;
+  for (int i = 0; i < length; ++i) p.push_back((i * 31 + salt * 17) % 250);
+  return p;
+}
+
+// What one device produces for each prompt (greedy).
+std::map<std::string, std::vector<int32_t>> Expected(int requests, int max_tokens) {
+  auto m = model::LoadModel(TinyDir());
+  auto engine = runtime::BatchEngine::Create(*(*m)->transformer, {});
+  for (int i = 0; i < requests; ++i) {
+    EXPECT_TRUE((*engine)->Submit({.id = absl::StrCat("r", i), .prompt = Prompt(3 + i % 7, i),
+                                   .max_tokens = max_tokens, .ignore_eos = true})
+                    .ok());
+  }
+  std::map<std::string, std::vector<int32_t>> out;
+  auto results = (*engine)->RunUntilIdle();
+  EXPECT_TRUE(results.ok()) << results.status();
+  for (auto& r : *results) out[r.id] = r.tokens;
+  return out;
+}
+
+struct Rank {
+  std::unique_ptr<Communicator> comm;
+  std::unique_ptr<RankModel> model;
+  std::unique_ptr<GroupEngine> engine;
+};
+
+// Connects and starts `g` ranks (threads) in `mode` under a random placement.
+std::vector<Rank> StartGroup(int g, AttentionMode mode, const planner::Placement& placement) {
+  gloo::rendezvous::HashStore store;
+  std::vector<Rank> ranks(g);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < g; ++r) {
+    threads.emplace_back([&, r] {
+      auto comm = GlooCommunicator::Create(store, {.rank = r, .size = g, .prefix = "ge"});
+      ASSERT_TRUE(comm.ok()) << comm.status();
+      ranks[r].comm = std::move(*comm);
+      auto model = RankModel::Create(TinyDir(), placement, *ranks[r].comm, {.attention = mode});
+      ASSERT_TRUE(model.ok()) << model.status();
+      ranks[r].model = std::move(*model);
+      auto engine = GroupEngine::Create(*ranks[r].model, {});
+      ASSERT_TRUE(engine.ok()) << engine.status();
+      ranks[r].engine = std::move(*engine);
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (auto& r : ranks) {
+    if (r.engine != nullptr) r.engine->Start();
+  }
+  return ranks;
+}
+
+void StopGroup(std::vector<Rank>& ranks) {
+  ranks[0].engine->RequestStop();  // One rank asking stops them all.
+  for (auto& r : ranks) EXPECT_TRUE(r.engine->Wait().ok());
+}
+
+class GroupEngineTest : public ::testing::TestWithParam<AttentionMode> {};
+
+TEST_P(GroupEngineTest, ServesLikeOneDeviceFromEveryAcceptingRank) {
+  const AttentionMode mode = GetParam();
+  constexpr int kRequests = 9, kTokens = 5;
+  const auto expected = Expected(kRequests, kTokens);
+  auto placement = planner::Placement::Random({0, 1}, 8, 2, /*seed=*/3);
+  std::vector<Rank> ranks = StartGroup(2, mode, *placement);
+  ASSERT_NE(ranks[1].engine, nullptr);
+  EXPECT_TRUE(ranks[0].engine->accepts_requests());
+  EXPECT_EQ(ranks[1].engine->accepts_requests(), mode == AttentionMode::kDp);
+
+  std::vector<std::shared_ptr<Collect>> sinks;
+  for (int i = 0; i < kRequests; ++i) {
+    auto sink = std::make_shared<Collect>();
+    sinks.push_back(sink);
+    // DP: alternate ranks (some requests overlap, some ranks idle while others work).
+    GroupEngine& engine = *ranks[mode == AttentionMode::kDp ? i % 2 : 0].engine;
+    ASSERT_TRUE(engine.Submit({.id = absl::StrCat("r", i), .prompt = Prompt(3 + i % 7, i),
+                               .max_tokens = kTokens, .ignore_eos = true},
+                              sink)
+                    .ok());
+    if (i == 4) absl::SleepFor(absl::Milliseconds(20));  // A second wave after a pause.
+  }
+  for (int i = 0; i < kRequests; ++i) {
+    sinks[i]->done.WaitForNotification();
+    ASSERT_TRUE(sinks[i]->status.ok()) << sinks[i]->status;
+    EXPECT_EQ(sinks[i]->result.tokens, expected.at(absl::StrCat("r", i))) << i;
+    EXPECT_EQ(sinks[i]->tokens, sinks[i]->result.tokens);
+  }
+  if (mode == AttentionMode::kTp) {
+    auto sink = std::make_shared<Collect>();
+    EXPECT_EQ(ranks[1].engine->Submit({.id = "x", .prompt = {1}}, sink).code(),
+              absl::StatusCode::kFailedPrecondition);
+  }
+  StopGroup(ranks);
+  const GroupEngineStats s0 = ranks[0].engine->stats(), s1 = ranks[1].engine->stats();
+  EXPECT_EQ(s0.forward_passes, s1.forward_passes);  // Lockstep.
+  EXPECT_GT(s0.forward_passes, kTokens);
+  EXPECT_EQ(s0.completed + s1.completed, kRequests);
+  int64_t remote = 0;
+  for (const auto& l : s0.layers) remote += l.remote_activations;
+  EXPECT_GT(remote, 0);
+}
+
+TEST_P(GroupEngineTest, CancelFreesTheRequestAndStopFailsTheRest) {
+  auto placement = planner::Placement::Vanilla({0, 1}, 8, 2);
+  std::vector<Rank> ranks = StartGroup(2, GetParam(), *placement);
+  auto cancelled = std::make_shared<Collect>();
+  ASSERT_TRUE(ranks[0].engine->Submit({.id = "long", .prompt = Prompt(4, 1), .max_tokens = 400,
+                                       .ignore_eos = true},
+                                      cancelled)
+                  .ok());
+  while (cancelled->count.load() < 2) absl::SleepFor(absl::Milliseconds(1));
+  ranks[0].engine->Cancel("long");
+  cancelled->done.WaitForNotification();
+  EXPECT_EQ(cancelled->status.code(), absl::StatusCode::kCancelled);
+  // A bad request reaches its sink as an error, the group goes on.
+  auto bad = std::make_shared<Collect>();
+  ASSERT_TRUE(ranks[0].engine->Submit({.id = "bad", .prompt = {}}, bad).ok());
+  bad->done.WaitForNotification();
+  EXPECT_EQ(bad->status.code(), absl::StatusCode::kInvalidArgument);
+  // A request still running when the group stops gets UNAVAILABLE.
+  auto pending = std::make_shared<Collect>();
+  ASSERT_TRUE(ranks[0].engine->Submit({.id = "p", .prompt = Prompt(4, 2), .max_tokens = 400,
+                                       .ignore_eos = true},
+                                      pending)
+                  .ok());
+  while (pending->count.load() == 0) absl::SleepFor(absl::Milliseconds(1));
+  StopGroup(ranks);
+  pending->done.WaitForNotification();
+  EXPECT_EQ(pending->status.code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(ranks[0].engine->Submit({.id = "late", .prompt = {1}}, pending).code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(ranks[0].engine->stats().cancelled, 1);
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, GroupEngineTest,
+                         ::testing::Values(AttentionMode::kDp, AttentionMode::kTp),
+                         [](const auto& info) { return AttentionModeName(info.param); });
+
+}  // namespace
+}  // namespace semmoe::engine
