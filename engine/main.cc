@@ -3,12 +3,18 @@
 //   engine generate --model DIR --prompt TEXT [--max_tokens N] [--greedy] [--json] ...
 //   engine score    --model DIR --input IN.jsonl --out OUT.jsonl
 //   engine trace    --model DIR --prompts PROMPTS.jsonl --out TRACE
+//   engine serve    --model DIR --rank R --ranks G --rendezvous file:DIR|grpc:HOST:PORT
+//                   [--attn dp|tp] [--placement vanilla|FILE] [--affinity FILE] [--port P]
 //
 // Exit status: 0 on success, 1 when the work failed (the error is printed), 2 for bad usage.
+#include <pthread.h>
+#include <signal.h>
+
 #include <chrono>
 #include <cstdlib>
 #include <iostream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/flags/flag.h"
@@ -16,6 +22,7 @@
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/synchronization/notification.h"
 #include "common/logging.h"
 #include "engine/model/generation_config.h"
 #include "engine/model/model.h"
@@ -23,6 +30,7 @@
 #include "engine/offline/score.h"
 #include "engine/offline/trace_run.h"
 #include "engine/runtime/batch_engine.h"
+#include "engine/server/rank_server.h"
 #include "nlohmann/json.hpp"
 
 ABSL_FLAG(std::string, model, "", "checkpoint directory (config.json, *.safetensors, tokenizer.json)");
@@ -43,6 +51,20 @@ ABSL_FLAG(std::string, out, "", "score/trace: output file");
 ABSL_FLAG(int, max_batch_tokens, 2048, "tokens per forward pass");
 ABSL_FLAG(int, max_prompt_tokens, 0, "trace: cut longer prompts (0: the model's positions)");
 ABSL_FLAG(int, verbosity, 0, "VLOG level");
+ABSL_FLAG(int, rank, 0, "serve: this rank");
+ABSL_FLAG(int, ranks, 1, "serve: ranks in the expert-parallel group");
+ABSL_FLAG(std::string, rendezvous, "", "serve: where the group meets: file:DIR (one host, a fresh "
+                                       "directory per run) or grpc:HOST:PORT (planner serve)");
+ABSL_FLAG(std::string, attn, "dp", "serve: attention parallelism, dp or tp");
+ABSL_FLAG(std::string, placement, "vanilla", "serve: vanilla or a placement JSON file");
+ABSL_FLAG(std::string, affinity, "", "serve: token affinity tables (planner export) for the "
+                                     "Attention-TP shuffled collectives");
+ABSL_FLAG(std::string, host, "127.0.0.1", "serve: address to listen on");
+ABSL_FLAG(int, port, 0, "serve: EngineService port (0: any free port)");
+ABSL_FLAG(std::string, port_file, "", "serve: write the bound port here once serving");
+ABSL_FLAG(int, kv_cache_mb, 256, "serve: KV cache per rank, MiB");
+ABSL_FLAG(int, max_running, 64, "serve: sequences in a rank's batch at most");
+ABSL_FLAG(int, max_waiting, 1024, "serve: queued requests per rank at most");
 
 namespace semmoe::engine {
 namespace {
@@ -52,7 +74,9 @@ constexpr char kUsage[] =
     "commands:\n"
     "  generate --model DIR --prompt TEXT [--max_tokens N] [--greedy] [--json]\n"
     "  score    --model DIR --input IN.jsonl --out OUT.jsonl\n"
-    "  trace    --model DIR --prompts PROMPTS.jsonl --out TRACE\n\n"
+    "  trace    --model DIR --prompts PROMPTS.jsonl --out TRACE\n"
+    "  serve    --model DIR --rank R --ranks G --rendezvous file:DIR|grpc:HOST:PORT\n"
+    "           [--attn dp|tp] [--placement vanilla|FILE] [--affinity FILE] [--port P]\n\n"
     "Run `engine --help` for every flag.";
 
 int Usage(const std::string& message) {
@@ -206,6 +230,55 @@ int Trace() {
   return 0;
 }
 
+// Until SIGINT/SIGTERM (then the whole group stops cleanly) or until the group fails.
+int Serve() {
+  RankServerOptions o;
+  o.model_dir = UserPath(absl::GetFlag(FLAGS_model));
+  o.rank = absl::GetFlag(FLAGS_rank);
+  o.ranks = absl::GetFlag(FLAGS_ranks);
+  o.rendezvous = absl::GetFlag(FLAGS_rendezvous);
+  if (o.rendezvous.empty()) return Usage("serve: --rendezvous is required");
+  const std::string attn = absl::GetFlag(FLAGS_attn);
+  if (attn != "dp" && attn != "tp") return Usage("--attn must be dp or tp");
+  o.attention = attn == "dp" ? AttentionMode::kDp : AttentionMode::kTp;
+  o.placement = absl::GetFlag(FLAGS_placement) == "vanilla"
+                    ? "vanilla"
+                    : UserPath(absl::GetFlag(FLAGS_placement));
+  o.affinity = UserPath(absl::GetFlag(FLAGS_affinity));
+  o.host = absl::GetFlag(FLAGS_host);
+  o.port = absl::GetFlag(FLAGS_port);
+  o.port_file = UserPath(absl::GetFlag(FLAGS_port_file));
+  if (absl::GetFlag(FLAGS_kv_cache_mb) <= 0 || absl::GetFlag(FLAGS_max_running) <= 0 ||
+      absl::GetFlag(FLAGS_max_waiting) <= 0 || absl::GetFlag(FLAGS_max_batch_tokens) <= 0) {
+    return Usage("--kv_cache_mb, --max_running, --max_waiting and --max_batch_tokens must be > 0");
+  }
+  o.engine.batch.kv_cache_bytes = int64_t{absl::GetFlag(FLAGS_kv_cache_mb)} << 20;
+  o.engine.batch.max_running = absl::GetFlag(FLAGS_max_running);
+  o.engine.batch.max_waiting = absl::GetFlag(FLAGS_max_waiting);
+  o.engine.batch.max_batch_tokens = absl::GetFlag(FLAGS_max_batch_tokens);
+  o.engine.max_inbox = absl::GetFlag(FLAGS_max_waiting);
+  o.on_serving = [&](int port) {
+    std::cout << "engine rank " << o.rank << "/" << o.ranks << " serving on " << o.host << ":"
+              << port << std::endl;
+  };
+
+  // Signals go to one thread (blocked everywhere else: threads inherit the mask).
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  absl::Notification stop;
+  std::thread([&signals, &stop] {
+    int signal = 0;
+    sigwait(&signals, &signal);
+    stop.Notify();
+  }).detach();
+  const absl::Status status = RunRankServer(o, stop);
+  if (!status.ok()) return Fail(status);
+  return 0;
+}
+
 }  // namespace
 }  // namespace semmoe::engine
 
@@ -220,5 +293,6 @@ int main(int argc, char** argv) {
   if (command == "generate") return semmoe::engine::Generate();
   if (command == "score") return semmoe::engine::Score();
   if (command == "trace") return semmoe::engine::Trace();
+  if (command == "serve") return semmoe::engine::Serve();
   return semmoe::engine::Usage(absl::StrCat("unknown command '", command, "'"));
 }

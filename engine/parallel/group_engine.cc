@@ -157,6 +157,7 @@ absl::Status GroupEngine::Loop() {
   const bool tp = model_.attention() == AttentionMode::kTp;
   const std::vector<int64_t> twos(g, 2);
   std::vector<int64_t> all(2 * g);
+  int idle_rounds = 0;
   while (true) {
     if (batch_ != nullptr) DrainInbox();
     int64_t mine[2] = {batch_ != nullptr && !batch_->idle() ? 1 : 0, 0};
@@ -172,9 +173,10 @@ absl::Status GroupEngine::Loop() {
     }
     if (stop) return absl::OkStatus();
     if (!busy) {
-      absl::SleepFor(options_.idle_poll);
+      absl::SleepFor(++idle_rounds > 50 ? options_.max_idle_poll : options_.idle_poll);
       continue;
     }
+    idle_rounds = 0;
     if (batch_ != nullptr) {
       std::vector<runtime::GenerationResult> finished;
       std::vector<runtime::TokenEvent> events;

@@ -47,7 +47,10 @@ class RequestSink {
 struct GroupEngineOptions {
   // The rank's continuous batching (its `forward` and `forward_every_step` are set here).
   runtime::BatchEngine::Options batch;
+  // Idle ranks agree again after idle_poll; after 50 idle rounds in a row after max_idle_poll
+  // (a new request then waits at most that long for the group to wake up).
   absl::Duration idle_poll = absl::Milliseconds(1);
+  absl::Duration max_idle_poll = absl::Milliseconds(10);
   int max_inbox = 1024;  // Submitted but not yet taken by the loop; beyond: ResourceExhausted.
 };
 

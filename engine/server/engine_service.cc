@@ -1,0 +1,287 @@
+#include "engine/server/engine_service.h"
+
+#include <memory>
+#include <optional>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "common/grpc_status.h"
+
+namespace semmoe::engine {
+namespace {
+
+using Response = rpc::GenerateResponse;
+
+// One Generate call: the engine's sink on one side, the write reactor on the other. Shared by
+// both (the engine may call the sink after gRPC is done with the reactor); all state under mu_,
+// and every reactor operation is issued outside it (a reaction may run inline).
+class GenerateStream : public RequestSink,
+                       public std::enable_shared_from_this<GenerateStream> {
+ public:
+  GenerateStream(GroupEngine& engine, std::string id, int rank)
+      : engine_(engine), id_(std::move(id)), rank_(rank), start_(absl::Now()) {}
+
+  void Attach(grpc::ServerWriteReactor<Response>* reactor) {
+    absl::MutexLock lock(&mu_);
+    reactor_ = reactor;
+  }
+
+  // RequestSink (the engine's loop thread).
+  void OnToken(int32_t token) override {
+    {
+      absl::MutexLock lock(&mu_);
+      if (!first_token_.has_value()) first_token_ = absl::Now();
+      pending_.push_back(token);
+    }
+    Pump();
+  }
+  void OnDone(const runtime::GenerationResult& result) override {
+    {
+      absl::MutexLock lock(&mu_);
+      rpc::FinalRecord& f = final_.emplace();
+      f.set_request_id(result.id);
+      f.set_prompt_tokens(result.prompt_tokens);
+      f.set_completion_tokens(static_cast<int32_t>(result.tokens.size()));
+      f.set_finish_reason(runtime::FinishReasonName(result.finish));
+      f.set_text(result.text);
+      f.set_rank(rank_);
+      const absl::Time now = absl::Now();
+      f.set_ttft_ms(absl::ToDoubleMilliseconds(first_token_.value_or(now) - start_));
+      f.set_e2e_ms(absl::ToDoubleMilliseconds(now - start_));
+      f.set_preemptions(result.preemptions);
+    }
+    Pump();
+  }
+  void OnError(const absl::Status& status) override {
+    {
+      absl::MutexLock lock(&mu_);
+      error_ = status;
+    }
+    Pump();
+  }
+
+  // Reactor side (gRPC threads).
+  void WriteDone(bool ok) {
+    bool finish_now = false;
+    {
+      absl::MutexLock lock(&mu_);
+      writing_ = false;
+      if (!ok) {
+        broken_ = true;
+      } else if (final_sent_) {
+        finish_now = true;
+      }
+    }
+    if (!ok) engine_.Cancel(id_);  // The client is gone; the engine's OnError ends the call.
+    if (finish_now) Finish(grpc::Status::OK);
+    Pump();
+  }
+  void Cancelled() { engine_.Cancel(id_); }
+  void Done() {
+    absl::MutexLock lock(&mu_);
+    reactor_ = nullptr;
+  }
+
+  // Immediately ends the call (the engine never took the request).
+  void Finish(const grpc::Status& status) {
+    grpc::ServerWriteReactor<Response>* reactor;
+    {
+      absl::MutexLock lock(&mu_);
+      if (finished_ || reactor_ == nullptr) return;
+      finished_ = true;
+      reactor = reactor_;
+    }
+    reactor->Finish(status);
+  }
+
+ private:
+  // Issues the next write, or the end of the call, if one is due.
+  void Pump() {
+    grpc::ServerWriteReactor<Response>* reactor = nullptr;
+    std::optional<grpc::Status> finish;
+    {
+      absl::MutexLock lock(&mu_);
+      if (reactor_ == nullptr || finished_ || writing_ || final_sent_) return;
+      if (error_.has_value()) {
+        finished_ = true;
+        finish = ToGrpcStatus(*error_);
+      } else if (broken_) {
+        return;  // Waiting for the engine to confirm the cancellation.
+      } else if (!pending_.empty() || final_.has_value()) {
+        out_.Clear();
+        for (int32_t t : pending_) out_.add_token_ids(t);
+        pending_.clear();
+        if (final_.has_value()) {
+          *out_.mutable_final() = *final_;
+          final_sent_ = true;
+        }
+        writing_ = true;
+      } else {
+        return;
+      }
+      reactor = reactor_;
+    }
+    if (finish.has_value()) {
+      reactor->Finish(*finish);
+    } else {
+      reactor->StartWrite(&out_);
+    }
+  }
+
+  GroupEngine& engine_;
+  const std::string id_;
+  const int rank_;
+  const absl::Time start_;
+  absl::Mutex mu_;
+  grpc::ServerWriteReactor<Response>* reactor_ ABSL_GUARDED_BY(mu_) = nullptr;
+  std::vector<int32_t> pending_ ABSL_GUARDED_BY(mu_);
+  std::optional<absl::Time> first_token_ ABSL_GUARDED_BY(mu_);
+  std::optional<rpc::FinalRecord> final_ ABSL_GUARDED_BY(mu_);
+  std::optional<absl::Status> error_ ABSL_GUARDED_BY(mu_);
+  bool writing_ ABSL_GUARDED_BY(mu_) = false;
+  bool final_sent_ ABSL_GUARDED_BY(mu_) = false;
+  bool finished_ ABSL_GUARDED_BY(mu_) = false;
+  bool broken_ ABSL_GUARDED_BY(mu_) = false;
+  Response out_;  // The message in flight (only touched between StartWrite and WriteDone).
+};
+
+class GenerateReactor : public grpc::ServerWriteReactor<Response> {
+ public:
+  explicit GenerateReactor(std::shared_ptr<GenerateStream> stream) : stream_(std::move(stream)) {
+    stream_->Attach(this);
+  }
+  void OnWriteDone(bool ok) override { stream_->WriteDone(ok); }
+  void OnCancel() override { stream_->Cancelled(); }
+  void OnDone() override {
+    stream_->Done();
+    delete this;
+  }
+
+ private:
+  std::shared_ptr<GenerateStream> stream_;
+};
+
+// A reactor that only reports an error.
+class ErrorReactor : public grpc::ServerWriteReactor<Response> {
+ public:
+  explicit ErrorReactor(const absl::Status& status) { Finish(ToGrpcStatus(status)); }
+  void OnDone() override { delete this; }
+};
+
+}  // namespace
+
+absl::StatusOr<runtime::GenerationRequest> EngineServiceImpl::Convert(
+    const rpc::GenerateRequest& request) {
+  runtime::GenerationRequest out;
+  out.id = request.request_id().empty() ? absl::StrCat("req-", next_id_.fetch_add(1))
+                                        : request.request_id();
+  if (!request.text().empty() && request.token_ids_size() > 0) {
+    return absl::InvalidArgumentError("give either text or token_ids, not both");
+  }
+  if (!request.text().empty()) {
+    if (options_.tokenizer == nullptr) {
+      return absl::InvalidArgumentError("text prompts need a tokenizer; this model has none");
+    }
+    absl::StatusOr<std::vector<int32_t>> ids = options_.tokenizer->Encode(request.text());
+    if (!ids.ok()) return absl::InvalidArgumentError(absl::StrCat("text: ", ids.status().message()));
+    out.prompt = std::move(*ids);
+  } else {
+    for (int32_t id : request.token_ids()) {
+      if (id < 0 || id >= options_.vocab_size) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "token_ids: ", id, " is outside the vocabulary [0, ", options_.vocab_size, ")"));
+      }
+      out.prompt.push_back(id);
+    }
+  }
+  if (out.prompt.empty()) return absl::InvalidArgumentError("the prompt is empty");
+  if (options_.max_prompt_tokens > 0 &&
+      static_cast<int>(out.prompt.size()) > options_.max_prompt_tokens) {
+    return absl::InvalidArgumentError(absl::StrCat("the prompt has ", out.prompt.size(),
+                                                   " tokens; the limit is ",
+                                                   options_.max_prompt_tokens));
+  }
+  if (request.max_tokens() < 0) return absl::InvalidArgumentError("max_tokens must be ≥ 0");
+  out.max_tokens = request.max_tokens();
+  const rpc::SamplingParams& s = request.sampling();
+  out.sampling.temperature = s.temperature();
+  out.sampling.top_k = s.top_k();
+  out.sampling.top_p = s.top_p() == 0 ? 1.0f : s.top_p();
+  out.sampling.seed = s.seed();
+  out.stop.assign(request.stop().begin(), request.stop().end());
+  out.ignore_eos = request.ignore_eos();
+  return out;
+}
+
+grpc::ServerWriteReactor<Response>* EngineServiceImpl::Generate(
+    grpc::CallbackServerContext* context, const rpc::GenerateRequest* request) {
+  absl::StatusOr<runtime::GenerationRequest> converted = Convert(*request);
+  if (!converted.ok()) return new ErrorReactor(converted.status());
+  auto stream = std::make_shared<GenerateStream>(engine_, converted->id, engine_.stats().rank);
+  auto* reactor = new GenerateReactor(stream);
+  const absl::Status submitted = engine_.Submit(std::move(*converted), stream);
+  if (!submitted.ok()) stream->Finish(ToGrpcStatus(submitted));
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* EngineServiceImpl::GetStats(grpc::CallbackServerContext* context,
+                                                      const rpc::GetStatsRequest* request,
+                                                      rpc::EngineStats* response) {
+  ToProto(engine_.stats(), options_.moe_layers, *response);
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(grpc::Status::OK);
+  return reactor;
+}
+
+void ToProto(const GroupEngineStats& s, const std::vector<int>& moe_layers,
+             rpc::EngineStats& out) {
+  out.set_rank(s.rank);
+  out.set_ranks(s.ranks);
+  out.set_attention(s.attention);
+  out.set_accepts_requests(s.accepts_requests);
+  out.set_running(s.running);
+  out.set_waiting(s.waiting);
+  out.set_completed(s.completed);
+  out.set_failed(s.failed);
+  out.set_cancelled(s.cancelled);
+  out.set_forward_passes(s.forward_passes);
+  out.set_prefill_tokens(s.batch.prefill_tokens);
+  out.set_decode_tokens(s.batch.decode_tokens);
+  out.set_preemptions(s.batch.preemptions);
+  out.set_attention_seconds(s.attention_seconds);
+  out.set_srs_seconds(s.tp.srs_seconds);
+  out.set_sag_seconds(s.tp.sag_seconds);
+  int64_t local = 0, remote = 0;
+  for (size_t i = 0; i < s.layers.size(); ++i) {
+    const MoeLayerCounters& c = s.layers[i];
+    rpc::MoeLayerStats* l = out.add_layers();
+    l->set_layer(i < moe_layers.size() ? moe_layers[i] : static_cast<int>(i));
+    l->set_tokens(c.tokens);
+    l->set_local_activations(c.local_activations);
+    l->set_remote_activations(c.remote_activations);
+    const int64_t all = c.local_activations + c.remote_activations;
+    l->set_lar(all == 0 ? 0.0 : static_cast<double>(c.local_activations) / all);
+    l->set_dispatch_bytes_sent(c.dispatch_bytes_sent);
+    l->set_dispatch_bytes_received(c.dispatch_bytes_received);
+    l->set_combine_bytes_sent(c.combine_bytes_sent);
+    l->set_combine_bytes_received(c.combine_bytes_received);
+    l->set_dispatch_seconds(c.dispatch_seconds);
+    l->set_expert_seconds(c.expert_seconds);
+    l->set_combine_seconds(c.combine_seconds);
+    local += c.local_activations;
+    remote += c.remote_activations;
+  }
+  out.set_lar(local + remote == 0 ? 0.0 : static_cast<double>(local) / (local + remote));
+  for (int k = 0; k < kNumCollectiveKinds; ++k) {
+    const CollectiveCounters& c = s.comm.by_kind[k];
+    rpc::CollectiveStats* cs = out.add_collectives();
+    cs->set_name(CollectiveName(static_cast<CollectiveKind>(k)));
+    cs->set_calls(c.calls);
+    cs->set_bytes_sent(c.bytes_sent);
+    cs->set_bytes_received(c.bytes_received);
+  }
+}
+
+}  // namespace semmoe::engine

@@ -1,0 +1,43 @@
+// RankServer: everything `engine serve` runs — join the EP group through the rendezvous, load this
+// rank's share of the model under the placement, start the GroupEngine loop and serve
+// EngineService (+ gRPC health and reflection) — until asked to stop or until the group fails.
+#ifndef SEMMOE_ENGINE_SERVER_RANK_SERVER_H_
+#define SEMMOE_ENGINE_SERVER_RANK_SERVER_H_
+
+#include <functional>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/time.h"
+#include "engine/parallel/group_engine.h"
+#include "engine/parallel/rank_model.h"
+
+namespace semmoe::engine {
+
+struct RankServerOptions {
+  std::string model_dir;
+  int rank = 0;
+  int ranks = 1;
+  std::string rendezvous;  // "file:DIR" or "grpc:HOST:PORT" (rendezvous.h).
+  AttentionMode attention = AttentionMode::kDp;
+  std::string placement = "vanilla";  // "vanilla" or a placement JSON file.
+  // Token affinities (TokenAffinity::Serialize bytes, e.g. from `planner export`): with
+  // Attention-TP they enable the shuffled reduce-scatter / all-gather. Empty: plain order.
+  std::string affinity;
+  std::string host = "127.0.0.1";  // EngineService and the Gloo mesh listen here.
+  int port = 0;                    // 0: any free port (written to port_file).
+  std::string port_file;           // If set, the bound port is written here once serving.
+  absl::Duration connect_timeout = absl::Seconds(60);
+  GroupEngineOptions engine;
+  // Called once serving, with the bound port (for logs).
+  std::function<void(int port)> on_serving;
+};
+
+// Blocks until `stop` is notified (then stops the whole group cleanly) or the group fails (a
+// peer died: returns its error, UNAVAILABLE). Errors before serving name what is wrong.
+absl::Status RunRankServer(const RankServerOptions& options, absl::Notification& stop);
+
+}  // namespace semmoe::engine
+
+#endif  // SEMMOE_ENGINE_SERVER_RANK_SERVER_H_
