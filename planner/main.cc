@@ -27,6 +27,7 @@
 #include "absl/flags/usage.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "common/file.h"
 #include "common/logging.h"
 #include "planner/cli/commands.h"
 #include "planner/server/serve.h"
@@ -49,6 +50,7 @@ ABSL_FLAG(std::string, out, "", "export: output file");
 ABSL_FLAG(std::string, file, "", "import: placement JSON file");
 ABSL_FLAG(std::string, listen, "127.0.0.1", "serve: address to listen on");
 ABSL_FLAG(int, port, 7070, "serve: port (0: pick a free one)");
+ABSL_FLAG(std::string, port_file, "", "serve: write the bound port here once serving");
 
 namespace semmoe::planner {
 namespace {
@@ -132,6 +134,11 @@ int Run(const std::string& command) {
     if (!server.ok()) return Done(server.status());
     std::cout << "planner serving " << db << " on " << absl::GetFlag(FLAGS_listen) << ":"
               << (*server)->port() << " (PlannerService, RendezvousStore, health)" << std::endl;
+    if (!absl::GetFlag(FLAGS_port_file).empty()) {
+      absl::Status written = WriteFileAtomically(UserPath(absl::GetFlag(FLAGS_port_file)),
+                                                 absl::StrCat((*server)->port(), "\n"));
+      if (!written.ok()) return Done(written);
+    }
     int signal = 0;
     sigwait(&stop, &signal);
     std::cout << "planner: stopping on signal " << signal << std::endl;
