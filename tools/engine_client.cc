@@ -73,8 +73,9 @@ int Generate(rpc::EngineService::Stub& stub, grpc::ClientContext& context) {
               << "\n";
     return 1;
   }
-  if (absl::GetFlag(FLAGS_json)) {
-    std::cout << Json(final) << "\n";
+  if (absl::GetFlag(FLAGS_json)) {  // {"token_ids": [...], "final": {...}}
+    std::cout << "{\"token_ids\":[" << absl::StrJoin(tokens, ",") << "],\"final\":"
+              << Json(final) << "}\n";
   } else {
     std::cout << final.text() << "\n[" << absl::StrJoin(tokens, " ") << "] "
               << final.finish_reason() << ", rank " << final.rank() << ", ttft "

@@ -52,6 +52,24 @@ absl::StatusOr<std::vector<CodePoint>> DecodeUtf8(absl::string_view text) {
   return out;
 }
 
+std::string ToValidUtf8(absl::string_view bytes) {
+  std::string out;
+  out.reserve(bytes.size());
+  size_t i = 0;
+  while (i < bytes.size()) {
+    char32_t c;
+    const size_t len = DecodeOne(bytes, i, c);
+    if (len == 0) {
+      AppendUtf8(0xFFFD, out);
+      ++i;
+    } else {
+      out.append(bytes.data() + i, len);
+      i += len;
+    }
+  }
+  return out;
+}
+
 void AppendUtf8(char32_t c, std::string& out) {
   if (c < 0x80) {
     out += static_cast<char>(c);

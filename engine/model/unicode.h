@@ -21,6 +21,10 @@ struct CodePoint {
 // "invalid UTF-8 at byte N" otherwise.
 absl::StatusOr<std::vector<CodePoint>> DecodeUtf8(absl::string_view text);
 
+// `bytes` with every invalid byte replaced by U+FFFD (model output may split or invent byte
+// sequences; protobuf strings and JSON must be valid UTF-8).
+std::string ToValidUtf8(absl::string_view bytes);
+
 // Appends the UTF-8 encoding of `c` (REQUIRES: a valid scalar value).
 void AppendUtf8(char32_t c, std::string& out);
 

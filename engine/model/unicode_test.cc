@@ -28,6 +28,13 @@ TEST(UnicodeTest, RejectsInvalidUtf8WithItsOffset) {
   }
 }
 
+TEST(UnicodeTest, ToValidUtf8ReplacesOnlyTheBadBytes) {
+  EXPECT_EQ(ToValidUtf8("h\xc3\xa9llo \xe4\xbd\xa0"), "h\xc3\xa9llo \xe4\xbd\xa0");
+  EXPECT_EQ(ToValidUtf8("a\xff" "b"), "a\xef\xbf\xbd" "b");
+  EXPECT_EQ(ToValidUtf8("cut \xe4\xbd"), "cut \xef\xbf\xbd\xef\xbf\xbd");
+  EXPECT_EQ(ToValidUtf8(""), "");
+}
+
 TEST(UnicodeTest, CompleteUtf8PrefixHoldsBackCutSequences) {
   std::string euro = "\xe2\x82\xac";
   EXPECT_EQ(CompleteUtf8Prefix("a" + euro), 4u);

@@ -8,6 +8,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "common/grpc_status.h"
+#include "engine/model/unicode.h"
 
 namespace semmoe::engine {
 namespace {
@@ -45,7 +46,7 @@ class GenerateStream : public RequestSink,
       f.set_prompt_tokens(result.prompt_tokens);
       f.set_completion_tokens(static_cast<int32_t>(result.tokens.size()));
       f.set_finish_reason(runtime::FinishReasonName(result.finish));
-      f.set_text(result.text);
+      f.set_text(model::ToValidUtf8(result.text));
       f.set_rank(rank_);
       const absl::Time now = absl::Now();
       f.set_ttft_ms(absl::ToDoubleMilliseconds(first_token_.value_or(now) - start_));

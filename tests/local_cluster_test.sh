@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# End-to-end: `local_cluster` starts real engine processes on loopback. Attention-DP (file
+# rendezvous) and Attention-TP (the planner's gRPC rendezvous, a semantic version from its
+# database with affinity tables, so the shuffled collectives run) must stream the single-device
+# greedy tokens from every accepting rank; Ctrl-C stops cleanly; a rank killed with SIGKILL
+# makes the cluster exit 1 quickly, naming it, with no process left behind.
+set -euo pipefail
+
+source "$1"  # tests/cli_lib.sh: TMP, fail, expect_error
+shift
+CLUSTER="$1"
+ENGINE="$2"
+PLANNER="$3"
+CLIENT="$4"
+MAKE_TINY="$5"
+
+"$MAKE_TINY" --arch=qwen3_moe --out="$TMP/model" --seed=5 --experts=8 --top_k=2 >/dev/null
+
+start_cluster() {  # start_cluster NAME FLAGS... ; sets PID and EP
+  local name="$1"
+  shift
+  EP="$TMP/$name.endpoints"
+  "$CLUSTER" --model="$TMP/model" --engine_binary="$ENGINE" --planner_binary="$PLANNER" \
+    --run_dir="$TMP/$name" --endpoints_file="$EP" --kv_cache_mb=16 "$@" >"$TMP/$name.out" 2>&1 &
+  PID=$!
+  for _ in $(seq 1 1200); do
+    [[ -s "$EP" ]] && return 0
+    kill -0 "$PID" 2>/dev/null || fail "cluster $name exited early: $(cat "$TMP/$name.out")"
+    sleep 0.1
+  done
+  fail "cluster $name did not start: $(cat "$TMP/$name.out")"
+}
+
+address() {  # address RANK
+  grep -o '"address":"[^"]*"' "$EP" | sed -n "$(($1 + 1))p" | cut -d'"' -f4
+}
+
+tokens_of() { grep -o '"token_ids":\[[0-9,]*\]' | head -1; }
+
+expect_single_device_tokens() {  # expect_single_device_tokens RANK PROMPT
+  local want got
+  want="$("$ENGINE" generate --model="$TMP/model" --prompt="$2" --max_tokens=8 --greedy \
+    --ignore_eos --json 2>/dev/null | tokens_of)"
+  got="$("$CLIENT" generate --target="$(address "$1")" --prompt="$2" --max_tokens=8 --json \
+    | tokens_of)"
+  [[ -n "$want" && "$got" == "$want" ]] || fail "rank $1, '$2': got $got, want $want"
+}
+
+no_processes_left() {  # no_processes_left NAME
+  for _ in $(seq 1 100); do
+    pgrep -f -- "$TMP/$1/" >/dev/null || return 0
+    sleep 0.1
+  done
+  fail "processes of $1 left behind: $(pgrep -af -- "$TMP/$1/")"
+}
+
+# --- Attention-DP, vanilla placement, 2 ranks: both ranks serve; SIGINT stops cleanly.
+start_cluster dp --ranks=2 --attn=dp
+grep -q "rank 1 .*(EngineService)" "$TMP/dp.out" || fail "endpoints: $(cat "$TMP/dp.out")"
+expect_single_device_tokens 0 "The planner reads the traces"
+expect_single_device_tokens 1 "def forward(self, x): return"
+stats="$("$CLIENT" stats --target="$(address 0)" --json)"
+grep -q '"completed":"1"' <<<"$stats" || fail "stats: $stats"
+grep -q '"remote_activations"' <<<"$stats" || fail "stats layers: $stats"
+kill -INT "$PID"
+rc=0
+wait "$PID" || rc=$?
+[[ "$rc" == 0 ]] || fail "Ctrl-C: exit $rc: $(cat "$TMP/dp.out")"
+grep -q "stopped cleanly" "$TMP/dp.out" || fail "no clean stop: $(cat "$TMP/dp.out")"
+no_processes_left dp
+
+# --- A rank that dies: the cluster exits 1 within seconds, names it, leaves nothing behind.
+start_cluster crash --ranks=4 --attn=dp
+victim="$(pgrep -f -- "--rank 1 .*$TMP/crash/")"
+kill -KILL "$victim"
+start=$SECONDS
+rc=0
+wait "$PID" || rc=$?
+[[ "$rc" == 1 ]] || fail "after a rank died: exit $rc"
+((SECONDS - start < 30)) || fail "took $((SECONDS - start)) s to notice the dead rank"
+grep -q "rank 1 exited (signal 9)" "$TMP/crash.out" || fail "cause: $(cat "$TMP/crash.out")"
+no_processes_left crash
+
+# --- Attention-TP with the planner: a semantic TP version and its affinity tables.
+: >"$TMP/prompts.jsonl"
+for i in $(seq 1 16); do
+  printf '{"id": "p%d", "text": "The router sends request %d to the rank that holds its experts."}\n' \
+    "$i" "$i" >>"$TMP/prompts.jsonl"
+done
+"$ENGINE" trace --model="$TMP/model" --prompts="$TMP/prompts.jsonl" --out="$TMP/t.trace" 2>/dev/null
+"$PLANNER" build --db="$TMP/p.db" --model=tiny --traces="$TMP/t.trace" --devices=2 --mode=tp \
+  >/dev/null
+start_cluster tp --ranks=2 --attn=tp --db="$TMP/p.db" --placement=1
+grep -q "placement: version 1" "$TMP/tp.out" || fail "version: $(cat "$TMP/tp.out")"
+grep -q "planner   127.0.0.1:" "$TMP/tp.out" || fail "planner endpoint: $(cat "$TMP/tp.out")"
+grep -q -- "--affinity" <<<"$(pgrep -af -- "$TMP/tp/")" || fail "no affinity tables passed"
+expect_single_device_tokens 0 "The router sends request 3 to"
+expect_error 1 "Attention-TP follower" -- "$CLIENT" generate --target="$(address 1)" --prompt=x
+kill -INT "$PID"
+rc=0
+wait "$PID" || rc=$?
+[[ "$rc" == 0 ]] || fail "TP Ctrl-C: exit $rc: $(cat "$TMP/tp.out")"
+no_processes_left tp
+
+# --- Bad input: clear errors, exit 2 / 1.
+expect_error 2 "--model is required" -- "$CLUSTER" --ranks=2
+expect_error 1 "needs --db" -- "$CLUSTER" --model="$TMP/model" --placement=3 \
+  --engine_binary="$ENGINE" --run_dir="$TMP/bad"
+echo "PASS"
