@@ -196,8 +196,12 @@ absl::Status Start(Cluster& c, sigset_t& stop_signals) {
     placement = UserPath(placement);
   }
 
+  // A reused run directory: stale port files would look like serving ranks.
+  unlink(JoinPath(c.run_dir, "planner.port").c_str());
+  for (int r = 0; r < g; ++r) unlink(JoinPath(c.run_dir, absl::StrCat("rank", r, ".port")).c_str());
+
   const absl::Time deadline = absl::Now() + absl::Seconds(absl::GetFlag(FLAGS_startup_timeout_s));
-  std::string rendezvous = absl::StrCat("file:", JoinPath(c.run_dir, "rendezvous"));
+  std::string rendezvous;
   if (!db.empty()) {
     ASSIGN_OR_RETURN(const std::string planner_bin,
                      FindBinary(absl::GetFlag(FLAGS_planner_binary), "planner/planner"));
@@ -207,8 +211,14 @@ absl::Status Start(Cluster& c, sigset_t& stop_signals) {
                                                JoinPath(c.run_dir, "planner.log")));
     ASSIGN_OR_RETURN(c.planner_port, WaitForPort(*c.planner, port_file, "the planner", deadline));
     rendezvous = absl::StrCat("grpc:127.0.0.1:", c.planner_port);
-  } else if (mkdir(JoinPath(c.run_dir, "rendezvous").c_str(), 0755) != 0) {
-    return absl::UnavailableError(absl::StrCat("cannot create ", c.run_dir, "/rendezvous"));
+  } else {
+    // Gloo's file store refuses keys of an earlier run: a fresh folder every time.
+    std::string dir = JoinPath(c.run_dir, "rendezvous-XXXXXX");
+    if (mkdtemp(dir.data()) == nullptr) {
+      return absl::UnavailableError(absl::StrCat("cannot create a rendezvous folder in ",
+                                                 c.run_dir));
+    }
+    rendezvous = absl::StrCat("file:", dir);
   }
 
   std::cout << "starting " << g << " engine ranks (" << attn << ", placement " << placement
