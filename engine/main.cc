@@ -59,6 +59,8 @@ ABSL_FLAG(std::string, attn, "dp", "serve: attention parallelism, dp or tp");
 ABSL_FLAG(std::string, placement, "vanilla", "serve: vanilla or a placement JSON file");
 ABSL_FLAG(std::string, affinity, "", "serve: token affinity tables (planner export) for the "
                                      "Attention-TP shuffled collectives");
+ABSL_FLAG(std::string, layer_tables, "", "serve: the placement's A tables (with --affinity): "
+                                         "predict from the devices of the previous layers too");
 ABSL_FLAG(std::string, host, "127.0.0.1", "serve: address to listen on");
 ABSL_FLAG(int, port, 0, "serve: EngineService port (0: any free port)");
 ABSL_FLAG(std::string, port_file, "", "serve: write the bound port here once serving");
@@ -245,6 +247,7 @@ int Serve() {
                     ? "vanilla"
                     : UserPath(absl::GetFlag(FLAGS_placement));
   o.affinity = UserPath(absl::GetFlag(FLAGS_affinity));
+  o.layer_tables = UserPath(absl::GetFlag(FLAGS_layer_tables));
   o.host = absl::GetFlag(FLAGS_host);
   o.port = absl::GetFlag(FLAGS_port);
   o.port_file = UserPath(absl::GetFlag(FLAGS_port_file));

@@ -93,7 +93,7 @@ done
 start_cluster tp --ranks=2 --attn=tp --db="$TMP/p.db" --placement=1
 grep -q "placement: version 1" "$TMP/tp.out" || fail "version: $(cat "$TMP/tp.out")"
 grep -q "planner   127.0.0.1:" "$TMP/tp.out" || fail "planner endpoint: $(cat "$TMP/tp.out")"
-grep -q -- "--affinity" <<<"$(pgrep -af -- "$TMP/tp/")" || fail "no affinity tables passed"
+grep -q -- "--affinity .*--layer_tables" <<<"$(pgrep -af -- "$TMP/tp/")" || fail "no tables passed"
 expect_single_device_tokens 0 "The router sends request 3 to"
 expect_error 1 "Attention-TP follower" -- "$CLIENT" generate --target="$(address 1)" --prompt=x
 kill -INT "$PID"

@@ -159,6 +159,7 @@ absl::Status Start(Cluster& c, sigset_t& stop_signals) {
   const std::string db = UserPath(absl::GetFlag(FLAGS_db));
   std::string placement = absl::GetFlag(FLAGS_placement);
   std::string affinity = UserPath(absl::GetFlag(FLAGS_affinity));
+  std::string layer_tables;
   ASSIGN_OR_RETURN(const std::string engine_bin,
                    FindBinary(absl::GetFlag(FLAGS_engine_binary), "engine/engine"));
 
@@ -188,6 +189,11 @@ absl::Status Start(Cluster& c, sigset_t& stop_signals) {
     if (tables.ok() && affinity.empty()) {
       affinity = JoinPath(c.run_dir, absl::StrCat("affinity-v", version, ".bin"));
       RETURN_IF_ERROR(WriteFileAtomically(affinity, *tables));
+      absl::StatusOr<std::string> layers = store->GetLayerTables(version);
+      if (layers.ok()) {
+        layer_tables = JoinPath(c.run_dir, absl::StrCat("layers-v", version, ".bin"));
+        RETURN_IF_ERROR(WriteFileAtomically(layer_tables, *layers));
+      }
     }
     placement = file;
     std::cout << "placement: version " << version << " (" << v.name << ", " << v.algorithm
@@ -232,6 +238,10 @@ absl::Status Start(Cluster& c, sigset_t& stop_signals) {
     if (!affinity.empty()) {
       argv.push_back("--affinity");
       argv.push_back(affinity);
+    }
+    if (!layer_tables.empty()) {
+      argv.push_back("--layer_tables");
+      argv.push_back(layer_tables);
     }
     ASSIGN_OR_RETURN(auto process,
                      Process::Spawn(argv, JoinPath(c.run_dir, absl::StrCat("rank", r, ".log"))));

@@ -19,7 +19,7 @@ DevicePrediction Best(const planner::Placement& placement, int layer, ProbFn pro
 
 DevicePredictor::DevicePredictor(const planner::TokenAffinity& affinity,
                                  const planner::Placement& placement,
-                                 LayerTransitionTable transitions)
+                                 planner::TransitionTable transitions)
     : num_devices_(placement.num_devices()), transitions_(std::move(transitions)) {
   const int layers = placement.num_layers();
   by_token_.resize(layers);
@@ -40,21 +40,8 @@ DevicePredictor::DevicePredictor(const planner::TokenAffinity& affinity,
 std::unique_ptr<DevicePredictor> DevicePredictor::Create(
     const planner::TokenAffinity& affinity, const planner::Placement& placement,
     const planner::LayerAffinity* transitions) {
-  LayerTransitionTable table;
-  if (transitions != nullptr) {
-    const int layers = placement.num_layers(), g = placement.num_devices();
-    table.resize(layers);
-    for (int l = 1; l < layers; ++l) {
-      table[l].resize(static_cast<size_t>(g + 1) * g);
-      for (int p2 = l == 1 ? -1 : 0; p2 < g; ++p2) {
-        for (int p1 = 0; p1 < g; ++p1) {
-          const planner::LayerAffinity::Prediction p = transitions->Predict(l, p2, p1);
-          table[l][(p2 + 1) * g + p1] = {p.device, static_cast<float>(p.confidence)};
-        }
-      }
-    }
-  }
-  return std::make_unique<DevicePredictor>(affinity, placement, std::move(table));
+  return std::make_unique<DevicePredictor>(
+      affinity, placement, transitions != nullptr ? transitions->Table() : planner::TransitionTable{});
 }
 
 void DevicePredictor::Predict(int moe_layer, absl::Span<const int32_t> tokens,
@@ -62,7 +49,7 @@ void DevicePredictor::Predict(int moe_layer, absl::Span<const int32_t> tokens,
                               absl::Span<int32_t> device, absl::Span<float> confidence) const {
   const auto& table = by_token_[moe_layer];
   const bool history = uses_history() && moe_layer >= 1 &&
-                       moe_layer < static_cast<int>(transitions_.size()) &&
+                       moe_layer < static_cast<int>(transitions_.layers.size()) &&
                        prev1.size() == tokens.size() && prev2.size() == tokens.size();
   for (size_t t = 0; t < tokens.size(); ++t) {
     auto it = table.find(tokens[t]);
@@ -70,9 +57,9 @@ void DevicePredictor::Predict(int moe_layer, absl::Span<const int32_t> tokens,
     if (history && prev1[t] >= 0) {
       const int p2 = moe_layer >= 2 ? prev2[t] : -1;
       const size_t slot = static_cast<size_t>(p2 + 1) * num_devices_ + prev1[t];
-      const std::vector<DevicePrediction>& a = transitions_[moe_layer];
+      const std::vector<planner::TransitionTable::Entry>& a = transitions_.layers[moe_layer];
       if (slot < a.size() && a[slot].device >= 0 && a[slot].confidence > p.confidence) {
-        p = a[slot];
+        p = {a[slot].device, a[slot].confidence};
       }
     }
     device[t] = p.device;

@@ -25,15 +25,12 @@ struct DevicePrediction {
   float confidence = 0;
 };
 
-// A[moe layer][(prev2 + 1) · G + prev1] (prev2 = −1 at the second MoE layer); the first MoE
-// layer's entry is ignored.
-using LayerTransitionTable = std::vector<std::vector<DevicePrediction>>;
-
 class DevicePredictor {
  public:
-  // REQUIRES: `affinity` was learned for the placement's model (same MoE layers and experts).
+  // REQUIRES: `affinity` was learned for the placement's model (same MoE layers and experts);
+  // `transitions` (the A table; empty: none) for the placement's layers and devices.
   DevicePredictor(const planner::TokenAffinity& affinity, const planner::Placement& placement,
-                  LayerTransitionTable transitions = {});
+                  planner::TransitionTable transitions = {});
 
   // With the A table read off a LayerAffinity learned for `placement` (null: T only).
   static std::unique_ptr<DevicePredictor> Create(const planner::TokenAffinity& affinity,
@@ -41,7 +38,7 @@ class DevicePredictor {
                                                  const planner::LayerAffinity* transitions);
 
   int num_devices() const { return num_devices_; }
-  bool uses_history() const { return !transitions_.empty(); }
+  bool uses_history() const { return !transitions_.layers.empty(); }
 
   // For each token: `prev1`/`prev2` are its devices at the previous two MoE layers (−1 unknown;
   // may be empty when !uses_history()).
@@ -53,7 +50,7 @@ class DevicePredictor {
   int num_devices_;
   std::vector<absl::flat_hash_map<int32_t, DevicePrediction>> by_token_;  // [moe layer]
   std::vector<DevicePrediction> unseen_;                                 // [moe layer]
-  LayerTransitionTable transitions_;
+  planner::TransitionTable transitions_;
 };
 
 }  // namespace semmoe::engine

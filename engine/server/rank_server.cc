@@ -16,6 +16,7 @@
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server.h"
 #include "grpcpp/server_builder.h"
+#include "planner/affinity/layer_affinity.h"
 #include "planner/affinity/token_affinity.h"
 #include "planner/placement/placement.h"
 
@@ -61,7 +62,23 @@ absl::Status RunRankServer(const RankServerOptions& o, absl::Notification& stop)
                                                      " experts do not match the placement"));
     }
     affinity = std::make_unique<planner::TokenAffinity>(std::move(*a));
-    predictor = DevicePredictor::Create(*affinity, placement, nullptr);
+    planner::TransitionTable transitions;
+    if (!o.layer_tables.empty()) {
+      ASSIGN_OR_RETURN(std::string table_bytes, ReadFile(o.layer_tables));
+      absl::StatusOr<planner::TransitionTable> t =
+          planner::TransitionTable::Deserialize(table_bytes);
+      if (!t.ok()) {
+        return absl::InvalidArgumentError(absl::StrCat(o.layer_tables, ": ", t.status().message()));
+      }
+      if (static_cast<int>(t->layers.size()) != placement.num_layers() ||
+          t->num_devices != placement.num_devices()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            o.layer_tables, ": tables for ", t->layers.size(), " layers × ", t->num_devices,
+            " devices do not match the placement"));
+      }
+      transitions = std::move(*t);
+    }
+    predictor = std::make_unique<DevicePredictor>(*affinity, placement, std::move(transitions));
   }
 
   LOG(INFO) << "rank " << o.rank << "/" << o.ranks << ": joining the group via " << o.rendezvous;

@@ -25,6 +25,9 @@ struct RankServerOptions {
   // Token affinities (TokenAffinity::Serialize bytes, e.g. from `planner export`): with
   // Attention-TP they enable the shuffled reduce-scatter / all-gather. Empty: plain order.
   std::string affinity;
+  // The A tables (TransitionTable::Serialize bytes) for the placement: with `affinity`, tokens'
+  // devices are also predicted from the devices their experts used at the previous two layers.
+  std::string layer_tables;
   std::string host = "127.0.0.1";  // EngineService and the Gloo mesh listen here.
   int port = 0;                    // 0: any free port (written to port_file).
   std::string port_file;           // If set, the bound port is written here once serving.

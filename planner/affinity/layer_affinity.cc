@@ -1,6 +1,9 @@
 #include "planner/affinity/layer_affinity.h"
 
 #include <algorithm>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
 
 namespace semmoe::planner {
 
@@ -46,6 +49,109 @@ LayerAffinity::Prediction LayerAffinity::Predict(int layer, int prev2, int prev1
   if (tokens == 0) return {prev1, 0.0};  // Unseen history: stay put, no confidence.
   const int device = static_cast<int>(std::max_element(row.begin(), row.end()) - row.begin());
   return {device, static_cast<double>(row[device]) / (static_cast<double>(tokens) * top_k_)};
+}
+
+}  // namespace semmoe::planner
+
+namespace semmoe::planner {
+namespace {
+
+constexpr char kMagic[] = "SMLAYRA1";
+
+template <typename T>
+void Put(std::string& out, T value) {
+  out.append(reinterpret_cast<const char*>(&value), sizeof(T));
+}
+
+// Reads fixed-size values, remembering where it is for error messages.
+class Reader {
+ public:
+  explicit Reader(absl::string_view bytes) : bytes_(bytes) {}
+  template <typename T>
+  bool Get(T& value) {
+    if (bytes_.size() - at_ < sizeof(T)) return false;
+    std::memcpy(&value, bytes_.data() + at_, sizeof(T));
+    at_ += sizeof(T);
+    return true;
+  }
+  size_t at() const { return at_; }
+  bool done() const { return at_ == bytes_.size(); }
+
+ private:
+  absl::string_view bytes_;
+  size_t at_ = 0;
+};
+
+}  // namespace
+
+TransitionTable LayerAffinity::Table() const {
+  TransitionTable table;
+  table.num_devices = g_;
+  table.layers.resize(counts_.size());
+  for (size_t l = 1; l < counts_.size(); ++l) {
+    table.layers[l].resize(static_cast<size_t>(g_ + 1) * g_);
+    for (int prev2 = l == 1 ? -1 : 0; prev2 < g_; ++prev2) {
+      for (int prev1 = 0; prev1 < g_; ++prev1) {
+        const Prediction p = Predict(static_cast<int>(l), prev2, prev1);
+        table.layers[l][(prev2 + 1) * g_ + prev1] = {static_cast<int16_t>(p.device),
+                                                      static_cast<float>(p.confidence)};
+      }
+    }
+  }
+  return table;
+}
+
+std::string TransitionTable::Serialize() const {
+  std::string out(kMagic, 8);
+  Put<uint32_t>(out, static_cast<uint32_t>(layers.size()));
+  Put<uint32_t>(out, static_cast<uint32_t>(num_devices));
+  const size_t per_layer = static_cast<size_t>(num_devices + 1) * num_devices;
+  for (size_t l = 1; l < layers.size(); ++l) {
+    for (size_t h = 0; h < per_layer; ++h) {
+      const Entry e = h < layers[l].size() ? layers[l][h] : Entry{};
+      Put<int16_t>(out, e.device);
+      Put<float>(out, e.confidence);
+    }
+  }
+  return out;
+}
+
+absl::StatusOr<TransitionTable> TransitionTable::Deserialize(absl::string_view bytes) {
+  if (bytes.size() < 16 || bytes.substr(0, 8) != absl::string_view(kMagic, 8)) {
+    return absl::InvalidArgumentError("layer tables: not an SMLAYRA1 file");
+  }
+  Reader r(bytes.substr(8));
+  uint32_t layers = 0, g = 0;
+  r.Get(layers);
+  r.Get(g);
+  if (layers > 4096 || g == 0 || g > 1024) {
+    return absl::InvalidArgumentError(absl::StrCat("layer tables: implausible shape (", layers,
+                                                   " layers, ", g, " devices)"));
+  }
+  const size_t per_layer = static_cast<size_t>(g + 1) * g;
+  const size_t expected = 16 + (layers == 0 ? 0 : (layers - 1) * per_layer * 6);
+  if (bytes.size() != expected) {
+    return absl::InvalidArgumentError(absl::StrCat("layer tables: ", bytes.size(),
+                                                   " bytes, expected ", expected));
+  }
+  TransitionTable table;
+  table.num_devices = static_cast<int>(g);
+  table.layers.resize(layers);
+  for (size_t l = 1; l < layers; ++l) {
+    table.layers[l].resize(per_layer);
+    for (Entry& e : table.layers[l]) {
+      const size_t at = 8 + r.at();
+      r.Get(e.device);
+      r.Get(e.confidence);
+      if (e.device < -1 || e.device >= static_cast<int>(g) || !(e.confidence >= 0.0f) ||
+          e.confidence > 1.0f) {
+        return absl::InvalidArgumentError(absl::StrCat("layer tables: bad entry (device ",
+                                                       e.device, ", confidence ", e.confidence,
+                                                       ") at byte ", at));
+      }
+    }
+  }
+  return table;
 }
 
 }  // namespace semmoe::planner

@@ -6,8 +6,11 @@
 #define SEMMOE_PLANNER_AFFINITY_LAYER_AFFINITY_H_
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "planner/placement/placement.h"
 #include "planner/trace/trace_set.h"
 
@@ -15,6 +18,23 @@ namespace semmoe::planner {
 
 // The device holding most of token t's experts at `layer` (lowest id on ties).
 int BestDevice(const trace::TraceSet& trace, const Placement& placement, int64_t t, int layer);
+
+// The A table as data — what a placement version stores and engines load: for every MoE layer
+// l ≥ 1 and history h = (prev2 + 1) · G + prev1 (prev2 = −1 only at l = 1), the predicted device
+// and its confidence. Layer 0 has no entries.
+struct TransitionTable {
+  struct Entry {
+    int16_t device = -1;  // −1: no prediction.
+    float confidence = 0;
+  };
+  int num_devices = 0;
+  std::vector<std::vector<Entry>> layers;  // [layer][(G + 1) · G]
+
+  // "SMLAYRA1" | u32 layers | u32 G | for layers 1..L−1: (G + 1) · G × (i16 device, f32 conf).
+  std::string Serialize() const;
+  // InvalidArgument naming the byte offset for anything malformed (never a crash).
+  static absl::StatusOr<TransitionTable> Deserialize(absl::string_view bytes);
+};
 
 class LayerAffinity {
  public:
@@ -28,6 +48,9 @@ class LayerAffinity {
   };
   // REQUIRES: layer ≥ 1. For layer 1 only d₋₁ is used (pass prev2 = -1).
   Prediction Predict(int layer, int prev2, int prev1) const;
+
+  // Every prediction, as stored with a placement version.
+  TransitionTable Table() const;
 
  private:
   int g_ = 0;

@@ -10,6 +10,7 @@
 #include "common/file.h"
 #include "common/status_macros.h"
 #include "nlohmann/json.hpp"
+#include "planner/affinity/layer_affinity.h"
 #include "planner/affinity/token_affinity.h"
 #include "planner/eval/evaluate.h"
 #include "planner/eval/schedule.h"
@@ -122,8 +123,10 @@ absl::StatusOr<int64_t> Build(const BuildOptions& o, std::ostream& out) {
                       .dump();
   v.metrics_json = metrics.dump();
   v.placement = placement;
-  // The version keeps the token affinity it was built from: routers and `eval` use it.
-  ASSIGN_OR_RETURN(int64_t version, store->Create(v, affinity.Serialize()));
+  // The version keeps the token affinity it was built from (routers and `eval` use it) and the
+  // A tables for this placement (Attention-TP engines predict token devices with both).
+  const std::string layer_tables = LayerAffinity::Build(trace, placement).Table().Serialize();
+  ASSIGN_OR_RETURN(int64_t version, store->Create(v, affinity.Serialize(), layer_tables));
   out << "version " << version << " (" << v.name << ", draft): in-sample " << o.mode
       << " LAR blind " << Pct(metrics["lar_blind"]) << ", affinity " << Pct(metrics["lar_affinity"])
       << ", bound " << Pct(metrics["bound"]) << "\n";

@@ -90,6 +90,16 @@ const Migration kMigrations[] = {
         at INTEGER NOT NULL,
         FOREIGN KEY (experiment_id, arm) REFERENCES experiment_arms(experiment_id, name));
     )sql"},
+    {4, R"sql(
+      CREATE TABLE layer_tables (
+        version INTEGER PRIMARY KEY REFERENCES placements(version),
+        format INTEGER NOT NULL,
+        data BLOB NOT NULL);
+      CREATE TRIGGER layer_tables_immutable BEFORE UPDATE ON layer_tables
+        BEGIN SELECT RAISE(ABORT, 'placement versions are immutable'); END;
+      CREATE TRIGGER layer_tables_never_deleted BEFORE DELETE ON layer_tables
+        BEGIN SELECT RAISE(ABORT, 'placement versions are immutable'); END;
+    )sql"},
 };
 
 bool IsJsonObject(const std::string& text) {
@@ -132,7 +142,8 @@ absl::Status PlacementStore::AddModel(const std::string& model, int num_layers, 
 }
 
 absl::StatusOr<int64_t> PlacementStore::Create(const PlacementVersion& v,
-                                               absl::string_view affinity_tables) {
+                                               absl::string_view affinity_tables,
+                                               absl::string_view layer_tables) {
   if (!IsJsonObject(v.params_json) || !IsJsonObject(v.metrics_json)) {
     return absl::InvalidArgumentError("params_json and metrics_json must be JSON objects");
   }
@@ -197,6 +208,15 @@ absl::StatusOr<int64_t> PlacementStore::Create(const PlacementVersion& v,
     RETURN_IF_ERROR(tables.BindBlob(
         2, absl::MakeConstSpan(reinterpret_cast<const uint8_t*>(affinity_tables.data()),
                                affinity_tables.size())));
+    RETURN_IF_ERROR(tables.Run());
+  }
+  if (!layer_tables.empty()) {
+    ASSIGN_OR_RETURN(Statement tables, db_->Prepare("INSERT INTO layer_tables (version, "
+                                                    "format, data) VALUES (?, 1, ?)"));
+    RETURN_IF_ERROR(tables.BindInt(1, version));
+    RETURN_IF_ERROR(tables.BindBlob(
+        2, absl::MakeConstSpan(reinterpret_cast<const uint8_t*>(layer_tables.data()),
+                               layer_tables.size())));
     RETURN_IF_ERROR(tables.Run());
   }
   RETURN_IF_ERROR(tx->Commit());
@@ -283,17 +303,25 @@ absl::StatusOr<std::optional<PlacementVersion>> PlacementStore::Active(const std
   return std::optional<PlacementVersion>(std::move(v));
 }
 
-absl::StatusOr<std::string> PlacementStore::GetAffinityTables(int64_t version) {
-  ASSIGN_OR_RETURN(Statement row,
-                   db_->Prepare("SELECT data FROM affinity_tables WHERE version = ?"));
+absl::StatusOr<std::string> PlacementStore::GetBlob(const char* table, const char* what,
+                                                    int64_t version) {
+  ASSIGN_OR_RETURN(Statement row, db_->Prepare(absl::StrCat("SELECT data FROM ", table,
+                                                           " WHERE version = ?")));
   RETURN_IF_ERROR(row.BindInt(1, version));
   ASSIGN_OR_RETURN(bool found, row.Step());
   if (!found) {
-    return absl::NotFoundError(absl::StrCat("placement version ", version,
-                                            " has no affinity tables"));
+    return absl::NotFoundError(absl::StrCat("placement version ", version, " has no ", what));
   }
   const std::vector<uint8_t> data = row.ColumnBlob(0);
   return std::string(data.begin(), data.end());
+}
+
+absl::StatusOr<std::string> PlacementStore::GetAffinityTables(int64_t version) {
+  return GetBlob("affinity_tables", "affinity tables", version);
+}
+
+absl::StatusOr<std::string> PlacementStore::GetLayerTables(int64_t version) {
+  return GetBlob("layer_tables", "layer tables", version);
 }
 
 absl::Status PlacementStore::Activate(int64_t version) {

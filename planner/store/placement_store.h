@@ -60,11 +60,15 @@ class PlacementStore {
   // given, in the same transaction — and returns its number. NotFound for an unknown model or
   // parent; InvalidArgument if the placement does not fit the model or the JSON fields are not
   // objects.
+  // `layer_tables`: the A tables (TransitionTable::Serialize bytes), likewise optional.
   absl::StatusOr<int64_t> Create(const PlacementVersion& version,
-                                 absl::string_view affinity_tables = {});
+                                 absl::string_view affinity_tables = {},
+                                 absl::string_view layer_tables = {});
 
   // The affinity tables stored with `version`; NotFound if it has none.
   absl::StatusOr<std::string> GetAffinityTables(int64_t version);
+  // The A tables stored with `version`; NotFound if it has none.
+  absl::StatusOr<std::string> GetLayerTables(int64_t version);
 
   absl::StatusOr<PlacementVersion> Get(int64_t version);
   // Every version of `model`, oldest first.
@@ -84,6 +88,7 @@ class PlacementStore {
  private:
   PlacementStore(std::unique_ptr<Database> db, Clock* clock) : db_(std::move(db)), clock_(clock) {}
   absl::StatusOr<PlacementVersion> ReadVersion(Statement& row);
+  absl::StatusOr<std::string> GetBlob(const char* table, const char* what, int64_t version);
 
   std::unique_ptr<Database> db_;
   Clock* clock_;

@@ -68,6 +68,13 @@ TEST(PlacementStoreTest, AffinityTablesStoredWithTheVersion) {
   EXPECT_EQ(*got, tables);
   EXPECT_EQ(store->GetAffinityTables(without).status().code(), absl::StatusCode::kNotFound);
   EXPECT_FALSE(store->database().Execute("UPDATE affinity_tables SET data = x'00'").ok());
+  // The A (layer transition) tables, likewise.
+  const std::string layers("SMLAYRA1\x02", 9);
+  const int64_t both = *store->Create(Version("c", 3), tables, layers);
+  EXPECT_EQ(*store->GetLayerTables(both), layers);
+  EXPECT_EQ(*store->GetAffinityTables(both), tables);
+  EXPECT_EQ(store->GetLayerTables(with).status().code(), absl::StatusCode::kNotFound);
+  EXPECT_FALSE(store->database().Execute("DELETE FROM layer_tables").ok());
 }
 
 TEST(PlacementStoreTest, ActivateRetireAndRollback) {
