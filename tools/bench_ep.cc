@@ -5,7 +5,8 @@
 // and TP solvers); the odd ones (held out) are then run for real on G ranks (threads, each with
 // its own Gloo communicator over loopback, its own experts and KV cache): prefill plus a few
 // greedy decode steps, for every G, in Attention-DP (vanilla: round-robin requests; semantic:
-// the router's affinity rule), Attention-TP plain and Attention-TP shuffled. Printed per row:
+// the router's affinity rule), Attention-TP plain and Attention-TP shuffled (predicting devices
+// by token id only, "tp_shuffled_T", and by token id and the previous layers, "tp_shuffled"). Printed per row:
 // LAR, all-to-all payload bytes per token (dispatch + combine, f32 rows), RS+AG bytes per token,
 // and wall time per MoE layer call (dispatch / experts / combine, the slowest rank).
 //
@@ -264,6 +265,7 @@ absl::Status Main() {
     std::fprintf(stderr, "G = %d: running TP...\n", g);
     const auto transitions = planner::LayerAffinity::Build(trace, *tp_placement);
     auto predictor = engine::DevicePredictor::Create(affinity, *tp_placement, &transitions);
+    auto token_only = engine::DevicePredictor::Create(affinity, *tp_placement, nullptr);
     ASSIGN_OR_RETURN(r, RunConfig(dir, heldout, vanilla, AttentionMode::kTp, nullptr, {}));
     r.mode = "tp_plain";
     r.placement = "vanilla";
@@ -274,8 +276,13 @@ absl::Status Main() {
     r.placement = name;
     rows.push_back(r);
     ASSIGN_OR_RETURN(r, RunConfig(dir, heldout, *tp_placement, AttentionMode::kTp,
+                                  token_only.get(), {}));
+    r.mode = "tp_shuffled_T";  // Token table only.
+    r.placement = name;
+    rows.push_back(r);
+    ASSIGN_OR_RETURN(r, RunConfig(dir, heldout, *tp_placement, AttentionMode::kTp,
                                   predictor.get(), {}));
-    r.mode = "tp_shuffled";
+    r.mode = "tp_shuffled";  // T and A.
     r.placement = name;
     rows.push_back(r);
   }
@@ -284,11 +291,11 @@ absl::Status Main() {
               "profile: %zu prompts\n",
               dir.c_str(), heldout.size(), static_cast<long long>(heldout_tokens),
               absl::GetFlag(FLAGS_decode_steps), profile.size());
-  std::printf("%-3s %-12s %-22s %7s %13s %13s %9s %9s %9s %8s\n", "G", "mode", "placement",
+  std::printf("%-3s %-14s %-22s %7s %13s %13s %9s %9s %9s %8s\n", "G", "mode", "placement",
               "LAR", "a2a B/token", "RS+AG B/tok", "disp ms", "expt ms", "comb ms", "wall s");
   nlohmann::json table = nlohmann::json::array();
   for (const Row& r : rows) {
-    std::printf("%-3d %-12s %-22s %7.3f %13.0f %13.0f %9.3f %9.3f %9.3f %8.2f\n", r.ranks,
+    std::printf("%-3d %-14s %-22s %7.3f %13.0f %13.0f %9.3f %9.3f %9.3f %8.2f\n", r.ranks,
                 r.mode.c_str(), r.placement.c_str(), r.lar, r.a2a_bytes_per_token,
                 r.rsag_bytes_per_token, r.dispatch_ms, r.expert_ms, r.combine_ms, r.wall_s);
     table.push_back({{"ranks", r.ranks}, {"mode", r.mode}, {"placement", r.placement},
