@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "kernels/cpu/segment_sum.h"
 #include "gloo/allgatherv.h"
 #include "gloo/allreduce.h"
 #include "gloo/alltoallv.h"
@@ -124,11 +125,7 @@ absl::Status GlooCommunicator::DoReduceScatterSum(const float* send,
   for (int64_t& b : send_bytes) b *= 4;
   RETURN_IF_ERROR(DoAllToAllV(reinterpret_cast<const char*>(send), send_bytes,
                               reinterpret_cast<char*>(gathered.data()), recv_bytes));
-  for (int64_t i = 0; i < mine; ++i) {
-    float sum = 0;
-    for (int r = 0; r < size_; ++r) sum += gathered[static_cast<size_t>(r) * mine + i];
-    recv[i] = sum;
-  }
+  kernels::cpu::SegmentSum(gathered.data(), size_, mine, recv);
   return absl::OkStatus();
 }
 

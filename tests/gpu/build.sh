@@ -38,6 +38,7 @@ for target in "${targets[@]}"; do
   ldd "$dest" | awk '/=> \// { print $3 }' | while read -r lib; do
     case "$(basename "$lib")" in
       libc.so* | libm.so* | libpthread.so* | libdl.so* | librt.so* | ld-linux* | libcuda.so*) ;;
+      libnccl.so*) ;;  # 200 MB: the device machine's CUDA install provides it (rpath).
       *) [[ -e "$out/bin/$(basename "$lib")" ]] || cp -L "$lib" "$out/bin/" ;;
     esac
   done
