@@ -52,4 +52,21 @@ cp -r "$dir" "$TMP/corrupt"
 head -c 100 "$dir/model.safetensors" >"$TMP/corrupt/model.safetensors"
 expect_error 1 "runs past the end of the file" -- \
   "$ENGINE" generate --model="$TMP/corrupt" --prompt=x
+
+# serve: bad flags and files are clear errors before anything listens.
+expect_error 2 "--rendezvous is required" -- "$ENGINE" serve --model="$dir"
+expect_error 2 "--attn must be dp or tp" -- "$ENGINE" serve --model="$dir" --rendezvous=file:/tmp \
+  --attn=ep
+expect_error 1 "is not in a group of 2" -- "$ENGINE" serve --model="$dir" --rendezvous=file:/tmp \
+  --rank=2 --ranks=2
+expect_error 1 "is not a directory" -- "$ENGINE" serve --model="$dir" --ranks=1 \
+  --rendezvous="file:$TMP/none"
+expect_error 1 "neither file:DIR nor grpc:HOST:PORT" -- "$ENGINE" serve --model="$dir" --ranks=1 \
+  --rendezvous=tcp:1
+printf '{"format": "semmoe-placement", "version": 1}' >"$TMP/bad_placement.json"
+expect_error 1 "bad_placement.json" -- "$ENGINE" serve --model="$dir" --ranks=1 \
+  --rendezvous="file:$TMP" --placement="$TMP/bad_placement.json"
+printf 'SMAFFIN1 garbage' >"$TMP/bad.affinity"
+expect_error 1 "bad.affinity" -- "$ENGINE" serve --model="$dir" --ranks=1 --attn=tp \
+  --rendezvous="file:$TMP" --affinity="$TMP/bad.affinity"
 echo "PASS"

@@ -133,9 +133,11 @@ void GroupEngine::DrainInbox() {
     }
     absl::Status status = batch_->Submit(std::move(request));
     if (!status.ok()) {
+      {
+        absl::MutexLock lock(&mu_);
+        ++stats_.failed;
+      }
       sink->OnError(status);
-      absl::MutexLock lock(&mu_);
-      ++stats_.failed;
       continue;
     }
     sinks_[id] = std::move(sink);
@@ -144,10 +146,12 @@ void GroupEngine::DrainInbox() {
     auto it = sinks_.find(id);
     if (it == sinks_.end()) continue;
     batch_->Cancel(id);
+    {
+      absl::MutexLock lock(&mu_);
+      ++stats_.cancelled;
+    }
     it->second->OnError(absl::CancelledError(absl::StrCat("request ", id, " was cancelled")));
     sinks_.erase(it);
-    absl::MutexLock lock(&mu_);
-    ++stats_.cancelled;
   }
 }
 
@@ -257,10 +261,12 @@ absl::Status GroupEngine::Deliver(const std::vector<runtime::GenerationResult>& 
   for (const runtime::GenerationResult& result : finished) {
     auto it = sinks_.find(result.id);
     if (it == sinks_.end()) continue;
+    {
+      absl::MutexLock lock(&mu_);  // Counted before the client can see the result.
+      ++stats_.completed;
+    }
     it->second->OnDone(result);
     sinks_.erase(it);
-    absl::MutexLock lock(&mu_);
-    ++stats_.completed;
   }
   return absl::OkStatus();
 }
