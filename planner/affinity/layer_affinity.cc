@@ -4,6 +4,8 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "planner/affinity/byte_io.h"
 
 namespace semmoe::planner {
 
@@ -58,30 +60,6 @@ namespace {
 
 constexpr char kMagic[] = "SMLAYRA1";
 
-template <typename T>
-void Put(std::string& out, T value) {
-  out.append(reinterpret_cast<const char*>(&value), sizeof(T));
-}
-
-// Reads fixed-size values, remembering where it is for error messages.
-class Reader {
- public:
-  explicit Reader(absl::string_view bytes) : bytes_(bytes) {}
-  template <typename T>
-  bool Get(T& value) {
-    if (bytes_.size() - at_ < sizeof(T)) return false;
-    std::memcpy(&value, bytes_.data() + at_, sizeof(T));
-    at_ += sizeof(T);
-    return true;
-  }
-  size_t at() const { return at_; }
-  bool done() const { return at_ == bytes_.size(); }
-
- private:
-  absl::string_view bytes_;
-  size_t at_ = 0;
-};
-
 }  // namespace
 
 TransitionTable LayerAffinity::Table() const {
@@ -103,14 +81,14 @@ TransitionTable LayerAffinity::Table() const {
 
 std::string TransitionTable::Serialize() const {
   std::string out(kMagic, 8);
-  Put<uint32_t>(out, static_cast<uint32_t>(layers.size()));
-  Put<uint32_t>(out, static_cast<uint32_t>(num_devices));
+  PutBytes<uint32_t>(out, static_cast<uint32_t>(layers.size()));
+  PutBytes<uint32_t>(out, static_cast<uint32_t>(num_devices));
   const size_t per_layer = static_cast<size_t>(num_devices + 1) * num_devices;
   for (size_t l = 1; l < layers.size(); ++l) {
     for (size_t h = 0; h < per_layer; ++h) {
       const Entry e = h < layers[l].size() ? layers[l][h] : Entry{};
-      Put<int16_t>(out, e.device);
-      Put<float>(out, e.confidence);
+      PutBytes<int16_t>(out, e.device);
+      PutBytes<float>(out, e.confidence);
     }
   }
   return out;
@@ -120,10 +98,10 @@ absl::StatusOr<TransitionTable> TransitionTable::Deserialize(absl::string_view b
   if (bytes.size() < 16 || bytes.substr(0, 8) != absl::string_view(kMagic, 8)) {
     return absl::InvalidArgumentError("layer tables: not an SMLAYRA1 file");
   }
-  Reader r(bytes.substr(8));
+  ByteReader r(bytes.substr(8), "layer tables");
   uint32_t layers = 0, g = 0;
-  r.Get(layers);
-  r.Get(g);
+  RETURN_IF_ERROR(r.Get(layers, "the layer count"));
+  RETURN_IF_ERROR(r.Get(g, "the device count"));
   if (layers > 4096 || g == 0 || g > 1024) {
     return absl::InvalidArgumentError(absl::StrCat("layer tables: implausible shape (", layers,
                                                    " layers, ", g, " devices)"));
@@ -141,8 +119,8 @@ absl::StatusOr<TransitionTable> TransitionTable::Deserialize(absl::string_view b
     table.layers[l].resize(per_layer);
     for (Entry& e : table.layers[l]) {
       const size_t at = 8 + r.at();
-      r.Get(e.device);
-      r.Get(e.confidence);
+      RETURN_IF_ERROR(r.Get(e.device, "a device"));
+      RETURN_IF_ERROR(r.Get(e.confidence, "a confidence"));
       if (e.device < -1 || e.device >= static_cast<int>(g) || !(e.confidence >= 0.0f) ||
           e.confidence > 1.0f) {
         return absl::InvalidArgumentError(absl::StrCat("layer tables: bad entry (device ",

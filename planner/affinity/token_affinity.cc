@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "planner/affinity/byte_io.h"
 
 namespace semmoe::planner {
 
@@ -85,57 +86,31 @@ namespace {
 
 constexpr char kMagic[8] = {'S', 'M', 'A', 'F', 'F', 'I', 'N', '1'};
 
-template <typename T>
-void Put(std::string& out, T v) {
-  out.append(reinterpret_cast<const char*>(&v), sizeof(T));
-}
-
-class Reader {
- public:
-  explicit Reader(absl::string_view bytes) : bytes_(bytes) {}
-  template <typename T>
-  absl::Status Get(T& v, const char* what) {
-    if (bytes_.size() - at_ < sizeof(T)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("affinity table truncated at byte ", at_, " reading ", what));
-    }
-    std::memcpy(&v, bytes_.data() + at_, sizeof(T));
-    at_ += sizeof(T);
-    return absl::OkStatus();
-  }
-  size_t at() const { return at_; }
-  bool done() const { return at_ == bytes_.size(); }
-
- private:
-  absl::string_view bytes_;
-  size_t at_ = 0;
-};
-
 }  // namespace
 
 std::string TokenAffinity::Serialize() const {
   std::string out(kMagic, 8);
   const uint32_t layers = num_layers(), experts = num_experts_;
-  Put<uint32_t>(out, layers);
-  Put<uint32_t>(out, experts);
-  Put<uint32_t>(out, static_cast<uint32_t>(rows_.size()));
+  PutBytes<uint32_t>(out, layers);
+  PutBytes<uint32_t>(out, experts);
+  PutBytes<uint32_t>(out, static_cast<uint32_t>(rows_.size()));
   for (const auto& m : marginal_) {
-    for (float p : m) Put<float>(out, p);
+    for (float p : m) PutBytes<float>(out, p);
   }
   std::vector<uint32_t> ids;
   for (const auto& [id, row] : rows_) ids.push_back(id);
   std::sort(ids.begin(), ids.end());
   for (uint32_t id : ids) {
     const std::vector<float>& row = rows_.at(id);
-    Put<uint32_t>(out, id);
+    PutBytes<uint32_t>(out, id);
     for (uint32_t l = 0; l < layers; ++l) {
       uint16_t n = 0;
       for (uint32_t e = 0; e < experts; ++e) n += row[l * experts + e] > 0;
-      Put<uint16_t>(out, n);
+      PutBytes<uint16_t>(out, n);
       for (uint32_t e = 0; e < experts; ++e) {
         if (row[l * experts + e] > 0) {
-          Put<uint16_t>(out, static_cast<uint16_t>(e));
-          Put<float>(out, row[l * experts + e]);
+          PutBytes<uint16_t>(out, static_cast<uint16_t>(e));
+          PutBytes<float>(out, row[l * experts + e]);
         }
       }
     }
@@ -147,7 +122,7 @@ absl::StatusOr<TokenAffinity> TokenAffinity::Deserialize(absl::string_view bytes
   if (bytes.size() < 8 || std::memcmp(bytes.data(), kMagic, 8) != 0) {
     return absl::InvalidArgumentError("not an affinity table (bad magic)");
   }
-  Reader r(bytes.substr(8));
+  ByteReader r(bytes.substr(8), "affinity table");
   uint32_t layers, experts, tokens;
   if (absl::Status s = r.Get(layers, "the layer count"); !s.ok()) return s;
   if (absl::Status s = r.Get(experts, "the expert count"); !s.ok()) return s;
