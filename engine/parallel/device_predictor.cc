@@ -1,18 +1,18 @@
 #include "engine/parallel/device_predictor.h"
 
+#include <algorithm>
+
 namespace semmoe::engine {
 namespace {
 
-// The device with the most probability mass for a token (lowest id on ties).
+// The share of a token's expected experts on each device.
 template <typename ProbFn>
-DevicePrediction Best(const planner::Placement& placement, int layer, ProbFn prob) {
-  std::vector<double> mass(placement.num_devices(), 0.0);
-  for (int e = 0; e < placement.num_experts(); ++e) mass[placement.Device(layer, e)] += prob(e);
-  DevicePrediction best{0, static_cast<float>(mass[0])};
-  for (int d = 1; d < placement.num_devices(); ++d) {
-    if (mass[d] > best.confidence) best = {d, static_cast<float>(mass[d])};
+std::vector<float> Shares(const planner::Placement& placement, int layer, ProbFn prob) {
+  std::vector<float> share(placement.num_devices(), 0.0f);
+  for (int e = 0; e < placement.num_experts(); ++e) {
+    share[placement.Device(layer, e)] += static_cast<float>(prob(e));
   }
-  return best;
+  return share;
 }
 
 }  // namespace
@@ -28,11 +28,11 @@ DevicePredictor::DevicePredictor(const planner::TokenAffinity& affinity,
   // A token id never in the vocabulary scores the marginal (see TokenAffinity::Probability).
   constexpr uint32_t kUnseen = 0xffffffffu;
   for (int l = 0; l < layers && l < affinity.num_layers(); ++l) {
-    unseen_[l] = Best(placement, l, [&](int e) { return affinity.Probability(l, kUnseen, e); });
+    unseen_[l] = Shares(placement, l, [&](int e) { return affinity.Probability(l, kUnseen, e); });
     by_token_[l].reserve(seen.size());
     for (uint32_t v : seen) {
       by_token_[l][static_cast<int32_t>(v)] =
-          Best(placement, l, [&](int e) { return affinity.Probability(l, v, e); });
+          Shares(placement, l, [&](int e) { return affinity.Probability(l, v, e); });
     }
   }
 }
@@ -44,26 +44,29 @@ std::unique_ptr<DevicePredictor> DevicePredictor::Create(
       affinity, placement, transitions != nullptr ? transitions->Table() : planner::TransitionTable{});
 }
 
-void DevicePredictor::Predict(int moe_layer, absl::Span<const int32_t> tokens,
-                              absl::Span<const int32_t> prev2, absl::Span<const int32_t> prev1,
-                              absl::Span<int32_t> device, absl::Span<float> confidence) const {
+void DevicePredictor::Score(int moe_layer, absl::Span<const int32_t> tokens,
+                            absl::Span<const int32_t> prev2, absl::Span<const int32_t> prev1,
+                            absl::Span<float> scores) const {
+  const int g = num_devices_;
   const auto& table = by_token_[moe_layer];
   const bool history = uses_history() && moe_layer >= 1 &&
                        moe_layer < static_cast<int>(transitions_.layers.size()) &&
                        prev1.size() == tokens.size() && prev2.size() == tokens.size();
   for (size_t t = 0; t < tokens.size(); ++t) {
     auto it = table.find(tokens[t]);
-    DevicePrediction p = it == table.end() ? unseen_[moe_layer] : it->second;
+    const std::vector<float>& share = it == table.end() ? unseen_[moe_layer] : it->second;
+    float* row = scores.data() + t * g;
+    std::copy(share.begin(), share.end(), row);
     if (history && prev1[t] >= 0) {
       const int p2 = moe_layer >= 2 ? prev2[t] : -1;
-      const size_t slot = static_cast<size_t>(p2 + 1) * num_devices_ + prev1[t];
+      const size_t slot = static_cast<size_t>(p2 + 1) * g + prev1[t];
       const std::vector<planner::TransitionTable::Entry>& a = transitions_.layers[moe_layer];
-      if (slot < a.size() && a[slot].device >= 0 && a[slot].confidence > p.confidence) {
-        p = {a[slot].device, a[slot].confidence};
+      if (slot < a.size() && a[slot].device >= 0 &&
+          a[slot].confidence > *std::max_element(row, row + g)) {
+        std::fill(row, row + g, 0.0f);
+        row[a[slot].device] = a[slot].confidence;
       }
     }
-    device[t] = p.device;
-    confidence[t] = p.confidence;
   }
 }
 

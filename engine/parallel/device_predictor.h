@@ -1,9 +1,10 @@
-// DevicePredictor: before a MoE layer runs, guesses for each token the device that will hold most
-// of its experts there, so Attention-TP's shuffled reduce-scatter can put the token on that
-// device (DESIGN.md §4). Two tables, per MoE layer, the more confident wins:
-//   T  token id → (device, confidence), from the token affinities C and the placement:
-//      confidence = P(expert on that device | token), unseen ids use the layer's marginal;
-//   A  devices the token used at the two previous MoE layers → (device, confidence).
+// DevicePredictor: before a MoE layer runs, scores for each token every device by how much of its
+// experts it should hold there, so Attention-TP's shuffled reduce-scatter can put the token on
+// its best device with room (DESIGN.md §4). Two tables per MoE layer, the more confident wins:
+//   T  token id → the expected share of its experts on each device, from the token affinities C
+//      and the placement (unseen ids use the layer's marginal); its confidence is the top share;
+//   A  devices the token used at the two previous MoE layers → (device, confidence); when more
+//      confident than T, the token's scores are that confidence on that device, 0 elsewhere.
 // Immutable after construction; thread-safe.
 #ifndef SEMMOE_ENGINE_PARALLEL_DEVICE_PREDICTOR_H_
 #define SEMMOE_ENGINE_PARALLEL_DEVICE_PREDICTOR_H_
@@ -20,11 +21,6 @@
 
 namespace semmoe::engine {
 
-struct DevicePrediction {
-  int32_t device = -1;  // −1: no prediction.
-  float confidence = 0;
-};
-
 class DevicePredictor {
  public:
   // REQUIRES: `affinity` was learned for the placement's model (same MoE layers and experts);
@@ -40,16 +36,16 @@ class DevicePredictor {
   int num_devices() const { return num_devices_; }
   bool uses_history() const { return !transitions_.layers.empty(); }
 
-  // For each token: `prev1`/`prev2` are its devices at the previous two MoE layers (−1 unknown;
-  // may be empty when !uses_history()).
-  void Predict(int moe_layer, absl::Span<const int32_t> tokens, absl::Span<const int32_t> prev2,
-               absl::Span<const int32_t> prev1, absl::Span<int32_t> device,
-               absl::Span<float> confidence) const;
+  // scores: [tokens, num_devices()], filled. `prev1`/`prev2`: each token's devices at the
+  // previous two MoE layers (−1 unknown; may be empty when !uses_history()).
+  void Score(int moe_layer, absl::Span<const int32_t> tokens, absl::Span<const int32_t> prev2,
+             absl::Span<const int32_t> prev1, absl::Span<float> scores) const;
 
  private:
   int num_devices_;
-  std::vector<absl::flat_hash_map<int32_t, DevicePrediction>> by_token_;  // [moe layer]
-  std::vector<DevicePrediction> unseen_;                                 // [moe layer]
+  // [moe layer]: token id → its shares per device; the marginal's shares for unseen ids.
+  std::vector<absl::flat_hash_map<int32_t, std::vector<float>>> by_token_;
+  std::vector<std::vector<float>> unseen_;
   planner::TransitionTable transitions_;
 };
 

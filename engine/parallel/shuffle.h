@@ -1,8 +1,9 @@
 // The token order of Attention-TP's reduce-scatter / all-gather (DESIGN.md §4, "Online TP
-// reshuffle"). Plain: tokens in batch order, contiguous equal chunks. Shuffled: each token goes
-// to the chunk of the device predicted to hold its experts, chunks stay equal (the first T mod G
-// ranks take one more), tokens are placed most confident first and overflow spills to the
-// least-full rank; within a chunk tokens keep their batch order.
+// reshuffle"). Plain: tokens in batch order, contiguous equal chunks. Shuffled: tokens go to
+// devices by the rule planner/placement/balanced_assign.h shares with the planner's evaluation —
+// equal chunks, most confident first, each to its best-scoring device with room (an overflowing
+// token lands on its next-best device; one with no preference on the least-full) — and within a
+// chunk tokens keep their batch order.
 #ifndef SEMMOE_ENGINE_PARALLEL_SHUFFLE_H_
 #define SEMMOE_ENGINE_PARALLEL_SHUFFLE_H_
 
@@ -22,10 +23,8 @@ struct ShufflePlan {
 // Contiguous equal chunks in batch order.
 ShufflePlan PlainShuffle(int64_t tokens, int ranks);
 
-// REQUIRES: device.size() == confidence.size(); every device in [0, ranks) or −1 (no
-// prediction: placed last, wherever room is left).
-ShufflePlan PlanShuffle(absl::Span<const int32_t> device, absl::Span<const float> confidence,
-                        int ranks);
+// scores: row-major [tokens, ranks], e.g. the predicted share of each token's experts per rank.
+ShufflePlan PlanShuffle(absl::Span<const float> scores, int ranks);
 
 }  // namespace semmoe::engine
 

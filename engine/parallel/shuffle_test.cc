@@ -21,46 +21,35 @@ TEST(ShuffleTest, PlainIsBatchOrderInEqualChunks) {
   EXPECT_EQ(plan.begin(2), 6);
 }
 
-TEST(ShuffleTest, TokensGoToTheirPredictedDeviceInBatchOrder) {
-  const std::vector<int32_t> device = {1, 0, 1, 0};
-  const std::vector<float> conf = {0.9f, 0.8f, 0.7f, 0.6f};
-  const ShufflePlan plan = PlanShuffle(device, conf, 2);
+TEST(ShuffleTest, TokensGoToTheirBestDeviceInBatchOrder) {
+  const std::vector<float> scores = {0.1f, 0.9f,   // t0 → 1
+                                     0.8f, 0.2f,   // t1 → 0
+                                     0.3f, 0.7f,   // t2 → 1
+                                     0.6f, 0.4f};  // t3 → 0
+  const ShufflePlan plan = PlanShuffle(scores, 2);
   EXPECT_EQ(plan.counts, (std::vector<int64_t>{2, 2}));
   EXPECT_EQ(plan.order, (std::vector<int32_t>{1, 3, 0, 2}));
 }
 
-TEST(ShuffleTest, OverflowSpillsLeastConfidentToTheLeastFullRank) {
-  // Everyone wants rank 0; chunks of 2, 1, 1 (3 ranks, 4 tokens... = 2,1,1).
-  const std::vector<int32_t> device = {0, 0, 0, 0};
-  const std::vector<float> conf = {0.1f, 0.9f, 0.5f, 0.7f};
-  const ShufflePlan plan = PlanShuffle(device, conf, 3);
+TEST(ShuffleTest, OverflowGoesToTheNextBestDevice) {
+  // 3 ranks, chunks 2, 1, 1. Everyone prefers rank 0; their second choices differ.
+  const std::vector<float> scores = {0.5f, 0.1f, 0.4f,   // t0: least sure → spills, to 2
+                                     0.9f, 0.1f, 0.0f,   // t1 → 0
+                                     0.7f, 0.3f, 0.0f,   // t2: spills to 1 (its second)
+                                     0.8f, 0.2f, 0.0f};  // t3 → 0
+  const ShufflePlan plan = PlanShuffle(scores, 3);
   EXPECT_EQ(plan.counts, (std::vector<int64_t>{2, 1, 1}));
-  // Tokens 1 and 3 (most confident) stay on rank 0; 2 spills to rank 1, then 0 to rank 2.
   EXPECT_EQ(plan.order, (std::vector<int32_t>{1, 3, 2, 0}));
 }
 
-TEST(ShuffleTest, UnpredictedAndOutOfRangeDevicesStillGetAChunk) {
-  const std::vector<int32_t> device = {-1, 7, 1, -1, 1};
-  const std::vector<float> conf = {0.0f, 0.9f, 0.5f, 0.0f, 0.4f};
-  const ShufflePlan plan = PlanShuffle(device, conf, 2);
-  EXPECT_EQ(plan.counts, (std::vector<int64_t>{3, 2}));
-  ExpectPermutation(plan, 5);
-  EXPECT_EQ(plan.order[3], 2);  // Rank 1 holds its two predicted tokens.
-  EXPECT_EQ(plan.order[4], 4);
-}
-
-TEST(ShuffleTest, RandomPredictionsAlwaysGiveBalancedPermutations) {
+TEST(ShuffleTest, RandomScoresAlwaysGiveBalancedPermutations) {
   std::mt19937 rng(7);
   for (int trial = 0; trial < 200; ++trial) {
     const int ranks = 1 + rng() % 8;
     const int64_t tokens = rng() % 50;
-    std::vector<int32_t> device(tokens);
-    std::vector<float> conf(tokens);
-    for (int64_t t = 0; t < tokens; ++t) {
-      device[t] = static_cast<int32_t>(rng() % (ranks + 1)) - 1;
-      conf[t] = (rng() % 100) / 100.0f;
-    }
-    const ShufflePlan plan = PlanShuffle(device, conf, ranks);
+    std::vector<float> scores(tokens * ranks);
+    for (float& s : scores) s = (rng() % 100) / 100.0f;
+    const ShufflePlan plan = PlanShuffle(scores, ranks);
     ExpectPermutation(plan, tokens);
     for (int r = 0; r < ranks; ++r) {
       EXPECT_EQ(plan.counts[r], tokens / ranks + (r < tokens % ranks ? 1 : 0));

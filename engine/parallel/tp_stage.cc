@@ -18,11 +18,9 @@ TpLayerStage::TpLayerStage(const model::ModelConfig& config, ExpertParallelFfn& 
 ShufflePlan TpLayerStage::Plan(int layer, absl::Span<const int32_t> tokens) {
   const int moe = moe_index_[layer];
   if (predictor_ == nullptr || moe < 0) return PlainShuffle(tokens.size(), comm_.size());
-  std::vector<int32_t> device(tokens.size());
-  std::vector<float> confidence(tokens.size());
-  predictor_->Predict(moe, tokens, prev2_, prev1_, absl::MakeSpan(device),
-                      absl::MakeSpan(confidence));
-  return PlanShuffle(device, confidence, comm_.size());
+  std::vector<float> scores(tokens.size() * comm_.size());
+  predictor_->Score(moe, tokens, prev2_, prev1_, absl::MakeSpan(scores));
+  return PlanShuffle(scores, comm_.size());
 }
 
 absl::Status TpLayerStage::Run(int layer, absl::Span<const int32_t> tokens, Matrix& x,

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdint>
 
+#include "planner/placement/balanced_assign.h"
+
 namespace semmoe::planner {
 
 std::vector<int> AffinityRequests(const std::vector<std::vector<uint32_t>>& prompts,
@@ -55,43 +57,29 @@ std::vector<std::vector<int>> SrsTokens(const trace::TraceSet& trace,
   const int g = placement.num_devices(), n = placement.num_experts();
   std::vector<std::vector<int>> token_device(trace.num_layers(),
                                              std::vector<int>(trace.num_tokens()));
-  std::vector<double> share(g);
-  std::vector<int> predicted(batch_tokens);
-  std::vector<double> confidence(batch_tokens);
-  std::vector<int> order(batch_tokens), room(g);
+  std::vector<float> scores;
   for (int l = 0; l < trace.num_layers(); ++l) {
     for (int64_t start = 0; start < trace.num_tokens(); start += batch_tokens) {
       const int b = static_cast<int>(std::min<int64_t>(batch_tokens, trace.num_tokens() - start));
+      scores.assign(static_cast<size_t>(b) * g, 0.0f);
       for (int i = 0; i < b; ++i) {
-        std::fill(share.begin(), share.end(), 0.0);
+        // The expected fraction of the token's experts on each device (sums to 1).
+        float* share = &scores[static_cast<size_t>(i) * g];
         const uint32_t v = trace.tokens[start + i];
         for (int e = 0; e < n; ++e) share[placement.Device(l, e)] += affinity.Probability(l, v, e);
-        predicted[i] = static_cast<int>(std::max_element(share.begin(), share.end()) -
-                                        share.begin());
-        // share sums to 1 per layer: it is the expected fraction of the token's experts there.
-        confidence[i] = share[predicted[i]];
         if (layer_affinity != nullptr && l >= 1) {
           const int64_t t = start + i;
           const int prev1 = BestDevice(trace, placement, t, l - 1);
           const int prev2 = l >= 2 ? BestDevice(trace, placement, t, l - 2) : -1;
           const LayerAffinity::Prediction a = layer_affinity->Predict(l, prev2, prev1);
-          if (a.confidence > confidence[i]) {
-            predicted[i] = a.device;
-            confidence[i] = a.confidence;
+          if (a.confidence > *std::max_element(share, share + g)) {
+            std::fill(share, share + g, 0.0f);
+            share[a.device] = static_cast<float>(a.confidence);
           }
         }
-        order[i] = i;
       }
-      std::stable_sort(order.begin(), order.begin() + b,
-                       [&](int x, int y) { return confidence[x] > confidence[y]; });
-      for (int d = 0; d < g; ++d) room[d] = b / g + (d < b % g ? 1 : 0);  // Equal chunks.
-      for (int j = 0; j < b; ++j) {
-        const int i = order[j];
-        int d = predicted[i];
-        if (room[d] == 0) d = static_cast<int>(std::max_element(room.begin(), room.end()) - room.begin());
-        --room[d];
-        token_device[l][start + i] = d;
-      }
+      const std::vector<int32_t> device = AssignBalanced(scores, g);
+      for (int i = 0; i < b; ++i) token_device[l][start + i] = device[i];
     }
   }
   return token_device;

@@ -30,8 +30,9 @@ std::vector<int> AffinityRequests(const trace::TraceSet& trace, const std::vecto
 // under `placement` (C from `affinity`), with that share as confidence — or, when
 // `layer_affinity` is given and more confident, from the devices its experts used at the two
 // previous layers (the A table); and each batch of
-// `batch_tokens` consecutive tokens is cut into equal chunks per device: tokens, most confident
-// first, go to their predicted device while it has room, else to the least-full device.
+// `batch_tokens` consecutive tokens is cut into equal chunks per device by the engine's rule
+// (planner/placement/balanced_assign.h): most confident first, each to its best-scoring device
+// with room (so an overflowing token lands on its next-best device).
 // Returns token_device[layer][token].
 std::vector<std::vector<int>> SrsTokens(const trace::TraceSet& trace,
                                         const TokenAffinity& affinity, const Placement& placement,
