@@ -9,6 +9,7 @@
 #include "common/file.h"
 #include "common/testing/shared_data.h"
 #include "gtest/gtest.h"
+#include "planner/placement/balanced_assign.h"
 #include "planner/affinity/layer_affinity.h"
 #include "planner/affinity/token_affinity.h"
 #include "planner/eval/evaluate.h"
@@ -87,6 +88,28 @@ TEST(HeldOutTest, SemanticDpBeatsBaselinesOnHeldOutPrompts) {
   }
 }
 
+// SRS's rule with each token's true expert shares as its scores.
+std::vector<std::vector<int>> PerfectSrs(const TraceSet& trace, const Placement& placement,
+                                         int batch) {
+  const int g = placement.num_devices();
+  std::vector<std::vector<int>> device(trace.num_layers(), std::vector<int>(trace.num_tokens()));
+  for (int l = 0; l < trace.num_layers(); ++l) {
+    for (int64_t start = 0; start < trace.num_tokens(); start += batch) {
+      const int b = static_cast<int>(std::min<int64_t>(batch, trace.num_tokens() - start));
+      std::vector<float> scores(static_cast<size_t>(b) * g, 0.0f);
+      for (int i = 0; i < b; ++i) {
+        const uint16_t* experts = trace.Experts(start + i, l);
+        for (int j = 0; j < trace.top_k(); ++j) {
+          scores[static_cast<size_t>(i) * g + placement.Device(l, experts[j])] += 1.0f;
+        }
+      }
+      const std::vector<int32_t> assigned = AssignBalanced(scores, g);
+      for (int i = 0; i < b; ++i) device[l][start + i] = assigned[i];
+    }
+  }
+  return device;
+}
+
 TEST(HeldOutTest, SemanticTpOnHeldOutPrompts) {
   SEMMOE_REQUIRE_SHARED_DIR(shared);
   auto all = trace::ImportArrayTrace(JoinPath(shared, "models/qwen3-moe-a/reference/trace"));
@@ -112,11 +135,16 @@ TEST(HeldOutTest, SemanticTpOnHeldOutPrompts) {
       auto srs_a = EvaluateTp(heldout, placement,
                               SrsTokens(heldout, affinity, placement, batch, &layer_affinity));
       const double oracle = TpTokenOracle(heldout, placement);
+      // The same rule fed the truth (each token's real share of experts per device): what
+      // perfect prediction would reach under equal chunks — the balance costs this much.
+      const double perfect = EvaluateTp(heldout, placement, PerfectSrs(heldout, placement, batch))->lar;
       std::cout << "G=" << g << " held-out TP LAR " << name << ": contiguous " << blind
                 << ", SRS (T) " << srs->lar << ", SRS (T or A) " << srs_a->lar
                 << " (token imbalance " << srs->token_load_imbalance
                 << "); oracle for this placement " << oracle << " → " << 100 * srs->lar / oracle
-                << "%\n";
+                << "%; perfect prediction, equal chunks " << perfect << " (" << 100 * perfect / oracle
+                << "% of the oracle)\n";
+      EXPECT_LE(srs->lar, perfect + 0.01);
       EXPECT_LE(srs->lar, oracle + 1e-12);
       EXPECT_LE(srs->token_load_imbalance, 1.001);  // Equal chunks per batch (± the last one).
       if (name == "semantic") {
