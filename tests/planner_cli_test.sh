@@ -25,7 +25,8 @@ DB="$TMP/planner.db"
 out="$("$PLANNER" build --db="$DB" --model=tiny --traces="$TMP/t.trace" --devices=2 --algo=semantic)"
 [[ "$out" == "version 1 (semantic-dp-g2, draft)"* ]] || fail "build: $out"
 "$PLANNER" build --db="$DB" --model=tiny --traces="$TMP/t.trace" --devices=2 --algo=vanilla >/dev/null
-"$PLANNER" build --db="$DB" --model=tiny --traces="$TMP/t.trace" --devices=2 --mode=tp >/dev/null
+"$PLANNER" build --db="$DB" --model=tiny --traces="$TMP/t.trace" --devices=2 --mode=tp \
+  --model_dir="$TMP/model" >/dev/null  # Embedding fallback for unseen tokens.
 json="$("$PLANNER" eval --db="$DB" --versions=1,2,3 --traces="$TMP/t.trace" --profile="$TMP/t.trace" --json)"
 [[ "$json" == '[{"version":1'* ]] || fail "eval json: $json"
 [[ "$(grep -o '"dp_lar_affinity"' <<<"$json" | wc -l)" == 3 ]] || fail "eval rows: $json"
@@ -58,4 +59,6 @@ head -c 200 "$TMP/t.trace" >"$TMP/cut.trace"
 expect_error 1 "truncated" -- "$PLANNER" build --db="$DB" --model=tiny --traces="$TMP/cut.trace"
 head -c 4096 /dev/zero | tr '\0' 'x' >"$TMP/bad.db"
 expect_error 1 "bad.db" -- "$PLANNER" list --db="$TMP/bad.db" --model=tiny
+expect_error 1 "config.json" -- "$PLANNER" build --db="$DB" --model=tiny --traces="$TMP/t.trace" \
+  --model_dir="$TMP/nowhere"
 echo "PASS"

@@ -27,12 +27,17 @@ DevicePredictor::DevicePredictor(const planner::TokenAffinity& affinity,
   const std::vector<uint32_t> seen = affinity.SeenTokens();
   // A token id never in the vocabulary scores the marginal (see TokenAffinity::Probability).
   constexpr uint32_t kUnseen = 0xffffffffu;
+  const auto fallbacks = affinity.Fallbacks();  // Unseen ids with a nearest seen token.
   for (int l = 0; l < layers && l < affinity.num_layers(); ++l) {
     unseen_[l] = Shares(placement, l, [&](int e) { return affinity.Probability(l, kUnseen, e); });
     by_token_[l].reserve(seen.size());
     for (uint32_t v : seen) {
       by_token_[l][static_cast<int32_t>(v)] =
           Shares(placement, l, [&](int e) { return affinity.Probability(l, v, e); });
+    }
+    if (l == 0) {
+      stand_in_.reserve(fallbacks.size());
+      for (const auto& [unseen, seen] : fallbacks) stand_in_[unseen] = seen;
     }
   }
 }
@@ -54,6 +59,10 @@ void DevicePredictor::Score(int moe_layer, absl::Span<const int32_t> tokens,
                        prev1.size() == tokens.size() && prev2.size() == tokens.size();
   for (size_t t = 0; t < tokens.size(); ++t) {
     auto it = table.find(tokens[t]);
+    if (it == table.end()) {
+      auto near = stand_in_.find(tokens[t]);
+      if (near != stand_in_.end()) it = table.find(near->second);
+    }
     const std::vector<float>& share = it == table.end() ? unseen_[moe_layer] : it->second;
     float* row = scores.data() + t * g;
     std::copy(share.begin(), share.end(), row);

@@ -2,7 +2,8 @@
 // experts it should hold there, so Attention-TP's shuffled reduce-scatter can put the token on
 // its best device with room (DESIGN.md §4). Two tables per MoE layer, the more confident wins:
 //   T  token id → the expected share of its experts on each device, from the token affinities C
-//      and the placement (unseen ids use the layer's marginal); its confidence is the top share;
+//      and the placement (unseen ids use their embedding neighbour's when C has one, else the
+//      layer's marginal); its confidence is the top share;
 //   A  devices the token used at the two previous MoE layers → (device, confidence); when more
 //      confident than T, the token's scores are that confidence on that device, 0 elsewhere.
 // Immutable after construction; thread-safe.
@@ -46,6 +47,7 @@ class DevicePredictor {
   // [moe layer]: token id → its shares per device; the marginal's shares for unseen ids.
   std::vector<absl::flat_hash_map<int32_t, std::vector<float>>> by_token_;
   std::vector<std::vector<float>> unseen_;
+  absl::flat_hash_map<int32_t, int32_t> stand_in_;  // Unseen id → its nearest seen id.
   planner::TransitionTable transitions_;
 };
 

@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cstring>
 
+#include "Eigen/Core"
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "planner/affinity/byte_io.h"
 
 namespace semmoe::planner {
@@ -47,8 +49,68 @@ TokenAffinity TokenAffinity::FromTrace(const trace::TraceSet& trace) {
 
 double TokenAffinity::Probability(int layer, uint32_t token, int expert) const {
   auto it = rows_.find(token);
-  if (it == rows_.end()) return marginal_[layer][expert];
+  if (it == rows_.end()) {
+    auto near = nearest_.find(token);
+    if (near == nearest_.end()) return marginal_[layer][expert];
+    it = rows_.find(near->second);
+  }
   return it->second[static_cast<size_t>(layer) * num_experts_ + expert];
+}
+
+int64_t TokenAffinity::StandIn(uint32_t token) const {
+  if (rows_.contains(token)) return token;
+  auto near = nearest_.find(token);
+  return near == nearest_.end() ? int64_t{-1} : int64_t{near->second};
+}
+
+std::vector<std::pair<uint32_t, uint32_t>> TokenAffinity::Fallbacks() const {
+  std::vector<std::pair<uint32_t, uint32_t>> pairs(nearest_.begin(), nearest_.end());
+  std::sort(pairs.begin(), pairs.end());
+  return pairs;
+}
+
+absl::Status TokenAffinity::AddEmbeddingFallback(absl::Span<const float> embeddings,
+                                                 int64_t hidden) {
+  if (hidden <= 0 || embeddings.size() % hidden != 0) {
+    return absl::InvalidArgumentError(absl::StrCat("embeddings of ", embeddings.size(),
+                                                   " values are not rows of ", hidden));
+  }
+  const int64_t vocab = static_cast<int64_t>(embeddings.size()) / hidden;
+  const std::vector<uint32_t> seen = SeenTokens();
+  if (seen.empty()) return absl::OkStatus();
+  if (seen.back() >= vocab) {
+    return absl::InvalidArgumentError(absl::StrCat("token ", seen.back(), " was traced but the ",
+                                                   "embeddings have ", vocab, " rows"));
+  }
+  using RowMatrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+  const Eigen::Map<const RowMatrix> all(embeddings.data(), vocab, hidden);
+  auto normalized = [&](int64_t v) {
+    Eigen::RowVectorXf row = all.row(v);
+    const float norm = row.norm();
+    if (norm > 0) row /= norm;
+    return row;
+  };
+  RowMatrix known(seen.size(), hidden);
+  for (size_t i = 0; i < seen.size(); ++i) known.row(i) = normalized(seen[i]);
+  // Unseen ids in blocks: one GEMM of cosines per block, then the best seen row.
+  constexpr int64_t kBlock = 1024;
+  std::vector<uint32_t> unseen;
+  for (int64_t v = 0; v < vocab; ++v) {
+    if (!rows_.contains(static_cast<uint32_t>(v))) unseen.push_back(static_cast<uint32_t>(v));
+  }
+  RowMatrix block, cosines;
+  for (size_t start = 0; start < unseen.size(); start += kBlock) {
+    const int64_t n = std::min<int64_t>(kBlock, unseen.size() - start);
+    block.resize(n, hidden);
+    for (int64_t i = 0; i < n; ++i) block.row(i) = normalized(unseen[start + i]);
+    cosines.noalias() = block * known.transpose();
+    for (int64_t i = 0; i < n; ++i) {
+      Eigen::Index best;
+      cosines.row(i).maxCoeff(&best);
+      nearest_[unseen[start + i]] = seen[best];
+    }
+  }
+  return absl::OkStatus();
 }
 
 std::vector<uint32_t> TokenAffinity::SeenTokens() const {
@@ -68,11 +130,12 @@ std::vector<float> TokenAffinity::DpScores(const Placement& placement, uint32_t 
   }
   for (uint32_t v = 0; v < vocab_size; ++v) {
     float* row = &scores[static_cast<size_t>(v) * g];
-    auto it = rows_.find(v);
-    if (it == rows_.end()) {
+    const int64_t stand_in = StandIn(v);
+    if (stand_in < 0) {
       std::copy(marginal_row.begin(), marginal_row.end(), row);
       continue;
     }
+    auto it = rows_.find(static_cast<uint32_t>(stand_in));
     for (int l = 0; l < num_layers(); ++l) {
       for (int e = 0; e < num_experts_; ++e) {
         row[placement.Device(l, e)] += it->second[static_cast<size_t>(l) * num_experts_ + e];
@@ -113,6 +176,14 @@ std::string TokenAffinity::Serialize() const {
           PutBytes<float>(out, row[l * experts + e]);
         }
       }
+    }
+  }
+  if (!nearest_.empty()) {
+    out.append("NEARBY01", 8);
+    PutBytes<uint32_t>(out, static_cast<uint32_t>(nearest_.size()));
+    for (const auto& [unseen, seen] : Fallbacks()) {
+      PutBytes<uint32_t>(out, unseen);
+      PutBytes<uint32_t>(out, seen);
     }
   }
   return out;
@@ -169,7 +240,30 @@ absl::StatusOr<TokenAffinity> TokenAffinity::Deserialize(absl::string_view bytes
       return absl::InvalidArgumentError(absl::StrCat("affinity table: token ", id, " twice"));
     }
   }
-  if (!r.done()) return absl::InvalidArgumentError("affinity table: trailing bytes");
+  if (!r.done()) {  // The optional embedding fallback.
+    char tag[8];
+    for (char& c : tag) RETURN_IF_ERROR(r.Get(c, "the fallback tag"));
+    if (absl::string_view(tag, 8) != "NEARBY01") {
+      return absl::InvalidArgumentError("affinity table: trailing bytes");
+    }
+    uint32_t count;
+    RETURN_IF_ERROR(r.Get(count, "the fallback count"));
+    if (static_cast<uint64_t>(count) * 8 > bytes.size()) {
+      return absl::InvalidArgumentError(absl::StrCat("affinity table: ", count,
+                                                     " fallbacks cannot fit"));
+    }
+    for (uint32_t i = 0; i < count; ++i) {
+      uint32_t unseen, seen;
+      RETURN_IF_ERROR(r.Get(unseen, "a fallback id"));
+      RETURN_IF_ERROR(r.Get(seen, "a fallback's stand-in"));
+      if (a.rows_.contains(unseen) || !a.rows_.contains(seen) ||
+          !a.nearest_.emplace(unseen, seen).second) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "affinity table: bad fallback ", unseen, " → ", seen, " before byte ", 8 + r.at()));
+      }
+    }
+    if (!r.done()) return absl::InvalidArgumentError("affinity table: trailing bytes");
+  }
   return a;
 }
 

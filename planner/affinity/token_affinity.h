@@ -3,17 +3,21 @@
 // activation mass (summed over layers) is local on device d. The router places a request on the
 // device where its prompt's tokens score highest.
 //
-// Token ids never seen in the trace fall back to the layer's marginal expert distribution.
+// Token ids never seen in the trace borrow the row of their nearest seen token in the model's
+// embedding space when embeddings were given (AddEmbeddingFallback), else fall back to the layer's
+// marginal expert distribution.
 #ifndef SEMMOE_PLANNER_AFFINITY_TOKEN_AFFINITY_H_
 #define SEMMOE_PLANNER_AFFINITY_TOKEN_AFFINITY_H_
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 #include "planner/placement/placement.h"
 #include "planner/trace/trace_set.h"
 
@@ -25,8 +29,18 @@ class TokenAffinity {
 
   int num_layers() const { return static_cast<int>(marginal_.size()); }
   int num_experts() const { return num_experts_; }
-  // P(expert | token) at `layer` (sums to 1 over experts; the marginal for unseen tokens).
+  // P(expert | token) at `layer` (sums to 1 over experts; for an unseen token its nearest
+  // neighbour's row, or the marginal).
   double Probability(int layer, uint32_t token, int expert) const;
+
+  // For every id in [0, rows of `embeddings`) not seen in the trace: the seen token with the most
+  // similar embedding (cosine) stands in for it. `embeddings`: row-major [vocab, hidden] (e.g.
+  // the model's embed_tokens). InvalidArgument for a shape that does not hold the seen ids.
+  absl::Status AddEmbeddingFallback(absl::Span<const float> embeddings, int64_t hidden);
+  // The seen token standing in for `token`, or `token` itself if seen, or −1.
+  int64_t StandIn(uint32_t token) const;
+  // Every (unseen id, seen stand-in) pair, ascending.
+  std::vector<std::pair<uint32_t, uint32_t>> Fallbacks() const;
   bool Seen(uint32_t token) const { return rows_.contains(token); }
   // The token ids seen in the trace, ascending.
   std::vector<uint32_t> SeenTokens() const;
@@ -37,7 +51,8 @@ class TokenAffinity {
 
   // Compact binary form (stored with each placement version, served to routers), sparse per
   // token and layer: "SMAFFIN1" | u32 layers | u32 experts | u32 tokens | f32 marginal[L×E] |
-  // per token (ascending id): u32 id, per layer: u16 n, n × (u16 expert, f32 p).
+  // per token (ascending id): u32 id, per layer: u16 n, n × (u16 expert, f32 p) | optionally
+  // "NEARBY01" u32 count, count × (u32 unseen id, u32 seen id) — the embedding fallback.
   std::string Serialize() const;
   // InvalidArgument naming the byte offset for anything malformed (never a crash).
   static absl::StatusOr<TokenAffinity> Deserialize(absl::string_view bytes);
@@ -47,6 +62,7 @@ class TokenAffinity {
   // Per token id: [layer][expert] probabilities (dense; vocabularies seen in traces are small).
   absl::flat_hash_map<uint32_t, std::vector<float>> rows_;
   std::vector<std::vector<float>> marginal_;  // [layer][expert]
+  absl::flat_hash_map<uint32_t, uint32_t> nearest_;  // Unseen id → the seen id standing in.
 };
 
 }  // namespace semmoe::planner

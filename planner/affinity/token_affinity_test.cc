@@ -62,5 +62,50 @@ TEST(TokenAffinityTest, SerializeRoundTripAndCorruption) {
   EXPECT_FALSE(TokenAffinity::Deserialize("nope").ok());
 }
 
+TEST(TokenAffinityTest, UnseenTokensBorrowTheirNearestSeenTokenInEmbeddingSpace) {
+  trace::TraceSet t;
+  t.header.num_experts = 4;
+  t.header.top_k = 1;
+  t.header.moe_layers = {0, 1};
+  ASSERT_TRUE(t.AddRequest("r", {5, 5, 6}, {0, 2, 1, 2, 3, 3}).ok());
+  TokenAffinity a = TokenAffinity::FromTrace(t);
+  // 8 ids × 2 dims: id 7 points like 6, id 0 like 5; 5 and 6 are orthogonal.
+  std::vector<float> embed(16, 0.0f);
+  auto set = [&](int id, float x, float y) {
+    embed[id * 2] = x;
+    embed[id * 2 + 1] = y;
+  };
+  set(5, 1, 0);
+  set(6, 0, 1);
+  set(7, 0.1f, 3);
+  set(0, 2, 0.2f);
+  EXPECT_NEAR(a.Probability(0, 7, 3), 1.0 / 3, 1e-6);  // The layer-0 marginal, before.
+  ASSERT_TRUE(a.AddEmbeddingFallback(embed, 2).ok());
+  EXPECT_EQ(a.StandIn(7), 6);
+  EXPECT_EQ(a.StandIn(0), 5);
+  EXPECT_EQ(a.StandIn(5), 5);
+  EXPECT_EQ(a.StandIn(100), -1);  // Outside the embeddings: marginal.
+  for (int l = 0; l < 2; ++l) {
+    for (int e = 0; e < 4; ++e) {
+      EXPECT_EQ(a.Probability(l, 7, e), a.Probability(l, 6, e));
+      EXPECT_EQ(a.Probability(l, 0, e), a.Probability(l, 5, e));
+    }
+  }
+  // Kept by the compact form; a broken fallback section is an error.
+  const std::string bytes = a.Serialize();
+  auto back = TokenAffinity::Deserialize(bytes);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->StandIn(7), 6);
+  EXPECT_EQ(back->Probability(1, 0, 2), a.Probability(1, 0, 2));
+  EXPECT_FALSE(TokenAffinity::Deserialize(bytes.substr(0, bytes.size() - 3)).ok());
+  std::string bad = bytes;
+  bad[bad.size() - 4] = 9;  // The last stand-in becomes an unseen id.
+  auto rejected = TokenAffinity::Deserialize(bad);
+  ASSERT_FALSE(rejected.ok());
+  EXPECT_NE(rejected.status().message().find("bad fallback"), std::string::npos);
+  EXPECT_FALSE(a.AddEmbeddingFallback(std::vector<float>(5), 2).ok());      // Not rows.
+  EXPECT_FALSE(a.AddEmbeddingFallback(std::vector<float>(8, 1.0f), 2).ok());  // Too few ids.
+}
+
 }  // namespace
 }  // namespace semmoe::planner

@@ -10,6 +10,8 @@
 #include "common/file.h"
 #include "common/status_macros.h"
 #include "nlohmann/json.hpp"
+#include "engine/model/config.h"
+#include "engine/model/safetensors.h"
 #include "planner/affinity/layer_affinity.h"
 #include "planner/affinity/token_affinity.h"
 #include "planner/eval/evaluate.h"
@@ -83,6 +85,23 @@ absl::StatusOr<trace::TraceSet> LoadTraces(const std::vector<std::string>& paths
   return all;
 }
 
+// The model's input embeddings as nearest-neighbour fallback for unseen token ids.
+absl::Status AddEmbeddingFallback(const std::string& dir, TokenAffinity& affinity) {
+  ASSIGN_OR_RETURN(engine::model::ModelConfig config, engine::model::LoadModelConfig(dir));
+  ASSIGN_OR_RETURN(auto checkpoint, engine::model::Checkpoint::Open(dir));
+  ASSIGN_OR_RETURN(kernels::Tensor embed, checkpoint->ReadF32("model.embed_tokens.weight"));
+  if (embed.shape().size() != 2 || embed.shape()[1] != config.hidden_size) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(dir, ": model.embed_tokens.weight is not [vocab, ", config.hidden_size, "]"));
+  }
+  const absl::Status added = affinity.AddEmbeddingFallback(
+      absl::Span<const float>(embed.data<float>(),
+                              static_cast<size_t>(embed.shape()[0] * embed.shape()[1])),
+      config.hidden_size);
+  if (!added.ok()) return absl::InvalidArgumentError(absl::StrCat(dir, ": ", added.message()));
+  return absl::OkStatus();
+}
+
 absl::StatusOr<int64_t> Build(const BuildOptions& o, std::ostream& out) {
   if (o.mode != "dp" && o.mode != "tp") {
     return absl::InvalidArgumentError(absl::StrCat("--mode '", o.mode, "' is not dp or tp"));
@@ -90,9 +109,10 @@ absl::StatusOr<int64_t> Build(const BuildOptions& o, std::ostream& out) {
   ASSIGN_OR_RETURN(trace::TraceSet trace, LoadTraces(o.traces));
   ASSIGN_OR_RETURN(Placement placement, BuildPlacement(trace, o));
   // In-sample metrics under the blind and the affinity data policies of the chosen mode.
-  const TokenAffinity affinity = TokenAffinity::FromTrace(trace);
+  TokenAffinity affinity = TokenAffinity::FromTrace(trace);
   uint32_t vocab = 0;
   for (uint32_t t : trace.tokens) vocab = std::max(vocab, t + 1);
+  if (!o.model_dir.empty()) RETURN_IF_ERROR(AddEmbeddingFallback(o.model_dir, affinity));
   nlohmann::ordered_json metrics;
   if (o.mode == "dp") {
     ASSIGN_OR_RETURN(Metrics blind, EvaluateDp(trace, placement, RoundRobinRequests(trace, o.devices)));

@@ -28,6 +28,9 @@ struct BuildOptions {
   std::string name;                // Default: "<algo>-<mode>-g<devices>".
   uint64_t seed = 0;
   double token_balance_eps = 0.05;
+  // The checkpoint (HF layout): unseen tokens then borrow the affinity of their nearest seen
+  // token in its embedding space. Empty: the layer marginal.
+  std::string model_dir;
 };
 // Builds a placement from traces and stores it as a draft version; returns the version.
 absl::StatusOr<int64_t> Build(const BuildOptions& options, std::ostream& out);
