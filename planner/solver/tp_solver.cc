@@ -6,6 +6,10 @@
 #include "common/status_macros.h"
 #include "planner/solver/baselines.h"
 
+#include "planner/affinity/token_affinity.h"
+#include "planner/eval/evaluate.h"
+#include "planner/eval/schedule.h"
+
 namespace semmoe::planner {
 
 absl::StatusOr<Placement> SolveTp(const trace::TraceSet& trace, const DpSolverOptions& options) {
@@ -60,9 +64,23 @@ absl::StatusOr<Placement> SolveTp(const trace::TraceSet& trace, const DpSolverOp
     for (int e = 0; e < n; ++e) row[e] = solution.placement.Device(0, e);
     device_of.push_back(std::move(row));
   }
-  return Placement::FromAssignment(
-      std::vector<int>(trace.header.moe_layers.begin(), trace.header.moe_layers.end()), n,
-      options.num_devices, std::move(device_of));
+  const std::vector<int> moe_layers(trace.header.moe_layers.begin(), trace.header.moe_layers.end());
+  ASSIGN_OR_RETURN(Placement solved,
+                   Placement::FromAssignment(moe_layers, n, options.num_devices, device_of));
+  // The solver optimises token ids placed whole; the engine places tokens by the SRS rule in
+  // equal chunks per batch. Per layer, keep whichever of the solved and the co-activation layout
+  // gives more local activations under that rule on this trace.
+  const TokenAffinity affinity = TokenAffinity::FromTrace(trace);
+  ASSIGN_OR_RETURN(Metrics solved_srs,
+                   EvaluateTp(trace, solved, SrsTokens(trace, affinity, solved, kSrsBatchTokens)));
+  ASSIGN_OR_RETURN(Metrics coact_srs,
+                   EvaluateTp(trace, coact, SrsTokens(trace, affinity, coact, kSrsBatchTokens)));
+  for (int l = 0; l < trace.num_layers(); ++l) {
+    if (coact_srs.lar_per_layer[l] > solved_srs.lar_per_layer[l]) {
+      for (int e = 0; e < n; ++e) device_of[l][e] = coact.Device(l, e);
+    }
+  }
+  return Placement::FromAssignment(moe_layers, n, options.num_devices, std::move(device_of));
 }
 
 }  // namespace semmoe::planner

@@ -14,6 +14,10 @@
 
 namespace semmoe::planner {
 
+// Batch size of the SRS rule the TP solver scores layouts with (the planner's evaluation uses the
+// same).
+inline constexpr int kSrsBatchTokens = 256;
+
 // Uses options.num_devices, token_balance_eps, starts, max_rounds and seed.
 absl::StatusOr<Placement> SolveTp(const trace::TraceSet& trace, const DpSolverOptions& options);
 
