@@ -3,6 +3,7 @@
 //   planner build    --db DB --model NAME --traces T[,T...] --devices G --mode dp|tp
 //                    --algo semantic|vanilla|random|eplb|coact [--name N] [--seed S]
 //                    [--model_dir DIR]   (embedding fallback for unseen tokens)
+//                    [--expert_balance_eps E]   (expert compute balance)
 //   planner eval     --db DB --versions V[,V...] --traces HELDOUT[,...] [--profile T,...] [--json]
 //   planner list     --db DB --model NAME
 //   planner show     --db DB --version V
@@ -44,6 +45,8 @@ ABSL_FLAG(std::string, name, "", "build/import: version name");
 ABSL_FLAG(uint64_t, seed, 0, "build: seed");
 ABSL_FLAG(std::string, model_dir, "", "build: checkpoint directory; unseen tokens then use their "
                                       "nearest seen token's affinity (embedding space)");
+ABSL_FLAG(double, expert_balance_eps, -1, "build: expert load per device ≤ (1 + eps) · mean "
+                                         "(compute balance; negative: off)");
 ABSL_FLAG(double, balance_eps, 0.05, "build: token load per device ≤ (1 + eps) · mean");
 ABSL_FLAG(std::vector<std::string>, versions, {}, "eval: comma-separated versions");
 ABSL_FLAG(int64_t, version, 0, "show/activate/export: version");
@@ -104,6 +107,7 @@ int Run(const std::string& command) {
                             .name = absl::GetFlag(FLAGS_name),
                             .seed = absl::GetFlag(FLAGS_seed),
                             .token_balance_eps = absl::GetFlag(FLAGS_balance_eps),
+                            .expert_balance_eps = absl::GetFlag(FLAGS_expert_balance_eps),
                             .model_dir = UserPath(absl::GetFlag(FLAGS_model_dir))},
                            std::cout)
                     .status());

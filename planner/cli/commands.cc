@@ -59,7 +59,7 @@ absl::StatusOr<Placement> BuildPlacement(const trace::TraceSet& trace, const Bui
   if (o.algo == "coact") return CoactPlacement(trace, o.devices);
   if (o.algo == "semantic") {
     DpSolverOptions solver{.num_devices = o.devices, .token_balance_eps = o.token_balance_eps,
-                           .seed = o.seed};
+                           .seed = o.seed, .expert_balance_eps = o.expert_balance_eps};
     if (o.mode == "tp") return SolveTp(trace, solver);
     ASSIGN_OR_RETURN(DpSolution solution, SolveDp(trace, solver));
     return solution.placement;
@@ -139,6 +139,7 @@ absl::StatusOr<int64_t> Build(const BuildOptions& o, std::ostream& out) {
   v.algorithm = o.algo;
   v.params_json = nlohmann::ordered_json({{"mode", o.mode}, {"devices", o.devices},
                                           {"seed", o.seed}, {"token_balance_eps", o.token_balance_eps},
+                                          {"expert_balance_eps", o.expert_balance_eps},
                                           {"traces", o.traces}})
                       .dump();
   v.metrics_json = metrics.dump();

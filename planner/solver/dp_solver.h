@@ -34,6 +34,10 @@ struct DpSolverOptions {
   // An extra start from this request → device assignment (e.g. derived from a baseline), run
   // before the seeded ones; empty: none. Must be balanced within the token capacity.
   std::vector<int> initial_request_device;
+  // Optional expert compute balance: each device's expert load (activations of its experts on
+  // this trace) ≤ (1 + eps) × the mean, by expert swaps that keep most activations local.
+  // Negative: off.
+  double expert_balance_eps = -1;
 };
 
 struct DpSolution {

@@ -75,7 +75,8 @@ absl::StatusOr<Placement> SolveTp(const trace::TraceSet& trace, const DpSolverOp
                    EvaluateTp(trace, solved, SrsTokens(trace, affinity, solved, kSrsBatchTokens)));
   ASSIGN_OR_RETURN(Metrics coact_srs,
                    EvaluateTp(trace, coact, SrsTokens(trace, affinity, coact, kSrsBatchTokens)));
-  for (int l = 0; l < trace.num_layers(); ++l) {
+  for (int l = 0; l < trace.num_layers() && options.expert_balance_eps < 0; ++l) {
+    // (With an expert-load cap, coact's layout may break it: keep the solved one.)
     if (coact_srs.lar_per_layer[l] > solved_srs.lar_per_layer[l]) {
       for (int e = 0; e < n; ++e) device_of[l][e] = coact.Device(l, e);
     }
