@@ -10,7 +10,8 @@ template <typename ProbFn>
 std::vector<float> Shares(const planner::Placement& placement, int layer, ProbFn prob) {
   std::vector<float> share(placement.num_devices(), 0.0f);
   for (int e = 0; e < placement.num_experts(); ++e) {
-    share[placement.Device(layer, e)] += static_cast<float>(prob(e));
+    const float p = static_cast<float>(prob(e));
+    for (int32_t d : placement.HoldersOf(layer, e)) share[d] += p;  // Replicas count too.
   }
   return share;
 }

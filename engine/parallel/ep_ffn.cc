@@ -44,7 +44,7 @@ absl::StatusOr<std::unique_ptr<ExpertParallelFfn>> ExpertParallelFfn::Create(
   for (int i = 0; i < placement.num_layers(); ++i) {
     const int layer = placement.moe_layers()[i];
     for (int e = 0; e < config.num_experts; ++e) {
-      const bool mine = placement.Device(i, e) == comm.rank();
+      const bool mine = placement.Holds(i, comm.rank(), e);
       if (mine && !weights.layers[layer].experts[e].loaded()) {
         return absl::InvalidArgumentError(absl::StrCat("rank ", comm.rank(), " holds expert ", e,
                                                        " of layer ", layer,
@@ -87,19 +87,24 @@ absl::Status ExpertParallelFfn::RunExpertsEp(int layer, int moe_index, const Mat
   absl::Time start = absl::Now();
 
   // Which rows go where: a token once per rank holding any of its experts.
+  // An expert runs on this rank if it holds it (home or replica), else on its home.
   std::vector<std::vector<int32_t>> to(g);
-  std::vector<int> experts_on(g);
+  std::vector<int> sent_to(g), homes(g);
   last_devices_.assign(tokens, 0);
   for (int64_t t = 0; t < tokens; ++t) {
-    std::fill(experts_on.begin(), experts_on.end(), 0);
+    std::fill(sent_to.begin(), sent_to.end(), 0);
+    std::fill(homes.begin(), homes.end(), 0);
     for (int j = 0; j < k; ++j) {
-      const int d = placement_.Device(moe_index, routing.expert_ids[t * k + j]);
-      if (experts_on[d]++ == 0) to[d].push_back(static_cast<int32_t>(t));
+      const int e = routing.expert_ids[t * k + j];
+      const int d = placement_.Serving(moe_index, e, me);
+      if (sent_to[d]++ == 0) to[d].push_back(static_cast<int32_t>(t));
       ++(d == me ? counters.local_activations : counters.remote_activations);
+      ++homes[placement_.Device(moe_index, e)];
     }
+    // The A tables speak of home devices (planner/affinity/layer_affinity.h).
     int best = 0;
     for (int d = 1; d < g; ++d) {
-      if (experts_on[d] > experts_on[best]) best = d;
+      if (homes[d] > homes[best]) best = d;
     }
     last_devices_[t] = best;
   }
@@ -125,7 +130,7 @@ absl::Status ExpertParallelFfn::RunExpertsEp(int layer, int moe_index, const Mat
       float* weights = reinterpret_cast<float*>(p + hidden * 4 + k * 4);
       for (int j = 0; j < k; ++j) {
         const int32_t e = routing.expert_ids[t * k + j];
-        ids[j] = placement_.Device(moe_index, e) == d ? e : -1;
+        ids[j] = placement_.Serving(moe_index, e, me) == d ? e : -1;
         weights[j] = routing.weights[t * k + j];
       }
       p += row_size;
@@ -159,8 +164,7 @@ absl::Status ExpertParallelFfn::RunExpertsEp(int layer, int moe_index, const Mat
     std::memcpy(&local.weights[i * k], q + hidden * 4 + k * 4, k * 4);
     for (int j = 0; j < k; ++j) {
       const int32_t e = local.expert_ids[i * k + j];
-      if (e != -1 && (e < 0 || e >= config_.num_experts ||
-                      placement_.Device(moe_index, e) != me)) {
+      if (e != -1 && (e < 0 || e >= config_.num_experts || !placement_.Holds(moe_index, me, e))) {
         return absl::InternalError(absl::StrCat("layer ", layer, ": rank ", me,
                                                 " was sent expert ", e, " which it does not hold"));
       }

@@ -2,8 +2,9 @@
 //
 // For the rows this rank owns (its tokens under Attention-DP, its chunk under Attention-TP):
 // post-attention RMSNorm, router (every rank has it), then per MoE layer
-//   dispatch  one all-to-all-v: each token goes once to every rank holding at least one of its
-//             top-k experts, however many live there, with those experts' ids and gate weights;
+//   dispatch  one all-to-all-v: each token goes once to every rank running at least one of its
+//             top-k experts, however many live there, with those experts' ids and gate weights
+//             (an expert runs on the token's own rank if it holds a replica, else on its home);
 //   experts   every rank runs its local experts grouped by expert over the rows it received;
 //   combine   one all-to-all-v back: each rank returns, per received row, the gate-weighted sum
 //             of its experts' outputs; the owner adds them up (in rank order).
@@ -57,7 +58,7 @@ class ExpertParallelFfn {
 
   // Indexed like placement.moe_layers().
   const std::vector<MoeLayerCounters>& counters() const { return counters_; }
-  // The device holding most of each row's experts at the last MoE layer run (lowest id on ties);
+  // The home device of most of each row's experts at the last MoE layer run (lowest id on ties);
   // what Attention-TP's inter-layer predictor needs.
   const std::vector<int32_t>& last_devices() const { return last_devices_; }
   int row_bytes() const;  // Bytes of one dispatched row.

@@ -1,7 +1,7 @@
 // The invariant of DESIGN.md §4: placement never changes the math. G ranks (threads, each with
 // its own Gloo communicator, weights and KV) run prompts through prefill and greedy decoding in
-// Attention-DP, Attention-TP plain and Attention-TP shuffled, under vanilla, random and skewed
-// placements; the tokens must equal one device's, the logits agree within 1e-4 relative L2, and
+// Attention-DP, Attention-TP plain and Attention-TP shuffled, under vanilla, random, skewed and
+// replicated (hot experts copied to other devices) placements; the tokens must equal one device's, the logits agree within 1e-4 relative L2, and
 // the byte counters must equal the bytes recomputed from the routing each rank saw.
 #include <cmath>
 #include <iostream>
@@ -40,12 +40,15 @@ using model::SequenceInput;
 constexpr int kDecodeSteps = 6;
 
 enum class Mode { kDp, kTpPlain, kTpShuffled };
-enum class Layout { kVanilla, kRandom, kSkewed };
+enum class Layout { kVanilla, kRandom, kSkewed, kReplicated };
 const char* ModeName(Mode m) {
   return m == Mode::kDp ? "dp" : m == Mode::kTpPlain ? "tp_plain" : "tp_shuffled";
 }
 const char* LayoutName(Layout l) {
-  return l == Layout::kVanilla ? "vanilla" : l == Layout::kRandom ? "random" : "skewed";
+  return l == Layout::kVanilla  ? "vanilla"
+         : l == Layout::kRandom ? "random"
+         : l == Layout::kSkewed ? "skewed"
+                                : "replicated";
 }
 
 using SeqOutput = GreedyOutput;
@@ -180,6 +183,27 @@ planner::Placement Skewed(const model::ModelConfig& config, const Reference& ref
   return *planner::Placement::FromAssignment(config.MoeLayers(), n, g, device_of);
 }
 
+// Random homes plus, per device, one replica of the busiest expert it does not hold.
+planner::Placement Replicated(const model::ModelConfig& config, const Reference& ref, int g) {
+  const planner::Placement base =
+      *planner::Placement::Random(config.MoeLayers(), config.num_experts, g, /*seed=*/9);
+  std::vector<std::vector<std::vector<int32_t>>> replicas(base.num_layers());
+  for (int l = 0; l < base.num_layers(); ++l) {
+    std::vector<int64_t> load(config.num_experts, 0);
+    for (const auto& forward : ref.routing) {
+      for (int32_t e : forward[l].expert_ids) ++load[e];
+    }
+    for (int d = 0; d < g; ++d) {
+      int best = -1;
+      for (int e = 0; e < config.num_experts; ++e) {
+        if (base.Device(l, e) != d && (best < 0 || load[e] > load[best])) best = e;
+      }
+      replicas[l].push_back({best});
+    }
+  }
+  return *base.WithReplicas(std::move(replicas));
+}
+
 // Affinity tables from the reference's prefill routing (a trace of these very prompts).
 std::unique_ptr<DevicePredictor> Predictor(const ModelCase& c, const Reference& ref,
                                            const planner::Placement& placement) {
@@ -240,6 +264,9 @@ TEST_P(ParallelForwardTest, MatchesOneDeviceAndCountsBytesExactly) {
       break;
     case Layout::kSkewed:
       placement = std::make_unique<planner::Placement>(Skewed(config, ref, g));
+      break;
+    case Layout::kReplicated:
+      placement = std::make_unique<planner::Placement>(Replicated(config, ref, g));
       break;
   }
   std::unique_ptr<DevicePredictor> predictor;
@@ -311,7 +338,7 @@ TEST_P(ParallelForwardTest, MatchesOneDeviceAndCountsBytesExactly) {
         for (int t = 0; t < forward[l].tokens(); ++t) {
           std::vector<bool> hit(g, false);
           for (int j = 0; j < k; ++j) {
-            const int d = placement->Device(l, forward[l].expert_ids[t * k + j]);
+            const int d = placement->Serving(l, forward[l].expert_ids[t * k + j], r);
             hit[d] = true;
             ++(d == r ? local[r] : remote[r]);
           }
@@ -385,7 +412,8 @@ INSTANTIATE_TEST_SUITE_P(
                                          "shared_qwen3_moe_a"),
                        ::testing::Values(2, 4),
                        ::testing::Values(Mode::kDp, Mode::kTpPlain, Mode::kTpShuffled),
-                       ::testing::Values(Layout::kVanilla, Layout::kRandom, Layout::kSkewed)),
+                       ::testing::Values(Layout::kVanilla, Layout::kRandom, Layout::kSkewed,
+                                         Layout::kReplicated)),
     ParamName);
 
 }  // namespace

@@ -32,7 +32,7 @@ absl::StatusOr<std::unique_ptr<RankModel>> RankModel::Create(const std::string& 
   model::LoadOptions load;
   const int rank = comm.rank();
   load.load_expert = [&](int layer, int expert) {
-    return moe_index[layer] >= 0 && placement.Device(moe_index[layer], expert) == rank;
+    return moe_index[layer] >= 0 && placement.Holds(moe_index[layer], rank, expert);
   };
   {
     ASSIGN_OR_RETURN(std::unique_ptr<model::Checkpoint> checkpoint, model::Checkpoint::Open(dir));

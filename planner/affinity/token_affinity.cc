@@ -126,7 +126,9 @@ std::vector<float> TokenAffinity::DpScores(const Placement& placement, uint32_t 
   std::vector<float> scores(static_cast<size_t>(vocab_size) * g, 0.0f);
   std::vector<float> marginal_row(g, 0.0f);
   for (int l = 0; l < num_layers(); ++l) {
-    for (int e = 0; e < num_experts_; ++e) marginal_row[placement.Device(l, e)] += marginal_[l][e];
+    for (int e = 0; e < num_experts_; ++e) {
+      for (int32_t d : placement.HoldersOf(l, e)) marginal_row[d] += marginal_[l][e];
+    }
   }
   for (uint32_t v = 0; v < vocab_size; ++v) {
     float* row = &scores[static_cast<size_t>(v) * g];
@@ -138,7 +140,9 @@ std::vector<float> TokenAffinity::DpScores(const Placement& placement, uint32_t 
     auto it = rows_.find(static_cast<uint32_t>(stand_in));
     for (int l = 0; l < num_layers(); ++l) {
       for (int e = 0; e < num_experts_; ++e) {
-        row[placement.Device(l, e)] += it->second[static_cast<size_t>(l) * num_experts_ + e];
+        for (int32_t d : placement.HoldersOf(l, e)) {
+          row[d] += it->second[static_cast<size_t>(l) * num_experts_ + e];
+        }
       }
     }
   }

@@ -47,7 +47,7 @@ Metrics Evaluate(const TraceSet& trace, const Placement& placement,
       ++token_load[home];
       const uint16_t* experts = trace.Experts(t, l);
       for (int j = 0; j < k; ++j) {
-        const int d = placement.Device(l, experts[j]);
+        const int d = placement.Serving(l, experts[j], home);  // A local replica, else home.
         ++load[d];
         if (d == home) {
           ++local;
@@ -160,7 +160,9 @@ double TpTokenOracle(const TraceSet& trace, const Placement& placement) {
       std::fill(per_device.begin(), per_device.end(), 0);
       int best = 0;
       for (int j = 0; j < k; ++j) {
-        best = std::max(best, ++per_device[placement.Device(l, trace.Experts(t, l)[j])]);
+        for (int32_t d : placement.HoldersOf(l, trace.Experts(t, l)[j])) {
+          best = std::max(best, ++per_device[d]);
+        }
       }
       best_total += best;
     }

@@ -66,7 +66,10 @@ std::vector<std::vector<int>> SrsTokens(const trace::TraceSet& trace,
         // The expected fraction of the token's experts on each device (sums to 1).
         float* share = &scores[static_cast<size_t>(i) * g];
         const uint32_t v = trace.tokens[start + i];
-        for (int e = 0; e < n; ++e) share[placement.Device(l, e)] += affinity.Probability(l, v, e);
+        for (int e = 0; e < n; ++e) {
+          const float p = static_cast<float>(affinity.Probability(l, v, e));
+          for (int32_t d : placement.HoldersOf(l, e)) share[d] += p;  // Replicas count too.
+        }
         if (layer_affinity != nullptr && l >= 1) {
           const int64_t t = start + i;
           const int prev1 = BestDevice(trace, placement, t, l - 1);

@@ -28,6 +28,7 @@ absl::Status CheckShape(const std::vector<int>& moe_layers, int num_experts, int
 }  // namespace
 
 absl::Status Placement::Init() {
+  // Replicas (if parsed) are checked after the homes.
   RETURN_IF_ERROR(CheckShape(moe_layers_, num_experts_, num_devices_));
   if (device_of_.size() != moe_layers_.size()) {
     return Bad(absl::StrCat("device_of has ", device_of_.size(), " layers, moe_layers ",
@@ -55,7 +56,64 @@ absl::Status Placement::Init() {
       }
     }
   }
+  return InitReplicas();
+}
+
+absl::Status Placement::InitReplicas() {
+  const size_t layers = device_of_.size();
+  if (replicas_.empty()) {
+    replicas_.assign(layers, std::vector<std::vector<int32_t>>(num_devices_));
+  }
+  if (replicas_.size() != layers) {
+    return Bad(absl::StrCat("replicas has ", replicas_.size(), " layers, moe_layers ", layers));
+  }
+  holds_.assign(layers, std::vector<bool>(static_cast<size_t>(num_devices_) * num_experts_));
+  replicas_per_device_ = -1;
+  for (size_t l = 0; l < layers; ++l) {
+    for (int e = 0; e < num_experts_; ++e) {
+      holds_[l][static_cast<size_t>(device_of_[l][e]) * num_experts_ + e] = true;
+    }
+    if (static_cast<int>(replicas_[l].size()) != num_devices_) {
+      return Bad(absl::StrCat("layer ", l, " lists replicas for ", replicas_[l].size(),
+                              " devices, expected ", num_devices_));
+    }
+    for (int d = 0; d < num_devices_; ++d) {
+      std::vector<int32_t>& extra = replicas_[l][d];
+      std::sort(extra.begin(), extra.end());
+      if (replicas_per_device_ < 0) replicas_per_device_ = static_cast<int>(extra.size());
+      if (static_cast<int>(extra.size()) != replicas_per_device_) {
+        return Bad(absl::StrCat("layer ", l, ": device ", d, " has ", extra.size(),
+                                " replicas, every device must have ", replicas_per_device_));
+      }
+      for (int32_t e : extra) {
+        if (e < 0 || e >= num_experts_) {
+          return Bad(absl::StrCat("layer ", l, " device ", d, ": replica ", e, " out of range"));
+        }
+        auto held = holds_[l].begin() + static_cast<int64_t>(d) * num_experts_ + e;
+        if (*held) {
+          return Bad(absl::StrCat("layer ", l, " device ", d, " already holds expert ", e));
+        }
+        *held = true;
+      }
+    }
+  }
+  if (replicas_per_device_ < 0) replicas_per_device_ = 0;
+  holders_.assign(layers, std::vector<std::vector<int32_t>>(num_experts_));
+  for (size_t l = 0; l < layers; ++l) {
+    for (int e = 0; e < num_experts_; ++e) holders_[l][e].push_back(device_of_[l][e]);
+    for (int d = 0; d < num_devices_; ++d) {
+      for (int32_t e : replicas_[l][d]) holders_[l][e].push_back(d);
+    }
+  }
   return absl::OkStatus();
+}
+
+absl::StatusOr<Placement> Placement::WithReplicas(
+    std::vector<std::vector<std::vector<int32_t>>> replicas) const {
+  Placement p = *this;
+  p.replicas_ = std::move(replicas);
+  RETURN_IF_ERROR(p.InitReplicas());
+  return p;
 }
 
 absl::StatusOr<Placement> Placement::FromAssignment(std::vector<int> moe_layers, int num_experts,
@@ -112,6 +170,7 @@ std::string Placement::ToJson() const {
   j["num_experts"] = num_experts_;
   j["moe_layers"] = moe_layers_;
   j["device_of"] = device_of_;
+  if (replicas_per_device_ > 0) j["replicas"] = replicas_;
   return j.dump();
 }
 
@@ -158,6 +217,25 @@ absl::StatusOr<Placement> Placement::FromJson(absl::string_view text) {
       devices.push_back(d.get<int32_t>());
     }
     p.device_of_.push_back(std::move(devices));
+  }
+  if (auto replicas = j.find("replicas"); replicas != j.end()) {
+    if (!replicas->is_array()) return Bad("'replicas' must be a list per layer");
+    for (const auto& layer : *replicas) {
+      if (!layer.is_array()) return Bad("'replicas' must hold a list per device per layer");
+      std::vector<std::vector<int32_t>> per_device;
+      for (const auto& device : layer) {
+        if (!device.is_array()) return Bad("'replicas' must hold a list per device per layer");
+        std::vector<int32_t> experts;
+        for (const auto& e : device) {
+          if (!e.is_number_integer() || e.get<int64_t>() < 0 || e.get<int64_t>() > INT32_MAX) {
+            return Bad("'replicas' entries must be expert ids");
+          }
+          experts.push_back(e.get<int32_t>());
+        }
+        per_device.push_back(std::move(experts));
+      }
+      p.replicas_.push_back(std::move(per_device));
+    }
   }
   RETURN_IF_ERROR(p.Init());
   return p;

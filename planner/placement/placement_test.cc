@@ -75,5 +75,37 @@ TEST(PlacementTest, CorruptedJsonNeverCrashes) {
   EXPECT_GT(rejected, 250);
 }
 
+TEST(PlacementTest, ReplicasOfHotExperts) {
+  auto p = Placement::Vanilla({0, 1}, 4, 2);  // 0,1 → device 0; 2,3 → device 1.
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->replicas_per_device(), 0);
+  EXPECT_TRUE(p->Holds(0, 0, 1));
+  EXPECT_FALSE(p->Holds(0, 0, 2));
+  auto r = p->WithReplicas({{{2}, {0}}, {{3}, {1}}});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->replicas_per_device(), 1);
+  EXPECT_TRUE(r->Holds(0, 0, 2));
+  EXPECT_EQ(r->Serving(0, 2, 0), 0);  // Its local replica.
+  EXPECT_EQ(r->Serving(0, 3, 0), 1);  // Not replicated there: its home.
+  EXPECT_EQ(r->Device(0, 2), 1);       // Homes unchanged.
+  EXPECT_EQ(r->ReplicasOn(1, 1), (std::vector<int32_t>{1}));
+  auto back = Placement::FromJson(r->ToJson());
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->ToJson(), r->ToJson());
+  EXPECT_TRUE(back->Holds(1, 0, 3));
+  EXPECT_EQ(p->ToJson().find("replicas"), std::string::npos);  // None: the plain form.
+  // Unequal counts, a device's own expert, out of range, wrong shape.
+  EXPECT_FALSE(p->WithReplicas({{{2}, {}}, {{3}, {1}}}).ok());
+  EXPECT_FALSE(p->WithReplicas({{{1}, {0}}, {{3}, {1}}}).ok());
+  EXPECT_FALSE(p->WithReplicas({{{9}, {0}}, {{3}, {1}}}).ok());
+  EXPECT_FALSE(p->WithReplicas({{{2}, {0}}}).ok());
+  std::string json = r->ToJson();
+  const std::string from = "\"replicas\":[[[2]";
+  json.replace(json.find(from), from.size(), "\"replicas\":[[[\"x\"]");
+  auto bad = Placement::FromJson(json);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("replicas"), std::string::npos) << bad.status();
+}
+
 }  // namespace
 }  // namespace semmoe::planner
