@@ -4,6 +4,7 @@
 //                    --algo semantic|vanilla|random|eplb|coact [--name N] [--seed S]
 //                    [--model_dir DIR]   (embedding fallback for unseen tokens)
 //                    [--expert_balance_eps E]   (expert compute balance)
+//                    [--replicas R]   (R replicated hot experts per device per layer)
 //   planner eval     --db DB --versions V[,V...] --traces HELDOUT[,...] [--profile T,...] [--json]
 //   planner list     --db DB --model NAME
 //   planner show     --db DB --version V
@@ -47,6 +48,7 @@ ABSL_FLAG(std::string, model_dir, "", "build: checkpoint directory; unseen token
                                       "nearest seen token's affinity (embedding space)");
 ABSL_FLAG(double, expert_balance_eps, -1, "build: expert load per device ≤ (1 + eps) · mean "
                                          "(compute balance; negative: off)");
+ABSL_FLAG(int, replicas, 0, "build: extra slots per device per layer for replicated hot experts");
 ABSL_FLAG(double, balance_eps, 0.05, "build: token load per device ≤ (1 + eps) · mean");
 ABSL_FLAG(std::vector<std::string>, versions, {}, "eval: comma-separated versions");
 ABSL_FLAG(int64_t, version, 0, "show/activate/export: version");
@@ -108,6 +110,7 @@ int Run(const std::string& command) {
                             .seed = absl::GetFlag(FLAGS_seed),
                             .token_balance_eps = absl::GetFlag(FLAGS_balance_eps),
                             .expert_balance_eps = absl::GetFlag(FLAGS_expert_balance_eps),
+                            .replicas = absl::GetFlag(FLAGS_replicas),
                             .model_dir = UserPath(absl::GetFlag(FLAGS_model_dir))},
                            std::cout)
                     .status());

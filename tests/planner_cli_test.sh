@@ -59,6 +59,15 @@ head -c 200 "$TMP/t.trace" >"$TMP/cut.trace"
 expect_error 1 "truncated" -- "$PLANNER" build --db="$DB" --model=tiny --traces="$TMP/cut.trace"
 head -c 4096 /dev/zero | tr '\0' 'x' >"$TMP/bad.db"
 expect_error 1 "bad.db" -- "$PLANNER" list --db="$TMP/bad.db" --model=tiny
+# Replicated hot experts: a separate version whose JSON lists them.
+out="$("$PLANNER" build --db="$DB" --model=tiny --traces="$TMP/t.trace" --devices=2 --replicas=1)"
+[[ "$out" == *"semantic-dp-g2-r1"* ]] || fail "replicas build: $out"
+v="${out#version }"
+v="${v%% *}"
+"$PLANNER" export --db="$DB" --version="$v" --out="$TMP/r.json"
+grep -q '"replicas":' "$TMP/r.json" || fail "exported placement lacks replicas: $(cat "$TMP/r.json")"
+expect_error 1 "--replicas 9 is not in" -- "$PLANNER" build --db="$DB" --model=tiny \
+  --traces="$TMP/t.trace" --devices=2 --replicas=9
 expect_error 1 "config.json" -- "$PLANNER" build --db="$DB" --model=tiny --traces="$TMP/t.trace" \
   --model_dir="$TMP/nowhere"
 echo "PASS"

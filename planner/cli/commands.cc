@@ -13,6 +13,7 @@
 #include "engine/model/config.h"
 #include "engine/model/safetensors.h"
 #include "planner/affinity/layer_affinity.h"
+#include "planner/solver/replicas.h"
 #include "planner/affinity/token_affinity.h"
 #include "planner/eval/evaluate.h"
 #include "planner/eval/schedule.h"
@@ -113,6 +114,15 @@ absl::StatusOr<int64_t> Build(const BuildOptions& o, std::ostream& out) {
   uint32_t vocab = 0;
   for (uint32_t t : trace.tokens) vocab = std::max(vocab, t + 1);
   if (!o.model_dir.empty()) RETURN_IF_ERROR(AddEmbeddingFallback(o.model_dir, affinity));
+  if (o.replicas > 0) {
+    // Hot experts copied to the devices whose scheduled tokens use them most.
+    const std::vector<std::vector<int>> schedule =
+        o.mode == "dp" ? TokensOfRequests(trace, AffinityRequests(
+                                                     trace, affinity.DpScores(placement, vocab),
+                                                     o.devices, o.token_balance_eps))
+                       : SrsTokens(trace, affinity, placement, kSrsBatchTokens);
+    ASSIGN_OR_RETURN(placement, AddHotReplicas(trace, placement, schedule, o.replicas));
+  }
   nlohmann::ordered_json metrics;
   if (o.mode == "dp") {
     ASSIGN_OR_RETURN(Metrics blind, EvaluateDp(trace, placement, RoundRobinRequests(trace, o.devices)));
@@ -125,7 +135,8 @@ absl::StatusOr<int64_t> Build(const BuildOptions& o, std::ostream& out) {
                {"token_load_imbalance", aff.token_load_imbalance}};
   } else {
     ASSIGN_OR_RETURN(Metrics blind, EvaluateTp(trace, placement, ContiguousChunks(trace, o.devices, 256)));
-    ASSIGN_OR_RETURN(Metrics srs, EvaluateTp(trace, placement, SrsTokens(trace, affinity, placement, 256)));
+    ASSIGN_OR_RETURN(Metrics srs, EvaluateTp(trace, placement,
+                                             SrsTokens(trace, affinity, placement, kSrsBatchTokens)));
     metrics = {{"lar_blind", blind.lar}, {"lar_affinity", srs.lar},
                {"bound", TpTokenOracle(trace, placement)},
                {"expert_load_imbalance", srs.expert_load_imbalance},
@@ -135,11 +146,14 @@ absl::StatusOr<int64_t> Build(const BuildOptions& o, std::ostream& out) {
   RETURN_IF_ERROR(store->AddModel(o.model, trace.num_layers(), trace.header.num_experts));
   PlacementVersion v;
   v.model = o.model;
-  v.name = o.name.empty() ? absl::StrCat(o.algo, "-", o.mode, "-g", o.devices) : o.name;
+  v.name = o.name.empty() ? absl::StrCat(o.algo, "-", o.mode, "-g", o.devices,
+                                         o.replicas > 0 ? absl::StrCat("-r", o.replicas) : "")
+                          : o.name;
   v.algorithm = o.algo;
   v.params_json = nlohmann::ordered_json({{"mode", o.mode}, {"devices", o.devices},
                                           {"seed", o.seed}, {"token_balance_eps", o.token_balance_eps},
                                           {"expert_balance_eps", o.expert_balance_eps},
+                                          {"replicas", o.replicas},
                                           {"traces", o.traces}})
                       .dump();
   v.metrics_json = metrics.dump();

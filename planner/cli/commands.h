@@ -29,6 +29,7 @@ struct BuildOptions {
   uint64_t seed = 0;
   double token_balance_eps = 0.05;
   double expert_balance_eps = -1;  // Expert load per device ≤ (1 + eps) · mean; < 0: off.
+  int replicas = 0;  // Extra slots per device per layer for hot experts (solver/replicas.h).
   // The checkpoint (HF layout): unseen tokens then borrow the affinity of their nearest seen
   // token in its embedding space. Empty: the layer marginal.
   std::string model_dir;

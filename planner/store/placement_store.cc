@@ -100,6 +100,10 @@ const Migration kMigrations[] = {
       CREATE TRIGGER layer_tables_never_deleted BEFORE DELETE ON layer_tables
         BEGIN SELECT RAISE(ABORT, 'placement versions are immutable'); END;
     )sql"},
+    // Replicated experts: per layer, [devices × R] i32 expert ids; NULL without replicas.
+    {5, R"sql(
+      ALTER TABLE placement_layers ADD COLUMN replicas BLOB;
+    )sql"},
 };
 
 bool IsJsonObject(const std::string& text) {
@@ -187,7 +191,7 @@ absl::StatusOr<int64_t> PlacementStore::Create(const PlacementVersion& v,
   const int64_t version = db_->last_insert_rowid();
   ASSIGN_OR_RETURN(Statement layer,
                    db_->Prepare("INSERT INTO placement_layers (version, layer, model_layer, "
-                                "device_of) VALUES (?, ?, ?, ?)"));
+                                "device_of, replicas) VALUES (?, ?, ?, ?, ?)"));
   for (int l = 0; l < v.placement.num_layers(); ++l) {
     std::vector<uint8_t> blob(4 * v.placement.num_experts());
     for (int e = 0; e < v.placement.num_experts(); ++e) {
@@ -199,6 +203,18 @@ absl::StatusOr<int64_t> PlacementStore::Create(const PlacementVersion& v,
     RETURN_IF_ERROR(layer.BindInt(2, l));
     RETURN_IF_ERROR(layer.BindInt(3, v.placement.moe_layers()[l]));
     RETURN_IF_ERROR(layer.BindBlob(4, blob));
+    if (v.placement.replicas_per_device() == 0) {
+      RETURN_IF_ERROR(layer.BindNull(5));
+    } else {
+      std::vector<uint8_t> replicas;
+      for (int d = 0; d < v.placement.num_devices(); ++d) {
+        for (int32_t e : v.placement.ReplicasOn(l, d)) {
+          const uint8_t* bytes = reinterpret_cast<const uint8_t*>(&e);
+          replicas.insert(replicas.end(), bytes, bytes + 4);
+        }
+      }
+      RETURN_IF_ERROR(layer.BindBlob(5, replicas));
+    }
     RETURN_IF_ERROR(layer.Run());
   }
   if (!affinity_tables.empty()) {
@@ -244,11 +260,12 @@ absl::StatusOr<PlacementVersion> PlacementStore::ReadVersion(Statement& row) {
   const int devices = static_cast<int>(row.ColumnInt(9));
   const int experts = static_cast<int>(row.ColumnInt(10));
   ASSIGN_OR_RETURN(Statement layers,
-                   db_->Prepare("SELECT model_layer, device_of FROM placement_layers "
+                   db_->Prepare("SELECT model_layer, device_of, replicas FROM placement_layers "
                                 "WHERE version = ? ORDER BY layer"));
   RETURN_IF_ERROR(layers.BindInt(1, v.version));
   std::vector<int> moe_layers;
   std::vector<std::vector<int32_t>> device_of;
+  std::vector<std::vector<std::vector<int32_t>>> replicas;
   while (true) {
     ASSIGN_OR_RETURN(bool more, layers.Step());
     if (!more) break;
@@ -261,8 +278,23 @@ absl::StatusOr<PlacementVersion> PlacementStore::ReadVersion(Statement& row) {
     std::vector<int32_t> row_devices(experts);
     std::memcpy(row_devices.data(), blob.data(), blob.size());
     device_of.push_back(std::move(row_devices));
+    std::vector<std::vector<int32_t>> layer_replicas(devices);
+    if (!layers.ColumnIsNull(2)) {
+      const std::vector<uint8_t> r = layers.ColumnBlob(2);
+      if (devices <= 0 || r.size() % (4u * devices) != 0) {
+        return absl::DataLossError(absl::StrCat("placement version ", v.version, " layer ",
+                                                moe_layers.size() - 1, ": corrupt replicas"));
+      }
+      const size_t per = r.size() / (4u * devices);
+      for (int d = 0; d < devices; ++d) {
+        layer_replicas[d].resize(per);
+        std::memcpy(layer_replicas[d].data(), r.data() + 4 * per * d, 4 * per);
+      }
+    }
+    replicas.push_back(std::move(layer_replicas));
   }
   auto placement = Placement::FromAssignment(moe_layers, experts, devices, std::move(device_of));
+  if (placement.ok()) placement = placement->WithReplicas(std::move(replicas));
   if (!placement.ok()) {
     return absl::DataLossError(absl::StrCat("placement version ", v.version, ": ",
                                             placement.status().message()));

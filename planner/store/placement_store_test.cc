@@ -77,6 +77,32 @@ TEST(PlacementStoreTest, AffinityTablesStoredWithTheVersion) {
   EXPECT_FALSE(store->database().Execute("DELETE FROM layer_tables").ok());
 }
 
+TEST(PlacementStoreTest, ReplicasRoundTrip) {
+  auto store = OpenStore(TempDatabasePath("replicas.db"));
+  PlacementVersion v = Version("r", 1);
+  std::vector<std::vector<std::vector<int32_t>>> replicas;
+  for (int l = 0; l < v.placement.num_layers(); ++l) {
+    std::vector<std::vector<int32_t>> per_device(v.placement.num_devices());
+    for (int d = 0; d < v.placement.num_devices(); ++d) {
+      for (int e = 0; e < v.placement.num_experts(); ++e) {
+        if (!v.placement.Holds(l, d, e)) {
+          per_device[d].push_back(e);
+          break;
+        }
+      }
+    }
+    replicas.push_back(per_device);
+  }
+  v.placement = *v.placement.WithReplicas(replicas);
+  const int64_t id = *store->Create(v);
+  auto back = store->Get(id);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->placement.ToJson(), v.placement.ToJson());
+  EXPECT_EQ(back->placement.replicas_per_device(), 1);
+  const int64_t plain = *store->Create(Version("p", 2));
+  EXPECT_EQ(store->Get(plain)->placement.replicas_per_device(), 0);
+}
+
 TEST(PlacementStoreTest, ActivateRetireAndRollback) {
   auto store = OpenStore(TempDatabasePath("activate.db"));
   const int64_t a = *store->Create(Version("a", 1)), b = *store->Create(Version("b", 2));

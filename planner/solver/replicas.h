@@ -1,0 +1,28 @@
+// Replicated hot experts (DESIGN.md §4, "beyond the paper"): R extra expert slots per device per
+// layer. Each device gets the R experts it does not hold that the tokens scheduled on it use
+// most, so those activations become local; homes are unchanged. Reported separately from
+// replica-free placements (their bounds do not apply).
+#ifndef SEMMOE_PLANNER_SOLVER_REPLICAS_H_
+#define SEMMOE_PLANNER_SOLVER_REPLICAS_H_
+
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "planner/placement/placement.h"
+#include "planner/trace/trace_set.h"
+
+namespace semmoe::planner {
+
+// token_device[layer][token]: where each traced token runs (a DP request schedule expanded to
+// tokens, or a TP schedule). InvalidArgument for R < 0, R > N − N/G, or mismatched shapes.
+absl::StatusOr<Placement> AddHotReplicas(const trace::TraceSet& trace, const Placement& placement,
+                                         const std::vector<std::vector<int>>& token_device,
+                                         int replicas);
+
+// A DP request → device schedule as token_device.
+std::vector<std::vector<int>> TokensOfRequests(const trace::TraceSet& trace,
+                                               const std::vector<int>& request_device);
+
+}  // namespace semmoe::planner
+
+#endif  // SEMMOE_PLANNER_SOLVER_REPLICAS_H_
