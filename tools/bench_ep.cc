@@ -38,6 +38,7 @@
 #include "planner/affinity/token_affinity.h"
 #include "planner/eval/schedule.h"
 #include "planner/solver/dp_solver.h"
+#include "planner/solver/replicas.h"
 #include "planner/solver/tp_solver.h"
 
 ABSL_FLAG(std::string, model, "", "Model directory (Hugging Face layout).");
@@ -49,6 +50,8 @@ ABSL_FLAG(int, num_prompts, 64, "Prompts read (half profiled, half run).");
 ABSL_FLAG(int, max_prompt_tokens, 64, "Prompts are cut to this many tokens.");
 ABSL_FLAG(int, decode_steps, 4, "Greedy decode steps after each prefill.");
 ABSL_FLAG(uint64_t, seed, 0, "Solver seed.");
+ABSL_FLAG(int, replicas, 0, "Also run the semantic placements with R replicated hot experts "
+                            "per device (planner/solver/replicas.h).");
 ABSL_FLAG(bool, json, false, "End with one JSON line holding the table.");
 
 namespace semmoe {
@@ -261,6 +264,22 @@ absl::Status Main() {
     r.mode = "dp";
     r.placement = name + "+affinity";
     rows.push_back(r);
+    const int replicas = absl::GetFlag(FLAGS_replicas);
+    if (replicas > 0) {
+      const std::vector<int> profile_requests = planner::AffinityRequests(
+          trace, affinity.DpScores(*dp_placement, config.vocab_size), g);
+      ASSIGN_OR_RETURN(Placement replicated,
+                       planner::AddHotReplicas(trace, *dp_placement,
+                                               planner::TokensOfRequests(trace, profile_requests),
+                                               replicas));
+      const std::vector<int> requests = planner::AffinityRequests(
+          heldout_ids, affinity.DpScores(replicated, config.vocab_size), g);
+      ASSIGN_OR_RETURN(r, RunConfig(dir, heldout, replicated, AttentionMode::kDp, nullptr,
+                                    requests));
+      r.mode = "dp";
+      r.placement = absl::StrCat(name, "-r", replicas, "+affinity");
+      rows.push_back(r);
+    }
     if (!tp_ok) continue;
     std::fprintf(stderr, "G = %d: running TP...\n", g);
     const auto transitions = planner::LayerAffinity::Build(trace, *tp_placement);
@@ -285,6 +304,18 @@ absl::Status Main() {
     r.mode = "tp_shuffled";  // T and A.
     r.placement = name;
     rows.push_back(r);
+    if (replicas > 0) {
+      ASSIGN_OR_RETURN(Placement replicated,
+                       planner::AddHotReplicas(
+                           trace, *tp_placement,
+                           planner::SrsTokens(trace, affinity, *tp_placement, 256), replicas));
+      auto replicated_predictor = engine::DevicePredictor::Create(affinity, replicated, nullptr);
+      ASSIGN_OR_RETURN(r, RunConfig(dir, heldout, replicated, AttentionMode::kTp,
+                                    replicated_predictor.get(), {}));
+      r.mode = "tp_shuffled_T";
+      r.placement = absl::StrCat(name, "-r", replicas);
+      rows.push_back(r);
+    }
   }
 
   std::printf("bench_ep: %s, %zu held-out prompts (%lld tokens), %d decode steps; "
