@@ -33,11 +33,13 @@
 #include "engine/server/rank_server.h"
 #include "nlohmann/json.hpp"
 
-ABSL_FLAG(std::string, model, "", "checkpoint directory (config.json, *.safetensors, tokenizer.json)");
+ABSL_FLAG(std::string, model, "",
+          "checkpoint directory (config.json, *.safetensors, tokenizer.json)");
 ABSL_FLAG(std::string, prompt, "", "generate: the prompt text (special tokens are parsed)");
 ABSL_FLAG(int, max_tokens, 64, "generate: tokens to generate at most");
-ABSL_FLAG(bool, greedy, false, "generate: greedy decoding (else the checkpoint's "
-                               "generation_config.json, overridden by the flags below)");
+ABSL_FLAG(bool, greedy, false,
+          "generate: greedy decoding (else the checkpoint's "
+          "generation_config.json, overridden by the flags below)");
 ABSL_FLAG(float, temperature, -1, "generate: sampling temperature (-1: generation_config.json)");
 ABSL_FLAG(float, top_p, -1, "generate: nucleus sampling mass (-1: generation_config.json)");
 ABSL_FLAG(int, top_k, -1, "generate: top-k sampling (-1: generation_config.json, 0: off)");
@@ -53,14 +55,17 @@ ABSL_FLAG(int, max_prompt_tokens, 0, "trace: cut longer prompts (0: the model's 
 ABSL_FLAG(int, verbosity, 0, "VLOG level");
 ABSL_FLAG(int, rank, 0, "serve: this rank");
 ABSL_FLAG(int, ranks, 1, "serve: ranks in the expert-parallel group");
-ABSL_FLAG(std::string, rendezvous, "", "serve: where the group meets: file:DIR (one host, a fresh "
-                                       "directory per run) or grpc:HOST:PORT (planner serve)");
+ABSL_FLAG(std::string, rendezvous, "",
+          "serve: where the group meets: file:DIR (one host, a fresh "
+          "directory per run) or grpc:HOST:PORT (planner serve)");
 ABSL_FLAG(std::string, attn, "dp", "serve: attention parallelism, dp or tp");
 ABSL_FLAG(std::string, placement, "vanilla", "serve: vanilla or a placement JSON file");
-ABSL_FLAG(std::string, affinity, "", "serve: token affinity tables (planner export) for the "
-                                     "Attention-TP shuffled collectives");
-ABSL_FLAG(std::string, layer_tables, "", "serve: the placement's A tables (with --affinity): "
-                                         "predict from the devices of the previous layers too");
+ABSL_FLAG(std::string, affinity, "",
+          "serve: token affinity tables (planner export) for the "
+          "Attention-TP shuffled collectives");
+ABSL_FLAG(std::string, layer_tables, "",
+          "serve: the placement's A tables (with --affinity): "
+          "predict from the devices of the previous layers too");
 ABSL_FLAG(std::string, host, "127.0.0.1", "serve: address to listen on");
 ABSL_FLAG(int, port, 0, "serve: EngineService port (0: any free port)");
 ABSL_FLAG(std::string, port_file, "", "serve: write the bound port here once serving");
@@ -118,7 +123,8 @@ int Generate() {
   if (gen->do_sample) {
     sampling = {.temperature = gen->temperature, .top_k = gen->top_k, .top_p = gen->top_p};
   }
-  if (absl::GetFlag(FLAGS_temperature) >= 0) sampling.temperature = absl::GetFlag(FLAGS_temperature);
+  if (absl::GetFlag(FLAGS_temperature) >= 0)
+    sampling.temperature = absl::GetFlag(FLAGS_temperature);
   if (absl::GetFlag(FLAGS_top_p) >= 0) sampling.top_p = absl::GetFlag(FLAGS_top_p);
   if (absl::GetFlag(FLAGS_top_k) >= 0) sampling.top_k = absl::GetFlag(FLAGS_top_k);
   if (absl::GetFlag(FLAGS_greedy)) sampling.temperature = 0;
@@ -153,13 +159,15 @@ int Generate() {
     absl::Status step = (*engine)->Step(done, &events);
     if (!step.ok()) return Fail(step);
     if (!events.empty() && first_token_s == 0) {
-      first_token_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      first_token_s =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     }
     if (json) continue;
     // Stream the text as it grows; the result's text is authoritative (stop strings cut it).
     for (const auto& e : events) {
       if (std::find(gen->eos_token_ids.begin(), gen->eos_token_ids.end(), e.token) !=
-              gen->eos_token_ids.end() && !absl::GetFlag(FLAGS_ignore_eos)) {
+              gen->eos_token_ids.end() &&
+          !absl::GetFlag(FLAGS_ignore_eos)) {
         continue;
       }
       auto piece = model.tokenizer->Decode({e.token});
@@ -168,8 +176,8 @@ int Generate() {
     if (!done.empty()) pending = done[0].text;
     // Hold back what could still turn out to be the start of a stop string (it is cut then).
     size_t complete = model::CompleteUtf8Prefix(pending);
-    complete = complete > holdback ? model::CompleteUtf8Prefix(pending.substr(0, complete - holdback))
-                                   : 0;
+    complete =
+        complete > holdback ? model::CompleteUtf8Prefix(pending.substr(0, complete - holdback)) : 0;
     if (done.empty() && complete > printed) {
       std::cout << pending.substr(printed, complete - printed) << std::flush;
       printed = complete;
@@ -178,7 +186,8 @@ int Generate() {
       printed = pending.size();
     }
   }
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const runtime::GenerationResult& r = done.at(0);
   if (json) {
     nlohmann::json out = {{"prompt", prompt},
@@ -192,8 +201,9 @@ int Generate() {
     std::cout << out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   } else {
     std::cout << "\n";
-    std::cerr << "[" << r.tokens.size() << " tokens, finish: " << runtime::FinishReasonName(r.finish)
-              << ", " << seconds << " s]\n";
+    std::cerr << "[" << r.tokens.size()
+              << " tokens, finish: " << runtime::FinishReasonName(r.finish) << ", " << seconds
+              << " s]\n";
   }
   return 0;
 }
@@ -226,7 +236,8 @@ int Trace() {
                                     .max_batch_tokens = absl::GetFlag(FLAGS_max_batch_tokens),
                                     .max_prompt_tokens = absl::GetFlag(FLAGS_max_prompt_tokens)});
   if (!summary.ok()) return Fail(summary.status());
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::cerr << "traced " << summary->prompts << " prompts, " << summary->tokens << " tokens in "
             << seconds << " s into " << absl::GetFlag(FLAGS_out) << "\n";
   return 0;
@@ -289,7 +300,8 @@ int main(int argc, char** argv) {
   using semmoe::engine::Usage;
   absl::SetProgramUsageMessage(semmoe::engine::kUsage);
   std::vector<char*> args = absl::ParseCommandLine(argc, argv);
-  semmoe::InitLogging(argv[0], {.verbosity = absl::GetFlag(FLAGS_verbosity), .stderr_threshold = 1});
+  semmoe::InitLogging(argv[0],
+                      {.verbosity = absl::GetFlag(FLAGS_verbosity), .stderr_threshold = 1});
   if (args.size() != 2) return semmoe::engine::Usage("expected exactly one command");
   const std::string command = args[1];
   if (absl::GetFlag(FLAGS_model).empty()) return Usage("--model is required");

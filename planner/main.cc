@@ -44,10 +44,12 @@ ABSL_FLAG(std::string, mode, "dp", "build: dp or tp");
 ABSL_FLAG(std::string, algo, "semantic", "build: semantic, vanilla, random, eplb or coact");
 ABSL_FLAG(std::string, name, "", "build/import: version name");
 ABSL_FLAG(uint64_t, seed, 0, "build: seed");
-ABSL_FLAG(std::string, model_dir, "", "build: checkpoint directory; unseen tokens then use their "
-                                      "nearest seen token's affinity (embedding space)");
-ABSL_FLAG(double, expert_balance_eps, -1, "build: expert load per device ≤ (1 + eps) · mean "
-                                         "(compute balance; negative: off)");
+ABSL_FLAG(std::string, model_dir, "",
+          "build: checkpoint directory; unseen tokens then use their "
+          "nearest seen token's affinity (embedding space)");
+ABSL_FLAG(double, expert_balance_eps, -1,
+          "build: expert load per device ≤ (1 + eps) · mean "
+          "(compute balance; negative: off)");
 ABSL_FLAG(int, replicas, 0, "build: extra slots per device per layer for replicated hot experts");
 ABSL_FLAG(double, balance_eps, 0.05, "build: token load per device ≤ (1 + eps) · mean");
 ABSL_FLAG(std::vector<std::string>, versions, {}, "eval: comma-separated versions");
@@ -119,7 +121,8 @@ int Run(const std::string& command) {
     std::vector<int64_t> versions;
     for (const std::string& v : absl::GetFlag(FLAGS_versions)) {
       int64_t n;
-      if (!absl::SimpleAtoi(v, &n)) return Usage(absl::StrCat("--versions: '", v, "' is not a number"));
+      if (!absl::SimpleAtoi(v, &n))
+        return Usage(absl::StrCat("--versions: '", v, "' is not a number"));
       versions.push_back(n);
     }
     if (versions.empty() || absl::GetFlag(FLAGS_traces).empty()) {
@@ -141,7 +144,8 @@ int Run(const std::string& command) {
     sigaddset(&stop, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &stop, nullptr);
     auto server = PlannerServer::Start(
-        {.db = db, .address = absl::StrCat(absl::GetFlag(FLAGS_listen), ":", absl::GetFlag(FLAGS_port))});
+        {.db = db,
+         .address = absl::StrCat(absl::GetFlag(FLAGS_listen), ":", absl::GetFlag(FLAGS_port))});
     if (!server.ok()) return Done(server.status());
     std::cout << "planner serving " << db << " on " << absl::GetFlag(FLAGS_listen) << ":"
               << (*server)->port() << " (PlannerService, RendezvousStore, health)" << std::endl;
@@ -173,9 +177,10 @@ int Run(const std::string& command) {
     return Done(cli::Rollback(db, model, std::cout));
   }
   if (command == "import") {
-    if (model.empty() || absl::GetFlag(FLAGS_file).empty()) return Usage("import needs --model and --file");
-    return Done(cli::Import(db, model, UserPath(absl::GetFlag(FLAGS_file)), absl::GetFlag(FLAGS_name),
-                            std::cout)
+    if (model.empty() || absl::GetFlag(FLAGS_file).empty())
+      return Usage("import needs --model and --file");
+    return Done(cli::Import(db, model, UserPath(absl::GetFlag(FLAGS_file)),
+                            absl::GetFlag(FLAGS_name), std::cout)
                     .status());
   }
   if (command == "show" || command == "activate" || command == "export") {

@@ -6,9 +6,10 @@
 // its own Gloo communicator over loopback, its own experts and KV cache): prefill plus a few
 // greedy decode steps, for every G, in Attention-DP (vanilla: round-robin requests; semantic:
 // the router's affinity rule), Attention-TP plain and Attention-TP shuffled (predicting devices
-// by token id only, "tp_shuffled_T", and by token id and the previous layers, "tp_shuffled"). Printed per row:
-// LAR, all-to-all payload bytes per token (dispatch + combine, f32 rows), RS+AG bytes per token,
-// and wall time per MoE layer call (dispatch / experts / combine, the slowest rank).
+// by token id only, "tp_shuffled_T", and by token id and the previous layers, "tp_shuffled").
+// Printed per row: LAR, all-to-all payload bytes per token (dispatch + combine, f32 rows), RS+AG
+// bytes per token, and wall time per MoE layer call (dispatch / experts / combine, the slowest
+// rank).
 //
 //   bazel run -c opt //tools:bench_ep -- --model DIR --prompts FILE [--ranks G]
 //       [--placement semantic|FILE] [--json]
@@ -50,8 +51,9 @@ ABSL_FLAG(int, num_prompts, 64, "Prompts read (half profiled, half run).");
 ABSL_FLAG(int, max_prompt_tokens, 64, "Prompts are cut to this many tokens.");
 ABSL_FLAG(int, decode_steps, 4, "Greedy decode steps after each prefill.");
 ABSL_FLAG(uint64_t, seed, 0, "Solver seed.");
-ABSL_FLAG(int, replicas, 0, "Also run the semantic placements with R replicated hot experts "
-                            "per device (planner/solver/replicas.h).");
+ABSL_FLAG(int, replicas, 0,
+          "Also run the semantic placements with R replicated hot experts "
+          "per device (planner/solver/replicas.h).");
 ABSL_FLAG(bool, json, false, "End with one JSON line holding the table.");
 
 namespace semmoe {
@@ -78,8 +80,8 @@ absl::StatusOr<std::vector<std::vector<int32_t>>> ReadPrompts(const std::string&
     if (!more) break;
     std::vector<int32_t> ids;
     if (line.contains("token_ids")) {
-      ASSIGN_OR_RETURN(ids, engine::offline::ReadTokenIds(line, m.config.vocab_size,
-                                                          reader->where()));
+      ASSIGN_OR_RETURN(ids,
+                       engine::offline::ReadTokenIds(line, m.config.vocab_size, reader->where()));
     } else if (line.contains("text") && line["text"].is_string()) {
       if (m.tokenizer == nullptr) {
         return absl::InvalidArgumentError(
@@ -153,11 +155,11 @@ absl::StatusOr<Row> RunConfig(const std::string& dir,
         for (size_t i = 0; i < prompts.size(); ++i) {
           if (attention == AttentionMode::kTp || request_rank[i] == r) mine.push_back(prompts[i]);
         }
-        RETURN_IF_ERROR(engine::RunLockstepGreedy(
-                            model->transformer(), mine,
-                            {.decode_steps = absl::GetFlag(FLAGS_decode_steps),
-                             .kv_size = model->local_kv_size()})
-                            .status());
+        RETURN_IF_ERROR(
+            engine::RunLockstepGreedy(model->transformer(), mine,
+                                      {.decode_steps = absl::GetFlag(FLAGS_decode_steps),
+                                       .kv_size = model->local_kv_size()})
+                .status());
         counters[r] = model->ffn().counters();
         comm_counters[r] = comm->counters();
         return absl::OkStatus();
@@ -171,8 +173,8 @@ absl::StatusOr<Row> RunConfig(const std::string& dir,
   row.ranks = g;
   row.wall_s = absl::ToDoubleSeconds(absl::Now() - start);
   int64_t local = 0, remote = 0, a2a = 0, tokens = 0, rsag = 0;
-  const int64_t calls = static_cast<int64_t>(absl::GetFlag(FLAGS_decode_steps) + 1) *
-                        placement.num_layers();
+  const int64_t calls =
+      static_cast<int64_t>(absl::GetFlag(FLAGS_decode_steps) + 1) * placement.num_layers();
   for (int r = 0; r < g; ++r) {
     double dispatch = 0, experts = 0, combine = 0;
     for (const MoeLayerCounters& m : counters[r]) {
@@ -205,7 +207,8 @@ absl::Status Main() {
   const auto& config = m->config;
   ASSIGN_OR_RETURN(auto prompts, ReadPrompts(absl::GetFlag(FLAGS_prompts), *m));
   std::vector<std::vector<int32_t>> profile, heldout;
-  for (size_t i = 0; i < prompts.size(); ++i) (i % 2 == 0 ? profile : heldout).push_back(prompts[i]);
+  for (size_t i = 0; i < prompts.size(); ++i)
+    (i % 2 == 0 ? profile : heldout).push_back(prompts[i]);
   std::fprintf(stderr, "profiling %zu prompts on one device...\n", profile.size());
   ASSIGN_OR_RETURN(auto trace, Profile(*m, profile));
   const auto affinity = planner::TokenAffinity::FromTrace(trace);
@@ -231,8 +234,8 @@ absl::Status Main() {
   for (int g : sizes) {
     if (config.num_experts % g != 0) continue;
     const bool tp_ok = engine::CheckTpSplit(config, g).ok();
-    ASSIGN_OR_RETURN(Placement vanilla, Placement::Vanilla(config.MoeLayers(),
-                                                           config.num_experts, g));
+    ASSIGN_OR_RETURN(Placement vanilla,
+                     Placement::Vanilla(config.MoeLayers(), config.num_experts, g));
     std::fprintf(stderr, "G = %d: solving placements...\n", g);
     planner::DpSolverOptions solver;
     solver.num_devices = g;
@@ -254,28 +257,28 @@ absl::Status Main() {
     const std::vector<int> by_affinity = planner::AffinityRequests(
         heldout_ids, affinity.DpScores(*dp_placement, config.vocab_size), g);
     std::fprintf(stderr, "G = %d: running DP...\n", g);
-    ASSIGN_OR_RETURN(Row r, RunConfig(dir, heldout, vanilla, AttentionMode::kDp, nullptr,
-                                      round_robin));
+    ASSIGN_OR_RETURN(Row r,
+                     RunConfig(dir, heldout, vanilla, AttentionMode::kDp, nullptr, round_robin));
     r.mode = "dp";
     r.placement = "vanilla+round_robin";
     rows.push_back(r);
-    ASSIGN_OR_RETURN(r, RunConfig(dir, heldout, *dp_placement, AttentionMode::kDp,
-                                  nullptr, by_affinity));
+    ASSIGN_OR_RETURN(
+        r, RunConfig(dir, heldout, *dp_placement, AttentionMode::kDp, nullptr, by_affinity));
     r.mode = "dp";
     r.placement = name + "+affinity";
     rows.push_back(r);
     const int replicas = absl::GetFlag(FLAGS_replicas);
     if (replicas > 0) {
-      const std::vector<int> profile_requests = planner::AffinityRequests(
-          trace, affinity.DpScores(*dp_placement, config.vocab_size), g);
-      ASSIGN_OR_RETURN(Placement replicated,
-                       planner::AddHotReplicas(trace, *dp_placement,
-                                               planner::TokensOfRequests(trace, profile_requests),
-                                               replicas));
+      const std::vector<int> profile_requests =
+          planner::AffinityRequests(trace, affinity.DpScores(*dp_placement, config.vocab_size), g);
+      ASSIGN_OR_RETURN(
+          Placement replicated,
+          planner::AddHotReplicas(trace, *dp_placement,
+                                  planner::TokensOfRequests(trace, profile_requests), replicas));
       const std::vector<int> requests = planner::AffinityRequests(
           heldout_ids, affinity.DpScores(replicated, config.vocab_size), g);
-      ASSIGN_OR_RETURN(r, RunConfig(dir, heldout, replicated, AttentionMode::kDp, nullptr,
-                                    requests));
+      ASSIGN_OR_RETURN(r,
+                       RunConfig(dir, heldout, replicated, AttentionMode::kDp, nullptr, requests));
       r.mode = "dp";
       r.placement = absl::StrCat(name, "-r", replicas, "+affinity");
       rows.push_back(r);
@@ -289,18 +292,17 @@ absl::Status Main() {
     r.mode = "tp_plain";
     r.placement = "vanilla";
     rows.push_back(r);
-    ASSIGN_OR_RETURN(r, RunConfig(dir, heldout, *tp_placement, AttentionMode::kTp,
-                                  nullptr, {}));
+    ASSIGN_OR_RETURN(r, RunConfig(dir, heldout, *tp_placement, AttentionMode::kTp, nullptr, {}));
     r.mode = "tp_plain";
     r.placement = name;
     rows.push_back(r);
-    ASSIGN_OR_RETURN(r, RunConfig(dir, heldout, *tp_placement, AttentionMode::kTp,
-                                  token_only.get(), {}));
+    ASSIGN_OR_RETURN(
+        r, RunConfig(dir, heldout, *tp_placement, AttentionMode::kTp, token_only.get(), {}));
     r.mode = "tp_shuffled_T";  // Token table only.
     r.placement = name;
     rows.push_back(r);
-    ASSIGN_OR_RETURN(r, RunConfig(dir, heldout, *tp_placement, AttentionMode::kTp,
-                                  predictor.get(), {}));
+    ASSIGN_OR_RETURN(
+        r, RunConfig(dir, heldout, *tp_placement, AttentionMode::kTp, predictor.get(), {}));
     r.mode = "tp_shuffled";  // T and A.
     r.placement = name;
     rows.push_back(r);
@@ -318,23 +320,28 @@ absl::Status Main() {
     }
   }
 
-  std::printf("bench_ep: %s, %zu held-out prompts (%lld tokens), %d decode steps; "
-              "profile: %zu prompts\n",
-              dir.c_str(), heldout.size(), static_cast<long long>(heldout_tokens),
-              absl::GetFlag(FLAGS_decode_steps), profile.size());
-  std::printf("%-3s %-14s %-22s %7s %13s %13s %9s %9s %9s %8s\n", "G", "mode", "placement",
-              "LAR", "a2a B/token", "RS+AG B/tok", "disp ms", "expt ms", "comb ms", "wall s");
+  std::printf(
+      "bench_ep: %s, %zu held-out prompts (%lld tokens), %d decode steps; "
+      "profile: %zu prompts\n",
+      dir.c_str(), heldout.size(), static_cast<long long>(heldout_tokens),
+      absl::GetFlag(FLAGS_decode_steps), profile.size());
+  std::printf("%-3s %-14s %-22s %7s %13s %13s %9s %9s %9s %8s\n", "G", "mode", "placement", "LAR",
+              "a2a B/token", "RS+AG B/tok", "disp ms", "expt ms", "comb ms", "wall s");
   nlohmann::json table = nlohmann::json::array();
   for (const Row& r : rows) {
     std::printf("%-3d %-14s %-22s %7.3f %13.0f %13.0f %9.3f %9.3f %9.3f %8.2f\n", r.ranks,
                 r.mode.c_str(), r.placement.c_str(), r.lar, r.a2a_bytes_per_token,
                 r.rsag_bytes_per_token, r.dispatch_ms, r.expert_ms, r.combine_ms, r.wall_s);
-    table.push_back({{"ranks", r.ranks}, {"mode", r.mode}, {"placement", r.placement},
-                     {"lar", r.lar}, {"a2a_bytes_per_token", r.a2a_bytes_per_token},
+    table.push_back({{"ranks", r.ranks},
+                     {"mode", r.mode},
+                     {"placement", r.placement},
+                     {"lar", r.lar},
+                     {"a2a_bytes_per_token", r.a2a_bytes_per_token},
                      {"rsag_bytes_per_token", r.rsag_bytes_per_token},
                      {"dispatch_ms_per_layer", r.dispatch_ms},
                      {"expert_ms_per_layer", r.expert_ms},
-                     {"combine_ms_per_layer", r.combine_ms}, {"wall_s", r.wall_s}});
+                     {"combine_ms_per_layer", r.combine_ms},
+                     {"wall_s", r.wall_s}});
   }
   if (absl::GetFlag(FLAGS_json)) std::printf("%s\n", table.dump().c_str());
   return absl::OkStatus();

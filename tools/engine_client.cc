@@ -69,17 +69,16 @@ int Generate(rpc::EngineService::Stub& stub, grpc::ClientContext& context) {
   }
   const grpc::Status status = reader->Finish();
   if (!status.ok()) {
-    std::cerr << "engine_client: " << status.error_code() << ": " << status.error_message()
-              << "\n";
+    std::cerr << "engine_client: " << status.error_code() << ": " << status.error_message() << "\n";
     return 1;
   }
   if (absl::GetFlag(FLAGS_json)) {  // {"token_ids": [...], "final": {...}}
-    std::cout << "{\"token_ids\":[" << absl::StrJoin(tokens, ",") << "],\"final\":"
-              << Json(final) << "}\n";
+    std::cout << "{\"token_ids\":[" << absl::StrJoin(tokens, ",") << "],\"final\":" << Json(final)
+              << "}\n";
   } else {
     std::cout << final.text() << "\n[" << absl::StrJoin(tokens, " ") << "] "
-              << final.finish_reason() << ", rank " << final.rank() << ", ttft "
-              << final.ttft_ms() << " ms, e2e " << final.e2e_ms() << " ms\n";
+              << final.finish_reason() << ", rank " << final.rank() << ", ttft " << final.ttft_ms()
+              << " ms, e2e " << final.e2e_ms() << " ms\n";
   }
   return 0;
 }
@@ -88,8 +87,7 @@ int Stats(rpc::EngineService::Stub& stub, grpc::ClientContext& context) {
   rpc::EngineStats stats;
   const grpc::Status status = stub.GetStats(&context, rpc::GetStatsRequest(), &stats);
   if (!status.ok()) {
-    std::cerr << "engine_client: " << status.error_code() << ": " << status.error_message()
-              << "\n";
+    std::cerr << "engine_client: " << status.error_code() << ": " << status.error_message() << "\n";
     return 1;
   }
   if (absl::GetFlag(FLAGS_json)) {

@@ -27,9 +27,9 @@
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
-#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/file.h"
@@ -47,8 +47,9 @@ ABSL_FLAG(std::string, attn, "dp", "attention parallelism: dp or tp");
 ABSL_FLAG(std::string, placement, "vanilla",
           "vanilla, a placement JSON file, or a version number in --db");
 ABSL_FLAG(std::string, db, "", "planner database: serve it (planner serve) and read versions");
-ABSL_FLAG(std::string, affinity, "", "token affinity tables for Attention-TP shuffling (a "
-                                     "version from --db brings its own)");
+ABSL_FLAG(std::string, affinity, "",
+          "token affinity tables for Attention-TP shuffling (a "
+          "version from --db brings its own)");
 ABSL_FLAG(std::string, run_dir, "", "logs, ports and the rendezvous (default: a fresh /tmp dir)");
 ABSL_FLAG(std::string, endpoints_file, "", "write the endpoints here as JSON once serving");
 ABSL_FLAG(int, kv_cache_mb, 256, "KV cache per rank, MiB");
@@ -221,8 +222,8 @@ absl::Status Start(Cluster& c, sigset_t& stop_signals) {
     // Gloo's file store refuses keys of an earlier run: a fresh folder every time.
     std::string dir = JoinPath(c.run_dir, "rendezvous-XXXXXX");
     if (mkdtemp(dir.data()) == nullptr) {
-      return absl::UnavailableError(absl::StrCat("cannot create a rendezvous folder in ",
-                                                 c.run_dir));
+      return absl::UnavailableError(
+          absl::StrCat("cannot create a rendezvous folder in ", c.run_dir));
     }
     rendezvous = absl::StrCat("file:", dir);
   }
@@ -231,10 +232,15 @@ absl::Status Start(Cluster& c, sigset_t& stop_signals) {
             << ") ... logs in " << c.run_dir << std::endl;
   for (int r = 0; r < g; ++r) {
     std::vector<std::string> argv = {
-        engine_bin, "serve", "--model", model, "--rank", absl::StrCat(r), "--ranks",
-        absl::StrCat(g), "--rendezvous", rendezvous, "--attn", attn, "--placement", placement,
-        "--port_file", JoinPath(c.run_dir, absl::StrCat("rank", r, ".port")), "--kv_cache_mb",
-        absl::StrCat(absl::GetFlag(FLAGS_kv_cache_mb))};
+        engine_bin,      "serve",
+        "--model",       model,
+        "--rank",        absl::StrCat(r),
+        "--ranks",       absl::StrCat(g),
+        "--rendezvous",  rendezvous,
+        "--attn",        attn,
+        "--placement",   placement,
+        "--port_file",   JoinPath(c.run_dir, absl::StrCat("rank", r, ".port")),
+        "--kv_cache_mb", absl::StrCat(absl::GetFlag(FLAGS_kv_cache_mb))};
     if (!affinity.empty()) {
       argv.push_back("--affinity");
       argv.push_back(affinity);
@@ -253,10 +259,9 @@ absl::Status Start(Cluster& c, sigset_t& stop_signals) {
     if (sigtimedwait(&stop_signals, nullptr, &none) > 0) {
       return absl::CancelledError("interrupted while starting");
     }
-    ASSIGN_OR_RETURN(int port,
-                     WaitForPort(*c.engines[r],
-                                 JoinPath(c.run_dir, absl::StrCat("rank", r, ".port")),
-                                 absl::StrCat("rank ", r), deadline));
+    ASSIGN_OR_RETURN(
+        int port, WaitForPort(*c.engines[r], JoinPath(c.run_dir, absl::StrCat("rank", r, ".port")),
+                              absl::StrCat("rank ", r), deadline));
     c.ports.push_back(port);
   }
   // Ready: every rank answers GetStats.
@@ -268,8 +273,8 @@ absl::Status Start(Cluster& c, sigset_t& stop_signals) {
     engine::rpc::EngineStats stats;
     const grpc::Status s = stub->GetStats(&context, {}, &stats);
     if (!s.ok()) {
-      return absl::UnavailableError(absl::StrCat("rank ", r, " does not answer: ",
-                                                 s.error_message()));
+      return absl::UnavailableError(
+          absl::StrCat("rank ", r, " does not answer: ", s.error_message()));
     }
     c.accepts.push_back(stats.accepts_requests());
   }

@@ -39,8 +39,7 @@ void RunMlp(const MlpWeights& mlp, const Matrix& h, Matrix& out) {
   LinearInto(gate, mlp.down, out);
 }
 
-void RunExperts(const LayerWeights& layer, const Matrix& h, const Routing& routing,
-                Matrix& out) {
+void RunExperts(const LayerWeights& layer, const Matrix& h, const Routing& routing, Matrix& out) {
   const int num_experts = static_cast<int>(layer.experts.size());
   const int k = routing.top_k;
   // Bucket (token, slot) pairs by expert: counting sort keeps token order within an expert.

@@ -27,8 +27,7 @@ Routing Route(const ModelConfig& config, const LayerWeights& layer, const Matrix
 // out[t] += Σ_j weight[t][j] · expert_j(h[t]); each expert runs once, on all its tokens, as one
 // GEMM per projection. Entries with expert id −1 are skipped (held by another EP rank).
 // REQUIRES: every other routed expert is loaded in `layer`.
-void RunExperts(const LayerWeights& layer, const Matrix& h, const Routing& routing,
-                Matrix& out);
+void RunExperts(const LayerWeights& layer, const Matrix& h, const Routing& routing, Matrix& out);
 
 // out += sigmoid(h · shared_gateᵀ) ⊙ shared_expert(h) (qwen2_moe; no-op without a shared expert).
 void RunSharedExpert(const LayerWeights& layer, const Matrix& h, Matrix& out);

@@ -18,8 +18,8 @@ using kernels::cpu::RmsNormArgs;
 // RMSNorm of every row of `x` (a new matrix; x is left alone for the residual).
 Matrix Normed(const Matrix& x, const Vector& weight, float eps) {
   Matrix out = x;
-  kernels::cpu::RmsNorm(RmsNormArgs{out.data(), out.rows(), out.cols(), out.cols(),
-                                    weight.data(), eps});
+  kernels::cpu::RmsNorm(
+      RmsNormArgs{out.data(), out.rows(), out.cols(), out.cols(), weight.data(), eps});
   return out;
 }
 
@@ -53,8 +53,7 @@ absl::Status LocalLayerStage::Run(int layer, absl::Span<const int32_t> tokens, M
   return absl::OkStatus();
 }
 
-Transformer::Transformer(const ModelConfig& config, const ModelWeights& weights,
-                         LayerStage* stage)
+Transformer::Transformer(const ModelConfig& config, const ModelWeights& weights, LayerStage* stage)
     : config_(config), weights_(weights), stage_(stage) {
   if (stage_ == nullptr) {
     local_stage_ = std::make_unique<LocalLayerStage>(config_, weights_);
@@ -81,8 +80,8 @@ absl::StatusOr<std::unique_ptr<Transformer>> Transformer::Create(const ModelConf
 }
 
 // Few new tokens (decode): read the cache rows in place, no gather (kernels/cpu/decode_attention).
-void Transformer::DirectAttention(int layer, const SequenceInput& seq, const Matrix& q,
-                                  int64_t row, Matrix& attn) const {
+void Transformer::DirectAttention(int layer, const SequenceInput& seq, const Matrix& q, int64_t row,
+                                  Matrix& attn) const {
   const ModelConfig& c = config_;
   const int hd = c.head_dim, group = c.num_heads / c.num_kv_heads;
   const int n = static_cast<int>(seq.tokens.size());
@@ -111,8 +110,8 @@ void Transformer::DirectAttention(int layer, const SequenceInput& seq, const Mat
 }
 
 // Many new tokens (prefill): gather the cache into contiguous matrices and use GEMMs per head.
-void Transformer::GemmAttention(int layer, const SequenceInput& seq, const Matrix& q,
-                                int64_t row, Matrix& attn) const {
+void Transformer::GemmAttention(int layer, const SequenceInput& seq, const Matrix& q, int64_t row,
+                                Matrix& attn) const {
   const ModelConfig& c = config_;
   const int hd = c.head_dim, group = c.num_heads / c.num_kv_heads;
   const float scale = 1.0f / std::sqrt(static_cast<float>(hd));
@@ -149,10 +148,10 @@ Matrix Transformer::Attention(int layer, absl::Span<const SequenceInput> batch,
   Matrix v = Linear(h, w.v, w.v_bias);
   const int64_t tokens = x.rows();
   if (c.qk_norm) {  // Per head, before RoPE.
-    kernels::cpu::RmsNorm({q.data(), tokens * c.num_heads, hd, hd, w.q_norm.data(),
-                           c.rms_norm_eps});
-    kernels::cpu::RmsNorm({k.data(), tokens * c.num_kv_heads, hd, hd, w.k_norm.data(),
-                           c.rms_norm_eps});
+    kernels::cpu::RmsNorm(
+        {q.data(), tokens * c.num_heads, hd, hd, w.q_norm.data(), c.rms_norm_eps});
+    kernels::cpu::RmsNorm(
+        {k.data(), tokens * c.num_kv_heads, hd, hd, w.k_norm.data(), c.rms_norm_eps});
   }
   kernels::cpu::ApplyRope({q.data(), tokens, q.cols(), c.num_heads, hd, positions.data(),
                            rope_cos_.data(), rope_sin_.data()});
@@ -165,8 +164,7 @@ Matrix Transformer::Attention(int layer, absl::Span<const SequenceInput> batch,
     const int n = static_cast<int>(seq.tokens.size());
     for (int t = 0; t < n; ++t) {
       std::copy_n(k.row(row + t).data(), c.kv_size(), seq.kv->Key(layer, seq.start_position + t));
-      std::copy_n(v.row(row + t).data(), c.kv_size(),
-                  seq.kv->Value(layer, seq.start_position + t));
+      std::copy_n(v.row(row + t).data(), c.kv_size(), seq.kv->Value(layer, seq.start_position + t));
     }
     if (n <= kDirectAttentionTokens) {
       DirectAttention(layer, seq, q, row, attn);
@@ -196,9 +194,8 @@ absl::StatusOr<ForwardOutput> Transformer::Forward(absl::Span<const SequenceInpu
                        " exceed max_position_embeddings ", c.max_position_embeddings));
     }
     if (seq.start_position + n > seq.kv->capacity()) {
-      return absl::InvalidArgumentError(absl::StrCat("sequence ", s, ": KV capacity ",
-                                                     seq.kv->capacity(), " < ",
-                                                     seq.start_position + n));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "sequence ", s, ": KV capacity ", seq.kv->capacity(), " < ", seq.start_position + n));
     }
     for (int32_t id : seq.tokens) {
       if (id < 0 || id >= c.vocab_size) {
@@ -228,8 +225,8 @@ absl::StatusOr<ForwardOutput> Transformer::Forward(absl::Span<const SequenceInpu
     out.attention_seconds += absl::ToDoubleSeconds(absl::Now() - start);
     const bool moe = weights_.layers[layer].is_moe;
     Routing routing;
-    RETURN_IF_ERROR(stage_->Run(layer, ids, x, attn,
-                                moe && options.collect_routing ? &routing : nullptr));
+    RETURN_IF_ERROR(
+        stage_->Run(layer, ids, x, attn, moe && options.collect_routing ? &routing : nullptr));
     if (moe && options.collect_routing) out.routing.push_back(std::move(routing));
   }
 

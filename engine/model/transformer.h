@@ -7,7 +7,8 @@
 // together; the experts run grouped by expert over the whole batch.
 //
 // Thread-safety: with the local stage Forward() uses no shared mutable state and concurrent calls
-// on different batches are safe; a parallel stage makes it thread-compatible. The weights must outlive the Transformer.
+// on different batches are safe; a parallel stage makes it thread-compatible. The weights must
+// outlive the Transformer.
 #ifndef SEMMOE_ENGINE_MODEL_TRANSFORMER_H_
 #define SEMMOE_ENGINE_MODEL_TRANSFORMER_H_
 

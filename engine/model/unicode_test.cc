@@ -30,7 +30,10 @@ TEST(UnicodeTest, RejectsInvalidUtf8WithItsOffset) {
 
 TEST(UnicodeTest, ToValidUtf8ReplacesOnlyTheBadBytes) {
   EXPECT_EQ(ToValidUtf8("h\xc3\xa9llo \xe4\xbd\xa0"), "h\xc3\xa9llo \xe4\xbd\xa0");
-  EXPECT_EQ(ToValidUtf8("a\xff" "b"), "a\xef\xbf\xbd" "b");
+  EXPECT_EQ(ToValidUtf8("a\xff"
+                        "b"),
+            "a\xef\xbf\xbd"
+            "b");
   EXPECT_EQ(ToValidUtf8("cut \xe4\xbd"), "cut \xef\xbf\xbd\xef\xbf\xbd");
   EXPECT_EQ(ToValidUtf8(""), "");
 }
@@ -52,10 +55,10 @@ TEST(UnicodeTest, Nfc) {
 
 TEST(UnicodeTest, Classes) {
   EXPECT_TRUE(IsLetter('a'));
-  EXPECT_TRUE(IsLetter(0x4f60));   // 你
+  EXPECT_TRUE(IsLetter(0x4f60));  // 你
   EXPECT_FALSE(IsLetter('1'));
-  EXPECT_TRUE(IsNumber(0x2460));   // ① (No)
-  EXPECT_TRUE(IsNumber(0x0663));   // Arabic-Indic three (Nd)
+  EXPECT_TRUE(IsNumber(0x2460));  // ① (No)
+  EXPECT_TRUE(IsNumber(0x0663));  // Arabic-Indic three (Nd)
   EXPECT_TRUE(IsWhitespace(0x3000));
   EXPECT_TRUE(IsWhitespace(0x85));
   EXPECT_FALSE(IsWhitespace(0x200B));  // Zero-width space is not White_Space.

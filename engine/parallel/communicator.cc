@@ -44,12 +44,18 @@ int64_t Sum(absl::Span<const int64_t> v) {
 
 const char* CollectiveName(CollectiveKind kind) {
   switch (kind) {
-    case CollectiveKind::kAllToAll: return "all_to_all";
-    case CollectiveKind::kReduceScatter: return "reduce_scatter";
-    case CollectiveKind::kAllGather: return "all_gather";
-    case CollectiveKind::kAllReduce: return "all_reduce";
-    case CollectiveKind::kBroadcast: return "broadcast";
-    case CollectiveKind::kBarrier: return "barrier";
+    case CollectiveKind::kAllToAll:
+      return "all_to_all";
+    case CollectiveKind::kReduceScatter:
+      return "reduce_scatter";
+    case CollectiveKind::kAllGather:
+      return "all_gather";
+    case CollectiveKind::kAllReduce:
+      return "all_reduce";
+    case CollectiveKind::kBroadcast:
+      return "broadcast";
+    case CollectiveKind::kBarrier:
+      return "barrier";
   }
   return "unknown";
 }
@@ -68,8 +74,8 @@ int64_t CommCounters::bytes_received() const {
 
 absl::Status Communicator::AllToAllVBytes(const char* send, size_t send_size,
                                           absl::Span<const int64_t> send_counts, char* recv,
-                                          size_t recv_size,
-                                          absl::Span<const int64_t> recv_counts, size_t elem) {
+                                          size_t recv_size, absl::Span<const int64_t> recv_counts,
+                                          size_t elem) {
   RETURN_IF_ERROR(CheckCounts("all-to-all-v send", send_counts, size(), send_size));
   RETURN_IF_ERROR(CheckCounts("all-to-all-v recv", recv_counts, size(), recv_size));
   const std::vector<int64_t> send_bytes = Scaled(send_counts, elem);

@@ -29,8 +29,14 @@
 
 namespace semmoe::engine {
 
-enum class CollectiveKind { kAllToAll, kReduceScatter, kAllGather, kAllReduce, kBroadcast,
-                            kBarrier };
+enum class CollectiveKind {
+  kAllToAll,
+  kReduceScatter,
+  kAllGather,
+  kAllReduce,
+  kBroadcast,
+  kBarrier
+};
 inline constexpr int kNumCollectiveKinds = 6;
 const char* CollectiveName(CollectiveKind kind);  // "all_to_all", "reduce_scatter", ...
 
@@ -141,12 +147,10 @@ class Communicator {
                            reinterpret_cast<char*>(recv.data()), recv.size(), sizeof(T));
   }
   absl::Status AllToAllVBytes(const char* send, size_t send_size,
-                              absl::Span<const int64_t> send_counts, char* recv,
-                              size_t recv_size, absl::Span<const int64_t> recv_counts,
-                              size_t elem);
-  absl::Status AllGatherVBytes(const char* send, size_t send_size,
-                               absl::Span<const int64_t> counts, char* recv, size_t recv_size,
-                               size_t elem);
+                              absl::Span<const int64_t> send_counts, char* recv, size_t recv_size,
+                              absl::Span<const int64_t> recv_counts, size_t elem);
+  absl::Status AllGatherVBytes(const char* send, size_t send_size, absl::Span<const int64_t> counts,
+                               char* recv, size_t recv_size, size_t elem);
   absl::Status BroadcastBytes(char* data, size_t size, int root);
 
   CommCounters counters_;

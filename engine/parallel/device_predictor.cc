@@ -47,7 +47,8 @@ std::unique_ptr<DevicePredictor> DevicePredictor::Create(
     const planner::TokenAffinity& affinity, const planner::Placement& placement,
     const planner::LayerAffinity* transitions) {
   return std::make_unique<DevicePredictor>(
-      affinity, placement, transitions != nullptr ? transitions->Table() : planner::TransitionTable{});
+      affinity, placement,
+      transitions != nullptr ? transitions->Table() : planner::TransitionTable{});
 }
 
 void DevicePredictor::Score(int moe_layer, absl::Span<const int32_t> tokens,

@@ -37,8 +37,7 @@ absl::StatusOr<std::unique_ptr<ExpertParallelFfn>> ExpertParallelFfn::Create(
                                                    config.num_experts));
   }
   if (placement.num_devices() != comm.size()) {
-    return absl::InvalidArgumentError(absl::StrCat("the placement is for ",
-                                                   placement.num_devices(),
+    return absl::InvalidArgumentError(absl::StrCat("the placement is for ", placement.num_devices(),
                                                    " devices but the group has ", comm.size()));
   }
   for (int i = 0; i < placement.num_layers(); ++i) {
@@ -56,16 +55,14 @@ absl::StatusOr<std::unique_ptr<ExpertParallelFfn>> ExpertParallelFfn::Create(
       new ExpertParallelFfn(config, weights, placement, comm));
 }
 
-int ExpertParallelFfn::row_bytes() const {
-  return config_.hidden_size * 4 + config_.top_k * 8;
-}
+int ExpertParallelFfn::row_bytes() const { return config_.hidden_size * 4 + config_.top_k * 8; }
 
 absl::Status ExpertParallelFfn::Run(int layer, const Matrix& x, Matrix& ffn,
                                     model::Routing* routing) {
   const model::LayerWeights& w = weights_.layers[layer];
   Matrix h = x;
-  kernels::cpu::RmsNorm({h.data(), h.rows(), h.cols(), h.cols(), w.post_attention_norm.data(),
-                         config_.rms_norm_eps});
+  kernels::cpu::RmsNorm(
+      {h.data(), h.rows(), h.cols(), h.cols(), w.post_attention_norm.data(), config_.rms_norm_eps});
   ffn.setZero(x.rows(), config_.hidden_size);
   if (!w.is_moe) {
     model::RunMlp(w.dense, h, ffn);
@@ -113,8 +110,8 @@ absl::Status ExpertParallelFfn::RunExpertsEp(int layer, int moe_index, const Mat
   std::vector<int64_t> send_rows(g), recv_rows(g);
   for (int d = 0; d < g; ++d) send_rows[d] = static_cast<int64_t>(to[d].size());
   const std::vector<int64_t> ones(g, 1);
-  RETURN_IF_ERROR(comm_.AllToAllV(absl::MakeConstSpan(send_rows), ones,
-                                  absl::MakeSpan(recv_rows), ones));
+  RETURN_IF_ERROR(
+      comm_.AllToAllV(absl::MakeConstSpan(send_rows), ones, absl::MakeSpan(recv_rows), ones));
 
   // Pack: hidden f32 | k × i32 expert id (−1 if held elsewhere) | k × f32 weight.
   const int64_t row_size = row_bytes();
@@ -141,8 +138,8 @@ absl::Status ExpertParallelFfn::RunExpertsEp(int layer, int moe_index, const Mat
     send_bytes[r] = send_rows[r] * row_size;
     recv_bytes[r] = recv_rows[r] * row_size;
   }
-  RETURN_IF_ERROR(comm_.AllToAllV(absl::MakeConstSpan(send), send_bytes, absl::MakeSpan(recv),
-                                  recv_bytes));
+  RETURN_IF_ERROR(
+      comm_.AllToAllV(absl::MakeConstSpan(send), send_bytes, absl::MakeSpan(recv), recv_bytes));
   for (int r = 0; r < g; ++r) {
     if (r == me) continue;
     counters.dispatch_bytes_sent += send_bytes[r];
@@ -165,8 +162,8 @@ absl::Status ExpertParallelFfn::RunExpertsEp(int layer, int moe_index, const Mat
     for (int j = 0; j < k; ++j) {
       const int32_t e = local.expert_ids[i * k + j];
       if (e != -1 && (e < 0 || e >= config_.num_experts || !placement_.Holds(moe_index, me, e))) {
-        return absl::InternalError(absl::StrCat("layer ", layer, ": rank ", me,
-                                                " was sent expert ", e, " which it does not hold"));
+        return absl::InternalError(absl::StrCat("layer ", layer, ": rank ", me, " was sent expert ",
+                                                e, " which it does not hold"));
       }
     }
   }
@@ -181,9 +178,9 @@ absl::Status ExpertParallelFfn::RunExpertsEp(int layer, int moe_index, const Mat
     result_counts[r] = recv_rows[r] * hidden;
     back_counts[r] = send_rows[r] * hidden;
   }
-  RETURN_IF_ERROR(comm_.AllToAllV(
-      absl::Span<const float>(results.data(), results.size()), result_counts,
-      absl::Span<float>(back.data(), back.size()), back_counts));
+  RETURN_IF_ERROR(comm_.AllToAllV(absl::Span<const float>(results.data(), results.size()),
+                                  result_counts, absl::Span<float>(back.data(), back.size()),
+                                  back_counts));
   int64_t row = 0;
   for (int d = 0; d < g; ++d) {
     for (int32_t t : to[d]) out.row(t) += back.row(row++);

@@ -53,8 +53,7 @@ class ExpertParallelFfn {
   // ffn = FFN(post_attention_norm(x)) for `x` [rows, hidden] (resized). Every rank must call it
   // for every layer in the same order, with zero rows if it has none. `routing`: if non-null and
   // the layer is MoE, the rows' routing.
-  absl::Status Run(int layer, const model::Matrix& x, model::Matrix& ffn,
-                   model::Routing* routing);
+  absl::Status Run(int layer, const model::Matrix& x, model::Matrix& ffn, model::Routing* routing);
 
   // Indexed like placement.moe_layers().
   const std::vector<MoeLayerCounters>& counters() const { return counters_; }

@@ -8,7 +8,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
-#include "kernels/cpu/segment_sum.h"
 #include "gloo/allgatherv.h"
 #include "gloo/allreduce.h"
 #include "gloo/alltoallv.h"
@@ -19,6 +18,7 @@
 #include "gloo/rendezvous/context.h"
 #include "gloo/rendezvous/prefix_store.h"
 #include "gloo/transport/tcp/device.h"
+#include "kernels/cpu/segment_sum.h"
 
 namespace semmoe::engine {
 namespace {
@@ -74,9 +74,8 @@ absl::StatusOr<std::unique_ptr<GlooCommunicator>> GlooCommunicator::Create(
       new GlooCommunicator(std::move(context), options.rank, options.size));
 }
 
-absl::Status GlooCommunicator::DoAllToAllV(const char* send,
-                                           const std::vector<int64_t>& send_bytes, char* recv,
-                                           const std::vector<int64_t>& recv_bytes) {
+absl::Status GlooCommunicator::DoAllToAllV(const char* send, const std::vector<int64_t>& send_bytes,
+                                           char* recv, const std::vector<int64_t>& recv_bytes) {
   // Gloo wants non-null buffers even when nothing moves.
   char empty_in = 0, empty_out = 0;
   char* in = send == nullptr ? &empty_in : const_cast<char*>(send);  // Gloo reads only.
@@ -115,8 +114,7 @@ absl::Status GlooCommunicator::DoBroadcast(char* data, int64_t bytes, int root) 
 }
 
 absl::Status GlooCommunicator::DoReduceScatterSum(const float* send,
-                                                  const std::vector<int64_t>& counts,
-                                                  float* recv) {
+                                                  const std::vector<int64_t>& counts, float* recv) {
   // Built from all-to-all-v and a local sum rather than Gloo's legacy
   // ReduceScatterHalvingDoubling, which shrinks the sockets' send buffers for every later op.
   const int64_t mine = counts[rank_];

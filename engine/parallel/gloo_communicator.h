@@ -38,8 +38,8 @@ class GlooCommunicator final : public Communicator {
  public:
   // Connects `options.size` ranks through `store` (borrowed during the call only). Blocks until
   // every rank has joined or the timeout passes.
-  static absl::StatusOr<std::unique_ptr<GlooCommunicator>> Create(
-      gloo::rendezvous::Store& store, const GlooOptions& options);
+  static absl::StatusOr<std::unique_ptr<GlooCommunicator>> Create(gloo::rendezvous::Store& store,
+                                                                  const GlooOptions& options);
 
   int rank() const override { return rank_; }
   int size() const override { return size_; }

@@ -26,10 +26,10 @@ void RunRanks(int ranks, const std::function<void(GlooCommunicator&)>& body,
     threads.emplace_back([&, r] {
       absl::StatusOr<std::unique_ptr<GlooCommunicator>> group =
           GlooCommunicator::Create(store, {.rank = r,
-                                    .size = ranks,
-                                    .hostname = "127.0.0.1",
-                                    .prefix = "test",
-                                    .timeout = timeout});
+                                           .size = ranks,
+                                           .hostname = "127.0.0.1",
+                                           .prefix = "test",
+                                           .timeout = timeout});
       ASSERT_TRUE(group.ok()) << group.status();
       body(**group);
     });

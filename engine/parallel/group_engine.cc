@@ -193,8 +193,7 @@ absl::Status GroupEngine::Loop() {
   }
 }
 
-absl::StatusOr<model::ForwardOutput> GroupEngine::Forward(
-    absl::Span<const SequenceInput> batch) {
+absl::StatusOr<model::ForwardOutput> GroupEngine::Forward(absl::Span<const SequenceInput> batch) {
   if (model_.attention() == AttentionMode::kTp) {
     std::vector<int64_t> wire = EncodePass(batch);
     std::vector<int64_t> size = {static_cast<int64_t>(wire.size())};
@@ -212,8 +211,8 @@ absl::Status GroupEngine::FollowerPass() {
   std::vector<int64_t> size(1);
   RETURN_IF_ERROR(comm.Broadcast(absl::MakeSpan(size), kLeader));
   if (size[0] < 1 || size[0] > (int64_t{1} << 32)) {
-    return absl::InternalError(absl::StrCat("Attention-TP leader sent a pass of ", size[0],
-                                            " words"));
+    return absl::InternalError(
+        absl::StrCat("Attention-TP leader sent a pass of ", size[0], " words"));
   }
   std::vector<int64_t> wire(size[0]);
   RETURN_IF_ERROR(comm.Broadcast(absl::MakeSpan(wire), kLeader));
@@ -232,14 +231,14 @@ absl::Status GroupEngine::FollowerPass() {
   std::vector<SequenceInput> batch(n);
   for (int64_t s = 0; s < n; ++s) {
     int64_t start, count, logits, pages;
-    if (!next(start) || !next(count) || !next(logits) || !next(pages) || count < 0 ||
-        pages < 0 || logits < 0 || logits > 2 || at + count + pages > wire.size()) {
+    if (!next(start) || !next(count) || !next(logits) || !next(pages) || count < 0 || pages < 0 ||
+        logits < 0 || logits > 2 || at + count + pages > wire.size()) {
       return malformed;
     }
     tokens[s].assign(wire.begin() + at, wire.begin() + at + count);
     at += count;
-    ASSIGN_OR_RETURN(views[s], mirror_kv_->View(std::vector<int32_t>(
-                                   wire.begin() + at, wire.begin() + at + pages)));
+    ASSIGN_OR_RETURN(views[s], mirror_kv_->View(std::vector<int32_t>(wire.begin() + at,
+                                                                     wire.begin() + at + pages)));
     at += pages;
     batch[s] = {.tokens = tokens[s],
                 .start_position = static_cast<int>(start),

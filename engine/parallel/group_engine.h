@@ -104,8 +104,8 @@ class GroupEngine {
 
   RankModel& model_;
   const GroupEngineOptions options_;
-  std::unique_ptr<runtime::BatchEngine> batch_;        // DP ranks and the TP leader.
-  std::unique_ptr<runtime::PagedKvCache> mirror_kv_;   // TP followers.
+  std::unique_ptr<runtime::BatchEngine> batch_;       // DP ranks and the TP leader.
+  std::unique_ptr<runtime::PagedKvCache> mirror_kv_;  // TP followers.
   absl::flat_hash_map<std::string, std::shared_ptr<RequestSink>> sinks_;  // Loop thread only.
   int64_t forward_passes_ = 0;
   double attention_seconds_ = 0;

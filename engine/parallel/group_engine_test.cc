@@ -62,8 +62,11 @@ std::map<std::string, std::vector<int32_t>> Expected(int requests, int max_token
   auto m = model::LoadModel(TinyDir());
   auto engine = runtime::BatchEngine::Create(*(*m)->transformer, {});
   for (int i = 0; i < requests; ++i) {
-    EXPECT_TRUE((*engine)->Submit({.id = absl::StrCat("r", i), .prompt = Prompt(3 + i % 7, i),
-                                   .max_tokens = max_tokens, .ignore_eos = true})
+    EXPECT_TRUE((*engine)
+                    ->Submit({.id = absl::StrCat("r", i),
+                              .prompt = Prompt(3 + i % 7, i),
+                              .max_tokens = max_tokens,
+                              .ignore_eos = true})
                     .ok());
   }
   std::map<std::string, std::vector<int32_t>> out;
@@ -127,9 +130,12 @@ TEST_P(GroupEngineTest, ServesLikeOneDeviceFromEveryAcceptingRank) {
     sinks.push_back(sink);
     // DP: alternate ranks (some requests overlap, some ranks idle while others work).
     GroupEngine& engine = *ranks[mode == AttentionMode::kDp ? i % 2 : 0].engine;
-    ASSERT_TRUE(engine.Submit({.id = absl::StrCat("r", i), .prompt = Prompt(3 + i % 7, i),
-                               .max_tokens = kTokens, .ignore_eos = true},
-                              sink)
+    ASSERT_TRUE(engine
+                    .Submit({.id = absl::StrCat("r", i),
+                             .prompt = Prompt(3 + i % 7, i),
+                             .max_tokens = kTokens,
+                             .ignore_eos = true},
+                            sink)
                     .ok());
     if (i == 4) absl::SleepFor(absl::Milliseconds(20));  // A second wave after a pause.
   }
@@ -158,10 +164,12 @@ TEST_P(GroupEngineTest, CancelFreesTheRequestAndStopFailsTheRest) {
   auto placement = planner::Placement::Vanilla({0, 1}, 8, 2);
   std::vector<Rank> ranks = StartGroup(2, GetParam(), *placement);
   auto cancelled = std::make_shared<Collect>();
-  ASSERT_TRUE(ranks[0].engine->Submit({.id = "long", .prompt = Prompt(4, 1), .max_tokens = 400,
-                                       .ignore_eos = true},
-                                      cancelled)
-                  .ok());
+  ASSERT_TRUE(
+      ranks[0]
+          .engine
+          ->Submit({.id = "long", .prompt = Prompt(4, 1), .max_tokens = 400, .ignore_eos = true},
+                   cancelled)
+          .ok());
   while (cancelled->count.load() < 2) absl::SleepFor(absl::Milliseconds(1));
   ranks[0].engine->Cancel("long");
   cancelled->done.WaitForNotification();
@@ -173,10 +181,12 @@ TEST_P(GroupEngineTest, CancelFreesTheRequestAndStopFailsTheRest) {
   EXPECT_EQ(bad->status.code(), absl::StatusCode::kInvalidArgument);
   // A request still running when the group stops gets UNAVAILABLE.
   auto pending = std::make_shared<Collect>();
-  ASSERT_TRUE(ranks[0].engine->Submit({.id = "p", .prompt = Prompt(4, 2), .max_tokens = 400,
-                                       .ignore_eos = true},
-                                      pending)
-                  .ok());
+  ASSERT_TRUE(
+      ranks[0]
+          .engine
+          ->Submit({.id = "p", .prompt = Prompt(4, 2), .max_tokens = 400, .ignore_eos = true},
+                   pending)
+          .ok());
   while (pending->count.load() == 0) absl::SleepFor(absl::Milliseconds(1));
   StopGroup(ranks);
   pending->done.WaitForNotification();

@@ -1,6 +1,6 @@
 // GrpcStore: a Gloo rendezvous store backed by a RendezvousStore gRPC service, so ranks on
-// several hosts can connect through one address (`host:port`). The same GlooCommunicator code serves
-// one host (gloo's FileStore) and many (this), so multi-host is a deployment setting.
+// several hosts can connect through one address (`host:port`). The same GlooCommunicator code
+// serves one host (gloo's FileStore) and many (this), so multi-host is a deployment setting.
 //
 // Gloo's Store interface reports failure by exception; GrpcStore throws gloo::IoException with
 // the RPC's status, which GlooCommunicator::Create turns back into an absl::Status.

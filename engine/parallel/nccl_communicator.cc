@@ -114,13 +114,13 @@ NcclCommunicator::~NcclCommunicator() = default;
 absl::StatusOr<std::unique_ptr<NcclCommunicator>> NcclCommunicator::Create(
     gloo::rendezvous::Store& store, const NcclOptions& o) {
   if (o.size < 1 || o.rank < 0 || o.rank >= o.size) {
-    return absl::InvalidArgumentError(absl::StrCat("nccl: rank ", o.rank, " is not in a group of ",
-                                                   o.size));
+    return absl::InvalidArgumentError(
+        absl::StrCat("nccl: rank ", o.rank, " is not in a group of ", o.size));
   }
   ASSIGN_OR_RETURN(int devices, kernels::cuda::DeviceCount());
   if (o.device < 0 || o.device >= devices) {
-    return absl::UnavailableError(absl::StrCat("nccl: CUDA device ", o.device, " of ", devices,
-                                               " does not exist"));
+    return absl::UnavailableError(
+        absl::StrCat("nccl: CUDA device ", o.device, " of ", devices, " does not exist"));
   }
   auto impl = std::make_unique<Impl>();
   impl->device = o.device;
@@ -140,8 +140,8 @@ absl::StatusOr<std::unique_ptr<NcclCommunicator>> NcclCommunicator::Create(
       store.wait({key}, std::chrono::milliseconds(absl::ToInt64Milliseconds(o.timeout)));
       const std::vector<char> bytes = store.get(key);
       if (bytes.size() != sizeof(id)) {
-        return absl::InternalError(absl::StrCat("nccl: the unique id in the store has ",
-                                                bytes.size(), " bytes"));
+        return absl::InternalError(
+            absl::StrCat("nccl: the unique id in the store has ", bytes.size(), " bytes"));
       }
       std::memcpy(&id, bytes.data(), sizeof(id));
     }
@@ -167,9 +167,8 @@ absl::StatusOr<std::unique_ptr<NcclCommunicator>> NcclCommunicator::Create(
   return std::unique_ptr<NcclCommunicator>(new NcclCommunicator(o.rank, o.size, std::move(impl)));
 }
 
-absl::Status NcclCommunicator::DoAllToAllV(const char* send,
-                                           const std::vector<int64_t>& send_bytes, char* recv,
-                                           const std::vector<int64_t>& recv_bytes) {
+absl::Status NcclCommunicator::DoAllToAllV(const char* send, const std::vector<int64_t>& send_bytes,
+                                           char* recv, const std::vector<int64_t>& recv_bytes) {
   RETURN_IF_ERROR(impl_->Check("all-to-all-v"));
   int64_t send_at = 0, recv_at = 0, self_send = 0, self_recv = 0;
   NCCL_RETURN_IF_ERROR(ncclGroupStart());
@@ -179,12 +178,12 @@ absl::Status NcclCommunicator::DoAllToAllV(const char* send,
       self_recv = recv_at;
     } else {
       if (send_bytes[r] > 0) {
-        NCCL_RETURN_IF_ERROR(ncclSend(send + send_at, send_bytes[r], ncclChar, r, impl_->comm,
-                                      impl_->stream));
+        NCCL_RETURN_IF_ERROR(
+            ncclSend(send + send_at, send_bytes[r], ncclChar, r, impl_->comm, impl_->stream));
       }
       if (recv_bytes[r] > 0) {
-        NCCL_RETURN_IF_ERROR(ncclRecv(recv + recv_at, recv_bytes[r], ncclChar, r, impl_->comm,
-                                      impl_->stream));
+        NCCL_RETURN_IF_ERROR(
+            ncclRecv(recv + recv_at, recv_bytes[r], ncclChar, r, impl_->comm, impl_->stream));
       }
     }
     send_at += send_bytes[r];
@@ -219,8 +218,8 @@ absl::Status NcclCommunicator::DoAllGatherV(const char* send, int64_t send_bytes
   }
   NCCL_RETURN_IF_ERROR(ncclGroupEnd());
   if (send_bytes > 0) {
-    CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(recv + mine, send, send_bytes, cudaMemcpyDeviceToDevice,
-                                         impl_->stream));
+    CUDA_RETURN_IF_ERROR(
+        cudaMemcpyAsync(recv + mine, send, send_bytes, cudaMemcpyDeviceToDevice, impl_->stream));
   }
   return impl_->Wait("all-gather-v");
 }
@@ -233,8 +232,7 @@ absl::Status NcclCommunicator::DoBroadcast(char* data, int64_t bytes, int root) 
 }
 
 absl::Status NcclCommunicator::DoReduceScatterSum(const float* send,
-                                                  const std::vector<int64_t>& counts,
-                                                  float* recv) {
+                                                  const std::vector<int64_t>& counts, float* recv) {
   RETURN_IF_ERROR(impl_->Check("reduce-scatter"));
   const int64_t mine = counts[rank_];
   RETURN_IF_ERROR(impl_->EnsureScratch(std::max<int64_t>(1, mine * size_)));

@@ -29,7 +29,7 @@ namespace semmoe::engine {
 struct NcclOptions {
   int rank = 0;
   int size = 1;
-  int device = 0;  // CUDA device of this rank.
+  int device = 0;                      // CUDA device of this rank.
   std::string prefix = "semmoe-nccl";  // Key namespace in the store.
   absl::Duration timeout = absl::Seconds(60);
 };
@@ -37,8 +37,8 @@ struct NcclOptions {
 class NcclCommunicator final : public Communicator {
  public:
   // Blocks until every rank joined or the timeout. UNAVAILABLE without a GPU.
-  static absl::StatusOr<std::unique_ptr<NcclCommunicator>> Create(
-      gloo::rendezvous::Store& store, const NcclOptions& options);
+  static absl::StatusOr<std::unique_ptr<NcclCommunicator>> Create(gloo::rendezvous::Store& store,
+                                                                  const NcclOptions& options);
   ~NcclCommunicator() override;
 
   int rank() const override { return rank_; }

@@ -113,10 +113,10 @@ TEST(NcclCommunicatorTest, CollectivesMatchTheirContract) {
     ASSERT_TRUE(comm.Barrier().ok());
     EXPECT_EQ(comm.counters()[CollectiveKind::kAllToAll].calls, 1);
     EXPECT_EQ(comm.counters()[CollectiveKind::kReduceScatter].calls, 1);
-    for (void* p : {static_cast<void*>(d_send), static_cast<void*>(d_recv),
-                    static_cast<void*>(d_parts), static_cast<void*>(d_mine),
-                    static_cast<void*>(d_own), static_cast<void*>(d_all), static_cast<void*>(d_b),
-                    static_cast<void*>(d_sum)}) {
+    for (void* p :
+         {static_cast<void*>(d_send), static_cast<void*>(d_recv), static_cast<void*>(d_parts),
+          static_cast<void*>(d_mine), static_cast<void*>(d_own), static_cast<void*>(d_all),
+          static_cast<void*>(d_b), static_cast<void*>(d_sum)}) {
       cudaFree(p);
     }
   });

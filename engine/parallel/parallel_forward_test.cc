@@ -1,11 +1,12 @@
 // The invariant of DESIGN.md §4: placement never changes the math. G ranks (threads, each with
 // its own Gloo communicator, weights and KV) run prompts through prefill and greedy decoding in
 // Attention-DP, Attention-TP plain and Attention-TP shuffled, under vanilla, random, skewed and
-// replicated (hot experts copied to other devices) placements; the tokens must equal one device's, the logits agree within 1e-4 relative L2, and
-// the byte counters must equal the bytes recomputed from the routing each rank saw.
+// replicated (hot experts copied to other devices) placements; the tokens must equal one device's,
+// the logits agree within 1e-4 relative L2, and the byte counters must equal the bytes recomputed
+// from the routing each rank saw.
 #include <cmath>
-#include <iostream>
 #include <cstdlib>
+#include <iostream>
 #include <map>
 #include <memory>
 #include <numeric>
@@ -57,11 +58,9 @@ absl::StatusOr<std::vector<SeqOutput>> RunGreedy(
     const model::Transformer& transformer, int kv_size,
     const std::vector<std::vector<int32_t>>& prompts,
     std::vector<std::vector<Routing>>* routing = nullptr) {
-  return RunLockstepGreedy(transformer, prompts,
-                           {.decode_steps = kDecodeSteps,
-                            .kv_size = kv_size,
-                            .keep_logits = true,
-                            .routing = routing});
+  return RunLockstepGreedy(
+      transformer, prompts,
+      {.decode_steps = kDecodeSteps, .kv_size = kv_size, .keep_logits = true, .routing = routing});
 }
 
 double RelL2(const std::vector<float>& a, const std::vector<float>& b) {
@@ -155,8 +154,8 @@ const Reference& GetReference(const ModelCase& c) {
     auto model = model::LoadModel(c.dir);
     EXPECT_TRUE(model.ok()) << model.status();
     ref->model = std::move(*model);
-    auto outputs = RunGreedy(*ref->model->transformer, ref->model->config.kv_size(), c.prompts,
-                             &ref->routing);
+    auto outputs =
+        RunGreedy(*ref->model->transformer, ref->model->config.kv_size(), c.prompts, &ref->routing);
     EXPECT_TRUE(outputs.ok()) << outputs.status();
     ref->outputs = std::move(*outputs);
   }
@@ -220,7 +219,8 @@ std::unique_ptr<DevicePredictor> Predictor(const ModelCase& c, const Reference& 
     std::vector<uint16_t> experts;
     for (size_t t = 0; t < tokens.size(); ++t) {
       for (int l = 0; l < layers; ++l) {
-        for (int j = 0; j < k; ++j) experts.push_back(ref.routing[0][l].expert_ids[(row + t) * k + j]);
+        for (int j = 0; j < k; ++j)
+          experts.push_back(ref.routing[0][l].expert_ids[(row + t) * k + j]);
       }
     }
     row += static_cast<int64_t>(tokens.size());
@@ -408,12 +408,10 @@ std::string ParamName(const ::testing::TestParamInfo<Param>& info) {
 
 INSTANTIATE_TEST_SUITE_P(
     Matrix, ParallelForwardTest,
-    ::testing::Combine(::testing::Values("tiny_qwen3_moe", "tiny_qwen2_moe", "tiny_mixtral",
-                                         "shared_qwen3_moe_a"),
-                       ::testing::Values(2, 4),
-                       ::testing::Values(Mode::kDp, Mode::kTpPlain, Mode::kTpShuffled),
-                       ::testing::Values(Layout::kVanilla, Layout::kRandom, Layout::kSkewed,
-                                         Layout::kReplicated)),
+    ::testing::Combine(
+        ::testing::Values("tiny_qwen3_moe", "tiny_qwen2_moe", "tiny_mixtral", "shared_qwen3_moe_a"),
+        ::testing::Values(2, 4), ::testing::Values(Mode::kDp, Mode::kTpPlain, Mode::kTpShuffled),
+        ::testing::Values(Layout::kVanilla, Layout::kRandom, Layout::kSkewed, Layout::kReplicated)),
     ParamName);
 
 }  // namespace

@@ -20,10 +20,10 @@ absl::StatusOr<std::unique_ptr<RankModel>> RankModel::Create(const std::string& 
   ASSIGN_OR_RETURN(m->config_, model::LoadModelConfig(dir));
   const model::ModelConfig& c = m->config_;
   if (placement.moe_layers() != c.MoeLayers() || placement.num_experts() != c.num_experts) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        dir, ": the placement (", placement.num_layers(), " MoE layers, ",
-        placement.num_experts(), " experts) is not for this model (", c.MoeLayers().size(),
-        " MoE layers, ", c.num_experts, " experts)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(dir, ": the placement (", placement.num_layers(), " MoE layers, ",
+                     placement.num_experts(), " experts) is not for this model (",
+                     c.MoeLayers().size(), " MoE layers, ", c.num_experts, " experts)"));
   }
   if (options.attention == AttentionMode::kTp) RETURN_IF_ERROR(CheckTpSplit(c, comm.size()));
 
@@ -55,8 +55,7 @@ absl::StatusOr<std::unique_ptr<RankModel>> RankModel::Create(const std::string& 
     m->dp_stage_ = std::make_unique<DpLayerStage>(*m->ffn_);
     stage = m->dp_stage_.get();
   } else {
-    if (options.predictor != nullptr &&
-        options.predictor->num_devices() != comm.size()) {
+    if (options.predictor != nullptr && options.predictor->num_devices() != comm.size()) {
       return absl::InvalidArgumentError("the device predictor is for another group size");
     }
     m->tp_stage_ = std::make_unique<TpLayerStage>(c, *m->ffn_, comm, options.predictor);

@@ -29,11 +29,10 @@ absl::StatusOr<std::unique_ptr<Communicator>> ConnectGloo(const RendezvousOption
   } else if (absl::StartsWith(address, "grpc:") && address.find(':', 5) != std::string::npos) {
     store = std::make_unique<GrpcStore>(address.substr(5));
   } else {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "rendezvous address '", address, "' is neither file:DIR nor grpc:HOST:PORT"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("rendezvous address '", address, "' is neither file:DIR nor grpc:HOST:PORT"));
   }
-  absl::StatusOr<std::unique_ptr<GlooCommunicator>> comm =
-      GlooCommunicator::Create(*store, gloo);
+  absl::StatusOr<std::unique_ptr<GlooCommunicator>> comm = GlooCommunicator::Create(*store, gloo);
   if (!comm.ok()) {
     return absl::Status(comm.status().code(),
                         absl::StrCat("rank ", options.rank, "/", options.size, " via ", address,

@@ -23,8 +23,8 @@ ShufflePlan TpLayerStage::Plan(int layer, absl::Span<const int32_t> tokens) {
   return PlanShuffle(scores, comm_.size());
 }
 
-absl::Status TpLayerStage::Run(int layer, absl::Span<const int32_t> tokens, Matrix& x,
-                               Matrix& attn, model::Routing* routing) {
+absl::Status TpLayerStage::Run(int layer, absl::Span<const int32_t> tokens, Matrix& x, Matrix& attn,
+                               model::Routing* routing) {
   const int g = comm_.size(), me = comm_.rank();
   const int64_t total = x.rows();
   if (layer == 0) {

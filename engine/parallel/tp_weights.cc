@@ -47,9 +47,9 @@ void KeepSegment(model::Vector& v, int64_t begin, int64_t count) {
 absl::Status CheckTpSplit(const model::ModelConfig& config, int size) {
   const int h = config.num_heads, kv = config.num_kv_heads;
   if (size < 1 || h % size != 0 || (kv % size != 0 && size % kv != 0)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "Attention-TP over ", size, " ranks needs the ", h, " query heads to split evenly and ",
-        "the ", kv, " KV heads to split or replicate evenly"));
+    return absl::InvalidArgumentError(absl::StrCat("Attention-TP over ", size, " ranks needs the ",
+                                                   h, " query heads to split evenly and ", "the ",
+                                                   kv, " KV heads to split or replicate evenly"));
   }
   return absl::OkStatus();
 }
@@ -70,8 +70,7 @@ absl::StatusOr<model::ModelConfig> SliceForTp(const model::ModelConfig& config,
     KeepRows(layer.q, static_cast<int64_t>(q_begin) * hd, static_cast<int64_t>(heads) * hd);
     KeepRows(layer.k, static_cast<int64_t>(kv_begin) * hd, static_cast<int64_t>(kv_heads) * hd);
     KeepRows(layer.v, static_cast<int64_t>(kv_begin) * hd, static_cast<int64_t>(kv_heads) * hd);
-    KeepSegment(layer.q_bias, static_cast<int64_t>(q_begin) * hd,
-                static_cast<int64_t>(heads) * hd);
+    KeepSegment(layer.q_bias, static_cast<int64_t>(q_begin) * hd, static_cast<int64_t>(heads) * hd);
     KeepSegment(layer.k_bias, static_cast<int64_t>(kv_begin) * hd,
                 static_cast<int64_t>(kv_heads) * hd);
     KeepSegment(layer.v_bias, static_cast<int64_t>(kv_begin) * hd,

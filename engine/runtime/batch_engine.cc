@@ -54,8 +54,8 @@ absl::StatusOr<std::unique_ptr<BatchEngine>> BatchEngine::Create(
         "max_batch_tokens, max_running and max_waiting must be positive");
   }
   const model::ModelConfig& c = transformer.config();
-  PagedKvCache::Options kv{.num_layers = c.num_layers, .kv_size = c.kv_size(),
-                           .page_size = options.page_size};
+  PagedKvCache::Options kv{
+      .num_layers = c.num_layers, .kv_size = c.kv_size(), .page_size = options.page_size};
   kv.num_pages = PagedKvCache::PagesForBytes(kv, options.kv_cache_bytes);
   ASSIGN_OR_RETURN(std::unique_ptr<PagedKvCache> cache, PagedKvCache::Create(kv));
   return std::unique_ptr<BatchEngine>(new BatchEngine(transformer, options, std::move(cache)));
@@ -70,20 +70,19 @@ absl::Status BatchEngine::Submit(GenerationRequest request) {
   }
   const int64_t total = static_cast<int64_t>(request.prompt.size()) + request.max_tokens;
   if (total > c.max_position_embeddings) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(id, ": prompt (", request.prompt.size(), ") + max_tokens (",
-                     request.max_tokens, ") exceeds the model's ", c.max_position_embeddings,
-                     " positions"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        id, ": prompt (", request.prompt.size(), ") + max_tokens (", request.max_tokens,
+        ") exceeds the model's ", c.max_position_embeddings, " positions"));
   }
   if (total > static_cast<int64_t>(cache_->total_pages()) * cache_->page_size()) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        id, ": prompt + max_tokens (", total, ") does not fit the whole KV cache (",
-        cache_->total_pages() * cache_->page_size(), " positions)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(id, ": prompt + max_tokens (", total, ") does not fit the whole KV cache (",
+                     cache_->total_pages() * cache_->page_size(), " positions)"));
   }
   for (int32_t t : request.prompt) {
     if (t < 0 || t >= c.vocab_size) {
-      return absl::InvalidArgumentError(absl::StrCat(id, ": token id ", t, " is outside [0, ",
-                                                     c.vocab_size, ")"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(id, ": token id ", t, " is outside [0, ", c.vocab_size, ")"));
     }
   }
   RETURN_IF_ERROR(ValidateSamplingParams(request.sampling));
@@ -127,8 +126,8 @@ bool BatchEngine::ReserveOrPreempt(size_t index, int positions) {
 bool BatchEngine::Append(Sequence& seq, int32_t token) {
   seq.generated.push_back(token);
   const GenerationRequest& r = seq.request;
-  const bool eos = std::find(options_.eos_ids.begin(), options_.eos_ids.end(), token) !=
-                   options_.eos_ids.end();
+  const bool eos =
+      std::find(options_.eos_ids.begin(), options_.eos_ids.end(), token) != options_.eos_ids.end();
   if (eos && !r.ignore_eos) {
     seq.finish = FinishReason::kEos;
     return true;
@@ -210,9 +209,9 @@ absl::Status BatchEngine::Step(std::vector<GenerationResult>& finished,
   std::vector<SequenceInput> batch;
   for (auto& [seq, chunk] : plan) {
     const bool last = seq->computed + chunk == static_cast<int>(seq->tokens.size());
-    batch.push_back(SequenceInput{
-        absl::MakeConstSpan(seq->tokens).subspan(seq->computed, chunk), seq->computed,
-        seq->kv.get(), last ? LogitsMode::kLast : LogitsMode::kNone});
+    batch.push_back(SequenceInput{absl::MakeConstSpan(seq->tokens).subspan(seq->computed, chunk),
+                                  seq->computed, seq->kv.get(),
+                                  last ? LogitsMode::kLast : LogitsMode::kNone});
   }
   ASSIGN_OR_RETURN(model::ForwardOutput out, RunForward(batch));
   ++stats_.steps;
@@ -235,8 +234,8 @@ absl::Status BatchEngine::Step(std::vector<GenerationResult>& finished,
       done.push_back(&seq);
       continue;
     }
-    const int32_t token = seq.sampler.Sample(
-        absl::Span<const float>(out.logits.row(r).data(), out.logits.cols()));
+    const int32_t token =
+        seq.sampler.Sample(absl::Span<const float>(out.logits.row(r).data(), out.logits.cols()));
     if (events != nullptr) events->push_back(TokenEvent{seq.request.id, token});
     if (Append(seq, token)) done.push_back(&seq);
   }

@@ -67,9 +67,11 @@ TEST(BatchEngineTest, ContinuousBatchingWithChunksAndPreemptionMatchesAlone) {
     const auto prompt = Prompt(3 + (r * 7) % 23, r);
     const int n = 4 + r % 9;
     expected[absl::StrCat("r", r)] = GreedyAlone(*m, prompt, n);
-    ASSERT_TRUE((*engine)->Submit({.id = absl::StrCat("r", r), .prompt = prompt, .max_tokens = n,
-                                   .ignore_eos = true})
-                    .ok());
+    ASSERT_TRUE(
+        (*engine)
+            ->Submit(
+                {.id = absl::StrCat("r", r), .prompt = prompt, .max_tokens = n, .ignore_eos = true})
+            .ok());
   }
   auto results = (*engine)->RunUntilIdle();
   ASSERT_TRUE(results.ok()) << results.status();
@@ -88,10 +90,12 @@ TEST(BatchEngineTest, ContinuousBatchingWithChunksAndPreemptionMatchesAlone) {
 TEST(BatchEngineTest, CancelFreesTheSlotAndTheOthersContinue) {
   auto m = TinyModel();
   auto engine = BatchEngine::Create(*m->transformer, {});
-  ASSERT_TRUE((*engine)->Submit({.id = "a", .prompt = Prompt(5, 1), .max_tokens = 6,
-                                 .ignore_eos = true}).ok());
-  ASSERT_TRUE((*engine)->Submit({.id = "b", .prompt = Prompt(5, 2), .max_tokens = 6,
-                                 .ignore_eos = true}).ok());
+  ASSERT_TRUE((*engine)
+                  ->Submit({.id = "a", .prompt = Prompt(5, 1), .max_tokens = 6, .ignore_eos = true})
+                  .ok());
+  ASSERT_TRUE((*engine)
+                  ->Submit({.id = "b", .prompt = Prompt(5, 2), .max_tokens = 6, .ignore_eos = true})
+                  .ok());
   std::vector<GenerationResult> finished;
   ASSERT_TRUE((*engine)->Step(finished).ok());  // Both admitted and prefilled.
   EXPECT_LT((*engine)->kv_cache().free_pages(), (*engine)->kv_cache().total_pages());
@@ -124,8 +128,9 @@ TEST(BatchEngineTest, ForwardEveryStepRunsEmptyPassesThroughTheHook) {
   ASSERT_TRUE((*engine)->Step(finished).ok());  // Idle: still one (empty) pass.
   EXPECT_EQ(passes, 1);
   EXPECT_EQ(empty_passes, 1);
-  ASSERT_TRUE((*engine)->Submit({.id = "x", .prompt = Prompt(4, 9), .max_tokens = 3,
-                                 .ignore_eos = true}).ok());
+  ASSERT_TRUE((*engine)
+                  ->Submit({.id = "x", .prompt = Prompt(4, 9), .max_tokens = 3, .ignore_eos = true})
+                  .ok());
   auto results = (*engine)->RunUntilIdle();
   ASSERT_TRUE(results.ok());
   EXPECT_EQ((*results)[0].tokens, GreedyAlone(*m, Prompt(4, 9), 3));
@@ -137,16 +142,21 @@ TEST(BatchEngineTest, SeededSamplingDoesNotDependOnTheBatch) {
   auto run = [&](int others) {
     auto engine = BatchEngine::Create(*m->transformer, {});
     for (int i = 0; i < others; ++i) {
-      EXPECT_TRUE((*engine)->Submit({.id = absl::StrCat("other", i), .prompt = Prompt(9, i + 50),
-                                     .max_tokens = 7,
-                                     .sampling = {.temperature = 0.9f, .seed = 99u + i}})
+      EXPECT_TRUE((*engine)
+                      ->Submit({.id = absl::StrCat("other", i),
+                                .prompt = Prompt(9, i + 50),
+                                .max_tokens = 7,
+                                .sampling = {.temperature = 0.9f, .seed = 99u + i}})
                       .ok());
     }
-    EXPECT_TRUE((*engine)->Submit({.id = "me", .prompt = Prompt(11, 3), .max_tokens = 12,
-                                   .sampling = {.temperature = 1.2f, .top_k = 40, .top_p = 0.95f,
-                                                .seed = 5},
-                                   .ignore_eos = true})
-                    .ok());
+    EXPECT_TRUE(
+        (*engine)
+            ->Submit({.id = "me",
+                      .prompt = Prompt(11, 3),
+                      .max_tokens = 12,
+                      .sampling = {.temperature = 1.2f, .top_k = 40, .top_p = 0.95f, .seed = 5},
+                      .ignore_eos = true})
+            .ok());
     auto results = (*engine)->RunUntilIdle();
     for (const auto& r : *results) {
       if (r.id == "me") return r.tokens;
@@ -163,8 +173,8 @@ TEST(BatchEngineTest, StopStringsEosAndStreamingEvents) {
   BatchEngine::Options o{.tokenizer = m->tokenizer.get()};
   auto engine = BatchEngine::Create(*m->transformer, o);
   const auto prompt = *m->tokenizer->Encode("The router sends");
-  ASSERT_TRUE((*engine)->Submit({.id = "free", .prompt = prompt, .max_tokens = 24,
-                                 .ignore_eos = true})
+  ASSERT_TRUE((*engine)
+                  ->Submit({.id = "free", .prompt = prompt, .max_tokens = 24, .ignore_eos = true})
                   .ok());
   std::vector<GenerationResult> done;
   std::vector<TokenEvent> events;
@@ -177,8 +187,12 @@ TEST(BatchEngineTest, StopStringsEosAndStreamingEvents) {
 
   // A stop string taken from the middle of the free-running text cuts the output there.
   const std::string stop = text.substr(text.size() / 2, 2);
-  ASSERT_TRUE((*engine)->Submit({.id = "stop", .prompt = prompt, .max_tokens = 24,
-                                 .stop = {stop}, .ignore_eos = true})
+  ASSERT_TRUE((*engine)
+                  ->Submit({.id = "stop",
+                            .prompt = prompt,
+                            .max_tokens = 24,
+                            .stop = {stop},
+                            .ignore_eos = true})
                   .ok());
   auto stopped = (*engine)->RunUntilIdle();
   ASSERT_TRUE(stopped.ok());
@@ -237,10 +251,11 @@ TEST(BatchEngineTest, SharedModelGreedyContinuationsInOneBatch) {
   for (const auto& p : prompts["prompts"]) {
     const std::string id = absl::StrCat("p", p["index"].get<int>());
     expected[id] = p["greedy_continuation_ids"].get<std::vector<int32_t>>();
-    ASSERT_TRUE((*engine)->Submit({.id = id,
-                                   .prompt = p["token_ids"].get<std::vector<int32_t>>(),
-                                   .max_tokens = 32,
-                                   .ignore_eos = true})
+    ASSERT_TRUE((*engine)
+                    ->Submit({.id = id,
+                              .prompt = p["token_ids"].get<std::vector<int32_t>>(),
+                              .max_tokens = 32,
+                              .ignore_eos = true})
                     .ok());
   }
   auto results = (*engine)->RunUntilIdle();

@@ -85,9 +85,8 @@ absl::Status PagedKvCache::Reserve(PagedSequence& seq, int positions) {
   if (needed == 0) return absl::OkStatus();
   absl::MutexLock lock(&mu_);
   if (needed > static_cast<int>(free_.size())) {
-    return absl::ResourceExhaustedError(absl::StrCat("KV cache: need ", needed, " pages, ",
-                                                     free_.size(), " free of ",
-                                                     options_.num_pages));
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "KV cache: need ", needed, " pages, ", free_.size(), " free of ", options_.num_pages));
   }
   for (int i = 0; i < needed; ++i) {
     seq.pages_.push_back(free_.back());

@@ -16,8 +16,8 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
-#include "absl/types/span.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/types/span.h"
 #include "engine/model/kv_sequence.h"
 
 namespace semmoe::engine::runtime {
@@ -67,9 +67,9 @@ class PagedKvCache {
  public:
   struct Options {
     int num_layers = 0;
-    int kv_size = 0;      // kv_heads × head_dim floats per position per layer.
-    int page_size = 16;   // Positions per page (> 0).
-    int num_pages = 0;    // > 0.
+    int kv_size = 0;     // kv_heads × head_dim floats per position per layer.
+    int page_size = 16;  // Positions per page (> 0).
+    int num_pages = 0;   // > 0.
   };
   // InvalidArgument for non-positive sizes; ResourceExhausted if the arena cannot be allocated.
   static absl::StatusOr<std::unique_ptr<PagedKvCache>> Create(const Options& options);
@@ -81,7 +81,9 @@ class PagedKvCache {
   // range.
   absl::StatusOr<std::unique_ptr<PageTableView>> View(std::vector<int32_t> pages);
 
-  std::unique_ptr<PagedSequence> NewSequence() { return std::unique_ptr<PagedSequence>(new PagedSequence(*this)); }
+  std::unique_ptr<PagedSequence> NewSequence() {
+    return std::unique_ptr<PagedSequence>(new PagedSequence(*this));
+  }
 
   // Grows `seq` to hold at least `positions` positions. All or nothing: ResourceExhausted (and
   // no change) if the free pages do not suffice.

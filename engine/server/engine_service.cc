@@ -18,8 +18,7 @@ using Response = rpc::GenerateResponse;
 // One Generate call: the engine's sink on one side, the write reactor on the other. Shared by
 // both (the engine may call the sink after gRPC is done with the reactor); all state under mu_,
 // and every reactor operation is issued outside it (a reaction may run inline).
-class GenerateStream : public RequestSink,
-                       public std::enable_shared_from_this<GenerateStream> {
+class GenerateStream : public RequestSink, public std::enable_shared_from_this<GenerateStream> {
  public:
   GenerateStream(GroupEngine& engine, std::string id, int rank)
       : engine_(engine), id_(std::move(id)), rank_(rank), start_(absl::Now()) {}
@@ -186,7 +185,8 @@ absl::StatusOr<runtime::GenerationRequest> EngineServiceImpl::Convert(
       return absl::InvalidArgumentError("text prompts need a tokenizer; this model has none");
     }
     absl::StatusOr<std::vector<int32_t>> ids = options_.tokenizer->Encode(request.text());
-    if (!ids.ok()) return absl::InvalidArgumentError(absl::StrCat("text: ", ids.status().message()));
+    if (!ids.ok())
+      return absl::InvalidArgumentError(absl::StrCat("text: ", ids.status().message()));
     out.prompt = std::move(*ids);
   } else {
     for (int32_t id : request.token_ids()) {
@@ -236,8 +236,7 @@ grpc::ServerUnaryReactor* EngineServiceImpl::GetStats(grpc::CallbackServerContex
   return reactor;
 }
 
-void ToProto(const GroupEngineStats& s, const std::vector<int>& moe_layers,
-             rpc::EngineStats& out) {
+void ToProto(const GroupEngineStats& s, const std::vector<int>& moe_layers, rpc::EngineStats& out) {
   out.set_rank(s.rank);
   out.set_ranks(s.ranks);
   out.set_attention(s.attention);

@@ -22,7 +22,7 @@ class EngineServiceImpl final : public rpc::EngineService::CallbackService {
   struct Options {
     const model::Tokenizer* tokenizer = nullptr;  // For text prompts; null: token ids only.
     int vocab_size = 0;
-    int max_prompt_tokens = 0;  // Longer prompts are INVALID_ARGUMENT; 0: no limit here.
+    int max_prompt_tokens = 0;    // Longer prompts are INVALID_ARGUMENT; 0: no limit here.
     std::vector<int> moe_layers;  // Model layer index of each MoE layer (for GetStats).
   };
   // `engine` is borrowed and outlives the service.

@@ -53,8 +53,8 @@ class EngineServiceTest : public ::testing::Test {
     builder.RegisterService(service_.get());
     server_ = builder.BuildAndStart();
     ASSERT_GT(port, 0);
-    stub_ = rpc::EngineService::NewStub(grpc::CreateChannel(
-        "127.0.0.1:" + std::to_string(port), grpc::InsecureChannelCredentials()));
+    stub_ = rpc::EngineService::NewStub(grpc::CreateChannel("127.0.0.1:" + std::to_string(port),
+                                                            grpc::InsecureChannelCredentials()));
     engine_->Start();
   }
   void TearDown() override {
@@ -69,8 +69,7 @@ class EngineServiceTest : public ::testing::Test {
   grpc::Status Generate(const rpc::GenerateRequest& request, std::vector<int32_t>* tokens,
                         rpc::FinalRecord* final, int deadline_ms = 20000) {
     grpc::ClientContext context;
-    context.set_deadline(std::chrono::system_clock::now() +
-                         std::chrono::milliseconds(deadline_ms));
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(deadline_ms));
     auto reader = stub_->Generate(&context, request);
     rpc::GenerateResponse response;
     while (reader->Read(&response)) {
@@ -171,8 +170,7 @@ TEST_F(EngineServiceTest, CancellingTheCallFreesTheEngineSlot) {
   request.set_request_id("long");
   request.set_text("The");
   request.set_max_tokens(100000);  // Past the model's positions: rejected up front.
-  EXPECT_EQ(Generate(request, nullptr, nullptr).error_code(),
-            grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(Generate(request, nullptr, nullptr).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   request.set_max_tokens(500);
   request.set_ignore_eos(true);
   {
@@ -180,7 +178,7 @@ TEST_F(EngineServiceTest, CancellingTheCallFreesTheEngineSlot) {
     auto reader = stub_->Generate(&context, request);
     rpc::GenerateResponse response;
     ASSERT_TRUE(reader->Read(&response));  // It is running...
-    context.TryCancel();                    // ... and the client goes away.
+    context.TryCancel();                   // ... and the client goes away.
     while (reader->Read(&response)) {
     }
     EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::CANCELLED);

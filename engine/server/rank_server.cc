@@ -45,8 +45,8 @@ absl::StatusOr<planner::Placement> LoadPlacement(const RankServerOptions& o,
 
 absl::Status RunRankServer(const RankServerOptions& o, absl::Notification& stop) {
   if (o.ranks < 1 || o.rank < 0 || o.rank >= o.ranks) {
-    return absl::InvalidArgumentError(absl::StrCat("rank ", o.rank, " is not in a group of ",
-                                                   o.ranks));
+    return absl::InvalidArgumentError(
+        absl::StrCat("rank ", o.rank, " is not in a group of ", o.ranks));
   }
   ASSIGN_OR_RETURN(model::ModelConfig config, model::LoadModelConfig(o.model_dir));
   ASSIGN_OR_RETURN(planner::Placement placement, LoadPlacement(o, config));
@@ -55,7 +55,8 @@ absl::Status RunRankServer(const RankServerOptions& o, absl::Notification& stop)
   if (!o.affinity.empty() && o.attention == AttentionMode::kTp) {
     ASSIGN_OR_RETURN(std::string bytes, ReadFile(o.affinity));
     absl::StatusOr<planner::TokenAffinity> a = planner::TokenAffinity::Deserialize(bytes);
-    if (!a.ok()) return absl::InvalidArgumentError(absl::StrCat(o.affinity, ": ", a.status().message()));
+    if (!a.ok())
+      return absl::InvalidArgumentError(absl::StrCat(o.affinity, ": ", a.status().message()));
     if (a->num_layers() != placement.num_layers() || a->num_experts() != placement.num_experts()) {
       return absl::InvalidArgumentError(absl::StrCat(o.affinity, ": tables for ", a->num_layers(),
                                                      " layers × ", a->num_experts(),
@@ -72,9 +73,9 @@ absl::Status RunRankServer(const RankServerOptions& o, absl::Notification& stop)
       }
       if (static_cast<int>(t->layers.size()) != placement.num_layers() ||
           t->num_devices != placement.num_devices()) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            o.layer_tables, ": tables for ", t->layers.size(), " layers × ", t->num_devices,
-            " devices do not match the placement"));
+        return absl::InvalidArgumentError(
+            absl::StrCat(o.layer_tables, ": tables for ", t->layers.size(), " layers × ",
+                         t->num_devices, " devices do not match the placement"));
       }
       transitions = std::move(*t);
     }
@@ -82,19 +83,19 @@ absl::Status RunRankServer(const RankServerOptions& o, absl::Notification& stop)
   }
 
   LOG(INFO) << "rank " << o.rank << "/" << o.ranks << ": joining the group via " << o.rendezvous;
-  ASSIGN_OR_RETURN(std::unique_ptr<Communicator> comm,
-                   ConnectGloo({.address = o.rendezvous,
-                                .rank = o.rank,
-                                .size = o.ranks,
-                                .hostname = o.host,
-                                .timeout = o.connect_timeout}));
+  ASSIGN_OR_RETURN(std::unique_ptr<Communicator> comm, ConnectGloo({.address = o.rendezvous,
+                                                                    .rank = o.rank,
+                                                                    .size = o.ranks,
+                                                                    .hostname = o.host,
+                                                                    .timeout = o.connect_timeout}));
   ASSIGN_OR_RETURN(std::unique_ptr<RankModel> model,
                    RankModel::Create(o.model_dir, placement, *comm,
                                      {.attention = o.attention, .predictor = predictor.get()}));
   GroupEngineOptions engine_options = o.engine;
   engine_options.batch.tokenizer = model->tokenizer();
   if (engine_options.batch.eos_ids.empty()) engine_options.batch.eos_ids = config.eos_token_ids;
-  ASSIGN_OR_RETURN(std::unique_ptr<GroupEngine> engine, GroupEngine::Create(*model, engine_options));
+  ASSIGN_OR_RETURN(std::unique_ptr<GroupEngine> engine,
+                   GroupEngine::Create(*model, engine_options));
 
   EngineServiceImpl service(*engine, {.tokenizer = model->tokenizer(),
                                       .vocab_size = config.vocab_size,
@@ -112,7 +113,8 @@ absl::Status RunRankServer(const RankServerOptions& o, absl::Notification& stop)
     return absl::UnavailableError(absl::StrCat("cannot listen on ", o.host, ":", o.port));
   }
   engine->Start();
-  if (!o.port_file.empty()) RETURN_IF_ERROR(WriteFileAtomically(o.port_file, absl::StrCat(port, "\n")));
+  if (!o.port_file.empty())
+    RETURN_IF_ERROR(WriteFileAtomically(o.port_file, absl::StrCat(port, "\n")));
   LOG(INFO) << "rank " << o.rank << "/" << o.ranks << " (" << AttentionModeName(o.attention)
             << ") serving EngineService on " << o.host << ":" << port;
   if (o.on_serving) o.on_serving(port);
@@ -136,8 +138,10 @@ absl::Status RunRankServer(const RankServerOptions& o, absl::Notification& stop)
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   if (!loop_status.ok()) {
     LOG(ERROR) << "rank " << o.rank << ": the group failed: " << loop_status;
-    return absl::UnavailableError(absl::StrCat("rank ", o.rank, ": the expert-parallel group "
-                                               "failed: ", loop_status.message()));
+    return absl::UnavailableError(absl::StrCat("rank ", o.rank,
+                                               ": the expert-parallel group "
+                                               "failed: ",
+                                               loop_status.message()));
   }
   return absl::OkStatus();
 }

@@ -14,7 +14,7 @@ struct SegmentSumArgs {
   const float* in = nullptr;  // [segments, n], device memory.
   int segments = 0;
   int64_t n = 0;
-  float* out = nullptr;       // [n], device memory (may not alias `in`).
+  float* out = nullptr;  // [n], device memory (may not alias `in`).
 };
 
 // Enqueues on `stream`; returns the launch error (no synchronisation).

@@ -38,7 +38,8 @@ LayerAffinity LayerAffinity::Build(const trace::TraceSet& trace, const Placement
       const int history = (prev2 + 1) * g + best[l - 1];
       ++a.tokens_[l][history];
       const uint16_t* experts = trace.Experts(t, l);
-      for (int j = 0; j < trace.top_k(); ++j) ++a.counts_[l][history][placement.Device(l, experts[j])];
+      for (int j = 0; j < trace.top_k(); ++j)
+        ++a.counts_[l][history][placement.Device(l, experts[j])];
     }
   }
   return a;
@@ -72,7 +73,7 @@ TransitionTable LayerAffinity::Table() const {
       for (int prev1 = 0; prev1 < g_; ++prev1) {
         const Prediction p = Predict(static_cast<int>(l), prev2, prev1);
         table.layers[l][(prev2 + 1) * g_ + prev1] = {static_cast<int16_t>(p.device),
-                                                      static_cast<float>(p.confidence)};
+                                                     static_cast<float>(p.confidence)};
       }
     }
   }
@@ -103,14 +104,14 @@ absl::StatusOr<TransitionTable> TransitionTable::Deserialize(absl::string_view b
   RETURN_IF_ERROR(r.Get(layers, "the layer count"));
   RETURN_IF_ERROR(r.Get(g, "the device count"));
   if (layers > 4096 || g == 0 || g > 1024) {
-    return absl::InvalidArgumentError(absl::StrCat("layer tables: implausible shape (", layers,
-                                                   " layers, ", g, " devices)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("layer tables: implausible shape (", layers, " layers, ", g, " devices)"));
   }
   const size_t per_layer = static_cast<size_t>(g + 1) * g;
   const size_t expected = 16 + (layers == 0 ? 0 : (layers - 1) * per_layer * 6);
   if (bytes.size() != expected) {
-    return absl::InvalidArgumentError(absl::StrCat("layer tables: ", bytes.size(),
-                                                   " bytes, expected ", expected));
+    return absl::InvalidArgumentError(
+        absl::StrCat("layer tables: ", bytes.size(), " bytes, expected ", expected));
   }
   TransitionTable table;
   table.num_devices = static_cast<int>(g);
@@ -123,9 +124,9 @@ absl::StatusOr<TransitionTable> TransitionTable::Deserialize(absl::string_view b
       RETURN_IF_ERROR(r.Get(e.confidence, "a confidence"));
       if (e.device < -1 || e.device >= static_cast<int>(g) || !(e.confidence >= 0.0f) ||
           e.confidence > 1.0f) {
-        return absl::InvalidArgumentError(absl::StrCat("layer tables: bad entry (device ",
-                                                       e.device, ", confidence ", e.confidence,
-                                                       ") at byte ", at));
+        return absl::InvalidArgumentError(absl::StrCat("layer tables: bad entry (device ", e.device,
+                                                       ", confidence ", e.confidence, ") at byte ",
+                                                       at));
       }
     }
   }

@@ -72,8 +72,8 @@ std::vector<std::pair<uint32_t, uint32_t>> TokenAffinity::Fallbacks() const {
 absl::Status TokenAffinity::AddEmbeddingFallback(absl::Span<const float> embeddings,
                                                  int64_t hidden) {
   if (hidden <= 0 || embeddings.size() % hidden != 0) {
-    return absl::InvalidArgumentError(absl::StrCat("embeddings of ", embeddings.size(),
-                                                   " values are not rows of ", hidden));
+    return absl::InvalidArgumentError(
+        absl::StrCat("embeddings of ", embeddings.size(), " values are not rows of ", hidden));
   }
   const int64_t vocab = static_cast<int64_t>(embeddings.size()) / hidden;
   const std::vector<uint32_t> seen = SeenTokens();
@@ -217,9 +217,8 @@ absl::StatusOr<TokenAffinity> TokenAffinity::Deserialize(absl::string_view bytes
   }
   // Each token needs at least 4 + 2·layers bytes: a bound on the count before allocating.
   if (static_cast<uint64_t>(tokens) * (4 + 2ull * layers) > bytes.size()) {
-    return absl::InvalidArgumentError(absl::StrCat("affinity table: ", tokens,
-                                                   " tokens cannot fit in ", bytes.size(),
-                                                   " bytes"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("affinity table: ", tokens, " tokens cannot fit in ", bytes.size(), " bytes"));
   }
   for (uint32_t t = 0; t < tokens; ++t) {
     uint32_t id;
@@ -234,8 +233,8 @@ absl::StatusOr<TokenAffinity> TokenAffinity::Deserialize(absl::string_view bytes
         if (absl::Status s = r.Get(e, "an expert id"); !s.ok()) return s;
         if (absl::Status s = r.Get(p, "a probability"); !s.ok()) return s;
         if (e >= experts || !(p >= 0.0f && p <= 1.0f)) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              "affinity table: bad entry (expert ", e, ", p ", p, ") before byte ", 8 + r.at()));
+          return absl::InvalidArgumentError(absl::StrCat("affinity table: bad entry (expert ", e,
+                                                         ", p ", p, ") before byte ", 8 + r.at()));
         }
         row[static_cast<size_t>(l) * experts + e] = p;
       }
@@ -253,8 +252,8 @@ absl::StatusOr<TokenAffinity> TokenAffinity::Deserialize(absl::string_view bytes
     uint32_t count;
     RETURN_IF_ERROR(r.Get(count, "the fallback count"));
     if (static_cast<uint64_t>(count) * 8 > bytes.size()) {
-      return absl::InvalidArgumentError(absl::StrCat("affinity table: ", count,
-                                                     " fallbacks cannot fit"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("affinity table: ", count, " fallbacks cannot fit"));
     }
     for (uint32_t i = 0; i < count; ++i) {
       uint32_t unseen, seen;
@@ -262,8 +261,8 @@ absl::StatusOr<TokenAffinity> TokenAffinity::Deserialize(absl::string_view bytes
       RETURN_IF_ERROR(r.Get(seen, "a fallback's stand-in"));
       if (a.rows_.contains(unseen) || !a.rows_.contains(seen) ||
           !a.nearest_.emplace(unseen, seen).second) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "affinity table: bad fallback ", unseen, " → ", seen, " before byte ", 8 + r.at()));
+        return absl::InvalidArgumentError(absl::StrCat("affinity table: bad fallback ", unseen,
+                                                       " → ", seen, " before byte ", 8 + r.at()));
       }
     }
     if (!r.done()) return absl::InvalidArgumentError("affinity table: trailing bytes");

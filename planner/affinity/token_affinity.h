@@ -61,7 +61,7 @@ class TokenAffinity {
   int num_experts_ = 0;
   // Per token id: [layer][expert] probabilities (dense; vocabularies seen in traces are small).
   absl::flat_hash_map<uint32_t, std::vector<float>> rows_;
-  std::vector<std::vector<float>> marginal_;  // [layer][expert]
+  std::vector<std::vector<float>> marginal_;         // [layer][expert]
   absl::flat_hash_map<uint32_t, uint32_t> nearest_;  // Unseen id → the seen id standing in.
 };
 

@@ -103,7 +103,7 @@ TEST(TokenAffinityTest, UnseenTokensBorrowTheirNearestSeenTokenInEmbeddingSpace)
   auto rejected = TokenAffinity::Deserialize(bad);
   ASSERT_FALSE(rejected.ok());
   EXPECT_NE(rejected.status().message().find("bad fallback"), std::string::npos);
-  EXPECT_FALSE(a.AddEmbeddingFallback(std::vector<float>(5), 2).ok());      // Not rows.
+  EXPECT_FALSE(a.AddEmbeddingFallback(std::vector<float>(5), 2).ok());        // Not rows.
   EXPECT_FALSE(a.AddEmbeddingFallback(std::vector<float>(8, 1.0f), 2).ok());  // Too few ids.
 }
 

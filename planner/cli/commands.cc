@@ -9,16 +9,16 @@
 #include "absl/strings/str_format.h"
 #include "common/file.h"
 #include "common/status_macros.h"
-#include "nlohmann/json.hpp"
 #include "engine/model/config.h"
 #include "engine/model/safetensors.h"
+#include "nlohmann/json.hpp"
 #include "planner/affinity/layer_affinity.h"
-#include "planner/solver/replicas.h"
 #include "planner/affinity/token_affinity.h"
 #include "planner/eval/evaluate.h"
 #include "planner/eval/schedule.h"
 #include "planner/solver/baselines.h"
 #include "planner/solver/dp_solver.h"
+#include "planner/solver/replicas.h"
 #include "planner/solver/tp_solver.h"
 #include "planner/store/placement_store.h"
 #include "planner/trace/array_trace.h"
@@ -44,9 +44,9 @@ absl::Status Append(trace::TraceSet& all, const trace::TraceSet& more, const std
   const size_t per = static_cast<size_t>(more.num_layers()) * more.top_k();
   for (int r = 0; r < more.num_requests(); ++r) {
     const int64_t b = more.request_begin[r], e = more.request_begin[r + 1];
-    RETURN_IF_ERROR(all.AddRequest(more.request_names[r],
-                                   {more.tokens.begin() + b, more.tokens.begin() + e},
-                                   {more.experts.begin() + b * per, more.experts.begin() + e * per}));
+    RETURN_IF_ERROR(
+        all.AddRequest(more.request_names[r], {more.tokens.begin() + b, more.tokens.begin() + e},
+                       {more.experts.begin() + b * per, more.experts.begin() + e * per}));
   }
   return absl::OkStatus();
 }
@@ -59,14 +59,16 @@ absl::StatusOr<Placement> BuildPlacement(const trace::TraceSet& trace, const Bui
   if (o.algo == "eplb") return EplbPlacement(trace, o.devices);
   if (o.algo == "coact") return CoactPlacement(trace, o.devices);
   if (o.algo == "semantic") {
-    DpSolverOptions solver{.num_devices = o.devices, .token_balance_eps = o.token_balance_eps,
-                           .seed = o.seed, .expert_balance_eps = o.expert_balance_eps};
+    DpSolverOptions solver{.num_devices = o.devices,
+                           .token_balance_eps = o.token_balance_eps,
+                           .seed = o.seed,
+                           .expert_balance_eps = o.expert_balance_eps};
     if (o.mode == "tp") return SolveTp(trace, solver);
     ASSIGN_OR_RETURN(DpSolution solution, SolveDp(trace, solver));
     return solution.placement;
   }
-  return absl::InvalidArgumentError(absl::StrCat(
-      "--algo '", o.algo, "' is not one of semantic, vanilla, random, eplb, coact"));
+  return absl::InvalidArgumentError(
+      absl::StrCat("--algo '", o.algo, "' is not one of semantic, vanilla, random, eplb, coact"));
 }
 
 std::string Pct(double x) { return absl::StrFormat("%.4f", x); }
@@ -117,27 +119,33 @@ absl::StatusOr<int64_t> Build(const BuildOptions& o, std::ostream& out) {
   if (o.replicas > 0) {
     // Hot experts copied to the devices whose scheduled tokens use them most.
     const std::vector<std::vector<int>> schedule =
-        o.mode == "dp" ? TokensOfRequests(trace, AffinityRequests(
-                                                     trace, affinity.DpScores(placement, vocab),
-                                                     o.devices, o.token_balance_eps))
-                       : SrsTokens(trace, affinity, placement, kSrsBatchTokens);
+        o.mode == "dp"
+            ? TokensOfRequests(trace, AffinityRequests(trace, affinity.DpScores(placement, vocab),
+                                                       o.devices, o.token_balance_eps))
+            : SrsTokens(trace, affinity, placement, kSrsBatchTokens);
     ASSIGN_OR_RETURN(placement, AddHotReplicas(trace, placement, schedule, o.replicas));
   }
   nlohmann::ordered_json metrics;
   if (o.mode == "dp") {
-    ASSIGN_OR_RETURN(Metrics blind, EvaluateDp(trace, placement, RoundRobinRequests(trace, o.devices)));
-    ASSIGN_OR_RETURN(Metrics aff, EvaluateDp(trace, placement,
-                                             AffinityRequests(trace, affinity.DpScores(placement, vocab),
-                                                              o.devices, o.token_balance_eps)));
-    metrics = {{"lar_blind", blind.lar}, {"lar_affinity", aff.lar},
+    ASSIGN_OR_RETURN(Metrics blind,
+                     EvaluateDp(trace, placement, RoundRobinRequests(trace, o.devices)));
+    ASSIGN_OR_RETURN(Metrics aff,
+                     EvaluateDp(trace, placement,
+                                AffinityRequests(trace, affinity.DpScores(placement, vocab),
+                                                 o.devices, o.token_balance_eps)));
+    metrics = {{"lar_blind", blind.lar},
+               {"lar_affinity", aff.lar},
                {"bound", DpRequestBound(trace, o.devices)},
                {"expert_load_imbalance", aff.expert_load_imbalance},
                {"token_load_imbalance", aff.token_load_imbalance}};
   } else {
-    ASSIGN_OR_RETURN(Metrics blind, EvaluateTp(trace, placement, ContiguousChunks(trace, o.devices, 256)));
-    ASSIGN_OR_RETURN(Metrics srs, EvaluateTp(trace, placement,
-                                             SrsTokens(trace, affinity, placement, kSrsBatchTokens)));
-    metrics = {{"lar_blind", blind.lar}, {"lar_affinity", srs.lar},
+    ASSIGN_OR_RETURN(Metrics blind,
+                     EvaluateTp(trace, placement, ContiguousChunks(trace, o.devices, 256)));
+    ASSIGN_OR_RETURN(
+        Metrics srs,
+        EvaluateTp(trace, placement, SrsTokens(trace, affinity, placement, kSrsBatchTokens)));
+    metrics = {{"lar_blind", blind.lar},
+               {"lar_affinity", srs.lar},
                {"bound", TpTokenOracle(trace, placement)},
                {"expert_load_imbalance", srs.expert_load_imbalance},
                {"token_load_imbalance", srs.token_load_imbalance}};
@@ -150,8 +158,10 @@ absl::StatusOr<int64_t> Build(const BuildOptions& o, std::ostream& out) {
                                          o.replicas > 0 ? absl::StrCat("-r", o.replicas) : "")
                           : o.name;
   v.algorithm = o.algo;
-  v.params_json = nlohmann::ordered_json({{"mode", o.mode}, {"devices", o.devices},
-                                          {"seed", o.seed}, {"token_balance_eps", o.token_balance_eps},
+  v.params_json = nlohmann::ordered_json({{"mode", o.mode},
+                                          {"devices", o.devices},
+                                          {"seed", o.seed},
+                                          {"token_balance_eps", o.token_balance_eps},
                                           {"expert_balance_eps", o.expert_balance_eps},
                                           {"replicas", o.replicas},
                                           {"traces", o.traces}})
@@ -186,10 +196,14 @@ absl::Status Eval(const EvalOptions& o, std::ostream& out) {
     const int g = p.num_devices();
     const planner::EvalOptions eval{.hidden_size = o.hidden_size};
     ASSIGN_OR_RETURN(Metrics dp, EvaluateDp(trace, p, RoundRobinRequests(trace, g), eval));
-    ASSIGN_OR_RETURN(Metrics tp, EvaluateTp(trace, p, ContiguousChunks(trace, g, o.tp_batch_tokens), eval));
-    nlohmann::ordered_json row = {{"version", version}, {"name", v.name},
-                                  {"algorithm", v.algorithm}, {"devices", g},
-                                  {"dp_lar_blind", dp.lar}, {"tp_lar_blind", tp.lar},
+    ASSIGN_OR_RETURN(Metrics tp,
+                     EvaluateTp(trace, p, ContiguousChunks(trace, g, o.tp_batch_tokens), eval));
+    nlohmann::ordered_json row = {{"version", version},
+                                  {"name", v.name},
+                                  {"algorithm", v.algorithm},
+                                  {"devices", g},
+                                  {"dp_lar_blind", dp.lar},
+                                  {"tp_lar_blind", tp.lar},
                                   {"dp_bound", DpRequestBound(trace, g)},
                                   {"tp_oracle", TpTokenOracle(trace, p)},
                                   {"expert_load_imbalance", dp.expert_load_imbalance}};
@@ -210,8 +224,11 @@ absl::Status Eval(const EvalOptions& o, std::ostream& out) {
     }
     const TokenAffinity* use = affinity.has_value() ? &*affinity : stored ? &*stored : nullptr;
     if (use != nullptr) {
-      ASSIGN_OR_RETURN(Metrics dpa, EvaluateDp(trace, p, AffinityRequests(trace, use->DpScores(p, vocab), g), eval));
-      ASSIGN_OR_RETURN(Metrics tpa, EvaluateTp(trace, p, SrsTokens(trace, *use, p, o.tp_batch_tokens), eval));
+      ASSIGN_OR_RETURN(
+          Metrics dpa,
+          EvaluateDp(trace, p, AffinityRequests(trace, use->DpScores(p, vocab), g), eval));
+      ASSIGN_OR_RETURN(Metrics tpa,
+                       EvaluateTp(trace, p, SrsTokens(trace, *use, p, o.tp_batch_tokens), eval));
       row["dp_lar_affinity"] = dpa.lar;
       row["dp_token_load_imbalance"] = dpa.token_load_imbalance;
       row["tp_lar_srs"] = tpa.lar;
@@ -244,8 +261,8 @@ absl::Status List(const std::string& db, const std::string& model, std::ostream&
   ASSIGN_OR_RETURN(auto store, PlacementStore::Open(db));
   ASSIGN_OR_RETURN(auto versions, store->List(model));
   for (const PlacementVersion& v : versions) {
-    out << absl::StrFormat("%-6d %-8s %-22s %-9s G=%d parent=%s created=%s\n", v.version,
-                           v.status, v.name, v.algorithm, v.placement.num_devices(),
+    out << absl::StrFormat("%-6d %-8s %-22s %-9s G=%d parent=%s created=%s\n", v.version, v.status,
+                           v.name, v.algorithm, v.placement.num_devices(),
                            v.parent ? absl::StrCat(*v.parent) : "-",
                            absl::FormatTime(absl::RFC3339_sec, v.created, absl::UTCTimeZone()));
   }
@@ -255,8 +272,11 @@ absl::Status List(const std::string& db, const std::string& model, std::ostream&
 absl::Status Show(const std::string& db, int64_t version, std::ostream& out) {
   ASSIGN_OR_RETURN(auto store, PlacementStore::Open(db));
   ASSIGN_OR_RETURN(PlacementVersion v, store->Get(version));
-  nlohmann::ordered_json j = {{"version", v.version}, {"model", v.model}, {"name", v.name},
-                              {"status", v.status}, {"algorithm", v.algorithm},
+  nlohmann::ordered_json j = {{"version", v.version},
+                              {"model", v.model},
+                              {"name", v.name},
+                              {"status", v.status},
+                              {"algorithm", v.algorithm},
                               {"params", nlohmann::json::parse(v.params_json)},
                               {"metrics", nlohmann::json::parse(v.metrics_json)},
                               {"placement", nlohmann::json::parse(v.placement.ToJson())}};

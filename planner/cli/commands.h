@@ -23,9 +23,9 @@ struct BuildOptions {
   std::string model;  // Model name in the store.
   std::vector<std::string> traces;
   int devices = 8;
-  std::string mode = "dp";         // dp | tp
-  std::string algo = "semantic";   // semantic | vanilla | random | eplb | coact
-  std::string name;                // Default: "<algo>-<mode>-g<devices>".
+  std::string mode = "dp";        // dp | tp
+  std::string algo = "semantic";  // semantic | vanilla | random | eplb | coact
+  std::string name;               // Default: "<algo>-<mode>-g<devices>".
   uint64_t seed = 0;
   double token_balance_eps = 0.05;
   double expert_balance_eps = -1;  // Expert load per device ≤ (1 + eps) · mean; < 0: off.
@@ -40,11 +40,11 @@ absl::StatusOr<int64_t> Build(const BuildOptions& options, std::ostream& out);
 struct EvalOptions {
   std::string db;
   std::vector<int64_t> versions;
-  std::vector<std::string> traces;   // Held-out traces to evaluate on.
+  std::vector<std::string> traces;  // Held-out traces to evaluate on.
   // Traces to learn token affinity from (affinity policies); empty: each version's stored tables
   // (learned from the traces it was built from).
   std::vector<std::string> profile;
-  int64_t hidden_size = 0;           // For all-to-all bytes (0: not reported).
+  int64_t hidden_size = 0;  // For all-to-all bytes (0: not reported).
   int tp_batch_tokens = 256;
   bool json = false;
 };
@@ -63,8 +63,7 @@ absl::Status Export(const std::string& db, int64_t version, const std::string& f
 absl::Status Diff(const std::string& db, int64_t from, int64_t to, std::ostream& out);
 // Imports a placement JSON (as written by Export or Placement::ToJson) as a new draft.
 absl::StatusOr<int64_t> Import(const std::string& db, const std::string& model,
-                               const std::string& file, const std::string& name,
-                               std::ostream& out);
+                               const std::string& file, const std::string& name, std::ostream& out);
 
 }  // namespace semmoe::planner::cli
 

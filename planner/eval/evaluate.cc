@@ -14,10 +14,10 @@ using trace::TraceSet;
 absl::Status CheckMatch(const TraceSet& trace, const Placement& placement) {
   if (placement.num_layers() != trace.num_layers() ||
       placement.num_experts() != static_cast<int>(trace.header.num_experts)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "placement (", placement.num_layers(), " layers, ", placement.num_experts(),
-        " experts) does not match the trace (", trace.num_layers(), " layers, ",
-        trace.header.num_experts, " experts)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("placement (", placement.num_layers(), " layers, ", placement.num_experts(),
+                     " experts) does not match the trace (", trace.num_layers(), " layers, ",
+                     trace.header.num_experts, " experts)"));
   }
   return absl::OkStatus();
 }
@@ -85,13 +85,14 @@ absl::StatusOr<Metrics> EvaluateDp(const TraceSet& trace, const Placement& place
   for (int r = 0; r < trace.num_requests(); ++r) {
     const int d = request_device[r];
     if (d < 0 || d >= placement.num_devices()) {
-      return absl::InvalidArgumentError(absl::StrCat("request ", r, ": device ", d,
-                                                     " out of range"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("request ", r, ": device ", d, " out of range"));
     }
     std::fill(token_device.begin() + trace.request_begin[r],
               token_device.begin() + trace.request_begin[r + 1], d);
   }
-  return Evaluate(trace, placement, [&](int, int64_t t) { return token_device[t]; }, options);
+  return Evaluate(
+      trace, placement, [&](int, int64_t t) { return token_device[t]; }, options);
 }
 
 absl::StatusOr<Metrics> EvaluateTp(const TraceSet& trace, const Placement& placement,
@@ -111,8 +112,8 @@ absl::StatusOr<Metrics> EvaluateTp(const TraceSet& trace, const Placement& place
       }
     }
   }
-  return Evaluate(trace, placement, [&](int l, int64_t t) { return token_device[l][t]; },
-                  options);
+  return Evaluate(
+      trace, placement, [&](int l, int64_t t) { return token_device[l][t]; }, options);
 }
 
 std::vector<int> RoundRobinRequests(const TraceSet& trace, int num_devices) {

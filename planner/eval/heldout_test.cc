@@ -9,11 +9,11 @@
 #include "common/file.h"
 #include "common/testing/shared_data.h"
 #include "gtest/gtest.h"
-#include "planner/placement/balanced_assign.h"
 #include "planner/affinity/layer_affinity.h"
 #include "planner/affinity/token_affinity.h"
 #include "planner/eval/evaluate.h"
 #include "planner/eval/schedule.h"
+#include "planner/placement/balanced_assign.h"
 #include "planner/solver/baselines.h"
 #include "planner/solver/dp_solver.h"
 #include "planner/solver/tp_solver.h"
@@ -55,7 +55,8 @@ TEST(HeldOutTest, SemanticDpBeatsBaselinesOnHeldOutPrompts) {
     };
     const std::vector<int> rr = RoundRobinRequests(heldout, g);
     const double v_rr = eval(vanilla, rr), r_rr = eval(random, rr);
-    const double v_aff = eval(vanilla, AffinityRequests(heldout, affinity.DpScores(vanilla, vocab), g));
+    const double v_aff =
+        eval(vanilla, AffinityRequests(heldout, affinity.DpScores(vanilla, vocab), g));
     const double s_rr = eval(sol->placement, rr);
     // The other baselines, each with the router's affinity rule (their best data policy).
     double best_baseline = std::max(v_aff, std::max(v_rr, r_rr));
@@ -137,13 +138,14 @@ TEST(HeldOutTest, SemanticTpOnHeldOutPrompts) {
       const double oracle = TpTokenOracle(heldout, placement);
       // The same rule fed the truth (each token's real share of experts per device): what
       // perfect prediction would reach under equal chunks — the balance costs this much.
-      const double perfect = EvaluateTp(heldout, placement, PerfectSrs(heldout, placement, batch))->lar;
+      const double perfect =
+          EvaluateTp(heldout, placement, PerfectSrs(heldout, placement, batch))->lar;
       std::cout << "G=" << g << " held-out TP LAR " << name << ": contiguous " << blind
                 << ", SRS (T) " << srs->lar << ", SRS (T or A) " << srs_a->lar
                 << " (token imbalance " << srs->token_load_imbalance
                 << "); oracle for this placement " << oracle << " → " << 100 * srs->lar / oracle
-                << "%; perfect prediction, equal chunks " << perfect << " (" << 100 * perfect / oracle
-                << "% of the oracle)\n";
+                << "%; perfect prediction, equal chunks " << perfect << " ("
+                << 100 * perfect / oracle << "% of the oracle)\n";
       EXPECT_LE(srs->lar, perfect + 0.01);
       EXPECT_LE(srs->lar, oracle + 1e-12);
       EXPECT_LE(srs->token_load_imbalance, 1.001);  // Equal chunks per batch (± the last one).

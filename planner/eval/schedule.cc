@@ -34,7 +34,8 @@ std::vector<int> AffinityRequests(const std::vector<std::vector<uint32_t>>& prom
       if (load[d] + size > capacity) continue;
       if (best < 0 || s[d] > s[best]) best = d;
     }
-    if (best < 0) best = static_cast<int>(std::min_element(load.begin(), load.end()) - load.begin());
+    if (best < 0)
+      best = static_cast<int>(std::min_element(load.begin(), load.end()) - load.begin());
     devices[r] = best;
     load[best] += size;
   }
@@ -51,9 +52,9 @@ std::vector<int> AffinityRequests(const trace::TraceSet& trace, const std::vecto
   return AffinityRequests(prompts, scores, num_devices, token_balance_eps);
 }
 
-std::vector<std::vector<int>> SrsTokens(const trace::TraceSet& trace,
-                                        const TokenAffinity& affinity, const Placement& placement,
-                                        int batch_tokens, const LayerAffinity* layer_affinity) {
+std::vector<std::vector<int>> SrsTokens(const trace::TraceSet& trace, const TokenAffinity& affinity,
+                                        const Placement& placement, int batch_tokens,
+                                        const LayerAffinity* layer_affinity) {
   const int g = placement.num_devices(), n = placement.num_experts();
   std::vector<std::vector<int>> token_device(trace.num_layers(),
                                              std::vector<int>(trace.num_tokens()));

@@ -34,9 +34,8 @@ std::vector<int> AffinityRequests(const trace::TraceSet& trace, const std::vecto
 // (planner/placement/balanced_assign.h): most confident first, each to its best-scoring device
 // with room (so an overflowing token lands on its next-best device).
 // Returns token_device[layer][token].
-std::vector<std::vector<int>> SrsTokens(const trace::TraceSet& trace,
-                                        const TokenAffinity& affinity, const Placement& placement,
-                                        int batch_tokens,
+std::vector<std::vector<int>> SrsTokens(const trace::TraceSet& trace, const TokenAffinity& affinity,
+                                        const Placement& placement, int batch_tokens,
                                         const LayerAffinity* layer_affinity = nullptr);
 
 }  // namespace semmoe::planner

@@ -197,8 +197,7 @@ absl::StatusOr<Placement> Placement::FromJson(absl::string_view text) {
   ASSIGN_OR_RETURN(p.num_experts_, integer("num_experts"));
   auto layers = j.find("moe_layers");
   auto device_of = j.find("device_of");
-  if (layers == j.end() || !layers->is_array() || device_of == j.end() ||
-      !device_of->is_array()) {
+  if (layers == j.end() || !layers->is_array() || device_of == j.end() || !device_of->is_array()) {
     return Bad("'moe_layers' and 'device_of' must be lists");
   }
   for (const auto& l : *layers) {

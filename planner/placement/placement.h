@@ -85,8 +85,8 @@ class Placement {
   std::vector<std::vector<int32_t>> local_slot_;
   int replicas_per_device_ = 0;
   std::vector<std::vector<std::vector<int32_t>>> replicas_;  // [layer][device] → experts
-  std::vector<std::vector<bool>> holds_;                      // [layer][device · N + expert]
-  std::vector<std::vector<std::vector<int32_t>>> holders_;    // [layer][expert] → devices
+  std::vector<std::vector<bool>> holds_;                     // [layer][device · N + expert]
+  std::vector<std::vector<std::vector<int32_t>>> holders_;   // [layer][expert] → devices
 };
 
 }  // namespace semmoe::planner

@@ -47,13 +47,14 @@ TEST(PlacementTest, BadPlacementsAreClearErrors) {
               HasSubstr("device 0 holds 3 experts, every device must hold 2"));
   EXPECT_THAT(std::string(Placement::FromAssignment({0}, 4, 2, {{0, 1, 2, 1}}).status().message()),
               HasSubstr("device 2 out of range"));
-  EXPECT_THAT(std::string(Placement::FromAssignment({0, 1}, 4, 2, {{0, 1, 0, 1}}).status().message()),
-              HasSubstr("device_of has 1 layers"));
-  for (const char* json : {"{", "[]", R"({"format": "x"})",
-                           R"({"format": "semmoe-placement", "version": 2})",
-                           R"({"format": "semmoe-placement", "version": 1, "num_devices": 2,
+  EXPECT_THAT(
+      std::string(Placement::FromAssignment({0, 1}, 4, 2, {{0, 1, 0, 1}}).status().message()),
+      HasSubstr("device_of has 1 layers"));
+  for (const char* json :
+       {"{", "[]", R"({"format": "x"})", R"({"format": "semmoe-placement", "version": 2})",
+        R"({"format": "semmoe-placement", "version": 1, "num_devices": 2,
                                "num_experts": 4, "moe_layers": [0], "device_of": [[0, 1, "a", 1]]})",
-                           R"({"format": "semmoe-placement", "version": 1, "num_devices": -2})"}) {
+        R"({"format": "semmoe-placement", "version": 1, "num_devices": -2})"}) {
     EXPECT_FALSE(Placement::FromJson(json).ok()) << json;
   }
 }
@@ -87,7 +88,7 @@ TEST(PlacementTest, ReplicasOfHotExperts) {
   EXPECT_TRUE(r->Holds(0, 0, 2));
   EXPECT_EQ(r->Serving(0, 2, 0), 0);  // Its local replica.
   EXPECT_EQ(r->Serving(0, 3, 0), 1);  // Not replicated there: its home.
-  EXPECT_EQ(r->Device(0, 2), 1);       // Homes unchanged.
+  EXPECT_EQ(r->Device(0, 2), 1);      // Homes unchanged.
   EXPECT_EQ(r->ReplicasOn(1, 1), (std::vector<int32_t>{1}));
   auto back = Placement::FromJson(r->ToJson());
   ASSERT_TRUE(back.ok()) << back.status();

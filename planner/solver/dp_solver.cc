@@ -22,7 +22,7 @@ struct Usage {
     int32_t count;
   };
   std::vector<std::vector<std::vector<Entry>>> by_request;  // [request][layer] → entries
-  std::vector<int64_t> tokens;                               // [request]
+  std::vector<int64_t> tokens;                              // [request]
 };
 
 Usage CountUsage(const TraceSet& trace) {
@@ -83,8 +83,7 @@ void BalanceExpertLoad(const TraceSet& trace, const Usage& usage,
           if (other == hot || load[b] >= load[a]) continue;
           // The other device must stay below the busiest one's current load.
           if (device_load[other] - load[b] + load[a] >= device_load[hot]) continue;
-          const int64_t loss =
-              local[a][hot] + local[b][other] - local[a][other] - local[b][hot];
+          const int64_t loss = local[a][hot] + local[b][other] - local[a][other] - local[b][hot];
           if (best_a < 0 || loss < best_loss) best_a = a, best_b = b, best_loss = loss;
         }
       }
@@ -268,8 +267,8 @@ absl::StatusOr<DpSolution> SolveDp(const TraceSet& trace, const DpSolverOptions&
     Placement placement = best.placement;
     int64_t best_router = -1;
     for (int round = 0; round < options.router_rounds; ++round) {
-      state.request_device_ =
-          AffinityRequests(trace, affinity.DpScores(placement, vocab), g, options.token_balance_eps);
+      state.request_device_ = AffinityRequests(trace, affinity.DpScores(placement, vocab), g,
+                                               options.token_balance_eps);
       state.device_of_.assign(trace.num_layers(), std::vector<int32_t>(n));
       for (int l = 0; l < trace.num_layers(); ++l) {
         for (int e = 0; e < n; ++e) state.device_of_[l][e] = placement.Device(l, e);

@@ -28,7 +28,7 @@ TraceSet Planted(uint64_t seed) {
     for (int i = 15; i > 0; --i) std::swap(p[i], p[rng() % (i + 1)]);
   }
   for (int r = 0; r < 40; ++r) {
-    const int cluster = r % 4;  // Ten requests per cluster: a perfect schedule is balanced.
+    const int cluster = r % 4;     // Ten requests per cluster: a perfect schedule is balanced.
     std::vector<uint32_t> tokens;  // Each cluster has its own vocabulary, as topics do.
     for (int i = 0; i < 10; ++i) tokens.push_back(cluster * 100 + rng() % 20);
     std::vector<uint16_t> experts;
@@ -137,13 +137,15 @@ TEST(DpSolverTest, SharedReferenceTrace) {
   auto sol = SolveDp(*t, {.num_devices = 8, .starts = 2, .seed = 1, .router_rounds = 0});
   ASSERT_TRUE(sol.ok()) << sol.status();
   const double bound = DpRequestBound(*t, 8);
-  auto vanilla = EvaluateDp(*t, *Placement::Vanilla({0, 1, 2, 3}, 32, 8), RoundRobinRequests(*t, 8));
-  auto random = EvaluateDp(*t, *Placement::Random({0, 1, 2, 3}, 32, 8, 1), RoundRobinRequests(*t, 8));
+  auto vanilla =
+      EvaluateDp(*t, *Placement::Vanilla({0, 1, 2, 3}, 32, 8), RoundRobinRequests(*t, 8));
+  auto random =
+      EvaluateDp(*t, *Placement::Random({0, 1, 2, 3}, 32, 8, 1), RoundRobinRequests(*t, 8));
   auto m = EvaluateDp(*t, sol->placement, sol->request_device);
   std::cout << "G=8 DP: vanilla " << vanilla->lar << ", random " << random->lar << ", semantic "
             << sol->lar << " (token imbalance " << m->token_load_imbalance << ", expert imbalance "
-            << m->expert_load_imbalance << "), bound " << bound << " → "
-            << 100 * sol->lar / bound << "% of the bound, " << sol->rounds << " rounds\n";
+            << m->expert_load_imbalance << "), bound " << bound << " → " << 100 * sol->lar / bound
+            << "% of the bound, " << sol->rounds << " rounds\n";
   EXPECT_GT(sol->lar, 2 * vanilla->lar);
   EXPECT_LE(sol->lar, bound + 1e-12);
   EXPECT_LE(m->token_load_imbalance, 1.05);

@@ -23,8 +23,8 @@ absl::StatusOr<Placement> AddHotReplicas(const trace::TraceSet& trace, const Pla
                                          int replicas) {
   const int n = placement.num_experts(), g = placement.num_devices();
   if (replicas < 0 || replicas > n - n / g) {
-    return absl::InvalidArgumentError(absl::StrCat("--replicas ", replicas, " is not in [0, ",
-                                                   n - n / g, "]"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--replicas ", replicas, " is not in [0, ", n - n / g, "]"));
   }
   if (static_cast<int>(token_device.size()) != trace.num_layers() ||
       placement.num_layers() != trace.num_layers()) {
@@ -40,7 +40,8 @@ absl::StatusOr<Placement> AddHotReplicas(const trace::TraceSet& trace, const Pla
     for (int64_t t = 0; t < trace.num_tokens(); ++t) {
       const int d = token_device[l][t];
       if (d < 0 || d >= g) return absl::InvalidArgumentError("a scheduled device is out of range");
-      for (int j = 0; j < trace.top_k(); ++j) ++uses[static_cast<size_t>(d) * n + trace.Experts(t, l)[j]];
+      for (int j = 0; j < trace.top_k(); ++j)
+        ++uses[static_cast<size_t>(d) * n + trace.Experts(t, l)[j]];
     }
     chosen[l].resize(g);
     for (int d = 0; d < g; ++d) {

@@ -1,14 +1,13 @@
 #include "planner/solver/tp_solver.h"
 
-#include "absl/container/flat_hash_map.h"
 #include <algorithm>
 
+#include "absl/container/flat_hash_map.h"
 #include "common/status_macros.h"
-#include "planner/solver/baselines.h"
-
 #include "planner/affinity/token_affinity.h"
 #include "planner/eval/evaluate.h"
 #include "planner/eval/schedule.h"
+#include "planner/solver/baselines.h"
 
 namespace semmoe::planner {
 
@@ -55,7 +54,8 @@ absl::StatusOr<Placement> SolveTp(const trace::TraceSet& trace, const DpSolverOp
         if (load[d] + static_cast<int64_t>(tokens[i].size()) > capacity) continue;
         if (best < 0 || local[d] > local[best]) best = d;
       }
-      if (best < 0) best = static_cast<int>(std::min_element(load.begin(), load.end()) - load.begin());
+      if (best < 0)
+        best = static_cast<int>(std::min_element(load.begin(), load.end()) - load.begin());
       layer_options.initial_request_device[i] = best;
       load[best] += static_cast<int64_t>(tokens[i].size());
     }

@@ -128,9 +128,9 @@ absl::Status PlacementStore::AddModel(const std::string& model, int num_layers, 
   ASSIGN_OR_RETURN(bool exists, find.Step());
   if (exists) {
     if (find.ColumnInt(0) != num_layers || find.ColumnInt(1) != num_experts) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "model '", model, "' is registered with ", find.ColumnInt(0), " layers and ",
-          find.ColumnInt(1), " experts, not ", num_layers, " and ", num_experts));
+      return absl::InvalidArgumentError(
+          absl::StrCat("model '", model, "' is registered with ", find.ColumnInt(0), " layers and ",
+                       find.ColumnInt(1), " experts, not ", num_layers, " and ", num_experts));
     }
     return absl::OkStatus();
   }
@@ -171,8 +171,8 @@ absl::StatusOr<int64_t> PlacementStore::Create(const PlacementVersion& v,
     RETURN_IF_ERROR(parent.BindInt(2, model_id));
     ASSIGN_OR_RETURN(bool parent_found, parent.Step());
     if (!parent_found) {
-      return absl::NotFoundError(absl::StrCat("parent version ", *v.parent, " of model '",
-                                              v.model, "' does not exist"));
+      return absl::NotFoundError(
+          absl::StrCat("parent version ", *v.parent, " of model '", v.model, "' does not exist"));
     }
   }
   ASSIGN_OR_RETURN(Statement insert,
@@ -296,15 +296,16 @@ absl::StatusOr<PlacementVersion> PlacementStore::ReadVersion(Statement& row) {
   auto placement = Placement::FromAssignment(moe_layers, experts, devices, std::move(device_of));
   if (placement.ok()) placement = placement->WithReplicas(std::move(replicas));
   if (!placement.ok()) {
-    return absl::DataLossError(absl::StrCat("placement version ", v.version, ": ",
-                                            placement.status().message()));
+    return absl::DataLossError(
+        absl::StrCat("placement version ", v.version, ": ", placement.status().message()));
   }
   v.placement = std::move(*placement);
   return v;
 }
 
 absl::StatusOr<PlacementVersion> PlacementStore::Get(int64_t version) {
-  ASSIGN_OR_RETURN(Statement row, db_->Prepare(absl::StrCat(kSelectVersion, "WHERE p.version = ?")));
+  ASSIGN_OR_RETURN(Statement row,
+                   db_->Prepare(absl::StrCat(kSelectVersion, "WHERE p.version = ?")));
   RETURN_IF_ERROR(row.BindInt(1, version));
   ASSIGN_OR_RETURN(bool found, row.Step());
   if (!found) return absl::NotFoundError(absl::StrCat("no placement version ", version));
@@ -312,8 +313,8 @@ absl::StatusOr<PlacementVersion> PlacementStore::Get(int64_t version) {
 }
 
 absl::StatusOr<std::vector<PlacementVersion>> PlacementStore::List(const std::string& model) {
-  ASSIGN_OR_RETURN(Statement rows,
-                   db_->Prepare(absl::StrCat(kSelectVersion, "WHERE m.name = ? ORDER BY p.version")));
+  ASSIGN_OR_RETURN(Statement rows, db_->Prepare(absl::StrCat(
+                                       kSelectVersion, "WHERE m.name = ? ORDER BY p.version")));
   RETURN_IF_ERROR(rows.BindText(1, model));
   std::vector<PlacementVersion> out;
   while (true) {
@@ -337,8 +338,8 @@ absl::StatusOr<std::optional<PlacementVersion>> PlacementStore::Active(const std
 
 absl::StatusOr<std::string> PlacementStore::GetBlob(const char* table, const char* what,
                                                     int64_t version) {
-  ASSIGN_OR_RETURN(Statement row, db_->Prepare(absl::StrCat("SELECT data FROM ", table,
-                                                           " WHERE version = ?")));
+  ASSIGN_OR_RETURN(Statement row,
+                   db_->Prepare(absl::StrCat("SELECT data FROM ", table, " WHERE version = ?")));
   RETURN_IF_ERROR(row.BindInt(1, version));
   ASSIGN_OR_RETURN(bool found, row.Step());
   if (!found) {
@@ -358,7 +359,8 @@ absl::StatusOr<std::string> PlacementStore::GetLayerTables(int64_t version) {
 
 absl::Status PlacementStore::Activate(int64_t version) {
   ASSIGN_OR_RETURN(auto tx, Transaction::Begin(*db_));
-  ASSIGN_OR_RETURN(Statement find, db_->Prepare("SELECT model_id FROM placements WHERE version = ?"));
+  ASSIGN_OR_RETURN(Statement find,
+                   db_->Prepare("SELECT model_id FROM placements WHERE version = ?"));
   RETURN_IF_ERROR(find.BindInt(1, version));
   ASSIGN_OR_RETURN(bool found, find.Step());
   if (!found) return absl::NotFoundError(absl::StrCat("no placement version ", version));
@@ -385,7 +387,8 @@ absl::Status PlacementStore::Activate(int64_t version) {
 absl::StatusOr<int64_t> PlacementStore::Rollback(const std::string& model) {
   ASSIGN_OR_RETURN(std::optional<PlacementVersion> active, Active(model));
   if (!active.has_value()) {
-    return absl::FailedPreconditionError(absl::StrCat("model '", model, "' has no active placement"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("model '", model, "' has no active placement"));
   }
   int64_t version;
   {  // The query's statement is finished before Activate writes.

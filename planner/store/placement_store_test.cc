@@ -208,8 +208,7 @@ TEST(PlacementStoreTest, KillDuringWritesLosesNothingCommitted) {
   ASSERT_TRUE(all.ok()) << all.status();  // Every listed version reads back whole.
   EXPECT_GT(all->size(), 0u);
   for (size_t i = 0; i < all->size(); ++i) {
-    EXPECT_EQ((*all)[i].placement.ToJson(),
-              Placement::Random({0, 1, 2, 3}, 32, 8, i)->ToJson());
+    EXPECT_EQ((*all)[i].placement.ToJson(), Placement::Random({0, 1, 2, 3}, 32, 8, i)->ToJson());
   }
 }
 

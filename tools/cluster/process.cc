@@ -8,8 +8,8 @@
 
 #include <cerrno>
 #include <cstring>
-#include <fstream>
 #include <deque>
+#include <fstream>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
@@ -17,7 +17,7 @@
 namespace semmoe::tools {
 
 absl::StatusOr<std::unique_ptr<Process>> Process::Spawn(const std::vector<std::string>& argv,
-                                                         const std::string& log_path) {
+                                                        const std::string& log_path) {
   if (argv.empty()) return absl::InvalidArgumentError("no program to start");
   const int log = open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   if (log < 0) {
