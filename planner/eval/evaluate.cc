@@ -1,10 +1,15 @@
 #include "planner/eval/evaluate.h"
 
+#include <cmath>
+#include <limits>
+
 #include <algorithm>
 #include <functional>
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+
+#include "planner/placement/balanced_assign.h"
 
 namespace semmoe::planner {
 namespace {
@@ -170,6 +175,56 @@ double TpTokenOracle(const TraceSet& trace, const Placement& placement) {
   }
   const int64_t activations = trace.num_tokens() * trace.num_layers() * k;
   return activations == 0 ? 0.0 : static_cast<double>(best_total) / activations;
+}
+
+double TpBalancedBound(const TraceSet& trace, const Placement& placement, int batch_tokens) {
+  const int g = placement.num_devices(), k = trace.top_k();
+  std::vector<float> w;
+  std::vector<double> price(g), grad(g), best_price(g);
+  double total = 0;
+  for (int l = 0; l < trace.num_layers(); ++l) {
+    for (int64_t start = 0; start < trace.num_tokens(); start += batch_tokens) {
+      const int b = static_cast<int>(std::min<int64_t>(batch_tokens, trace.num_tokens() - start));
+      w.assign(static_cast<size_t>(b) * g, 0.0f);
+      for (int i = 0; i < b; ++i) {
+        for (int j = 0; j < k; ++j) {
+          for (int32_t d : placement.HoldersOf(l, trace.Experts(start + i, l)[j])) {
+            w[static_cast<size_t>(i) * g + d] += 1.0f;
+          }
+        }
+      }
+      const std::vector<int64_t> chunk = EqualChunks(b, g);
+      std::fill(price.begin(), price.end(), 0.0);
+      double best = std::numeric_limits<double>::infinity();
+      for (int iteration = 0; iteration < 300; ++iteration) {
+        // The dual at `price` and its subgradient.
+        double value = 0;
+        for (int d = 0; d < g; ++d) {
+          value += chunk[d] * price[d];
+          grad[d] = static_cast<double>(chunk[d]);
+        }
+        for (int i = 0; i < b; ++i) {
+          int arg = 0;
+          double top = -std::numeric_limits<double>::infinity();
+          for (int d = 0; d < g; ++d) {
+            const double v = w[static_cast<size_t>(i) * g + d] - price[d];
+            if (v > top) top = v, arg = d;
+          }
+          value += top;
+          grad[arg] -= 1.0;
+        }
+        best = std::min(best, value);
+        double norm = 0;
+        for (double x : grad) norm += x * x;
+        if (norm == 0) break;  // Optimal: every chunk exactly filled by the maximisers.
+        const double step = 0.5 / std::sqrt(1.0 + iteration) / std::sqrt(norm);
+        for (int d = 0; d < g; ++d) price[d] -= step * grad[d];
+      }
+      total += best;
+    }
+  }
+  const int64_t activations = trace.num_tokens() * trace.num_layers() * k;
+  return activations == 0 ? 0.0 : total / activations;
 }
 
 }  // namespace semmoe::planner

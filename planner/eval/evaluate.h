@@ -57,6 +57,15 @@ double DpRequestBound(const trace::TraceSet& trace, int num_devices);
 // most of its chosen experts (ignores balance).
 double TpTokenOracle(const trace::TraceSet& trace, const Placement& placement);
 
+// Upper bound on TP LAR for any schedule that, like the shuffled reduce-scatter, gives every
+// device an equal chunk of each batch of `batch_tokens` consecutive tokens (the first T mod G
+// devices one more), whatever it knows. Per batch and layer the best such split is a
+// transportation problem; by LP duality Σ_t max_d (w[t][d] − p_d) + Σ_d chunk_d · p_d bounds it
+// for any prices p (w: the token's experts held by d), so the prices found by a few hundred
+// subgradient steps give a valid bound (≤ TpTokenOracle, which is the bound at p = 0).
+double TpBalancedBound(const trace::TraceSet& trace, const Placement& placement,
+                       int batch_tokens);
+
 }  // namespace semmoe::planner
 
 #endif  // SEMMOE_PLANNER_EVAL_EVALUATE_H_

@@ -97,5 +97,23 @@ TEST(EvaluateTest, BoundsHoldOnRandomTraces) {
   }
 }
 
+TEST(EvaluateTest, BalancedTpBoundSitsBetweenTheBestEqualSplitAndTheOracle) {
+  // 4 tokens, top-1, 2 devices (experts 0,1 → 0; 2,3 → 1). Three tokens want device 0: with
+  // equal chunks (2 + 2) at most 3 of 4 activations can be local; the oracle says 4.
+  trace::TraceSet t;
+  t.header.num_experts = 4;
+  t.header.top_k = 1;
+  t.header.moe_layers = {0};
+  ASSERT_TRUE(t.AddRequest("r", {1, 2, 3, 4}, {0, 1, 0, 3}).ok());
+  const Placement p = *Placement::Vanilla({0}, 4, 2);
+  EXPECT_DOUBLE_EQ(TpTokenOracle(t, p), 1.0);
+  const double bound = TpBalancedBound(t, p, 4);
+  EXPECT_GE(bound, 0.75 - 1e-9);  // Valid: the best equal split reaches 3/4.
+  EXPECT_LE(bound, 0.80);         // And tight here.
+  // Batches of one token: the chunk rule puts each on device 0 (the first T mod G devices take
+  // the extra token), so token 4's expert on device 1 is remote: 3/4 again.
+  EXPECT_NEAR(TpBalancedBound(t, p, 1), 0.75, 1e-9);
+}
+
 }  // namespace
 }  // namespace semmoe::planner

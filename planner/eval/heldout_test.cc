@@ -140,12 +140,16 @@ TEST(HeldOutTest, SemanticTpOnHeldOutPrompts) {
       // perfect prediction would reach under equal chunks — the balance costs this much.
       const double perfect =
           EvaluateTp(heldout, placement, PerfectSrs(heldout, placement, batch))->lar;
+      const double balanced = TpBalancedBound(heldout, placement, batch);
       std::cout << "G=" << g << " held-out TP LAR " << name << ": contiguous " << blind
                 << ", SRS (T) " << srs->lar << ", SRS (T or A) " << srs_a->lar
                 << " (token imbalance " << srs->token_load_imbalance
                 << "); oracle for this placement " << oracle << " → " << 100 * srs->lar / oracle
                 << "%; perfect prediction, equal chunks " << perfect << " ("
-                << 100 * perfect / oracle << "% of the oracle)\n";
+                << 100 * perfect / oracle << "% of the oracle); equal-chunk bound " << balanced
+                << " → SRS at " << 100 * srs->lar / balanced << "% of it\n";
+      EXPECT_LE(perfect, balanced + 1e-9);  // The bound is valid...
+      EXPECT_LE(balanced, oracle + 1e-9);   // ... and never above the oracle.
       EXPECT_LE(srs->lar, perfect + 0.01);
       EXPECT_LE(srs->lar, oracle + 1e-12);
       EXPECT_LE(srs->token_load_imbalance, 1.001);  // Equal chunks per batch (± the last one).
