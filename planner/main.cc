@@ -50,6 +50,7 @@ ABSL_FLAG(std::string, model_dir, "",
 ABSL_FLAG(double, expert_balance_eps, -1,
           "build: expert load per device ≤ (1 + eps) · mean "
           "(compute balance; negative: off)");
+ABSL_FLAG(std::string, router, "tokens", "build (dp): the request router to plan for, tokens or knn");
 ABSL_FLAG(int, replicas, 0, "build: extra slots per device per layer for replicated hot experts");
 ABSL_FLAG(double, balance_eps, 0.05, "build: token load per device ≤ (1 + eps) · mean");
 ABSL_FLAG(std::vector<std::string>, versions, {}, "eval: comma-separated versions");
@@ -113,6 +114,7 @@ int Run(const std::string& command) {
                             .token_balance_eps = absl::GetFlag(FLAGS_balance_eps),
                             .expert_balance_eps = absl::GetFlag(FLAGS_expert_balance_eps),
                             .replicas = absl::GetFlag(FLAGS_replicas),
+                            .router = absl::GetFlag(FLAGS_router),
                             .model_dir = UserPath(absl::GetFlag(FLAGS_model_dir))},
                            std::cout)
                     .status());

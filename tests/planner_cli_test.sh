@@ -59,6 +59,16 @@ head -c 200 "$TMP/t.trace" >"$TMP/cut.trace"
 expect_error 1 "truncated" -- "$PLANNER" build --db="$DB" --model=tiny --traces="$TMP/cut.trace"
 head -c 4096 /dev/zero | tr '\0' 'x' >"$TMP/bad.db"
 expect_error 1 "bad.db" -- "$PLANNER" list --db="$TMP/bad.db" --model=tiny
+# The kNN router: the version stores its request index and eval reports the kNN column.
+out="$("$PLANNER" build --db="$DB" --model=tiny --traces="$TMP/t.trace" --devices=2 --router=knn)"
+[[ "$out" == *", kNN "* ]] || fail "knn build: $out"
+v="${out#version }"
+v="${v%% *}"
+json="$("$PLANNER" eval --db="$DB" --versions="$v" --traces="$TMP/t.trace" --json)"
+[[ "$json" == *'"dp_lar_knn"'* ]] || fail "eval lacks the kNN column: $json"
+expect_error 1 "--router 'magic'" -- "$PLANNER" build --db="$DB" --model=tiny \
+  --traces="$TMP/t.trace" --router=magic
+
 # Replicated hot experts: a separate version whose JSON lists them.
 out="$("$PLANNER" build --db="$DB" --model=tiny --traces="$TMP/t.trace" --devices=2 --replicas=1)"
 [[ "$out" == *"semantic-dp-g2-r1"* ]] || fail "replicas build: $out"

@@ -13,6 +13,7 @@
 #include "engine/model/safetensors.h"
 #include "nlohmann/json.hpp"
 #include "planner/affinity/layer_affinity.h"
+#include "planner/affinity/request_index.h"
 #include "planner/affinity/token_affinity.h"
 #include "planner/eval/evaluate.h"
 #include "planner/eval/schedule.h"
@@ -51,7 +52,8 @@ absl::Status Append(trace::TraceSet& all, const trace::TraceSet& more, const std
   return absl::OkStatus();
 }
 
-absl::StatusOr<Placement> BuildPlacement(const trace::TraceSet& trace, const BuildOptions& o) {
+absl::StatusOr<Placement> BuildPlacement(const trace::TraceSet& trace, const BuildOptions& o,
+                                          std::vector<int>* co_schedule) {
   const std::vector<int> layers(trace.header.moe_layers.begin(), trace.header.moe_layers.end());
   const int n = static_cast<int>(trace.header.num_experts);
   if (o.algo == "vanilla") return Placement::Vanilla(layers, n, o.devices);
@@ -64,7 +66,11 @@ absl::StatusOr<Placement> BuildPlacement(const trace::TraceSet& trace, const Bui
                            .seed = o.seed,
                            .expert_balance_eps = o.expert_balance_eps};
     if (o.mode == "tp") return SolveTp(trace, solver);
+    // For the kNN router (request_index.h) keep the co-schedule itself: the router reproduces
+    // its request → device choices; for the per-token router, re-fit to that rule (the default).
+    if (o.router == "knn") solver.router_rounds = 0;
     ASSIGN_OR_RETURN(DpSolution solution, SolveDp(trace, solver));
+    if (o.router == "knn") *co_schedule = solution.request_device;
     return solution.placement;
   }
   return absl::InvalidArgumentError(
@@ -72,6 +78,19 @@ absl::StatusOr<Placement> BuildPlacement(const trace::TraceSet& trace, const Bui
 }
 
 std::string Pct(double x) { return absl::StrFormat("%.4f", x); }
+
+// Neighbours that vote in the kNN router rule (request_index.h).
+constexpr int kKnnNeighbours = 10;
+
+// Each traced request's tokens (its prompt, as the router would see it).
+std::vector<std::vector<uint32_t>> RequestPrompts(const trace::TraceSet& trace) {
+  std::vector<std::vector<uint32_t>> prompts(trace.num_requests());
+  for (int r = 0; r < trace.num_requests(); ++r) {
+    prompts[r].assign(trace.tokens.begin() + trace.request_begin[r],
+                      trace.tokens.begin() + trace.request_begin[r + 1]);
+  }
+  return prompts;
+}
 
 }  // namespace
 
@@ -106,11 +125,15 @@ absl::Status AddEmbeddingFallback(const std::string& dir, TokenAffinity& affinit
 }
 
 absl::StatusOr<int64_t> Build(const BuildOptions& o, std::ostream& out) {
+  if (o.router != "tokens" && o.router != "knn") {
+    return absl::InvalidArgumentError(absl::StrCat("--router '", o.router, "' is not tokens or knn"));
+  }
   if (o.mode != "dp" && o.mode != "tp") {
     return absl::InvalidArgumentError(absl::StrCat("--mode '", o.mode, "' is not dp or tp"));
   }
   ASSIGN_OR_RETURN(trace::TraceSet trace, LoadTraces(o.traces));
-  ASSIGN_OR_RETURN(Placement placement, BuildPlacement(trace, o));
+  std::vector<int> co_schedule;  // Semantic DP: the solver's request → device choices.
+  ASSIGN_OR_RETURN(Placement placement, BuildPlacement(trace, o, &co_schedule));
   // In-sample metrics under the blind and the affinity data policies of the chosen mode.
   TokenAffinity affinity = TokenAffinity::FromTrace(trace);
   uint32_t vocab = 0;
@@ -125,6 +148,20 @@ absl::StatusOr<int64_t> Build(const BuildOptions& o, std::ostream& out) {
             : SrsTokens(trace, affinity, placement, kSrsBatchTokens);
     ASSIGN_OR_RETURN(placement, AddHotReplicas(trace, placement, schedule, o.replicas));
   }
+  // DP with the kNN router: its index, labelled by the co-schedule (semantic) or else by the
+  // per-token rule's schedule.
+  std::string request_index;
+  std::optional<RequestIndex> index;
+  if (o.mode == "dp" && o.router == "knn") {
+    std::vector<int> labels = co_schedule;
+    if (labels.empty() || o.replicas > 0) {
+      labels = AffinityRequests(trace, affinity.DpScores(placement, vocab), o.devices,
+                                o.token_balance_eps);
+    }
+    ASSIGN_OR_RETURN(RequestIndex built, RequestIndex::Build(trace, labels, o.devices));
+    request_index = built.Serialize();
+    index = std::move(built);
+  }
   nlohmann::ordered_json metrics;
   if (o.mode == "dp") {
     ASSIGN_OR_RETURN(Metrics blind,
@@ -138,6 +175,12 @@ absl::StatusOr<int64_t> Build(const BuildOptions& o, std::ostream& out) {
                {"bound", DpRequestBound(trace, o.devices)},
                {"expert_load_imbalance", aff.expert_load_imbalance},
                {"token_load_imbalance", aff.token_load_imbalance}};
+    if (index.has_value()) {
+      ASSIGN_OR_RETURN(Metrics knn, EvaluateDp(trace, placement,
+                                               KnnRequests(RequestPrompts(trace), *index,
+                                                           kKnnNeighbours, o.token_balance_eps)));
+      metrics["lar_knn"] = knn.lar;
+    }
   } else {
     ASSIGN_OR_RETURN(Metrics blind,
                      EvaluateTp(trace, placement, ContiguousChunks(trace, o.devices, 256)));
@@ -164,6 +207,7 @@ absl::StatusOr<int64_t> Build(const BuildOptions& o, std::ostream& out) {
                                           {"token_balance_eps", o.token_balance_eps},
                                           {"expert_balance_eps", o.expert_balance_eps},
                                           {"replicas", o.replicas},
+                                          {"router", o.router},
                                           {"traces", o.traces}})
                       .dump();
   v.metrics_json = metrics.dump();
@@ -171,9 +215,11 @@ absl::StatusOr<int64_t> Build(const BuildOptions& o, std::ostream& out) {
   // The version keeps the token affinity it was built from (routers and `eval` use it) and the
   // A tables for this placement (Attention-TP engines predict token devices with both).
   const std::string layer_tables = LayerAffinity::Build(trace, placement).Table().Serialize();
-  ASSIGN_OR_RETURN(int64_t version, store->Create(v, affinity.Serialize(), layer_tables));
+  ASSIGN_OR_RETURN(int64_t version,
+                   store->Create(v, affinity.Serialize(), layer_tables, request_index));
   out << "version " << version << " (" << v.name << ", draft): in-sample " << o.mode
       << " LAR blind " << Pct(metrics["lar_blind"]) << ", affinity " << Pct(metrics["lar_affinity"])
+      << (metrics.contains("lar_knn") ? ", kNN " + Pct(metrics["lar_knn"]) : std::string())
       << ", bound " << Pct(metrics["bound"]) << "\n";
   return version;
 }
@@ -237,22 +283,39 @@ absl::Status Eval(const EvalOptions& o, std::ostream& out) {
         row["tp_a2a_bytes_per_token_srs"] = tpa.a2a_bytes_per_token;
       }
     }
+    // The kNN router, when the version stores its index (DP builds do).
+    auto index_bytes = store->GetRequestIndex(version);
+    if (index_bytes.ok()) {
+      ASSIGN_OR_RETURN(RequestIndex index, RequestIndex::Deserialize(*index_bytes));
+      if (index.num_devices() == g) {
+        ASSIGN_OR_RETURN(Metrics knn, EvaluateDp(trace, p,
+                                                 KnnRequests(RequestPrompts(trace), index,
+                                                             kKnnNeighbours),
+                                                 eval));
+        row["dp_lar_knn"] = knn.lar;
+        row["dp_knn_token_load_imbalance"] = knn.token_load_imbalance;
+      }
+    } else if (!absl::IsNotFound(index_bytes.status())) {
+      return index_bytes.status();
+    }
     rows.push_back(std::move(row));
   }
   if (o.json) {
     out << rows.dump() << "\n";
     return absl::OkStatus();
   }
-  out << absl::StrFormat("%-8s %-22s %6s %9s %9s %9s %9s %9s %9s\n", "version", "name", "G",
-                         "DP blind", "DP affin", "DP bound", "TP blind", "TP SRS", "TP oracle");
+  out << absl::StrFormat("%-8s %-22s %6s %9s %9s %9s %9s %9s %9s %9s\n", "version", "name", "G",
+                         "DP blind", "DP affin", "DP kNN", "DP bound", "TP blind", "TP SRS",
+                         "TP oracle");
   for (const auto& r : rows) {
     auto get = [&](const char* key) {
       return r.contains(key) ? absl::StrFormat("%9.4f", r[key].get<double>()) : std::string(9, '-');
     };
-    out << absl::StrFormat("%-8d %-22s %6d %s %s %s %s %s %s\n", r["version"].get<int64_t>(),
+    out << absl::StrFormat("%-8d %-22s %6d %s %s %s %s %s %s %s\n", r["version"].get<int64_t>(),
                            r["name"].get<std::string>(), r["devices"].get<int>(),
-                           get("dp_lar_blind"), get("dp_lar_affinity"), get("dp_bound"),
-                           get("tp_lar_blind"), get("tp_lar_srs"), get("tp_oracle"));
+                           get("dp_lar_blind"), get("dp_lar_affinity"), get("dp_lar_knn"),
+                           get("dp_bound"), get("tp_lar_blind"), get("tp_lar_srs"),
+                           get("tp_oracle"));
   }
   return absl::OkStatus();
 }

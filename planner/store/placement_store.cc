@@ -104,6 +104,17 @@ const Migration kMigrations[] = {
     {5, R"sql(
       ALTER TABLE placement_layers ADD COLUMN replicas BLOB;
     )sql"},
+    // The DP router's kNN index (planner/affinity/request_index.h).
+    {6, R"sql(
+      CREATE TABLE request_index (
+        version INTEGER PRIMARY KEY REFERENCES placements(version),
+        format INTEGER NOT NULL,
+        data BLOB NOT NULL);
+      CREATE TRIGGER request_index_immutable BEFORE UPDATE ON request_index
+        BEGIN SELECT RAISE(ABORT, 'placement versions are immutable'); END;
+      CREATE TRIGGER request_index_never_deleted BEFORE DELETE ON request_index
+        BEGIN SELECT RAISE(ABORT, 'placement versions are immutable'); END;
+    )sql"},
 };
 
 bool IsJsonObject(const std::string& text) {
@@ -147,7 +158,8 @@ absl::Status PlacementStore::AddModel(const std::string& model, int num_layers, 
 
 absl::StatusOr<int64_t> PlacementStore::Create(const PlacementVersion& v,
                                                absl::string_view affinity_tables,
-                                               absl::string_view layer_tables) {
+                                               absl::string_view layer_tables,
+                                               absl::string_view request_index) {
   if (!IsJsonObject(v.params_json) || !IsJsonObject(v.metrics_json)) {
     return absl::InvalidArgumentError("params_json and metrics_json must be JSON objects");
   }
@@ -226,14 +238,17 @@ absl::StatusOr<int64_t> PlacementStore::Create(const PlacementVersion& v,
                                affinity_tables.size())));
     RETURN_IF_ERROR(tables.Run());
   }
-  if (!layer_tables.empty()) {
-    ASSIGN_OR_RETURN(Statement tables, db_->Prepare("INSERT INTO layer_tables (version, "
-                                                    "format, data) VALUES (?, 1, ?)"));
-    RETURN_IF_ERROR(tables.BindInt(1, version));
-    RETURN_IF_ERROR(tables.BindBlob(
-        2, absl::MakeConstSpan(reinterpret_cast<const uint8_t*>(layer_tables.data()),
-                               layer_tables.size())));
-    RETURN_IF_ERROR(tables.Run());
+  for (const auto& [table, blob] : {std::pair<const char*, absl::string_view>{"layer_tables",
+                                                                              layer_tables},
+                                    {"request_index", request_index}}) {
+    if (blob.empty()) continue;
+    ASSIGN_OR_RETURN(Statement insert_blob,
+                     db_->Prepare(absl::StrCat("INSERT INTO ", table,
+                                               " (version, format, data) VALUES (?, 1, ?)")));
+    RETURN_IF_ERROR(insert_blob.BindInt(1, version));
+    RETURN_IF_ERROR(insert_blob.BindBlob(
+        2, absl::MakeConstSpan(reinterpret_cast<const uint8_t*>(blob.data()), blob.size())));
+    RETURN_IF_ERROR(insert_blob.Run());
   }
   RETURN_IF_ERROR(tx->Commit());
   return version;
@@ -355,6 +370,10 @@ absl::StatusOr<std::string> PlacementStore::GetAffinityTables(int64_t version) {
 
 absl::StatusOr<std::string> PlacementStore::GetLayerTables(int64_t version) {
   return GetBlob("layer_tables", "layer tables", version);
+}
+
+absl::StatusOr<std::string> PlacementStore::GetRequestIndex(int64_t version) {
+  return GetBlob("request_index", "request index", version);
 }
 
 absl::Status PlacementStore::Activate(int64_t version) {
