@@ -6,6 +6,7 @@
 //                    [--expert_balance_eps E]   (expert compute balance)
 //                    [--replicas R]   (R replicated hot experts per device per layer)
 //   planner eval     --db DB --versions V[,V...] --traces HELDOUT[,...] [--profile T,...] [--json]
+//                    [--balanced_bound]   (the TP equal-chunk bound too)
 //   planner list     --db DB --model NAME
 //   planner show     --db DB --version V
 //   planner diff     --db DB --versions V1,V2
@@ -57,6 +58,7 @@ ABSL_FLAG(std::vector<std::string>, versions, {}, "eval: comma-separated version
 ABSL_FLAG(int64_t, version, 0, "show/activate/export: version");
 ABSL_FLAG(int64_t, hidden_size, 0, "eval: hidden size for all-to-all bytes (0: not reported)");
 ABSL_FLAG(bool, json, false, "eval: one JSON line");
+ABSL_FLAG(bool, balanced_bound, false, "eval: also the TP equal-chunk bound (slower)");
 ABSL_FLAG(std::string, out, "", "export: output file");
 ABSL_FLAG(std::string, file, "", "import: placement JSON file");
 ABSL_FLAG(std::string, listen, "127.0.0.1", "serve: address to listen on");
@@ -135,7 +137,8 @@ int Run(const std::string& command) {
                            .traces = UserPaths(absl::GetFlag(FLAGS_traces)),
                            .profile = UserPaths(absl::GetFlag(FLAGS_profile)),
                            .hidden_size = absl::GetFlag(FLAGS_hidden_size),
-                           .json = absl::GetFlag(FLAGS_json)},
+                           .json = absl::GetFlag(FLAGS_json),
+                           .balanced_bound = absl::GetFlag(FLAGS_balanced_bound)},
                           std::cout));
   }
   if (command == "serve") {

@@ -283,7 +283,8 @@ absl::Status Eval(const EvalOptions& o, std::ostream& out) {
         row["tp_a2a_bytes_per_token_srs"] = tpa.a2a_bytes_per_token;
       }
     }
-    // The kNN router, when the version stores its index (DP builds do).
+    if (o.balanced_bound) row["tp_equal_chunk_bound"] = TpBalancedBound(trace, p, o.tp_batch_tokens);
+    // The kNN router, when the version stores its index (`--router knn` builds).
     auto index_bytes = store->GetRequestIndex(version);
     if (index_bytes.ok()) {
       ASSIGN_OR_RETURN(RequestIndex index, RequestIndex::Deserialize(*index_bytes));
@@ -304,18 +305,18 @@ absl::Status Eval(const EvalOptions& o, std::ostream& out) {
     out << rows.dump() << "\n";
     return absl::OkStatus();
   }
-  out << absl::StrFormat("%-8s %-22s %6s %9s %9s %9s %9s %9s %9s %9s\n", "version", "name", "G",
-                         "DP blind", "DP affin", "DP kNN", "DP bound", "TP blind", "TP SRS",
-                         "TP oracle");
+  out << absl::StrFormat("%-8s %-22s %6s %9s %9s %9s %9s %9s %9s %9s %9s\n", "version", "name",
+                         "G", "DP blind", "DP affin", "DP kNN", "DP bound", "TP blind", "TP SRS",
+                         "TP eq-bnd", "TP oracle");
   for (const auto& r : rows) {
     auto get = [&](const char* key) {
       return r.contains(key) ? absl::StrFormat("%9.4f", r[key].get<double>()) : std::string(9, '-');
     };
-    out << absl::StrFormat("%-8d %-22s %6d %s %s %s %s %s %s %s\n", r["version"].get<int64_t>(),
-                           r["name"].get<std::string>(), r["devices"].get<int>(),
-                           get("dp_lar_blind"), get("dp_lar_affinity"), get("dp_lar_knn"),
-                           get("dp_bound"), get("tp_lar_blind"), get("tp_lar_srs"),
-                           get("tp_oracle"));
+    out << absl::StrFormat("%-8d %-22s %6d %s %s %s %s %s %s %s %s\n",
+                           r["version"].get<int64_t>(), r["name"].get<std::string>(),
+                           r["devices"].get<int>(), get("dp_lar_blind"), get("dp_lar_affinity"),
+                           get("dp_lar_knn"), get("dp_bound"), get("tp_lar_blind"),
+                           get("tp_lar_srs"), get("tp_equal_chunk_bound"), get("tp_oracle"));
   }
   return absl::OkStatus();
 }

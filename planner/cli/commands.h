@@ -50,6 +50,8 @@ struct EvalOptions {
   int64_t hidden_size = 0;  // For all-to-all bytes (0: not reported).
   int tp_batch_tokens = 256;
   bool json = false;
+  // Also the TP equal-chunk bound (TpBalancedBound; a few seconds per version at 500k tokens).
+  bool balanced_bound = false;
 };
 // Evaluates versions side by side: DP and TP, blind and affinity data policies, with the
 // bounds.
