@@ -5,6 +5,7 @@
 //                    [--model_dir DIR]   (embedding fallback for unseen tokens)
 //                    [--expert_balance_eps E]   (expert compute balance)
 //                    [--replicas R]   (R replicated hot experts per device per layer)
+//                    [--router tokens|knn]   (DP: the request router to plan for)
 //   planner eval     --db DB --versions V[,V...] --traces HELDOUT[,...] [--profile T,...] [--json]
 //                    [--balanced_bound]   (the TP equal-chunk bound too)
 //   planner list     --db DB --model NAME
