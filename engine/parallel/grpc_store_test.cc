@@ -8,26 +8,16 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/parallel/gloo_communicator.h"
-#include "engine/parallel/kv_store.h"
-#include "engine/server/rendezvous_service.h"
-#include "grpcpp/security/server_credentials.h"
-#include "grpcpp/server.h"
-#include "grpcpp/server_builder.h"
+#include "engine/server/testing/local_rendezvous.h"
 #include "gtest/gtest.h"
 
 namespace semmoe::engine {
 namespace {
 
 TEST(GrpcStoreTest, FourRanksConnectThroughTheServiceAndExchange) {
-  KvStore kv;
-  RendezvousService service(kv);
-  grpc::ServerBuilder builder;
-  int port = 0;
-  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
-  builder.RegisterService(&service);
-  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-  ASSERT_GT(port, 0);
-  const std::string target = absl::StrCat("127.0.0.1:", port);
+  testing::LocalRendezvous rendezvous;
+  ASSERT_TRUE(rendezvous.ok());
+  const std::string target = rendezvous.target();
 
   constexpr int kRanks = 4;
   std::vector<std::thread> threads;
@@ -44,8 +34,7 @@ TEST(GrpcStoreTest, FourRanksConnectThroughTheServiceAndExchange) {
     });
   }
   for (std::thread& t : threads) t.join();
-  EXPECT_GT(kv.total_bytes(), 0u);
-  server->Shutdown();
+  EXPECT_GT(rendezvous.kv().total_bytes(), 0u);
 }
 
 TEST(GrpcStoreTest, UnreachableStoreIsAStatusNotACrash) {

@@ -6,11 +6,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "engine/parallel/kv_store.h"
-#include "engine/server/rendezvous_service.h"
-#include "grpcpp/security/server_credentials.h"
-#include "grpcpp/server.h"
-#include "grpcpp/server_builder.h"
+#include "engine/server/testing/local_rendezvous.h"
 #include "gtest/gtest.h"
 
 namespace semmoe::engine {
@@ -40,16 +36,9 @@ TEST(RendezvousTest, FileStoreAddress) {
 }
 
 TEST(RendezvousTest, GrpcStoreAddress) {
-  KvStore kv;
-  RendezvousService service(kv);
-  grpc::ServerBuilder builder;
-  int port = 0;
-  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
-  builder.RegisterService(&service);
-  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-  ASSERT_GT(port, 0);
-  ExpectGroupWorks(absl::StrCat("grpc:127.0.0.1:", port));
-  server->Shutdown();
+  testing::LocalRendezvous rendezvous;
+  ASSERT_TRUE(rendezvous.ok());
+  ExpectGroupWorks("grpc:" + rendezvous.target());
 }
 
 TEST(RendezvousTest, BadAddressesAreClearErrors) {
