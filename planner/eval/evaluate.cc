@@ -196,7 +196,7 @@ double TpBalancedBound(const TraceSet& trace, const Placement& placement, int ba
       const std::vector<int64_t> chunk = EqualChunks(b, g);
       std::fill(price.begin(), price.end(), 0.0);
       double best = std::numeric_limits<double>::infinity();
-      for (int iteration = 0; iteration < 300; ++iteration) {
+      for (int iteration = 0; iteration < 150; ++iteration) {
         // The dual at `price` and its subgradient.
         double value = 0;
         for (int d = 0; d < g; ++d) {

@@ -61,7 +61,7 @@ double TpTokenOracle(const trace::TraceSet& trace, const Placement& placement);
 // device an equal chunk of each batch of `batch_tokens` consecutive tokens (the first T mod G
 // devices one more), whatever it knows. Per batch and layer the best such split is a
 // transportation problem; by LP duality Σ_t max_d (w[t][d] − p_d) + Σ_d chunk_d · p_d bounds it
-// for any prices p (w: the token's experts held by d), so the prices found by a few hundred
+// for any prices p (w: the token's experts held by d), so the prices found by 150
 // subgradient steps give a valid bound (≤ TpTokenOracle, which is the bound at p = 0).
 double TpBalancedBound(const trace::TraceSet& trace, const Placement& placement,
                        int batch_tokens);
