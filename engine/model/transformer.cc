@@ -33,7 +33,7 @@ Matrix Linear(const Matrix& x, const LinearWeight& w, const Vector& bias) {
 
 }  // namespace
 
-absl::Status LocalLayerStage::Run(int layer, absl::Span<const int32_t> tokens, Matrix& x,
+absl::Status LocalLayerStage::Run(int layer, const BatchTokens& tokens, Matrix& x,
                                   Matrix& attn, Routing* routing) {
   const ModelConfig& c = config_;
   const LayerWeights& w = weights_.layers[layer];
@@ -208,13 +208,14 @@ absl::StatusOr<ForwardOutput> Transformer::Forward(absl::Span<const SequenceInpu
   }
 
   Matrix x(tokens, c.hidden_size);
-  std::vector<int32_t> positions(tokens), ids(tokens);
+  std::vector<int32_t> positions(tokens), ids(tokens), prev(tokens);
   int64_t row = 0;
   for (const SequenceInput& seq : batch) {
     for (size_t t = 0; t < seq.tokens.size(); ++t, ++row) {
       x.row(row) = weights_.embed.row(seq.tokens[t]);
       positions[row] = seq.start_position + static_cast<int32_t>(t);
       ids[row] = seq.tokens[t];
+      prev[row] = t == 0 ? seq.prev_token : seq.tokens[t - 1];
     }
   }
 
@@ -226,7 +227,8 @@ absl::StatusOr<ForwardOutput> Transformer::Forward(absl::Span<const SequenceInpu
     const bool moe = weights_.layers[layer].is_moe;
     Routing routing;
     RETURN_IF_ERROR(
-        stage_->Run(layer, ids, x, attn, moe && options.collect_routing ? &routing : nullptr));
+        stage_->Run(layer, BatchTokens{ids, prev}, x, attn,
+                    moe && options.collect_routing ? &routing : nullptr));
     if (moe && options.collect_routing) out.routing.push_back(std::move(routing));
   }
 

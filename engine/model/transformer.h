@@ -36,6 +36,14 @@ struct SequenceInput {
   int start_position = 0;            // Position of tokens[0]; the KV holds [0, start_position).
   KvSequence* kv = nullptr;          // Not owned; capacity ≥ start_position + tokens.size().
   LogitsMode logits = LogitsMode::kLast;
+  int32_t prev_token = -1;  // The token before tokens[0] (−1: none or unknown); a hint only.
+};
+
+// The batch's token ids, and for each the token before it in its sequence (−1 if unknown):
+// what parallel stages predict expert devices from.
+struct BatchTokens {
+  absl::Span<const int32_t> ids;
+  absl::Span<const int32_t> prev;
 };
 
 struct ForwardOutput {
@@ -60,10 +68,11 @@ class LayerStage {
   virtual ~LayerStage() = default;
   // `x`: [T, hidden], the residual stream entering `layer`; `attn`: [T, hidden], this process's
   // attention output (under Attention-TP a partial sum over its heads; the stage may overwrite
-  // it). On return `x` holds the layer's output. `tokens`: the batch's token ids [T].
+  // it). On return `x` holds the layer's output. `tokens`: the batch's token ids [T] and their
+  // predecessors.
   // `routing`: when non-null and the layer is MoE, the routing of the tokens this process ran
   // the router for (the local stage: all T, in order).
-  virtual absl::Status Run(int layer, absl::Span<const int32_t> tokens, Matrix& x, Matrix& attn,
+  virtual absl::Status Run(int layer, const BatchTokens& tokens, Matrix& x, Matrix& attn,
                            Routing* routing) = 0;
 };
 
@@ -72,7 +81,7 @@ class LocalLayerStage final : public LayerStage {
  public:
   LocalLayerStage(const ModelConfig& config, const ModelWeights& weights)
       : config_(config), weights_(weights) {}
-  absl::Status Run(int layer, absl::Span<const int32_t> tokens, Matrix& x, Matrix& attn,
+  absl::Status Run(int layer, const BatchTokens& tokens, Matrix& x, Matrix& attn,
                    Routing* routing) override;
 
  private:

@@ -21,7 +21,10 @@ std::vector<float> Shares(const planner::Placement& placement, int layer, ProbFn
 DevicePredictor::DevicePredictor(const planner::TokenAffinity& affinity,
                                  const planner::Placement& placement,
                                  planner::TransitionTable transitions)
-    : num_devices_(placement.num_devices()), transitions_(std::move(transitions)) {
+    : affinity_(affinity),
+      placement_(placement),
+      num_devices_(placement.num_devices()),
+      transitions_(std::move(transitions)) {
   const int layers = placement.num_layers();
   by_token_.resize(layers);
   unseen_.resize(layers);
@@ -52,8 +55,9 @@ std::unique_ptr<DevicePredictor> DevicePredictor::Create(
 }
 
 void DevicePredictor::Score(int moe_layer, absl::Span<const int32_t> tokens,
-                            absl::Span<const int32_t> prev2, absl::Span<const int32_t> prev1,
-                            absl::Span<float> scores) const {
+                            absl::Span<const int32_t> previous, absl::Span<const int32_t> prev2,
+                            absl::Span<const int32_t> prev1, absl::Span<float> scores) const {
+  const bool context = affinity_.num_contexts() > 0 && previous.size() == tokens.size();
   const int g = num_devices_;
   const auto& table = by_token_[moe_layer];
   const bool history = uses_history() && moe_layer >= 1 &&
@@ -67,7 +71,12 @@ void DevicePredictor::Score(int moe_layer, absl::Span<const int32_t> tokens,
     }
     const std::vector<float>& share = it == table.end() ? unseen_[moe_layer] : it->second;
     float* row = scores.data() + t * g;
-    std::copy(share.begin(), share.end(), row);
+    if (context && previous[t] >= 0 && it != table.end() && tokens[t] >= 0) {
+      affinity_.ContextShares(moe_layer, static_cast<uint32_t>(previous[t]),
+                              static_cast<uint32_t>(tokens[t]), placement_, row);
+    } else {
+      std::copy(share.begin(), share.end(), row);
+    }
     if (history && prev1[t] >= 0) {
       const int p2 = moe_layer >= 2 ? prev2[t] : -1;
       const size_t slot = static_cast<size_t>(p2 + 1) * g + prev1[t];

@@ -3,7 +3,8 @@
 // its best device with room (DESIGN.md §4). Two tables per MoE layer, the more confident wins:
 //   T  token id → the expected share of its experts on each device, from the token affinities C
 //      and the placement (unseen ids use their embedding neighbour's when C has one, else the
-//      layer's marginal); its confidence is the top share;
+//      layer's marginal), refined by the token before it when C saw that pair; its confidence is
+//      the top share;
 //   A  devices the token used at the two previous MoE layers → (device, confidence); when more
 //      confident than T, the token's scores are that confidence on that device, 0 elsewhere.
 // Immutable after construction; thread-safe.
@@ -25,7 +26,8 @@ namespace semmoe::engine {
 class DevicePredictor {
  public:
   // REQUIRES: `affinity` was learned for the placement's model (same MoE layers and experts);
-  // `transitions` (the A table; empty: none) for the placement's layers and devices.
+  // `transitions` (the A table; empty: none) for the placement's layers and devices. `affinity`
+  // and `placement` are borrowed and must outlive the predictor.
   DevicePredictor(const planner::TokenAffinity& affinity, const planner::Placement& placement,
                   planner::TransitionTable transitions = {});
 
@@ -37,12 +39,16 @@ class DevicePredictor {
   int num_devices() const { return num_devices_; }
   bool uses_history() const { return !transitions_.layers.empty(); }
 
-  // scores: [tokens, num_devices()], filled. `prev1`/`prev2`: each token's devices at the
-  // previous two MoE layers (−1 unknown; may be empty when !uses_history()).
-  void Score(int moe_layer, absl::Span<const int32_t> tokens, absl::Span<const int32_t> prev2,
-             absl::Span<const int32_t> prev1, absl::Span<float> scores) const;
+  // scores: [tokens, num_devices()], filled. `previous`: each token's predecessor id (−1
+  // unknown; may be empty). `prev1`/`prev2`: each token's devices at the previous two MoE layers
+  // (−1 unknown; may be empty when !uses_history()).
+  void Score(int moe_layer, absl::Span<const int32_t> tokens, absl::Span<const int32_t> previous,
+             absl::Span<const int32_t> prev2, absl::Span<const int32_t> prev1,
+             absl::Span<float> scores) const;
 
  private:
+  const planner::TokenAffinity& affinity_;
+  const planner::Placement& placement_;
   int num_devices_;
   // [moe layer]: token id → its shares per device; the marginal's shares for unseen ids.
   std::vector<absl::flat_hash_map<int32_t, std::vector<float>>> by_token_;

@@ -11,7 +11,7 @@ namespace semmoe::engine {
 class DpLayerStage final : public model::LayerStage {
  public:
   explicit DpLayerStage(ExpertParallelFfn& ffn) : ffn_(ffn) {}  // Borrowed.
-  absl::Status Run(int layer, absl::Span<const int32_t> tokens, model::Matrix& x,
+  absl::Status Run(int layer, const model::BatchTokens& tokens, model::Matrix& x,
                    model::Matrix& attn, model::Routing* routing) override {
     x += attn;
     absl::Status status = ffn_.Run(layer, x, attn, routing);

@@ -1,5 +1,6 @@
 #include "engine/parallel/group_engine.h"
 
+#include <climits>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -14,7 +15,7 @@ using model::SequenceInput;
 constexpr int kLeader = 0;
 
 // An Attention-TP pass on the wire, as int64s: n, then per sequence start, tokens, logits mode,
-// pages, the token ids, the page ids.
+// pages, previous token, the token ids, the page ids.
 std::vector<int64_t> EncodePass(absl::Span<const SequenceInput> batch) {
   std::vector<int64_t> wire = {static_cast<int64_t>(batch.size())};
   for (const SequenceInput& seq : batch) {
@@ -24,6 +25,7 @@ std::vector<int64_t> EncodePass(absl::Span<const SequenceInput> batch) {
     wire.push_back(static_cast<int64_t>(seq.tokens.size()));
     wire.push_back(static_cast<int64_t>(seq.logits));
     wire.push_back(static_cast<int64_t>(paged.pages().size()));
+    wire.push_back(seq.prev_token);
     wire.insert(wire.end(), seq.tokens.begin(), seq.tokens.end());
     wire.insert(wire.end(), paged.pages().begin(), paged.pages().end());
   }
@@ -230,9 +232,10 @@ absl::Status GroupEngine::FollowerPass() {
   std::vector<std::unique_ptr<runtime::PageTableView>> views(n);
   std::vector<SequenceInput> batch(n);
   for (int64_t s = 0; s < n; ++s) {
-    int64_t start, count, logits, pages;
-    if (!next(start) || !next(count) || !next(logits) || !next(pages) || count < 0 || pages < 0 ||
-        logits < 0 || logits > 2 || at + count + pages > wire.size()) {
+    int64_t start, count, logits, pages, prev;
+    if (!next(start) || !next(count) || !next(logits) || !next(pages) || !next(prev) ||
+        count < 0 || pages < 0 || logits < 0 || logits > 2 || prev < -1 || prev > INT32_MAX ||
+        at + count + pages > wire.size()) {
       return malformed;
     }
     tokens[s].assign(wire.begin() + at, wire.begin() + at + count);
@@ -243,7 +246,8 @@ absl::Status GroupEngine::FollowerPass() {
     batch[s] = {.tokens = tokens[s],
                 .start_position = static_cast<int>(start),
                 .kv = views[s].get(),
-                .logits = static_cast<model::LogitsMode>(logits)};
+                .logits = static_cast<model::LogitsMode>(logits),
+                .prev_token = static_cast<int32_t>(prev)};
   }
   ASSIGN_OR_RETURN(model::ForwardOutput out, model_.transformer().Forward(batch));
   ++forward_passes_;

@@ -17,6 +17,8 @@ absl::StatusOr<std::vector<GreedyOutput>> RunLockstepGreedy(
   }
   std::vector<GreedyOutput> out(prompts.size());
   std::vector<std::vector<int32_t>> next(prompts.size());
+  std::vector<int32_t> last(prompts.size());  // The last token fed: the next one's predecessor.
+  for (size_t i = 0; i < prompts.size(); ++i) last[i] = prompts[i].empty() ? -1 : prompts[i].back();
   for (int step = 0; step <= options.decode_steps; ++step) {
     std::vector<model::SequenceInput> batch;
     for (size_t i = 0; i < prompts.size(); ++i) {
@@ -25,7 +27,8 @@ absl::StatusOr<std::vector<GreedyOutput>> RunLockstepGreedy(
           {.tokens = prefill ? absl::MakeConstSpan(prompts[i]) : absl::MakeConstSpan(next[i]),
            .start_position = prefill ? 0 : static_cast<int>(prompts[i].size()) + step - 1,
            .kv = kv[i].get(),
-           .logits = model::LogitsMode::kLast});
+           .logits = model::LogitsMode::kLast,
+           .prev_token = prefill ? -1 : last[i]});
     }
     auto result = transformer.Forward(batch, {.collect_routing = options.routing != nullptr});
     if (!result.ok()) return result.status();
@@ -36,6 +39,7 @@ absl::StatusOr<std::vector<GreedyOutput>> RunLockstepGreedy(
       Eigen::Index best;
       row.maxCoeff(&best);
       out[i].tokens.push_back(static_cast<int32_t>(best));
+      if (step > 0) last[i] = next[i][0];
       next[i] = {static_cast<int32_t>(best)};
     }
   }

@@ -203,8 +203,14 @@ planner::Placement Replicated(const model::ModelConfig& config, const Reference&
   return *base.WithReplicas(std::move(replicas));
 }
 
+// The predictor borrows its affinity tables: both travel together.
+struct Prediction {
+  std::unique_ptr<planner::TokenAffinity> affinity;
+  std::unique_ptr<DevicePredictor> predictor;
+};
+
 // Affinity tables from the reference's prefill routing (a trace of these very prompts).
-std::unique_ptr<DevicePredictor> Predictor(const ModelCase& c, const Reference& ref,
+Prediction Predictor(const ModelCase& c, const Reference& ref,
                                            const planner::Placement& placement) {
   const model::ModelConfig& config = ref.model->config;
   planner::trace::TraceSet trace;
@@ -226,9 +232,12 @@ std::unique_ptr<DevicePredictor> Predictor(const ModelCase& c, const Reference& 
     row += static_cast<int64_t>(tokens.size());
     EXPECT_TRUE(trace.AddRequest(absl::StrCat("p", i), tokens, experts).ok());
   }
-  const auto affinity = planner::TokenAffinity::FromTrace(trace);
+  Prediction out;
+  out.affinity =
+      std::make_unique<planner::TokenAffinity>(planner::TokenAffinity::FromTrace(trace));
   const auto transitions = planner::LayerAffinity::Build(trace, placement);
-  return DevicePredictor::Create(affinity, placement, &transitions);
+  out.predictor = DevicePredictor::Create(*out.affinity, placement, &transitions);
+  return out;
 }
 
 struct RankResult {
@@ -269,8 +278,9 @@ TEST_P(ParallelForwardTest, MatchesOneDeviceAndCountsBytesExactly) {
       placement = std::make_unique<planner::Placement>(Replicated(config, ref, g));
       break;
   }
-  std::unique_ptr<DevicePredictor> predictor;
-  if (mode == Mode::kTpShuffled) predictor = Predictor(c, ref, *placement);
+  Prediction prediction;
+  if (mode == Mode::kTpShuffled) prediction = Predictor(c, ref, *placement);
+  const DevicePredictor* predictor = prediction.predictor.get();
 
   gloo::rendezvous::HashStore store;
   std::vector<RankResult> results(g);
@@ -281,7 +291,7 @@ TEST_P(ParallelForwardTest, MatchesOneDeviceAndCountsBytesExactly) {
       ASSERT_TRUE(comm.ok()) << comm.status();
       RankModelOptions options;
       options.attention = mode == Mode::kDp ? AttentionMode::kDp : AttentionMode::kTp;
-      options.predictor = predictor.get();
+      options.predictor = predictor;
       auto rank_model = RankModel::Create(c.dir, *placement, **comm, options);
       ASSERT_TRUE(rank_model.ok()) << rank_model.status();
       RankResult& mine = results[r];

@@ -15,15 +15,15 @@ TpLayerStage::TpLayerStage(const model::ModelConfig& config, ExpertParallelFfn& 
   for (size_t i = 0; i < moe.size(); ++i) moe_index_[moe[i]] = static_cast<int>(i);
 }
 
-ShufflePlan TpLayerStage::Plan(int layer, absl::Span<const int32_t> tokens) {
+ShufflePlan TpLayerStage::Plan(int layer, const model::BatchTokens& tokens) {
   const int moe = moe_index_[layer];
-  if (predictor_ == nullptr || moe < 0) return PlainShuffle(tokens.size(), comm_.size());
-  std::vector<float> scores(tokens.size() * comm_.size());
-  predictor_->Score(moe, tokens, prev2_, prev1_, absl::MakeSpan(scores));
+  if (predictor_ == nullptr || moe < 0) return PlainShuffle(tokens.ids.size(), comm_.size());
+  std::vector<float> scores(tokens.ids.size() * comm_.size());
+  predictor_->Score(moe, tokens.ids, tokens.prev, prev2_, prev1_, absl::MakeSpan(scores));
   return PlanShuffle(scores, comm_.size());
 }
 
-absl::Status TpLayerStage::Run(int layer, absl::Span<const int32_t> tokens, Matrix& x, Matrix& attn,
+absl::Status TpLayerStage::Run(int layer, const model::BatchTokens& tokens, Matrix& x, Matrix& attn,
                                model::Routing* routing) {
   const int g = comm_.size(), me = comm_.rank();
   const int64_t total = x.rows();

@@ -39,13 +39,13 @@ class TpLayerStage final : public model::LayerStage {
   TpLayerStage(const model::ModelConfig& config, ExpertParallelFfn& ffn, Communicator& comm,
                const DevicePredictor* predictor);
 
-  absl::Status Run(int layer, absl::Span<const int32_t> tokens, model::Matrix& x,
+  absl::Status Run(int layer, const model::BatchTokens& tokens, model::Matrix& x,
                    model::Matrix& attn, model::Routing* routing) override;
 
   const TpStageCounters& counters() const { return counters_; }
 
  private:
-  ShufflePlan Plan(int layer, absl::Span<const int32_t> tokens);
+  ShufflePlan Plan(int layer, const model::BatchTokens& tokens);
 
   ExpertParallelFfn& ffn_;
   Communicator& comm_;

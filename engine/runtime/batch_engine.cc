@@ -211,7 +211,8 @@ absl::Status BatchEngine::Step(std::vector<GenerationResult>& finished,
     const bool last = seq->computed + chunk == static_cast<int>(seq->tokens.size());
     batch.push_back(SequenceInput{absl::MakeConstSpan(seq->tokens).subspan(seq->computed, chunk),
                                   seq->computed, seq->kv.get(),
-                                  last ? LogitsMode::kLast : LogitsMode::kNone});
+                                  last ? LogitsMode::kLast : LogitsMode::kNone,
+                                  seq->computed > 0 ? seq->tokens[seq->computed - 1] : -1});
   }
   ASSIGN_OR_RETURN(model::ForwardOutput out, RunForward(batch));
   ++stats_.steps;

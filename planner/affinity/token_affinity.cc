@@ -44,7 +44,53 @@ TokenAffinity TokenAffinity::FromTrace(const trace::TraceSet& trace) {
     }
     a.rows_.emplace(token, std::move(p));
   }
+  // Previous-token contexts seen at least twice (rarer ones are noise).
+  absl::flat_hash_map<uint64_t, std::pair<uint32_t, std::vector<int32_t>>> pairs;
+  for (int r = 0; r < trace.num_requests(); ++r) {
+    for (int64_t t = trace.request_begin[r] + 1; t < trace.request_begin[r + 1]; ++t) {
+      auto& [seen, experts] = pairs[ContextKey(trace.tokens[t - 1], trace.tokens[t])];
+      if (experts.empty()) experts.assign(static_cast<size_t>(layers) * n, 0);
+      ++seen;
+      for (int l = 0; l < layers; ++l) {
+        for (int j = 0; j < k; ++j) ++experts[static_cast<size_t>(l) * n + trace.Experts(t, l)[j]];
+      }
+    }
+  }
+  for (auto& [key, entry] : pairs) {
+    const auto& [seen, experts] = entry;
+    if (seen < kMinContextCount) continue;
+    Context c{seen, {}};
+    for (size_t i = 0; i < experts.size(); ++i) {
+      if (experts[i] > 0) {
+        c.entries.emplace_back(static_cast<uint32_t>(i),
+                               static_cast<float>(static_cast<double>(experts[i]) / (seen * k)));
+      }
+    }
+    a.contexts_.emplace(key, std::move(c));
+  }
   return a;
+}
+
+void TokenAffinity::ContextShares(int layer, uint32_t prev, uint32_t token,
+                                  const Placement& placement, float* share) const {
+  const int g = placement.num_devices();
+  std::fill(share, share + g, 0.0f);
+  for (int e = 0; e < num_experts_; ++e) {
+    const float p = static_cast<float>(Probability(layer, token, e));
+    for (int32_t d : placement.HoldersOf(layer, e)) share[d] += p;
+  }
+  auto it = contexts_.find(ContextKey(prev, token));
+  if (it == contexts_.end()) return;
+  // Interpolated: (λ · unigram + n · context) / (λ + n), λ = 1 (measured in docs/PLANNER.md).
+  const Context& c = it->second;
+  std::vector<float> context(g, 0.0f);
+  const uint32_t begin = static_cast<uint32_t>(layer) * num_experts_, end = begin + num_experts_;
+  for (const auto& [index, p] : c.entries) {
+    if (index < begin || index >= end) continue;
+    for (int32_t d : placement.HoldersOf(layer, static_cast<int>(index - begin))) context[d] += p;
+  }
+  const float n = static_cast<float>(c.count);
+  for (int d = 0; d < g; ++d) share[d] = (share[d] + n * context[d]) / (1.0f + n);
 }
 
 double TokenAffinity::Probability(int layer, uint32_t token, int expert) const {
@@ -190,6 +236,24 @@ std::string TokenAffinity::Serialize() const {
       PutBytes<uint32_t>(out, seen);
     }
   }
+  if (!contexts_.empty()) {
+    out.append("BIGRAM01", 8);
+    PutBytes<uint32_t>(out, static_cast<uint32_t>(contexts_.size()));
+    std::vector<uint64_t> keys;
+    for (const auto& [key, c] : contexts_) keys.push_back(key);
+    std::sort(keys.begin(), keys.end());
+    for (uint64_t key : keys) {
+      const Context& c = contexts_.at(key);
+      PutBytes<uint32_t>(out, static_cast<uint32_t>(key >> 32));
+      PutBytes<uint32_t>(out, static_cast<uint32_t>(key));
+      PutBytes<uint32_t>(out, c.count);
+      PutBytes<uint32_t>(out, static_cast<uint32_t>(c.entries.size()));
+      for (const auto& [index, p] : c.entries) {
+        PutBytes<uint32_t>(out, index);
+        PutBytes<float>(out, p);
+      }
+    }
+  }
   return out;
 }
 
@@ -243,29 +307,56 @@ absl::StatusOr<TokenAffinity> TokenAffinity::Deserialize(absl::string_view bytes
       return absl::InvalidArgumentError(absl::StrCat("affinity table: token ", id, " twice"));
     }
   }
-  if (!r.done()) {  // The optional embedding fallback.
+  while (!r.done()) {  // Optional sections: the embedding fallback, the previous-token rows.
     char tag[8];
-    for (char& c : tag) RETURN_IF_ERROR(r.Get(c, "the fallback tag"));
-    if (absl::string_view(tag, 8) != "NEARBY01") {
-      return absl::InvalidArgumentError("affinity table: trailing bytes");
-    }
+    for (char& c : tag) RETURN_IF_ERROR(r.Get(c, "a section tag"));
+    const absl::string_view section(tag, 8);
     uint32_t count;
-    RETURN_IF_ERROR(r.Get(count, "the fallback count"));
+    RETURN_IF_ERROR(r.Get(count, "a section's count"));
     if (static_cast<uint64_t>(count) * 8 > bytes.size()) {
       return absl::InvalidArgumentError(
-          absl::StrCat("affinity table: ", count, " fallbacks cannot fit"));
+          absl::StrCat("affinity table: ", count, " entries cannot fit"));
     }
-    for (uint32_t i = 0; i < count; ++i) {
-      uint32_t unseen, seen;
-      RETURN_IF_ERROR(r.Get(unseen, "a fallback id"));
-      RETURN_IF_ERROR(r.Get(seen, "a fallback's stand-in"));
-      if (a.rows_.contains(unseen) || !a.rows_.contains(seen) ||
-          !a.nearest_.emplace(unseen, seen).second) {
-        return absl::InvalidArgumentError(absl::StrCat("affinity table: bad fallback ", unseen,
-                                                       " → ", seen, " before byte ", 8 + r.at()));
+    if (section == "NEARBY01") {
+      for (uint32_t i = 0; i < count; ++i) {
+        uint32_t unseen, seen;
+        RETURN_IF_ERROR(r.Get(unseen, "a fallback id"));
+        RETURN_IF_ERROR(r.Get(seen, "a fallback's stand-in"));
+        if (a.rows_.contains(unseen) || !a.rows_.contains(seen) ||
+            !a.nearest_.emplace(unseen, seen).second) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "affinity table: bad fallback ", unseen, " → ", seen, " before byte ", 8 + r.at()));
+        }
       }
+    } else if (section == "BIGRAM01") {
+      for (uint32_t i = 0; i < count; ++i) {
+        uint32_t prev, token, n, m;
+        RETURN_IF_ERROR(r.Get(prev, "a context's previous token"));
+        RETURN_IF_ERROR(r.Get(token, "a context's token"));
+        RETURN_IF_ERROR(r.Get(n, "a context's count"));
+        RETURN_IF_ERROR(r.Get(m, "a context's size"));
+        if (n == 0 || m > static_cast<uint64_t>(layers) * experts || !a.rows_.contains(token)) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("affinity table: bad context header before byte ", 8 + r.at()));
+        }
+        Context c{n, {}};
+        c.entries.resize(m);
+        for (auto& [index, p] : c.entries) {
+          RETURN_IF_ERROR(r.Get(index, "a context entry"));
+          RETURN_IF_ERROR(r.Get(p, "a context probability"));
+          if (index >= layers * experts || !(p >= 0.0f && p <= 1.0f)) {
+            return absl::InvalidArgumentError(
+                absl::StrCat("affinity table: bad context entry before byte ", 8 + r.at()));
+          }
+        }
+        if (!a.contexts_.emplace(ContextKey(prev, token), std::move(c)).second) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("affinity table: context ", prev, " → ", token, " twice"));
+        }
+      }
+    } else {
+      return absl::InvalidArgumentError("affinity table: trailing bytes");
     }
-    if (!r.done()) return absl::InvalidArgumentError("affinity table: trailing bytes");
   }
   return a;
 }

@@ -39,6 +39,13 @@ class TokenAffinity {
   absl::Status AddEmbeddingFallback(absl::Span<const float> embeddings, int64_t hidden);
   // The seen token standing in for `token`, or `token` itself if seen, or −1.
   int64_t StandIn(uint32_t token) const;
+  // The share of the token's expected experts on each device at `layer` (replicas count), given
+  // the token before it: the token's own distribution, interpolated with that of the pair
+  // (previous token, token) when the trace saw the pair at least twice. `share`: [devices].
+  void ContextShares(int layer, uint32_t prev, uint32_t token, const Placement& placement,
+                     float* share) const;
+  int num_contexts() const { return static_cast<int>(contexts_.size()); }
+
   // Every (unseen id, seen stand-in) pair, ascending.
   std::vector<std::pair<uint32_t, uint32_t>> Fallbacks() const;
   bool Seen(uint32_t token) const { return rows_.contains(token); }
@@ -52,7 +59,9 @@ class TokenAffinity {
   // Compact binary form (stored with each placement version, served to routers), sparse per
   // token and layer: "SMAFFIN1" | u32 layers | u32 experts | u32 tokens | f32 marginal[L×E] |
   // per token (ascending id): u32 id, per layer: u16 n, n × (u16 expert, f32 p) | optionally
-  // "NEARBY01" u32 count, count × (u32 unseen id, u32 seen id) — the embedding fallback.
+  // "NEARBY01" u32 count, count × (u32 unseen id, u32 seen id) — the embedding fallback |
+  // optionally "BIGRAM01" u32 count, count × (u32 prev, u32 token, u32 seen, u32 m,
+  // m × (u32 l · N + e, f32 p)) — the previous-token contexts.
   std::string Serialize() const;
   // InvalidArgument naming the byte offset for anything malformed (never a crash).
   static absl::StatusOr<TokenAffinity> Deserialize(absl::string_view bytes);
@@ -63,6 +72,16 @@ class TokenAffinity {
   absl::flat_hash_map<uint32_t, std::vector<float>> rows_;
   std::vector<std::vector<float>> marginal_;         // [layer][expert]
   absl::flat_hash_map<uint32_t, uint32_t> nearest_;  // Unseen id → the seen id standing in.
+  // (previous token, token) → how often seen and P(expert) per layer (sparse: l · N + e → p).
+  struct Context {
+    uint32_t count = 0;
+    std::vector<std::pair<uint32_t, float>> entries;
+  };
+  static constexpr uint32_t kMinContextCount = 2;
+  static uint64_t ContextKey(uint32_t prev, uint32_t token) {
+    return (static_cast<uint64_t>(prev) << 32) | token;
+  }
+  absl::flat_hash_map<uint64_t, Context> contexts_;
 };
 
 }  // namespace semmoe::planner

@@ -1,5 +1,7 @@
 #include "planner/affinity/token_affinity.h"
 
+#include <string>
+
 #include <random>
 
 #include "gtest/gtest.h"
@@ -105,6 +107,45 @@ TEST(TokenAffinityTest, UnseenTokensBorrowTheirNearestSeenTokenInEmbeddingSpace)
   EXPECT_NE(rejected.status().message().find("bad fallback"), std::string::npos);
   EXPECT_FALSE(a.AddEmbeddingFallback(std::vector<float>(5), 2).ok());        // Not rows.
   EXPECT_FALSE(a.AddEmbeddingFallback(std::vector<float>(8, 1.0f), 2).ok());  // Too few ids.
+}
+
+TEST(TokenAffinityTest, ThePreviousTokenRefinesTheShares) {
+  // Token 7 goes to expert 0 after token 1 and to expert 3 after token 2 (each twice), so alone
+  // it is split; with its predecessor it is not.
+  trace::TraceSet t;
+  t.header.num_experts = 4;
+  t.header.top_k = 1;
+  t.header.moe_layers = {0};
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_TRUE(t.AddRequest("a" + std::to_string(i), {1, 7}, {1, 0}).ok());
+    ASSERT_TRUE(t.AddRequest("b" + std::to_string(i), {2, 7}, {1, 3}).ok());
+  }
+  ASSERT_TRUE(t.AddRequest("c", {9, 7}, {1, 3}).ok());  // Seen once: no context.
+  const TokenAffinity a = TokenAffinity::FromTrace(t);
+  EXPECT_EQ(a.num_contexts(), 2);
+  const Placement p = *Placement::Vanilla({0}, 4, 2);  // 0,1 → 0; 2,3 → 1.
+  float alone[2], after1[2], after2[2], after9[2];
+  a.ContextShares(0, 0xffffffffu, 7, p, alone);
+  a.ContextShares(0, 1, 7, p, after1);
+  a.ContextShares(0, 2, 7, p, after2);
+  a.ContextShares(0, 9, 7, p, after9);
+  EXPECT_FLOAT_EQ(alone[0], 0.4f);   // 2 of 5 occurrences on device 0.
+  EXPECT_FLOAT_EQ(after9[0], 0.4f);  // An unsupported pair: the token alone.
+  // (1 · 0.4 + 2 · 1) / 3 and (1 · 0.4 + 2 · 0) / 3.
+  EXPECT_FLOAT_EQ(after1[0], 0.8f);
+  EXPECT_NEAR(after2[0], 0.4f / 3, 1e-6);
+  EXPECT_NEAR(after2[0] + after2[1], 1.0f, 1e-6);
+  // Kept by the compact form; a broken context section is an error.
+  const std::string bytes = a.Serialize();
+  auto back = TokenAffinity::Deserialize(bytes);
+  ASSERT_TRUE(back.ok()) << back.status();
+  float again[2];
+  back->ContextShares(0, 1, 7, p, again);
+  EXPECT_FLOAT_EQ(again[0], after1[0]);
+  std::string bad = bytes;
+  bad[bad.size() - 1] = static_cast<char>(0x7f);  // The last probability becomes huge.
+  EXPECT_FALSE(TokenAffinity::Deserialize(bad).ok());
+  EXPECT_FALSE(TokenAffinity::Deserialize(bytes.substr(0, bytes.size() - 2)).ok());
 }
 
 }  // namespace

@@ -59,20 +59,23 @@ std::vector<std::vector<int>> SrsTokens(const trace::TraceSet& trace, const Toke
   std::vector<std::vector<int>> token_device(trace.num_layers(),
                                              std::vector<int>(trace.num_tokens()));
   std::vector<float> scores;
+  std::vector<bool> first_of_request(trace.num_tokens(), false);
+  for (int r = 0; r < trace.num_requests(); ++r) {
+    if (trace.request_begin[r] < trace.num_tokens()) first_of_request[trace.request_begin[r]] = true;
+  }
+  constexpr uint32_t kNoToken = 0xffffffffu;
   for (int l = 0; l < trace.num_layers(); ++l) {
     for (int64_t start = 0; start < trace.num_tokens(); start += batch_tokens) {
       const int b = static_cast<int>(std::min<int64_t>(batch_tokens, trace.num_tokens() - start));
       scores.assign(static_cast<size_t>(b) * g, 0.0f);
       for (int i = 0; i < b; ++i) {
-        // The expected fraction of the token's experts on each device (sums to 1).
+        // The expected share of the token's experts on each device, given the token before it
+        // in its request (none for a request's first token).
         float* share = &scores[static_cast<size_t>(i) * g];
-        const uint32_t v = trace.tokens[start + i];
-        for (int e = 0; e < n; ++e) {
-          const float p = static_cast<float>(affinity.Probability(l, v, e));
-          for (int32_t d : placement.HoldersOf(l, e)) share[d] += p;  // Replicas count too.
-        }
+        const int64_t t = start + i;
+        const uint32_t prev = first_of_request[t] ? kNoToken : trace.tokens[t - 1];
+        affinity.ContextShares(l, prev, trace.tokens[t], placement, share);
         if (layer_affinity != nullptr && l >= 1) {
-          const int64_t t = start + i;
           const int prev1 = BestDevice(trace, placement, t, l - 1);
           const int prev2 = l >= 2 ? BestDevice(trace, placement, t, l - 2) : -1;
           const LayerAffinity::Prediction a = layer_affinity->Predict(l, prev2, prev1);
