@@ -14,6 +14,7 @@
 //   bazel run -c opt //tools:bench_ep -- --model DIR --prompts FILE [--ranks G]
 //       [--placement semantic|FILE] [--json]
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -198,14 +199,21 @@ absl::StatusOr<Row> RunConfig(const std::string& dir,
   return row;
 }
 
+// `bazel run` starts binaries in the runfiles tree: resolve relative paths against the caller's.
+std::string UserPath(const std::string& path) {
+  const char* cwd = std::getenv("BUILD_WORKING_DIRECTORY");
+  if (path.empty() || path[0] == '/' || cwd == nullptr) return path;
+  return absl::StrCat(cwd, "/", path);
+}
+
 absl::Status Main() {
-  const std::string dir = absl::GetFlag(FLAGS_model);
+  const std::string dir = UserPath(absl::GetFlag(FLAGS_model));
   if (dir.empty() || absl::GetFlag(FLAGS_prompts).empty()) {
     return absl::InvalidArgumentError("--model and --prompts are required");
   }
   ASSIGN_OR_RETURN(auto m, engine::model::LoadModel(dir));
   const auto& config = m->config;
-  ASSIGN_OR_RETURN(auto prompts, ReadPrompts(absl::GetFlag(FLAGS_prompts), *m));
+  ASSIGN_OR_RETURN(auto prompts, ReadPrompts(UserPath(absl::GetFlag(FLAGS_prompts)), *m));
   std::vector<std::vector<int32_t>> profile, heldout;
   for (size_t i = 0; i < prompts.size(); ++i)
     (i % 2 == 0 ? profile : heldout).push_back(prompts[i]);
@@ -222,7 +230,7 @@ absl::Status Main() {
   std::unique_ptr<Placement> file_placement;
   const std::string placement_flag = absl::GetFlag(FLAGS_placement);
   if (placement_flag != "semantic") {
-    ASSIGN_OR_RETURN(std::string text, ReadFile(placement_flag));
+    ASSIGN_OR_RETURN(std::string text, ReadFile(UserPath(placement_flag)));
     ASSIGN_OR_RETURN(Placement p, Placement::FromJson(text));
     file_placement = std::make_unique<Placement>(std::move(p));
   }
