@@ -223,7 +223,9 @@ absl::StatusOr<ForwardOutput> Transformer::Forward(absl::Span<const SequenceInpu
   for (int layer = 0; layer < c.num_layers; ++layer) {
     const absl::Time start = absl::Now();
     Matrix attn = Attention(layer, batch, positions, x);
-    out.attention_seconds += absl::ToDoubleSeconds(absl::Now() - start);
+    const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
+    out.attention_seconds += seconds;
+    out.attention_seconds_per_layer.push_back(seconds);
     const bool moe = weights_.layers[layer].is_moe;
     Routing routing;
     RETURN_IF_ERROR(

@@ -53,6 +53,7 @@ struct ForwardOutput {
   // Filled only when requested.
   std::vector<Routing> routing;
   double attention_seconds = 0;  // Wall time in attention (projections, RoPE, cache, scores).
+  std::vector<double> attention_seconds_per_layer;  // [layers]
 };
 
 struct ForwardOptions {

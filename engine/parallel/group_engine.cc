@@ -204,7 +204,7 @@ absl::StatusOr<model::ForwardOutput> GroupEngine::Forward(absl::Span<const Seque
   }
   ASSIGN_OR_RETURN(model::ForwardOutput out, model_.transformer().Forward(batch));
   ++forward_passes_;
-  attention_seconds_ += out.attention_seconds;
+  AddAttentionTimes(out);
   return out;
 }
 
@@ -251,8 +251,18 @@ absl::Status GroupEngine::FollowerPass() {
   }
   ASSIGN_OR_RETURN(model::ForwardOutput out, model_.transformer().Forward(batch));
   ++forward_passes_;
-  attention_seconds_ += out.attention_seconds;
+  AddAttentionTimes(out);
   return absl::OkStatus();
+}
+
+void GroupEngine::AddAttentionTimes(const model::ForwardOutput& out) {
+  attention_seconds_ += out.attention_seconds;
+  if (attention_seconds_per_layer_.size() < out.attention_seconds_per_layer.size()) {
+    attention_seconds_per_layer_.resize(out.attention_seconds_per_layer.size(), 0.0);
+  }
+  for (size_t l = 0; l < out.attention_seconds_per_layer.size(); ++l) {
+    attention_seconds_per_layer_[l] += out.attention_seconds_per_layer[l];
+  }
 }
 
 absl::Status GroupEngine::Deliver(const std::vector<runtime::GenerationResult>& finished,
@@ -302,6 +312,7 @@ void GroupEngine::Snapshot() {
   }
   s.forward_passes = forward_passes_;
   s.attention_seconds = attention_seconds_;
+  s.attention_seconds_per_layer = attention_seconds_per_layer_;
   s.layers = model_.ffn().counters();
   if (model_.tp_stage() != nullptr) s.tp = model_.tp_stage()->counters();
   s.comm = model_.comm().counters();

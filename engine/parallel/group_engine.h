@@ -63,7 +63,8 @@ struct GroupEngineStats {
   int64_t completed = 0, failed = 0, cancelled = 0;
   int64_t forward_passes = 0;
   double attention_seconds = 0;
-  std::vector<MoeLayerCounters> layers;  // Per MoE layer.
+  std::vector<double> attention_seconds_per_layer;  // Per model layer.
+  std::vector<MoeLayerCounters> layers;             // Per MoE layer.
   TpStageCounters tp;
   CommCounters comm;
 };
@@ -99,6 +100,7 @@ class GroupEngine {
   // Attention-TP: the leader's pass (broadcast the batch, then run it) and a follower's.
   absl::StatusOr<model::ForwardOutput> Forward(absl::Span<const model::SequenceInput> batch);
   absl::Status FollowerPass();
+  void AddAttentionTimes(const model::ForwardOutput& out);
   void FailAll(const absl::Status& status);
   void Snapshot();
 
@@ -109,6 +111,7 @@ class GroupEngine {
   absl::flat_hash_map<std::string, std::shared_ptr<RequestSink>> sinks_;  // Loop thread only.
   int64_t forward_passes_ = 0;
   double attention_seconds_ = 0;
+  std::vector<double> attention_seconds_per_layer_;
 
   mutable absl::Mutex mu_;
   std::deque<std::pair<runtime::GenerationRequest, std::shared_ptr<RequestSink>>> inbox_

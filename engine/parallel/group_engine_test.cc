@@ -155,6 +155,13 @@ TEST_P(GroupEngineTest, ServesLikeOneDeviceFromEveryAcceptingRank) {
   EXPECT_EQ(s0.forward_passes, s1.forward_passes);  // Lockstep.
   EXPECT_GT(s0.forward_passes, kTokens);
   EXPECT_EQ(s0.completed + s1.completed, kRequests);
+  ASSERT_EQ(s0.attention_seconds_per_layer.size(), 2u);  // Timings per layer.
+  EXPECT_GT(s0.attention_seconds_per_layer[1], 0.0);
+  if (mode == AttentionMode::kTp) {
+    ASSERT_EQ(s0.tp.srs_seconds_per_layer.size(), 2u);
+    EXPECT_GT(s0.tp.srs_seconds_per_layer[0], 0.0);
+    EXPECT_GT(s1.tp.sag_seconds_per_layer[1], 0.0);
+  }
   int64_t remote = 0;
   for (const auto& l : s0.layers) remote += l.remote_activations;
   EXPECT_GT(remote, 0);

@@ -11,6 +11,8 @@ TpLayerStage::TpLayerStage(const model::ModelConfig& config, ExpertParallelFfn& 
                            Communicator& comm, const DevicePredictor* predictor)
     : ffn_(ffn), comm_(comm), predictor_(predictor), hidden_(config.hidden_size) {
   moe_index_.assign(config.num_layers, -1);
+  counters_.srs_seconds_per_layer.assign(config.num_layers, 0.0);
+  counters_.sag_seconds_per_layer.assign(config.num_layers, 0.0);
   const std::vector<int> moe = config.MoeLayers();
   for (size_t i = 0; i < moe.size(); ++i) moe_index_[moe[i]] = static_cast<int>(i);
 }
@@ -46,7 +48,9 @@ absl::Status TpLayerStage::Run(int layer, const model::BatchTokens& tokens, Matr
   RETURN_IF_ERROR(comm_.ReduceScatterV(absl::Span<const float>(packed.data(), packed.size()),
                                        counts, absl::Span<float>(chunk.data(), chunk.size())));
   for (int64_t i = 0; i < rows; ++i) chunk.row(i) += x.row(plan.order[begin + i]);
-  counters_.srs_seconds += absl::ToDoubleSeconds(absl::Now() - start);
+  const double srs = absl::ToDoubleSeconds(absl::Now() - start);
+  counters_.srs_seconds += srs;
+  counters_.srs_seconds_per_layer[layer] += srs;
 
   Matrix ffn;
   RETURN_IF_ERROR(ffn_.Run(layer, chunk, ffn, routing));
@@ -70,7 +74,9 @@ absl::Status TpLayerStage::Run(int layer, const model::BatchTokens& tokens, Matr
   RETURN_IF_ERROR(comm_.AllGatherV(absl::Span<const float>(chunk.data(), chunk.size()), counts,
                                    absl::Span<float>(packed.data(), packed.size())));
   for (int64_t i = 0; i < total; ++i) x.row(plan.order[i]) = packed.row(i);
-  counters_.sag_seconds += absl::ToDoubleSeconds(absl::Now() - start);
+  const double sag = absl::ToDoubleSeconds(absl::Now() - start);
+  counters_.sag_seconds += sag;
+  counters_.sag_seconds_per_layer[layer] += sag;
   counters_.tokens += total;
   return absl::OkStatus();
 }

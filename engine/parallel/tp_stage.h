@@ -31,6 +31,7 @@ struct TpStageCounters {
   double srs_seconds = 0;      // Pack + reduce-scatter + residual.
   double sag_seconds = 0;      // All-gather + unpack.
   double predict_seconds = 0;  // Device prediction and shuffle planning.
+  std::vector<double> srs_seconds_per_layer, sag_seconds_per_layer;  // [model layers]
 };
 
 class TpLayerStage final : public model::LayerStage {

@@ -274,6 +274,15 @@ void ToProto(const GroupEngineStats& s, const std::vector<int>& moe_layers, rpc:
     remote += c.remote_activations;
   }
   out.set_lar(local + remote == 0 ? 0.0 : static_cast<double>(local) / (local + remote));
+  for (size_t l = 0; l < s.attention_seconds_per_layer.size(); ++l) {
+    rpc::LayerTimes* t = out.add_layer_times();
+    t->set_layer(static_cast<int>(l));
+    t->set_attention_seconds(s.attention_seconds_per_layer[l]);
+    if (l < s.tp.srs_seconds_per_layer.size()) {
+      t->set_srs_seconds(s.tp.srs_seconds_per_layer[l]);
+      t->set_sag_seconds(s.tp.sag_seconds_per_layer[l]);
+    }
+  }
   for (int k = 0; k < kNumCollectiveKinds; ++k) {
     const CollectiveCounters& c = s.comm.by_kind[k];
     rpc::CollectiveStats* cs = out.add_collectives();

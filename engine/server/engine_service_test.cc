@@ -127,6 +127,9 @@ TEST_F(EngineServiceTest, StreamsTokensThenTheFinalRecord) {
   EXPECT_EQ(stats.layers_size(), 2);
   EXPECT_DOUBLE_EQ(stats.lar(), 1.0);  // One rank holds every expert.
   EXPECT_GT(stats.attention_seconds(), 0.0);
+  ASSERT_EQ(stats.layer_times_size(), 2);  // The tiny model's two layers.
+  EXPECT_GT(stats.layer_times(1).attention_seconds(), 0.0);
+  EXPECT_EQ(stats.layer_times(1).layer(), 1);
 }
 
 TEST_F(EngineServiceTest, BadRequestsAreInvalidArgumentNamingTheField) {
