@@ -5,14 +5,19 @@
 namespace semmoe::planner {
 namespace {
 
-TEST(LayerAffinityTest, LearnsStickyRouting) {
+// Three MoE layers, 4 experts, top-1. Vanilla on 2 devices: experts 0,1 → 0; 2,3 → 1. Three
+// tokens stay on device 0 through the layers, one goes 1 → 1 → 0.
+trace::TraceSet Sticky() {
   trace::TraceSet t;
   t.header.num_experts = 4;
   t.header.top_k = 1;
   t.header.moe_layers = {0, 1, 2};
-  // Vanilla on 2 devices: experts 0,1 → 0; 2,3 → 1. Three tokens stay on device 0 through the
-  // layers, one goes 1 → 1 → 0.
-  ASSERT_TRUE(t.AddRequest("r", {1, 2, 3, 4}, {0, 1, 0, 1, 0, 1, 0, 0, 1, 2, 3, 0}).ok());
+  EXPECT_TRUE(t.AddRequest("r", {1, 2, 3, 4}, {0, 1, 0, 1, 0, 1, 0, 0, 1, 2, 3, 0}).ok());
+  return t;
+}
+
+TEST(LayerAffinityTest, LearnsStickyRouting) {
+  const trace::TraceSet t = Sticky();
   auto p = Placement::Vanilla({0, 1, 2}, 4, 2);
   EXPECT_EQ(BestDevice(t, *p, 3, 0), 1);
   LayerAffinity a = LayerAffinity::Build(t, *p);
@@ -28,11 +33,7 @@ TEST(LayerAffinityTest, LearnsStickyRouting) {
 }
 
 TEST(LayerAffinityTest, TableRoundTripsAndMatchesPredict) {
-  trace::TraceSet t;
-  t.header.num_experts = 4;
-  t.header.top_k = 1;
-  t.header.moe_layers = {0, 1, 2};
-  ASSERT_TRUE(t.AddRequest("r", {1, 2, 3, 4}, {0, 1, 0, 1, 0, 1, 0, 0, 1, 2, 3, 0}).ok());
+  const trace::TraceSet t = Sticky();
   auto p = Placement::Vanilla({0, 1, 2}, 4, 2);
   LayerAffinity a = LayerAffinity::Build(t, *p);
   const TransitionTable table = a.Table();

@@ -9,13 +9,18 @@
 namespace semmoe::planner {
 namespace {
 
-TEST(TokenAffinityTest, ProbabilitiesMarginalAndScores) {
+// Two MoE layers, 4 experts, top-1. Token 5 → experts (0, 2) then (1, 2); token 6 → (3, 3).
+trace::TraceSet TwoTokens() {
   trace::TraceSet t;
   t.header.num_experts = 4;
   t.header.top_k = 1;
   t.header.moe_layers = {0, 1};
-  // Token 5 → experts (0, 2) then (1, 2); token 6 → (3, 3).
-  ASSERT_TRUE(t.AddRequest("r", {5, 5, 6}, {0, 2, 1, 2, 3, 3}).ok());
+  EXPECT_TRUE(t.AddRequest("r", {5, 5, 6}, {0, 2, 1, 2, 3, 3}).ok());
+  return t;
+}
+
+TEST(TokenAffinityTest, ProbabilitiesMarginalAndScores) {
+  const trace::TraceSet t = TwoTokens();
   TokenAffinity a = TokenAffinity::FromTrace(t);
   EXPECT_DOUBLE_EQ(a.Probability(0, 5, 0), 0.5);
   EXPECT_DOUBLE_EQ(a.Probability(1, 5, 2), 1.0);
@@ -31,11 +36,7 @@ TEST(TokenAffinityTest, ProbabilitiesMarginalAndScores) {
 }
 
 TEST(TokenAffinityTest, SerializeRoundTripAndCorruption) {
-  trace::TraceSet t;
-  t.header.num_experts = 4;
-  t.header.top_k = 1;
-  t.header.moe_layers = {0, 1};
-  ASSERT_TRUE(t.AddRequest("r", {5, 5, 6}, {0, 2, 1, 2, 3, 3}).ok());
+  const trace::TraceSet t = TwoTokens();
   const TokenAffinity a = TokenAffinity::FromTrace(t);
   const std::string bytes = a.Serialize();
   auto b = TokenAffinity::Deserialize(bytes);
@@ -65,11 +66,7 @@ TEST(TokenAffinityTest, SerializeRoundTripAndCorruption) {
 }
 
 TEST(TokenAffinityTest, UnseenTokensBorrowTheirNearestSeenTokenInEmbeddingSpace) {
-  trace::TraceSet t;
-  t.header.num_experts = 4;
-  t.header.top_k = 1;
-  t.header.moe_layers = {0, 1};
-  ASSERT_TRUE(t.AddRequest("r", {5, 5, 6}, {0, 2, 1, 2, 3, 3}).ok());
+  const trace::TraceSet t = TwoTokens();
   TokenAffinity a = TokenAffinity::FromTrace(t);
   // 8 ids × 2 dims: id 7 points like 6, id 0 like 5; 5 and 6 are orthogonal.
   std::vector<float> embed(16, 0.0f);
