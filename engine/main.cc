@@ -70,6 +70,8 @@ ABSL_FLAG(std::string, host, "127.0.0.1", "serve: address to listen on");
 ABSL_FLAG(int, port, 0, "serve: EngineService port (0: any free port)");
 ABSL_FLAG(std::string, port_file, "", "serve: write the bound port here once serving");
 ABSL_FLAG(int, kv_cache_mb, 256, "serve: KV cache per rank, MiB");
+ABSL_FLAG(double, token_balance_eps, 0.05,
+          "serve (tp with --affinity): a rank's share of a batch may reach (1 + eps) x the mean");
 ABSL_FLAG(int, max_running, 64, "serve: sequences in a rank's batch at most");
 ABSL_FLAG(int, max_waiting, 1024, "serve: queued requests per rank at most");
 
@@ -265,6 +267,10 @@ int Serve() {
   if (absl::GetFlag(FLAGS_kv_cache_mb) <= 0 || absl::GetFlag(FLAGS_max_running) <= 0 ||
       absl::GetFlag(FLAGS_max_waiting) <= 0 || absl::GetFlag(FLAGS_max_batch_tokens) <= 0) {
     return Usage("--kv_cache_mb, --max_running, --max_waiting and --max_batch_tokens must be > 0");
+  }
+  o.token_balance_eps = absl::GetFlag(FLAGS_token_balance_eps);
+  if (!(o.token_balance_eps >= 0 && o.token_balance_eps <= 1)) {
+    return Usage("--token_balance_eps must be in [0, 1]");
   }
   o.engine.batch.kv_cache_bytes = int64_t{absl::GetFlag(FLAGS_kv_cache_mb)} << 20;
   o.engine.batch.max_running = absl::GetFlag(FLAGS_max_running);

@@ -7,7 +7,7 @@
 //                    [--replicas R]   (R replicated hot experts per device per layer)
 //                    [--router tokens|knn]   (DP: the request router to plan for)
 //   planner eval     --db DB --versions V[,V...] --traces HELDOUT[,...] [--profile T,...] [--json]
-//                    [--balanced_bound]   (the TP equal-chunk bound too)
+//                    [--balanced_bound]   (the TP bound under the balance constraint too)
 //   planner list     --db DB --model NAME
 //   planner show     --db DB --version V
 //   planner diff     --db DB --versions V1,V2
@@ -52,14 +52,18 @@ ABSL_FLAG(std::string, model_dir, "",
 ABSL_FLAG(double, expert_balance_eps, -1,
           "build: expert load per device ≤ (1 + eps) · mean "
           "(compute balance; negative: off)");
-ABSL_FLAG(std::string, router, "tokens", "build (dp): the request router to plan for, tokens or knn");
+ABSL_FLAG(std::string, router, "tokens",
+          "build (dp): the request router to plan for, tokens or knn");
 ABSL_FLAG(int, replicas, 0, "build: extra slots per device per layer for replicated hot experts");
-ABSL_FLAG(double, balance_eps, 0.05, "build: token load per device ≤ (1 + eps) · mean");
+ABSL_FLAG(double, balance_eps, 0.05,
+          "build/eval: token load per device ≤ (1 + eps) · mean (DP: over the requests; TP: per "
+          "batch)");
 ABSL_FLAG(std::vector<std::string>, versions, {}, "eval: comma-separated versions");
 ABSL_FLAG(int64_t, version, 0, "show/activate/export: version");
 ABSL_FLAG(int64_t, hidden_size, 0, "eval: hidden size for all-to-all bytes (0: not reported)");
 ABSL_FLAG(bool, json, false, "eval: one JSON line");
-ABSL_FLAG(bool, balanced_bound, false, "eval: also the TP equal-chunk bound (slower)");
+ABSL_FLAG(bool, balanced_bound, false,
+          "eval: also the TP bound under the token balance constraint (slower)");
 ABSL_FLAG(std::string, out, "", "export: output file");
 ABSL_FLAG(std::string, file, "", "import: placement JSON file");
 ABSL_FLAG(std::string, listen, "127.0.0.1", "serve: address to listen on");
@@ -138,6 +142,7 @@ int Run(const std::string& command) {
                            .traces = UserPaths(absl::GetFlag(FLAGS_traces)),
                            .profile = UserPaths(absl::GetFlag(FLAGS_profile)),
                            .hidden_size = absl::GetFlag(FLAGS_hidden_size),
+                           .token_balance_eps = absl::GetFlag(FLAGS_balance_eps),
                            .json = absl::GetFlag(FLAGS_json),
                            .balanced_bound = absl::GetFlag(FLAGS_balanced_bound)},
                           std::cout));

@@ -57,6 +57,8 @@ expect_error 1 "runs past the end of the file" -- \
 expect_error 2 "--rendezvous is required" -- "$ENGINE" serve --model="$dir"
 expect_error 2 "--attn must be dp or tp" -- "$ENGINE" serve --model="$dir" --rendezvous=file:/tmp \
   --attn=ep
+expect_error 2 "--token_balance_eps must be in" -- "$ENGINE" serve --model="$dir" \
+  --rendezvous=file:/tmp --token_balance_eps=-0.1
 expect_error 1 "is not in a group of 2" -- "$ENGINE" serve --model="$dir" --rendezvous=file:/tmp \
   --rank=2 --ranks=2
 expect_error 1 "is not a directory" -- "$ENGINE" serve --model="$dir" --ranks=1 \

@@ -66,8 +66,10 @@ v="${out#version }"
 v="${v%% *}"
 json="$("$PLANNER" eval --db="$DB" --versions="$v" --traces="$TMP/t.trace" --json)"
 [[ "$json" == *'"dp_lar_knn"'* ]] || fail "eval lacks the kNN column: $json"
-"$PLANNER" eval --db="$DB" --versions=3 --traces="$TMP/t.trace" --balanced_bound |
-  grep -q "TP eq-bnd" || fail "eval --balanced_bound lacks its column"
+json="$("$PLANNER" eval --db="$DB" --versions=3 --traces="$TMP/t.trace" --balanced_bound --json)"
+[[ "$json" == *'"tp_balanced_bound":'* ]] || fail "eval --balanced_bound lacks its bound: $json"
+json="$("$PLANNER" eval --db="$DB" --versions=3 --traces="$TMP/t.trace" --json)"
+[[ "$json" != *'"tp_balanced_bound"'* ]] || fail "eval reports the bound unasked: $json"
 expect_error 1 "--router 'magic'" -- "$PLANNER" build --db="$DB" --model=tiny \
   --traces="$TMP/t.trace" --router=magic
 

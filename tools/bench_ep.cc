@@ -315,10 +315,11 @@ absl::Status Main() {
     r.placement = name;
     rows.push_back(r);
     if (replicas > 0) {
-      ASSIGN_OR_RETURN(Placement replicated,
-                       planner::AddHotReplicas(
-                           trace, *tp_placement,
-                           planner::SrsTokens(trace, affinity, *tp_placement, 256), replicas));
+      ASSIGN_OR_RETURN(
+          Placement replicated,
+          planner::AddHotReplicas(
+              trace, *tp_placement,
+              planner::SrsTokens(trace, affinity, *tp_placement, 256, nullptr, 0.05), replicas));
       auto replicated_predictor = engine::DevicePredictor::Create(affinity, replicated, nullptr);
       ASSIGN_OR_RETURN(r, RunConfig(dir, heldout, replicated, AttentionMode::kTp,
                                     replicated_predictor.get(), {}));

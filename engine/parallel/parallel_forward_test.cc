@@ -27,6 +27,7 @@
 #include "nlohmann/json.hpp"
 #include "planner/affinity/layer_affinity.h"
 #include "planner/affinity/token_affinity.h"
+#include "planner/placement/balanced_assign.h"
 #include "planner/trace/trace_set.h"
 #include "tools/tiny_model/tiny_model.h"
 
@@ -39,6 +40,7 @@ using model::Routing;
 using model::SequenceInput;
 
 constexpr int kDecodeSteps = 6;
+constexpr double kSlack = 0.5;  // Shuffled TP: a rank's chunk may reach 1.5 × the mean.
 
 enum class Mode { kDp, kTpPlain, kTpShuffled };
 enum class Layout { kVanilla, kRandom, kSkewed, kReplicated };
@@ -211,7 +213,7 @@ struct Prediction {
 
 // Affinity tables from the reference's prefill routing (a trace of these very prompts).
 Prediction Predictor(const ModelCase& c, const Reference& ref,
-                                           const planner::Placement& placement) {
+                     const planner::Placement& placement) {
   const model::ModelConfig& config = ref.model->config;
   planner::trace::TraceSet trace;
   trace.header = {.num_experts = static_cast<uint32_t>(config.num_experts),
@@ -233,8 +235,7 @@ Prediction Predictor(const ModelCase& c, const Reference& ref,
     EXPECT_TRUE(trace.AddRequest(absl::StrCat("p", i), tokens, experts).ok());
   }
   Prediction out;
-  out.affinity =
-      std::make_unique<planner::TokenAffinity>(planner::TokenAffinity::FromTrace(trace));
+  out.affinity = std::make_unique<planner::TokenAffinity>(planner::TokenAffinity::FromTrace(trace));
   const auto transitions = planner::LayerAffinity::Build(trace, placement);
   out.predictor = DevicePredictor::Create(*out.affinity, placement, &transitions);
   return out;
@@ -292,6 +293,8 @@ TEST_P(ParallelForwardTest, MatchesOneDeviceAndCountsBytesExactly) {
       RankModelOptions options;
       options.attention = mode == Mode::kDp ? AttentionMode::kDp : AttentionMode::kTp;
       options.predictor = predictor;
+      // A large slack, so that chunks really are uneven in these small batches.
+      options.token_balance_eps = kSlack;
       auto rank_model = RankModel::Create(c.dir, *placement, **comm, options);
       ASSERT_TRUE(rank_model.ok()) << rank_model.status();
       RankResult& mine = results[r];
@@ -336,6 +339,26 @@ TEST_P(ParallelForwardTest, MatchesOneDeviceAndCountsBytesExactly) {
   EXPECT_GT(all_remote, 0) << "the dispatch path was never exercised";
   std::cout << "worst logits rel L2 " << worst << ", LAR "
             << double(all_local) / std::max<int64_t>(1, all_local + all_remote) << "\n";
+
+  // Shuffled TP: chunks follow the predictions, within the slack; plain TP: equal chunks.
+  if (mode != Mode::kDp) {
+    int uneven = 0;
+    for (size_t f = 0; f < results[0].routing.size(); ++f) {
+      for (size_t l = 0; l < results[0].routing[f].size(); ++l) {
+        int64_t total = 0;
+        for (int r = 0; r < g; ++r) total += results[r].routing[f][l].tokens();
+        const std::vector<int64_t> cap =
+            planner::ChunkCapacities(total, g, mode == Mode::kTpShuffled ? kSlack : 0);
+        const std::vector<int64_t> equal = planner::EqualChunks(total, g);
+        for (int r = 0; r < g; ++r) {
+          EXPECT_LE(results[r].routing[f][l].tokens(), cap[r]) << "forward " << f << " layer " << l;
+          if (results[r].routing[f][l].tokens() != equal[r]) ++uneven;
+        }
+      }
+    }
+    if (mode == Mode::kTpPlain) EXPECT_EQ(uneven, 0);
+    if (mode == Mode::kTpShuffled) EXPECT_GT(uneven, 0) << "the slack was never used";
+  }
 
   // Bytes: recompute each rank's dispatch/combine traffic from the routing it ran.
   const int64_t hidden = config.hidden_size, k = config.top_k;

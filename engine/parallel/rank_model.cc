@@ -58,7 +58,8 @@ absl::StatusOr<std::unique_ptr<RankModel>> RankModel::Create(const std::string& 
     if (options.predictor != nullptr && options.predictor->num_devices() != comm.size()) {
       return absl::InvalidArgumentError("the device predictor is for another group size");
     }
-    m->tp_stage_ = std::make_unique<TpLayerStage>(c, *m->ffn_, comm, options.predictor);
+    m->tp_stage_ = std::make_unique<TpLayerStage>(c, *m->ffn_, comm, options.predictor,
+                                                  options.token_balance_eps);
     stage = m->tp_stage_.get();
   }
   ASSIGN_OR_RETURN(m->transformer_,

@@ -31,6 +31,9 @@ struct RankModelOptions {
   // For Attention-TP: predicts token devices for the shuffled collectives; null = plain order.
   // Borrowed; outlives the model.
   const DevicePredictor* predictor = nullptr;
+  // With a predictor: a rank's share of a batch may reach (1 + eps) × the mean, so more tokens
+  // land where their experts are (planner/placement/balanced_assign.h). 0: equal chunks.
+  double token_balance_eps = 0.05;
 };
 
 class RankModel {

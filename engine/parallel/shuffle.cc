@@ -21,11 +21,12 @@ ShufflePlan PlainShuffle(int64_t tokens, int ranks) {
   return plan;
 }
 
-ShufflePlan PlanShuffle(absl::Span<const float> scores, int ranks) {
+ShufflePlan PlanShuffle(absl::Span<const float> scores, int ranks, double slack) {
   const int64_t tokens = static_cast<int64_t>(scores.size()) / ranks;
   ShufflePlan plan;
-  plan.counts = planner::EqualChunks(tokens, ranks);
-  const std::vector<int32_t> chunk_of = planner::AssignBalanced(scores, ranks);
+  const std::vector<int32_t> chunk_of = planner::AssignBalanced(scores, ranks, slack);
+  plan.counts.assign(ranks, 0);
+  for (int32_t r : chunk_of) ++plan.counts[r];
   std::vector<int64_t> fill(ranks, 0);
   for (int r = 1; r < ranks; ++r) fill[r] = fill[r - 1] + plan.counts[r - 1];
   plan.order.resize(tokens);

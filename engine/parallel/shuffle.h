@@ -1,7 +1,8 @@
 // The token order of Attention-TP's reduce-scatter / all-gather (DESIGN.md §4, "Online TP
 // reshuffle"). Plain: tokens in batch order, contiguous equal chunks. Shuffled: tokens go to
 // devices by the rule planner/placement/balanced_assign.h shares with the planner's evaluation —
-// equal chunks, most confident first, each to its best-scoring device with room (an overflowing
+// chunks of at most the equal share (or, with a slack ε, ⌊(1 + ε) · tokens / ranks⌋), most
+// confident first, each to its best-scoring device with room (an overflowing
 // token lands on its next-best device; one with no preference on the least-full) — and within a
 // chunk tokens keep their batch order.
 #ifndef SEMMOE_ENGINE_PARALLEL_SHUFFLE_H_
@@ -24,7 +25,8 @@ struct ShufflePlan {
 ShufflePlan PlainShuffle(int64_t tokens, int ranks);
 
 // scores: row-major [tokens, ranks], e.g. the predicted share of each token's experts per rank.
-ShufflePlan PlanShuffle(absl::Span<const float> scores, int ranks);
+// Every rank computes the same plan from the same scores (the rule is deterministic).
+ShufflePlan PlanShuffle(absl::Span<const float> scores, int ranks, double slack = 0);
 
 }  // namespace semmoe::engine
 

@@ -4,6 +4,7 @@
 #include <random>
 
 #include "gtest/gtest.h"
+#include "planner/placement/balanced_assign.h"
 
 namespace semmoe::engine {
 namespace {
@@ -54,6 +55,35 @@ TEST(ShuffleTest, RandomScoresAlwaysGiveBalancedPermutations) {
     for (int r = 0; r < ranks; ++r) {
       EXPECT_EQ(plan.counts[r], tokens / ranks + (r < tokens % ranks ? 1 : 0));
     }
+  }
+}
+
+TEST(ShuffleTest, SlackLetsAChunkGrowUpToItsCapacity) {
+  // 8 tokens, 2 ranks, all prefer rank 0: with slack 0.25 rank 0 takes ⌊1.25 · 4⌋ = 5.
+  std::vector<float> scores;
+  for (int t = 0; t < 8; ++t) scores.insert(scores.end(), {0.9f - 0.01f * t, 0.1f});
+  const ShufflePlan plan = PlanShuffle(scores, 2, 0.25);
+  EXPECT_EQ(plan.counts, (std::vector<int64_t>{5, 3}));
+  EXPECT_EQ(plan.order, (std::vector<int32_t>{0, 1, 2, 3, 4, 5, 6, 7}));
+  ExpectPermutation(plan, 8);
+}
+
+TEST(ShuffleTest, RandomScoresWithSlackStayWithinCapacity) {
+  std::mt19937 rng(9);
+  for (int trial = 0; trial < 200; ++trial) {
+    const int ranks = 1 + rng() % 8;
+    const int64_t tokens = rng() % 300;
+    std::vector<float> scores(tokens * ranks);
+    for (float& s : scores) s = (rng() % 100) / 100.0f;
+    const ShufflePlan plan = PlanShuffle(scores, ranks, 0.05);
+    ExpectPermutation(plan, tokens);
+    const std::vector<int64_t> capacity = planner::ChunkCapacities(tokens, ranks, 0.05);
+    int64_t sum = 0;
+    for (int r = 0; r < ranks; ++r) {
+      EXPECT_LE(plan.counts[r], capacity[r]);
+      sum += plan.counts[r];
+    }
+    EXPECT_EQ(sum, tokens);
   }
 }
 

@@ -8,8 +8,13 @@ namespace semmoe::engine {
 using model::Matrix;
 
 TpLayerStage::TpLayerStage(const model::ModelConfig& config, ExpertParallelFfn& ffn,
-                           Communicator& comm, const DevicePredictor* predictor)
-    : ffn_(ffn), comm_(comm), predictor_(predictor), hidden_(config.hidden_size) {
+                           Communicator& comm, const DevicePredictor* predictor,
+                           double token_balance_eps)
+    : ffn_(ffn),
+      comm_(comm),
+      predictor_(predictor),
+      token_balance_eps_(token_balance_eps),
+      hidden_(config.hidden_size) {
   moe_index_.assign(config.num_layers, -1);
   counters_.srs_seconds_per_layer.assign(config.num_layers, 0.0);
   counters_.sag_seconds_per_layer.assign(config.num_layers, 0.0);
@@ -22,7 +27,7 @@ ShufflePlan TpLayerStage::Plan(int layer, const model::BatchTokens& tokens) {
   if (predictor_ == nullptr || moe < 0) return PlainShuffle(tokens.ids.size(), comm_.size());
   std::vector<float> scores(tokens.ids.size() * comm_.size());
   predictor_->Score(moe, tokens.ids, tokens.prev, prev2_, prev1_, absl::MakeSpan(scores));
-  return PlanShuffle(scores, comm_.size());
+  return PlanShuffle(scores, comm_.size(), token_balance_eps_);
 }
 
 absl::Status TpLayerStage::Run(int layer, const model::BatchTokens& tokens, Matrix& x, Matrix& attn,

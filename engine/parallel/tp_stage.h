@@ -36,9 +36,10 @@ struct TpStageCounters {
 
 class TpLayerStage final : public model::LayerStage {
  public:
-  // All borrowed. `predictor` null = plain order. `moe_layers`: the model's MoE layer indices.
+  // All borrowed. `predictor` null = plain order. `token_balance_eps`: with a predictor, a rank's
+  // chunk may hold up to ⌊(1 + eps) · batch / ranks⌋ tokens (0: equal chunks).
   TpLayerStage(const model::ModelConfig& config, ExpertParallelFfn& ffn, Communicator& comm,
-               const DevicePredictor* predictor);
+               const DevicePredictor* predictor, double token_balance_eps = 0);
 
   absl::Status Run(int layer, const model::BatchTokens& tokens, model::Matrix& x,
                    model::Matrix& attn, model::Routing* routing) override;
@@ -51,6 +52,7 @@ class TpLayerStage final : public model::LayerStage {
   ExpertParallelFfn& ffn_;
   Communicator& comm_;
   const DevicePredictor* predictor_;
+  double token_balance_eps_;
   std::vector<int> moe_index_;  // Model layer → MoE index or −1.
   int hidden_;
   TpStageCounters counters_;

@@ -90,7 +90,9 @@ absl::Status RunRankServer(const RankServerOptions& o, absl::Notification& stop)
                                                                     .timeout = o.connect_timeout}));
   ASSIGN_OR_RETURN(std::unique_ptr<RankModel> model,
                    RankModel::Create(o.model_dir, placement, *comm,
-                                     {.attention = o.attention, .predictor = predictor.get()}));
+                                     {.attention = o.attention,
+                                      .predictor = predictor.get(),
+                                      .token_balance_eps = o.token_balance_eps}));
   GroupEngineOptions engine_options = o.engine;
   engine_options.batch.tokenizer = model->tokenizer();
   if (engine_options.batch.eos_ids.empty()) engine_options.batch.eos_ids = config.eos_token_ids;

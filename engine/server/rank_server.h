@@ -28,6 +28,8 @@ struct RankServerOptions {
   // The A tables (TransitionTable::Serialize bytes) for the placement: with `affinity`, tokens'
   // devices are also predicted from the devices their experts used at the previous two layers.
   std::string layer_tables;
+  // Shuffled Attention-TP: a rank's chunk of a batch may reach (1 + eps) × the mean.
+  double token_balance_eps = 0.05;
   std::string host = "127.0.0.1";  // EngineService and the Gloo mesh listen here.
   int port = 0;                    // 0: any free port (written to port_file).
   std::string port_file;           // If set, the bound port is written here once serving.

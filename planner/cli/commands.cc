@@ -53,7 +53,7 @@ absl::Status Append(trace::TraceSet& all, const trace::TraceSet& more, const std
 }
 
 absl::StatusOr<Placement> BuildPlacement(const trace::TraceSet& trace, const BuildOptions& o,
-                                          std::vector<int>* co_schedule) {
+                                         std::vector<int>* co_schedule) {
   const std::vector<int> layers(trace.header.moe_layers.begin(), trace.header.moe_layers.end());
   const int n = static_cast<int>(trace.header.num_experts);
   if (o.algo == "vanilla") return Placement::Vanilla(layers, n, o.devices);
@@ -126,7 +126,8 @@ absl::Status AddEmbeddingFallback(const std::string& dir, TokenAffinity& affinit
 
 absl::StatusOr<int64_t> Build(const BuildOptions& o, std::ostream& out) {
   if (o.router != "tokens" && o.router != "knn") {
-    return absl::InvalidArgumentError(absl::StrCat("--router '", o.router, "' is not tokens or knn"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--router '", o.router, "' is not tokens or knn"));
   }
   if (o.mode != "dp" && o.mode != "tp") {
     return absl::InvalidArgumentError(absl::StrCat("--mode '", o.mode, "' is not dp or tp"));
@@ -145,7 +146,7 @@ absl::StatusOr<int64_t> Build(const BuildOptions& o, std::ostream& out) {
         o.mode == "dp"
             ? TokensOfRequests(trace, AffinityRequests(trace, affinity.DpScores(placement, vocab),
                                                        o.devices, o.token_balance_eps))
-            : SrsTokens(trace, affinity, placement, kSrsBatchTokens);
+            : SrsTokens(trace, affinity, placement, kSrsBatchTokens, nullptr, o.token_balance_eps);
     ASSIGN_OR_RETURN(placement, AddHotReplicas(trace, placement, schedule, o.replicas));
   }
   // DP with the kNN router: its index, labelled by the co-schedule (semantic) or else by the
@@ -184,9 +185,9 @@ absl::StatusOr<int64_t> Build(const BuildOptions& o, std::ostream& out) {
   } else {
     ASSIGN_OR_RETURN(Metrics blind,
                      EvaluateTp(trace, placement, ContiguousChunks(trace, o.devices, 256)));
-    ASSIGN_OR_RETURN(
-        Metrics srs,
-        EvaluateTp(trace, placement, SrsTokens(trace, affinity, placement, kSrsBatchTokens)));
+    ASSIGN_OR_RETURN(Metrics srs, EvaluateTp(trace, placement,
+                                             SrsTokens(trace, affinity, placement, kSrsBatchTokens,
+                                                       nullptr, o.token_balance_eps)));
     metrics = {{"lar_blind", blind.lar},
                {"lar_affinity", srs.lar},
                {"bound", TpTokenOracle(trace, placement)},
@@ -270,11 +271,14 @@ absl::Status Eval(const EvalOptions& o, std::ostream& out) {
     }
     const TokenAffinity* use = affinity.has_value() ? &*affinity : stored ? &*stored : nullptr;
     if (use != nullptr) {
-      ASSIGN_OR_RETURN(
-          Metrics dpa,
-          EvaluateDp(trace, p, AffinityRequests(trace, use->DpScores(p, vocab), g), eval));
-      ASSIGN_OR_RETURN(Metrics tpa,
-                       EvaluateTp(trace, p, SrsTokens(trace, *use, p, o.tp_batch_tokens), eval));
+      ASSIGN_OR_RETURN(Metrics dpa, EvaluateDp(trace, p,
+                                               AffinityRequests(trace, use->DpScores(p, vocab), g,
+                                                                o.token_balance_eps),
+                                               eval));
+      ASSIGN_OR_RETURN(Metrics tpa, EvaluateTp(trace, p,
+                                               SrsTokens(trace, *use, p, o.tp_batch_tokens, nullptr,
+                                                         o.token_balance_eps),
+                                               eval));
       row["dp_lar_affinity"] = dpa.lar;
       row["dp_token_load_imbalance"] = dpa.token_load_imbalance;
       row["tp_lar_srs"] = tpa.lar;
@@ -283,16 +287,17 @@ absl::Status Eval(const EvalOptions& o, std::ostream& out) {
         row["tp_a2a_bytes_per_token_srs"] = tpa.a2a_bytes_per_token;
       }
     }
-    if (o.balanced_bound) row["tp_equal_chunk_bound"] = TpBalancedBound(trace, p, o.tp_batch_tokens);
+    if (o.balanced_bound) {
+      row["tp_balanced_bound"] = TpBalancedBound(trace, p, o.tp_batch_tokens, o.token_balance_eps);
+    }
     // The kNN router, when the version stores its index (`--router knn` builds).
     auto index_bytes = store->GetRequestIndex(version);
     if (index_bytes.ok()) {
       ASSIGN_OR_RETURN(RequestIndex index, RequestIndex::Deserialize(*index_bytes));
       if (index.num_devices() == g) {
-        ASSIGN_OR_RETURN(Metrics knn, EvaluateDp(trace, p,
-                                                 KnnRequests(RequestPrompts(trace), index,
-                                                             kKnnNeighbours),
-                                                 eval));
+        ASSIGN_OR_RETURN(
+            Metrics knn,
+            EvaluateDp(trace, p, KnnRequests(RequestPrompts(trace), index, kKnnNeighbours), eval));
         row["dp_lar_knn"] = knn.lar;
         row["dp_knn_token_load_imbalance"] = knn.token_load_imbalance;
       }
@@ -305,18 +310,18 @@ absl::Status Eval(const EvalOptions& o, std::ostream& out) {
     out << rows.dump() << "\n";
     return absl::OkStatus();
   }
-  out << absl::StrFormat("%-8s %-22s %6s %9s %9s %9s %9s %9s %9s %9s %9s\n", "version", "name",
-                         "G", "DP blind", "DP affin", "DP kNN", "DP bound", "TP blind", "TP SRS",
-                         "TP eq-bnd", "TP oracle");
+  out << absl::StrFormat("%-8s %-22s %6s %9s %9s %9s %9s %9s %9s %9s %9s\n", "version", "name", "G",
+                         "DP blind", "DP affin", "DP kNN", "DP bound", "TP blind", "TP SRS",
+                         "TP bound", "TP oracle");
   for (const auto& r : rows) {
     auto get = [&](const char* key) {
       return r.contains(key) ? absl::StrFormat("%9.4f", r[key].get<double>()) : std::string(9, '-');
     };
-    out << absl::StrFormat("%-8d %-22s %6d %s %s %s %s %s %s %s %s\n",
-                           r["version"].get<int64_t>(), r["name"].get<std::string>(),
-                           r["devices"].get<int>(), get("dp_lar_blind"), get("dp_lar_affinity"),
-                           get("dp_lar_knn"), get("dp_bound"), get("tp_lar_blind"),
-                           get("tp_lar_srs"), get("tp_equal_chunk_bound"), get("tp_oracle"));
+    out << absl::StrFormat("%-8d %-22s %6d %s %s %s %s %s %s %s %s\n", r["version"].get<int64_t>(),
+                           r["name"].get<std::string>(), r["devices"].get<int>(),
+                           get("dp_lar_blind"), get("dp_lar_affinity"), get("dp_lar_knn"),
+                           get("dp_bound"), get("tp_lar_blind"), get("tp_lar_srs"),
+                           get("tp_balanced_bound"), get("tp_oracle"));
   }
   return absl::OkStatus();
 }

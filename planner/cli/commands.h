@@ -49,8 +49,11 @@ struct EvalOptions {
   std::vector<std::string> profile;
   int64_t hidden_size = 0;  // For all-to-all bytes (0: not reported).
   int tp_batch_tokens = 256;
+  // Token load per device ≤ (1 + eps) · mean, for the DP router rule (over the trace) and the
+  // SRS rule (per batch).
+  double token_balance_eps = 0.05;
   bool json = false;
-  // Also the TP equal-chunk bound (TpBalancedBound; a few seconds per version at 500k tokens).
+  // Also the TP balanced bound (TpBalancedBound; a few seconds per version at 500k tokens).
   bool balanced_bound = false;
 };
 // Evaluates versions side by side: DP and TP, blind and affinity data policies, with the

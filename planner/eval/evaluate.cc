@@ -1,14 +1,12 @@
 #include "planner/eval/evaluate.h"
 
-#include <cmath>
-#include <limits>
-
 #include <algorithm>
+#include <cmath>
 #include <functional>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
-
 #include "planner/placement/balanced_assign.h"
 
 namespace semmoe::planner {
@@ -177,7 +175,8 @@ double TpTokenOracle(const TraceSet& trace, const Placement& placement) {
   return activations == 0 ? 0.0 : static_cast<double>(best_total) / activations;
 }
 
-double TpBalancedBound(const TraceSet& trace, const Placement& placement, int batch_tokens) {
+double TpBalancedBound(const TraceSet& trace, const Placement& placement, int batch_tokens,
+                       double slack) {
   const int g = placement.num_devices(), k = trace.top_k();
   std::vector<float> w;
   std::vector<double> price(g), grad(g), best_price(g);
@@ -193,7 +192,7 @@ double TpBalancedBound(const TraceSet& trace, const Placement& placement, int ba
           }
         }
       }
-      const std::vector<int64_t> chunk = EqualChunks(b, g);
+      const std::vector<int64_t> chunk = ChunkCapacities(b, g, slack);
       std::fill(price.begin(), price.end(), 0.0);
       double best = std::numeric_limits<double>::infinity();
       for (int iteration = 0; iteration < 150; ++iteration) {
@@ -218,7 +217,9 @@ double TpBalancedBound(const TraceSet& trace, const Placement& placement, int ba
         for (double x : grad) norm += x * x;
         if (norm == 0) break;  // Optimal: every chunk exactly filled by the maximisers.
         const double step = 0.5 / std::sqrt(1.0 + iteration) / std::sqrt(norm);
-        for (int d = 0; d < g; ++d) price[d] -= step * grad[d];
+        // Projected onto p ≥ 0 (capacities are upper limits; with equal chunks, which add up to
+        // the batch, shifting all prices changes nothing, so this loses nothing).
+        for (int d = 0; d < g; ++d) price[d] = std::max(0.0, price[d] - step * grad[d]);
       }
       total += best;
     }

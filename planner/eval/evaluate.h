@@ -57,14 +57,15 @@ double DpRequestBound(const trace::TraceSet& trace, int num_devices);
 // most of its chosen experts (ignores balance).
 double TpTokenOracle(const trace::TraceSet& trace, const Placement& placement);
 
-// Upper bound on TP LAR for any schedule that, like the shuffled reduce-scatter, gives every
-// device an equal chunk of each batch of `batch_tokens` consecutive tokens (the first T mod G
-// devices one more), whatever it knows. Per batch and layer the best such split is a
-// transportation problem; by LP duality Σ_t max_d (w[t][d] − p_d) + Σ_d chunk_d · p_d bounds it
-// for any prices p (w: the token's experts held by d), so the prices found by 150
-// subgradient steps give a valid bound (≤ TpTokenOracle, which is the bound at p = 0).
-double TpBalancedBound(const trace::TraceSet& trace, const Placement& placement,
-                       int batch_tokens);
+// Upper bound on TP LAR for any schedule that, like the shuffled reduce-scatter, gives no device
+// more than its capacity of each batch of `batch_tokens` consecutive tokens (ChunkCapacities:
+// the equal chunk, or ⌊(1 + slack) · batch / G⌋), whatever it knows. Per batch and layer the
+// best such split is a transportation problem; by LP duality Σ_t max_d (w[t][d] − p_d) +
+// Σ_d capacity_d · p_d bounds it for any prices p ≥ 0 (w: the token's experts held by d), so
+// the prices found by 150 projected subgradient steps give a valid bound (≤ TpTokenOracle,
+// which is the bound at p = 0).
+double TpBalancedBound(const trace::TraceSet& trace, const Placement& placement, int batch_tokens,
+                       double slack = 0);
 
 }  // namespace semmoe::planner
 

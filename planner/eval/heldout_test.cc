@@ -9,8 +9,8 @@
 #include "common/file.h"
 #include "common/testing/shared_data.h"
 #include "gtest/gtest.h"
-#include "planner/affinity/request_index.h"
 #include "planner/affinity/layer_affinity.h"
+#include "planner/affinity/request_index.h"
 #include "planner/affinity/token_affinity.h"
 #include "planner/eval/evaluate.h"
 #include "planner/eval/schedule.h"
@@ -81,6 +81,18 @@ TEST(HeldOutTest, SemanticDpBeatsBaselinesOnHeldOutPrompts) {
               << ", semantic+round-robin " << s_rr << ", semantic+affinity " << s->lar
               << " (token imbalance " << s->token_load_imbalance << "); bound " << bound << " → "
               << 100 * s->lar / bound << "% of it (in-sample " << sol->lar << ")\n";
+    // How far the bound is from what co-scheduling can reach at all: the solver fitted to the
+    // held-out half itself (placement and schedule both see the data they are scored on). Held
+    // out, with the schedule predicted from prompts, cannot do better than this, so the gap
+    // between it and the bound belongs to the bound (docs/PLANNER.md).
+    auto ceiling =
+        SolveDp(heldout, {.num_devices = g, .starts = 16, .seed = 1, .router_rounds = 0});
+    ASSERT_TRUE(ceiling.ok()) << ceiling.status();
+    std::cout << "G=" << g
+              << " DP co-scheduling fitted to the held-out half itself: " << ceiling->lar << " → "
+              << 100 * ceiling->lar / bound << "% of the bound\n";
+    EXPECT_LE(ceiling->lar, bound);
+    EXPECT_GT(ceiling->lar, s->lar);
     EXPECT_GT(s->lar, best_baseline);
     EXPECT_GT(s->lar, v_aff);
     EXPECT_GT(s->lar, v_rr);
@@ -112,7 +124,7 @@ TEST(HeldOutTest, SemanticDpBeatsBaselinesOnHeldOutPrompts) {
 
 // SRS's rule with each token's true expert shares as its scores.
 std::vector<std::vector<int>> PerfectSrs(const TraceSet& trace, const Placement& placement,
-                                         int batch) {
+                                         int batch, double slack) {
   const int g = placement.num_devices();
   std::vector<std::vector<int>> device(trace.num_layers(), std::vector<int>(trace.num_tokens()));
   for (int l = 0; l < trace.num_layers(); ++l) {
@@ -125,7 +137,7 @@ std::vector<std::vector<int>> PerfectSrs(const TraceSet& trace, const Placement&
           scores[static_cast<size_t>(i) * g + placement.Device(l, experts[j])] += 1.0f;
         }
       }
-      const std::vector<int32_t> assigned = AssignBalanced(scores, g);
+      const std::vector<int32_t> assigned = AssignBalanced(scores, g, slack);
       for (int i = 0; i < b; ++i) device[l][start + i] = assigned[i];
     }
   }
@@ -140,6 +152,7 @@ TEST(HeldOutTest, SemanticTpOnHeldOutPrompts) {
   const std::vector<int> layers = {0, 1, 2, 3};
   const TokenAffinity affinity = TokenAffinity::FromTrace(profile);
   const int batch = 256;
+  const double slack = 0.05;  // Token load per device per batch ≤ 1.05 × the mean.
   for (int g : {4, 8}) {
     auto semantic = SolveTp(profile, {.num_devices = g, .starts = 2, .seed = 1});
     ASSERT_TRUE(semantic.ok()) << semantic.status();
@@ -151,29 +164,31 @@ TEST(HeldOutTest, SemanticTpOnHeldOutPrompts) {
           std::pair<std::string, Placement>{"coact", *CoactPlacement(profile, g)},
           std::pair<std::string, Placement>{"semantic", *semantic}}) {
       const double blind = EvaluateTp(heldout, placement, ContiguousChunks(heldout, g, batch))->lar;
-      auto srs = EvaluateTp(heldout, placement, SrsTokens(heldout, affinity, placement, batch));
+      auto srs = EvaluateTp(heldout, placement,
+                            SrsTokens(heldout, affinity, placement, batch, nullptr, slack));
       // The A table with a naive confidence comparison (reported, not yet better: PLANNER.md).
       const LayerAffinity layer_affinity = LayerAffinity::Build(profile, placement);
-      auto srs_a = EvaluateTp(heldout, placement,
-                              SrsTokens(heldout, affinity, placement, batch, &layer_affinity));
+      auto srs_a =
+          EvaluateTp(heldout, placement,
+                     SrsTokens(heldout, affinity, placement, batch, &layer_affinity, slack));
       const double oracle = TpTokenOracle(heldout, placement);
       // The same rule fed the truth (each token's real share of experts per device): what
-      // perfect prediction would reach under equal chunks — the balance costs this much.
+      // perfect prediction would reach under the balance limit — the balance costs this much.
       const double perfect =
-          EvaluateTp(heldout, placement, PerfectSrs(heldout, placement, batch))->lar;
-      const double balanced = TpBalancedBound(heldout, placement, batch);
+          EvaluateTp(heldout, placement, PerfectSrs(heldout, placement, batch, slack))->lar;
+      const double balanced = TpBalancedBound(heldout, placement, batch, slack);
       std::cout << "G=" << g << " held-out TP LAR " << name << ": contiguous " << blind
                 << ", SRS (T) " << srs->lar << ", SRS (T or A) " << srs_a->lar
                 << " (token imbalance " << srs->token_load_imbalance
                 << "); oracle for this placement " << oracle << " → " << 100 * srs->lar / oracle
-                << "%; perfect prediction, equal chunks " << perfect << " ("
-                << 100 * perfect / oracle << "% of the oracle); equal-chunk bound " << balanced
-                << " → SRS at " << 100 * srs->lar / balanced << "% of it\n";
+                << "%; perfect prediction, balanced " << perfect << " (" << 100 * perfect / oracle
+                << "% of the oracle); balanced bound " << balanced << " → SRS at "
+                << 100 * srs->lar / balanced << "% of it\n";
       EXPECT_LE(perfect, balanced + 1e-9);  // The bound is valid...
       EXPECT_LE(balanced, oracle + 1e-9);   // ... and never above the oracle.
       EXPECT_LE(srs->lar, perfect + 0.01);
       EXPECT_LE(srs->lar, oracle + 1e-12);
-      EXPECT_LE(srs->token_load_imbalance, 1.001);  // Equal chunks per batch (± the last one).
+      EXPECT_LE(srs->token_load_imbalance, 1 + slack);
       if (name == "semantic") {
         // Not yet better than coact at G = 8 (docs/PLANNER.md): hold it to within 2% of the
         // best baseline, and clearly above the placements that ignore co-activation.

@@ -54,14 +54,15 @@ std::vector<int> AffinityRequests(const trace::TraceSet& trace, const std::vecto
 
 std::vector<std::vector<int>> SrsTokens(const trace::TraceSet& trace, const TokenAffinity& affinity,
                                         const Placement& placement, int batch_tokens,
-                                        const LayerAffinity* layer_affinity) {
-  const int g = placement.num_devices(), n = placement.num_experts();
+                                        const LayerAffinity* layer_affinity, double slack) {
+  const int g = placement.num_devices();
   std::vector<std::vector<int>> token_device(trace.num_layers(),
                                              std::vector<int>(trace.num_tokens()));
   std::vector<float> scores;
   std::vector<bool> first_of_request(trace.num_tokens(), false);
   for (int r = 0; r < trace.num_requests(); ++r) {
-    if (trace.request_begin[r] < trace.num_tokens()) first_of_request[trace.request_begin[r]] = true;
+    if (trace.request_begin[r] < trace.num_tokens())
+      first_of_request[trace.request_begin[r]] = true;
   }
   constexpr uint32_t kNoToken = 0xffffffffu;
   for (int l = 0; l < trace.num_layers(); ++l) {
@@ -85,7 +86,7 @@ std::vector<std::vector<int>> SrsTokens(const trace::TraceSet& trace, const Toke
           }
         }
       }
-      const std::vector<int32_t> device = AssignBalanced(scores, g);
+      const std::vector<int32_t> device = AssignBalanced(scores, g, slack);
       for (int i = 0; i < b; ++i) token_device[l][start + i] = device[i];
     }
   }

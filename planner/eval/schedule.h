@@ -32,11 +32,13 @@ std::vector<int> AffinityRequests(const trace::TraceSet& trace, const std::vecto
 // previous layers (the A table); and each batch of
 // `batch_tokens` consecutive tokens is cut into equal chunks per device by the engine's rule
 // (planner/placement/balanced_assign.h): most confident first, each to its best-scoring device
-// with room (so an overflowing token lands on its next-best device).
+// with room (so an overflowing token lands on its next-best device); `slack` lets a device take
+// up to ⌊(1 + slack) · batch / G⌋ tokens (the engine's --token_balance_eps; 0: equal chunks).
 // Returns token_device[layer][token].
 std::vector<std::vector<int>> SrsTokens(const trace::TraceSet& trace, const TokenAffinity& affinity,
                                         const Placement& placement, int batch_tokens,
-                                        const LayerAffinity* layer_affinity = nullptr);
+                                        const LayerAffinity* layer_affinity = nullptr,
+                                        double slack = 0);
 
 }  // namespace semmoe::planner
 

@@ -68,13 +68,16 @@ absl::StatusOr<Placement> SolveTp(const trace::TraceSet& trace, const DpSolverOp
   ASSIGN_OR_RETURN(Placement solved,
                    Placement::FromAssignment(moe_layers, n, options.num_devices, device_of));
   // The solver optimises token ids placed whole; the engine places tokens by the SRS rule in
-  // equal chunks per batch. Per layer, keep whichever of the solved and the co-activation layout
+  // balanced chunks per batch. Per layer, keep whichever of the solved and the co-activation layout
   // gives more local activations under that rule on this trace.
   const TokenAffinity affinity = TokenAffinity::FromTrace(trace);
   ASSIGN_OR_RETURN(Metrics solved_srs,
-                   EvaluateTp(trace, solved, SrsTokens(trace, affinity, solved, kSrsBatchTokens)));
-  ASSIGN_OR_RETURN(Metrics coact_srs,
-                   EvaluateTp(trace, coact, SrsTokens(trace, affinity, coact, kSrsBatchTokens)));
+                   EvaluateTp(trace, solved,
+                              SrsTokens(trace, affinity, solved, kSrsBatchTokens, nullptr,
+                                        options.token_balance_eps)));
+  ASSIGN_OR_RETURN(Metrics coact_srs, EvaluateTp(trace, coact,
+                                                 SrsTokens(trace, affinity, coact, kSrsBatchTokens,
+                                                           nullptr, options.token_balance_eps)));
   for (int l = 0; l < trace.num_layers() && options.expert_balance_eps < 0; ++l) {
     // (With an expert-load cap, coact's layout may break it: keep the solved one.)
     if (coact_srs.lar_per_layer[l] > solved_srs.lar_per_layer[l]) {
