@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdint>
 
+#include "planner/affinity/prompt_scores.h"
 #include "planner/placement/balanced_assign.h"
 
 namespace semmoe::planner {
@@ -12,7 +13,6 @@ std::vector<int> AffinityRequests(const std::vector<std::vector<uint32_t>>& prom
                                   const std::vector<float>& scores, int num_devices,
                                   double token_balance_eps) {
   const int g = num_devices;
-  const size_t vocab = scores.size() / g;
   int64_t total_tokens = 0;
   for (const auto& p : prompts) total_tokens += static_cast<int64_t>(p.size());
   const double capacity = (1.0 + token_balance_eps) * total_tokens / g;
@@ -20,14 +20,7 @@ std::vector<int> AffinityRequests(const std::vector<std::vector<uint32_t>>& prom
   std::vector<double> s(g);
   std::vector<int> devices(prompts.size());
   for (size_t r = 0; r < prompts.size(); ++r) {
-    std::fill(s.begin(), s.end(), 0.0);
-    for (uint32_t token : prompts[r]) {
-      if (token >= vocab) continue;
-      const float* row = &scores[static_cast<size_t>(token) * g];
-      float total = 0;
-      for (int d = 0; d < g; ++d) total += row[d];
-      for (int d = 0; d < g; ++d) s[d] += std::log(std::max(row[d] / total, 1e-2f));
-    }
+    PromptLogScores<uint32_t>(prompts[r], scores, g, absl::MakeSpan(s));
     const int64_t size = static_cast<int64_t>(prompts[r].size());
     int best = -1;
     for (int d = 0; d < g; ++d) {

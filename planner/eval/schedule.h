@@ -1,9 +1,7 @@
 // Data schedules for attention-DP driven by affinity: the router's rule. Each request, in
-// arrival order, goes to the device with the highest log-likelihood of its prompt — Σ over its
-// tokens of log p(device | token), p being the token's DP scores (TokenAffinity::DpScores)
-// normalised, floored at 0.01 — among devices with token capacity left ((1 + eps) · mean load);
-// if none has room, to the least-loaded device. (Summing raw scores instead lets frequent,
-// uninformative tokens decide: held-out LAR at G = 8 was 0.224 with sums, 0.246 with this.)
+// arrival order, goes to the device its prompt fits best (affinity/prompt_scores.h: the
+// log-likelihood of its tokens under each device) among devices with token capacity left
+// ((1 + eps) · mean load); if none has room, to the least-loaded device.
 #ifndef SEMMOE_PLANNER_EVAL_SCHEDULE_H_
 #define SEMMOE_PLANNER_EVAL_SCHEDULE_H_
 
