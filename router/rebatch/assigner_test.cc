@@ -29,9 +29,9 @@ TEST(AssignerTest, SemanticRespectsTheBalanceAndSpillsToTheNextBest) {
   // their second choice, not to the empty rank 1.
   Assigner a(Policy::kSemantic, 0.5);
   std::vector<RankLoad> loads(3);
-  const std::vector<int> got = a.Assign({Req(10, {0, -9, -1}), Req(10, {0, -9, -8}),
-                                         Req(10, {0, -9, -2}), Req(10, {0, -9, -3})},
-                                        loads);
+  const std::vector<int> got = a.Assign(
+      {Req(10, {0, -9, -1}), Req(10, {0, -9, -8}), Req(10, {0, -9, -2}), Req(10, {0, -9, -3})},
+      loads);
   EXPECT_EQ(got, (std::vector<int>{2, 0, 2, 0}));
   EXPECT_EQ(loads[0].tokens_in_flight, 20);
   EXPECT_EQ(loads[1].tokens_in_flight, 0);
