@@ -1,0 +1,51 @@
+// Keeps a TablesHolder on the planner's active placement version of a model: streams
+// PlannerService.WatchActive, and for each new active version fetches its affinity tables and
+// swaps them in (requests already placed are not affected). A version without tables, or one for
+// another number of ranks, clears the tables (the router then balances by load alone) and is
+// logged. A lost planner connection is retried with backoff; the last good tables stay in use.
+//
+// Thread-safe; the watch runs on its own thread until destruction.
+#ifndef SEMMOE_ROUTER_TABLES_PLANNER_WATCH_H_
+#define SEMMOE_ROUTER_TABLES_PLANNER_WATCH_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "absl/synchronization/mutex.h"
+#include "grpcpp/grpcpp.h"
+#include "router/tables/router_tables.h"
+
+namespace semmoe::router {
+
+class PlannerWatch {
+ public:
+  // `holder` is borrowed and outlives this.
+  PlannerWatch(const std::string& planner_address, const std::string& model, int ranks,
+               uint32_t vocab, TablesHolder& holder);
+  ~PlannerWatch();
+
+  // The version whose tables are in use (0: none), and the last error ("" if none).
+  int64_t version() const;
+  std::string last_error() const;
+
+ private:
+  void Run();
+  void Apply(int64_t version, const std::string& placement_json, const std::string& tables);
+
+  const std::string address_, model_;
+  const int ranks_;
+  const uint32_t vocab_;
+  TablesHolder& holder_;
+  mutable absl::Mutex mu_;
+  bool stop_ ABSL_GUARDED_BY(mu_) = false;
+  grpc::ClientContext* context_ ABSL_GUARDED_BY(mu_) = nullptr;
+  int64_t version_ ABSL_GUARDED_BY(mu_) = 0;
+  std::string last_error_ ABSL_GUARDED_BY(mu_);
+  std::thread thread_;
+};
+
+}  // namespace semmoe::router
+
+#endif  // SEMMOE_ROUTER_TABLES_PLANNER_WATCH_H_

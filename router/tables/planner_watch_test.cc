@@ -1,0 +1,95 @@
+// PlannerWatch against a real planner server (loopback gRPC, SQLite in the test's temp dir).
+#include "router/tables/planner_watch.h"
+
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "gtest/gtest.h"
+#include "planner/affinity/token_affinity.h"
+#include "planner/server/serve.h"
+#include "planner/store/placement_store.h"
+#include "planner/store/testing/temp_database_path.h"
+
+namespace semmoe::router {
+namespace {
+
+std::string Tables() {
+  planner::trace::TraceSet t;
+  t.header.num_experts = 4;
+  t.header.top_k = 1;
+  t.header.moe_layers = {0, 1};
+  EXPECT_TRUE(t.AddRequest("r", {5, 6}, {0, 1, 3, 2}).ok());
+  return planner::TokenAffinity::FromTrace(t).Serialize();
+}
+
+template <typename F>
+bool Eventually(F done) {
+  const absl::Time until = absl::Now() + absl::Seconds(10);
+  while (absl::Now() < until) {
+    if (done()) return true;
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  return done();
+}
+
+TEST(PlannerWatchTest, FollowsTheActiveVersion) {
+  const std::string db = planner::TempDatabasePath("watch.db");
+  auto store = planner::PlacementStore::Open(db);
+  ASSERT_TRUE(store.ok()) << store.status();
+  ASSERT_TRUE((*store)->AddModel("m", 2, 4).ok());
+  planner::PlacementVersion v;
+  v.model = "m";
+  v.name = "with-tables";
+  v.algorithm = "vanilla";
+  v.placement = *planner::Placement::Vanilla({0, 1}, 4, 2);
+  auto v1 = (*store)->Create(v, Tables());
+  v.name = "without-tables";
+  auto v2 = (*store)->Create(v, "");
+  v.name = "four-devices";
+  v.placement = *planner::Placement::Vanilla({0, 1}, 4, 4);
+  auto v3 = (*store)->Create(v, Tables());
+  ASSERT_TRUE(v1.ok() && v2.ok() && v3.ok());
+  auto server = planner::PlannerServer::Start(
+      {.db = db, .service = {.poll_interval = absl::Milliseconds(20)}});
+  ASSERT_TRUE(server.ok()) << server.status();
+
+  TablesHolder holder;
+  PlannerWatch watch(absl::StrCat("127.0.0.1:", (*server)->port()), "m", 2, 16, holder);
+  absl::SleepFor(absl::Milliseconds(100));
+  EXPECT_EQ(holder.Get(), nullptr);  // Nothing active yet.
+
+  ASSERT_TRUE((*store)->Activate(*v1).ok());
+  ASSERT_TRUE(Eventually([&] { return watch.version() == *v1; }));
+  ASSERT_NE(holder.Get(), nullptr);
+  EXPECT_EQ(holder.Get()->version, *v1);
+  const std::shared_ptr<const RouterTables> kept = holder.Get();
+
+  ASSERT_TRUE((*store)->Activate(*v2).ok());
+  ASSERT_TRUE(Eventually([&] { return holder.Get() == nullptr; }));
+  EXPECT_NE(watch.last_error().find("no affinity tables"), std::string::npos) << watch.last_error();
+  EXPECT_EQ(kept->version, *v1);  // Whoever held the old tables still has them.
+
+  ASSERT_TRUE((*store)->Activate(*v3).ok());
+  ASSERT_TRUE(Eventually([&] { return watch.last_error().find("4 devices") != std::string::npos; }))
+      << watch.last_error();
+  EXPECT_EQ(holder.Get(), nullptr);
+
+  ASSERT_TRUE((*store)->Activate(*v1).ok());
+  ASSERT_TRUE(Eventually([&] { return watch.version() == *v1; }));
+}
+
+TEST(PlannerWatchTest, AnUnreachablePlannerIsReportedAndStopsCleanly) {
+  TablesHolder holder;
+  const absl::Time start = absl::Now();
+  {
+    PlannerWatch watch("127.0.0.1:1", "m", 2, 16, holder);
+    ASSERT_TRUE(Eventually([&] { return !watch.last_error().empty(); }));
+    EXPECT_NE(watch.last_error().find("127.0.0.1:1"), std::string::npos) << watch.last_error();
+  }
+  EXPECT_LT(absl::Now() - start, absl::Seconds(10));
+  EXPECT_EQ(holder.Get(), nullptr);
+}
+
+}  // namespace
+}  // namespace semmoe::router

@@ -1,0 +1,56 @@
+#include "router/tables/router_tables.h"
+
+#include <string>
+
+#include "gtest/gtest.h"
+#include "planner/affinity/token_affinity.h"
+#include "planner/placement/placement.h"
+
+namespace semmoe::router {
+namespace {
+
+// Two MoE layers, 4 experts, top-1: token 5 uses experts 0 and 1 (device 0 under vanilla G = 2),
+// token 6 uses experts 3 and 2 (device 1).
+std::string Affinity() {
+  planner::trace::TraceSet t;
+  t.header.num_experts = 4;
+  t.header.top_k = 1;
+  t.header.moe_layers = {0, 1};
+  EXPECT_TRUE(t.AddRequest("r", {5, 6, 5, 6}, {0, 1, 3, 2, 0, 1, 3, 2}).ok());
+  return planner::TokenAffinity::FromTrace(t).Serialize();
+}
+
+std::string Vanilla(int g) { return planner::Placement::Vanilla({0, 1}, 4, g)->ToJson(); }
+
+TEST(RouterTablesTest, PromptsFitTheRankHoldingTheirExperts) {
+  auto tables = BuildRouterTables(7, Affinity(), Vanilla(2), 2, 16);
+  ASSERT_TRUE(tables.ok()) << tables.status();
+  EXPECT_EQ((*tables)->version, 7);
+  const std::vector<int32_t> fives = {5, 5, 5}, sixes = {6, 6};
+  std::vector<double> f = (*tables)->Fit(fives);
+  EXPECT_GT(f[0], f[1]);
+  f = (*tables)->Fit(sixes);
+  EXPECT_GT(f[1], f[0]);
+  // Out-of-vocabulary ids are ignored rather than read past the table.
+  const std::vector<int32_t> odd = {-3, 99};
+  EXPECT_EQ((*tables)->Fit(odd), (std::vector<double>{0, 0}));
+}
+
+TEST(RouterTablesTest, BadTablesAreClearErrors) {
+  auto e = BuildRouterTables(1, "SMAFFIN1 garbage", Vanilla(2), 2, 16);
+  ASSERT_FALSE(e.ok());
+  EXPECT_NE(e.status().message().find("affinity tables"), std::string::npos) << e.status();
+  e = BuildRouterTables(1, Affinity(), "{not json", 2, 16);
+  ASSERT_FALSE(e.ok());
+  EXPECT_NE(e.status().message().find("placement"), std::string::npos) << e.status();
+  e = BuildRouterTables(1, Affinity(), Vanilla(4), 2, 16);
+  ASSERT_FALSE(e.ok());
+  EXPECT_NE(e.status().message().find("for 4 devices"), std::string::npos) << e.status();
+  e = BuildRouterTables(1, Affinity(), planner::Placement::Vanilla({0, 1, 2}, 4, 2)->ToJson(), 2,
+                        16);
+  ASSERT_FALSE(e.ok());
+  EXPECT_NE(e.status().message().find("do not match"), std::string::npos) << e.status();
+}
+
+}  // namespace
+}  // namespace semmoe::router
