@@ -179,6 +179,7 @@ absl::Status GroupEngine::Loop() {
     }
     if (stop) return absl::OkStatus();
     if (!busy) {
+      if (idle_rounds == 0) Snapshot();  // The gauges (running, waiting) settle at idle too.
       absl::SleepFor(++idle_rounds > 50 ? options_.max_idle_poll : options_.idle_poll);
       continue;
     }

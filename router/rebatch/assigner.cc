@@ -90,15 +90,21 @@ std::vector<int> Assigner::Assign(const std::vector<PendingRequest>& window,
     }
     return out;
   }
-  // Semantic: the capacity is (1 + eps) × the mean load once the window is placed.
-  int64_t total = 0;
+  // Semantic: the capacity is (1 + eps) × the mean load once the window is placed, plus the
+  // largest request of the window (balance is kept to within one request: an idle cluster
+  // still sends a lone request where it fits best).
+  int64_t total = 0, largest = 0;
   int usable = 0;
   for (const RankLoad& l : loads) {
     total += l.tokens_in_flight;
     usable += l.usable ? 1 : 0;
   }
-  for (const PendingRequest& p : window) total += p.load_tokens;
-  const double capacity = (1.0 + eps_) * static_cast<double>(total) / std::max(1, usable);
+  for (const PendingRequest& p : window) {
+    total += p.load_tokens;
+    largest = std::max(largest, p.load_tokens);
+  }
+  const double capacity = (1.0 + eps_) * static_cast<double>(total) / std::max(1, usable) +
+                          static_cast<double>(largest);
   std::vector<double> decisive(window.size());
   for (size_t i = 0; i < window.size(); ++i) decisive[i] = Decisiveness(window[i]);
   std::vector<size_t> order(window.size());

@@ -2,9 +2,9 @@
 // rebatching"). Policies:
 //   semantic     — each request to the rank its prompt fits best (planner/affinity/prompt_scores.h
 //                  log-likelihoods under the active placement), most decisive request first,
-//                  among ranks whose load stays within (1 + eps) × the mean and whose KV cache
-//                  has room; a request that fits nowhere, or has no scores (no tables yet),
-//                  goes to the least-loaded rank;
+//                  among ranks whose load stays within (1 + eps) × the mean plus one request
+//                  (the window's largest) and whose KV cache has room; a request that fits nowhere,
+//                  or has no scores (no tables yet), goes to the least-loaded rank;
 //   round_robin  — rank after rank, skipping unusable ones;
 //   least_loaded — the rank with the fewest tokens in flight.
 // Load is tokens in flight: each request counts its prompt plus its max new tokens until it

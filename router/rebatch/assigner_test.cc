@@ -24,10 +24,10 @@ TEST(AssignerTest, SemanticSendsRequestsWhereTheirPromptsFit) {
 }
 
 TEST(AssignerTest, SemanticRespectsTheBalanceAndSpillsToTheNextBest) {
-  // Four requests of 10 tokens all prefer rank 0, then rank 2. Capacity 1.5 × 40 / 3 = 20: two
+  // Four requests of 10 tokens all prefer rank 0, then rank 2. Capacity 40 / 3 + 10 = 23.3: two
   // per rank. The two most decisive (by best minus second best) keep rank 0; the others spill to
   // their second choice, not to the empty rank 1.
-  Assigner a(Policy::kSemantic, 0.5);
+  Assigner a(Policy::kSemantic, 0.0);
   std::vector<RankLoad> loads(3);
   const std::vector<int> got = a.Assign(
       {Req(10, {0, -9, -1}), Req(10, {0, -9, -8}), Req(10, {0, -9, -2}), Req(10, {0, -9, -3})},
@@ -42,8 +42,14 @@ TEST(AssignerTest, SemanticCountsLoadAlreadyInFlight) {
   Assigner a(Policy::kSemantic, 0.0);
   std::vector<RankLoad> loads(2);
   loads[0].tokens_in_flight = 100;
-  // Prefers rank 0, but rank 0 already holds more than the mean.
+  // Prefers rank 0, but rank 0 already holds more than the mean (55) plus one request.
   EXPECT_EQ(a.Assign({Req(10, {0, -3})}, loads), (std::vector<int>{1}));
+}
+
+TEST(AssignerTest, AnIdleClusterSendsALoneRequestWhereItFits) {
+  Assigner a(Policy::kSemantic, 0.05);
+  std::vector<RankLoad> loads(4);
+  EXPECT_EQ(a.Assign({Req(50, {-9, -9, 0, -9})}, loads), (std::vector<int>{2}));
 }
 
 TEST(AssignerTest, WithoutScoresFallsBackToLeastLoaded) {

@@ -32,27 +32,25 @@ struct Collector {
 };
 
 TEST(RebatcherTest, AWindowIsPlacedTogether) {
-  // Four requests all prefer rank 0. Placed one by one, the first would take rank 0 alone; in
-  // one window the capacity (1.0 × 40 / 2) lets the two most decisive have it.
+  // Six requests all prefer rank 0. Placed one by one into an idle cluster, each would get it;
+  // in one window the capacity (60 / 2 + 10 = 40 tokens) lets the four most decisive have it.
   Rebatcher rebatcher(2, {.policy = Policy::kSemantic,
                           .balance_eps = 0.0,
                           .window = absl::Seconds(30),
-                          .max_window_requests = 4});
-  Collector c(4);
+                          .max_window_requests = 6});
+  Collector c(6);
   const absl::Time far = absl::Now() + absl::Hours(1);
-  rebatcher.Submit(Req(10, {0, -1}), far, c.At(0));
-  rebatcher.Submit(Req(10, {0, -4}), far, c.At(1));
-  rebatcher.Submit(Req(10, {0, -2}), far, c.At(2));
-  rebatcher.Submit(Req(10, {0, -3}), far, c.At(3));  // Fills the window: it closes now.
-  ASSERT_TRUE(c.all.WaitForNotificationWithTimeout(absl::Seconds(10)));
-  EXPECT_EQ(c.ranks, (std::vector<int>{1, 0, 1, 0}));
+  const std::vector<double> second = {-1, -6, -2, -5, -3, -4};
+  for (int i = 0; i < 6; ++i) rebatcher.Submit(Req(10, {0, second[i]}), far, c.At(i));
+  ASSERT_TRUE(c.all.WaitForNotificationWithTimeout(absl::Seconds(10)));  // The 6th closed it.
+  EXPECT_EQ(c.ranks, (std::vector<int>{1, 0, 1, 0, 0, 0}));
   const std::vector<RankCounters> ranks = rebatcher.Ranks();
-  EXPECT_EQ(ranks[0].load.tokens_in_flight, 20);
-  EXPECT_EQ(ranks[0].requests_in_flight, 2);
+  EXPECT_EQ(ranks[0].load.tokens_in_flight, 40);
+  EXPECT_EQ(ranks[0].requests_in_flight, 4);
   EXPECT_EQ(ranks[1].assigned, 2);
   rebatcher.Finished(0, 10);
-  EXPECT_EQ(rebatcher.Ranks()[0].load.tokens_in_flight, 10);
-  EXPECT_EQ(rebatcher.Ranks()[0].requests_in_flight, 1);
+  EXPECT_EQ(rebatcher.Ranks()[0].load.tokens_in_flight, 30);
+  EXPECT_EQ(rebatcher.Ranks()[0].requests_in_flight, 3);
 }
 
 TEST(RebatcherTest, NeverHoldsARequestPastItsBudget) {

@@ -1,0 +1,75 @@
+// RouterService (router/proto/router.proto) over one group of Attention-DP engine ranks.
+//
+// Generate: the prompt is tokenised here (so it can be scored), its fit to each rank comes from
+// the tables in use (router/tables), and the rebatcher (router/rebatch) places it with the
+// requests arriving in the same window. The engine call is asynchronous (callback API both
+// ways): tokens are forwarded as they arrive, coalesced while a write is in flight. The client's
+// deadline is the engine call's deadline and a cancelled client cancels the engine call, which
+// frees the engine slot. A rank that fails before the first token (UNAVAILABLE or
+// RESOURCE_EXHAUSTED) is excluded and the request placed again; after the first token the
+// stream fails with UNAVAILABLE. Admission: at most `max_in_flight` calls between arrival and
+// end, beyond which RESOURCE_EXHAUSTED.
+//
+// A poller asks every rank for its stats (GetStats) every `poll_interval`: a rank that does not
+// answer is not used until it does again; its LAR is reported with each request it serves.
+//
+// Thread-safe.
+#ifndef SEMMOE_ROUTER_SERVER_ROUTER_SERVICE_H_
+#define SEMMOE_ROUTER_SERVER_ROUTER_SERVICE_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "engine/model/tokenizer.h"
+#include "engine/proto/engine.grpc.pb.h"
+#include "router/proto/router.grpc.pb.h"
+#include "router/rebatch/rebatcher.h"
+#include "router/server/latency_window.h"
+#include "router/tables/router_tables.h"
+
+namespace semmoe::router {
+
+struct RouterOptions {
+  std::vector<std::string> ranks;  // Engine rank addresses (host:port), rank order.
+  const engine::model::Tokenizer* tokenizer = nullptr;  // Borrowed; null: token ids only.
+  int vocab_size = 0;
+  RebatcherOptions rebatch;
+  int max_in_flight = 4096;
+  // How long a request may wait in the window when it names no max_queue_ms.
+  absl::Duration default_max_queue = absl::Milliseconds(20);
+  absl::Duration poll_interval = absl::Milliseconds(500);
+  TablesHolder* tables = nullptr;  // Borrowed; null: no tables (placement by load alone).
+};
+
+class RouterServiceImpl final : public rpc::RouterService::CallbackService {
+ public:
+  explicit RouterServiceImpl(const RouterOptions& options);
+  ~RouterServiceImpl() override;
+
+  grpc::ServerWriteReactor<rpc::GenerateResponse>* Generate(
+      grpc::CallbackServerContext* context, const rpc::GenerateRequest* request) override;
+  grpc::ServerUnaryReactor* GetStats(grpc::CallbackServerContext* context,
+                                     const rpc::GetStatsRequest* request,
+                                     rpc::RouterStats* response) override;
+
+  rpc::RouterStats Stats() const;
+
+  // Internal, for the per-call objects.
+  struct Shared;
+
+ private:
+  void Poll();
+
+  std::shared_ptr<Shared> shared_;
+  std::thread poller_;
+};
+
+}  // namespace semmoe::router
+
+#endif  // SEMMOE_ROUTER_SERVER_ROUTER_SERVICE_H_

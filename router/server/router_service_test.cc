@@ -1,0 +1,270 @@
+// RouterService in front of two real one-rank engines on loopback gRPC: streaming equals the
+// engine, placement by affinity, validation, overload, cancellation and deadlines reaching the
+// engine, and a retry when a rank is down.
+#include "router/server/router_service.h"
+
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "common/file.h"
+#include "engine/model/config.h"
+#include "engine/server/testing/local_engine.h"
+#include "grpcpp/grpcpp.h"
+#include "gtest/gtest.h"
+#include "planner/affinity/token_affinity.h"
+#include "planner/placement/placement.h"
+#include "tools/tiny_model/tiny_model.h"
+
+namespace semmoe::router {
+namespace {
+
+using engine::testing::LocalEngine;
+
+constexpr int32_t kX = 70, kY = 71;  // Byte tokens of the tiny model.
+
+struct Outcome {
+  grpc::Status status;
+  std::vector<int32_t> tokens;
+  rpc::FinalRecord final;
+};
+
+template <typename F>
+bool Eventually(F done) {
+  const absl::Time until = absl::Now() + absl::Seconds(20);
+  while (absl::Now() < until) {
+    if (done()) return true;
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  return done();
+}
+
+class RouterServiceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = JoinPath(std::getenv("TEST_TMPDIR"), "tiny_router");
+    // Long enough positions that a generation outlasts a short deadline.
+    ASSERT_TRUE(tools::WriteTinyModel({.max_position_embeddings = 8192, .seed = 3}, dir_).ok());
+    auto config = engine::model::LoadModelConfig(dir_);
+    ASSERT_TRUE(config.ok());
+    vocab_ = config->vocab_size;
+    for (int r = 0; r < 2; ++r) {
+      auto e = LocalEngine::Start(dir_);
+      ASSERT_TRUE(e.ok()) << e.status();
+      engines_.push_back(std::move(*e));
+    }
+  }
+
+  void StartRouter(RouterOptions o) {
+    for (const auto& e : engines_) o.ranks.push_back(e->target());
+    o.tokenizer = engines_[0]->tokenizer();
+    o.vocab_size = vocab_;
+    o.tables = &tables_;
+    service_ = std::make_unique<RouterServiceImpl>(o);
+    grpc::ServerBuilder builder;
+    int port = 0;
+    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+    builder.RegisterService(service_.get());
+    server_ = builder.BuildAndStart();
+    ASSERT_GT(port, 0);
+    stub_ = rpc::RouterService::NewStub(
+        grpc::CreateChannel(absl::StrCat("127.0.0.1:", port), grpc::InsecureChannelCredentials()));
+  }
+
+  void TearDown() override {
+    if (server_ != nullptr) server_->Shutdown(std::chrono::system_clock::now());
+    service_.reset();
+    engines_.clear();
+  }
+
+  Outcome Generate(const rpc::GenerateRequest& request, int deadline_ms = 30000,
+                   bool cancel_after_first = false) {
+    Outcome out;
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(deadline_ms));
+    auto reader = stub_->Generate(&context, request);
+    rpc::GenerateResponse response;
+    while (reader->Read(&response)) {
+      out.tokens.insert(out.tokens.end(), response.token_ids().begin(), response.token_ids().end());
+      if (response.has_final()) out.final = response.final();
+      if (cancel_after_first && !out.tokens.empty()) context.TryCancel();
+    }
+    out.status = reader->Finish();
+    return out;
+  }
+
+  static rpc::GenerateRequest Ids(std::vector<int32_t> ids, int max_tokens) {
+    rpc::GenerateRequest r;
+    for (int32_t id : ids) r.add_token_ids(id);
+    r.set_max_tokens(max_tokens);
+    r.set_ignore_eos(true);
+    return r;
+  }
+
+  std::string dir_;
+  int vocab_ = 0;
+  std::vector<std::unique_ptr<LocalEngine>> engines_;
+  TablesHolder tables_;
+  std::unique_ptr<RouterServiceImpl> service_;
+  std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<rpc::RouterService::Stub> stub_;
+};
+
+TEST_F(RouterServiceTest, StreamsWhatTheEngineGenerates) {
+  StartRouter({});
+  rpc::GenerateRequest request;
+  request.set_text("the quick brown fox");
+  request.set_max_tokens(12);
+  request.set_ignore_eos(true);
+  const Outcome got = Generate(request);
+  ASSERT_TRUE(got.status.ok()) << got.status.error_message();
+  EXPECT_EQ(got.tokens.size(), 12u);
+  EXPECT_EQ(got.final.completion_tokens(), 12);
+  EXPECT_GT(got.final.prompt_tokens(), 0);
+  EXPECT_GE(got.final.e2e_ms(), got.final.ttft_ms());
+  EXPECT_GE(got.final.ttft_ms(), got.final.queue_ms());
+  EXPECT_TRUE(got.final.rank() == 0 || got.final.rank() == 1);
+
+  // The same request straight to an engine: the same greedy tokens and text.
+  auto stub = engine::rpc::EngineService::NewStub(grpc::CreateChannel(
+      engines_[1 - got.final.rank()]->target(), grpc::InsecureChannelCredentials()));
+  engine::rpc::GenerateRequest direct;
+  direct.set_text("the quick brown fox");
+  direct.set_max_tokens(12);
+  direct.set_ignore_eos(true);
+  grpc::ClientContext context;
+  auto reader = stub->Generate(&context, direct);
+  engine::rpc::GenerateResponse response;
+  std::vector<int32_t> want;
+  std::string text;
+  while (reader->Read(&response)) {
+    want.insert(want.end(), response.token_ids().begin(), response.token_ids().end());
+    if (response.has_final()) text = response.final().text();
+  }
+  ASSERT_TRUE(reader->Finish().ok());
+  EXPECT_EQ(got.tokens, want);
+  EXPECT_EQ(got.final.text(), text);
+
+  const rpc::RouterStats stats = service_->Stats();
+  EXPECT_EQ(stats.completed(), 1);
+  EXPECT_EQ(stats.completion_tokens(), 12);
+  EXPECT_EQ(stats.ttft_ms().count(), 1);
+}
+
+TEST_F(RouterServiceTest, PlacesRequestsByAffinity) {
+  // Constructed tables: token X uses experts 0–3 (rank 0 under vanilla G = 2), Y experts 4–7.
+  planner::trace::TraceSet t;
+  t.header.num_experts = 8;
+  t.header.top_k = 2;
+  t.header.moe_layers = {0, 1};
+  ASSERT_TRUE(t.AddRequest("r", {kX, kY}, {0, 1, 2, 3, 4, 5, 6, 7}).ok());
+  auto built = BuildRouterTables(42, planner::TokenAffinity::FromTrace(t).Serialize(),
+                                 planner::Placement::Vanilla({0, 1}, 8, 2)->ToJson(), 2,
+                                 static_cast<uint32_t>(vocab_));
+  ASSERT_TRUE(built.ok()) << built.status();
+  tables_.Set(*built);
+  StartRouter({.rebatch = {.policy = Policy::kSemantic}});
+  for (int i = 0; i < 3; ++i) {
+    for (int32_t token : {kX, kY}) {
+      const Outcome got = Generate(Ids(std::vector<int32_t>(8, token), 2));
+      ASSERT_TRUE(got.status.ok()) << got.status.error_message();
+      EXPECT_EQ(got.final.rank(), token == kX ? 0 : 1) << "token " << token;
+      EXPECT_EQ(got.final.placement_version(), 42);
+    }
+  }
+  // Round-robin ignores the tables.
+  server_->Shutdown(std::chrono::system_clock::now());
+  StartRouter({.rebatch = {.policy = Policy::kRoundRobin}});
+  std::vector<int> ranks;
+  for (int i = 0; i < 4; ++i) ranks.push_back(Generate(Ids({kX, kX}, 1)).final.rank());
+  EXPECT_EQ(ranks, (std::vector<int>{0, 1, 0, 1}));
+}
+
+TEST_F(RouterServiceTest, BadRequestsNameTheField) {
+  StartRouter({});
+  rpc::GenerateRequest both = Ids({1, 2}, 1);
+  both.set_text("x");
+  const struct {
+    rpc::GenerateRequest request;
+    std::string message;
+  } cases[] = {
+      {both, "either text or token_ids"},
+      {Ids({}, 1), "the prompt is empty"},
+      {Ids({1, vocab_}, 1), absl::StrCat(vocab_, " is outside the vocabulary")},
+      {Ids({1}, -1), "max_tokens"},
+  };
+  for (const auto& c : cases) {
+    const Outcome got = Generate(c.request);
+    EXPECT_EQ(got.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_NE(got.status.error_message().find(c.message), std::string::npos)
+        << got.status.error_message();
+  }
+}
+
+TEST_F(RouterServiceTest, OverloadIsResourceExhaustedAndAcceptedRequestsFinish) {
+  StartRouter({.max_in_flight = 2});
+  std::vector<Outcome> long_ones(2);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 2; ++i) {
+    threads.emplace_back([&, i] { long_ones[i] = Generate(Ids({kX, kY, kX}, 200)); });
+  }
+  ASSERT_TRUE(Eventually([&] { return service_->Stats().received() == 2; }));
+  const Outcome third = Generate(Ids({kX}, 1));
+  EXPECT_EQ(third.status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  for (std::thread& t : threads) t.join();
+  for (const Outcome& o : long_ones) {
+    ASSERT_TRUE(o.status.ok()) << o.status.error_message();
+    EXPECT_EQ(o.tokens.size(), 200u);
+  }
+  EXPECT_EQ(service_->Stats().rejected(), 1);
+  EXPECT_TRUE(Generate(Ids({kX}, 1)).status.ok());  // Room again.
+}
+
+TEST_F(RouterServiceTest, CancellationAndDeadlinesFreeTheEngineSlot) {
+  StartRouter({});
+  auto engine_totals = [&] {
+    int64_t running = 0, cancelled = 0;
+    for (const auto& e : engines_) {
+      running += e->engine().stats().running;
+      cancelled += e->engine().stats().cancelled;
+    }
+    return std::make_pair(running, cancelled);
+  };
+  const Outcome cancelled = Generate(Ids({kX, kY}, 8000), 60000, /*cancel_after_first=*/true);
+  EXPECT_EQ(cancelled.status.error_code(), grpc::StatusCode::CANCELLED);
+  EXPECT_FALSE(cancelled.tokens.empty());
+  ASSERT_TRUE(Eventually([&] { return engine_totals() == std::make_pair<int64_t, int64_t>(0, 1); }))
+      << engine_totals().first << " running, " << engine_totals().second << " cancelled";
+  const Outcome late = Generate(Ids({kX, kY}, 8000), 300);
+  EXPECT_EQ(late.status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
+  ASSERT_TRUE(Eventually([&] { return engine_totals() == std::make_pair<int64_t, int64_t>(0, 2); }))
+      << engine_totals().first << " running, " << engine_totals().second << " cancelled";
+}
+
+TEST_F(RouterServiceTest, ARankThatIsDownIsRetriedElsewhere) {
+  StartRouter({.rebatch = {.policy = Policy::kRoundRobin}, .poll_interval = absl::Hours(1)});
+  ASSERT_TRUE(Eventually([&] { return service_->Stats().polls() >= 1; }));
+  ASSERT_TRUE(service_->Stats().ranks(1).usable());
+  engines_[1]->Shutdown();
+  for (int i = 0; i < 4; ++i) {
+    const Outcome got = Generate(Ids({kX, kY}, 3));
+    ASSERT_TRUE(got.status.ok()) << got.status.error_message();
+    EXPECT_EQ(got.final.rank(), 0);
+  }
+  const rpc::RouterStats stats = service_->Stats();
+  EXPECT_GE(stats.retried(), 1);
+  EXPECT_FALSE(stats.ranks(1).usable());
+  EXPECT_EQ(stats.completed(), 4);
+  // With no rank left, a clear UNAVAILABLE.
+  engines_[0]->Shutdown();
+  const Outcome none = Generate(Ids({kX}, 1));
+  EXPECT_EQ(none.status.error_code(), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_NE(none.status.error_message().find("rank"), std::string::npos)
+      << none.status.error_message();
+}
+
+}  // namespace
+}  // namespace semmoe::router
