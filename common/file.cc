@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -97,6 +98,12 @@ std::string JoinPath(absl::string_view a, absl::string_view b) {
   if (a.empty() || (!b.empty() && b[0] == '/')) return std::string(b);
   if (a.back() == '/') return absl::StrCat(a, b);
   return absl::StrCat(a, "/", b);
+}
+
+std::string UserPath(const std::string& path) {
+  const char* cwd = std::getenv("BUILD_WORKING_DIRECTORY");
+  if (path.empty() || path[0] == '/' || cwd == nullptr) return path;
+  return JoinPath(cwd, path);
 }
 
 }  // namespace semmoe

@@ -22,6 +22,10 @@ absl::Status WriteFileAtomically(const std::string& path, absl::string_view cont
 // "a/b" from "a" and "b"; `b` absolute wins.
 std::string JoinPath(absl::string_view a, absl::string_view b);
 
+// A path given by the user on a command line: under `bazel run` relative paths mean the
+// directory bazel was invoked from (BUILD_WORKING_DIRECTORY), not the runfiles tree.
+std::string UserPath(const std::string& path);
+
 }  // namespace semmoe
 
 #endif  // SEMMOE_COMMON_FILE_H_

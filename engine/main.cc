@@ -23,6 +23,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/notification.h"
+#include "common/file.h"
 #include "common/logging.h"
 #include "engine/model/generation_config.h"
 #include "engine/model/model.h"
@@ -99,12 +100,6 @@ int Fail(const absl::Status& status) {
 }
 
 // `bazel run` starts binaries in the runfiles tree: resolve relative paths against the caller's.
-std::string UserPath(const std::string& path) {
-  const char* cwd = std::getenv("BUILD_WORKING_DIRECTORY");
-  if (path.empty() || path[0] == '/' || cwd == nullptr) return path;
-  return absl::StrCat(cwd, "/", path);
-}
-
 absl::StatusOr<std::unique_ptr<model::Model>> Load(bool need_tokenizer) {
   return model::LoadModel(UserPath(absl::GetFlag(FLAGS_model)),
                           {.require_tokenizer = need_tokenizer});

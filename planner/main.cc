@@ -89,12 +89,6 @@ int Done(const absl::Status& status) {
   return 1;
 }
 
-std::string UserPath(const std::string& path) {
-  const char* cwd = std::getenv("BUILD_WORKING_DIRECTORY");
-  if (path.empty() || path[0] == '/' || cwd == nullptr) return path;
-  return absl::StrCat(cwd, "/", path);
-}
-
 std::vector<std::string> UserPaths(const std::vector<std::string>& paths) {
   std::vector<std::string> out;
   for (const std::string& p : paths) out.push_back(UserPath(p));

@@ -200,12 +200,6 @@ absl::StatusOr<Row> RunConfig(const std::string& dir,
 }
 
 // `bazel run` starts binaries in the runfiles tree: resolve relative paths against the caller's.
-std::string UserPath(const std::string& path) {
-  const char* cwd = std::getenv("BUILD_WORKING_DIRECTORY");
-  if (path.empty() || path[0] == '/' || cwd == nullptr) return path;
-  return absl::StrCat(cwd, "/", path);
-}
-
 absl::Status Main() {
   const std::string dir = UserPath(absl::GetFlag(FLAGS_model));
   if (dir.empty() || absl::GetFlag(FLAGS_prompts).empty()) {

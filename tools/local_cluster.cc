@@ -63,12 +63,6 @@ namespace {
 std::string argv0;
 
 // `bazel run` starts binaries in the runfiles tree: resolve relative paths against the caller's.
-std::string UserPath(const std::string& path) {
-  const char* cwd = std::getenv("BUILD_WORKING_DIRECTORY");
-  if (path.empty() || path[0] == '/' || cwd == nullptr) return path;
-  return absl::StrCat(cwd, "/", path);
-}
-
 bool Exists(const std::string& path) {
   struct stat st;
   return stat(path.c_str(), &st) == 0;

@@ -10,6 +10,7 @@
 #include "absl/flags/usage.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
+#include "common/file.h"
 #include "engine/model/config.h"
 #include "kernels/dtype.h"
 #include "tools/tiny_model/tiny_model.h"
@@ -49,7 +50,8 @@ int main(int argc, char** argv) {
   auto arch = semmoe::engine::model::ParseArch(absl::GetFlag(FLAGS_arch));
   if (!arch.ok()) return fail(std::string(arch.status().message()));
   auto dtype = semmoe::kernels::ParseDType(absl::GetFlag(FLAGS_dtype));
-  if (!dtype.ok() || *dtype == semmoe::kernels::DType::kI32) return fail("--dtype: BF16, F16 or F32");
+  if (!dtype.ok() || *dtype == semmoe::kernels::DType::kI32)
+    return fail("--dtype: BF16, F16 or F32");
   o.arch = *arch;
   o.dtype = *dtype;
   o.seed = absl::GetFlag(FLAGS_seed);
@@ -77,13 +79,10 @@ int main(int argc, char** argv) {
     if (!absl::SimpleAtoi(part, &layer)) return fail("--dense_layers: expected integers");
     o.mlp_only_layers.push_back(layer);
   }
-  std::string out = absl::GetFlag(FLAGS_out);
-  // `bazel run` starts us in the runfiles tree: resolve relative paths against the caller's.
-  const char* cwd = std::getenv("BUILD_WORKING_DIRECTORY");
-  if (out[0] != '/' && cwd != nullptr) out = std::string(cwd) + "/" + out;
+  const std::string out = semmoe::UserPath(absl::GetFlag(FLAGS_out));
   absl::Status status = semmoe::tools::WriteTinyModel(o, out);
   if (!status.ok()) return fail(std::string(status.message()));
-  std::cout << "wrote " << semmoe::engine::model::ArchName(o.arch) << " checkpoint to "
-            << out << "\n";
+  std::cout << "wrote " << semmoe::engine::model::ArchName(o.arch) << " checkpoint to " << out
+            << "\n";
   return 0;
 }
