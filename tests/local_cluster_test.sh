@@ -2,8 +2,9 @@
 # End-to-end: `local_cluster` starts real engine processes on loopback. Attention-DP (file
 # rendezvous) and Attention-TP (the planner's gRPC rendezvous, a semantic version from its
 # database with affinity tables, so the shuffled collectives run) must stream the single-device
-# greedy tokens from every accepting rank; Ctrl-C stops cleanly; a rank killed with SIGKILL
-# makes the cluster exit 1 quickly, naming it, with no process left behind.
+# greedy tokens from every accepting rank, and under Attention-DP through the router too (with a
+# semantic DP version's tables, placed by affinity); Ctrl-C stops cleanly; a rank killed with
+# SIGKILL makes the cluster exit 1 quickly, naming it, with no process left behind.
 set -euo pipefail
 
 source "$1"  # tests/cli_lib.sh: TMP, fail, expect_error
@@ -13,6 +14,8 @@ ENGINE="$2"
 PLANNER="$3"
 CLIENT="$4"
 MAKE_TINY="$5"
+ROUTER="$6"
+RCLIENT="$7"
 
 "$MAKE_TINY" --arch=qwen3_moe --out="$TMP/model" --seed=5 --experts=8 --top_k=2 >/dev/null
 
@@ -21,6 +24,7 @@ start_cluster() {  # start_cluster NAME FLAGS... ; sets PID and EP
   shift
   EP="$TMP/$name.endpoints"
   "$CLUSTER" --model="$TMP/model" --engine_binary="$ENGINE" --planner_binary="$PLANNER" \
+    --router_binary="$ROUTER" \
     --run_dir="$TMP/$name" --endpoints_file="$EP" --kv_cache_mb=16 "$@" >"$TMP/$name.out" 2>&1 &
   PID=$!
   for _ in $(seq 1 1200); do
@@ -46,6 +50,17 @@ expect_single_device_tokens() {  # expect_single_device_tokens RANK PROMPT
   [[ -n "$want" && "$got" == "$want" ]] || fail "rank $1, '$2': got $got, want $want"
 }
 
+router_address() { grep -o '"router":"[^"]*"' "$EP" | cut -d'"' -f4; }
+
+expect_single_device_tokens_via_router() {  # ... PROMPT; sets FINAL (the router's JSON answer)
+  local want got
+  want="$("$ENGINE" generate --model="$TMP/model" --prompt="$1" --max_tokens=8 --greedy \
+    --ignore_eos --json 2>/dev/null | tokens_of)"
+  FINAL="$("$RCLIENT" generate --target="$(router_address)" --prompt="$1" --max_tokens=8 --json)"
+  got="$(tokens_of <<<"$FINAL")"
+  [[ -n "$want" && "$got" == "$want" ]] || fail "router, '$1': got $got, want $want"
+}
+
 no_processes_left() {  # no_processes_left NAME
   for _ in $(seq 1 100); do
     pgrep -f -- "$TMP/$1/" >/dev/null || return 0
@@ -62,6 +77,12 @@ expect_single_device_tokens 1 "def forward(self, x): return"
 stats="$("$CLIENT" stats --target="$(address 0)" --json)"
 grep -q '"completed":"1"' <<<"$stats" || fail "stats: $stats"
 grep -q '"remote_activations"' <<<"$stats" || fail "stats layers: $stats"
+grep -q "router    127.0.0.1:" "$TMP/dp.out" || fail "router endpoint: $(cat "$TMP/dp.out")"
+for prompt in "The planner reads the traces" "def forward(self, x): return" "Hello"; do
+  expect_single_device_tokens_via_router "$prompt"
+done
+rstats="$("$RCLIENT" stats --target="$(router_address)" --json)"
+grep -q '"completed":"3"' <<<"$rstats" || fail "router stats: $rstats"
 kill -INT "$PID"
 rc=0
 wait "$PID" || rc=$?
@@ -101,6 +122,22 @@ rc=0
 wait "$PID" || rc=$?
 [[ "$rc" == 0 ]] || fail "TP Ctrl-C: exit $rc: $(cat "$TMP/tp.out")"
 no_processes_left tp
+
+# --- Attention-DP with a semantic DP version: the router places by its tables.
+"$PLANNER" build --db="$TMP/p.db" --model=tiny --traces="$TMP/t.trace" --devices=2 --mode=dp \
+  >/dev/null
+start_cluster dpsem --ranks=2 --attn=dp --db="$TMP/p.db" --placement=2
+grep -q -- "router .*--affinity .*--version 2" <<<"$(pgrep -af -- "$TMP/dpsem/")" ||
+  fail "the router got no tables: $(pgrep -af -- "$TMP/dpsem/")"
+for i in 1 5 9; do
+  expect_single_device_tokens_via_router "The router sends request $i to"
+  grep -q '"placement_version":"2"' <<<"$FINAL" || fail "not placed with version 2: $FINAL"
+done
+kill -INT "$PID"
+rc=0
+wait "$PID" || rc=$?
+[[ "$rc" == 0 ]] || fail "DP semantic Ctrl-C: exit $rc: $(cat "$TMP/dpsem.out")"
+no_processes_left dpsem
 
 # --- Bad input: clear errors, exit 2 / 1.
 expect_error 2 "--model is required" -- "$CLUSTER" --ranks=2

@@ -1,12 +1,14 @@
 // local_cluster: an expert-parallel group of engine ranks on this machine.
 //
 //   bazel run //tools:local_cluster -- --model DIR [--ranks G] [--attn dp|tp]
-//       [--placement vanilla|FILE|VERSION] [--db DB]
+//       [--placement vanilla|FILE|VERSION] [--db DB] [--router_policy semantic|round_robin|...]
 //
 // Starts G `engine serve` processes on loopback (plus `planner serve --db DB` when a database is
 // given: the ranks then meet through the planner's gRPC rendezvous store, as ranks on several
 // hosts would; without one they meet in a file store in the run directory), waits until every
-// rank serves, prints the endpoints and how to send a request, and runs until Ctrl-C, which stops
+// rank serves, then (Attention-DP) starts the router in front of them — placing requests with the
+// placement's affinity tables when it has some — prints the endpoints and how to send a
+// request, and runs until Ctrl-C, which stops
 // the group cleanly. No process is left behind: the children die with this process, and if one
 // rank dies the others fail fast (their collectives break) and the cluster exits with the dead
 // rank's log.
@@ -56,6 +58,10 @@ ABSL_FLAG(int, kv_cache_mb, 256, "KV cache per rank, MiB");
 ABSL_FLAG(int, startup_timeout_s, 180, "seconds to wait for every rank to serve");
 ABSL_FLAG(std::string, engine_binary, "", "engine binary (default: from the runfiles)");
 ABSL_FLAG(std::string, planner_binary, "", "planner binary (default: from the runfiles)");
+ABSL_FLAG(std::string, router_binary, "", "router binary (default: from the runfiles)");
+ABSL_FLAG(std::string, router_policy, "semantic",
+          "Attention-DP: the router's policy (semantic, round_robin, least_loaded); none: no "
+          "router");
 
 namespace semmoe::tools {
 namespace {
@@ -125,10 +131,16 @@ struct Cluster {
   std::vector<std::unique_ptr<Process>> engines;
   std::vector<int> ports;
   std::vector<bool> accepts;
+  std::unique_ptr<Process> router;
+  int router_port = 0;
 };
 
 // SIGTERM to every engine (each asks the group to stop), then the planner; SIGKILL stragglers.
 bool StopAll(Cluster& c) {
+  if (c.router != nullptr) {
+    c.router->Signal(SIGTERM);
+    if (!c.router->WaitFor(absl::Seconds(10))) c.router->Signal(SIGKILL);
+  }
   for (auto& e : c.engines) e->Signal(SIGTERM);
   bool clean = true;
   for (size_t r = 0; r < c.engines.size(); ++r) {
@@ -199,6 +211,7 @@ absl::Status Start(Cluster& c, sigset_t& stop_signals) {
 
   // A reused run directory: stale port files would look like serving ranks.
   unlink(JoinPath(c.run_dir, "planner.port").c_str());
+  unlink(JoinPath(c.run_dir, "router.port").c_str());
   for (int r = 0; r < g; ++r) unlink(JoinPath(c.run_dir, absl::StrCat("rank", r, ".port")).c_str());
 
   const absl::Time deadline = absl::Now() + absl::Seconds(absl::GetFlag(FLAGS_startup_timeout_s));
@@ -272,6 +285,28 @@ absl::Status Start(Cluster& c, sigset_t& stop_signals) {
     }
     c.accepts.push_back(stats.accepts_requests());
   }
+  const std::string policy = absl::GetFlag(FLAGS_router_policy);
+  if (attn != "dp" || policy == "none") return absl::OkStatus();
+  ASSIGN_OR_RETURN(const std::string router_bin,
+                   FindBinary(absl::GetFlag(FLAGS_router_binary), "router/router"));
+  std::string engines;
+  for (int port : c.ports)
+    absl::StrAppend(&engines, engines.empty() ? "" : ",", "127.0.0.1:", port);
+  std::vector<std::string> argv = {router_bin, "--engines",   engines,
+                                   "--model",  model,         "--port",
+                                   "0",        "--port_file", JoinPath(c.run_dir, "router.port"),
+                                   "--policy", policy};
+  // The tables of the placement the engines run (not the planner's active version, which the
+  // engines do not follow).
+  if (!affinity.empty() && placement != "vanilla") {
+    argv.insert(argv.end(), {"--affinity", affinity, "--placement", placement});
+    if (IsNumber(absl::GetFlag(FLAGS_placement))) {
+      argv.insert(argv.end(), {"--version", absl::GetFlag(FLAGS_placement)});
+    }
+  }
+  ASSIGN_OR_RETURN(c.router, Process::Spawn(argv, JoinPath(c.run_dir, "router.log")));
+  ASSIGN_OR_RETURN(c.router_port, WaitForPort(*c.router, JoinPath(c.run_dir, "router.port"),
+                                              "the router", deadline));
   return absl::OkStatus();
 }
 
@@ -288,16 +323,26 @@ void PrintEndpoints(const Cluster& c) {
                        {"accepts_requests", bool(c.accepts[r])}});
     if (first < 0 && c.accepts[r]) first = static_cast<int>(r);
   }
-  std::cout << "\nsend a request:\n  bazel run //tools:engine_client -- generate --target "
-               "127.0.0.1:"
-            << c.ports[first] << " --prompt 'The history of' --max_tokens 32\n"
-            << "stats:  bazel run //tools:engine_client -- stats --target 127.0.0.1:"
-            << c.ports[first] << "\nCtrl-C stops the cluster.\n"
-            << std::endl;
+  if (c.router_port > 0) {
+    std::cout << "  router    127.0.0.1:" << c.router_port << "   (RouterService)\n"
+              << "\nsend a request:\n  bazel run //tools:router_client -- generate --target "
+                 "127.0.0.1:"
+              << c.router_port << " --prompt 'The history of' --max_tokens 32\n"
+              << "stats:  bazel run //tools:router_client -- stats --target 127.0.0.1:"
+              << c.router_port << "\n";
+  } else {
+    std::cout << "\nsend a request:\n  bazel run //tools:engine_client -- generate --target "
+                 "127.0.0.1:"
+              << c.ports[first] << " --prompt 'The history of' --max_tokens 32\n"
+              << "stats:  bazel run //tools:engine_client -- stats --target 127.0.0.1:"
+              << c.ports[first] << "\n";
+  }
+  std::cout << "Ctrl-C stops the cluster.\n" << std::endl;
   const std::string file = UserPath(absl::GetFlag(FLAGS_endpoints_file));
   if (!file.empty()) {
     nlohmann::json j = {{"engines", engines}, {"run_dir", c.run_dir}};
     if (c.planner_port > 0) j["planner"] = absl::StrCat("127.0.0.1:", c.planner_port);
+    if (c.router_port > 0) j["router"] = absl::StrCat("127.0.0.1:", c.router_port);
     (void)WriteFileAtomically(file, j.dump() + "\n");
   }
 }
@@ -353,6 +398,13 @@ int Main() {
       std::cerr << "local_cluster: rank " << dead << " exited (" << *c.engines[dead]->Poll()
                 << "); stopping the cluster. " << c.engines[dead]->log_path() << ":\n"
                 << Tail(c.engines[dead]->log_path(), 10);
+      StopAll(c);
+      return 1;
+    }
+    if (c.router != nullptr && c.router->Poll().has_value()) {
+      std::cerr << "local_cluster: the router exited; stopping the cluster. "
+                << c.router->log_path() << ":\n"
+                << Tail(c.router->log_path(), 10);
       StopAll(c);
       return 1;
     }
