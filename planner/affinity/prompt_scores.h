@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "absl/types/span.h"
 
@@ -18,22 +19,34 @@ namespace semmoe::planner {
 
 inline constexpr float kPromptScoreFloor = 0.01f;
 
-// scores: row-major [vocab, devices]; tokens outside [0, vocab) and all-zero rows add nothing.
-// Writes one value per device to `out` (out.size() == devices).
-template <typename Token>
-void PromptLogScores(absl::Span<const Token> tokens, absl::Span<const float> scores, int devices,
-                     absl::Span<double> out) {
-  std::fill(out.begin(), out.end(), 0.0);
+// The per-token terms of the rule, row-major [vocab, devices]: log max(share, floor), a row of
+// zeros for a token without scores. Precomputed once per table, a prompt's scores are sums.
+inline std::vector<float> PromptLogTerms(absl::Span<const float> scores, int devices) {
+  std::vector<float> terms(scores.size(), 0.0f);
   const size_t vocab = scores.size() / static_cast<size_t>(devices);
-  for (Token token : tokens) {
-    if (token < 0 || static_cast<size_t>(token) >= vocab) continue;
-    const float* row = &scores[static_cast<size_t>(token) * devices];
+  for (size_t v = 0; v < vocab; ++v) {
+    const float* row = &scores[v * devices];
     float total = 0;
     for (int d = 0; d < devices; ++d) total += row[d];
     if (!(total > 0)) continue;
     for (int d = 0; d < devices; ++d) {
-      out[d] += std::log(std::max(row[d] / total, kPromptScoreFloor));
+      terms[v * devices + d] = std::log(std::max(row[d] / total, kPromptScoreFloor));
     }
+  }
+  return terms;
+}
+
+// Σ over the prompt's tokens of their terms; tokens outside [0, vocab) add nothing. Writes one
+// value per device to `out` (out.size() == devices).
+template <typename Token>
+void SumPromptLogTerms(absl::Span<const Token> tokens, absl::Span<const float> terms, int devices,
+                       absl::Span<double> out) {
+  std::fill(out.begin(), out.end(), 0.0);
+  const size_t vocab = terms.size() / static_cast<size_t>(devices);
+  for (Token token : tokens) {
+    if (token < 0 || static_cast<size_t>(token) >= vocab) continue;
+    const float* row = &terms[static_cast<size_t>(token) * devices];
+    for (int d = 0; d < devices; ++d) out[d] += row[d];
   }
 }
 

@@ -13,7 +13,7 @@ TEST(PromptScoresTest, SumsFlooredLogSharesOfKnownTokens) {
   const std::vector<float> s = {4, 0, 3, 1, 0, 0};
   const std::vector<int32_t> prompt = {0, 1, 2, 7, -1};
   std::vector<double> out(2);
-  PromptLogScores<int32_t>(prompt, s, 2, absl::MakeSpan(out));
+  SumPromptLogTerms<int32_t>(prompt, PromptLogTerms(s, 2), 2, absl::MakeSpan(out));
   EXPECT_NEAR(out[0], std::log(1.0) + std::log(0.75), 1e-6);
   EXPECT_NEAR(out[1], std::log(0.01) + std::log(0.25), 1e-6);
 }
@@ -21,7 +21,7 @@ TEST(PromptScoresTest, SumsFlooredLogSharesOfKnownTokens) {
 TEST(PromptScoresTest, EmptyPromptScoresZero) {
   const std::vector<float> s = {1, 2};
   std::vector<double> out = {5, 5};
-  PromptLogScores<uint32_t>({}, s, 2, absl::MakeSpan(out));
+  SumPromptLogTerms<uint32_t>({}, PromptLogTerms(s, 2), 2, absl::MakeSpan(out));
   EXPECT_EQ(out, (std::vector<double>{0, 0}));
 }
 

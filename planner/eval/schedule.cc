@@ -19,8 +19,9 @@ std::vector<int> AffinityRequests(const std::vector<std::vector<uint32_t>>& prom
   std::vector<int64_t> load(g, 0);
   std::vector<double> s(g);
   std::vector<int> devices(prompts.size());
+  const std::vector<float> terms = PromptLogTerms(scores, g);
   for (size_t r = 0; r < prompts.size(); ++r) {
-    PromptLogScores<uint32_t>(prompts[r], scores, g, absl::MakeSpan(s));
+    SumPromptLogTerms<uint32_t>(prompts[r], terms, g, absl::MakeSpan(s));
     const int64_t size = static_cast<int64_t>(prompts[r].size());
     int best = -1;
     for (int d = 0; d < g; ++d) {

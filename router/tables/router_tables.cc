@@ -9,7 +9,7 @@ namespace semmoe::router {
 
 std::vector<double> RouterTables::Fit(absl::Span<const int32_t> prompt) const {
   std::vector<double> out(ranks);
-  planner::PromptLogScores<int32_t>(prompt, dp_scores, ranks, absl::MakeSpan(out));
+  planner::SumPromptLogTerms<int32_t>(prompt, log_terms, ranks, absl::MakeSpan(out));
   return out;
 }
 
@@ -43,6 +43,7 @@ absl::StatusOr<std::shared_ptr<const RouterTables>> BuildRouterTables(
   tables->ranks = ranks;
   tables->vocab = vocab;
   tables->dp_scores = affinity->DpScores(*placement, vocab);
+  tables->log_terms = planner::PromptLogTerms(tables->dp_scores, ranks);
   return std::shared_ptr<const RouterTables>(std::move(tables));
 }
 

@@ -21,6 +21,7 @@ struct RouterTables {
   int ranks = 0;
   uint32_t vocab = 0;
   std::vector<float> dp_scores;  // Row-major [vocab, ranks].
+  std::vector<float> log_terms;  // planner::PromptLogTerms(dp_scores): what Fit sums.
 
   // Per rank, how well the prompt fits (higher is better).
   std::vector<double> Fit(absl::Span<const int32_t> prompt) const;
