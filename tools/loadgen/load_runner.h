@@ -1,0 +1,70 @@
+// Drives a RouterService with a workload and measures it from the client's side.
+//
+// Open loop (`rate` > 0): Poisson arrivals at `rate` requests/s for `duration`, whatever the
+// server does — the way to find where latency breaks. Closed loop (`concurrency` > 0): that many
+// requests in flight, each replaced as it ends. Then requests still in flight get `drain` to end
+// (after which they are cancelled and count as failed).
+//
+// Per request: TTFT (sent → first token), TPOT (mean gap between tokens after the first), E2E.
+// Goodput: requests per second that finished within the SLO (TTFT and TPOT); attainment: their
+// share of all requests sent.
+#ifndef SEMMOE_TOOLS_LOADGEN_LOAD_RUNNER_H_
+#define SEMMOE_TOOLS_LOADGEN_LOAD_RUNNER_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "nlohmann/json.hpp"
+#include "router/proto/router.grpc.pb.h"
+#include "router/server/latency_window.h"
+#include "tools/loadgen/workload.h"
+
+namespace semmoe::tools {
+
+struct LoadOptions {
+  double rate = 0;      // Open loop: arrivals per second.
+  int concurrency = 0;  // Closed loop: requests in flight. Exactly one of the two is > 0.
+  absl::Duration duration = absl::Seconds(10);
+  absl::Duration drain = absl::Seconds(60);
+  int max_tokens = 64;
+  bool ignore_eos = true;  // Every request generates max_tokens: comparable runs.
+  double slo_ttft_ms = 1000;
+  double slo_tpot_ms = 200;
+  uint64_t seed = 0;
+};
+
+struct LoadResult {
+  LoadOptions options;
+  double seconds = 0;  // First send → last end.
+  int64_t sent = 0, completed = 0, failed = 0, rejected = 0, within_slo = 0;
+  int64_t output_tokens = 0;
+  double throughput_rps = 0, output_tokens_per_s = 0, goodput_rps = 0, slo_attainment = 0;
+  router::PercentileSummary ttft_ms, tpot_ms, e2e_ms;
+  double mean_rank_lar = 0;         // Of the serving ranks, as the router reported them.
+  std::map<int, int64_t> per_rank;  // Completed requests per DP rank.
+  std::vector<std::string> errors;  // The first few, for the report.
+
+  nlohmann::json ToJson() const;
+};
+
+// InvalidArgument for options that do not name one mode, or an empty workload.
+absl::StatusOr<LoadResult> RunLoad(router::rpc::RouterService::Stub& stub,
+                                   const std::vector<Prompt>& prompts, const LoadOptions& options);
+
+// Open-loop runs at each rate (ascending); `best_rate` is the highest whose SLO attainment is
+// at least `target_attainment` (0 if none).
+struct SweepResult {
+  std::vector<LoadResult> points;
+  double best_rate = 0;
+};
+absl::StatusOr<SweepResult> Sweep(router::rpc::RouterService::Stub& stub,
+                                  const std::vector<Prompt>& prompts, LoadOptions options,
+                                  const std::vector<double>& rates, double target_attainment);
+
+}  // namespace semmoe::tools
+
+#endif  // SEMMOE_TOOLS_LOADGEN_LOAD_RUNNER_H_

@@ -1,0 +1,109 @@
+// loadgen's runner against a real router in front of two one-rank engines (loopback gRPC).
+#include "tools/loadgen/load_runner.h"
+
+#include <memory>
+
+#include "absl/strings/str_cat.h"
+#include "common/file.h"
+#include "engine/model/config.h"
+#include "engine/server/testing/local_engine.h"
+#include "grpcpp/grpcpp.h"
+#include "gtest/gtest.h"
+#include "router/server/router_service.h"
+#include "tools/tiny_model/tiny_model.h"
+
+namespace semmoe::tools {
+namespace {
+
+class LoadRunnerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const std::string dir = JoinPath(std::getenv("TEST_TMPDIR"), "tiny_load");
+    ASSERT_TRUE(WriteTinyModel({.seed = 4}, dir).ok());
+    router::RouterOptions o;
+    for (int r = 0; r < 2; ++r) {
+      auto e = engine::testing::LocalEngine::Start(dir);
+      ASSERT_TRUE(e.ok()) << e.status();
+      o.ranks.push_back((*e)->target());
+      engines_.push_back(std::move(*e));
+    }
+    o.tokenizer = engines_[0]->tokenizer();
+    o.vocab_size = engine::model::LoadModelConfig(dir)->vocab_size;
+    o.rebatch.policy = router::Policy::kRoundRobin;
+    service_ = std::make_unique<router::RouterServiceImpl>(o);
+    grpc::ServerBuilder builder;
+    int port = 0;
+    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+    builder.RegisterService(service_.get());
+    server_ = builder.BuildAndStart();
+    ASSERT_GT(port, 0);
+    stub_ = router::rpc::RouterService::NewStub(
+        grpc::CreateChannel(absl::StrCat("127.0.0.1:", port), grpc::InsecureChannelCredentials()));
+    prompts_ = {{.text = "the cat sat"}, {.token_ids = {70, 71, 72}}, {.text = "on the mat"}};
+  }
+  void TearDown() override {
+    if (server_ != nullptr) server_->Shutdown(std::chrono::system_clock::now());
+    service_.reset();
+    engines_.clear();
+  }
+
+  std::vector<std::unique_ptr<engine::testing::LocalEngine>> engines_;
+  std::unique_ptr<router::RouterServiceImpl> service_;
+  std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<router::rpc::RouterService::Stub> stub_;
+  std::vector<Prompt> prompts_;
+};
+
+TEST_F(LoadRunnerTest, ClosedLoopMeasuresEveryRequest) {
+  auto r = RunLoad(*stub_, prompts_,
+                   {.concurrency = 3,
+                    .duration = absl::Seconds(1.5),
+                    .max_tokens = 4,
+                    .slo_ttft_ms = 60000,
+                    .slo_tpot_ms = 60000});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_GT(r->completed, 3);
+  EXPECT_EQ(r->failed, 0) << (r->errors.empty() ? "" : r->errors[0]);
+  EXPECT_EQ(r->sent, r->completed);
+  EXPECT_EQ(r->output_tokens, 4 * r->completed);
+  EXPECT_EQ(r->per_rank.size(), 2u);  // Round-robin over both ranks.
+  EXPECT_GT(r->ttft_ms.p50, 0);
+  EXPECT_LE(r->ttft_ms.p50, r->e2e_ms.p50);
+  EXPECT_EQ(r->within_slo, r->completed);  // A lax SLO: goodput is throughput.
+  EXPECT_DOUBLE_EQ(r->goodput_rps, r->throughput_rps);
+  EXPECT_DOUBLE_EQ(r->slo_attainment, 1.0);
+  // The router saw the same requests.
+  EXPECT_EQ(service_->Stats().completed(), r->completed);
+}
+
+TEST_F(LoadRunnerTest, OpenLoopAndAnImpossibleSlo) {
+  auto r =
+      RunLoad(*stub_, prompts_,
+              {.rate = 20, .duration = absl::Seconds(1), .max_tokens = 2, .slo_ttft_ms = 1e-6});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_GT(r->sent, 3);  // Poisson(20): P(≤ 3) < 1e-5.
+  EXPECT_LT(r->sent, 60);
+  EXPECT_EQ(r->completed, r->sent);
+  EXPECT_EQ(r->within_slo, 0);
+  EXPECT_EQ(r->goodput_rps, 0);
+}
+
+TEST_F(LoadRunnerTest, SweepReportsTheHighestRateInSlo) {
+  auto s =
+      Sweep(*stub_, prompts_,
+            {.duration = absl::Seconds(0.5), .max_tokens = 2, .slo_ttft_ms = 60000}, {8, 4}, 0.9);
+  ASSERT_TRUE(s.ok()) << s.status();
+  ASSERT_EQ(s->points.size(), 2u);
+  EXPECT_EQ(s->points[0].options.rate, 4);  // Ascending.
+  EXPECT_EQ(s->best_rate, 8);
+}
+
+TEST_F(LoadRunnerTest, BadOptions) {
+  EXPECT_FALSE(RunLoad(*stub_, prompts_, {.rate = 1, .concurrency = 1}).ok());
+  EXPECT_FALSE(RunLoad(*stub_, prompts_, {}).ok());
+  EXPECT_FALSE(RunLoad(*stub_, {}, {.concurrency = 1}).ok());
+  EXPECT_FALSE(Sweep(*stub_, prompts_, {}, {}, 0.9).ok());
+}
+
+}  // namespace
+}  // namespace semmoe::tools

@@ -1,0 +1,146 @@
+// loadgen: load for a Sem-MoE router, measured from the client side.
+//
+//   loadgen --target HOST:PORT --prompts FILE.jsonl (--rate R | --concurrency C)
+//           [--duration_s 10] [--max_tokens 64] [--slo_ttft_ms 1000] [--slo_tpot_ms 200]
+//           [--out result.json]
+//   loadgen ... --sweep --rates 1,2,4,8 [--target_attainment 0.9]   (the highest rate in SLO)
+//
+// Prints a table (and writes JSON with --out): throughput, TTFT/TPOT/E2E percentiles, goodput
+// and SLO attainment, requests per rank and the ranks' LAR. Exit status: 0 when it ran (even if
+// requests failed: the report says how many), 1 when it could not, 2 for bad usage.
+#include <cstdio>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "common/file.h"
+#include "grpcpp/grpcpp.h"
+#include "tools/loadgen/load_runner.h"
+#include "tools/loadgen/workload.h"
+
+ABSL_FLAG(std::string, target, "127.0.0.1:8000", "router address");
+ABSL_FLAG(std::string, prompts, "", "JSONL prompts (\"text\" and/or \"token_ids\" per line)");
+ABSL_FLAG(bool, token_ids, false, "send the lines' token ids instead of their text");
+ABSL_FLAG(int, max_prompts, 0, "use the first N prompts (0: all)");
+ABSL_FLAG(int, max_prompt_chars, 2000, "cut longer texts (0: no limit)");
+ABSL_FLAG(double, rate, 0, "open loop: Poisson arrivals per second");
+ABSL_FLAG(int, concurrency, 0, "closed loop: requests in flight");
+ABSL_FLAG(double, duration_s, 10, "seconds of arrivals (per point in a sweep)");
+ABSL_FLAG(double, drain_s, 60, "seconds to let requests in flight finish before cancelling");
+ABSL_FLAG(int, max_tokens, 64, "tokens generated per request (EOS ignored)");
+ABSL_FLAG(double, slo_ttft_ms, 1000, "SLO: time to first token");
+ABSL_FLAG(double, slo_tpot_ms, 200, "SLO: time per output token");
+ABSL_FLAG(bool, sweep, false, "open-loop runs at each of --rates");
+ABSL_FLAG(std::vector<std::string>, rates, {}, "sweep rates (requests/s)");
+ABSL_FLAG(double, target_attainment, 0.9, "sweep: share of requests that must meet the SLO");
+ABSL_FLAG(uint64_t, seed, 0, "arrival process seed");
+ABSL_FLAG(std::string, out, "", "write the result(s) here as JSON");
+
+namespace semmoe::tools {
+namespace {
+
+int Usage(const std::string& message) {
+  std::cerr << "loadgen: " << message << "\n(see --helpfull)\n";
+  return 2;
+}
+
+void PrintHeader() {
+  std::printf("%8s %6s %7s %6s %6s %8s %9s %9s %9s %9s %9s %8s %7s\n", "rate", "conc", "done",
+              "fail", "rej", "req/s", "tok/s", "TTFT p50", "TTFT p99", "TPOT p50", "E2E p99",
+              "goodput", "in SLO");
+}
+
+void PrintRow(const LoadResult& r) {
+  std::printf("%8.2f %6d %7lld %6lld %6lld %8.2f %9.1f %9.1f %9.1f %9.2f %9.1f %8.2f %6.1f%%\n",
+              r.options.rate, r.options.concurrency, static_cast<long long>(r.completed),
+              static_cast<long long>(r.failed), static_cast<long long>(r.rejected),
+              r.throughput_rps, r.output_tokens_per_s, r.ttft_ms.p50, r.ttft_ms.p99, r.tpot_ms.p50,
+              r.e2e_ms.p99, r.goodput_rps, 100 * r.slo_attainment);
+  for (const std::string& e : r.errors) std::printf("    error: %s\n", e.c_str());
+}
+
+int Main() {
+  if (absl::GetFlag(FLAGS_prompts).empty()) return Usage("--prompts is required");
+  absl::StatusOr<std::vector<Prompt>> prompts =
+      LoadPrompts(UserPath(absl::GetFlag(FLAGS_prompts)),
+                  {.prefer_token_ids = absl::GetFlag(FLAGS_token_ids),
+                   .max_prompts = absl::GetFlag(FLAGS_max_prompts),
+                   .max_prompt_chars = absl::GetFlag(FLAGS_max_prompt_chars)});
+  if (!prompts.ok()) {
+    std::cerr << "loadgen: " << prompts.status().message() << "\n";
+    return 1;
+  }
+  if (!(absl::GetFlag(FLAGS_duration_s) > 0) || absl::GetFlag(FLAGS_drain_s) < 0) {
+    return Usage("--duration_s must be > 0 and --drain_s ≥ 0");
+  }
+  LoadOptions o{.rate = absl::GetFlag(FLAGS_rate),
+                .concurrency = absl::GetFlag(FLAGS_concurrency),
+                .duration = absl::Seconds(absl::GetFlag(FLAGS_duration_s)),
+                .drain = absl::Seconds(absl::GetFlag(FLAGS_drain_s)),
+                .max_tokens = absl::GetFlag(FLAGS_max_tokens),
+                .slo_ttft_ms = absl::GetFlag(FLAGS_slo_ttft_ms),
+                .slo_tpot_ms = absl::GetFlag(FLAGS_slo_tpot_ms),
+                .seed = absl::GetFlag(FLAGS_seed)};
+  auto stub = router::rpc::RouterService::NewStub(
+      grpc::CreateChannel(absl::GetFlag(FLAGS_target), grpc::InsecureChannelCredentials()));
+  std::cout << "loadgen: " << prompts->size() << " prompts → " << absl::GetFlag(FLAGS_target)
+            << ", " << o.max_tokens << " tokens each, SLO TTFT ≤ " << o.slo_ttft_ms
+            << " ms and TPOT ≤ " << o.slo_tpot_ms << " ms" << std::endl;
+  nlohmann::json report;
+  if (absl::GetFlag(FLAGS_sweep)) {
+    std::vector<double> rates;
+    for (const std::string& r : absl::GetFlag(FLAGS_rates)) {
+      double v = 0;
+      if (!absl::SimpleAtod(r, &v) || !(v > 0)) return Usage(absl::StrCat("bad rate '", r, "'"));
+      rates.push_back(v);
+    }
+    if (rates.empty()) return Usage("--sweep needs --rates");
+    PrintHeader();
+    SweepResult sweep;
+    std::sort(rates.begin(), rates.end());
+    for (double rate : rates) {  // One point at a time, printed as it ends.
+      absl::StatusOr<SweepResult> one =
+          Sweep(*stub, *prompts, o, {rate}, absl::GetFlag(FLAGS_target_attainment));
+      if (!one.ok()) return Usage(std::string(one.status().message()));
+      PrintRow(one->points[0]);
+      if (one->best_rate > 0) sweep.best_rate = rate;
+      sweep.points.push_back(one->points[0]);
+    }
+    std::printf("highest rate with %.0f%% of requests in SLO: %.2f req/s\n",
+                100 * absl::GetFlag(FLAGS_target_attainment), sweep.best_rate);
+    report = {{"best_rate", sweep.best_rate},
+              {"target_attainment", absl::GetFlag(FLAGS_target_attainment)},
+              {"points", nlohmann::json::array()}};
+    for (const LoadResult& p : sweep.points) report["points"].push_back(p.ToJson());
+  } else {
+    absl::StatusOr<LoadResult> r = RunLoad(*stub, *prompts, o);
+    if (!r.ok()) return Usage(std::string(r.status().message()));
+    PrintHeader();
+    PrintRow(*r);
+    std::printf("requests per rank:");
+    for (const auto& [rank, n] : r->per_rank)
+      std::printf(" %d:%lld", rank, static_cast<long long>(n));
+    std::printf("; mean LAR of the serving ranks %.3f\n", r->mean_rank_lar);
+    report = r->ToJson();
+  }
+  if (!absl::GetFlag(FLAGS_out).empty()) {
+    absl::Status written = WriteFile(UserPath(absl::GetFlag(FLAGS_out)), report.dump(2) + "\n");
+    if (!written.ok()) {
+      std::cerr << "loadgen: " << written.message() << "\n";
+      return 1;
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace semmoe::tools
+
+int main(int argc, char** argv) {
+  absl::ParseCommandLine(argc, argv);
+  return semmoe::tools::Main();
+}
