@@ -23,7 +23,12 @@ struct RouterServiceImpl::Shared {
     }
     rebatcher = std::make_unique<Rebatcher>(static_cast<int>(o.ranks.size()), o.rebatch);
     rank_lar.assign(o.ranks.size(), 0.0);
+    engine_counters.assign(o.ranks.size(), {});
   }
+
+  struct EngineCounters {
+    int64_t local = 0, remote = 0, a2a_bytes = 0, tokens = 0;
+  };
 
   const RouterOptions options;
   std::vector<std::unique_ptr<engine::rpc::EngineService::Stub>> stubs;
@@ -33,6 +38,7 @@ struct RouterServiceImpl::Shared {
   LatencyWindow ttft, tpot, e2e, queue;
   absl::Mutex mu;
   std::vector<double> rank_lar ABSL_GUARDED_BY(mu);
+  std::vector<EngineCounters> engine_counters ABSL_GUARDED_BY(mu);
   bool stop ABSL_GUARDED_BY(mu) = false;
 };
 
@@ -390,8 +396,16 @@ void RouterServiceImpl::Poll() {
           shared_->stubs[r]->GetStats(&context, engine::rpc::GetStatsRequest(), &stats);
       shared_->rebatcher->SetUsable(r, status.ok() && stats.accepts_requests());
       if (status.ok()) {
+        Shared::EngineCounters c;
+        for (const engine::rpc::MoeLayerStats& l : stats.layers()) {
+          c.local += l.local_activations();
+          c.remote += l.remote_activations();
+          c.a2a_bytes += l.dispatch_bytes_sent() + l.combine_bytes_sent();
+        }
+        c.tokens = stats.prefill_tokens() + stats.decode_tokens();
         absl::MutexLock lock(&shared_->mu);
         shared_->rank_lar[r] = stats.lar();
+        shared_->engine_counters[r] = c;
       }
     }
     shared_->polls.fetch_add(1);
@@ -494,6 +508,7 @@ rpc::RouterStats RouterServiceImpl::Stats() const {
   out.set_completion_tokens(shared_->completion_tokens.load());
   out.set_polls(shared_->polls.load());
   const std::vector<RankCounters> ranks = shared_->rebatcher->Ranks();
+  int64_t local = 0, remote = 0, bytes = 0, tokens = 0;
   absl::MutexLock lock(&shared_->mu);
   for (size_t r = 0; r < ranks.size(); ++r) {
     rpc::RankStats* s = out.add_ranks();
@@ -504,7 +519,18 @@ rpc::RouterStats RouterServiceImpl::Stats() const {
     s->set_tokens_in_flight(ranks[r].load.tokens_in_flight);
     s->set_assigned(ranks[r].assigned);
     s->set_lar(shared_->rank_lar[r]);
+    const Shared::EngineCounters& c = shared_->engine_counters[r];
+    s->set_local_activations(c.local);
+    s->set_remote_activations(c.remote);
+    s->set_a2a_bytes(c.a2a_bytes);
+    s->set_tokens(c.tokens);
+    local += c.local;
+    remote += c.remote;
+    bytes += c.a2a_bytes;
+    tokens += c.tokens;
   }
+  out.set_lar(local + remote == 0 ? 0.0 : static_cast<double>(local) / (local + remote));
+  out.set_a2a_bytes_per_token(tokens == 0 ? 0.0 : static_cast<double>(bytes) / tokens);
   auto fill = [](const LatencyWindow& w, rpc::Percentiles* p) {
     const PercentileSummary s = w.Summary();
     p->set_count(s.count);

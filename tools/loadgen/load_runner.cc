@@ -187,6 +187,43 @@ class Runner {
 
 void Call::OnDone(const grpc::Status& status) { runner_->Done(this, status); }
 
+// The router's stats once it has polled the engines twice more (so they include everything
+// that ended before the call); nullopt if it does not answer in time.
+std::optional<router::rpc::RouterStats> FreshStats(router::rpc::RouterService::Stub& stub) {
+  auto get = [&]() -> std::optional<router::rpc::RouterStats> {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+    router::rpc::RouterStats stats;
+    if (!stub.GetStats(&context, router::rpc::GetStatsRequest(), &stats).ok()) return std::nullopt;
+    return stats;
+  };
+  std::optional<router::rpc::RouterStats> first = get();
+  if (!first.has_value()) return std::nullopt;
+  const absl::Time until = absl::Now() + absl::Seconds(10);
+  while (absl::Now() < until) {
+    std::optional<router::rpc::RouterStats> now = get();
+    if (!now.has_value()) return std::nullopt;
+    if (now->polls() >= first->polls() + 2) return now;
+    absl::SleepFor(absl::Milliseconds(20));
+  }
+  return std::nullopt;
+}
+
+struct EngineTotals {
+  int64_t local = 0, remote = 0, bytes = 0, tokens = 0;
+};
+
+EngineTotals Totals(const router::rpc::RouterStats& s) {
+  EngineTotals t;
+  for (const router::rpc::RankStats& r : s.ranks()) {
+    t.local += r.local_activations();
+    t.remote += r.remote_activations();
+    t.bytes += r.a2a_bytes();
+    t.tokens += r.tokens();
+  }
+  return t;
+}
+
 nlohmann::json Summary(const router::PercentileSummary& s) {
   return {{"count", s.count}, {"p50", s.p50}, {"p90", s.p90}, {"p99", s.p99}, {"mean", s.mean}};
 }
@@ -215,6 +252,8 @@ nlohmann::json LoadResult::ToJson() const {
           {"tpot_ms", Summary(tpot_ms)},
           {"e2e_ms", Summary(e2e_ms)},
           {"mean_rank_lar", mean_rank_lar},
+          {"lar", lar},
+          {"a2a_bytes_per_token", a2a_bytes_per_token},
           {"per_rank", ranks},
           {"errors", errors}};
 }
@@ -228,8 +267,20 @@ absl::StatusOr<LoadResult> RunLoad(router::rpc::RouterService::Stub& stub,
   if (options.duration <= absl::ZeroDuration() || options.max_tokens < 0) {
     return absl::InvalidArgumentError("the duration must be > 0 and max_tokens ≥ 0");
   }
+  const std::optional<router::rpc::RouterStats> before = FreshStats(stub);
   Runner runner(stub, prompts, options);
-  return runner.Run();
+  LoadResult result = runner.Run();
+  const std::optional<router::rpc::RouterStats> after =
+      before.has_value() ? FreshStats(stub) : std::nullopt;
+  if (after.has_value()) {
+    const EngineTotals a = Totals(*before), b = Totals(*after);
+    const int64_t local = b.local - a.local, remote = b.remote - a.remote;
+    if (local + remote > 0) result.lar = static_cast<double>(local) / (local + remote);
+    if (b.tokens > a.tokens) {
+      result.a2a_bytes_per_token = static_cast<double>(b.bytes - a.bytes) / (b.tokens - a.tokens);
+    }
+  }
+  return result;
 }
 
 absl::StatusOr<SweepResult> Sweep(router::rpc::RouterService::Stub& stub,

@@ -7,7 +7,8 @@
 //
 // Per request: TTFT (sent → first token), TPOT (mean gap between tokens after the first), E2E.
 // Goodput: requests per second that finished within the SLO (TTFT and TPOT); attainment: their
-// share of all requests sent.
+// share of all requests sent. LAR and all-to-all bytes per token come from the engines' counters
+// (the router's GetStats) before and after the run.
 #ifndef SEMMOE_TOOLS_LOADGEN_LOAD_RUNNER_H_
 #define SEMMOE_TOOLS_LOADGEN_LOAD_RUNNER_H_
 
@@ -44,7 +45,11 @@ struct LoadResult {
   int64_t output_tokens = 0;
   double throughput_rps = 0, output_tokens_per_s = 0, goodput_rps = 0, slo_attainment = 0;
   router::PercentileSummary ttft_ms, tpot_ms, e2e_ms;
-  double mean_rank_lar = 0;         // Of the serving ranks, as the router reported them.
+  double mean_rank_lar = 0;  // Of the serving ranks, as the router reported them.
+  // During the run, from the engines' counters (via the router's stats, before and after);
+  // −1 if the router could not say.
+  double lar = -1;
+  double a2a_bytes_per_token = -1;
   std::map<int, int64_t> per_rank;  // Completed requests per DP rank.
   std::vector<std::string> errors;  // The first few, for the report.
 

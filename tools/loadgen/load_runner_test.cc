@@ -30,6 +30,7 @@ class LoadRunnerTest : public ::testing::Test {
     o.tokenizer = engines_[0]->tokenizer();
     o.vocab_size = engine::model::LoadModelConfig(dir)->vocab_size;
     o.rebatch.policy = router::Policy::kRoundRobin;
+    o.poll_interval = absl::Milliseconds(50);
     service_ = std::make_unique<router::RouterServiceImpl>(o);
     grpc::ServerBuilder builder;
     int port = 0;
@@ -72,8 +73,11 @@ TEST_F(LoadRunnerTest, ClosedLoopMeasuresEveryRequest) {
   EXPECT_EQ(r->within_slo, r->completed);  // A lax SLO: goodput is throughput.
   EXPECT_DOUBLE_EQ(r->goodput_rps, r->throughput_rps);
   EXPECT_DOUBLE_EQ(r->slo_attainment, 1.0);
-  // The router saw the same requests.
+  // The router saw the same requests; the engines' counters say what the run moved (one rank
+  // per group: everything is local).
   EXPECT_EQ(service_->Stats().completed(), r->completed);
+  EXPECT_DOUBLE_EQ(r->lar, 1.0);
+  EXPECT_EQ(r->a2a_bytes_per_token, 0.0);
 }
 
 TEST_F(LoadRunnerTest, OpenLoopAndAnImpossibleSlo) {

@@ -49,9 +49,9 @@ int Usage(const std::string& message) {
 }
 
 void PrintHeader() {
-  std::printf("%8s %6s %7s %6s %6s %8s %9s %9s %9s %9s %9s %8s %7s\n", "rate", "conc", "done",
-              "fail", "rej", "req/s", "tok/s", "TTFT p50", "TTFT p99", "TPOT p50", "E2E p99",
-              "goodput", "in SLO");
+  std::printf("%8s %6s %7s %6s %6s %8s %9s %9s %9s %9s %9s %8s %7s %6s %9s\n", "rate", "conc",
+              "done", "fail", "rej", "req/s", "tok/s", "TTFT p50", "TTFT p99", "TPOT p50",
+              "E2E p99", "goodput", "in SLO", "LAR", "a2a B/tok");
 }
 
 void PrintRow(const LoadResult& r) {
