@@ -41,6 +41,7 @@
 #include "grpcpp/security/credentials.h"
 #include "nlohmann/json.hpp"
 #include "planner/store/placement_store.h"
+#include "tools/cluster/binaries.h"
 #include "tools/cluster/process.h"
 
 ABSL_FLAG(std::string, model, "", "model directory (Hugging Face layout)");
@@ -67,31 +68,6 @@ namespace semmoe::tools {
 namespace {
 
 std::string argv0;
-
-// `bazel run` starts binaries in the runfiles tree: resolve relative paths against the caller's.
-bool Exists(const std::string& path) {
-  struct stat st;
-  return stat(path.c_str(), &st) == 0;
-}
-
-// A sibling binary of this workspace: from the runfiles (bazel run) or the bazel-bin tree.
-absl::StatusOr<std::string> FindBinary(const std::string& flag, const std::string& relative) {
-  if (!flag.empty()) return UserPath(flag);
-  std::vector<std::string> candidates;
-  if (const char* dir = std::getenv("RUNFILES_DIR")) {
-    candidates.push_back(absl::StrCat(dir, "/semmoe/", relative));
-  }
-  candidates.push_back(absl::StrCat(argv0, ".runfiles/semmoe/", relative));
-  const std::string dir = argv0.substr(0, argv0.rfind('/') + 1);
-  candidates.push_back(absl::StrCat(dir, "../", relative));
-  for (const std::string& c : candidates) {
-    char resolved[PATH_MAX];
-    if (Exists(c) && realpath(c.c_str(), resolved) != nullptr) return std::string(resolved);
-  }
-  return absl::NotFoundError(absl::StrCat("cannot find the ", relative, " binary; build it or ",
-                                          "pass --", relative.substr(relative.rfind('/') + 1),
-                                          "_binary"));
-}
 
 bool IsNumber(const std::string& s) {
   if (s.empty()) return false;
@@ -168,7 +144,7 @@ absl::Status Start(Cluster& c, sigset_t& stop_signals) {
   std::string affinity = UserPath(absl::GetFlag(FLAGS_affinity));
   std::string layer_tables;
   ASSIGN_OR_RETURN(const std::string engine_bin,
-                   FindBinary(absl::GetFlag(FLAGS_engine_binary), "engine/engine"));
+                   FindBinary(argv0, absl::GetFlag(FLAGS_engine_binary), "engine/engine"));
 
   c.run_dir = UserPath(absl::GetFlag(FLAGS_run_dir));
   if (c.run_dir.empty()) {
@@ -218,7 +194,7 @@ absl::Status Start(Cluster& c, sigset_t& stop_signals) {
   std::string rendezvous;
   if (!db.empty()) {
     ASSIGN_OR_RETURN(const std::string planner_bin,
-                     FindBinary(absl::GetFlag(FLAGS_planner_binary), "planner/planner"));
+                     FindBinary(argv0, absl::GetFlag(FLAGS_planner_binary), "planner/planner"));
     const std::string port_file = JoinPath(c.run_dir, "planner.port");
     ASSIGN_OR_RETURN(c.planner, Process::Spawn({planner_bin, "serve", "--db", db, "--port", "0",
                                                 "--port_file", port_file},
@@ -288,7 +264,7 @@ absl::Status Start(Cluster& c, sigset_t& stop_signals) {
   const std::string policy = absl::GetFlag(FLAGS_router_policy);
   if (attn != "dp" || policy == "none") return absl::OkStatus();
   ASSIGN_OR_RETURN(const std::string router_bin,
-                   FindBinary(absl::GetFlag(FLAGS_router_binary), "router/router"));
+                   FindBinary(argv0, absl::GetFlag(FLAGS_router_binary), "router/router"));
   std::string engines;
   for (int port : c.ports)
     absl::StrAppend(&engines, engines.empty() ? "" : ",", "127.0.0.1:", port);

@@ -55,11 +55,12 @@ void PrintHeader() {
 }
 
 void PrintRow(const LoadResult& r) {
-  std::printf("%8.2f %6d %7lld %6lld %6lld %8.2f %9.1f %9.1f %9.1f %9.2f %9.1f %8.2f %6.1f%%\n",
-              r.options.rate, r.options.concurrency, static_cast<long long>(r.completed),
-              static_cast<long long>(r.failed), static_cast<long long>(r.rejected),
-              r.throughput_rps, r.output_tokens_per_s, r.ttft_ms.p50, r.ttft_ms.p99, r.tpot_ms.p50,
-              r.e2e_ms.p99, r.goodput_rps, 100 * r.slo_attainment);
+  std::printf(
+      "%8.2f %6d %7lld %6lld %6lld %8.2f %9.1f %9.1f %9.1f %9.2f %9.1f %8.2f %6.1f%% %6.3f %9.0f\n",
+      r.options.rate, r.options.concurrency, static_cast<long long>(r.completed),
+      static_cast<long long>(r.failed), static_cast<long long>(r.rejected), r.throughput_rps,
+      r.output_tokens_per_s, r.ttft_ms.p50, r.ttft_ms.p99, r.tpot_ms.p50, r.e2e_ms.p99,
+      r.goodput_rps, 100 * r.slo_attainment, r.lar, r.a2a_bytes_per_token);
   for (const std::string& e : r.errors) std::printf("    error: %s\n", e.c_str());
 }
 
