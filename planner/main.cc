@@ -16,6 +16,10 @@
 //   planner export   --db DB --version V --out FILE
 //   planner import   --db DB --model NAME --file FILE [--name N]
 //   planner serve    --db DB [--listen 127.0.0.1] [--port 7070]   (PlannerService + rendezvous)
+//   planner experiment create --db DB --model NAME --a V1 --b V2 --share P [--name N]
+//   planner experiment start|stop|show --db DB --id ID
+//   planner experiment promote --db DB --id ID --arm A|B
+//   planner experiment list --db DB --model NAME
 //
 // A trace is a file written by `engine trace` or a flat-array trace directory. Exit status: 0 on
 // success, 1 when the command failed (the error is printed), 2 for bad usage.
@@ -35,6 +39,7 @@
 #include "common/file.h"
 #include "common/logging.h"
 #include "planner/cli/commands.h"
+#include "planner/cli/experiments.h"
 #include "planner/server/serve.h"
 
 ABSL_FLAG(std::string, db, "", "planner SQLite database (created if missing)");
@@ -69,13 +74,19 @@ ABSL_FLAG(std::string, file, "", "import: placement JSON file");
 ABSL_FLAG(std::string, listen, "127.0.0.1", "serve: address to listen on");
 ABSL_FLAG(int, port, 7070, "serve: port (0: pick a free one)");
 ABSL_FLAG(std::string, port_file, "", "serve: write the bound port here once serving");
+ABSL_FLAG(int64_t, a, 0, "experiment create: arm A's version");
+ABSL_FLAG(int64_t, b, 0, "experiment create: arm B's version");
+ABSL_FLAG(int, share, 0, "experiment create: arm B's percent of the traffic (1-99)");
+ABSL_FLAG(int64_t, id, 0, "experiment: its id");
+ABSL_FLAG(std::string, arm, "", "experiment promote: the arm whose version to activate");
 
 namespace semmoe::planner {
 namespace {
 
 constexpr char kUsage[] =
     "planner <command> [flags]\n\n"
-    "commands: build, eval, list, show, diff, activate, rollback, export, import, serve\n"
+    "commands: build, eval, list, show, diff, activate, rollback, export, import, serve,\n"
+    "          experiment create|start|stop|show|list|promote\n"
     "Run `planner --help` for every flag; docs/PLANNER.md for what they do.";
 
 int Usage(const std::string& message) {
@@ -95,11 +106,40 @@ std::vector<std::string> UserPaths(const std::vector<std::string>& paths) {
   return out;
 }
 
-int Run(const std::string& command) {
+int Experiment(const std::string& db, const std::string& sub) {
+  const int64_t id = absl::GetFlag(FLAGS_id);
+  const std::string model = absl::GetFlag(FLAGS_model);
+  if (sub == "create") {
+    if (model.empty() || absl::GetFlag(FLAGS_a) <= 0 || absl::GetFlag(FLAGS_b) <= 0) {
+      return Usage("experiment create needs --model, --a and --b");
+    }
+    return Done(cli::ExperimentCreate(db, model, absl::GetFlag(FLAGS_name), absl::GetFlag(FLAGS_a),
+                                      absl::GetFlag(FLAGS_b), absl::GetFlag(FLAGS_share),
+                                      std::cout)
+                    .status());
+  }
+  if (sub == "list") {
+    if (model.empty()) return Usage("experiment list needs --model");
+    return Done(cli::ExperimentList(db, model, std::cout));
+  }
+  if (id <= 0) return Usage(absl::StrCat("experiment ", sub, " needs --id"));
+  if (sub == "start") return Done(cli::ExperimentStart(db, id, std::cout));
+  if (sub == "stop") return Done(cli::ExperimentStop(db, id, std::cout));
+  if (sub == "show") return Done(cli::ExperimentShow(db, id, std::cout));
+  if (sub == "promote") {
+    if (absl::GetFlag(FLAGS_arm).empty()) return Usage("experiment promote needs --arm");
+    return Done(cli::ExperimentPromote(db, id, absl::GetFlag(FLAGS_arm), std::cout));
+  }
+  return Usage(absl::StrCat("unknown experiment command '", sub, "'"));
+}
+
+int Run(const std::string& command, const std::string& sub) {
   const std::string db = UserPath(absl::GetFlag(FLAGS_db));
   if (db.empty()) return Usage("--db is required");
   const std::string model = absl::GetFlag(FLAGS_model);
   const int64_t version = absl::GetFlag(FLAGS_version);
+  if (command == "experiment") return Experiment(db, sub);
+  if (!sub.empty()) return Usage(absl::StrCat("unexpected argument '", sub, "'"));
   if (command == "build") {
     if (model.empty() || absl::GetFlag(FLAGS_traces).empty()) {
       return Usage("build needs --model and --traces");
@@ -205,6 +245,9 @@ int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(semmoe::planner::kUsage);
   std::vector<char*> args = absl::ParseCommandLine(argc, argv);
   semmoe::InitLogging(argv[0], {.stderr_threshold = 1});
-  if (args.size() != 2) return semmoe::planner::Usage("expected exactly one command");
-  return semmoe::planner::Run(args[1]);
+  const bool experiment = args.size() == 3 && std::string(args[1]) == "experiment";
+  if (args.size() != 2 && !experiment) {
+    return semmoe::planner::Usage("expected exactly one command");
+  }
+  return semmoe::planner::Run(args[1], experiment ? args[2] : "");
 }

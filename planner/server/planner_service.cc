@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/grpc_status.h"
+#include "planner/store/experiment_store.h"
 
 namespace semmoe::planner {
 namespace {
@@ -95,6 +96,95 @@ grpc::Status PlannerServiceImpl::GetAffinityTables(grpc::ServerContext*,
   response->set_format(1);
   response->set_data(std::move(*tables));
   return grpc::Status::OK;
+}
+
+grpc::Status PlannerServiceImpl::ExperimentProto(int64_t id, rpc::Experiment* out) {
+  ExperimentStore experiments(*store_);
+  absl::StatusOr<Experiment> e = experiments.Get(id);
+  if (!e.ok()) return ToGrpcStatus(e.status());
+  out->set_id(e->id);
+  out->set_model(e->model);
+  out->set_name(e->name);
+  out->set_status(e->status);
+  for (const ExperimentArm& arm : e->arms) {
+    rpc::ExperimentArm* a = out->add_arms();
+    a->set_name(arm.name);
+    a->set_version(arm.version);
+    a->set_share_percent(arm.share_percent);
+    a->set_latest_metrics_json(arm.latest_metrics_json);
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status PlannerServiceImpl::CreateExperiment(grpc::ServerContext*,
+                                                  const rpc::CreateExperimentRequest* request,
+                                                  rpc::Experiment* response) {
+  std::vector<ExperimentArm> arms;
+  for (const rpc::ExperimentArm& a : request->arms()) {
+    arms.push_back({.name = a.name(), .version = a.version(), .share_percent = a.share_percent()});
+  }
+  absl::MutexLock lock(&mu_);
+  ExperimentStore experiments(*store_);
+  absl::StatusOr<int64_t> id = experiments.Create(request->model(), request->name(), arms);
+  if (!id.ok()) return ToGrpcStatus(id.status());
+  return ExperimentProto(*id, response);
+}
+
+grpc::Status PlannerServiceImpl::StartExperiment(grpc::ServerContext*,
+                                                 const rpc::ExperimentId* request,
+                                                 rpc::Experiment* response) {
+  absl::MutexLock lock(&mu_);
+  ExperimentStore experiments(*store_);
+  if (absl::Status s = experiments.Start(request->id()); !s.ok()) return ToGrpcStatus(s);
+  return ExperimentProto(request->id(), response);
+}
+
+grpc::Status PlannerServiceImpl::StopExperiment(grpc::ServerContext*,
+                                                const rpc::ExperimentId* request,
+                                                rpc::Experiment* response) {
+  absl::MutexLock lock(&mu_);
+  ExperimentStore experiments(*store_);
+  if (absl::Status s = experiments.Stop(request->id()); !s.ok()) return ToGrpcStatus(s);
+  return ExperimentProto(request->id(), response);
+}
+
+grpc::Status PlannerServiceImpl::PromoteExperiment(grpc::ServerContext*,
+                                                   const rpc::PromoteExperimentRequest* request,
+                                                   rpc::Experiment* response) {
+  absl::MutexLock lock(&mu_);
+  ExperimentStore experiments(*store_);
+  absl::StatusOr<int64_t> version = experiments.Promote(request->id(), request->arm());
+  if (!version.ok()) return ToGrpcStatus(version.status());
+  return ExperimentProto(request->id(), response);
+}
+
+grpc::Status PlannerServiceImpl::GetExperiment(grpc::ServerContext*,
+                                               const rpc::ExperimentId* request,
+                                               rpc::Experiment* response) {
+  absl::MutexLock lock(&mu_);
+  return ExperimentProto(request->id(), response);
+}
+
+grpc::Status PlannerServiceImpl::ListExperiments(grpc::ServerContext*,
+                                                 const rpc::ListExperimentsRequest* request,
+                                                 rpc::ListExperimentsResponse* response) {
+  absl::MutexLock lock(&mu_);
+  ExperimentStore experiments(*store_);
+  absl::StatusOr<std::vector<Experiment>> all = experiments.List(request->model());
+  if (!all.ok()) return ToGrpcStatus(all.status());
+  for (const Experiment& e : *all) {
+    if (grpc::Status s = ExperimentProto(e.id, response->add_experiments()); !s.ok()) return s;
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status PlannerServiceImpl::RecordArmMetrics(grpc::ServerContext*,
+                                                  const rpc::RecordArmMetricsRequest* request,
+                                                  rpc::RecordArmMetricsResponse*) {
+  absl::MutexLock lock(&mu_);
+  ExperimentStore experiments(*store_);
+  return ToGrpcStatus(
+      experiments.RecordArmMetrics(request->id(), request->arm(), request->metrics_json()));
 }
 
 }  // namespace semmoe::planner

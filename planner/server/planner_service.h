@@ -40,7 +40,29 @@ class PlannerServiceImpl final : public rpc::PlannerService::Service {
   grpc::Status GetAffinityTables(grpc::ServerContext* context, const rpc::GetVersionRequest* request,
                                  rpc::AffinityTables* response) override;
 
+  grpc::Status CreateExperiment(grpc::ServerContext* context,
+                                const rpc::CreateExperimentRequest* request,
+                                rpc::Experiment* response) override;
+  grpc::Status StartExperiment(grpc::ServerContext* context, const rpc::ExperimentId* request,
+                               rpc::Experiment* response) override;
+  grpc::Status StopExperiment(grpc::ServerContext* context, const rpc::ExperimentId* request,
+                              rpc::Experiment* response) override;
+  grpc::Status PromoteExperiment(grpc::ServerContext* context,
+                                 const rpc::PromoteExperimentRequest* request,
+                                 rpc::Experiment* response) override;
+  grpc::Status GetExperiment(grpc::ServerContext* context, const rpc::ExperimentId* request,
+                             rpc::Experiment* response) override;
+  grpc::Status ListExperiments(grpc::ServerContext* context,
+                               const rpc::ListExperimentsRequest* request,
+                               rpc::ListExperimentsResponse* response) override;
+  grpc::Status RecordArmMetrics(grpc::ServerContext* context,
+                                const rpc::RecordArmMetricsRequest* request,
+                                rpc::RecordArmMetricsResponse* response) override;
+
  private:
+  // The experiment as the proto, read under mu_.
+  grpc::Status ExperimentProto(int64_t id, rpc::Experiment* out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
   absl::Mutex mu_;
   std::unique_ptr<PlacementStore> store_ ABSL_GUARDED_BY(mu_);
   const Options options_;

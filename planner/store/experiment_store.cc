@@ -106,6 +106,21 @@ absl::Status ExperimentStore::Stop(int64_t id) {
   return Transition(placements_.database(), id, "running", "stopped");
 }
 
+absl::StatusOr<int64_t> ExperimentStore::Promote(int64_t id, const std::string& arm) {
+  ASSIGN_OR_RETURN(Experiment e, Get(id));
+  if (e.status == "draft") {
+    return absl::FailedPreconditionError(
+        absl::StrCat("experiment ", id, " has not run; start it before promoting an arm"));
+  }
+  for (const ExperimentArm& a : e.arms) {
+    if (a.name != arm) continue;
+    RETURN_IF_ERROR(placements_.Activate(a.version));
+    if (e.status == "running") RETURN_IF_ERROR(Stop(id));
+    return a.version;
+  }
+  return absl::NotFoundError(absl::StrCat("experiment ", id, " has no arm '", arm, "'"));
+}
+
 absl::StatusOr<Experiment> ExperimentStore::Get(int64_t id) {
   Database& db = placements_.database();
   ASSIGN_OR_RETURN(Statement row, db.Prepare("SELECT e.id, m.name, e.name, e.status FROM "

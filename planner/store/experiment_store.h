@@ -45,6 +45,10 @@ class ExperimentStore {
   absl::Status Start(int64_t id);
   // running → stopped.
   absl::Status Stop(int64_t id);
+  // Activates `arm`'s placement version (the previous active one retires) and stops the
+  // experiment if it runs; returns that version. NotFound for an unknown experiment or arm;
+  // FailedPrecondition for a draft (nothing was measured).
+  absl::StatusOr<int64_t> Promote(int64_t id, const std::string& arm);
   absl::StatusOr<Experiment> Get(int64_t id);
   absl::StatusOr<std::vector<Experiment>> List(const std::string& model);
   // Appends a metrics snapshot (a JSON object) for an arm of a running experiment.

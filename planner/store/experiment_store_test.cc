@@ -60,6 +60,23 @@ TEST_F(ExperimentStoreTest, LifecycleAndMetrics) {
   EXPECT_FALSE(placements_->database().Execute("UPDATE experiment_arms SET share_percent = 5").ok());
 }
 
+TEST_F(ExperimentStoreTest, PromoteActivatesTheArmAndStops) {
+  auto id = experiments_->Create("m", "promote", {{"a", 1, 50}, {"b", 2, 50}});
+  ASSERT_TRUE(id.ok());
+  EXPECT_EQ(experiments_->Promote(*id, "b").status().code(),
+            absl::StatusCode::kFailedPrecondition);  // A draft.
+  ASSERT_TRUE(experiments_->Start(*id).ok());
+  EXPECT_EQ(experiments_->Promote(*id, "c").status().code(), absl::StatusCode::kNotFound);
+  auto version = experiments_->Promote(*id, "b");
+  ASSERT_TRUE(version.ok()) << version.status();
+  EXPECT_EQ(*version, 2);
+  EXPECT_EQ(placements_->Active("m")->value().version, 2);
+  EXPECT_EQ(experiments_->Get(*id)->status, "stopped");
+  // A stopped experiment can still be promoted (the decision may come later).
+  ASSERT_TRUE(experiments_->Promote(*id, "a").ok());
+  EXPECT_EQ(placements_->Active("m")->value().version, 1);
+}
+
 TEST_F(ExperimentStoreTest, BadExperimentsAreClearErrors) {
   auto message = [&](std::vector<ExperimentArm> arms) {
     return std::string(experiments_->Create("m", "e", arms).status().message());

@@ -7,7 +7,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/grpc_status.h"
+#include "glog/logging.h"
 #include "grpcpp/grpcpp.h"
+#include "planner/proto/planner.grpc.pb.h"
 
 namespace semmoe::router {
 
@@ -17,28 +19,19 @@ using Response = rpc::GenerateResponse;
 
 struct RouterServiceImpl::Shared {
   explicit Shared(const RouterOptions& o) : options(o) {
-    for (const std::string& address : o.ranks) {
-      stubs.push_back(engine::rpc::EngineService::NewStub(
-          grpc::CreateChannel(address, grpc::InsecureChannelCredentials())));
+    for (const GroupOptions& g : o.groups) {
+      groups.push_back(std::make_unique<EngineGroup>(g));
+      shares.push_back(g.share_percent);
     }
-    rebatcher = std::make_unique<Rebatcher>(static_cast<int>(o.ranks.size()), o.rebatch);
-    rank_lar.assign(o.ranks.size(), 0.0);
-    engine_counters.assign(o.ranks.size(), {});
   }
 
-  struct EngineCounters {
-    int64_t local = 0, remote = 0, a2a_bytes = 0, tokens = 0;
-  };
-
   const RouterOptions options;
-  std::vector<std::unique_ptr<engine::rpc::EngineService::Stub>> stubs;
-  std::unique_ptr<Rebatcher> rebatcher;
+  std::vector<std::unique_ptr<EngineGroup>> groups;
+  std::vector<int> shares;
   std::atomic<int64_t> in_flight{0}, received{0}, completed{0}, failed{0}, rejected{0}, retried{0},
       completion_tokens{0}, next_id{0}, polls{0};
   LatencyWindow ttft, tpot, e2e, queue;
   absl::Mutex mu;
-  std::vector<double> rank_lar ABSL_GUARDED_BY(mu);
-  std::vector<EngineCounters> engine_counters ABSL_GUARDED_BY(mu);
   bool stop ABSL_GUARDED_BY(mu) = false;
 };
 
@@ -72,9 +65,11 @@ class Upstream : public grpc::ClientReadReactor<EngineResponse> {
 // outside it (a reaction may run inline).
 class Call : public std::enable_shared_from_this<Call> {
  public:
-  Call(std::shared_ptr<Shared> shared, EngineRequest request, PendingRequest pending,
-       absl::Time start, absl::Time hold_until, std::optional<absl::Time> deadline, int64_t version)
+  Call(std::shared_ptr<Shared> shared, EngineGroup& group, EngineRequest request,
+       PendingRequest pending, absl::Time start, absl::Time hold_until,
+       std::optional<absl::Time> deadline, int64_t version)
       : shared_(std::move(shared)),
+        group_(group),
         request_(std::move(request)),
         pending_(std::move(pending)),
         start_(start),
@@ -90,7 +85,7 @@ class Call : public std::enable_shared_from_this<Call> {
 
   void Place() {
     std::shared_ptr<Call> self = shared_from_this();
-    shared_->rebatcher->Submit(pending_, hold_until_, [self](int rank) { self->OnPlaced(rank); });
+    group_.rebatcher().Submit(pending_, hold_until_, [self](int rank) { self->OnPlaced(rank); });
   }
 
   void OnPlaced(int rank) {
@@ -113,11 +108,11 @@ class Call : public std::enable_shared_from_this<Call> {
       return;
     }
     if (upstream == nullptr) {  // Cancelled while in the window.
-      shared_->rebatcher->Finished(rank, pending_.load_tokens);
+      group_.rebatcher().Finished(rank, pending_.load_tokens);
       FinishWith(grpc::Status(grpc::StatusCode::CANCELLED, "cancelled before it was sent"));
       return;
     }
-    upstream->Start(upstream, *shared_->stubs[rank], request_, deadline_);
+    upstream->Start(upstream, group_.stub(rank), request_, deadline_);
   }
 
   void OnUpstreamMessage(const EngineResponse& message) {
@@ -136,7 +131,7 @@ class Call : public std::enable_shared_from_this<Call> {
   }
 
   void OnUpstreamDone(int rank, const grpc::Status& status) {
-    shared_->rebatcher->Finished(rank, pending_.load_tokens);
+    group_.rebatcher().Finished(rank, pending_.load_tokens);
     bool retry = false;
     std::optional<grpc::Status> fail;
     {
@@ -154,8 +149,7 @@ class Call : public std::enable_shared_from_this<Call> {
       } else if (cancelled_) {
         fail = status;
       } else if (received_ == 0 && retriable &&
-                 static_cast<int>(pending_.exclude.size()) + 1 <
-                     static_cast<int>(shared_->stubs.size())) {
+                 static_cast<int>(pending_.exclude.size()) + 1 < group_.size()) {
         pending_.exclude.push_back(rank);
         last_error_ = absl::StrCat("rank ", rank, ": ", status.error_message());
         ++retries_;
@@ -170,7 +164,7 @@ class Call : public std::enable_shared_from_this<Call> {
     }
     if (retry) {
       if (status.error_code() == grpc::StatusCode::UNAVAILABLE) {
-        shared_->rebatcher->SetUsable(rank, false);  // Until the poller hears from it again.
+        group_.rebatcher().SetUsable(rank, false);  // Until the poller hears from it again.
       }
       shared_->retried.fetch_add(1);
       Place();
@@ -238,6 +232,7 @@ class Call : public std::enable_shared_from_this<Call> {
     }
     if (!status.ok() && status.error_code() != grpc::StatusCode::CANCELLED) {
       shared_->failed.fetch_add(1);
+      group_.Failed();
     }
     reactor->Finish(status);
   }
@@ -254,6 +249,7 @@ class Call : public std::enable_shared_from_this<Call> {
     f.set_finish_reason(e.finish_reason());
     f.set_text(e.text());
     f.set_rank(rank_);
+    f.set_arm(group_.name());
     const absl::Time first = first_token_.value_or(now);
     f.set_ttft_ms(absl::ToDoubleMilliseconds(first - start_));
     f.set_e2e_ms(absl::ToDoubleMilliseconds(now - start_));
@@ -262,10 +258,8 @@ class Call : public std::enable_shared_from_this<Call> {
     f.set_queue_ms(absl::ToDoubleMilliseconds(placed_ - start_));
     f.set_retries(retries_);
     f.set_placement_version(version_);
-    {
-      absl::MutexLock lock(&shared_->mu);
-      f.set_rank_lar(shared_->rank_lar[rank_]);
-    }
+    f.set_rank_lar(group_.rank_lar(rank_));
+    group_.Completed(f);
     shared_->completed.fetch_add(1);
     shared_->completion_tokens.fetch_add(n);
     if (n > 0) shared_->ttft.Add(f.ttft_ms());
@@ -295,6 +289,7 @@ class Call : public std::enable_shared_from_this<Call> {
   }
 
   const std::shared_ptr<Shared> shared_;
+  EngineGroup& group_;
   const EngineRequest request_;
   absl::Mutex mu_;
   PendingRequest pending_;  // exclude grows under mu_ (Place reads it between attempts).
@@ -375,6 +370,9 @@ grpc::Status Invalid(const std::string& message) {
 RouterServiceImpl::RouterServiceImpl(const RouterOptions& options)
     : shared_(std::make_shared<Shared>(options)) {
   poller_ = std::thread([this] { Poll(); });
+  if (options.experiment_id > 0 && !options.planner.empty()) {
+    reporter_ = std::thread([this] { Report(); });
+  }
 }
 
 RouterServiceImpl::~RouterServiceImpl() {
@@ -383,36 +381,43 @@ RouterServiceImpl::~RouterServiceImpl() {
     shared_->stop = true;
   }
   poller_.join();
+  if (reporter_.joinable()) reporter_.join();
 }
 
 void RouterServiceImpl::Poll() {
-  const int ranks = static_cast<int>(shared_->stubs.size());
   for (;;) {
-    for (int r = 0; r < ranks; ++r) {
-      grpc::ClientContext context;
-      context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(1));
-      engine::rpc::EngineStats stats;
-      const grpc::Status status =
-          shared_->stubs[r]->GetStats(&context, engine::rpc::GetStatsRequest(), &stats);
-      shared_->rebatcher->SetUsable(r, status.ok() && stats.accepts_requests());
-      if (status.ok()) {
-        Shared::EngineCounters c;
-        for (const engine::rpc::MoeLayerStats& l : stats.layers()) {
-          c.local += l.local_activations();
-          c.remote += l.remote_activations();
-          c.a2a_bytes += l.dispatch_bytes_sent() + l.combine_bytes_sent();
-        }
-        c.tokens = stats.prefill_tokens() + stats.decode_tokens();
-        absl::MutexLock lock(&shared_->mu);
-        shared_->rank_lar[r] = stats.lar();
-        shared_->engine_counters[r] = c;
-      }
-    }
+    for (auto& g : shared_->groups) g->Poll();
     shared_->polls.fetch_add(1);
     absl::MutexLock lock(&shared_->mu);
     if (shared_->mu.AwaitWithTimeout(absl::Condition(&shared_->stop),
                                      shared_->options.poll_interval)) {
       return;
+    }
+  }
+}
+
+void RouterServiceImpl::Report() {
+  auto stub = planner::rpc::PlannerService::NewStub(
+      grpc::CreateChannel(shared_->options.planner, grpc::InsecureChannelCredentials()));
+  for (bool last = false; !last;) {
+    {
+      absl::MutexLock lock(&shared_->mu);
+      last = shared_->mu.AwaitWithTimeout(absl::Condition(&shared_->stop),
+                                          shared_->options.report_interval);
+    }
+    for (auto& g : shared_->groups) {  // Once more on the way out: the final numbers.
+      planner::rpc::RecordArmMetricsRequest request;
+      request.set_id(shared_->options.experiment_id);
+      request.set_arm(g->name());
+      request.set_metrics_json(g->MetricsJson().dump());
+      grpc::ClientContext context;
+      context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(2));
+      planner::rpc::RecordArmMetricsResponse response;
+      const grpc::Status status = stub->RecordArmMetrics(&context, request, &response);
+      if (!status.ok()) {
+        LOG_EVERY_N(WARNING, 10) << "router: cannot record arm " << g->name()
+                                 << "'s metrics in the planner: " << status.error_message();
+      }
     }
   }
 }
@@ -468,14 +473,16 @@ grpc::ServerWriteReactor<Response>* RouterServiceImpl::Generate(
   for (const std::string& stop : request->stop()) up.add_stop(stop);
   up.set_ignore_eos(request->ignore_eos());
 
+  // The engine group (A/B arm): by the user key, else the request id.
+  EngineGroup& group = *shared_->groups[ChooseGroup(
+      request->user_key().empty() ? up.request_id() : request->user_key(), shared_->shares)];
+  group.Received();
   PendingRequest pending;
   pending.load_tokens = static_cast<int64_t>(prompt.size()) + request->max_tokens();
   int64_t version = 0;
-  if (o.tables != nullptr) {
-    if (std::shared_ptr<const RouterTables> tables = o.tables->Get(); tables != nullptr) {
-      pending.fit = tables->Fit(prompt);
-      version = tables->version;
-    }
+  if (std::shared_ptr<const RouterTables> tables = group.tables(); tables != nullptr) {
+    pending.fit = tables->Fit(prompt);
+    version = tables->version;
   }
   const absl::Duration max_queue = request->max_queue_ms() > 0
                                        ? absl::Milliseconds(request->max_queue_ms())
@@ -484,7 +491,7 @@ grpc::ServerWriteReactor<Response>* RouterServiceImpl::Generate(
   if (context->deadline() != std::chrono::system_clock::time_point::max()) {
     deadline = absl::FromChrono(context->deadline());
   }
-  auto call = std::make_shared<Call>(shared_, std::move(up), std::move(pending), start,
+  auto call = std::make_shared<Call>(shared_, group, std::move(up), std::move(pending), start,
                                      start + max_queue, deadline, version);
   auto* reactor = new CallReactor(call);
   call->Place();
@@ -493,42 +500,31 @@ grpc::ServerWriteReactor<Response>* RouterServiceImpl::Generate(
 
 rpc::RouterStats RouterServiceImpl::Stats() const {
   rpc::RouterStats out;
-  out.set_policy(PolicyName(shared_->rebatcher->policy()));
-  if (shared_->options.tables != nullptr) {
-    if (auto tables = shared_->options.tables->Get(); tables != nullptr) {
-      out.set_placement_version(tables->version);
-    }
-  }
+  const RouterOptions& o = shared_->options;
+  out.set_policy(o.groups.empty() ? "" : PolicyName(o.groups[0].rebatch.policy));
+  out.set_experiment_id(o.experiment_id);
   out.set_received(shared_->received.load());
   out.set_completed(shared_->completed.load());
   out.set_failed(shared_->failed.load());
   out.set_rejected(shared_->rejected.load());
   out.set_retried(shared_->retried.load());
-  out.set_queued(shared_->rebatcher->Queued());
   out.set_completion_tokens(shared_->completion_tokens.load());
   out.set_polls(shared_->polls.load());
-  const std::vector<RankCounters> ranks = shared_->rebatcher->Ranks();
-  int64_t local = 0, remote = 0, bytes = 0, tokens = 0;
-  absl::MutexLock lock(&shared_->mu);
-  for (size_t r = 0; r < ranks.size(); ++r) {
-    rpc::RankStats* s = out.add_ranks();
-    s->set_rank(static_cast<int>(r));
-    s->set_address(shared_->options.ranks[r]);
-    s->set_usable(ranks[r].load.usable);
-    s->set_requests_in_flight(ranks[r].requests_in_flight);
-    s->set_tokens_in_flight(ranks[r].load.tokens_in_flight);
-    s->set_assigned(ranks[r].assigned);
-    s->set_lar(shared_->rank_lar[r]);
-    const Shared::EngineCounters& c = shared_->engine_counters[r];
-    s->set_local_activations(c.local);
-    s->set_remote_activations(c.remote);
-    s->set_a2a_bytes(c.a2a_bytes);
-    s->set_tokens(c.tokens);
-    local += c.local;
-    remote += c.remote;
-    bytes += c.a2a_bytes;
-    tokens += c.tokens;
+  int64_t queued = 0, local = 0, remote = 0, bytes = 0, tokens = 0;
+  for (const auto& g : shared_->groups) {
+    rpc::ArmStats* arm = out.add_arms();
+    g->Fill(*arm);
+    queued += g->rebatcher().Queued();
+    if (shared_->groups.size() == 1) out.set_placement_version(arm->placement_version());
+    for (const rpc::RankStats& r : arm->ranks()) {
+      *out.add_ranks() = r;
+      local += r.local_activations();
+      remote += r.remote_activations();
+      bytes += r.a2a_bytes();
+      tokens += r.tokens();
+    }
   }
+  out.set_queued(queued);
   out.set_lar(local + remote == 0 ? 0.0 : static_cast<double>(local) / (local + remote));
   out.set_a2a_bytes_per_token(tokens == 0 ? 0.0 : static_cast<double>(bytes) / tokens);
   auto fill = [](const LatencyWindow& w, rpc::Percentiles* p) {

@@ -13,6 +13,11 @@
 // A poller asks every rank for its stats (GetStats) every `poll_interval`: a rank that does not
 // answer is not used until it does again; its LAR is reported with each request it serves.
 //
+// A/B: with several engine groups (arms), each request goes to one by a deterministic hash of its
+// user key (else its request id) cut by the arms' shares (engine_group.h); each arm has its own
+// ranks, tables, rebatcher and statistics, and with an experiment id and a planner address the
+// router records every arm's metrics in the planner's experiment every `report_interval`.
+//
 // Thread-safe.
 #ifndef SEMMOE_ROUTER_SERVER_ROUTER_SERVICE_H_
 #define SEMMOE_ROUTER_SERVER_ROUTER_SERVICE_H_
@@ -29,22 +34,22 @@
 #include "engine/model/tokenizer.h"
 #include "engine/proto/engine.grpc.pb.h"
 #include "router/proto/router.grpc.pb.h"
-#include "router/rebatch/rebatcher.h"
+#include "router/server/engine_group.h"
 #include "router/server/latency_window.h"
-#include "router/tables/router_tables.h"
 
 namespace semmoe::router {
 
 struct RouterOptions {
-  std::vector<std::string> ranks;  // Engine rank addresses (host:port), rank order.
+  std::vector<GroupOptions> groups;  // One per engine group; shares add up to 100.
   const engine::model::Tokenizer* tokenizer = nullptr;  // Borrowed; null: token ids only.
   int vocab_size = 0;
-  RebatcherOptions rebatch;
   int max_in_flight = 4096;
   // How long a request may wait in the window when it names no max_queue_ms.
   absl::Duration default_max_queue = absl::Milliseconds(20);
   absl::Duration poll_interval = absl::Milliseconds(500);
-  TablesHolder* tables = nullptr;  // Borrowed; null: no tables (placement by load alone).
+  int64_t experiment_id = 0;  // The A/B experiment the groups are the arms of (0: none).
+  std::string planner;        // With an experiment: where to record the arms' metrics.
+  absl::Duration report_interval = absl::Seconds(5);
 };
 
 class RouterServiceImpl final : public rpc::RouterService::CallbackService {
@@ -65,9 +70,10 @@ class RouterServiceImpl final : public rpc::RouterService::CallbackService {
 
  private:
   void Poll();
+  void Report();
 
   std::shared_ptr<Shared> shared_;
-  std::thread poller_;
+  std::thread poller_, reporter_;
 };
 
 }  // namespace semmoe::router

@@ -15,8 +15,12 @@
 #include "engine/server/testing/local_engine.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
 #include "planner/affinity/token_affinity.h"
 #include "planner/placement/placement.h"
+#include "planner/server/serve.h"
+#include "planner/store/experiment_store.h"
+#include "planner/store/placement_store.h"
 #include "tools/tiny_model/tiny_model.h"
 
 namespace semmoe::router {
@@ -58,11 +62,12 @@ class RouterServiceTest : public ::testing::Test {
     }
   }
 
-  void StartRouter(RouterOptions o) {
-    for (const auto& e : engines_) o.ranks.push_back(e->target());
+  void StartRouter(RouterOptions o, Policy policy = Policy::kSemantic) {
+    GroupOptions g{.tables = &tables_, .rebatch = {.policy = policy}};
+    for (const auto& e : engines_) g.ranks.push_back(e->target());
+    o.groups = {g};
     o.tokenizer = engines_[0]->tokenizer();
     o.vocab_size = vocab_;
-    o.tables = &tables_;
     service_ = std::make_unique<RouterServiceImpl>(o);
     grpc::ServerBuilder builder;
     int port = 0;
@@ -166,7 +171,7 @@ TEST_F(RouterServiceTest, PlacesRequestsByAffinity) {
                                  static_cast<uint32_t>(vocab_));
   ASSERT_TRUE(built.ok()) << built.status();
   tables_.Set(*built);
-  StartRouter({.rebatch = {.policy = Policy::kSemantic}});
+  StartRouter({}, Policy::kSemantic);
   for (int i = 0; i < 3; ++i) {
     for (int32_t token : {kX, kY}) {
       const Outcome got = Generate(Ids(std::vector<int32_t>(8, token), 2));
@@ -177,7 +182,7 @@ TEST_F(RouterServiceTest, PlacesRequestsByAffinity) {
   }
   // Round-robin ignores the tables.
   server_->Shutdown(std::chrono::system_clock::now());
-  StartRouter({.rebatch = {.policy = Policy::kRoundRobin}});
+  StartRouter({}, Policy::kRoundRobin);
   std::vector<int> ranks;
   for (int i = 0; i < 4; ++i) ranks.push_back(Generate(Ids({kX, kX}, 1)).final.rank());
   EXPECT_EQ(ranks, (std::vector<int>{0, 1, 0, 1}));
@@ -245,7 +250,7 @@ TEST_F(RouterServiceTest, CancellationAndDeadlinesFreeTheEngineSlot) {
 }
 
 TEST_F(RouterServiceTest, ARankThatIsDownIsRetriedElsewhere) {
-  StartRouter({.rebatch = {.policy = Policy::kRoundRobin}, .poll_interval = absl::Hours(1)});
+  StartRouter({.poll_interval = absl::Hours(1)}, Policy::kRoundRobin);
   ASSERT_TRUE(Eventually([&] { return service_->Stats().polls() >= 1; }));
   ASSERT_TRUE(service_->Stats().ranks(1).usable());
   engines_[1]->Shutdown();
@@ -264,6 +269,75 @@ TEST_F(RouterServiceTest, ARankThatIsDownIsRetriedElsewhere) {
   EXPECT_EQ(none.status.error_code(), grpc::StatusCode::UNAVAILABLE);
   EXPECT_NE(none.status.error_message().find("rank"), std::string::npos)
       << none.status.error_message();
+}
+
+TEST_F(RouterServiceTest, AnExperimentSplitsTrafficAndRecordsEachArm) {
+  // The planner with a running experiment: arm A (70%) and arm B (30%).
+  const std::string db = JoinPath(std::getenv("TEST_TMPDIR"), "ab.db");
+  auto store = planner::PlacementStore::Open(db);
+  ASSERT_TRUE(store.ok());
+  ASSERT_TRUE((*store)->AddModel("tiny", 2, 8).ok());
+  planner::PlacementVersion v;
+  v.model = "tiny";
+  v.name = "vanilla";
+  v.algorithm = "vanilla";
+  v.placement = *planner::Placement::Vanilla({0, 1}, 8, 1);
+  ASSERT_TRUE((*store)->Create(v).ok());
+  ASSERT_TRUE((*store)->Create(v).ok());
+  planner::ExperimentStore experiments(**store);
+  auto id = experiments.Create("tiny", "ab", {{"A", 1, 70}, {"B", 2, 30}});
+  ASSERT_TRUE(id.ok());
+  ASSERT_TRUE(experiments.Start(*id).ok());
+  auto planner_server = planner::PlannerServer::Start({.db = db});
+  ASSERT_TRUE(planner_server.ok()) << planner_server.status();
+
+  RouterOptions o{.experiment_id = *id,
+                  .planner = absl::StrCat("127.0.0.1:", (*planner_server)->port()),
+                  .report_interval = absl::Milliseconds(50)};
+  o.groups = {GroupOptions{.name = "A", .share_percent = 70, .ranks = {engines_[0]->target()}},
+              GroupOptions{.name = "B", .share_percent = 30, .ranks = {engines_[1]->target()}}};
+  o.tokenizer = engines_[0]->tokenizer();
+  o.vocab_size = vocab_;
+  service_ = std::make_unique<RouterServiceImpl>(o);
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+  builder.RegisterService(service_.get());
+  server_ = builder.BuildAndStart();
+  stub_ = rpc::RouterService::NewStub(
+      grpc::CreateChannel(absl::StrCat("127.0.0.1:", port), grpc::InsecureChannelCredentials()));
+  const int n = 300;
+  int b = 0;
+  for (int i = 0; i < n; ++i) {
+    rpc::GenerateRequest r = Ids({kX}, 1);
+    r.set_user_key(absl::StrCat("user-", i));
+    const Outcome got = Generate(r);
+    ASSERT_TRUE(got.status.ok()) << got.status.error_message();
+    ASSERT_TRUE(got.final.arm() == "A" || got.final.arm() == "B") << got.final.arm();
+    b += got.final.arm() == "B";
+    // A user stays in their arm.
+    if (i < 5) EXPECT_EQ(Generate(r).final.arm(), got.final.arm());
+  }
+  EXPECT_NEAR(100.0 * b / n, 30, 5) << b << " of " << n;  // ChooseGroup's own test: ±2 at 20k.
+  const rpc::RouterStats stats = service_->Stats();
+  EXPECT_EQ(stats.experiment_id(), *id);
+  ASSERT_EQ(stats.arms_size(), 2);
+  EXPECT_EQ(stats.arms(0).completed() + stats.arms(1).completed(), n + 5);
+  EXPECT_EQ(stats.arms(1).name(), "B");
+  EXPECT_GT(stats.arms(1).ttft_ms().count(), 0);
+  // Both arms' metrics reach the experiment in the planner's database.
+  ASSERT_TRUE(Eventually([&] {
+    auto e = experiments.Get(*id);
+    if (!e.ok()) return false;
+    for (const planner::ExperimentArm& arm : e->arms) {
+      const nlohmann::json m = nlohmann::json::parse(arm.latest_metrics_json, nullptr, false);
+      if (!m.is_object() || m.value("completed", 0) == 0) return false;
+    }
+    return true;
+  }));
+  server_->Shutdown(std::chrono::system_clock::now());
+  service_.reset();
+  (*planner_server)->Shutdown();
 }
 
 }  // namespace

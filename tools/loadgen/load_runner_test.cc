@@ -21,15 +21,16 @@ class LoadRunnerTest : public ::testing::Test {
     const std::string dir = JoinPath(std::getenv("TEST_TMPDIR"), "tiny_load");
     ASSERT_TRUE(WriteTinyModel({.seed = 4}, dir).ok());
     router::RouterOptions o;
+    router::GroupOptions g{.rebatch = {.policy = router::Policy::kRoundRobin}};
     for (int r = 0; r < 2; ++r) {
       auto e = engine::testing::LocalEngine::Start(dir);
       ASSERT_TRUE(e.ok()) << e.status();
-      o.ranks.push_back((*e)->target());
+      g.ranks.push_back((*e)->target());
       engines_.push_back(std::move(*e));
     }
+    o.groups = {g};
     o.tokenizer = engines_[0]->tokenizer();
     o.vocab_size = engine::model::LoadModelConfig(dir)->vocab_size;
-    o.rebatch.policy = router::Policy::kRoundRobin;
     o.poll_interval = absl::Milliseconds(50);
     service_ = std::make_unique<router::RouterServiceImpl>(o);
     grpc::ServerBuilder builder;

@@ -1,0 +1,151 @@
+#include "router/server/engine_group.h"
+
+#include "absl/time/clock.h"
+#include "grpcpp/grpcpp.h"
+
+namespace semmoe::router {
+namespace {
+
+void FillPercentiles(const LatencyWindow& w, rpc::Percentiles* p) {
+  const PercentileSummary s = w.Summary();
+  p->set_count(s.count);
+  p->set_p50(s.p50);
+  p->set_p90(s.p90);
+  p->set_p99(s.p99);
+  p->set_mean(s.mean);
+}
+
+nlohmann::json PercentilesJson(const LatencyWindow& w) {
+  const PercentileSummary s = w.Summary();
+  return {{"p50", s.p50}, {"p90", s.p90}, {"p99", s.p99}, {"mean", s.mean}, {"count", s.count}};
+}
+
+}  // namespace
+
+EngineGroup::EngineGroup(const GroupOptions& options) : options_(options), started_(absl::Now()) {
+  for (const std::string& address : options.ranks) {
+    stubs_.push_back(engine::rpc::EngineService::NewStub(
+        grpc::CreateChannel(address, grpc::InsecureChannelCredentials())));
+  }
+  rebatcher_ = std::make_unique<Rebatcher>(static_cast<int>(options.ranks.size()), options.rebatch);
+  rank_lar_.assign(options.ranks.size(), 0.0);
+  counters_.assign(options.ranks.size(), {});
+}
+
+std::shared_ptr<const RouterTables> EngineGroup::tables() const {
+  return options_.tables == nullptr ? nullptr : options_.tables->Get();
+}
+
+void EngineGroup::Poll() {
+  for (int r = 0; r < size(); ++r) {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(1));
+    engine::rpc::EngineStats stats;
+    const grpc::Status status =
+        stubs_[r]->GetStats(&context, engine::rpc::GetStatsRequest(), &stats);
+    rebatcher_->SetUsable(r, status.ok() && stats.accepts_requests());
+    if (!status.ok()) continue;
+    EngineCounters c;
+    for (const engine::rpc::MoeLayerStats& l : stats.layers()) {
+      c.local += l.local_activations();
+      c.remote += l.remote_activations();
+      c.a2a_bytes += l.dispatch_bytes_sent() + l.combine_bytes_sent();
+    }
+    c.tokens = stats.prefill_tokens() + stats.decode_tokens();
+    absl::MutexLock lock(&mu_);
+    rank_lar_[r] = stats.lar();
+    counters_[r] = c;
+  }
+}
+
+double EngineGroup::rank_lar(int rank) const {
+  absl::MutexLock lock(&mu_);
+  return rank_lar_[rank];
+}
+
+void EngineGroup::Completed(const rpc::FinalRecord& f) {
+  completed_.fetch_add(1);
+  completion_tokens_.fetch_add(f.completion_tokens());
+  if (f.completion_tokens() > 0) ttft_.Add(f.ttft_ms());
+  if (f.completion_tokens() > 1) tpot_.Add(f.tpot_ms());
+  e2e_.Add(f.e2e_ms());
+  if (f.ttft_ms() <= options_.slo_ttft_ms && f.tpot_ms() <= options_.slo_tpot_ms) {
+    within_slo_.fetch_add(1);
+  }
+}
+
+void EngineGroup::Fill(rpc::ArmStats& out) const {
+  out.set_name(options_.name);
+  out.set_share_percent(options_.share_percent);
+  if (auto t = tables(); t != nullptr) out.set_placement_version(t->version);
+  out.set_received(received_.load());
+  out.set_completed(completed_.load());
+  out.set_failed(failed_.load());
+  out.set_completion_tokens(completion_tokens_.load());
+  FillPercentiles(ttft_, out.mutable_ttft_ms());
+  FillPercentiles(tpot_, out.mutable_tpot_ms());
+  FillPercentiles(e2e_, out.mutable_e2e_ms());
+  const double seconds = std::max(1e-9, absl::ToDoubleSeconds(absl::Now() - started_));
+  out.set_throughput_rps(completed_.load() / seconds);
+  out.set_goodput_rps(within_slo_.load() / seconds);
+  const std::vector<RankCounters> ranks = rebatcher_->Ranks();
+  int64_t local = 0, remote = 0, bytes = 0, tokens = 0;
+  absl::MutexLock lock(&mu_);
+  for (int r = 0; r < size(); ++r) {
+    rpc::RankStats* s = out.add_ranks();
+    s->set_rank(r);
+    s->set_arm(options_.name);
+    s->set_address(options_.ranks[r]);
+    s->set_usable(ranks[r].load.usable);
+    s->set_requests_in_flight(ranks[r].requests_in_flight);
+    s->set_tokens_in_flight(ranks[r].load.tokens_in_flight);
+    s->set_assigned(ranks[r].assigned);
+    s->set_lar(rank_lar_[r]);
+    const EngineCounters& c = counters_[r];
+    s->set_local_activations(c.local);
+    s->set_remote_activations(c.remote);
+    s->set_a2a_bytes(c.a2a_bytes);
+    s->set_tokens(c.tokens);
+    local += c.local;
+    remote += c.remote;
+    bytes += c.a2a_bytes;
+    tokens += c.tokens;
+  }
+  out.set_lar(local + remote == 0 ? 0.0 : static_cast<double>(local) / (local + remote));
+  out.set_a2a_bytes_per_token(tokens == 0 ? 0.0 : static_cast<double>(bytes) / tokens);
+}
+
+nlohmann::json EngineGroup::MetricsJson() const {
+  rpc::ArmStats s;
+  Fill(s);
+  return {{"received", s.received()},
+          {"completed", s.completed()},
+          {"failed", s.failed()},
+          {"completion_tokens", s.completion_tokens()},
+          {"ttft_ms", PercentilesJson(ttft_)},
+          {"tpot_ms", PercentilesJson(tpot_)},
+          {"e2e_ms", PercentilesJson(e2e_)},
+          {"throughput_rps", s.throughput_rps()},
+          {"goodput_rps", s.goodput_rps()},
+          {"slo_ttft_ms", options_.slo_ttft_ms},
+          {"slo_tpot_ms", options_.slo_tpot_ms},
+          {"lar", s.lar()},
+          {"a2a_bytes_per_token", s.a2a_bytes_per_token()}};
+}
+
+int ChooseGroup(const std::string& key, const std::vector<int>& share_percents) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : key) {
+    h ^= c;
+    h *= 1099511628211ull;
+  }
+  const int bucket = static_cast<int>(h % 100);
+  int upto = 0;
+  for (size_t g = 0; g < share_percents.size(); ++g) {
+    upto += share_percents[g];
+    if (bucket < upto) return static_cast<int>(g);
+  }
+  return static_cast<int>(share_percents.size()) - 1;
+}
+
+}  // namespace semmoe::router
