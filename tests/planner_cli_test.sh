@@ -84,4 +84,26 @@ expect_error 1 "--replicas 9 is not in" -- "$PLANNER" build --db="$DB" --model=t
   --traces="$TMP/t.trace" --devices=2 --replicas=9
 expect_error 1 "config.json" -- "$PLANNER" build --db="$DB" --model=tiny --traces="$TMP/t.trace" \
   --model_dir="$TMP/nowhere"
+
+# A/B experiments: create, start, show, promote (activates B's version and stops), list; errors.
+out="$("$PLANNER" experiment create --db="$DB" --model=tiny --a=1 --b=2 --share=30 --name=ab)"
+[[ "$out" == "experiment 1 (ab, draft): A = version 1 (70%), B = version 2 (30%)" ]] ||
+  fail "experiment create: $out"
+expect_error 1 "has not run" -- "$PLANNER" experiment promote --db="$DB" --id=1 --arm=B
+"$PLANNER" experiment start --db="$DB" --id=1 | grep -q "is running" || fail "start"
+expect_error 1 "FAILED_PRECONDITION" -- "$PLANNER" experiment start --db="$DB" --id=1
+"$PLANNER" experiment show --db="$DB" --id=1 | grep -q '"status": "running"' || fail "show"
+"$PLANNER" experiment list --db="$DB" --model=tiny | grep -q "running .*ab" || fail "list"
+"$PLANNER" experiment promote --db="$DB" --id=1 --arm=B | grep -q "version 2 is active" ||
+  fail "promote"
+"$PLANNER" list --db="$DB" --model=tiny | grep -q "^2 .*active" || fail "B's version not active"
+"$PLANNER" experiment show --db="$DB" --id=1 | grep -q '"status": "stopped"' || fail "not stopped"
+expect_error 1 "has no arm 'C'" -- "$PLANNER" experiment promote --db="$DB" --id=1 --arm=C
+expect_error 1 "1 to 99" -- "$PLANNER" experiment create --db="$DB" --model=tiny --a=1 --b=2 \
+  --share=100
+expect_error 1 "no placement version 99" -- "$PLANNER" experiment create --db="$DB" --model=tiny \
+  --a=1 --b=99 --share=10
+expect_error 2 "needs --id" -- "$PLANNER" experiment show --db="$DB"
+expect_error 2 "unknown experiment command 'launch'" -- "$PLANNER" experiment launch --db="$DB" \
+  --id=1
 echo "PASS"
