@@ -139,6 +139,36 @@ wait "$PID" || rc=$?
 [[ "$rc" == 0 ]] || fail "DP semantic Ctrl-C: exit $rc: $(cat "$TMP/dpsem.out")"
 no_processes_left dpsem
 
+# --- An A/B experiment: two engine groups (vanilla vs the semantic DP version) behind one router.
+"$PLANNER" build --db="$TMP/p.db" --model=tiny --traces="$TMP/t.trace" --devices=2 --mode=dp \
+  --algo=vanilla >/dev/null
+"$PLANNER" experiment create --db="$TMP/p.db" --model=tiny --a=3 --b=2 --share=50 >/dev/null
+expect_error 1 "start it first" -- "$CLUSTER" --model="$TMP/model" --ranks=2 --db="$TMP/p.db" \
+  --experiment=1 --engine_binary="$ENGINE" --planner_binary="$PLANNER" --run_dir="$TMP/ab0"
+"$PLANNER" experiment start --db="$TMP/p.db" --id=1 >/dev/null
+start_cluster ab --ranks=2 --db="$TMP/p.db" --experiment=1
+grep -q "arm B (50%): version 2" "$TMP/ab.out" || fail "arms: $(cat "$TMP/ab.out")"
+grep -q "B rank 1 " "$TMP/ab.out" || fail "arm endpoints: $(cat "$TMP/ab.out")"
+arms=""
+for i in $(seq 1 24); do
+  FINAL="$("$RCLIENT" generate --target="$(router_address)" --prompt="Request $i" --max_tokens=2 \
+    --user="user-$i" --json)"
+  arms+="$(grep -o '"arm":"[AB]"' <<<"$FINAL" | cut -d'"' -f4)"
+done
+[[ "$arms" == *A* && "$arms" == *B* ]] || fail "one arm got everything: $arms"
+expect_single_device_tokens_via_router "The router sends request 7 to"
+for _ in $(seq 1 100); do  # The router records both arms' metrics (every 5 s).
+  show="$("$PLANNER" experiment show --db="$TMP/p.db" --id=1)"
+  [[ "$(grep -c '"completed"' <<<"$show")" == 2 ]] && break
+  sleep 0.2
+done
+[[ "$(grep -c '"completed"' <<<"$show")" == 2 ]] || fail "arm metrics not recorded: $show"
+kill -INT "$PID"
+rc=0
+wait "$PID" || rc=$?
+[[ "$rc" == 0 ]] || fail "A/B Ctrl-C: exit $rc: $(cat "$TMP/ab.out")"
+no_processes_left ab
+
 # --- Bad input: clear errors, exit 2 / 1.
 expect_error 2 "--model is required" -- "$CLUSTER" --ranks=2
 expect_error 1 "needs --db" -- "$CLUSTER" --model="$TMP/model" --placement=3 \

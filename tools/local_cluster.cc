@@ -2,6 +2,8 @@
 //
 //   bazel run //tools:local_cluster -- --model DIR [--ranks G] [--attn dp|tp]
 //       [--placement vanilla|FILE|VERSION] [--db DB] [--router_policy semantic|round_robin|...]
+//   bazel run //tools:local_cluster -- --model DIR --ranks G --db DB --experiment ID
+//       (an A/B test: one engine group per arm, each on its arm's version, behind one router)
 //
 // Starts G `engine serve` processes on loopback (plus `planner serve --db DB` when a database is
 // given: the ranks then meet through the planner's gRPC rendezvous store, as ranks on several
@@ -24,7 +26,9 @@
 #include <cerrno>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/flags/flag.h"
@@ -40,8 +44,10 @@
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
 #include "nlohmann/json.hpp"
+#include "planner/store/experiment_store.h"
 #include "planner/store/placement_store.h"
 #include "tools/cluster/binaries.h"
+#include "tools/cluster/launch.h"
 #include "tools/cluster/process.h"
 
 ABSL_FLAG(std::string, model, "", "model directory (Hugging Face layout)");
@@ -60,6 +66,8 @@ ABSL_FLAG(int, startup_timeout_s, 180, "seconds to wait for every rank to serve"
 ABSL_FLAG(std::string, engine_binary, "", "engine binary (default: from the runfiles)");
 ABSL_FLAG(std::string, planner_binary, "", "planner binary (default: from the runfiles)");
 ABSL_FLAG(std::string, router_binary, "", "router binary (default: from the runfiles)");
+ABSL_FLAG(int64_t, experiment, 0,
+          "A/B: a running experiment in --db; one Attention-DP group of --ranks per arm");
 ABSL_FLAG(std::string, router_policy, "semantic",
           "Attention-DP: the router's policy (semantic, round_robin, least_loaded); none: no "
           "router");
@@ -77,56 +85,37 @@ bool IsNumber(const std::string& s) {
   return true;
 }
 
-// Waits for `port_file` while `process` runs; the port, or an error with the process's log.
-absl::StatusOr<int> WaitForPort(Process& process, const std::string& port_file,
-                                const std::string& what, absl::Time deadline) {
-  while (true) {
-    if (auto status = process.Poll()) {
-      return absl::UnavailableError(absl::StrCat(what, " exited (", *status, ") before serving; ",
-                                                 process.log_path(), ":\n",
-                                                 Tail(process.log_path(), 15)));
-    }
-    absl::StatusOr<std::string> text = ReadFile(port_file);
-    int port = 0;
-    if (text.ok() && absl::SimpleAtoi(absl::StripAsciiWhitespace(*text), &port) && port > 0) {
-      return port;
-    }
-    if (absl::Now() > deadline) {
-      return absl::DeadlineExceededError(absl::StrCat(what, " did not start serving in time; ",
-                                                      process.log_path(), ":\n",
-                                                      Tail(process.log_path(), 15)));
-    }
-    absl::SleepFor(absl::Milliseconds(50));
-  }
-}
-
 struct Cluster {
   std::string run_dir;
   std::unique_ptr<Process> planner;
   int planner_port = 0;
-  std::vector<std::unique_ptr<Process>> engines;
-  std::vector<int> ports;
-  std::vector<bool> accepts;
+  std::vector<EngineGroup> groups;  // One; or one per A/B arm.
   std::unique_ptr<Process> router;
   int router_port = 0;
 };
 
-// SIGTERM to every engine (each asks the group to stop), then the planner; SIGKILL stragglers.
+// SIGTERM to the router, then every engine (each asks its group to stop), then the planner;
+// SIGKILL stragglers.
 bool StopAll(Cluster& c) {
   if (c.router != nullptr) {
     c.router->Signal(SIGTERM);
     if (!c.router->WaitFor(absl::Seconds(10))) c.router->Signal(SIGKILL);
   }
-  for (auto& e : c.engines) e->Signal(SIGTERM);
+  for (EngineGroup& g : c.groups) {
+    for (auto& e : g.processes) e->Signal(SIGTERM);
+  }
   bool clean = true;
-  for (size_t r = 0; r < c.engines.size(); ++r) {
-    if (!c.engines[r]->WaitFor(absl::Seconds(20))) {
-      std::cerr << "local_cluster: rank " << r << " did not stop; killing it\n";
-      c.engines[r]->Signal(SIGKILL);
-      c.engines[r]->WaitFor(absl::Seconds(5));
-      clean = false;
+  for (EngineGroup& g : c.groups) {
+    for (size_t r = 0; r < g.processes.size(); ++r) {
+      if (!g.processes[r]->WaitFor(absl::Seconds(20))) {
+        std::cerr << "local_cluster: " << g.name << (g.name.empty() ? "" : " ") << "rank " << r
+                  << " did not stop; killing it\n";
+        g.processes[r]->Signal(SIGKILL);
+        g.processes[r]->WaitFor(absl::Seconds(5));
+        clean = false;
+      }
+      clean &= g.processes[r]->exited_ok();
     }
-    clean &= c.engines[r]->exited_ok();
   }
   if (c.planner != nullptr) {
     c.planner->Signal(SIGTERM);
@@ -135,16 +124,50 @@ bool StopAll(Cluster& c) {
   return clean;
 }
 
+// A fresh file rendezvous (Gloo's file store refuses keys of an earlier run).
+absl::StatusOr<std::string> FileRendezvous(const std::string& run_dir) {
+  std::string dir = JoinPath(run_dir, "rendezvous-XXXXXX");
+  if (mkdtemp(dir.data()) == nullptr) {
+    return absl::UnavailableError(absl::StrCat("cannot create a rendezvous folder in ", run_dir));
+  }
+  return absl::StrCat("file:", dir);
+}
+
+absl::Status StartRouter(Cluster& c, const std::string& model, std::vector<std::string> extra,
+                         absl::Time deadline) {
+  ASSIGN_OR_RETURN(const std::string router_bin,
+                   FindBinary(argv0, absl::GetFlag(FLAGS_router_binary), "router/router"));
+  std::vector<std::string> argv = {router_bin,
+                                   "--model",
+                                   model,
+                                   "--port",
+                                   "0",
+                                   "--port_file",
+                                   JoinPath(c.run_dir, "router.port"),
+                                   "--policy",
+                                   absl::GetFlag(FLAGS_router_policy)};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  unlink(JoinPath(c.run_dir, "router.port").c_str());
+  ASSIGN_OR_RETURN(c.router, Process::Spawn(argv, JoinPath(c.run_dir, "router.log")));
+  ASSIGN_OR_RETURN(c.router_port, WaitForPort(*c.router, JoinPath(c.run_dir, "router.port"),
+                                              "the router", deadline));
+  return absl::OkStatus();
+}
+
 absl::Status Start(Cluster& c, sigset_t& stop_signals) {
   const std::string model = UserPath(absl::GetFlag(FLAGS_model));
   const int g = absl::GetFlag(FLAGS_ranks);
   const std::string attn = absl::GetFlag(FLAGS_attn);
   const std::string db = UserPath(absl::GetFlag(FLAGS_db));
+  const int64_t experiment = absl::GetFlag(FLAGS_experiment);
   std::string placement = absl::GetFlag(FLAGS_placement);
   std::string affinity = UserPath(absl::GetFlag(FLAGS_affinity));
   std::string layer_tables;
   ASSIGN_OR_RETURN(const std::string engine_bin,
                    FindBinary(argv0, absl::GetFlag(FLAGS_engine_binary), "engine/engine"));
+  if (experiment > 0 && (db.empty() || attn != "dp")) {
+    return absl::InvalidArgumentError("--experiment needs --db and Attention-DP");
+  }
 
   c.run_dir = UserPath(absl::GetFlag(FLAGS_run_dir));
   if (c.run_dir.empty()) {
@@ -155,149 +178,122 @@ absl::Status Start(Cluster& c, sigset_t& stop_signals) {
     return absl::UnavailableError(absl::StrCat("cannot create ", c.run_dir));
   }
 
-  if (IsNumber(placement)) {  // A version in the database: export it for the engines.
-    if (db.empty()) return absl::InvalidArgumentError("--placement VERSION needs --db");
+  // The engine groups: one, or one per arm of the experiment, with their versions' files.
+  std::vector<EngineGroupSpec> specs;
+  const EngineGroupSpec base = {.engine_binary = engine_bin,
+                                .model = model,
+                                .attn = attn,
+                                .ranks = g,
+                                .kv_cache_mb = absl::GetFlag(FLAGS_kv_cache_mb),
+                                .run_dir = c.run_dir};
+  if (experiment > 0) {
     ASSIGN_OR_RETURN(auto store, planner::PlacementStore::Open(db));
-    int64_t version = 0;
-    (void)absl::SimpleAtoi(placement, &version);
-    ASSIGN_OR_RETURN(planner::PlacementVersion v, store->Get(version));
-    if (v.placement.num_devices() != g) {
-      return absl::InvalidArgumentError(absl::StrCat("version ", version, " places experts on ",
-                                                     v.placement.num_devices(),
-                                                     " devices; --ranks is ", g));
+    planner::ExperimentStore experiments(*store);
+    ASSIGN_OR_RETURN(planner::Experiment e, experiments.Get(experiment));
+    if (e.status != "running") {
+      return absl::FailedPreconditionError(
+          absl::StrCat("experiment ", experiment, " is ", e.status,
+                       "; start it first (planner experiment start)"));
     }
-    const std::string file = JoinPath(c.run_dir, absl::StrCat("placement-v", version, ".json"));
-    RETURN_IF_ERROR(WriteFileAtomically(file, v.placement.ToJson()));
-    absl::StatusOr<std::string> tables = store->GetAffinityTables(version);
-    if (tables.ok() && affinity.empty()) {
-      affinity = JoinPath(c.run_dir, absl::StrCat("affinity-v", version, ".bin"));
-      RETURN_IF_ERROR(WriteFileAtomically(affinity, *tables));
-      absl::StatusOr<std::string> layers = store->GetLayerTables(version);
-      if (layers.ok()) {
-        layer_tables = JoinPath(c.run_dir, absl::StrCat("layers-v", version, ".bin"));
-        RETURN_IF_ERROR(WriteFileAtomically(layer_tables, *layers));
+    for (const planner::ExperimentArm& arm : e.arms) {
+      ASSIGN_OR_RETURN(VersionFiles f, ExportVersion(*store, arm.version, g, c.run_dir));
+      EngineGroupSpec spec = base;
+      spec.name = arm.name;
+      spec.placement = f.placement;
+      specs.push_back(spec);
+      std::cout << "arm " << arm.name << " (" << arm.share_percent << "%): " << f.description
+                << "\n";
+    }
+  } else {
+    if (IsNumber(placement)) {  // A version in the database: export it for the engines.
+      if (db.empty()) return absl::InvalidArgumentError("--placement VERSION needs --db");
+      ASSIGN_OR_RETURN(auto store, planner::PlacementStore::Open(db));
+      ASSIGN_OR_RETURN(VersionFiles f, ExportVersion(*store, std::stoll(placement), g, c.run_dir));
+      placement = f.placement;
+      if (affinity.empty()) {
+        affinity = f.affinity;
+        layer_tables = f.layer_tables;
       }
+      std::cout << "placement: " << f.description << " from " << db << "\n";
+    } else if (placement != "vanilla") {
+      placement = UserPath(placement);
     }
-    placement = file;
-    std::cout << "placement: version " << version << " (" << v.name << ", " << v.algorithm
-              << ") from " << db << "\n";
-  } else if (placement != "vanilla") {
-    placement = UserPath(placement);
+    EngineGroupSpec spec = base;
+    spec.placement = placement;
+    spec.affinity = affinity;
+    spec.layer_tables = layer_tables;
+    specs.push_back(spec);
   }
 
-  // A reused run directory: stale port files would look like serving ranks.
-  unlink(JoinPath(c.run_dir, "planner.port").c_str());
-  unlink(JoinPath(c.run_dir, "router.port").c_str());
-  for (int r = 0; r < g; ++r) unlink(JoinPath(c.run_dir, absl::StrCat("rank", r, ".port")).c_str());
-
   const absl::Time deadline = absl::Now() + absl::Seconds(absl::GetFlag(FLAGS_startup_timeout_s));
-  std::string rendezvous;
   if (!db.empty()) {
     ASSIGN_OR_RETURN(const std::string planner_bin,
                      FindBinary(argv0, absl::GetFlag(FLAGS_planner_binary), "planner/planner"));
     const std::string port_file = JoinPath(c.run_dir, "planner.port");
+    unlink(port_file.c_str());
     ASSIGN_OR_RETURN(c.planner, Process::Spawn({planner_bin, "serve", "--db", db, "--port", "0",
                                                 "--port_file", port_file},
                                                JoinPath(c.run_dir, "planner.log")));
     ASSIGN_OR_RETURN(c.planner_port, WaitForPort(*c.planner, port_file, "the planner", deadline));
-    rendezvous = absl::StrCat("grpc:127.0.0.1:", c.planner_port);
-  } else {
-    // Gloo's file store refuses keys of an earlier run: a fresh folder every time.
-    std::string dir = JoinPath(c.run_dir, "rendezvous-XXXXXX");
-    if (mkdtemp(dir.data()) == nullptr) {
-      return absl::UnavailableError(
-          absl::StrCat("cannot create a rendezvous folder in ", c.run_dir));
+  }
+  for (EngineGroupSpec& spec : specs) {
+    // One group meets through the planner's rendezvous when there is one, as ranks on several
+    // hosts would; the arms of an experiment each get their own file rendezvous.
+    if (c.planner_port > 0 && specs.size() == 1) {
+      spec.rendezvous = absl::StrCat("grpc:127.0.0.1:", c.planner_port);
+    } else {
+      ASSIGN_OR_RETURN(spec.rendezvous, FileRendezvous(c.run_dir));
     }
-    rendezvous = absl::StrCat("file:", dir);
+    std::cout << "starting " << g << " engine ranks" << (spec.name.empty() ? "" : " for arm ")
+              << spec.name << " (" << attn << ", placement " << spec.placement << ") ... logs in "
+              << c.run_dir << std::endl;
+    c.groups.emplace_back();
+    RETURN_IF_ERROR(LaunchEngines(spec, deadline, stop_signals, c.groups.back()));
   }
 
-  std::cout << "starting " << g << " engine ranks (" << attn << ", placement " << placement
-            << ") ... logs in " << c.run_dir << std::endl;
-  for (int r = 0; r < g; ++r) {
-    std::vector<std::string> argv = {
-        engine_bin,      "serve",
-        "--model",       model,
-        "--rank",        absl::StrCat(r),
-        "--ranks",       absl::StrCat(g),
-        "--rendezvous",  rendezvous,
-        "--attn",        attn,
-        "--placement",   placement,
-        "--port_file",   JoinPath(c.run_dir, absl::StrCat("rank", r, ".port")),
-        "--kv_cache_mb", absl::StrCat(absl::GetFlag(FLAGS_kv_cache_mb))};
-    if (!affinity.empty()) {
-      argv.push_back("--affinity");
-      argv.push_back(affinity);
-    }
-    if (!layer_tables.empty()) {
-      argv.push_back("--layer_tables");
-      argv.push_back(layer_tables);
-    }
-    ASSIGN_OR_RETURN(auto process,
-                     Process::Spawn(argv, JoinPath(c.run_dir, absl::StrCat("rank", r, ".log"))));
-    c.engines.push_back(std::move(process));
-  }
-  for (int r = 0; r < g; ++r) {
-    // A Ctrl-C while starting stops everything.
-    timespec none = {0, 0};
-    if (sigtimedwait(&stop_signals, nullptr, &none) > 0) {
-      return absl::CancelledError("interrupted while starting");
-    }
-    ASSIGN_OR_RETURN(
-        int port, WaitForPort(*c.engines[r], JoinPath(c.run_dir, absl::StrCat("rank", r, ".port")),
-                              absl::StrCat("rank ", r), deadline));
-    c.ports.push_back(port);
-  }
-  // Ready: every rank answers GetStats.
-  for (int r = 0; r < g; ++r) {
-    auto stub = engine::rpc::EngineService::NewStub(grpc::CreateChannel(
-        absl::StrCat("127.0.0.1:", c.ports[r]), grpc::InsecureChannelCredentials()));
-    grpc::ClientContext context;
-    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
-    engine::rpc::EngineStats stats;
-    const grpc::Status s = stub->GetStats(&context, {}, &stats);
-    if (!s.ok()) {
-      return absl::UnavailableError(
-          absl::StrCat("rank ", r, " does not answer: ", s.error_message()));
-    }
-    c.accepts.push_back(stats.accepts_requests());
-  }
   const std::string policy = absl::GetFlag(FLAGS_router_policy);
   if (attn != "dp" || policy == "none") return absl::OkStatus();
-  ASSIGN_OR_RETURN(const std::string router_bin,
-                   FindBinary(argv0, absl::GetFlag(FLAGS_router_binary), "router/router"));
-  std::string engines;
-  for (int port : c.ports)
-    absl::StrAppend(&engines, engines.empty() ? "" : ",", "127.0.0.1:", port);
-  std::vector<std::string> argv = {router_bin, "--engines",   engines,
-                                   "--model",  model,         "--port",
-                                   "0",        "--port_file", JoinPath(c.run_dir, "router.port"),
-                                   "--policy", policy};
+  if (experiment > 0) {
+    std::string arms;
+    for (const EngineGroup& group : c.groups) {
+      absl::StrAppend(&arms, arms.empty() ? "" : ";", group.name, "=", group.Addresses());
+    }
+    return StartRouter(c, model,
+                       {"--experiment", absl::StrCat(experiment), "--planner",
+                        absl::StrCat("127.0.0.1:", c.planner_port), "--arms", arms},
+                       deadline);
+  }
+  std::vector<std::string> extra = {"--engines", c.groups[0].Addresses()};
   // The tables of the placement the engines run (not the planner's active version, which the
   // engines do not follow).
   if (!affinity.empty() && placement != "vanilla") {
-    argv.insert(argv.end(), {"--affinity", affinity, "--placement", placement});
+    extra.insert(extra.end(), {"--affinity", affinity, "--placement", placement});
     if (IsNumber(absl::GetFlag(FLAGS_placement))) {
-      argv.insert(argv.end(), {"--version", absl::GetFlag(FLAGS_placement)});
+      extra.insert(extra.end(), {"--version", absl::GetFlag(FLAGS_placement)});
     }
   }
-  ASSIGN_OR_RETURN(c.router, Process::Spawn(argv, JoinPath(c.run_dir, "router.log")));
-  ASSIGN_OR_RETURN(c.router_port, WaitForPort(*c.router, JoinPath(c.run_dir, "router.port"),
-                                              "the router", deadline));
-  return absl::OkStatus();
+  return StartRouter(c, model, extra, deadline);
 }
 
 void PrintEndpoints(const Cluster& c) {
   nlohmann::json engines = nlohmann::json::array();
-  std::cout << "\nSem-MoE local cluster is serving (" << c.engines.size() << " ranks)\n";
+  int ranks = 0;
+  for (const EngineGroup& g : c.groups) ranks += static_cast<int>(g.ports.size());
+  std::cout << "\nSem-MoE local cluster is serving (" << ranks << " ranks)\n";
   if (c.planner_port > 0) std::cout << "  planner   127.0.0.1:" << c.planner_port << "\n";
-  int first = -1;
-  for (size_t r = 0; r < c.ports.size(); ++r) {
-    std::cout << "  rank " << r << "    127.0.0.1:" << c.ports[r]
-              << (c.accepts[r] ? "   (EngineService)" : "   (Attention-TP follower)") << "\n";
-    engines.push_back({{"rank", r},
-                       {"address", absl::StrCat("127.0.0.1:", c.ports[r])},
-                       {"accepts_requests", bool(c.accepts[r])}});
-    if (first < 0 && c.accepts[r]) first = static_cast<int>(r);
+  std::string first;
+  for (const EngineGroup& g : c.groups) {
+    for (size_t r = 0; r < g.ports.size(); ++r) {
+      const std::string address = absl::StrCat("127.0.0.1:", g.ports[r]);
+      std::cout << "  " << g.name << (g.name.empty() ? "" : " ") << "rank " << r << "    "
+                << address << (g.accepts[r] ? "   (EngineService)" : "   (Attention-TP follower)")
+                << "\n";
+      nlohmann::json e = {
+          {"rank", r}, {"address", address}, {"accepts_requests", bool(g.accepts[r])}};
+      if (!g.name.empty()) e["arm"] = g.name;
+      engines.push_back(e);
+      if (first.empty() && g.accepts[r]) first = address;
+    }
   }
   if (c.router_port > 0) {
     std::cout << "  router    127.0.0.1:" << c.router_port << "   (RouterService)\n"
@@ -308,10 +304,8 @@ void PrintEndpoints(const Cluster& c) {
               << c.router_port << "\n";
   } else {
     std::cout << "\nsend a request:\n  bazel run //tools:engine_client -- generate --target "
-                 "127.0.0.1:"
-              << c.ports[first] << " --prompt 'The history of' --max_tokens 32\n"
-              << "stats:  bazel run //tools:engine_client -- stats --target 127.0.0.1:"
-              << c.ports[first] << "\n";
+              << first << " --prompt 'The history of' --max_tokens 32\n"
+              << "stats:  bazel run //tools:engine_client -- stats --target " << first << "\n";
   }
   std::cout << "Ctrl-C stops the cluster.\n" << std::endl;
   const std::string file = UserPath(absl::GetFlag(FLAGS_endpoints_file));
@@ -321,6 +315,22 @@ void PrintEndpoints(const Cluster& c) {
     if (c.router_port > 0) j["router"] = absl::StrCat("127.0.0.1:", c.router_port);
     (void)WriteFileAtomically(file, j.dump() + "\n");
   }
+}
+
+// A rank that died, preferring one killed by a signal (the cause) over those that exited because
+// their peers vanished: its group and index, or nullopt.
+std::optional<std::pair<EngineGroup*, int>> DeadRank(Cluster& c) {
+  std::optional<std::pair<EngineGroup*, int>> dead;
+  for (EngineGroup& g : c.groups) {
+    for (size_t r = 0; r < g.processes.size(); ++r) {
+      if (auto status = g.processes[r]->Poll()) {
+        if (!dead.has_value() || absl::StartsWith(*status, "signal")) {
+          dead = {&g, static_cast<int>(r)};
+        }
+      }
+    }
+  }
+  return dead;
 }
 
 int Main() {
@@ -357,23 +367,14 @@ int Main() {
                 << std::endl;
       return clean ? 0 : 1;
     }
-    // A rank that died: report the one killed by a signal (the cause) over those that exited
-    // because their peers vanished.
-    int dead = -1;
-    for (size_t r = 0; r < c.engines.size(); ++r) {
-      if (auto status = c.engines[r]->Poll()) {
-        if (dead < 0 || absl::StartsWith(*status, "signal")) dead = static_cast<int>(r);
-      }
-    }
-    if (dead >= 0) {
+    if (DeadRank(c).has_value()) {
       absl::SleepFor(absl::Milliseconds(300));  // Let the others notice; then report the cause.
-      for (size_t r = 0; r < c.engines.size(); ++r) {
-        auto status = c.engines[r]->Poll();
-        if (status.has_value() && absl::StartsWith(*status, "signal")) dead = static_cast<int>(r);
-      }
-      std::cerr << "local_cluster: rank " << dead << " exited (" << *c.engines[dead]->Poll()
-                << "); stopping the cluster. " << c.engines[dead]->log_path() << ":\n"
-                << Tail(c.engines[dead]->log_path(), 10);
+      const auto [group, r] = *DeadRank(c);
+      Process& p = *group->processes[r];
+      std::cerr << "local_cluster: " << group->name << (group->name.empty() ? "" : " ") << "rank "
+                << r << " exited (" << *p.Poll() << "); stopping the cluster. " << p.log_path()
+                << ":\n"
+                << Tail(p.log_path(), 10);
       StopAll(c);
       return 1;
     }

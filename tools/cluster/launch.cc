@@ -1,0 +1,121 @@
+#include "tools/cluster/launch.h"
+
+#include <unistd.h>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "common/file.h"
+#include "common/status_macros.h"
+#include "engine/proto/engine.grpc.pb.h"
+#include "grpcpp/create_channel.h"
+#include "grpcpp/security/credentials.h"
+
+namespace semmoe::tools {
+
+absl::StatusOr<int> WaitForPort(Process& process, const std::string& port_file,
+                                const std::string& what, absl::Time deadline) {
+  while (true) {
+    if (auto status = process.Poll()) {
+      return absl::UnavailableError(absl::StrCat(what, " exited (", *status, ") before serving; ",
+                                                 process.log_path(), ":\n",
+                                                 Tail(process.log_path(), 15)));
+    }
+    absl::StatusOr<std::string> text = ReadFile(port_file);
+    int port = 0;
+    if (text.ok() && absl::SimpleAtoi(absl::StripAsciiWhitespace(*text), &port) && port > 0) {
+      return port;
+    }
+    if (absl::Now() > deadline) {
+      return absl::DeadlineExceededError(absl::StrCat(what, " did not start serving in time; ",
+                                                      process.log_path(), ":\n",
+                                                      Tail(process.log_path(), 15)));
+    }
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+}
+
+absl::StatusOr<VersionFiles> ExportVersion(planner::PlacementStore& store, int64_t version,
+                                           int ranks, const std::string& dir) {
+  ASSIGN_OR_RETURN(planner::PlacementVersion v, store.Get(version));
+  if (v.placement.num_devices() != ranks) {
+    return absl::InvalidArgumentError(absl::StrCat("version ", version, " places experts on ",
+                                                   v.placement.num_devices(),
+                                                   " devices; --ranks is ", ranks));
+  }
+  VersionFiles f;
+  f.description = absl::StrCat("version ", version, " (", v.name, ", ", v.algorithm, ")");
+  f.placement = JoinPath(dir, absl::StrCat("placement-v", version, ".json"));
+  RETURN_IF_ERROR(WriteFileAtomically(f.placement, v.placement.ToJson()));
+  absl::StatusOr<std::string> tables = store.GetAffinityTables(version);
+  if (tables.ok()) {
+    f.affinity = JoinPath(dir, absl::StrCat("affinity-v", version, ".bin"));
+    RETURN_IF_ERROR(WriteFileAtomically(f.affinity, *tables));
+    absl::StatusOr<std::string> layers = store.GetLayerTables(version);
+    if (layers.ok()) {
+      f.layer_tables = JoinPath(dir, absl::StrCat("layers-v", version, ".bin"));
+      RETURN_IF_ERROR(WriteFileAtomically(f.layer_tables, *layers));
+    }
+  }
+  return f;
+}
+
+std::string EngineGroup::Addresses() const {
+  std::string out;
+  for (size_t r = 0; r < ports.size(); ++r) {
+    if (accepts[r]) absl::StrAppend(&out, out.empty() ? "" : ",", "127.0.0.1:", ports[r]);
+  }
+  return out;
+}
+
+absl::Status LaunchEngines(const EngineGroupSpec& spec, absl::Time deadline, sigset_t& stop,
+                           EngineGroup& out) {
+  out.name = spec.name;
+  const std::string prefix = spec.name.empty() ? "" : absl::StrCat(spec.name, "-");
+  auto file = [&](int r, const char* ext) {
+    return JoinPath(spec.run_dir, absl::StrCat(prefix, "rank", r, ext));
+  };
+  for (int r = 0; r < spec.ranks; ++r) unlink(file(r, ".port").c_str());  // A reused run dir.
+  for (int r = 0; r < spec.ranks; ++r) {
+    std::vector<std::string> argv = {spec.engine_binary, "serve",
+                                     "--model",          spec.model,
+                                     "--rank",           absl::StrCat(r),
+                                     "--ranks",          absl::StrCat(spec.ranks),
+                                     "--rendezvous",     spec.rendezvous,
+                                     "--attn",           spec.attn,
+                                     "--placement",      spec.placement,
+                                     "--port_file",      file(r, ".port"),
+                                     "--kv_cache_mb",    absl::StrCat(spec.kv_cache_mb)};
+    if (!spec.affinity.empty()) argv.insert(argv.end(), {"--affinity", spec.affinity});
+    if (!spec.layer_tables.empty()) argv.insert(argv.end(), {"--layer_tables", spec.layer_tables});
+    ASSIGN_OR_RETURN(auto process, Process::Spawn(argv, file(r, ".log")));
+    out.processes.push_back(std::move(process));
+  }
+  for (int r = 0; r < spec.ranks; ++r) {
+    timespec none = {0, 0};
+    if (sigtimedwait(&stop, nullptr, &none) > 0) {
+      return absl::CancelledError("interrupted while starting");
+    }
+    ASSIGN_OR_RETURN(int port, WaitForPort(*out.processes[r], file(r, ".port"),
+                                           absl::StrCat(prefix, "rank ", r), deadline));
+    out.ports.push_back(port);
+  }
+  // Ready: every rank answers GetStats.
+  for (int r = 0; r < spec.ranks; ++r) {
+    auto stub = engine::rpc::EngineService::NewStub(grpc::CreateChannel(
+        absl::StrCat("127.0.0.1:", out.ports[r]), grpc::InsecureChannelCredentials()));
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+    engine::rpc::EngineStats stats;
+    const grpc::Status s = stub->GetStats(&context, {}, &stats);
+    if (!s.ok()) {
+      return absl::UnavailableError(
+          absl::StrCat(prefix, "rank ", r, " does not answer: ", s.error_message()));
+    }
+    out.accepts.push_back(stats.accepts_requests());
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace semmoe::tools

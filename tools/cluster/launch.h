@@ -1,0 +1,57 @@
+// Starting the processes of a local cluster: a placement version exported for engines, a group
+// of `engine serve` ranks (waited for until each answers), and waiting for a port file.
+#ifndef SEMMOE_TOOLS_CLUSTER_LAUNCH_H_
+#define SEMMOE_TOOLS_CLUSTER_LAUNCH_H_
+
+#include <signal.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "planner/store/placement_store.h"
+#include "tools/cluster/process.h"
+
+namespace semmoe::tools {
+
+// Waits for `port_file` while `process` runs; the port, or an error with the process's log.
+absl::StatusOr<int> WaitForPort(Process& process, const std::string& port_file,
+                                const std::string& what, absl::Time deadline);
+
+// A version's placement and tables written to files for `engine serve` (tables only if stored).
+struct VersionFiles {
+  std::string placement, affinity, layer_tables;
+  std::string description;  // "version 3 (semantic-dp-g4, semantic)".
+};
+absl::StatusOr<VersionFiles> ExportVersion(planner::PlacementStore& store, int64_t version,
+                                           int ranks, const std::string& dir);
+
+struct EngineGroupSpec {
+  std::string name;  // Prefix of its files ("" for the only group; an arm's name in A/B).
+  std::string engine_binary, model, attn = "dp", placement = "vanilla";
+  std::string affinity, layer_tables;  // Optional.
+  std::string rendezvous;              // "file:DIR" or "grpc:HOST:PORT".
+  int ranks = 1;
+  int kv_cache_mb = 256;
+  std::string run_dir;  // Logs and port files.
+};
+
+struct EngineGroup {
+  std::string name;
+  std::vector<std::unique_ptr<Process>> processes;
+  std::vector<int> ports;
+  std::vector<bool> accepts;      // Whether each rank takes requests (TP followers do not).
+  std::string Addresses() const;  // "127.0.0.1:P,127.0.0.1:Q,..." (accepting ranks).
+};
+
+// Spawns the ranks (appending them to `out` as they start, so a failure can stop them), waits
+// until each serves and answers GetStats. Cancelled when a signal of `stop` arrives meanwhile.
+absl::Status LaunchEngines(const EngineGroupSpec& spec, absl::Time deadline, sigset_t& stop,
+                           EngineGroup& out);
+
+}  // namespace semmoe::tools
+
+#endif  // SEMMOE_TOOLS_CLUSTER_LAUNCH_H_
