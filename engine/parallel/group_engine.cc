@@ -234,8 +234,8 @@ absl::Status GroupEngine::FollowerPass() {
   std::vector<SequenceInput> batch(n);
   for (int64_t s = 0; s < n; ++s) {
     int64_t start, count, logits, pages, prev;
-    if (!next(start) || !next(count) || !next(logits) || !next(pages) || !next(prev) ||
-        count < 0 || pages < 0 || logits < 0 || logits > 2 || prev < -1 || prev > INT32_MAX ||
+    if (!next(start) || !next(count) || !next(logits) || !next(pages) || !next(prev) || count < 0 ||
+        pages < 0 || logits < 0 || logits > 2 || prev < -1 || prev > INT32_MAX ||
         at + count + pages > wire.size()) {
       return malformed;
     }
@@ -310,6 +310,9 @@ void GroupEngine::Snapshot() {
     s.batch = batch_->stats();
     s.running = batch_->running();
     s.waiting = batch_->waiting();
+    const runtime::PagedKvCache& kv = batch_->kv_cache();
+    s.kv_free_tokens = static_cast<int64_t>(kv.free_pages()) * kv.page_size();
+    s.kv_total_tokens = static_cast<int64_t>(kv.total_pages()) * kv.page_size();
   }
   s.forward_passes = forward_passes_;
   s.attention_seconds = attention_seconds_;

@@ -60,6 +60,8 @@ struct GroupEngineStats {
   bool accepts_requests = false;
   runtime::BatchEngineStats batch;
   int64_t running = 0, waiting = 0;
+  // KV cache room of this rank's batch, in token positions (−1: no batch on this rank).
+  int64_t kv_free_tokens = -1, kv_total_tokens = 0;
   int64_t completed = 0, failed = 0, cancelled = 0;
   int64_t forward_passes = 0;
   double attention_seconds = 0;

@@ -250,6 +250,8 @@ void ToProto(const GroupEngineStats& s, const std::vector<int>& moe_layers, rpc:
   out.set_prefill_tokens(s.batch.prefill_tokens);
   out.set_decode_tokens(s.batch.decode_tokens);
   out.set_preemptions(s.batch.preemptions);
+  out.set_kv_free_tokens(s.kv_free_tokens);
+  out.set_kv_total_tokens(s.kv_total_tokens);
   out.set_attention_seconds(s.attention_seconds);
   out.set_srs_seconds(s.tp.srs_seconds);
   out.set_sag_seconds(s.tp.sag_seconds);

@@ -5,6 +5,7 @@
 #include <memory>
 #include <string>
 
+#include "absl/time/clock.h"
 #include "common/file.h"
 #include "engine/parallel/gloo_communicator.h"
 #include "engine/parallel/rank_model.h"
@@ -130,6 +131,15 @@ TEST_F(EngineServiceTest, StreamsTokensThenTheFinalRecord) {
   ASSERT_EQ(stats.layer_times_size(), 2);  // The tiny model's two layers.
   EXPECT_GT(stats.layer_times(1).attention_seconds(), 0.0);
   EXPECT_EQ(stats.layer_times(1).layer(), 1);
+  // The KV cache's room, in token positions; all of it free once the requests ended (the
+  // gauges settle when the engine goes idle).
+  EXPECT_GT(stats.kv_total_tokens(), 0);
+  for (int i = 0; i < 200 && stats.kv_free_tokens() != stats.kv_total_tokens(); ++i) {
+    absl::SleepFor(absl::Milliseconds(10));
+    grpc::ClientContext again_context;
+    ASSERT_TRUE(stub_->GetStats(&again_context, rpc::GetStatsRequest(), &stats).ok());
+  }
+  EXPECT_EQ(stats.kv_free_tokens(), stats.kv_total_tokens());
 }
 
 TEST_F(EngineServiceTest, BadRequestsAreInvalidArgumentNamingTheField) {

@@ -45,6 +45,7 @@ void EngineGroup::Poll() {
         stubs_[r]->GetStats(&context, engine::rpc::GetStatsRequest(), &stats);
     rebatcher_->SetUsable(r, status.ok() && stats.accepts_requests());
     if (!status.ok()) continue;
+    rebatcher_->SetKvFree(r, stats.kv_total_tokens() > 0 ? stats.kv_free_tokens() : -1);
     EngineCounters c;
     for (const engine::rpc::MoeLayerStats& l : stats.layers()) {
       c.local += l.local_activations();
@@ -99,6 +100,7 @@ void EngineGroup::Fill(rpc::ArmStats& out) const {
     s->set_usable(ranks[r].load.usable);
     s->set_requests_in_flight(ranks[r].requests_in_flight);
     s->set_tokens_in_flight(ranks[r].load.tokens_in_flight);
+    s->set_kv_free_tokens(ranks[r].load.kv_free_tokens);
     s->set_assigned(ranks[r].assigned);
     s->set_lar(rank_lar_[r]);
     const EngineCounters& c = counters_[r];

@@ -153,7 +153,9 @@ TEST_F(RouterServiceTest, StreamsWhatTheEngineGenerates) {
   EXPECT_EQ(got.tokens, want);
   EXPECT_EQ(got.final.text(), text);
 
+  ASSERT_TRUE(Eventually([&] { return service_->Stats().polls() >= 2; }));
   const rpc::RouterStats stats = service_->Stats();
+  for (const rpc::RankStats& r : stats.ranks()) EXPECT_GT(r.kv_free_tokens(), 0);  // Polled.
   EXPECT_EQ(stats.completed(), 1);
   EXPECT_EQ(stats.completion_tokens(), 12);
   EXPECT_EQ(stats.ttft_ms().count(), 1);
@@ -269,6 +271,25 @@ TEST_F(RouterServiceTest, ARankThatIsDownIsRetriedElsewhere) {
   EXPECT_EQ(none.status.error_code(), grpc::StatusCode::UNAVAILABLE);
   EXPECT_NE(none.status.error_message().find("rank"), std::string::npos)
       << none.status.error_message();
+}
+
+TEST_F(RouterServiceTest, ARankThatFailsMidStreamEndsTheStreamUnavailable) {
+  StartRouter({.poll_interval = absl::Hours(1)}, Policy::kRoundRobin);
+  // The first request goes to rank 0 (round-robin); it dies once tokens flow.
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+  auto reader = stub_->Generate(&context, Ids({kX, kY}, 8000));
+  rpc::GenerateResponse response;
+  ASSERT_TRUE(reader->Read(&response));
+  ASSERT_GT(response.token_ids_size(), 0);
+  engines_[0]->Shutdown();
+  while (reader->Read(&response)) {
+  }
+  const grpc::Status status = reader->Finish();
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAVAILABLE) << status.error_message();
+  EXPECT_NE(status.error_message().find("engine rank 0 failed after"), std::string::npos)
+      << status.error_message();
+  EXPECT_EQ(service_->Stats().retried(), 0);  // Not retried: tokens had been sent.
 }
 
 TEST_F(RouterServiceTest, AnExperimentSplitsTrafficAndRecordsEachArm) {
