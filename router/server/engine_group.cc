@@ -6,15 +6,6 @@
 namespace semmoe::router {
 namespace {
 
-void FillPercentiles(const LatencyWindow& w, rpc::Percentiles* p) {
-  const PercentileSummary s = w.Summary();
-  p->set_count(s.count);
-  p->set_p50(s.p50);
-  p->set_p90(s.p90);
-  p->set_p99(s.p99);
-  p->set_mean(s.mean);
-}
-
 nlohmann::json PercentilesJson(const LatencyWindow& w) {
   const PercentileSummary s = w.Summary();
   return {{"p50", s.p50}, {"p90", s.p90}, {"p99", s.p99}, {"mean", s.mean}, {"count", s.count}};
@@ -133,6 +124,15 @@ nlohmann::json EngineGroup::MetricsJson() const {
           {"slo_tpot_ms", options_.slo_tpot_ms},
           {"lar", s.lar()},
           {"a2a_bytes_per_token", s.a2a_bytes_per_token()}};
+}
+
+void FillPercentiles(const LatencyWindow& w, rpc::Percentiles* p) {
+  const PercentileSummary s = w.Summary();
+  p->set_count(s.count);
+  p->set_p50(s.p50);
+  p->set_p90(s.p90);
+  p->set_p99(s.p99);
+  p->set_mean(s.mean);
 }
 
 int ChooseGroup(const std::string& key, const std::vector<int>& share_percents) {

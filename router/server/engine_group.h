@@ -73,6 +73,9 @@ class EngineGroup {
   std::vector<EngineCounters> counters_ ABSL_GUARDED_BY(mu_);
 };
 
+// A latency window's summary as the proto.
+void FillPercentiles(const LatencyWindow& window, rpc::Percentiles* out);
+
 // Which group serves a request: a deterministic hash (FNV-1a) of `key` (the user key, else the
 // request id) into 100 buckets, cut by the groups' shares in order.
 int ChooseGroup(const std::string& key, const std::vector<int>& share_percents);

@@ -527,18 +527,10 @@ rpc::RouterStats RouterServiceImpl::Stats() const {
   out.set_queued(queued);
   out.set_lar(local + remote == 0 ? 0.0 : static_cast<double>(local) / (local + remote));
   out.set_a2a_bytes_per_token(tokens == 0 ? 0.0 : static_cast<double>(bytes) / tokens);
-  auto fill = [](const LatencyWindow& w, rpc::Percentiles* p) {
-    const PercentileSummary s = w.Summary();
-    p->set_count(s.count);
-    p->set_p50(s.p50);
-    p->set_p90(s.p90);
-    p->set_p99(s.p99);
-    p->set_mean(s.mean);
-  };
-  fill(shared_->ttft, out.mutable_ttft_ms());
-  fill(shared_->tpot, out.mutable_tpot_ms());
-  fill(shared_->e2e, out.mutable_e2e_ms());
-  fill(shared_->queue, out.mutable_queue_ms());
+  FillPercentiles(shared_->ttft, out.mutable_ttft_ms());
+  FillPercentiles(shared_->tpot, out.mutable_tpot_ms());
+  FillPercentiles(shared_->e2e, out.mutable_e2e_ms());
+  FillPercentiles(shared_->queue, out.mutable_queue_ms());
   return out;
 }
 

@@ -62,10 +62,13 @@ class RouterServiceTest : public ::testing::Test {
     }
   }
 
+  // Without groups in `o`: one group over both engines with `policy` and the fixture's tables.
   void StartRouter(RouterOptions o, Policy policy = Policy::kSemantic) {
-    GroupOptions g{.tables = &tables_, .rebatch = {.policy = policy}};
-    for (const auto& e : engines_) g.ranks.push_back(e->target());
-    o.groups = {g};
+    if (o.groups.empty()) {
+      GroupOptions g{.tables = &tables_, .rebatch = {.policy = policy}};
+      for (const auto& e : engines_) g.ranks.push_back(e->target());
+      o.groups = {g};
+    }
     o.tokenizer = engines_[0]->tokenizer();
     o.vocab_size = vocab_;
     service_ = std::make_unique<RouterServiceImpl>(o);
@@ -317,16 +320,7 @@ TEST_F(RouterServiceTest, AnExperimentSplitsTrafficAndRecordsEachArm) {
                   .report_interval = absl::Milliseconds(50)};
   o.groups = {GroupOptions{.name = "A", .share_percent = 70, .ranks = {engines_[0]->target()}},
               GroupOptions{.name = "B", .share_percent = 30, .ranks = {engines_[1]->target()}}};
-  o.tokenizer = engines_[0]->tokenizer();
-  o.vocab_size = vocab_;
-  service_ = std::make_unique<RouterServiceImpl>(o);
-  grpc::ServerBuilder builder;
-  int port = 0;
-  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
-  builder.RegisterService(service_.get());
-  server_ = builder.BuildAndStart();
-  stub_ = rpc::RouterService::NewStub(
-      grpc::CreateChannel(absl::StrCat("127.0.0.1:", port), grpc::InsecureChannelCredentials()));
+  StartRouter(o);
   const int n = 300;
   int b = 0;
   for (int i = 0; i < n; ++i) {
