@@ -225,7 +225,7 @@ absl::StatusOr<int64_t> Build(const BuildOptions& o, std::ostream& out) {
   return version;
 }
 
-absl::Status Eval(const EvalOptions& o, std::ostream& out) {
+absl::StatusOr<nlohmann::ordered_json> EvalRows(const EvalOptions& o) {
   if (o.versions.empty()) return absl::InvalidArgumentError("--versions is required");
   ASSIGN_OR_RETURN(trace::TraceSet trace, LoadTraces(o.traces));
   std::optional<TokenAffinity> affinity;
@@ -306,6 +306,11 @@ absl::Status Eval(const EvalOptions& o, std::ostream& out) {
     }
     rows.push_back(std::move(row));
   }
+  return rows;
+}
+
+absl::Status Eval(const EvalOptions& o, std::ostream& out) {
+  ASSIGN_OR_RETURN(const nlohmann::ordered_json rows, EvalRows(o));
   if (o.json) {
     out << rows.dump() << "\n";
     return absl::OkStatus();
@@ -374,7 +379,7 @@ absl::Status Export(const std::string& db, int64_t version, const std::string& f
   return WriteFileAtomically(file, v.placement.ToJson() + "\n");
 }
 
-absl::Status Diff(const std::string& db, int64_t from, int64_t to, std::ostream& out) {
+absl::StatusOr<nlohmann::ordered_json> DiffReport(const std::string& db, int64_t from, int64_t to) {
   ASSIGN_OR_RETURN(auto store, PlacementStore::Open(db));
   ASSIGN_OR_RETURN(PlacementVersion a, store->Get(from));
   ASSIGN_OR_RETURN(PlacementVersion b, store->Get(to));
@@ -382,8 +387,8 @@ absl::Status Diff(const std::string& db, int64_t from, int64_t to, std::ostream&
     return absl::InvalidArgumentError(
         absl::StrCat("versions ", from, " and ", to, " belong to different models"));
   }
+  nlohmann::ordered_json moved_per_layer = nlohmann::ordered_json::array();
   int total = 0;
-  std::string per_layer;
   for (int l = 0; l < a.placement.num_layers(); ++l) {
     int moved = 0;
     for (int e = 0; e < a.placement.num_experts(); ++e) {
@@ -391,20 +396,49 @@ absl::Status Diff(const std::string& db, int64_t from, int64_t to, std::ostream&
       moved += a.placement.Device(l, e) != b.placement.Device(l, e);
     }
     total += moved;
-    absl::StrAppend(&per_layer, l == 0 ? "" : " ", moved);
+    moved_per_layer.push_back(moved);
   }
-  out << "version " << from << " → " << to << ": " << total << " of "
-      << a.placement.num_layers() * a.placement.num_experts()
-      << " experts move (per layer: " << per_layer << ")";
-  if (a.placement.num_devices() != b.placement.num_devices()) {
-    out << "; devices " << a.placement.num_devices() << " → " << b.placement.num_devices();
+  // The metrics each version recorded when it was built (in-sample: LAR under the blind and the
+  // affinity data policy, the bound, imbalance), and their change.
+  const auto ma = nlohmann::json::parse(a.metrics_json, nullptr, false);
+  const auto mb = nlohmann::json::parse(b.metrics_json, nullptr, false);
+  nlohmann::ordered_json change = nlohmann::ordered_json::object();
+  if (ma.is_object() && mb.is_object()) {
+    for (const auto& [key, value] : mb.items()) {
+      if (value.is_number() && ma.contains(key) && ma[key].is_number()) {
+        change[key] = value.get<double>() - ma[key].get<double>();
+      }
+    }
   }
-  const auto ma = nlohmann::json::parse(a.metrics_json), mb = nlohmann::json::parse(b.metrics_json);
-  if (ma.contains("lar_affinity") && mb.contains("lar_affinity") &&
-      ma["lar_affinity"].is_number() && mb["lar_affinity"].is_number()) {
+  return nlohmann::ordered_json{{"from", from},
+                                {"to", to},
+                                {"model", a.model},
+                                {"experts", a.placement.num_layers() * a.placement.num_experts()},
+                                {"moved", total},
+                                {"moved_per_layer", moved_per_layer},
+                                {"devices_from", a.placement.num_devices()},
+                                {"devices_to", b.placement.num_devices()},
+                                {"metrics_from", ma.is_object() ? ma : nlohmann::json::object()},
+                                {"metrics_to", mb.is_object() ? mb : nlohmann::json::object()},
+                                {"change", change}};
+}
+
+absl::Status Diff(const std::string& db, int64_t from, int64_t to, std::ostream& out) {
+  ASSIGN_OR_RETURN(const nlohmann::ordered_json d, DiffReport(db, from, to));
+  std::string per_layer;
+  for (const auto& m : d["moved_per_layer"])
+    absl::StrAppend(&per_layer, per_layer.empty() ? "" : " ", m.get<int>());
+  out << "version " << from << " → " << to << ": " << d["moved"].get<int>() << " of "
+      << d["experts"].get<int>() << " experts move (per layer: " << per_layer << ")";
+  if (d["devices_from"] != d["devices_to"]) {
+    out << "; devices " << d["devices_from"].get<int>() << " → " << d["devices_to"].get<int>();
+  }
+  const auto& ma = d["metrics_from"];
+  const auto& mb = d["metrics_to"];
+  if (d["change"].contains("lar_affinity")) {
     out << absl::StrFormat("; recorded in-sample LAR %.4f → %.4f (%+.4f)",
                            ma["lar_affinity"].get<double>(), mb["lar_affinity"].get<double>(),
-                           mb["lar_affinity"].get<double>() - ma["lar_affinity"].get<double>());
+                           d["change"]["lar_affinity"].get<double>());
   }
   out << "\n";
   return absl::OkStatus();

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "nlohmann/json.hpp"
 #include "planner/trace/trace_set.h"
 
 namespace semmoe::planner::cli {
@@ -59,6 +60,8 @@ struct EvalOptions {
 // Evaluates versions side by side: DP and TP, blind and affinity data policies, with the
 // bounds.
 absl::Status Eval(const EvalOptions& options, std::ostream& out);
+// The same as rows (one JSON object per version; what `--json` prints).
+absl::StatusOr<nlohmann::ordered_json> EvalRows(const EvalOptions& options);
 
 absl::Status List(const std::string& db, const std::string& model, std::ostream& out);
 absl::Status Show(const std::string& db, int64_t version, std::ostream& out);
@@ -68,6 +71,9 @@ absl::Status Export(const std::string& db, int64_t version, const std::string& f
 // What changes from version `from` to `to` (same model): experts that move per layer and in
 // total (each moved expert's weights must be shipped to its new device), and the change in the
 // recorded in-sample LAR.
+// What moves between two versions of a model (experts per layer) and how their recorded metrics
+// change: {"moved", "moved_per_layer", "metrics_from", "metrics_to", "change", ...}.
+absl::StatusOr<nlohmann::ordered_json> DiffReport(const std::string& db, int64_t from, int64_t to);
 absl::Status Diff(const std::string& db, int64_t from, int64_t to, std::ostream& out);
 // Imports a placement JSON (as written by Export or Placement::ToJson) as a new draft.
 absl::StatusOr<int64_t> Import(const std::string& db, const std::string& model,
