@@ -114,8 +114,7 @@ int Experiment(const std::string& db, const std::string& sub) {
       return Usage("experiment create needs --model, --a and --b");
     }
     return Done(cli::ExperimentCreate(db, model, absl::GetFlag(FLAGS_name), absl::GetFlag(FLAGS_a),
-                                      absl::GetFlag(FLAGS_b), absl::GetFlag(FLAGS_share),
-                                      std::cout)
+                                      absl::GetFlag(FLAGS_b), absl::GetFlag(FLAGS_share), std::cout)
                     .status());
   }
   if (sub == "list") {
@@ -188,9 +187,27 @@ int Run(const std::string& command, const std::string& sub) {
     sigaddset(&stop, SIGINT);
     sigaddset(&stop, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &stop, nullptr);
+    PlannerServiceImpl::Options service;
+    service.diff = [db](int64_t from, int64_t to) -> absl::StatusOr<std::string> {
+      absl::StatusOr<nlohmann::ordered_json> d = cli::DiffReport(db, from, to);
+      if (!d.ok()) return d.status();
+      return d->dump();
+    };
+    service.evaluate = [db](const rpc::EvaluateRequest& r) -> absl::StatusOr<std::string> {
+      absl::StatusOr<nlohmann::ordered_json> rows =
+          cli::EvalRows({.db = db,
+                         .versions = {r.versions().begin(), r.versions().end()},
+                         .traces = {r.traces().begin(), r.traces().end()},
+                         .profile = {r.profile().begin(), r.profile().end()},
+                         .hidden_size = r.hidden_size(),
+                         .balanced_bound = r.balanced_bound()});
+      if (!rows.ok()) return rows.status();
+      return rows->dump();
+    };
     auto server = PlannerServer::Start(
         {.db = db,
-         .address = absl::StrCat(absl::GetFlag(FLAGS_listen), ":", absl::GetFlag(FLAGS_port))});
+         .address = absl::StrCat(absl::GetFlag(FLAGS_listen), ":", absl::GetFlag(FLAGS_port)),
+         .service = service});
     if (!server.ok()) return Done(server.status());
     std::cout << "planner serving " << db << " on " << absl::GetFlag(FLAGS_listen) << ":"
               << (*server)->port() << " (PlannerService, RendezvousStore, health)" << std::endl;

@@ -35,7 +35,8 @@ grpc::Status PlannerServiceImpl::ListVersions(grpc::ServerContext*,
   return grpc::Status::OK;
 }
 
-grpc::Status PlannerServiceImpl::GetVersion(grpc::ServerContext*, const rpc::GetVersionRequest* request,
+grpc::Status PlannerServiceImpl::GetVersion(grpc::ServerContext*,
+                                            const rpc::GetVersionRequest* request,
                                             Proto* response) {
   absl::MutexLock lock(&mu_);
   auto v = store_->Get(request->version());
@@ -44,8 +45,8 @@ grpc::Status PlannerServiceImpl::GetVersion(grpc::ServerContext*, const rpc::Get
   return grpc::Status::OK;
 }
 
-grpc::Status PlannerServiceImpl::GetActive(grpc::ServerContext*, const rpc::GetActiveRequest* request,
-                                           Proto* response) {
+grpc::Status PlannerServiceImpl::GetActive(grpc::ServerContext*,
+                                           const rpc::GetActiveRequest* request, Proto* response) {
   absl::MutexLock lock(&mu_);
   auto v = store_->Active(request->model());
   if (!v.ok()) return ToGrpcStatus(v.status());
@@ -185,6 +186,37 @@ grpc::Status PlannerServiceImpl::RecordArmMetrics(grpc::ServerContext*,
   ExperimentStore experiments(*store_);
   return ToGrpcStatus(
       experiments.RecordArmMetrics(request->id(), request->arm(), request->metrics_json()));
+}
+
+grpc::Status PlannerServiceImpl::Rollback(grpc::ServerContext*,
+                                          const rpc::GetActiveRequest* request, Proto* response) {
+  absl::MutexLock lock(&mu_);
+  absl::StatusOr<int64_t> version = store_->Rollback(request->model());
+  if (!version.ok()) return ToGrpcStatus(version.status());
+  absl::StatusOr<planner::PlacementVersion> v = store_->Get(*version);
+  if (!v.ok()) return ToGrpcStatus(v.status());
+  ToProto(*v, true, *response);
+  return grpc::Status::OK;
+}
+
+grpc::Status PlannerServiceImpl::DiffVersions(grpc::ServerContext*, const rpc::DiffRequest* request,
+                                              rpc::Report* response) {
+  if (!options_.diff) return grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "no diff here");
+  absl::StatusOr<std::string> json = options_.diff(request->from(), request->to());
+  if (!json.ok()) return ToGrpcStatus(json.status());
+  response->set_json(*json);
+  return grpc::Status::OK;
+}
+
+grpc::Status PlannerServiceImpl::EvaluateVersions(grpc::ServerContext*,
+                                                  const rpc::EvaluateRequest* request,
+                                                  rpc::Report* response) {
+  if (!options_.evaluate)
+    return grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "no evaluation here");
+  absl::StatusOr<std::string> json = options_.evaluate(*request);
+  if (!json.ok()) return ToGrpcStatus(json.status());
+  response->set_json(*json);
+  return grpc::Status::OK;
 }
 
 }  // namespace semmoe::planner

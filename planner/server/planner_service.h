@@ -6,7 +6,9 @@
 #ifndef SEMMOE_PLANNER_SERVER_PLANNER_SERVICE_H_
 #define SEMMOE_PLANNER_SERVER_PLANNER_SERVICE_H_
 
+#include <functional>
 #include <memory>
+#include <string>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
@@ -22,6 +24,10 @@ class PlannerServiceImpl final : public rpc::PlannerService::Service {
   struct Options {
     absl::Duration poll_interval = absl::Milliseconds(500);
     Clock* clock = Clock::Real();  // Not owned.
+    // Reports computed outside the store (planner/cli: DiffReport, EvalRows), given by the
+    // binary that serves; unset: UNIMPLEMENTED.
+    std::function<absl::StatusOr<std::string>(int64_t from, int64_t to)> diff;
+    std::function<absl::StatusOr<std::string>(const rpc::EvaluateRequest&)> evaluate;
   };
   // Takes the store.
   PlannerServiceImpl(std::unique_ptr<PlacementStore> store, const Options& options)
@@ -35,9 +41,16 @@ class PlannerServiceImpl final : public rpc::PlannerService::Service {
                          rpc::PlacementVersion* response) override;
   grpc::Status Activate(grpc::ServerContext* context, const rpc::ActivateRequest* request,
                         rpc::ActivateResponse* response) override;
+  grpc::Status Rollback(grpc::ServerContext* context, const rpc::GetActiveRequest* request,
+                        rpc::PlacementVersion* response) override;
+  grpc::Status DiffVersions(grpc::ServerContext* context, const rpc::DiffRequest* request,
+                            rpc::Report* response) override;
+  grpc::Status EvaluateVersions(grpc::ServerContext* context, const rpc::EvaluateRequest* request,
+                                rpc::Report* response) override;
   grpc::Status WatchActive(grpc::ServerContext* context, const rpc::GetActiveRequest* request,
                            grpc::ServerWriter<rpc::PlacementVersion>* writer) override;
-  grpc::Status GetAffinityTables(grpc::ServerContext* context, const rpc::GetVersionRequest* request,
+  grpc::Status GetAffinityTables(grpc::ServerContext* context,
+                                 const rpc::GetVersionRequest* request,
                                  rpc::AffinityTables* response) override;
 
   grpc::Status CreateExperiment(grpc::ServerContext* context,
