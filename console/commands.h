@@ -1,0 +1,74 @@
+// The console's subcommands over PlannerService and RouterService:
+//   placements list | show V | diff V1 V2 | activate V | rollback | eval V... --traces T
+//   experiments create --a V1 --b V2 --share P | list | status ID | stop ID | promote ID [--arm]
+//   cluster status
+// Each writes an aligned table (or JSON with `json`) to `out` and returns OK, or an error whose
+// message is one line naming what failed. Destructive ones (activate, rollback, stop, promote)
+// ask for confirmation on `in` unless `yes`; without a terminal they refuse instead.
+#ifndef SEMMOE_CONSOLE_COMMANDS_H_
+#define SEMMOE_CONSOLE_COMMANDS_H_
+
+#include <cstdint>
+#include <istream>
+#include <memory>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "planner/proto/planner.grpc.pb.h"
+#include "router/proto/router.grpc.pb.h"
+
+namespace semmoe::console {
+
+struct ConsoleOptions {
+  std::string planner = "127.0.0.1:7070";
+  std::string router = "127.0.0.1:8000";
+  std::string model;  // For list, rollback and experiments.
+  bool json = false;
+  bool yes = false;
+  bool interactive = false;  // Whether `in` is a terminal (confirmation prompts).
+  absl::Duration deadline = absl::Seconds(30);
+  // Subcommand flags.
+  std::vector<std::string> traces;
+  int64_t a = 0, b = 0;
+  int share = 0;
+  std::string name, arm;
+};
+
+class Console {
+ public:
+  Console(const ConsoleOptions& options, std::ostream& out, std::istream& in);
+
+  // `args`: the positional words, e.g. {"placements", "diff", "3", "5"}. InvalidArgument for a
+  // malformed command (the caller shows usage).
+  absl::Status Run(const std::vector<std::string>& args);
+
+ private:
+  absl::Status PlacementsList();
+  absl::Status PlacementsShow(int64_t version);
+  absl::Status PlacementsDiff(int64_t from, int64_t to);
+  absl::Status PlacementsActivate(int64_t version);
+  absl::Status PlacementsRollback();
+  absl::Status PlacementsEval(const std::vector<int64_t>& versions);
+  absl::Status ExperimentsCreate();
+  absl::Status ExperimentsList();
+  absl::Status ExperimentsStatus(int64_t id);
+  absl::Status ExperimentsStop(int64_t id);
+  absl::Status ExperimentsPromote(int64_t id);
+  absl::Status ClusterStatus();
+
+  absl::Status Confirm(const std::string& question);
+  void PrintExperiment(const planner::rpc::Experiment& e);
+
+  const ConsoleOptions o_;
+  std::ostream& out_;
+  std::istream& in_;
+  std::unique_ptr<planner::rpc::PlannerService::Stub> planner_;
+  std::unique_ptr<router::rpc::RouterService::Stub> router_;
+};
+
+}  // namespace semmoe::console
+
+#endif  // SEMMOE_CONSOLE_COMMANDS_H_

@@ -1,0 +1,94 @@
+// console: the terminal admin console for Sem-MoE placements, experiments and the live cluster.
+//
+//   console placements list --model M | show V | diff V1 V2 | activate V | rollback --model M
+//   console placements eval V... --traces T[,T...]
+//   console experiments create --model M --a V1 --b V2 --share P [--name N] | list --model M
+//   console experiments status ID | stop ID | promote ID [--arm A|B]
+//   console cluster status
+//   flags: --planner HOST:PORT --router HOST:PORT (default: the demo's cluster when it runs,
+//          else 127.0.0.1:7070 and 127.0.0.1:8000), --json, --yes (no confirmation prompts)
+//
+// Exit status: 0 on success; 1 with a one-line reason when a command failed (an unreachable
+// service, an unknown version, a refused change); 2 for bad usage.
+#include <unistd.h>
+
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "common/file.h"
+#include "console/commands.h"
+#include "nlohmann/json.hpp"
+
+ABSL_FLAG(std::string, planner, "", "planner address (default: see --endpoints)");
+ABSL_FLAG(std::string, router, "", "router address (default: see --endpoints)");
+ABSL_FLAG(std::string, endpoints, ".semmoe/run/semantic/endpoints.json",
+          "a local cluster's endpoints file to take the defaults from, if it exists");
+ABSL_FLAG(std::string, model, "", "the model's name in the planner");
+ABSL_FLAG(bool, json, false, "print JSON instead of tables");
+ABSL_FLAG(bool, yes, false, "do not ask before activate, rollback, stop and promote");
+ABSL_FLAG(std::vector<std::string>, traces, {}, "placements eval: traces (paths on the planner)");
+ABSL_FLAG(int64_t, a, 0, "experiments create: arm A's version");
+ABSL_FLAG(int64_t, b, 0, "experiments create: arm B's version");
+ABSL_FLAG(int, share, 0, "experiments create: arm B's percent of the traffic");
+ABSL_FLAG(std::string, name, "", "experiments create: a name");
+ABSL_FLAG(std::string, arm, "", "experiments promote: the arm (default: the most goodput)");
+ABSL_FLAG(int, deadline_ms, 30000, "RPC deadline");
+
+namespace {
+
+constexpr char kUsage[] =
+    "console placements list|show V|diff V1 V2|activate V|rollback|eval V... --traces T\n"
+    "        console experiments create --a V1 --b V2 --share P|list|status ID|stop ID|promote ID\n"
+    "        console cluster status\n"
+    "        [--planner HOST:PORT] [--router HOST:PORT] [--model M] [--json] [--yes]";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage(kUsage);
+  std::vector<char*> positional = absl::ParseCommandLine(argc, argv);
+  std::vector<std::string> args(positional.begin() + 1, positional.end());
+  semmoe::console::ConsoleOptions o;
+  o.planner = absl::GetFlag(FLAGS_planner);
+  o.router = absl::GetFlag(FLAGS_router);
+  // Defaults: the local cluster's endpoints, when it wrote them.
+  absl::StatusOr<std::string> endpoints =
+      semmoe::ReadFile(semmoe::UserPath(absl::GetFlag(FLAGS_endpoints)));
+  nlohmann::json e =
+      endpoints.ok() ? nlohmann::json::parse(*endpoints, nullptr, false) : nlohmann::json();
+  if (o.planner.empty()) {
+    o.planner =
+        e.is_object() && e.contains("planner") ? e["planner"].get<std::string>() : "127.0.0.1:7070";
+  }
+  if (o.router.empty()) {
+    o.router =
+        e.is_object() && e.contains("router") ? e["router"].get<std::string>() : "127.0.0.1:8000";
+  }
+  o.model = absl::GetFlag(FLAGS_model);
+  o.json = absl::GetFlag(FLAGS_json);
+  o.yes = absl::GetFlag(FLAGS_yes);
+  o.interactive = isatty(STDIN_FILENO) != 0;
+  o.deadline = absl::Milliseconds(absl::GetFlag(FLAGS_deadline_ms));
+  for (const std::string& t : absl::GetFlag(FLAGS_traces)) o.traces.push_back(semmoe::UserPath(t));
+  o.a = absl::GetFlag(FLAGS_a);
+  o.b = absl::GetFlag(FLAGS_b);
+  o.share = absl::GetFlag(FLAGS_share);
+  o.name = absl::GetFlag(FLAGS_name);
+  o.arm = absl::GetFlag(FLAGS_arm);
+  semmoe::console::Console console(o, std::cout, std::cin);
+  const absl::Status status = console.Run(args);
+  if (status.ok()) return 0;
+  std::cerr << "console: " << status.message() << "\n";
+  if (absl::IsInvalidArgument(status) &&
+      (args.empty() || status.message().find("unknown command") != std::string::npos ||
+       status.message().find(" takes ") != std::string::npos ||
+       status.message().find(" needs ") != std::string::npos)) {
+    std::cerr << "usage: " << kUsage << "\n";
+    return 2;
+  }
+  return 1;
+}
