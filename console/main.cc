@@ -5,6 +5,7 @@
 //   console experiments create --model M --a V1 --b V2 --share P [--name N] | list --model M
 //   console experiments status ID | stop ID | promote ID [--arm A|B]
 //   console cluster status
+//   console tui --model M      (interactive: placements, experiments, cluster; ? for keys)
 //   flags: --planner HOST:PORT --router HOST:PORT (default: the demo's cluster when it runs,
 //          else 127.0.0.1:7070 and 127.0.0.1:8000), --json, --yes (no confirmation prompts)
 //
@@ -21,6 +22,7 @@
 #include "absl/flags/usage.h"
 #include "common/file.h"
 #include "console/commands.h"
+#include "console/tui.h"
 #include "nlohmann/json.hpp"
 
 ABSL_FLAG(std::string, planner, "", "planner address (default: see --endpoints)");
@@ -44,6 +46,7 @@ constexpr char kUsage[] =
     "console placements list|show V|diff V1 V2|activate V|rollback|eval V... --traces T\n"
     "        console experiments create --a V1 --b V2 --share P|list|status ID|stop ID|promote ID\n"
     "        console cluster status\n"
+    "        console tui --model M\n"
     "        [--planner HOST:PORT] [--router HOST:PORT] [--model M] [--json] [--yes]";
 
 }  // namespace
@@ -79,14 +82,20 @@ int main(int argc, char** argv) {
   o.share = absl::GetFlag(FLAGS_share);
   o.name = absl::GetFlag(FLAGS_name);
   o.arm = absl::GetFlag(FLAGS_arm);
-  semmoe::console::Console console(o, std::cout, std::cin);
-  const absl::Status status = console.Run(args);
+  absl::Status status;
+  if (args.size() == 1 && args[0] == "tui") {
+    status = semmoe::console::RunTui(o);
+  } else {
+    semmoe::console::Console console(o, std::cout, std::cin);
+    status = console.Run(args);
+  }
   if (status.ok()) return 0;
   std::cerr << "console: " << status.message() << "\n";
   if (absl::IsInvalidArgument(status) &&
       (args.empty() || status.message().find("unknown command") != std::string::npos ||
        status.message().find(" takes ") != std::string::npos ||
-       status.message().find(" needs ") != std::string::npos)) {
+       status.message().find(" needs ") != std::string::npos ||
+       status.message().find("needs --model") != std::string::npos)) {
     std::cerr << "usage: " << kUsage << "\n";
     return 2;
   }

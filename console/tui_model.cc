@@ -1,0 +1,170 @@
+#include "console/tui_model.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "nlohmann/json.hpp"
+
+namespace semmoe::console {
+namespace {
+
+double Num(const nlohmann::json& j, const char* key, const char* sub = nullptr) {
+  if (!j.is_object() || !j.contains(key)) return 0;
+  const nlohmann::json& v = sub == nullptr ? j[key] : j[key].value(sub, nlohmann::json());
+  return v.is_number() ? v.get<double>() : 0;
+}
+
+std::string Cut(const std::string& s, int width) {
+  return static_cast<int>(s.size()) <= width ? s : s.substr(0, std::max(0, width));
+}
+
+}  // namespace
+
+std::string Verdict(const planner::rpc::Experiment& e) {
+  if (e.arms_size() != 2) return "";
+  double n[2], p[2];
+  for (int i = 0; i < 2; ++i) {
+    const nlohmann::json m = nlohmann::json::parse(e.arms(i).latest_metrics_json(), nullptr, false);
+    const double done = Num(m, "completed"), tput = Num(m, "throughput_rps");
+    if (!m.is_object() || done <= 0 || tput <= 0) return "";
+    n[i] = done;
+    p[i] = std::min(1.0, Num(m, "goodput_rps") / tput);
+  }
+  const double pooled = (p[0] * n[0] + p[1] * n[1]) / (n[0] + n[1]);
+  const double se = std::sqrt(pooled * (1 - pooled) * (1 / n[0] + 1 / n[1]));
+  const std::string shares = absl::StrFormat("in SLO %s %.1f%% vs %s %.1f%%", e.arms(0).name(),
+                                             100 * p[0], e.arms(1).name(), 100 * p[1]);
+  if (se == 0) return absl::StrCat("no difference yet (", shares, ")");
+  const double z = (p[1] - p[0]) / se;
+  if (std::abs(z) < 1.96) {
+    return absl::StrFormat("no significant difference yet (%s, z = %.2f)", shares, z);
+  }
+  return absl::StrFormat("%s is better (%s, z = %.2f, p < 0.05)",
+                         z > 0 ? e.arms(1).name() : e.arms(0).name(), shares, z);
+}
+
+std::string Sparkline(const std::deque<double>& values) {
+  static const char* kBlocks[] = {"▁", "▂", "▃", "▄", "▅", "▆", "▇", "█"};
+  double top = 0;
+  for (double v : values) top = std::max(top, v);
+  std::string out;
+  for (double v : values) {
+    const int i = top <= 0 ? 0 : std::clamp(static_cast<int>(v / top * 7 + 0.5), 0, 7);
+    out += kBlocks[i];
+  }
+  return out;
+}
+
+std::string Bar(double fraction, int width) {
+  const int filled = std::clamp(static_cast<int>(fraction * width + 0.5), 0, width);
+  return std::string(filled, '#') + std::string(width - filled, '.');
+}
+
+std::vector<std::string> PlacementLines(const Snapshot& s, int selected, int width) {
+  std::vector<std::string> out = {absl::StrFormat("%-8s %-8s %-24s %-10s %3s  %s", "version",
+                                                  "status", "name", "algorithm", "G",
+                                                  "predicted LAR (in-sample)")};
+  for (size_t i = 0; i < s.versions.size(); ++i) {
+    const auto& v = s.versions[i];
+    const nlohmann::json m = nlohmann::json::parse(v.metrics_json(), nullptr, false);
+    out.push_back(Cut(
+        absl::StrFormat("%s%-7d %-8s %-24s %-10s %3d  %.4f",
+                        static_cast<int>(i) == selected ? ">" : " ", v.version(), v.status(),
+                        Cut(v.name(), 24), v.algorithm(), v.num_devices(), Num(m, "lar_affinity")),
+        width));
+  }
+  if (s.versions.empty()) out.push_back("  (no versions)");
+  return out;
+}
+
+std::vector<std::string> ExperimentLines(const Snapshot& s, int selected, int width) {
+  std::vector<std::string> out = {
+      absl::StrFormat("%-5s %-8s %-24s %s", "id", "status", "name", "arms")};
+  for (size_t i = 0; i < s.experiments.size(); ++i) {
+    const auto& e = s.experiments[i];
+    std::string arms;
+    for (const auto& a : e.arms()) {
+      absl::StrAppend(&arms, arms.empty() ? "" : ", ", a.name(), "=v", a.version(), " ",
+                      a.share_percent(), "%");
+    }
+    out.push_back(
+        Cut(absl::StrFormat("%s%-4d %-8s %-24s %s", static_cast<int>(i) == selected ? ">" : " ",
+                            e.id(), e.status(), Cut(e.name(), 24), arms),
+            width));
+  }
+  if (s.experiments.empty()) {
+    out.push_back("  (no experiments)");
+    return out;
+  }
+  const auto& e = s.experiments[std::clamp<int>(selected, 0, s.experiments.size() - 1)];
+  out.push_back("");
+  out.push_back(absl::StrFormat("experiment %d, per arm:", e.id()));
+  out.push_back(absl::StrFormat("  %-4s %8s %8s %9s %9s %9s %9s %9s %7s", "arm", "requests", "done",
+                                "TTFT p50", "TTFT p99", "TPOT p50", "E2E p99", "goodput/s", "LAR"));
+  for (const auto& a : e.arms()) {
+    const nlohmann::json m = nlohmann::json::parse(a.latest_metrics_json(), nullptr, false);
+    if (!m.is_object()) {
+      out.push_back(absl::StrFormat("  %-4s (nothing recorded yet)", a.name()));
+      continue;
+    }
+    out.push_back(
+        Cut(absl::StrFormat("  %-4s %8.0f %8.0f %9.1f %9.1f %9.1f %9.1f %9.2f %7.3f", a.name(),
+                            Num(m, "received"), Num(m, "completed"), Num(m, "ttft_ms", "p50"),
+                            Num(m, "ttft_ms", "p99"), Num(m, "tpot_ms", "p50"),
+                            Num(m, "e2e_ms", "p99"), Num(m, "goodput_rps"), Num(m, "lar")),
+            width));
+  }
+  const std::string verdict = Verdict(e);
+  out.push_back(verdict.empty() ? "verdict: waiting for both arms' metrics"
+                                : "verdict: " + verdict);
+  return out;
+}
+
+std::vector<std::string> ClusterLines(const Snapshot& s, const std::deque<double>& throughput,
+                                      int width) {
+  const auto& r = s.router;
+  std::vector<std::string> out = {
+      Cut(absl::StrFormat("policy %s, %d requests (%d done, %d failed, %d rejected), LAR %.3f, "
+                          "%.0f all-to-all B/token",
+                          r.policy(), r.received(), r.completed(), r.failed(), r.rejected(),
+                          r.lar(), r.a2a_bytes_per_token()),
+          width),
+      absl::StrFormat("%-4s %-4s %-21s %-7s %9s %8s %6s  %s", "arm", "rank", "address", "health",
+                      "in flight", "assigned", "LAR", "load")};
+  int64_t most = 1;
+  for (const auto& k : r.ranks()) most = std::max(most, k.tokens_in_flight());
+  for (const auto& k : r.ranks()) {
+    out.push_back(
+        Cut(absl::StrFormat("%-4s %-4d %-21s %-7s %9d %8d %6.3f  %s",
+                            k.arm().empty() ? "-" : k.arm(), k.rank(), k.address(),
+                            k.usable() ? "serving" : "DOWN", k.requests_in_flight(), k.assigned(),
+                            k.lar(), Bar(static_cast<double>(k.tokens_in_flight()) / most, 20)),
+            width));
+  }
+  out.push_back("");
+  out.push_back("LAR per rank (bar = local share of expert activations):");
+  for (const auto& k : r.ranks()) {
+    out.push_back(Cut(absl::StrFormat("  %s rank %d  %s %.3f", k.arm().empty() ? "" : k.arm(),
+                                      k.rank(), Bar(k.lar(), 40), k.lar()),
+                      width));
+  }
+  out.push_back("");
+  out.push_back(Cut("throughput (requests/s, last minute): " + Sparkline(throughput), width + 40));
+  return out;
+}
+
+std::vector<std::string> HelpLines() {
+  return {"keys:",
+          "  1 / 2 / 3 or Tab   placements / experiments / cluster",
+          "  Up / Down          select",
+          "  a                  activate the selected version (asks y/n)",
+          "  d                  diff the selected version against the active one",
+          "  p / s              promote the selected experiment's better arm / stop it (asks y/n)",
+          "  r                  refresh now",
+          "  ?                  this help (any key closes it)",
+          "  q                  quit"};
+}
+
+}  // namespace semmoe::console

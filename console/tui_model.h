@@ -1,0 +1,47 @@
+// What the console's TUI shows, apart from the terminal: the data it polls (a Snapshot) and the
+// text it draws from it, so the screens are testable without ncurses. tui.cc draws these lines.
+#ifndef SEMMOE_CONSOLE_TUI_MODEL_H_
+#define SEMMOE_CONSOLE_TUI_MODEL_H_
+
+#include <cstdint>
+#include <deque>
+#include <string>
+#include <vector>
+
+#include "planner/proto/planner.pb.h"
+#include "router/proto/router.pb.h"
+
+namespace semmoe::console {
+
+struct Snapshot {
+  std::vector<planner::rpc::PlacementVersion> versions;
+  std::vector<planner::rpc::Experiment> experiments;
+  router::rpc::RouterStats router;
+  bool planner_ok = false, router_ok = false;
+  std::string planner_error, router_error;
+};
+
+enum class Pane { kPlacements, kExperiments, kCluster };
+
+// A/B verdict from two arms' recorded metrics: a two-proportion z-test on the share of requests
+// within the SLO (goodput / throughput × completed). "" when either arm has no metrics.
+std::string Verdict(const planner::rpc::Experiment& e);
+
+// "▁▂▃▅▇"-style sparkline of the values (scaled to their max), one character each.
+std::string Sparkline(const std::deque<double>& values);
+
+// A horizontal bar of `width` cells filled in proportion to `fraction` in [0, 1].
+std::string Bar(double fraction, int width);
+
+// The lines of a pane for a terminal `width` wide; `selected` indexes the pane's list.
+std::vector<std::string> PlacementLines(const Snapshot& s, int selected, int width);
+std::vector<std::string> ExperimentLines(const Snapshot& s, int selected, int width);
+std::vector<std::string> ClusterLines(const Snapshot& s, const std::deque<double>& throughput,
+                                      int width);
+
+// The keys, for `?`.
+std::vector<std::string> HelpLines();
+
+}  // namespace semmoe::console
+
+#endif  // SEMMOE_CONSOLE_TUI_MODEL_H_

@@ -1,0 +1,55 @@
+#include "console/tui_model.h"
+
+#include "gtest/gtest.h"
+
+namespace semmoe::console {
+namespace {
+
+planner::rpc::Experiment TwoArms(const std::string& a, const std::string& b) {
+  planner::rpc::Experiment e;
+  e.set_id(1);
+  auto* x = e.add_arms();
+  x->set_name("A");
+  x->set_latest_metrics_json(a);
+  auto* y = e.add_arms();
+  y->set_name("B");
+  y->set_latest_metrics_json(b);
+  return e;
+}
+
+TEST(TuiModelTest, VerdictIsATwoProportionTest) {
+  // 1000 requests each: 90% vs 97% within the SLO is significant; 90% vs 91% is not.
+  EXPECT_NE(Verdict(TwoArms(R"({"completed": 1000, "throughput_rps": 10, "goodput_rps": 9})",
+                            R"({"completed": 1000, "throughput_rps": 10, "goodput_rps": 9.7})"))
+                .find("B is better"),
+            std::string::npos);
+  EXPECT_NE(Verdict(TwoArms(R"({"completed": 1000, "throughput_rps": 10, "goodput_rps": 9})",
+                            R"({"completed": 1000, "throughput_rps": 10, "goodput_rps": 9.1})"))
+                .find("no significant difference"),
+            std::string::npos);
+  EXPECT_EQ(Verdict(TwoArms("", R"({"completed": 5})")), "");
+}
+
+TEST(TuiModelTest, SparklineAndBar) {
+  EXPECT_EQ(Sparkline({0, 1, 2}), "▁▅█");
+  EXPECT_EQ(Sparkline({}), "");
+  EXPECT_EQ(Bar(0.5, 4), "##..");
+  EXPECT_EQ(Bar(2, 3), "###");
+}
+
+TEST(TuiModelTest, PanesMarkTheSelectionAndShowBanners) {
+  Snapshot s;
+  s.versions.resize(2);
+  s.versions[0].set_version(2);
+  s.versions[0].set_status("active");
+  s.versions[1].set_version(1);
+  const auto lines = PlacementLines(s, 1, 100);
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_EQ(lines[2][0], '>');
+  EXPECT_EQ(lines[1][0], ' ');
+  EXPECT_EQ(ExperimentLines(s, 0, 100).back(), "  (no experiments)");
+  EXPECT_FALSE(ClusterLines(s, {1, 2}, 100).empty());
+}
+
+}  // namespace
+}  // namespace semmoe::console
