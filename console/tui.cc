@@ -1,17 +1,21 @@
 #include "console/tui.h"
 
 #include <curses.h>
+#include <langinfo.h>
 #include <signal.h>
 
 #include <algorithm>
 #include <atomic>
+#include <clocale>
 #include <deque>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "console/tui_model.h"
+#include "engine/proto/engine.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
 #include "nlohmann/json.hpp"
 
@@ -27,6 +31,7 @@ void OnSignal(int) { g_stop = true; }
 // Restores the terminal however the function returns.
 struct Curses {
   Curses() {
+    setlocale(LC_ALL, "");  // UTF-8 output (ncursesw) where the terminal's locale has it.
     initscr();
     cbreak();
     noecho();
@@ -36,6 +41,11 @@ struct Curses {
   }
   ~Curses() { endwin(); }
 };
+
+bool Utf8() {
+  const char* codeset = nl_langinfo(CODESET);
+  return codeset != nullptr && std::string(codeset) == "UTF-8";
+}
 
 class Tui {
  public:
@@ -82,6 +92,24 @@ class Tui {
       s.router_ok = st.ok();
       if (!st.ok()) s.router_error = st.error_message();
     }
+    // LAR per MoE layer, from the engines behind the router.
+    std::map<int, std::pair<int64_t, int64_t>> layers;
+    for (const rrpc::RankStats& r : s.router.ranks()) {
+      auto stub = engine::rpc::EngineService::NewStub(
+          grpc::CreateChannel(r.address(), grpc::InsecureChannelCredentials()));
+      grpc::ClientContext c;
+      c.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(300));
+      engine::rpc::EngineStats e;
+      if (!stub->GetStats(&c, engine::rpc::GetStatsRequest(), &e).ok()) continue;
+      for (const engine::rpc::MoeLayerStats& l : e.layers()) {
+        layers[l.layer()].first += l.local_activations();
+        layers[l.layer()].second += l.remote_activations();
+      }
+    }
+    for (const auto& [layer, c] : layers) {
+      const int64_t all = c.first + c.second;
+      s.layer_lar.push_back({layer, all == 0 ? 0.0 : static_cast<double>(c.first) / all});
+    }
     const absl::Time now = absl::Now();
     if (s.router_ok && last_completed_ >= 0) {
       const double dt = absl::ToDoubleSeconds(now - last_time_);
@@ -121,15 +149,15 @@ class Tui {
       attroff(A_BOLD);
     };
     if (!snapshot_.planner_ok) {
-      banner(absl::StrCat("!! planner ", o_.planner, " unreachable — retrying every second (",
+      banner(absl::StrCat("!! planner ", o_.planner, " unreachable - retrying every second (",
                           snapshot_.planner_error, ")"));
     }
     if (!snapshot_.router_ok) {
-      banner(absl::StrCat("!! router ", o_.router, " unreachable — retrying every second (",
+      banner(absl::StrCat("!! router ", o_.router, " unreachable - retrying every second (",
                           snapshot_.router_error, ")"));
     }
     mvaddnstr(y++, 0,
-              absl::StrCat("model ", o_.model, " · planner ", o_.planner, " · router ", o_.router)
+              absl::StrCat("model ", o_.model, " | planner ", o_.planner, " | router ", o_.router)
                   .c_str(),
               w);
     std::vector<std::string> lines;
@@ -140,7 +168,7 @@ class Tui {
     } else if (pane_ == Pane::kExperiments) {
       lines = ExperimentLines(snapshot_, selected_[1], w);
     } else {
-      lines = ClusterLines(snapshot_, throughput_, w);
+      lines = ClusterLines(snapshot_, throughput_, w, Utf8());
     }
     for (const std::string& line : lines) {
       if (y >= h - 1) break;
@@ -197,6 +225,14 @@ class Tui {
         break;
       case '?':
         overlay_ = HelpLines();
+        break;
+      case '\n':
+      case '\r':
+      case KEY_ENTER:
+        if (pane_ == Pane::kPlacements && !snapshot_.versions.empty()) {
+          overlay_ = VersionDetails(
+              snapshot_.versions[std::min<size_t>(sel, snapshot_.versions.size() - 1)]);
+        }
         break;
       case 'r':
         Refresh();

@@ -45,14 +45,15 @@ std::string Verdict(const planner::rpc::Experiment& e) {
                          z > 0 ? e.arms(1).name() : e.arms(0).name(), shares, z);
 }
 
-std::string Sparkline(const std::deque<double>& values) {
+std::string Sparkline(const std::deque<double>& values, bool unicode) {
   static const char* kBlocks[] = {"▁", "▂", "▃", "▄", "▅", "▆", "▇", "█"};
+  static const char* kAscii[] = {" ", ".", ":", "-", "=", "+", "*", "#"};
   double top = 0;
   for (double v : values) top = std::max(top, v);
   std::string out;
   for (double v : values) {
     const int i = top <= 0 ? 0 : std::clamp(static_cast<int>(v / top * 7 + 0.5), 0, 7);
-    out += kBlocks[i];
+    out += unicode ? kBlocks[i] : kAscii[i];
   }
   return out;
 }
@@ -123,7 +124,7 @@ std::vector<std::string> ExperimentLines(const Snapshot& s, int selected, int wi
 }
 
 std::vector<std::string> ClusterLines(const Snapshot& s, const std::deque<double>& throughput,
-                                      int width) {
+                                      int width, bool unicode) {
   const auto& r = s.router;
   std::vector<std::string> out = {
       Cut(absl::StrFormat("policy %s, %d requests (%d done, %d failed, %d rejected), LAR %.3f, "
@@ -144,14 +145,30 @@ std::vector<std::string> ClusterLines(const Snapshot& s, const std::deque<double
             width));
   }
   out.push_back("");
-  out.push_back("LAR per rank (bar = local share of expert activations):");
-  for (const auto& k : r.ranks()) {
-    out.push_back(Cut(absl::StrFormat("  %s rank %d  %s %.3f", k.arm().empty() ? "" : k.arm(),
-                                      k.rank(), Bar(k.lar(), 40), k.lar()),
-                      width));
+  out.push_back("LAR per MoE layer (bar = local share of expert activations, all ranks):");
+  for (const auto& [layer, lar] : s.layer_lar) {
+    out.push_back(Cut(absl::StrFormat("  layer %-3d %s %.3f", layer, Bar(lar, 40), lar), width));
   }
+  if (s.layer_lar.empty()) out.push_back("  (no engine answered)");
   out.push_back("");
-  out.push_back(Cut("throughput (requests/s, last minute): " + Sparkline(throughput), width + 40));
+  out.push_back(
+      Cut("throughput (requests/s, last minute): " + Sparkline(throughput, unicode), width + 40));
+  return out;
+}
+
+std::vector<std::string> VersionDetails(const planner::rpc::PlacementVersion& v) {
+  std::vector<std::string> out = {
+      absl::StrFormat("version %d of %s: %s (%s, %s, %d devices)", v.version(), v.model(), v.name(),
+                      v.algorithm(), v.status(), v.num_devices()),
+      absl::StrCat("parameters: ", v.params_json())};
+  const nlohmann::json m = nlohmann::json::parse(v.metrics_json(), nullptr, false);
+  if (m.is_object()) {
+    out.push_back("recorded metrics (in-sample):");
+    for (const auto& [key, value] : m.items()) {
+      out.push_back(absl::StrCat("  ", key, ": ", value.dump()));
+    }
+  }
+  out.push_back("(d: diff against the active version; any key closes)");
   return out;
 }
 
@@ -159,6 +176,7 @@ std::vector<std::string> HelpLines() {
   return {"keys:",
           "  1 / 2 / 3 or Tab   placements / experiments / cluster",
           "  Up / Down          select",
+          "  Enter              the selected version's details",
           "  a                  activate the selected version (asks y/n)",
           "  d                  diff the selected version against the active one",
           "  p / s              promote the selected experiment's better arm / stop it (asks y/n)",

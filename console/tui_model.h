@@ -17,6 +17,7 @@ struct Snapshot {
   std::vector<planner::rpc::PlacementVersion> versions;
   std::vector<planner::rpc::Experiment> experiments;
   router::rpc::RouterStats router;
+  std::vector<std::pair<int, double>> layer_lar;  // (MoE layer, LAR over every rank).
   bool planner_ok = false, router_ok = false;
   std::string planner_error, router_error;
 };
@@ -27,8 +28,9 @@ enum class Pane { kPlacements, kExperiments, kCluster };
 // within the SLO (goodput / throughput × completed). "" when either arm has no metrics.
 std::string Verdict(const planner::rpc::Experiment& e);
 
-// "▁▂▃▅▇"-style sparkline of the values (scaled to their max), one character each.
-std::string Sparkline(const std::deque<double>& values);
+// "▁▂▃▅▇"-style sparkline of the values (scaled to their max), one character each; with
+// `unicode` false, ASCII " .:-=+*#".
+std::string Sparkline(const std::deque<double>& values, bool unicode = true);
 
 // A horizontal bar of `width` cells filled in proportion to `fraction` in [0, 1].
 std::string Bar(double fraction, int width);
@@ -37,7 +39,10 @@ std::string Bar(double fraction, int width);
 std::vector<std::string> PlacementLines(const Snapshot& s, int selected, int width);
 std::vector<std::string> ExperimentLines(const Snapshot& s, int selected, int width);
 std::vector<std::string> ClusterLines(const Snapshot& s, const std::deque<double>& throughput,
-                                      int width);
+                                      int width, bool unicode = true);
+
+// A version's details (Enter in the placements pane).
+std::vector<std::string> VersionDetails(const planner::rpc::PlacementVersion& v);
 
 // The keys, for `?`.
 std::vector<std::string> HelpLines();

@@ -33,6 +33,7 @@ TEST(TuiModelTest, VerdictIsATwoProportionTest) {
 TEST(TuiModelTest, SparklineAndBar) {
   EXPECT_EQ(Sparkline({0, 1, 2}), "▁▅█");
   EXPECT_EQ(Sparkline({}), "");
+  EXPECT_EQ(Sparkline({0, 1, 2}, false), " =#");
   EXPECT_EQ(Bar(0.5, 4), "##..");
   EXPECT_EQ(Bar(2, 3), "###");
 }

@@ -54,9 +54,12 @@ wait_for "[1] placements"
 wait_for "semantic-dp-g2"
 wait_for "!! router 127.0.0.1:1 unreachable"
 screen | grep -q "^>2 .*active" || fail "the newest version is not selected first: $(screen)"
-# Select version 1, activate it, confirm.
+# Select version 1: its details; activate it, confirm.
 tmux send-keys -t "$S" Down
 wait_for ">1 "
+tmux send-keys -t "$S" Enter
+wait_for "recorded metrics (in-sample):"
+tmux send-keys -t "$S" x
 tmux send-keys -t "$S" a
 wait_for "activate version 1 (semantic-dp-g2)? (y/n)"
 tmux send-keys -t "$S" y
