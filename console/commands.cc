@@ -248,7 +248,8 @@ absl::Status Console::PlacementsDiff(int64_t from, int64_t to) {
   }
   if (!t.empty()) out_ << t.Render();
   out_ << "(lar_*: local activation ratio under each data policy; bound: the upper bound no "
-          "schedule beats; *_imbalance: max/mean load)\n";
+          "schedule beats; a2a_rows_per_token: all-to-all token rows per token over all MoE "
+          "layers — bytes = rows × hidden × bytes per value; *_imbalance: max/mean load)\n";
   return absl::OkStatus();
 }
 

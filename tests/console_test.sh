@@ -53,6 +53,8 @@ grep -q "device 1" <<<"$out" || fail "show placement: $out"
 out="$("${C[@]}" placements diff 1 2)"
 grep -q "experts move to another device" <<<"$out" || fail "diff: $out"
 grep -q "lar_affinity" <<<"$out" || fail "diff metrics: $out"
+grep -q "^a2a_rows_per_token " <<<"$out" || fail "diff bytes: $out"
+grep -q "^bound " <<<"$out" || fail "diff bound: $out"
 expect_error 1 "pass --yes" -- "${C[@]}" placements activate 2 </dev/null
 "${C[@]}" placements activate 2 --yes | grep -q "version 2 is active" || fail "activate"
 "$PLANNER" list --db="$DB" --model=tiny | grep -q "^2 .*active" || fail "not active in the DB"

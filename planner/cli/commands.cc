@@ -77,6 +77,10 @@ absl::StatusOr<Placement> BuildPlacement(const trace::TraceSet& trace, const Bui
       absl::StrCat("--algo '", o.algo, "' is not one of semantic, vanilla, random, eplb, coact"));
 }
 
+// All-to-all traffic counted in token rows (one value per row): rows per token over every MoE
+// layer, dispatch plus combine, with the per-rank dedup. Bytes = rows × hidden × bytes per value.
+constexpr planner::EvalOptions kRowsPerToken = {.hidden_size = 1, .bytes_per_value = 1};
+
 std::string Pct(double x) { return absl::StrFormat("%.4f", x); }
 
 // Neighbours that vote in the kNN router rule (request_index.h).
@@ -170,12 +174,14 @@ absl::StatusOr<int64_t> Build(const BuildOptions& o, std::ostream& out) {
     ASSIGN_OR_RETURN(Metrics aff,
                      EvaluateDp(trace, placement,
                                 AffinityRequests(trace, affinity.DpScores(placement, vocab),
-                                                 o.devices, o.token_balance_eps)));
+                                                 o.devices, o.token_balance_eps),
+                                kRowsPerToken));
     metrics = {{"lar_blind", blind.lar},
                {"lar_affinity", aff.lar},
                {"bound", DpRequestBound(trace, o.devices)},
                {"expert_load_imbalance", aff.expert_load_imbalance},
-               {"token_load_imbalance", aff.token_load_imbalance}};
+               {"token_load_imbalance", aff.token_load_imbalance},
+               {"a2a_rows_per_token", aff.a2a_bytes_per_token}};
     if (index.has_value()) {
       ASSIGN_OR_RETURN(Metrics knn, EvaluateDp(trace, placement,
                                                KnnRequests(RequestPrompts(trace), *index,
@@ -187,12 +193,14 @@ absl::StatusOr<int64_t> Build(const BuildOptions& o, std::ostream& out) {
                      EvaluateTp(trace, placement, ContiguousChunks(trace, o.devices, 256)));
     ASSIGN_OR_RETURN(Metrics srs, EvaluateTp(trace, placement,
                                              SrsTokens(trace, affinity, placement, kSrsBatchTokens,
-                                                       nullptr, o.token_balance_eps)));
+                                                       nullptr, o.token_balance_eps),
+                                             kRowsPerToken));
     metrics = {{"lar_blind", blind.lar},
                {"lar_affinity", srs.lar},
                {"bound", TpTokenOracle(trace, placement)},
                {"expert_load_imbalance", srs.expert_load_imbalance},
-               {"token_load_imbalance", srs.token_load_imbalance}};
+               {"token_load_imbalance", srs.token_load_imbalance},
+               {"a2a_rows_per_token", srs.a2a_bytes_per_token}};
   }
   ASSIGN_OR_RETURN(auto store, PlacementStore::Open(o.db));
   RETURN_IF_ERROR(store->AddModel(o.model, trace.num_layers(), trace.header.num_experts));
