@@ -1,0 +1,46 @@
+// MoE routing on the CPU: the references the CUDA kernels (kernels/cuda/moe_routing.h) are
+// compared with.
+//   gating    — per token: softmax over the experts' logits, the top k (ties: lower expert id
+//               first), optionally renormalised to sum to 1;
+//   permute   — the token rows grouped by expert: a stable counting sort of the T×k (token,
+//               slot) entries by expert id, so each expert's rows keep token order;
+//   combine   — the inverse with the gate weights: out[t] = Σ_j w[t, j] · y[position(t, j)],
+//               summed in slot order;
+//   shuffle   — pack rows into a permuted order (the shuffled reduce-scatter) and unpack them.
+#ifndef SEMMOE_KERNELS_CPU_MOE_ROUTING_H_
+#define SEMMOE_KERNELS_CPU_MOE_ROUTING_H_
+
+#include <cstdint>
+#include <vector>
+
+namespace semmoe::kernels::cpu {
+
+// logits: [tokens, experts]; ids/weights: [tokens, k]. REQUIRES 0 < k <= experts.
+void RouterGating(const float* logits, int64_t tokens, int experts, int k, bool renormalize,
+                  int32_t* ids, float* weights);
+
+struct Permutation {
+  std::vector<int64_t> offsets;  // [experts + 1]: expert e's rows are [offsets[e], offsets[e+1]).
+  std::vector<int64_t> entry_of_position;  // [entries]: position → entry (t·k + j).
+  std::vector<int64_t> position_of_entry;  // [entries]: the inverse.
+};
+
+// ids: [entries] expert ids in [0, experts) (entries = tokens × k).
+Permutation PermuteByExpert(const int32_t* ids, int64_t entries, int experts);
+
+// y[p] = x[entry_of_position[p] / k] for every position; x: [tokens, hidden], y: [entries, hidden].
+void GatherRows(const float* x, const Permutation& perm, int k, int64_t hidden, float* y);
+
+// out[t] = Σ_j weights[t·k + j] · y[position_of_entry[t·k + j]] (j ascending); out: [tokens,
+// hidden].
+void CombineRows(const float* y, const float* weights, const Permutation& perm, int64_t tokens,
+                 int k, int64_t hidden, float* out);
+
+// packed[p] = x[order[p]] / x[order[p]] = packed[p]; order is a permutation of [0, rows).
+void ShufflePack(const float* x, const int32_t* order, int64_t rows, int64_t hidden, float* packed);
+void ShuffleUnpack(const float* packed, const int32_t* order, int64_t rows, int64_t hidden,
+                   float* x);
+
+}  // namespace semmoe::kernels::cpu
+
+#endif  // SEMMOE_KERNELS_CPU_MOE_ROUTING_H_

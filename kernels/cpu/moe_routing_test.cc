@@ -1,0 +1,63 @@
+#include "kernels/cpu/moe_routing.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <random>
+
+#include "gtest/gtest.h"
+
+namespace semmoe::kernels::cpu {
+namespace {
+
+TEST(MoeRoutingTest, GatingPicksTheTopKOfTheSoftmaxAndRenormalises) {
+  const float logits[] = {0.0f, 2.0f, 1.0f, 2.0f};  // One token, 4 experts; a tie at 2.
+  int32_t ids[2];
+  float w[2];
+  RouterGating(logits, 1, 4, 2, /*renormalize=*/false, ids, w);
+  EXPECT_EQ(ids[0], 1);  // Ties: lower id first.
+  EXPECT_EQ(ids[1], 3);
+  const float z = 1 + 2 * std::exp(2.0f) + std::exp(1.0f);
+  EXPECT_NEAR(w[0], std::exp(2.0f) / z, 1e-6);
+  RouterGating(logits, 1, 4, 2, /*renormalize=*/true, ids, w);
+  EXPECT_NEAR(w[0], 0.5f, 1e-6);
+  EXPECT_NEAR(w[0] + w[1], 1.0f, 1e-6);
+}
+
+TEST(MoeRoutingTest, PermutationIsAStableCountingSortAndCombineInvertsIt) {
+  // 3 tokens, k = 2, 4 experts (expert 2 unused).
+  const int32_t ids[] = {1, 0, 3, 1, 0, 1};
+  const Permutation p = PermuteByExpert(ids, 6, 4);
+  EXPECT_EQ(p.offsets, (std::vector<int64_t>{0, 2, 5, 5, 6}));
+  EXPECT_EQ(p.entry_of_position, (std::vector<int64_t>{1, 4, 0, 3, 5, 2}));
+  for (int64_t i = 0; i < 6; ++i) EXPECT_EQ(p.entry_of_position[p.position_of_entry[i]], i);
+  // Rows out and back: with weights 1 and identity experts, each token gets k × itself.
+  const float x[] = {1, 10, 2, 20, 3, 30};  // hidden 2
+  std::vector<float> y(12), out(6);
+  GatherRows(x, p, 2, 2, y.data());
+  EXPECT_EQ(y[0], 1.0f);      // Position 0 holds entry 1: token 0.
+  EXPECT_EQ(y[2 * 4], 3.0f);  // Position 4 holds entry 5: token 2.
+  const float w[] = {1, 1, 1, 1, 1, 1};
+  CombineRows(y.data(), w, p, 3, 2, 2, out.data());
+  EXPECT_EQ(out, (std::vector<float>{2, 20, 4, 40, 6, 60}));
+}
+
+TEST(MoeRoutingTest, ShufflePackAndUnpackAreInverse) {
+  std::mt19937 rng(1);
+  for (int64_t rows : {0, 1, 17}) {
+    std::vector<int32_t> order(rows);
+    std::iota(order.begin(), order.end(), 0);
+    std::shuffle(order.begin(), order.end(), rng);
+    std::vector<float> x(rows * 3), packed(rows * 3), back(rows * 3);
+    for (float& v : x) v = static_cast<float>(rng() % 100);
+    ShufflePack(x.data(), order.data(), rows, 3, packed.data());
+    ShuffleUnpack(packed.data(), order.data(), rows, 3, back.data());
+    EXPECT_EQ(back, x);
+    if (rows > 0) {
+      EXPECT_EQ(packed[0], x[order[0] * 3]);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace semmoe::kernels::cpu

@@ -1,0 +1,212 @@
+#include "kernels/cuda/moe_routing.h"
+
+#include <cfloat>
+
+namespace semmoe::kernels::cuda {
+namespace {
+
+constexpr unsigned kFull = 0xffffffffu;
+constexpr int kMaxExperts = 1024;
+
+int Blocks(int64_t work, int threads) {
+  const int64_t wanted = (work + threads - 1) / threads;
+  return static_cast<int>(wanted < 65535 ? (wanted > 0 ? wanted : 1) : 65535);
+}
+
+// One warp (blockDim 32) per token.
+__global__ void GatingKernel(const float* __restrict__ logits, int64_t tokens, int experts, int k,
+                             bool renormalize, int32_t* __restrict__ ids,
+                             float* __restrict__ weights) {
+  __shared__ float probs[kMaxExperts];
+  const int lane = threadIdx.x;
+  for (int64_t t = blockIdx.x; t < tokens; t += gridDim.x) {
+    const float* row = logits + t * experts;
+    float top = -FLT_MAX;
+    for (int e = lane; e < experts; e += 32) top = fmaxf(top, row[e]);
+    for (int s = 16; s > 0; s >>= 1) top = fmaxf(top, __shfl_xor_sync(kFull, top, s));
+    float sum = 0.0f;
+    for (int e = lane; e < experts; e += 32) {
+      probs[e] = expf(row[e] - top);
+      sum += probs[e];
+    }
+    for (int s = 16; s > 0; s >>= 1) sum += __shfl_xor_sync(kFull, sum, s);
+    __syncwarp();
+    for (int e = lane; e < experts; e += 32) probs[e] /= sum;
+    __syncwarp();
+    float chosen_sum = 0.0f;
+    float chosen_value = 0.0f;  // Lane j keeps the j-th pick.
+    int chosen_id = 0;
+    for (int j = 0; j < k; ++j) {
+      // Warp argmax; ties to the lower id.
+      float best = -FLT_MAX;
+      int best_id = experts;
+      for (int e = lane; e < experts; e += 32) {
+        if (probs[e] > best || (probs[e] == best && e < best_id)) best = probs[e], best_id = e;
+      }
+      for (int s = 16; s > 0; s >>= 1) {
+        const float other = __shfl_xor_sync(kFull, best, s);
+        const int other_id = __shfl_xor_sync(kFull, best_id, s);
+        if (other > best || (other == best && other_id < best_id)) best = other, best_id = other_id;
+      }
+      if (lane == j) chosen_value = best, chosen_id = best_id;
+      chosen_sum += best;
+      __syncwarp();
+      if (lane == 0) probs[best_id] = -FLT_MAX;  // Taken.
+      __syncwarp();
+    }
+    if (lane < k) {
+      ids[t * k + lane] = chosen_id;
+      weights[t * k + lane] = renormalize ? chosen_value / chosen_sum : chosen_value;
+    }
+    __syncwarp();
+  }
+}
+
+// One warp per expert: how many entries chose it.
+__global__ void CountKernel(const int32_t* __restrict__ ids, int64_t entries, int experts,
+                            int64_t* __restrict__ counts) {
+  const int e = blockIdx.x;
+  const int lane = threadIdx.x;
+  if (e >= experts) return;
+  int64_t count = 0;
+  for (int64_t base = 0; base < entries; base += 32) {
+    const int64_t i = base + lane;
+    const unsigned mask = __ballot_sync(kFull, i < entries && ids[i] == e);
+    count += __popc(mask);
+  }
+  if (lane == 0) counts[e] = count;
+}
+
+__global__ void ScanKernel(const int64_t* __restrict__ counts, int experts,
+                           int64_t* __restrict__ offsets) {
+  if (blockIdx.x != 0 || threadIdx.x != 0) return;
+  int64_t at = 0;
+  for (int e = 0; e < experts; ++e) {
+    offsets[e] = at;
+    at += counts[e];
+  }
+  offsets[experts] = at;
+}
+
+// One warp per expert: positions in entry order (stable).
+__global__ void PlaceKernel(const int32_t* __restrict__ ids, int64_t entries, int experts,
+                            const int64_t* __restrict__ offsets,
+                            int64_t* __restrict__ entry_of_position,
+                            int64_t* __restrict__ position_of_entry) {
+  const int e = blockIdx.x;
+  const int lane = threadIdx.x;
+  if (e >= experts) return;
+  int64_t next = offsets[e];
+  for (int64_t base = 0; base < entries; base += 32) {
+    const int64_t i = base + lane;
+    const bool mine = i < entries && ids[i] == e;
+    const unsigned mask = __ballot_sync(kFull, mine);
+    if (mine) {
+      const int64_t pos = next + __popc(mask & ((1u << lane) - 1u));
+      entry_of_position[pos] = i;
+      position_of_entry[i] = pos;
+    }
+    next += __popc(mask);
+  }
+}
+
+__global__ void GatherKernel(const float* __restrict__ x, const int64_t* __restrict__ entry_of_position,
+                             int64_t entries, int k, int64_t hidden, float* __restrict__ y) {
+  const int64_t total = entries * hidden;
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < total;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t p = i / hidden, h = i % hidden;
+    y[i] = x[(entry_of_position[p] / k) * hidden + h];
+  }
+}
+
+__global__ void CombineKernel(const float* __restrict__ y, const float* __restrict__ weights,
+                              const int64_t* __restrict__ position_of_entry, int64_t tokens, int k,
+                              int64_t hidden, float* __restrict__ out) {
+  const int64_t total = tokens * hidden;
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < total;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t t = i / hidden, h = i % hidden;
+    float sum = 0.0f;
+    for (int j = 0; j < k; ++j) {
+      // Separate multiply and add, in slot order, as the CPU reference computes them.
+      sum = __fadd_rn(sum, __fmul_rn(weights[t * k + j], y[position_of_entry[t * k + j] * hidden + h]));
+    }
+    out[i] = sum;
+  }
+}
+
+__global__ void PackKernel(const float* __restrict__ src, const int32_t* __restrict__ order,
+                           int64_t rows, int64_t hidden, float* __restrict__ dst, bool pack) {
+  const int64_t total = rows * hidden;
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < total;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t p = i / hidden, h = i % hidden;
+    if (pack) {
+      dst[i] = src[static_cast<int64_t>(order[p]) * hidden + h];
+    } else {
+      dst[static_cast<int64_t>(order[p]) * hidden + h] = src[i];
+    }
+  }
+}
+
+}  // namespace
+
+cudaError_t LaunchRouterGating(const float* logits, int64_t tokens, int experts, int k,
+                               bool renormalize, int32_t* ids, float* weights,
+                               cudaStream_t stream) {
+  if (experts <= 0 || experts > kMaxExperts || k <= 0 || k > experts || k > 32) {
+    return cudaErrorInvalidValue;
+  }
+  if (tokens <= 0) return cudaSuccess;
+  GatingKernel<<<Blocks(tokens, 1), 32, 0, stream>>>(logits, tokens, experts, k, renormalize, ids,
+                                                      weights);
+  return cudaGetLastError();
+}
+
+cudaError_t LaunchPermuteByExpert(const int32_t* ids, int64_t entries, int experts,
+                                  int64_t* counts, int64_t* offsets, int64_t* entry_of_position,
+                                  int64_t* position_of_entry, cudaStream_t stream) {
+  if (experts <= 0) return cudaErrorInvalidValue;
+  CountKernel<<<experts, 32, 0, stream>>>(ids, entries, experts, counts);
+  ScanKernel<<<1, 1, 0, stream>>>(counts, experts, offsets);
+  if (entries > 0) {
+    PlaceKernel<<<experts, 32, 0, stream>>>(ids, entries, experts, offsets, entry_of_position,
+                                            position_of_entry);
+  }
+  return cudaGetLastError();
+}
+
+cudaError_t LaunchGatherRows(const float* x, const int64_t* entry_of_position, int64_t entries,
+                             int k, int64_t hidden, float* y, cudaStream_t stream) {
+  if (entries * hidden <= 0) return cudaSuccess;
+  GatherKernel<<<Blocks(entries * hidden, 256), 256, 0, stream>>>(x, entry_of_position, entries,
+                                                                  k, hidden, y);
+  return cudaGetLastError();
+}
+
+cudaError_t LaunchCombineRows(const float* y, const float* weights,
+                              const int64_t* position_of_entry, int64_t tokens, int k,
+                              int64_t hidden, float* out, cudaStream_t stream) {
+  if (tokens * hidden <= 0) return cudaSuccess;
+  CombineKernel<<<Blocks(tokens * hidden, 256), 256, 0, stream>>>(y, weights, position_of_entry,
+                                                                  tokens, k, hidden, out);
+  return cudaGetLastError();
+}
+
+cudaError_t LaunchShufflePack(const float* x, const int32_t* order, int64_t rows, int64_t hidden,
+                              float* packed, cudaStream_t stream) {
+  if (rows * hidden <= 0) return cudaSuccess;
+  PackKernel<<<Blocks(rows * hidden, 256), 256, 0, stream>>>(x, order, rows, hidden, packed, true);
+  return cudaGetLastError();
+}
+
+cudaError_t LaunchShuffleUnpack(const float* packed, const int32_t* order, int64_t rows,
+                                int64_t hidden, float* x, cudaStream_t stream) {
+  if (rows * hidden <= 0) return cudaSuccess;
+  PackKernel<<<Blocks(rows * hidden, 256), 256, 0, stream>>>(packed, order, rows, hidden, x,
+                                                             false);
+  return cudaGetLastError();
+}
+
+}  // namespace semmoe::kernels::cuda

@@ -1,0 +1,155 @@
+// The GPU routing kernels against their CPU references on random shapes, including empty and
+// ragged ones (experts nobody chose, zero tokens). Needs a GPU (tag gpu).
+#include "kernels/cuda/moe_routing.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <random>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "kernels/cpu/moe_routing.h"
+#include "kernels/cuda/cuda_status.h"
+
+namespace semmoe::kernels::cuda {
+namespace {
+
+// A device copy of a host vector (freed with the object).
+template <typename T>
+class Device {
+ public:
+  explicit Device(const std::vector<T>& host) : n_(host.size()) {
+    EXPECT_EQ(cudaMalloc(reinterpret_cast<void**>(&ptr_), sizeof(T) * n_ + 16), cudaSuccess);
+    if (n_ > 0) {
+      EXPECT_EQ(cudaMemcpy(ptr_, host.data(), sizeof(T) * n_, cudaMemcpyHostToDevice), cudaSuccess);
+    }
+  }
+  explicit Device(size_t n) : Device(std::vector<T>(n)) {}
+  ~Device() { cudaFree(ptr_); }
+  T* get() { return ptr_; }
+  std::vector<T> Host() const {
+    std::vector<T> out(n_);
+    if (n_ > 0) {
+      EXPECT_EQ(cudaMemcpy(out.data(), ptr_, sizeof(T) * n_, cudaMemcpyDeviceToHost), cudaSuccess);
+    }
+    return out;
+  }
+
+ private:
+  T* ptr_ = nullptr;
+  size_t n_;
+};
+
+void RequireGpu() {
+  auto devices = DeviceCount();
+  ASSERT_TRUE(devices.ok() && *devices > 0) << "needs a GPU";
+}
+
+TEST(MoeRoutingTest, GatingMatchesTheCpu) {
+  RequireGpu();
+  std::mt19937 rng(1);
+  std::normal_distribution<float> normal(0, 2);
+  for (int experts : {1, 4, 32, 60, 128, 1024}) {
+    for (int k : {1, 2, 4, 8}) {
+      if (k > experts) continue;
+      for (int64_t tokens : {0, 1, 5, 300}) {
+        for (bool renormalize : {false, true}) {
+          std::vector<float> logits(tokens * experts);
+          for (float& v : logits) v = normal(rng);
+          std::vector<int32_t> want_ids(tokens * k);
+          std::vector<float> want_w(tokens * k);
+          cpu::RouterGating(logits.data(), tokens, experts, k, renormalize, want_ids.data(),
+                            want_w.data());
+          Device<float> d_logits(logits), d_w(tokens * k);
+          Device<int32_t> d_ids(tokens * k);
+          ASSERT_EQ(LaunchRouterGating(d_logits.get(), tokens, experts, k, renormalize, d_ids.get(),
+                                       d_w.get(), nullptr),
+                    cudaSuccess);
+          ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+          const std::vector<int32_t> ids = d_ids.Host();
+          const std::vector<float> w = d_w.Host();
+          for (int64_t i = 0; i < tokens * k; ++i) {
+            ASSERT_EQ(ids[i], want_ids[i]) << "experts " << experts << " k " << k << " i " << i;
+            ASSERT_NEAR(w[i], want_w[i], 1e-5f * std::max(1.0f, std::abs(want_w[i])));
+          }
+        }
+      }
+    }
+  }
+  EXPECT_EQ(LaunchRouterGating(nullptr, 1, 2000, 2, false, nullptr, nullptr, nullptr),
+            cudaErrorInvalidValue);
+}
+
+TEST(MoeRoutingTest, PermuteGatherCombineMatchTheCpu) {
+  RequireGpu();
+  std::mt19937 rng(2);
+  std::normal_distribution<float> normal;
+  for (int experts : {1, 3, 64, 128}) {
+    for (int k : {1, 2, 8}) {
+      for (int64_t tokens : {0, 1, 33, 1000}) {
+        for (int64_t hidden : {1, 64, 257}) {
+          const int64_t entries = tokens * k;
+          std::vector<int32_t> ids(entries);
+          // Ragged: half of the experts are never chosen.
+          for (int32_t& id : ids) id = static_cast<int32_t>(rng() % std::max(1, experts / 2));
+          const cpu::Permutation want = cpu::PermuteByExpert(ids.data(), entries, experts);
+          Device<int32_t> d_ids(ids);
+          Device<int64_t> counts(experts), offsets(experts + 1), eop(entries), poe(entries);
+          ASSERT_EQ(LaunchPermuteByExpert(d_ids.get(), entries, experts, counts.get(),
+                                          offsets.get(), eop.get(), poe.get(), nullptr),
+                    cudaSuccess);
+          ASSERT_EQ(offsets.Host(), want.offsets);
+          ASSERT_EQ(eop.Host(), want.entry_of_position);
+          ASSERT_EQ(poe.Host(), want.position_of_entry);
+
+          std::vector<float> x(tokens * hidden), weights(entries);
+          for (float& v : x) v = normal(rng);
+          for (float& v : weights) v = std::abs(normal(rng));
+          std::vector<float> want_y(entries * hidden), want_out(tokens * hidden);
+          cpu::GatherRows(x.data(), want, k, hidden, want_y.data());
+          Device<float> d_x(x), d_y(entries * hidden), d_w(weights), d_out(tokens * hidden);
+          ASSERT_EQ(LaunchGatherRows(d_x.get(), eop.get(), entries, k, hidden, d_y.get(), nullptr),
+                    cudaSuccess);
+          ASSERT_EQ(d_y.Host(), want_y);  // A copy: exact.
+          // Experts as the identity: combine weighs the gathered rows back.
+          cpu::CombineRows(want_y.data(), weights.data(), want, tokens, k, hidden, want_out.data());
+          ASSERT_EQ(LaunchCombineRows(d_y.get(), d_w.get(), poe.get(), tokens, k, hidden,
+                                      d_out.get(), nullptr),
+                    cudaSuccess);
+          const std::vector<float> out = d_out.Host();
+          for (size_t i = 0; i < out.size(); ++i) {
+            ASSERT_NEAR(out[i], want_out[i], 1e-6f * std::max(1.0f, std::abs(want_out[i])));
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(MoeRoutingTest, ShufflePackAndUnpackMatchTheCpu) {
+  RequireGpu();
+  std::mt19937 rng(3);
+  for (int64_t rows : {0, 1, 31, 4096}) {
+    for (int64_t hidden : {1, 128, 1000}) {
+      std::vector<int32_t> order(rows);
+      std::iota(order.begin(), order.end(), 0);
+      std::shuffle(order.begin(), order.end(), rng);
+      std::vector<float> x(rows * hidden), want(rows * hidden);
+      for (float& v : x) v = static_cast<float>(rng() % 1000);
+      cpu::ShufflePack(x.data(), order.data(), rows, hidden, want.data());
+      Device<float> d_x(x), d_packed(rows * hidden), d_back(rows * hidden);
+      Device<int32_t> d_order(order);
+      ASSERT_EQ(LaunchShufflePack(d_x.get(), d_order.get(), rows, hidden, d_packed.get(), nullptr),
+                cudaSuccess);
+      ASSERT_EQ(d_packed.Host(), want);
+      ASSERT_EQ(
+          LaunchShuffleUnpack(d_packed.get(), d_order.get(), rows, hidden, d_back.get(), nullptr),
+          cudaSuccess);
+      ASSERT_EQ(d_back.Host(), x);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace semmoe::kernels::cuda
