@@ -1,0 +1,100 @@
+#include "kernels/cuda/nn_ops.h"
+
+namespace semmoe::kernels::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+
+// Sum over the block (kThreads threads); every thread gets the total.
+__device__ float BlockSum(float v, float* scratch) {
+  for (int s = 16; s > 0; s >>= 1) v += __shfl_xor_sync(0xffffffffu, v, s);
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  if (lane == 0) scratch[warp] = v;
+  __syncthreads();
+  float total = 0.0f;
+  for (int w = 0; w < kThreads / 32; ++w) total += scratch[w];
+  __syncthreads();
+  return total;
+}
+
+__global__ void RmsNormKernel(float* x, int64_t rows, int64_t width, int64_t row_stride,
+                              const float* __restrict__ weight, float eps) {
+  __shared__ float scratch[kThreads / 32];
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    float* row = x + r * row_stride;
+    float sum = 0.0f;
+    for (int64_t i = threadIdx.x; i < width; i += kThreads) sum += row[i] * row[i];
+    const float scale = 1.0f / sqrtf(BlockSum(sum, scratch) / static_cast<float>(width) + eps);
+    for (int64_t i = threadIdx.x; i < width; i += kThreads) row[i] = weight[i] * (row[i] * scale);
+  }
+}
+
+__global__ void QkNormRopeKernel(float* x, int64_t rows, int64_t row_stride, int heads,
+                                 int head_dim, const float* __restrict__ norm_weight, float eps,
+                                 const int32_t* __restrict__ positions,
+                                 const float* __restrict__ cos, const float* __restrict__ sin) {
+  __shared__ float scratch[kThreads / 32];
+  const int half = head_dim / 2;
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const float* c = cos + static_cast<int64_t>(positions[r]) * half;
+    const float* s = sin + static_cast<int64_t>(positions[r]) * half;
+    for (int h = 0; h < heads; ++h) {
+      float* v = x + r * row_stride + static_cast<int64_t>(h) * head_dim;
+      if (norm_weight != nullptr) {
+        float sum = 0.0f;
+        for (int i = threadIdx.x; i < head_dim; i += kThreads) sum += v[i] * v[i];
+        const float scale =
+            1.0f / sqrtf(BlockSum(sum, scratch) / static_cast<float>(head_dim) + eps);
+        for (int i = threadIdx.x; i < head_dim; i += kThreads) {
+          v[i] = norm_weight[i] * (v[i] * scale);
+        }
+        __syncthreads();
+      }
+      for (int i = threadIdx.x; i < half; i += kThreads) {
+        const float x1 = v[i], x2 = v[i + half];
+        v[i] = __fsub_rn(__fmul_rn(x1, c[i]), __fmul_rn(x2, s[i]));
+        v[i + half] = __fadd_rn(__fmul_rn(x2, c[i]), __fmul_rn(x1, s[i]));
+      }
+      __syncthreads();
+    }
+  }
+}
+
+__global__ void SiluMulKernel(float* gate, const float* __restrict__ up, int64_t n) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const float g = gate[i];
+    gate[i] = g / (1.0f + expf(-g)) * up[i];
+  }
+}
+
+int Blocks(int64_t work) {
+  return static_cast<int>(work < 65535 ? (work > 0 ? work : 1) : 65535);
+}
+
+}  // namespace
+
+cudaError_t LaunchRmsNorm(float* x, int64_t rows, int64_t width, int64_t row_stride,
+                          const float* weight, float eps, cudaStream_t stream) {
+  if (rows <= 0 || width <= 0) return cudaSuccess;
+  RmsNormKernel<<<Blocks(rows), kThreads, 0, stream>>>(x, rows, width, row_stride, weight, eps);
+  return cudaGetLastError();
+}
+
+cudaError_t LaunchQkNormRope(float* x, int64_t rows, int64_t row_stride, int heads, int head_dim,
+                             const float* norm_weight, float eps, const int32_t* positions,
+                             const float* cos, const float* sin, cudaStream_t stream) {
+  if (head_dim % 2 != 0) return cudaErrorInvalidValue;
+  if (rows <= 0 || heads <= 0 || head_dim <= 0) return cudaSuccess;
+  QkNormRopeKernel<<<Blocks(rows), kThreads, 0, stream>>>(x, rows, row_stride, heads, head_dim,
+                                                          norm_weight, eps, positions, cos, sin);
+  return cudaGetLastError();
+}
+
+cudaError_t LaunchSiluMul(float* gate, const float* up, int64_t n, cudaStream_t stream) {
+  if (n <= 0) return cudaSuccess;
+  SiluMulKernel<<<Blocks((n + kThreads - 1) / kThreads), kThreads, 0, stream>>>(gate, up, n);
+  return cudaGetLastError();
+}
+
+}  // namespace semmoe::kernels::cuda

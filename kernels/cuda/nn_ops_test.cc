@@ -1,0 +1,131 @@
+// The GPU element/row ops against kernels/cpu/nn_ops on random shapes (including empty ones).
+// Needs a GPU (tag gpu).
+#include "kernels/cuda/nn_ops.h"
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "kernels/cpu/nn_ops.h"
+#include "kernels/cuda/cuda_status.h"
+
+namespace semmoe::kernels::cuda {
+namespace {
+
+template <typename T>
+T* ToDevice(const std::vector<T>& host) {
+  T* p = nullptr;
+  EXPECT_EQ(cudaMalloc(reinterpret_cast<void**>(&p), sizeof(T) * host.size() + 16), cudaSuccess);
+  if (!host.empty()) {
+    EXPECT_EQ(cudaMemcpy(p, host.data(), sizeof(T) * host.size(), cudaMemcpyHostToDevice),
+              cudaSuccess);
+  }
+  return p;
+}
+
+std::vector<float> ToHost(const float* p, size_t n) {
+  std::vector<float> out(n);
+  if (n > 0) {
+    EXPECT_EQ(cudaMemcpy(out.data(), p, 4 * n, cudaMemcpyDeviceToHost), cudaSuccess);
+  }
+  return out;
+}
+
+void ExpectNear(const std::vector<float>& got, const std::vector<float>& want, float rel) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    ASSERT_NEAR(got[i], want[i], rel * std::max(1.0f, std::abs(want[i]))) << i;
+  }
+}
+
+class NnOpsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto devices = DeviceCount();
+    ASSERT_TRUE(devices.ok() && *devices > 0) << "needs a GPU";
+  }
+  std::mt19937 rng_{5};
+  std::normal_distribution<float> normal_;
+};
+
+TEST_F(NnOpsTest, RmsNorm) {
+  for (int64_t rows : {0, 1, 7, 300}) {
+    for (int64_t width : {1, 64, 256, 4097}) {
+      const int64_t stride = width + 3;  // Rows are not packed.
+      std::vector<float> x(rows * stride), w(width);
+      for (float& v : x) v = normal_(rng_);
+      for (float& v : w) v = 1 + 0.1f * normal_(rng_);
+      std::vector<float> want = x;
+      cpu::RmsNorm({want.data(), rows, width, stride, w.data(), 1e-6f});
+      float* d_x = ToDevice(x);
+      float* d_w = ToDevice(w);
+      ASSERT_EQ(LaunchRmsNorm(d_x, rows, width, stride, d_w, 1e-6f, nullptr), cudaSuccess);
+      ExpectNear(ToHost(d_x, x.size()), want, 1e-5f);
+      cudaFree(d_x);
+      cudaFree(d_w);
+    }
+  }
+}
+
+TEST_F(NnOpsTest, QkNormRopeIsRmsNormPerHeadThenRope) {
+  const int max_position = 512;
+  for (int head_dim : {2, 64, 128}) {
+    std::vector<float> cos(max_position * head_dim / 2), sin(cos.size());
+    cpu::RopeTables(max_position, head_dim, 1e6, cos.data(), sin.data());
+    for (int heads : {1, 4, 8}) {
+      for (int64_t rows : {0, 1, 37}) {
+        for (bool norm : {false, true}) {
+          const int64_t stride = heads * head_dim;
+          std::vector<float> x(rows * stride), w(head_dim);
+          std::vector<int32_t> positions(rows);
+          for (float& v : x) v = normal_(rng_);
+          for (float& v : w) v = 1 + 0.1f * normal_(rng_);
+          for (int32_t& p : positions) p = static_cast<int32_t>(rng_() % max_position);
+          std::vector<float> want = x;
+          if (norm) {
+            for (int h = 0; h < heads; ++h) {
+              cpu::RmsNorm({want.data() + h * head_dim, rows, head_dim, stride, w.data(), 1e-6f});
+            }
+          }
+          cpu::ApplyRope({want.data(), rows, stride, heads, head_dim, positions.data(), cos.data(),
+                          sin.data()});
+          float* d_x = ToDevice(x);
+          float* d_w = ToDevice(w);
+          int32_t* d_pos = ToDevice(positions);
+          float* d_cos = ToDevice(cos);
+          float* d_sin = ToDevice(sin);
+          ASSERT_EQ(LaunchQkNormRope(d_x, rows, stride, heads, head_dim, norm ? d_w : nullptr,
+                                     1e-6f, d_pos, d_cos, d_sin, nullptr),
+                    cudaSuccess);
+          ExpectNear(ToHost(d_x, x.size()), want, 1e-5f);
+          for (void* p :
+               {static_cast<void*>(d_x), static_cast<void*>(d_w), static_cast<void*>(d_pos),
+                static_cast<void*>(d_cos), static_cast<void*>(d_sin)}) {
+            cudaFree(p);
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_F(NnOpsTest, SiluMul) {
+  for (int64_t n : {0, 1, 1000, 100003}) {
+    std::vector<float> gate(n), up(n);
+    for (float& v : gate) v = 4 * normal_(rng_);
+    for (float& v : up) v = normal_(rng_);
+    std::vector<float> want = gate;
+    cpu::SiluMul(want.data(), up.data(), n);
+    float* d_gate = ToDevice(gate);
+    float* d_up = ToDevice(up);
+    ASSERT_EQ(LaunchSiluMul(d_gate, d_up, n, nullptr), cudaSuccess);
+    ExpectNear(ToHost(d_gate, n), want, 1e-5f);
+    cudaFree(d_gate);
+    cudaFree(d_up);
+  }
+}
+
+}  // namespace
+}  // namespace semmoe::kernels::cuda
