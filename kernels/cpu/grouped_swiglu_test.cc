@@ -1,0 +1,31 @@
+#include "kernels/cpu/grouped_swiglu.h"
+
+#include <cmath>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace semmoe::kernels::cpu {
+namespace {
+
+constexpr uint16_t kOne = 0x3F80, kTwo = 0x4000, kZero = 0;  // bf16 bits of 1, 2, 0.
+
+TEST(GroupedSwiGluTest, EachRowUsesItsExpertsWeights) {
+  // hidden 1, inter 1; expert 0: gate 1, up 1, down 1; expert 1: gate 1, up 2, down 2.
+  // Rows: [x=1] for expert 0 (none), [x=1, x=2] for expert 1; expert 0 has no rows.
+  const uint16_t x[] = {kOne, kTwo};
+  const int64_t offsets[] = {0, 0, 2};
+  const uint16_t gate[] = {kOne, kOne}, up[] = {kOne, kTwo}, down[] = {kOne, kTwo};
+  float out[2];
+  GroupedSwiGlu({x, offsets, 2, 1, 1, gate, up, down, out});
+  auto silu = [](float v) { return v / (1 + std::exp(-v)); };
+  EXPECT_NEAR(out[0], 2 * silu(1) * 2 * 1, 1e-6);
+  EXPECT_NEAR(out[1], 2 * silu(2) * 2 * 2, 1e-6);
+  // Zero weights give zeros; no rows touch nothing.
+  const uint16_t zeros[] = {kZero, kZero};
+  GroupedSwiGlu({x, offsets, 2, 1, 1, zeros, up, down, out});
+  EXPECT_EQ(out[0], 0.0f);
+}
+
+}  // namespace
+}  // namespace semmoe::kernels::cpu
