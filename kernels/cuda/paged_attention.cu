@@ -1,0 +1,63 @@
+#include "kernels/cuda/paged_attention.h"
+
+#include <cfloat>
+
+namespace semmoe::kernels::cuda {
+namespace {
+
+constexpr unsigned kFull = 0xffffffffu;
+constexpr int kMaxPerLane = 8;  // head_dim ≤ 256.
+constexpr int kWarpsPerBlock = 4;
+
+__global__ void PagedAttentionKernel(PagedAttentionArgs a) {
+  const int lane = threadIdx.x % 32;
+  const int64_t warp = blockIdx.x * static_cast<int64_t>(kWarpsPerBlock) + threadIdx.x / 32;
+  const int64_t total = a.tokens * a.q_heads;
+  if (warp >= total) return;
+  const int64_t t = warp / a.q_heads;
+  const int head = static_cast<int>(warp % a.q_heads);
+  const int kv_head = head / (a.q_heads / a.kv_heads);
+  const int per_lane = a.head_dim / 32;
+  float q[kMaxPerLane], acc[kMaxPerLane];
+  const float* qrow = a.q + (t * a.q_heads + head) * a.head_dim;
+  for (int i = 0; i < per_lane; ++i) {
+    q[i] = qrow[lane + 32 * i];
+    acc[i] = 0.0f;
+  }
+  const int32_t* pages = a.page_table + static_cast<int64_t>(a.seq_of_token[t]) * a.max_pages;
+  float m = -FLT_MAX, l = 0.0f;
+  for (int p = 0; p <= a.position[t]; ++p) {
+    const int64_t slot = static_cast<int64_t>(pages[p / a.page_size]) * a.page_size + p % a.page_size;
+    const int64_t base = (slot * a.kv_heads + kv_head) * a.head_dim;
+    float s = 0.0f;
+    for (int i = 0; i < per_lane; ++i) s += q[i] * a.k_cache[base + lane + 32 * i];
+    for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(kFull, s, o);
+    s *= a.scale;
+    const float m_new = fmaxf(m, s);
+    const float correction = expf(m - m_new), w = expf(s - m_new);
+    l = l * correction + w;
+    for (int i = 0; i < per_lane; ++i) {
+      acc[i] = acc[i] * correction + w * a.v_cache[base + lane + 32 * i];
+    }
+    m = m_new;
+  }
+  float* orow = a.out + (t * a.q_heads + head) * a.head_dim;
+  for (int i = 0; i < per_lane; ++i) orow[lane + 32 * i] = acc[i] / l;
+}
+
+}  // namespace
+
+cudaError_t LaunchPagedAttention(const PagedAttentionArgs& a, cudaStream_t stream) {
+  if (a.q_heads <= 0 || a.kv_heads <= 0 || a.q_heads % a.kv_heads != 0 || a.head_dim % 32 != 0 ||
+      a.head_dim <= 0 || a.head_dim > 32 * kMaxPerLane || a.page_size <= 0) {
+    return cudaErrorInvalidValue;
+  }
+  const int64_t warps = a.tokens * a.q_heads;
+  if (warps <= 0) return cudaSuccess;
+  const int64_t blocks = (warps + kWarpsPerBlock - 1) / kWarpsPerBlock;
+  if (blocks > 2147483647) return cudaErrorInvalidValue;
+  PagedAttentionKernel<<<static_cast<unsigned>(blocks), 32 * kWarpsPerBlock, 0, stream>>>(a);
+  return cudaGetLastError();
+}
+
+}  // namespace semmoe::kernels::cuda

@@ -1,0 +1,124 @@
+// Paged attention on the GPU against kernels/cpu/decode_attention: decode (one token per
+// sequence at its last position) and prefill (every position, causal), GQA groups, pages
+// scattered in the cache, sequences of different lengths. Needs a GPU (tag gpu).
+#include "kernels/cuda/paged_attention.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <random>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "kernels/cpu/decode_attention.h"
+#include "kernels/cuda/cuda_status.h"
+
+namespace semmoe::kernels::cuda {
+namespace {
+
+template <typename T>
+T* ToDevice(const std::vector<T>& host) {
+  T* p = nullptr;
+  EXPECT_EQ(cudaMalloc(reinterpret_cast<void**>(&p), sizeof(T) * host.size() + 16), cudaSuccess);
+  if (!host.empty()) {
+    EXPECT_EQ(cudaMemcpy(p, host.data(), sizeof(T) * host.size(), cudaMemcpyHostToDevice),
+              cudaSuccess);
+  }
+  return p;
+}
+
+TEST(PagedAttentionTest, MatchesTheCpuForDecodeAndPrefill) {
+  auto devices = DeviceCount();
+  ASSERT_TRUE(devices.ok() && *devices > 0) << "needs a GPU";
+  std::mt19937 rng(9);
+  std::normal_distribution<float> normal;
+  for (int head_dim : {32, 64, 128}) {
+    for (auto [q_heads, kv_heads] : {std::pair{1, 1}, std::pair{8, 4}, std::pair{8, 1}}) {
+      for (int page_size : {1, 16}) {
+        const std::vector<int> lengths = {1, 7, 40, 129};  // Sequence lengths.
+        const int max_pages = (129 + page_size - 1) / page_size;
+        const int pages = static_cast<int>(lengths.size()) * max_pages;
+        // Pages handed out in a shuffled order, so sequences are not contiguous.
+        std::vector<int32_t> free(pages);
+        std::iota(free.begin(), free.end(), 0);
+        std::shuffle(free.begin(), free.end(), rng);
+        std::vector<int32_t> table(lengths.size() * max_pages, 0);
+        for (size_t s = 0, next = 0; s < lengths.size(); ++s) {
+          for (int p = 0; p < (lengths[s] + page_size - 1) / page_size; ++p) {
+            table[s * max_pages + p] = free[next++];
+          }
+        }
+        const int64_t row = static_cast<int64_t>(kv_heads) * head_dim;
+        std::vector<float> k(static_cast<int64_t>(pages) * page_size * row), v(k.size());
+        for (float& x : k) x = normal(rng);
+        for (float& x : v) x = normal(rng);
+        for (bool prefill : {false, true}) {
+          std::vector<int32_t> seq, pos;
+          for (size_t s = 0; s < lengths.size(); ++s) {
+            for (int p = prefill ? 0 : lengths[s] - 1; p < lengths[s]; ++p) {
+              seq.push_back(static_cast<int32_t>(s));
+              pos.push_back(p);
+            }
+          }
+          const int64_t tokens = seq.size();
+          std::vector<float> q(tokens * q_heads * head_dim), want(q.size());
+          for (float& x : q) x = normal(rng);
+          const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
+          const int group = q_heads / kv_heads;
+          for (int64_t t = 0; t < tokens; ++t) {
+            std::vector<const float*> keys, values;
+            for (int p = 0; p <= pos[t]; ++p) {
+              const int64_t slot =
+                  static_cast<int64_t>(table[seq[t] * max_pages + p / page_size]) * page_size +
+                  p % page_size;
+              keys.push_back(k.data() + slot * row);
+              values.push_back(v.data() + slot * row);
+            }
+            std::vector<float> scores(2 * keys.size());
+            for (int g = 0; g < kv_heads; ++g) {
+              cpu::DecodeAttention(
+                  {q.data() + (t * q_heads + g * group) * head_dim, group, head_dim, keys.data(),
+                   values.data(), static_cast<int64_t>(g) * head_dim, static_cast<int>(keys.size()),
+                   scale, scores.data(), want.data() + (t * q_heads + g * group) * head_dim});
+            }
+          }
+          float *d_q = ToDevice(q), *d_k = ToDevice(k), *d_v = ToDevice(v),
+                *d_out = ToDevice(std::vector<float>(q.size()));
+          int32_t *d_table = ToDevice(table), *d_seq = ToDevice(seq), *d_pos = ToDevice(pos);
+          ASSERT_EQ(
+              LaunchPagedAttention({d_q, tokens, q_heads, kv_heads, head_dim, d_k, d_v, page_size,
+                                    d_table, max_pages, d_seq, d_pos, scale, d_out},
+                                   nullptr),
+              cudaSuccess);
+          std::vector<float> got(q.size());
+          ASSERT_EQ(cudaMemcpy(got.data(), d_out, 4 * got.size(), cudaMemcpyDeviceToHost),
+                    cudaSuccess);
+          for (size_t i = 0; i < got.size(); ++i) {
+            ASSERT_NEAR(got[i], want[i], 1e-4f * std::max(1.0f, std::abs(want[i])))
+                << "head_dim " << head_dim << " heads " << q_heads << "/" << kv_heads << " page "
+                << page_size << (prefill ? " prefill" : " decode") << " i " << i;
+          }
+          for (void* p : {static_cast<void*>(d_q), static_cast<void*>(d_k), static_cast<void*>(d_v),
+                          static_cast<void*>(d_out), static_cast<void*>(d_table),
+                          static_cast<void*>(d_seq), static_cast<void*>(d_pos)}) {
+            cudaFree(p);
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(PagedAttentionTest, BadShapesAreRefused) {
+  EXPECT_EQ(
+      LaunchPagedAttention(
+          {.tokens = 1, .q_heads = 3, .kv_heads = 2, .head_dim = 32, .page_size = 1}, nullptr),
+      cudaErrorInvalidValue);
+  EXPECT_EQ(
+      LaunchPagedAttention(
+          {.tokens = 1, .q_heads = 1, .kv_heads = 1, .head_dim = 48, .page_size = 1}, nullptr),
+      cudaErrorInvalidValue);
+}
+
+}  // namespace
+}  // namespace semmoe::kernels::cuda
