@@ -22,23 +22,26 @@ if ((${#targets[@]} == 0)); then
   echo "gpu build: no test is tagged gpu" >&2
   exit 1
 fi
-echo "gpu build: ${#targets[@]} test(s): ${targets[*]}"
-bazel build -c opt "${targets[@]}"
+# GPU benchmarks: binaries tagged gpu (named bench__... so run.sh runs them after the tests).
+mapfile -t benches < <(bazel query 'attr(tags, "\bgpu\b", kind("cc_binary", //...))' 2>/dev/null)
+echo "gpu build: ${#targets[@]} test(s): ${targets[*]}; ${#benches[@]} benchmark(s): ${benches[*]}"
+bazel build -c opt "${targets[@]}" "${benches[@]}"
 
 rm -rf "$out"
 mkdir -p "$out/bin"
-for target in "${targets[@]}"; do
+for target in "${targets[@]}" "${benches[@]}"; do
   pkg="${target#//}"
   pkg="${pkg%%:*}"
   name="${target##*:}"
   dest="$out/bin/${pkg//\//__}__${name}"
+  [[ " ${benches[*]} " == *" $target "* ]] && dest="$out/bin/bench__${pkg//\//__}__${name}"
   cp "bazel-bin/${pkg}/${name}" "$dest"
   chmod u+w "$dest"
   # Shared libraries resolved here; the system's own C runtime and the driver stay behind.
   ldd "$dest" | awk '/=> \// { print $3 }' | while read -r lib; do
     case "$(basename "$lib")" in
       libc.so* | libm.so* | libpthread.so* | libdl.so* | librt.so* | ld-linux* | libcuda.so*) ;;
-      libnccl.so*) ;;  # 200 MB: the device machine's CUDA install provides it (rpath).
+      libnccl.so* | libcublas*.so*) ;;  # Hundreds of MB: the device's CUDA install has them (rpath).
       *) [[ -e "$out/bin/$(basename "$lib")" ]] || cp -L "$lib" "$out/bin/" ;;
     esac
   done

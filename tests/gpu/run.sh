@@ -22,6 +22,7 @@ mkdir -p "$logs"
 for test in "$dir"/bin/*__*; do
   [[ -x "$test" ]] || continue
   name="$(basename "$test")"
+  [[ "$name" == bench__* ]] && continue
   if timeout 300 "$test" --gtest_color=no >"$logs/$name.log" 2>&1; then
     passed=$((passed + 1))
     echo "PASSED $name"
@@ -31,5 +32,16 @@ for test in "$dir"/bin/*__*; do
     tail -n 30 "$logs/$name.log"
   fi
 done
+# Then the benchmarks; their tables go to the summary with the test results.
+summary="$logs/summary.txt"
+{
+  echo "GPU tests: ${passed} passed, ${failed} failed"
+  for bench in "$dir"/bin/bench__*; do
+    [[ -x "$bench" ]] || continue
+    echo
+    timeout 300 "$bench" --json 2>&1 || echo "$(basename "$bench") failed"
+  done
+} >"$summary"
+cat "$summary"
 echo "${passed} passed, ${failed} failed"
 ((passed > 0 && failed == 0))

@@ -1,0 +1,220 @@
+// bench_kernels: the CUDA kernels' achieved bandwidth and FLOP rate, as ratios to what this GPU
+// measures for a device-to-device copy and for a cuBLAS bf16 GEMM (f32 accumulation), measured
+// in the same run. Needs a GPU; built by tests/gpu/build.sh, run by tests/gpu/run.sh.
+//
+//   bench_kernels [--json]
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "kernels/cuda/grouped_swiglu.h"
+#include "kernels/cuda/moe_routing.h"
+#include "kernels/cuda/nn_ops.h"
+#include "kernels/cuda/paged_attention.h"
+
+namespace {
+
+using namespace semmoe::kernels::cuda;  // NOLINT: a benchmark's main file.
+
+#define CHECK_CUDA(x)                                               \
+  do {                                                              \
+    const cudaError_t e_ = (x);                                     \
+    if (e_ != cudaSuccess) {                                        \
+      std::fprintf(stderr, "%s: %s\n", #x, cudaGetErrorString(e_)); \
+      std::exit(1);                                                 \
+    }                                                               \
+  } while (0)
+
+void* Alloc(size_t bytes) {
+  void* p = nullptr;
+  CHECK_CUDA(cudaMalloc(&p, bytes));
+  CHECK_CUDA(cudaMemset(p, 0, bytes));
+  return p;
+}
+
+// Median-free but warm: one warm-up, then the mean over `reps` runs, in seconds.
+double Time(const std::function<void()>& run, int reps = 20) {
+  run();
+  CHECK_CUDA(cudaDeviceSynchronize());
+  cudaEvent_t start, stop;
+  CHECK_CUDA(cudaEventCreate(&start));
+  CHECK_CUDA(cudaEventCreate(&stop));
+  CHECK_CUDA(cudaEventRecord(start));
+  for (int i = 0; i < reps; ++i) run();
+  CHECK_CUDA(cudaEventRecord(stop));
+  CHECK_CUDA(cudaEventSynchronize(stop));
+  float ms = 0;
+  CHECK_CUDA(cudaEventElapsedTime(&ms, start, stop));
+  cudaEventDestroy(start);
+  cudaEventDestroy(stop);
+  return ms / 1000.0 / reps;
+}
+
+struct Row {
+  std::string kernel, shape;
+  double seconds, rate, ratio;
+  bool flops;  // rate in TFLOP/s (else GB/s).
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const bool json = argc > 1 && std::strcmp(argv[1], "--json") == 0;
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+    std::fprintf(stderr, "bench_kernels: no CUDA device\n");
+    return 1;
+  }
+  cudaDeviceProp prop;
+  CHECK_CUDA(cudaGetDeviceProperties(&prop, 0));
+
+  // Baselines: copy bandwidth (read + write) and cuBLAS bf16 GEMM.
+  const size_t copy_bytes = size_t{512} << 20;
+  void* a = Alloc(copy_bytes);
+  void* b = Alloc(copy_bytes);
+  const double copy_s = Time([&] { cudaMemcpyAsync(b, a, copy_bytes, cudaMemcpyDeviceToDevice); });
+  const double copy_gbs = 2.0 * copy_bytes / copy_s / 1e9;
+  cudaFree(a);
+  cudaFree(b);
+  const int n = 8192;
+  void* ga = Alloc(size_t{2} * n * n);
+  void* gb = Alloc(size_t{2} * n * n);
+  void* gc = Alloc(size_t{4} * n * n);
+  cublasHandle_t handle;
+  if (cublasCreate(&handle) != CUBLAS_STATUS_SUCCESS) {
+    std::fprintf(stderr, "bench_kernels: cublasCreate failed\n");
+    return 1;
+  }
+  const float one = 1.0f, zero = 0.0f;
+  const double gemm_s = Time(
+      [&] {
+        cublasGemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, ga, CUDA_R_16BF, n, gb,
+                     CUDA_R_16BF, n, &zero, gc, CUDA_R_32F, n, CUBLAS_COMPUTE_32F,
+                     CUBLAS_GEMM_DEFAULT);
+      },
+      10);
+  const double gemm_tflops = 2.0 * n * n * n / gemm_s / 1e12;
+  cublasDestroy(handle);
+  cudaFree(ga);
+  cudaFree(gb);
+  cudaFree(gc);
+
+  std::vector<Row> rows;
+  auto bandwidth = [&](const std::string& kernel, const std::string& shape, double bytes,
+                       const std::function<void()>& run) {
+    const double s = Time(run);
+    const double gbs = bytes / s / 1e9;
+    rows.push_back({kernel, shape, s, gbs, gbs / copy_gbs, false});
+  };
+  auto compute = [&](const std::string& kernel, const std::string& shape, double flops,
+                     const std::function<void()>& run) {
+    const double s = Time(run, 5);
+    const double tf = flops / s / 1e12;
+    rows.push_back({kernel, shape, s, tf, tf / gemm_tflops, true});
+  };
+
+  // Routing and shuffling at a prefill-sized step: 16k tokens, hidden 4096, top-8 of 128.
+  const int64_t tokens = 16384, hidden = 4096;
+  const int experts = 128, k = 8;
+  const int64_t entries = tokens * k;
+  float* logits = static_cast<float*>(Alloc(4 * tokens * experts));
+  int32_t* ids = static_cast<int32_t*>(Alloc(4 * entries));
+  float* weights = static_cast<float*>(Alloc(4 * entries));
+  bandwidth("router gating", "16384 tok x 128 experts, top-8", 4.0 * tokens * experts,
+            [&] { LaunchRouterGating(logits, tokens, experts, k, true, ids, weights, nullptr); });
+  int64_t* counts = static_cast<int64_t*>(Alloc(8 * experts));
+  int64_t* offsets = static_cast<int64_t*>(Alloc(8 * (experts + 1)));
+  int64_t* eop = static_cast<int64_t*>(Alloc(8 * entries));
+  int64_t* poe = static_cast<int64_t*>(Alloc(8 * entries));
+  bandwidth(
+      "permute by expert", "131072 entries, 128 experts", 4.0 * entries + 16.0 * entries,
+      [&] { LaunchPermuteByExpert(ids, entries, experts, counts, offsets, eop, poe, nullptr); });
+  const int64_t rows_small = 8192;  // Gather/combine on 8192 tokens × top-8 rows.
+  float* x = static_cast<float*>(Alloc(4 * rows_small * hidden));
+  float* y = static_cast<float*>(Alloc(4 * rows_small * k * hidden));
+  bandwidth("gather rows", "65536 rows x 4096", 2.0 * 4 * rows_small * k * hidden,
+            [&] { LaunchGatherRows(x, eop, rows_small * k, k, hidden, y, nullptr); });
+  bandwidth("weighted combine", "8192 tok x top-8 x 4096",
+            4.0 * (rows_small * k + rows_small) * hidden,
+            [&] { LaunchCombineRows(y, weights, poe, rows_small, k, hidden, x, nullptr); });
+  int32_t* order = static_cast<int32_t*>(Alloc(4 * rows_small));
+  bandwidth("shuffle pack", "8192 rows x 4096", 2.0 * 4 * rows_small * hidden,
+            [&] { LaunchShufflePack(x, order, rows_small, hidden, y, nullptr); });
+  float* w = static_cast<float*>(Alloc(4 * hidden));
+  bandwidth("rmsnorm", "8192 x 4096", 2.0 * 4 * rows_small * hidden,
+            [&] { LaunchRmsNorm(x, rows_small, hidden, hidden, w, 1e-6f, nullptr); });
+  bandwidth("silu*mul", "8192 x 4096", 3.0 * 4 * rows_small * hidden,
+            [&] { LaunchSiluMul(x, y, rows_small * hidden, nullptr); });
+
+  // Decode attention: 64 sequences x 4096 positions, 32 q heads / 8 kv heads, head_dim 128.
+  const int seqs = 64, context = 4096, page = 16, q_heads = 32, kv_heads = 8, head_dim = 128;
+  const int max_pages = context / page;
+  std::vector<int32_t> table(seqs * max_pages), seq_of(seqs), pos(seqs, context - 1);
+  for (int s = 0; s < seqs; ++s) {
+    seq_of[s] = s;
+    for (int p = 0; p < max_pages; ++p) table[s * max_pages + p] = s * max_pages + p;
+  }
+  const size_t cache_floats = size_t{1} * seqs * context * kv_heads * head_dim;
+  float* kc = static_cast<float*>(Alloc(4 * cache_floats));
+  float* vc = static_cast<float*>(Alloc(4 * cache_floats));
+  int32_t* d_table = static_cast<int32_t*>(Alloc(4 * table.size()));
+  int32_t* d_seq = static_cast<int32_t*>(Alloc(4 * seqs));
+  int32_t* d_pos = static_cast<int32_t*>(Alloc(4 * seqs));
+  CHECK_CUDA(cudaMemcpy(d_table, table.data(), 4 * table.size(), cudaMemcpyHostToDevice));
+  CHECK_CUDA(cudaMemcpy(d_seq, seq_of.data(), 4 * seqs, cudaMemcpyHostToDevice));
+  CHECK_CUDA(cudaMemcpy(d_pos, pos.data(), 4 * seqs, cudaMemcpyHostToDevice));
+  float* q = static_cast<float*>(Alloc(4 * seqs * q_heads * head_dim));
+  float* out = static_cast<float*>(Alloc(4 * seqs * q_heads * head_dim));
+  bandwidth("paged decode attention", "64 seq x 4096 ctx, 32/8 heads x 128", 2.0 * 4 * cache_floats,
+            [&] {
+              LaunchPagedAttention({q, seqs, q_heads, kv_heads, head_dim, kc, vc, page, d_table,
+                                    max_pages, d_seq, d_pos, 0.088f, out},
+                                   nullptr);
+            });
+
+  // Grouped SwiGLU: 4096 rows over 16 experts, hidden 2048, intermediate 768.
+  const int g_experts = 16;
+  const int64_t g_rows = 4096, g_hidden = 2048, g_inter = 768;
+  std::vector<int64_t> g_offsets(g_experts + 1);
+  for (int e = 0; e <= g_experts; ++e) g_offsets[e] = g_rows * e / g_experts;
+  int64_t* d_offsets = static_cast<int64_t*>(Alloc(8 * (g_experts + 1)));
+  CHECK_CUDA(cudaMemcpy(d_offsets, g_offsets.data(), 8 * (g_experts + 1), cudaMemcpyHostToDevice));
+  auto* gx = static_cast<uint16_t*>(Alloc(2 * g_rows * g_hidden));
+  auto* gg = static_cast<uint16_t*>(Alloc(2 * g_experts * g_inter * g_hidden));
+  auto* gu = static_cast<uint16_t*>(Alloc(2 * g_experts * g_inter * g_hidden));
+  auto* gd = static_cast<uint16_t*>(Alloc(2 * g_experts * g_hidden * g_inter));
+  float* gact = static_cast<float*>(Alloc(4 * g_rows * g_inter));
+  float* gout = static_cast<float*>(Alloc(4 * g_rows * g_hidden));
+  compute("grouped SwiGLU (direct)", "4096 rows, 16 experts, 2048 x 768",
+          6.0 * g_rows * g_hidden * g_inter, [&] {
+            LaunchGroupedSwiGlu(
+                {gx, d_offsets, g_experts, g_rows, g_hidden, g_inter, gg, gu, gd, gact, gout},
+                nullptr);
+          });
+  CHECK_CUDA(cudaDeviceSynchronize());
+
+  std::printf(
+      "bench_kernels on %s: copy %.0f GB/s, cuBLAS bf16 GEMM (8192^3, f32 acc) %.1f TFLOP/s\n",
+      prop.name, copy_gbs, gemm_tflops);
+  std::printf("%-26s %-38s %10s %12s %8s\n", "kernel", "shape", "us", "rate", "ratio");
+  for (const Row& r : rows) {
+    std::printf("%-26s %-38s %10.1f %8.1f %s %7.3f\n", r.kernel.c_str(), r.shape.c_str(),
+                r.seconds * 1e6, r.rate, r.flops ? "TF/s" : "GB/s", r.ratio);
+  }
+  if (json) {
+    std::printf("{\"device\":\"%s\",\"copy_gbs\":%.1f,\"gemm_tflops\":%.2f,\"kernels\":[",
+                prop.name, copy_gbs, gemm_tflops);
+    for (size_t i = 0; i < rows.size(); ++i) {
+      std::printf("%s{\"kernel\":\"%s\",\"us\":%.2f,\"rate\":%.3f,\"unit\":\"%s\",\"ratio\":%.4f}",
+                  i ? "," : "", rows[i].kernel.c_str(), rows[i].seconds * 1e6, rows[i].rate,
+                  rows[i].flops ? "TFLOP/s" : "GB/s", rows[i].ratio);
+    }
+    std::printf("]}\n");
+  }
+  return 0;
+}
