@@ -10,21 +10,14 @@
 #include "gtest/gtest.h"
 #include "kernels/cpu/grouped_swiglu.h"
 #include "kernels/cuda/cuda_status.h"
+#include "kernels/cuda/testing/device_memory.h"
 #include "kernels/dtype.h"
 
 namespace semmoe::kernels::cuda {
 namespace {
 
-template <typename T>
-T* ToDevice(const std::vector<T>& host) {
-  T* p = nullptr;
-  EXPECT_EQ(cudaMalloc(reinterpret_cast<void**>(&p), sizeof(T) * host.size() + 16), cudaSuccess);
-  if (!host.empty()) {
-    EXPECT_EQ(cudaMemcpy(p, host.data(), sizeof(T) * host.size(), cudaMemcpyHostToDevice),
-              cudaSuccess);
-  }
-  return p;
-}
+using testing::ToDevice;
+using testing::ToHost;
 
 TEST(GroupedSwiGluTest, MatchesTheCpu) {
   auto devices = DeviceCount();

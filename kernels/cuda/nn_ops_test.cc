@@ -10,28 +10,13 @@
 #include "gtest/gtest.h"
 #include "kernels/cpu/nn_ops.h"
 #include "kernels/cuda/cuda_status.h"
+#include "kernels/cuda/testing/device_memory.h"
 
 namespace semmoe::kernels::cuda {
 namespace {
 
-template <typename T>
-T* ToDevice(const std::vector<T>& host) {
-  T* p = nullptr;
-  EXPECT_EQ(cudaMalloc(reinterpret_cast<void**>(&p), sizeof(T) * host.size() + 16), cudaSuccess);
-  if (!host.empty()) {
-    EXPECT_EQ(cudaMemcpy(p, host.data(), sizeof(T) * host.size(), cudaMemcpyHostToDevice),
-              cudaSuccess);
-  }
-  return p;
-}
-
-std::vector<float> ToHost(const float* p, size_t n) {
-  std::vector<float> out(n);
-  if (n > 0) {
-    EXPECT_EQ(cudaMemcpy(out.data(), p, 4 * n, cudaMemcpyDeviceToHost), cudaSuccess);
-  }
-  return out;
-}
+using testing::ToDevice;
+using testing::ToHost;
 
 void ExpectNear(const std::vector<float>& got, const std::vector<float>& want, float rel) {
   ASSERT_EQ(got.size(), want.size());
