@@ -28,6 +28,7 @@
 #include "engine/model/generation_config.h"
 #include "engine/model/model.h"
 #include "engine/model/unicode.h"
+#include "kernels/cuda/cuda_status.h"
 #include "engine/offline/score.h"
 #include "engine/offline/trace_run.h"
 #include "engine/runtime/batch_engine.h"
@@ -36,6 +37,8 @@
 
 ABSL_FLAG(std::string, model, "",
           "checkpoint directory (config.json, *.safetensors, tokenizer.json)");
+ABSL_FLAG(std::string, device, "cpu",
+          "cpu, or cuda (the GPU forward: not built yet, see tests/gpu/README.md)");
 ABSL_FLAG(std::string, prompt, "", "generate: the prompt text (special tokens are parsed)");
 ABSL_FLAG(int, max_tokens, 64, "generate: tokens to generate at most");
 ABSL_FLAG(bool, greedy, false,
@@ -306,6 +309,22 @@ int main(int argc, char** argv) {
   if (args.size() != 2) return semmoe::engine::Usage("expected exactly one command");
   const std::string command = args[1];
   if (absl::GetFlag(FLAGS_model).empty()) return Usage("--model is required");
+  const std::string device = absl::GetFlag(FLAGS_device);
+  if (device != "cpu" && device != "cuda") return Usage("--device must be cpu or cuda");
+  if (device == "cuda") {
+    // Say which is missing: the GPU here, or the CUDA forward in this build.
+    absl::StatusOr<int> devices = semmoe::kernels::cuda::DeviceCount();
+    if (!devices.ok() || *devices == 0) {
+      std::cerr << "engine: --device cuda: this machine has no CUDA device"
+                << (devices.ok() ? "" : absl::StrCat(" (", devices.status().message(), ")"))
+                << "; use --device cpu\n";
+      return 1;
+    }
+    std::cerr << "engine: --device cuda: " << *devices
+              << " CUDA device(s) found, but the GPU forward is not built yet (its kernels are: "
+                 "kernels/cuda); use --device cpu\n";
+    return 1;
+  }
   if (command == "generate") return semmoe::engine::Generate();
   if (command == "score") return semmoe::engine::Score();
   if (command == "trace") return semmoe::engine::Trace();

@@ -53,6 +53,12 @@ head -c 100 "$dir/model.safetensors" >"$TMP/corrupt/model.safetensors"
 expect_error 1 "runs past the end of the file" -- \
   "$ENGINE" generate --model="$TMP/corrupt" --prompt=x
 
+# --device: cuda on a machine without a GPU says so (CI has none; a GPU machine is told the GPU
+# forward is not built yet).
+expect_error 1 "--device cuda: " -- "$ENGINE" generate --model="$dir" --prompt=x --device=cuda
+expect_error 2 "--device must be cpu or cuda" -- "$ENGINE" generate --model="$dir" --prompt=x \
+  --device=tpu
+
 # serve: bad flags and files are clear errors before anything listens.
 expect_error 2 "--rendezvous is required" -- "$ENGINE" serve --model="$dir"
 expect_error 2 "--attn must be dp or tp" -- "$ENGINE" serve --model="$dir" --rendezvous=file:/tmp \
