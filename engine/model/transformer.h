@@ -53,6 +53,9 @@ struct ForwardOutput {
   // Filled only when requested.
   std::vector<Routing> routing;
   double attention_seconds = 0;  // Wall time in attention (projections, RoPE, cache, scores).
+  // Per sequence of the batch, when the caller counts them (an Attention-DP rank of an
+  // expert-parallel group): expert activations served on this rank, and all of them. Else empty.
+  std::vector<int64_t> local_activations, activations;
   std::vector<double> attention_seconds_per_layer;  // [layers]
 };
 

@@ -88,6 +88,10 @@ absl::Status ExpertParallelFfn::RunExpertsEp(int layer, int moe_index, const Mat
   std::vector<std::vector<int32_t>> to(g);
   std::vector<int> sent_to(g), homes(g);
   last_devices_.assign(tokens, 0);
+  if (moe_index == 0 || static_cast<int64_t>(row_local_.size()) != tokens) {
+    row_local_.assign(tokens, 0);
+    row_activations_.assign(tokens, 0);
+  }
   for (int64_t t = 0; t < tokens; ++t) {
     std::fill(sent_to.begin(), sent_to.end(), 0);
     std::fill(homes.begin(), homes.end(), 0);
@@ -96,6 +100,8 @@ absl::Status ExpertParallelFfn::RunExpertsEp(int layer, int moe_index, const Mat
       const int d = placement_.Serving(moe_index, e, me);
       if (sent_to[d]++ == 0) to[d].push_back(static_cast<int32_t>(t));
       ++(d == me ? counters.local_activations : counters.remote_activations);
+      row_local_[t] += d == me;
+      ++row_activations_[t];
       ++homes[placement_.Device(moe_index, e)];
     }
     // The A tables speak of home devices (planner/affinity/layer_affinity.h).

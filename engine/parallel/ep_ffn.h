@@ -61,6 +61,10 @@ class ExpertParallelFfn {
   // what Attention-TP's inter-layer predictor needs.
   const std::vector<int32_t>& last_devices() const { return last_devices_; }
   int row_bytes() const;  // Bytes of one dispatched row.
+  // Per row of the current forward pass (reset at the first MoE layer): its local activations,
+  // and all of them, summed over the MoE layers run so far.
+  const std::vector<int32_t>& row_local() const { return row_local_; }
+  const std::vector<int32_t>& row_activations() const { return row_activations_; }
 
  private:
   ExpertParallelFfn(const model::ModelConfig& config, const model::ModelWeights& weights,
@@ -75,6 +79,7 @@ class ExpertParallelFfn {
   std::vector<int> moe_index_;  // Model layer → index into placement layers, or −1.
   std::vector<MoeLayerCounters> counters_;
   std::vector<int32_t> last_devices_;
+  std::vector<int32_t> row_local_, row_activations_;
 };
 
 }  // namespace semmoe::engine

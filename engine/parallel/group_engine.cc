@@ -206,6 +206,21 @@ absl::StatusOr<model::ForwardOutput> GroupEngine::Forward(absl::Span<const Seque
   ASSIGN_OR_RETURN(model::ForwardOutput out, model_.transformer().Forward(batch));
   ++forward_passes_;
   AddAttentionTimes(out);
+  if (model_.attention() == AttentionMode::kDp) {
+    // The FFN's rows are the batch's tokens in order: sum them per sequence.
+    const std::vector<int32_t>& local = model_.ffn().row_local();
+    const std::vector<int32_t>& all = model_.ffn().row_activations();
+    size_t row = 0;
+    for (const SequenceInput& s : batch) {
+      int64_t l = 0, a = 0;
+      for (size_t i = 0; i < s.tokens.size() && row < local.size(); ++i, ++row) {
+        l += local[row];
+        a += all[row];
+      }
+      out.local_activations.push_back(l);
+      out.activations.push_back(a);
+    }
+  }
   return out;
 }
 

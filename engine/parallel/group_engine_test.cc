@@ -165,6 +165,25 @@ TEST_P(GroupEngineTest, ServesLikeOneDeviceFromEveryAcceptingRank) {
   int64_t remote = 0;
   for (const auto& l : s0.layers) remote += l.remote_activations;
   EXPECT_GT(remote, 0);
+  // Attention-DP: each request's own activations (local ones and all) add up, over the
+  // requests, to what the ranks' FFNs counted.
+  if (mode == AttentionMode::kDp) {
+    int64_t local_requests = 0, all_requests = 0, local_ranks = 0, all_ranks = 0;
+    for (const auto& sink : sinks) {
+      EXPECT_GT(sink->result.activations, 0);
+      EXPECT_LE(sink->result.local_activations, sink->result.activations);
+      local_requests += sink->result.local_activations;
+      all_requests += sink->result.activations;
+    }
+    for (const GroupEngineStats* s : {&s0, &s1}) {
+      for (const auto& l : s->layers) {
+        local_ranks += l.local_activations;
+        all_ranks += l.local_activations + l.remote_activations;
+      }
+    }
+    EXPECT_EQ(local_requests, local_ranks);
+    EXPECT_EQ(all_requests, all_ranks);
+  }
 }
 
 TEST_P(GroupEngineTest, CancelFreesTheRequestAndStopFailsTheRest) {

@@ -22,6 +22,7 @@ struct BatchEngine::Sequence {
   std::unique_ptr<PagedSequence> kv;
   Sampler sampler;
   int preemptions = 0;
+  int64_t local_activations = 0, activations = 0;
   FinishReason finish = FinishReason::kLength;
 };
 
@@ -216,6 +217,12 @@ absl::Status BatchEngine::Step(std::vector<GenerationResult>& finished,
   }
   ASSIGN_OR_RETURN(model::ForwardOutput out, RunForward(batch));
   ++stats_.steps;
+  if (out.activations.size() == plan.size() && out.local_activations.size() == plan.size()) {
+    for (size_t b = 0; b < plan.size(); ++b) {
+      plan[b].first->local_activations += out.local_activations[b];
+      plan[b].first->activations += out.activations[b];
+    }
+  }
   stats_.max_batch_size = std::max<int64_t>(stats_.max_batch_size, plan.size());
 
   int row = 0;
@@ -251,6 +258,8 @@ absl::Status BatchEngine::Step(std::vector<GenerationResult>& finished,
     result.text = std::move(seq->text);
     result.finish = seq->finish;
     result.preemptions = seq->preemptions;
+    result.local_activations = seq->local_activations;
+    result.activations = seq->activations;
     in_flight_.erase(result.id);
     finished.push_back(std::move(result));
     running_.erase(it);

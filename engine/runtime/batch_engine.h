@@ -50,6 +50,9 @@ struct GenerationResult {
   std::string text;             // Decoded output without EOS, cut at a stop string.
   FinishReason finish = FinishReason::kLength;
   int preemptions = 0;
+  // Expert activations of its tokens that ran on the serving rank, and all of them (counted by
+  // an Attention-DP rank of an expert-parallel group; 0 and 0 otherwise).
+  int64_t local_activations = 0, activations = 0;
 };
 
 struct TokenEvent {

@@ -51,6 +51,8 @@ class GenerateStream : public RequestSink, public std::enable_shared_from_this<G
       f.set_ttft_ms(absl::ToDoubleMilliseconds(first_token_.value_or(now) - start_));
       f.set_e2e_ms(absl::ToDoubleMilliseconds(now - start_));
       f.set_preemptions(result.preemptions);
+      f.set_local_activations(result.local_activations);
+      f.set_activations(result.activations);
     }
     Pump();
   }

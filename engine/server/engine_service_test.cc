@@ -119,6 +119,9 @@ TEST_F(EngineServiceTest, StreamsTokensThenTheFinalRecord) {
   ASSERT_TRUE(Generate(by_ids, &again, &final).ok());
   EXPECT_EQ(again, tokens);
   EXPECT_EQ(final.request_id().rfind("req-", 0), 0u);
+  // One rank holds every expert: all of the request's activations are local.
+  EXPECT_GT(final.activations(), 0);
+  EXPECT_EQ(final.local_activations(), final.activations());
 
   grpc::ClientContext context;
   rpc::EngineStats stats;

@@ -259,6 +259,9 @@ class Call : public std::enable_shared_from_this<Call> {
     f.set_retries(retries_);
     f.set_placement_version(version_);
     f.set_rank_lar(group_.rank_lar(rank_));
+    f.set_lar(e.activations() > 0 ? static_cast<double>(e.local_activations()) /
+                                        static_cast<double>(e.activations())
+                                  : -1.0);
     group_.Completed(f);
     shared_->completed.fetch_add(1);
     shared_->completion_tokens.fetch_add(n);

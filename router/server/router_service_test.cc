@@ -135,6 +135,7 @@ TEST_F(RouterServiceTest, StreamsWhatTheEngineGenerates) {
   EXPECT_GE(got.final.e2e_ms(), got.final.ttft_ms());
   EXPECT_GE(got.final.ttft_ms(), got.final.queue_ms());
   EXPECT_TRUE(got.final.rank() == 0 || got.final.rank() == 1);
+  EXPECT_DOUBLE_EQ(got.final.lar(), 1.0);  // One-rank engines: every activation is local.
 
   // The same request straight to an engine: the same greedy tokens and text.
   auto stub = engine::rpc::EngineService::NewStub(grpc::CreateChannel(
