@@ -83,8 +83,8 @@ int Generate(rpc::RouterService::Stub& stub, grpc::ClientContext& context) {
   } else {
     std::cout << final.text() << "\n[" << absl::StrJoin(tokens, " ") << "] "
               << final.finish_reason() << ", rank " << final.rank() << ", ttft " << final.ttft_ms()
-              << " ms, tpot " << final.tpot_ms() << " ms, e2e " << final.e2e_ms()
-              << " ms (placed with version " << final.placement_version() << ")\n";
+              << " ms, tpot " << final.tpot_ms() << " ms, e2e " << final.e2e_ms() << " ms, LAR "
+              << final.lar() << " (placed with version " << final.placement_version() << ")\n";
   }
   return 0;
 }
