@@ -385,6 +385,14 @@ RouterServiceImpl::~RouterServiceImpl() {
   }
   poller_.join();
   if (reporter_.joinable()) reporter_.join();
+  // Calls still finishing (the server is shut down first) hold the shared state; it owns the
+  // rebatchers' threads, so it must be destroyed here, never by a call released on one of them.
+  const absl::Time until = absl::Now() + absl::Seconds(30);
+  while (shared_.use_count() > 1 && absl::Now() < until) absl::SleepFor(absl::Milliseconds(1));
+  if (shared_.use_count() > 1) {
+    LOG(ERROR) << "router: calls outlived the service by 30 s; leaving their state behind";
+    new std::shared_ptr<Shared>(std::move(shared_));  // Deliberately leaked.
+  }
 }
 
 void RouterServiceImpl::Poll() {

@@ -55,6 +55,7 @@ struct RouterOptions {
 class RouterServiceImpl final : public rpc::RouterService::CallbackService {
  public:
   explicit RouterServiceImpl(const RouterOptions& options);
+  // Shut the gRPC server down first; waits (up to 30 s) for calls still finishing.
   ~RouterServiceImpl() override;
 
   grpc::ServerWriteReactor<rpc::GenerateResponse>* Generate(
