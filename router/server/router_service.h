@@ -39,6 +39,8 @@
 
 namespace semmoe::router {
 
+struct RouterState;  // router_state.h
+
 struct RouterOptions {
   std::vector<GroupOptions> groups;  // One per engine group; shares add up to 100.
   const engine::model::Tokenizer* tokenizer = nullptr;  // Borrowed; null: token ids only.
@@ -66,14 +68,11 @@ class RouterServiceImpl final : public rpc::RouterService::CallbackService {
 
   rpc::RouterStats Stats() const;
 
-  // Internal, for the per-call objects.
-  struct Shared;
-
  private:
   void Poll();
   void Report();
 
-  std::shared_ptr<Shared> shared_;
+  std::shared_ptr<RouterState> shared_;
   std::thread poller_, reporter_;
 };
 
