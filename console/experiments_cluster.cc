@@ -1,0 +1,227 @@
+#include <algorithm>
+#include <map>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
+#include "console/commands.h"
+#include "console/rpc_util.h"
+#include "console/table.h"
+#include "engine/proto/engine.grpc.pb.h"
+#include "google/protobuf/util/json_util.h"
+#include "grpcpp/grpcpp.h"
+#include "nlohmann/json.hpp"
+
+namespace semmoe::console {
+
+void Console::PrintExperiment(const prpc::Experiment& e) {
+  out_ << "experiment " << e.id() << " (" << e.name() << ", " << e.model() << "): " << e.status()
+       << "\n";
+  Table t({"arm", "version", "share", "requests", "done", "TTFT p50", "TTFT p99", "TPOT p50",
+           "E2E p50", "E2E p99", "goodput/s", "LAR", "a2a B/tok"});
+  for (const prpc::ExperimentArm& a : e.arms()) {
+    const nlohmann::json m = nlohmann::json::parse(a.latest_metrics_json(), nullptr, false);
+    const bool has = m.is_object();
+    auto f = [&](double x, int d) { return has ? Fixed(x, d) : std::string("-"); };
+    t.Add({a.name(), absl::StrCat(a.version()), absl::StrCat(a.share_percent(), "%"),
+           has ? absl::StrCat(static_cast<int64_t>(Get(m, "received"))) : "-",
+           has ? absl::StrCat(static_cast<int64_t>(Get(m, "completed"))) : "-",
+           f(Get(m, "ttft_ms", "p50"), 1), f(Get(m, "ttft_ms", "p99"), 1),
+           f(Get(m, "tpot_ms", "p50"), 1), f(Get(m, "e2e_ms", "p50"), 1),
+           f(Get(m, "e2e_ms", "p99"), 1), f(Get(m, "goodput_rps"), 2), f(Get(m, "lar"), 3),
+           f(Get(m, "a2a_bytes_per_token"), 0)});
+  }
+  out_ << t.Render();
+}
+
+absl::Status Console::ExperimentsCreate() {
+  if (o_.model.empty() || o_.a <= 0 || o_.b <= 0 || o_.share < 1 || o_.share > 99) {
+    return absl::InvalidArgumentError(
+        "'experiments create' needs --model, --a V1, --b V2 and --share P (B's percent, 1-99)");
+  }
+  prpc::CreateExperimentRequest request;
+  request.set_model(o_.model);
+  request.set_name(o_.name.empty() ? absl::StrCat("v", o_.a, " vs v", o_.b) : o_.name);
+  prpc::ExperimentArm* a = request.add_arms();
+  a->set_name("A");
+  a->set_version(o_.a);
+  a->set_share_percent(100 - o_.share);
+  prpc::ExperimentArm* b = request.add_arms();
+  b->set_name("B");
+  b->set_version(o_.b);
+  b->set_share_percent(o_.share);
+  prpc::Experiment created, started;
+  PLANNER(CreateExperiment, request, &created);
+  prpc::ExperimentId id;
+  id.set_id(created.id());
+  PLANNER(StartExperiment, id, &started);
+  if (o_.json) {
+    out_ << Json(started) << "\n";
+  } else {
+    out_ << "experiment " << started.id() << " is running: A = version " << o_.a << " ("
+         << 100 - o_.share << "%), B = version " << o_.b << " (" << o_.share
+         << "%). Serve it with local_cluster --experiment " << started.id() << "\n";
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Console::ExperimentsList() {
+  if (o_.model.empty()) return absl::InvalidArgumentError("'experiments list' needs --model");
+  prpc::ListExperimentsRequest request;
+  request.set_model(o_.model);
+  prpc::ListExperimentsResponse response;
+  PLANNER(ListExperiments, request, &response);
+  if (o_.json) {
+    out_ << Json(response) << "\n";
+    return absl::OkStatus();
+  }
+  Table t({"id", "status", "name", "arms"});
+  for (const prpc::Experiment& e : response.experiments()) {
+    std::string arms;
+    for (const prpc::ExperimentArm& a : e.arms()) {
+      absl::StrAppend(&arms, arms.empty() ? "" : ", ", a.name(), "=v", a.version(), " ",
+                      a.share_percent(), "%");
+    }
+    t.Add({absl::StrCat(e.id()), e.status(), e.name(), arms});
+  }
+  out_ << t.Render();
+  return absl::OkStatus();
+}
+
+absl::Status Console::ExperimentsStatus(int64_t id) {
+  prpc::ExperimentId request;
+  request.set_id(id);
+  prpc::Experiment e;
+  PLANNER(GetExperiment, request, &e);
+  if (o_.json) {
+    out_ << Json(e) << "\n";
+    return absl::OkStatus();
+  }
+  PrintExperiment(e);
+  return absl::OkStatus();
+}
+
+absl::Status Console::ExperimentsStop(int64_t id) {
+  if (absl::Status s = Confirm(absl::StrCat("stop experiment ", id, "?")); !s.ok()) return s;
+  prpc::ExperimentId request;
+  request.set_id(id);
+  prpc::Experiment e;
+  PLANNER(StopExperiment, request, &e);
+  out_ << (o_.json ? Json(e) : absl::StrCat("experiment ", id, " is ", e.status())) << "\n";
+  return absl::OkStatus();
+}
+
+absl::Status Console::ExperimentsPromote(int64_t id) {
+  prpc::ExperimentId get;
+  get.set_id(id);
+  prpc::Experiment e;
+  PLANNER(GetExperiment, get, &e);
+  std::string arm = o_.arm;
+  if (arm.empty()) {  // The winner: most goodput recorded (then the lower E2E p50).
+    double best = -1, best_e2e = 0;
+    for (const prpc::ExperimentArm& a : e.arms()) {
+      const nlohmann::json m = nlohmann::json::parse(a.latest_metrics_json(), nullptr, false);
+      if (!m.is_object()) continue;
+      const double goodput = Get(m, "goodput_rps"), e2e = Get(m, "e2e_ms", "p50");
+      if (goodput > best || (goodput == best && e2e < best_e2e)) {
+        best = goodput, best_e2e = e2e, arm = a.name();
+      }
+    }
+    if (arm.empty()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "experiment ", id, " has no recorded metrics to pick a winner; name one with --arm"));
+    }
+  }
+  int64_t version = 0;
+  for (const prpc::ExperimentArm& a : e.arms()) {
+    if (a.name() == arm) version = a.version();
+  }
+  if (version == 0) {
+    return absl::NotFoundError(absl::StrCat("experiment ", id, " has no arm '", arm, "'"));
+  }
+  if (absl::Status s = Confirm(absl::StrCat("promote arm ", arm, " of experiment ", id,
+                                            " (activate version ", version, ")?"));
+      !s.ok()) {
+    return s;
+  }
+  prpc::PromoteExperimentRequest request;
+  request.set_id(id);
+  request.set_arm(arm);
+  prpc::Experiment done;
+  PLANNER(PromoteExperiment, request, &done);
+  out_ << (o_.json ? Json(done)
+                   : absl::StrCat("experiment ", id, ": arm ", arm, " promoted; version ", version,
+                                  " is active (experiment ", done.status(), ")"))
+       << "\n";
+  return absl::OkStatus();
+}
+
+absl::Status Console::ClusterStatus() {
+  rrpc::RouterStats stats;
+  ROUTER(GetStats, rrpc::GetStatsRequest(), &stats);
+  // LAR per MoE layer over every rank, from the engines themselves.
+  std::map<int, std::pair<int64_t, int64_t>> layers;  // layer → (local, remote)
+  int reachable = 0;
+  for (const rrpc::RankStats& r : stats.ranks()) {
+    auto stub = engine::rpc::EngineService::NewStub(
+        grpc::CreateChannel(r.address(), grpc::InsecureChannelCredentials()));
+    grpc::ClientContext context;
+    context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(2)));
+    engine::rpc::EngineStats e;
+    if (!stub->GetStats(&context, engine::rpc::GetStatsRequest(), &e).ok()) continue;
+    ++reachable;
+    for (const engine::rpc::MoeLayerStats& l : e.layers()) {
+      layers[l.layer()].first += l.local_activations();
+      layers[l.layer()].second += l.remote_activations();
+    }
+  }
+  if (o_.json) {
+    nlohmann::json j = nlohmann::json::parse(Json(stats));
+    nlohmann::json per_layer = nlohmann::json::array();
+    for (const auto& [layer, c] : layers) {
+      const int64_t all = c.first + c.second;
+      per_layer.push_back({{"layer", layer}, {"lar", all == 0 ? 0.0 : double(c.first) / all}});
+    }
+    j["lar_per_layer"] = per_layer;
+    out_ << j.dump() << "\n";
+    return absl::OkStatus();
+  }
+  out_ << "router " << o_.router << ": policy " << stats.policy() << ", " << stats.ranks_size()
+       << " ranks (" << reachable << " answering), " << stats.received() << " requests ("
+       << stats.completed() << " done, " << stats.failed() << " failed, " << stats.rejected()
+       << " rejected), LAR " << Fixed(stats.lar(), 3) << ", "
+       << Fixed(stats.a2a_bytes_per_token(), 0) << " all-to-all B/token"
+       << (stats.experiment_id() > 0 ? absl::StrCat(", experiment ", stats.experiment_id()) : "")
+       << "\n";
+  Table ranks({"arm", "rank", "address", "health", "in flight", "tokens in flight", "assigned",
+               "KV free", "LAR"});
+  for (const rrpc::RankStats& r : stats.ranks()) {
+    ranks.Add({r.arm().empty() ? "-" : r.arm(), absl::StrCat(r.rank()), r.address(),
+               r.usable() ? "serving" : "DOWN", absl::StrCat(r.requests_in_flight()),
+               absl::StrCat(r.tokens_in_flight()), absl::StrCat(r.assigned()),
+               absl::StrCat(r.kv_free_tokens()), Fixed(r.lar(), 3)});
+  }
+  out_ << ranks.Render();
+  Table arms({"arm", "share", "throughput/s", "goodput/s", "TTFT p50", "TTFT p99", "TPOT p50",
+              "E2E p99", "LAR", "a2a B/tok"});
+  for (const rrpc::ArmStats& a : stats.arms()) {
+    arms.Add({a.name().empty() ? "-" : a.name(), absl::StrCat(a.share_percent(), "%"),
+              Fixed(a.throughput_rps(), 2), Fixed(a.goodput_rps(), 2), Fixed(a.ttft_ms().p50(), 1),
+              Fixed(a.ttft_ms().p99(), 1), Fixed(a.tpot_ms().p50(), 1), Fixed(a.e2e_ms().p99(), 1),
+              Fixed(a.lar(), 3), Fixed(a.a2a_bytes_per_token(), 0)});
+  }
+  out_ << arms.Render();
+  Table per_layer({"MoE layer", "LAR", ""});
+  for (const auto& [layer, c] : layers) {
+    const int64_t all = c.first + c.second;
+    const double lar = all == 0 ? 0.0 : double(c.first) / all;
+    per_layer.Add(
+        {absl::StrCat(layer), Fixed(lar, 3), std::string(static_cast<int>(lar * 40), '#')});
+  }
+  if (!per_layer.empty()) out_ << per_layer.Render();
+  return absl::OkStatus();
+}
+
+}  // namespace semmoe::console
