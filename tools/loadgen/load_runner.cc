@@ -302,4 +302,44 @@ absl::StatusOr<SweepResult> Sweep(router::rpc::RouterService::Stub& stub,
   return out;
 }
 
+absl::StatusOr<SweepResult> SearchMaxRate(router::rpc::RouterService::Stub& stub,
+                                          const std::vector<Prompt>& prompts, LoadOptions options,
+                                          double start_rate, double max_rate, int bisect_steps,
+                                          double target_attainment,
+                                          const std::function<void(const LoadResult&)>& on_point) {
+  if (!(start_rate > 0) || !(max_rate >= start_rate) || bisect_steps < 0) {
+    return absl::InvalidArgumentError("the search needs 0 < start rate ≤ max rate");
+  }
+  SweepResult out;
+  options.concurrency = 0;
+  auto holds = [&](double rate) -> absl::StatusOr<bool> {
+    options.rate = rate;
+    absl::StatusOr<LoadResult> r = RunLoad(stub, prompts, options);
+    if (!r.ok()) return r.status();
+    const bool ok = r->slo_attainment >= target_attainment;
+    if (ok) out.best_rate = std::max(out.best_rate, rate);
+    if (on_point) on_point(*r);
+    out.points.push_back(*std::move(r));
+    return ok;
+  };
+  double good = 0, bad = 0;
+  for (double rate = start_rate;; rate = std::min(2 * rate, max_rate)) {
+    absl::StatusOr<bool> ok = holds(rate);
+    if (!ok.ok()) return ok.status();
+    if (!*ok) {
+      bad = rate;
+      break;
+    }
+    good = rate;
+    if (rate >= max_rate) return out;  // In SLO all the way up.
+  }
+  for (int step = 0; step < bisect_steps && good > 0; ++step) {
+    const double mid = (good + bad) / 2;
+    absl::StatusOr<bool> ok = holds(mid);
+    if (!ok.ok()) return ok.status();
+    (*ok ? good : bad) = mid;
+  }
+  return out;
+}
+
 }  // namespace semmoe::tools

@@ -13,6 +13,7 @@
 #define SEMMOE_TOOLS_LOADGEN_LOAD_RUNNER_H_
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -69,6 +70,15 @@ struct SweepResult {
 absl::StatusOr<SweepResult> Sweep(router::rpc::RouterService::Stub& stub,
                                   const std::vector<Prompt>& prompts, LoadOptions options,
                                   const std::vector<double>& rates, double target_attainment);
+
+// The highest rate in SLO, searched: open-loop runs from `start_rate`, doubling while the SLO
+// holds (up to `max_rate`), then `bisect_steps` halvings of the interval between the last rate
+// that held and the first that did not. Every run is in `points` (in the order run); each run
+// is called back as it ends (for progress), if `on_point` is set.
+absl::StatusOr<SweepResult> SearchMaxRate(
+    router::rpc::RouterService::Stub& stub, const std::vector<Prompt>& prompts, LoadOptions options,
+    double start_rate, double max_rate, int bisect_steps, double target_attainment,
+    const std::function<void(const LoadResult&)>& on_point = nullptr);
 
 }  // namespace semmoe::tools
 

@@ -103,6 +103,28 @@ TEST_F(LoadRunnerTest, SweepReportsTheHighestRateInSlo) {
   EXPECT_EQ(s->best_rate, 8);
 }
 
+TEST_F(LoadRunnerTest, SearchDoublesWhileInSloThenBisects) {
+  const LoadOptions base = {.duration = absl::Seconds(0.4), .max_tokens = 1};
+  // A lax SLO holds all the way: 2, 4, 8 (the cap).
+  LoadOptions lax = base;
+  lax.slo_ttft_ms = 60000;
+  auto s = SearchMaxRate(*stub_, prompts_, lax, 2, 8, 2, 0.9);
+  ASSERT_TRUE(s.ok()) << s.status();
+  ASSERT_EQ(s->points.size(), 3u);
+  EXPECT_EQ(s->points[2].options.rate, 8);
+  EXPECT_EQ(s->best_rate, 8);
+  // An impossible one fails at once: no bisection below a rate that never held.
+  LoadOptions impossible = base;
+  impossible.slo_ttft_ms = 1e-6;
+  int seen = 0;
+  s = SearchMaxRate(*stub_, prompts_, impossible, 2, 8, 2, 0.9, [&](const LoadResult&) { ++seen; });
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ(s->points.size(), 1u);
+  EXPECT_EQ(seen, 1);
+  EXPECT_EQ(s->best_rate, 0);
+  EXPECT_FALSE(SearchMaxRate(*stub_, prompts_, base, 0, 8, 2, 0.9).ok());
+}
+
 TEST_F(LoadRunnerTest, BadOptions) {
   EXPECT_FALSE(RunLoad(*stub_, prompts_, {.rate = 1, .concurrency = 1}).ok());
   EXPECT_FALSE(RunLoad(*stub_, prompts_, {}).ok());

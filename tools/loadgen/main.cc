@@ -4,6 +4,8 @@
 //           [--duration_s 10] [--max_tokens 64] [--slo_ttft_ms 1000] [--slo_tpot_ms 200]
 //           [--out result.json]
 //   loadgen ... --sweep --rates 1,2,4,8 [--target_attainment 0.9]   (the highest rate in SLO)
+//   loadgen ... --sweep [--rate R0] [--max_rate 256] [--bisect_steps 3]  (searched: doubling
+//               from R0 while in SLO, then bisection)
 //
 // Prints a table (and writes JSON with --out): throughput, TTFT/TPOT/E2E percentiles, goodput
 // and SLO attainment, requests per rank and the ranks' LAR. Exit status: 0 when it ran (even if
@@ -37,6 +39,8 @@ ABSL_FLAG(double, slo_tpot_ms, 200, "SLO: time per output token");
 ABSL_FLAG(bool, sweep, false, "open-loop runs at each of --rates");
 ABSL_FLAG(std::vector<std::string>, rates, {}, "sweep rates (requests/s)");
 ABSL_FLAG(double, target_attainment, 0.9, "sweep: share of requests that must meet the SLO");
+ABSL_FLAG(double, max_rate, 256, "sweep without --rates: the search's highest rate");
+ABSL_FLAG(int, bisect_steps, 3, "sweep without --rates: halvings after the doubling");
 ABSL_FLAG(uint64_t, seed, 0, "arrival process seed");
 ABSL_FLAG(std::string, out, "", "write the result(s) here as JSON");
 
@@ -99,9 +103,16 @@ int Main() {
       if (!absl::SimpleAtod(r, &v) || !(v > 0)) return Usage(absl::StrCat("bad rate '", r, "'"));
       rates.push_back(v);
     }
-    if (rates.empty()) return Usage("--sweep needs --rates");
     PrintHeader();
     SweepResult sweep;
+    if (rates.empty()) {  // Search: double from --rate, then bisect.
+      absl::StatusOr<SweepResult> found = SearchMaxRate(
+          *stub, *prompts, o, o.rate > 0 ? o.rate : 1.0, absl::GetFlag(FLAGS_max_rate),
+          absl::GetFlag(FLAGS_bisect_steps), absl::GetFlag(FLAGS_target_attainment),
+          [](const LoadResult& r) { PrintRow(r); });
+      if (!found.ok()) return Usage(std::string(found.status().message()));
+      sweep = *std::move(found);
+    }
     std::sort(rates.begin(), rates.end());
     for (double rate : rates) {  // One point at a time, printed as it ends.
       absl::StatusOr<SweepResult> one =
