@@ -1,0 +1,42 @@
+#include "kernels/cpu/forward_ops.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace semmoe::kernels::cpu {
+
+void GatherRowsByIndex(const float* table, const int32_t* index, int64_t rows, int64_t width,
+                       float* out) {
+  for (int64_t r = 0; r < rows; ++r) {
+    std::copy_n(table + static_cast<int64_t>(index[r]) * width, width, out + r * width);
+  }
+}
+
+void AddRowBias(float* x, int64_t rows, int64_t width, int64_t row_stride, const float* bias) {
+  for (int64_t r = 0; r < rows; ++r) {
+    for (int64_t i = 0; i < width; ++i) x[r * row_stride + i] += bias[i];
+  }
+}
+
+void AddInPlace(float* x, const float* y, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) x[i] += y[i];
+}
+
+void SigmoidGateAdd(float* out, const float* y, const float* gate, int64_t rows, int64_t width) {
+  for (int64_t r = 0; r < rows; ++r) {
+    const float g = 1.0f / (1.0f + std::exp(-gate[r]));
+    for (int64_t i = 0; i < width; ++i) out[r * width + i] += g * y[r * width + i];
+  }
+}
+
+void StorePagedKv(const StorePagedKvArgs& a) {
+  for (int64_t t = 0; t < a.tokens; ++t) {
+    const int64_t p = a.position[t];
+    const int64_t page =
+        a.page_table[static_cast<int64_t>(a.seq_of_token[t]) * a.max_pages + p / a.page_size];
+    float* dst = a.cache + (page * a.page_size + p % a.page_size) * a.width;
+    std::copy_n(a.rows + t * a.width, a.width, dst);
+  }
+}
+
+}  // namespace semmoe::kernels::cpu

@@ -1,0 +1,45 @@
+// The glue of a forward pass on f32 rows in host memory: the CPU references of
+// kernels/cuda/forward_ops.h (same arguments; compared by kernels/cuda/forward_ops_test).
+//   GatherRowsByIndex — out[r] = table[index[r]] (embedding lookup, picking logit rows);
+//   AddRowBias        — x[r] += bias (attention projection biases);
+//   AddInPlace        — x += y (the residual stream);
+//   SigmoidGateAdd    — out[r] += sigmoid(gate[r]) · y[r] (qwen2_moe's gated shared expert);
+//   StorePagedKv      — new key/value rows into a paged cache through page tables.
+#ifndef SEMMOE_KERNELS_CPU_FORWARD_OPS_H_
+#define SEMMOE_KERNELS_CPU_FORWARD_OPS_H_
+
+#include <cstdint>
+
+namespace semmoe::kernels::cpu {
+
+// table: [*, width]; index: [rows] valid row ids; out: [rows, width].
+void GatherRowsByIndex(const float* table, const int32_t* index, int64_t rows, int64_t width,
+                       float* out);
+
+// x: [rows] rows of `width` floats, `row_stride` apart; bias: [width].
+void AddRowBias(float* x, int64_t rows, int64_t width, int64_t row_stride, const float* bias);
+
+void AddInPlace(float* x, const float* y, int64_t n);
+
+// out, y: [rows, width]; gate: [rows].
+void SigmoidGateAdd(float* out, const float* y, const float* gate, int64_t rows, int64_t width);
+
+// Row t of `rows` ([tokens, width]) goes to cache position position[t] of sequence
+// seq_of_token[t]: cache[page_table[seq · max_pages + position / page_size]][position %
+// page_size]. cache: [pages, page_size, width]. REQUIRES every page id in range.
+struct StorePagedKvArgs {
+  const float* rows;
+  int64_t tokens;
+  int64_t width;
+  const int32_t* seq_of_token;
+  const int32_t* position;
+  const int32_t* page_table;  // [sequences, max_pages].
+  int max_pages;
+  int page_size;
+  float* cache;
+};
+void StorePagedKv(const StorePagedKvArgs& args);
+
+}  // namespace semmoe::kernels::cpu
+
+#endif  // SEMMOE_KERNELS_CPU_FORWARD_OPS_H_

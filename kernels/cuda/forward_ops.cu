@@ -1,0 +1,93 @@
+#include "kernels/cuda/forward_ops.h"
+
+namespace semmoe::kernels::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+
+int Blocks(int64_t work) {
+  return static_cast<int>(work < 65535 ? (work > 0 ? work : 1) : 65535);
+}
+
+// One block per row (grid-stride over rows), threads over the row's width.
+__global__ void GatherRowsByIndexKernel(const float* __restrict__ table,
+                                        const int32_t* __restrict__ index, int64_t rows,
+                                        int64_t width, float* __restrict__ out) {
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const float* src = table + static_cast<int64_t>(index[r]) * width;
+    for (int64_t i = threadIdx.x; i < width; i += blockDim.x) out[r * width + i] = src[i];
+  }
+}
+
+__global__ void AddRowBiasKernel(float* x, int64_t rows, int64_t width, int64_t row_stride,
+                                 const float* __restrict__ bias) {
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    for (int64_t i = threadIdx.x; i < width; i += blockDim.x) x[r * row_stride + i] += bias[i];
+  }
+}
+
+__global__ void AddInPlaceKernel(float* x, const float* __restrict__ y, int64_t n) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    x[i] += y[i];
+  }
+}
+
+__global__ void SigmoidGateAddKernel(float* out, const float* __restrict__ y,
+                                     const float* __restrict__ gate, int64_t rows,
+                                     int64_t width) {
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    const float g = 1.0f / (1.0f + expf(-gate[r]));
+    for (int64_t i = threadIdx.x; i < width; i += blockDim.x) {
+      out[r * width + i] += g * y[r * width + i];
+    }
+  }
+}
+
+__global__ void StorePagedKvKernel(StorePagedKvArgs a) {
+  for (int64_t t = blockIdx.x; t < a.tokens; t += gridDim.x) {
+    const int64_t p = a.position[t];
+    const int64_t page =
+        a.page_table[static_cast<int64_t>(a.seq_of_token[t]) * a.max_pages + p / a.page_size];
+    float* dst = a.cache + (page * a.page_size + p % a.page_size) * a.width;
+    for (int64_t i = threadIdx.x; i < a.width; i += blockDim.x) dst[i] = a.rows[t * a.width + i];
+  }
+}
+
+}  // namespace
+
+cudaError_t LaunchGatherRowsByIndex(const float* table, const int32_t* index, int64_t rows,
+                                    int64_t width, float* out, cudaStream_t stream) {
+  if (rows <= 0 || width <= 0) return cudaSuccess;
+  GatherRowsByIndexKernel<<<Blocks(rows), kThreads, 0, stream>>>(table, index, rows, width, out);
+  return cudaGetLastError();
+}
+
+cudaError_t LaunchAddRowBias(float* x, int64_t rows, int64_t width, int64_t row_stride,
+                             const float* bias, cudaStream_t stream) {
+  if (rows <= 0 || width <= 0) return cudaSuccess;
+  AddRowBiasKernel<<<Blocks(rows), kThreads, 0, stream>>>(x, rows, width, row_stride, bias);
+  return cudaGetLastError();
+}
+
+cudaError_t LaunchAddInPlace(float* x, const float* y, int64_t n, cudaStream_t stream) {
+  if (n <= 0) return cudaSuccess;
+  AddInPlaceKernel<<<Blocks((n + kThreads - 1) / kThreads), kThreads, 0, stream>>>(x, y, n);
+  return cudaGetLastError();
+}
+
+cudaError_t LaunchSigmoidGateAdd(float* out, const float* y, const float* gate, int64_t rows,
+                                 int64_t width, cudaStream_t stream) {
+  if (rows <= 0 || width <= 0) return cudaSuccess;
+  SigmoidGateAddKernel<<<Blocks(rows), kThreads, 0, stream>>>(out, y, gate, rows, width);
+  return cudaGetLastError();
+}
+
+cudaError_t LaunchStorePagedKv(const StorePagedKvArgs& args, cudaStream_t stream) {
+  if (args.page_size <= 0 || args.max_pages < 0) return cudaErrorInvalidValue;
+  if (args.tokens <= 0 || args.width <= 0) return cudaSuccess;
+  StorePagedKvKernel<<<Blocks(args.tokens), kThreads, 0, stream>>>(args);
+  return cudaGetLastError();
+}
+
+}  // namespace semmoe::kernels::cuda

@@ -1,0 +1,133 @@
+// The GPU forward glue against kernels/cpu/forward_ops on random shapes, empty ones included.
+// Needs a GPU (tag gpu).
+#include "kernels/cuda/forward_ops.h"
+
+#include <algorithm>
+#include <numeric>
+#include <random>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "kernels/cpu/forward_ops.h"
+#include "kernels/cuda/cuda_status.h"
+#include "kernels/cuda/testing/device_memory.h"
+
+namespace semmoe::kernels::cuda {
+namespace {
+
+using testing::ToDevice;
+using testing::ToHost;
+
+class ForwardOpsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto devices = DeviceCount();
+    ASSERT_TRUE(devices.ok() && *devices > 0) << "needs a GPU";
+  }
+  std::vector<float> Random(int64_t n) {
+    std::vector<float> v(n);
+    for (float& x : v) x = normal_(rng_);
+    return v;
+  }
+  std::mt19937 rng_{11};
+  std::normal_distribution<float> normal_;
+};
+
+TEST_F(ForwardOpsTest, GatherRowsByIndex) {
+  for (int64_t rows : {0, 1, 5, 700}) {
+    for (int64_t width : {1, 33, 1024}) {
+      const int64_t table_rows = 97;
+      const std::vector<float> table = Random(table_rows * width);
+      std::vector<int32_t> index(rows);
+      for (int32_t& i : index) i = static_cast<int32_t>(rng_() % table_rows);
+      std::vector<float> want(rows * width);
+      cpu::GatherRowsByIndex(table.data(), index.data(), rows, width, want.data());
+      float* d_table = ToDevice(table);
+      int32_t* d_index = ToDevice(index);
+      float* d_out = ToDevice(std::vector<float>(rows * width));
+      ASSERT_EQ(LaunchGatherRowsByIndex(d_table, d_index, rows, width, d_out, nullptr),
+                cudaSuccess);
+      EXPECT_EQ(ToHost(d_out, want.size()), want) << rows << "x" << width;  // Copies: exact.
+      cudaFree(d_table);
+      cudaFree(d_index);
+      cudaFree(d_out);
+    }
+  }
+}
+
+TEST_F(ForwardOpsTest, AddsAreExact) {
+  for (int64_t rows : {0, 1, 9, 300}) {
+    for (int64_t width : {1, 64, 1000}) {
+      const int64_t stride = width + 5;
+      std::vector<float> x = Random(rows * stride), bias = Random(width);
+      std::vector<float> y = Random(rows * stride), gate = Random(rows);
+      std::vector<float> want = x;
+      cpu::AddRowBias(want.data(), rows, width, stride, bias.data());
+      cpu::AddInPlace(want.data(), y.data(), rows * stride);
+      float* d_x = ToDevice(x);
+      float* d_bias = ToDevice(bias);
+      float* d_y = ToDevice(y);
+      ASSERT_EQ(LaunchAddRowBias(d_x, rows, width, stride, d_bias, nullptr), cudaSuccess);
+      ASSERT_EQ(LaunchAddInPlace(d_x, d_y, rows * stride, nullptr), cudaSuccess);
+      EXPECT_EQ(ToHost(d_x, want.size()), want);  // One f32 add per element: exact.
+
+      // The gated add over packed rows [rows, stride].
+      float* d_gate = ToDevice(gate);
+      cpu::SigmoidGateAdd(want.data(), y.data(), gate.data(), rows, stride);
+      ASSERT_EQ(LaunchSigmoidGateAdd(d_x, d_y, d_gate, rows, stride, nullptr), cudaSuccess);
+      const std::vector<float> got = ToHost(d_x, want.size());
+      for (size_t i = 0; i < want.size(); ++i) {
+        ASSERT_NEAR(got[i], want[i], 1e-5f * std::max(1.0f, std::abs(want[i]))) << i;
+      }
+      cudaFree(d_x);
+      cudaFree(d_bias);
+      cudaFree(d_y);
+      cudaFree(d_gate);
+    }
+  }
+}
+
+TEST_F(ForwardOpsTest, StorePagedKvThroughShuffledPageTables) {
+  for (int page_size : {1, 16}) {
+    for (int64_t width : {8, 256}) {
+      // Sequences of ragged lengths (one empty), pages handed out in a shuffled order.
+      const std::vector<int> lengths = {5, 0, 33, 1};
+      const int max_pages = (33 + page_size - 1) / page_size;
+      const int pages = max_pages * static_cast<int>(lengths.size());
+      std::vector<int32_t> ids(pages);
+      std::iota(ids.begin(), ids.end(), 0);
+      std::shuffle(ids.begin(), ids.end(), rng_);
+      std::vector<int32_t> table(ids.begin(), ids.end());  // [sequences, max_pages]
+      std::vector<int32_t> seq, pos;
+      for (size_t s = 0; s < lengths.size(); ++s) {
+        for (int p = 0; p < lengths[s]; ++p) {
+          seq.push_back(static_cast<int32_t>(s));
+          pos.push_back(p);
+        }
+      }
+      const int64_t tokens = static_cast<int64_t>(seq.size());
+      const std::vector<float> rows = Random(tokens * width);
+      std::vector<float> want(static_cast<size_t>(pages) * page_size * width, -1.0f);
+      cpu::StorePagedKv({rows.data(), tokens, width, seq.data(), pos.data(), table.data(),
+                         max_pages, page_size, want.data()});
+      float* d_rows = ToDevice(rows);
+      int32_t* d_seq = ToDevice(seq);
+      int32_t* d_pos = ToDevice(pos);
+      int32_t* d_table = ToDevice(table);
+      float* d_cache = ToDevice(std::vector<float>(want.size(), -1.0f));
+      ASSERT_EQ(LaunchStorePagedKv({d_rows, tokens, width, d_seq, d_pos, d_table, max_pages,
+                                    page_size, d_cache},
+                                   nullptr),
+                cudaSuccess);
+      EXPECT_EQ(ToHost(d_cache, want.size()), want);
+      for (void* p : {static_cast<void*>(d_rows), static_cast<void*>(d_seq),
+                      static_cast<void*>(d_pos), static_cast<void*>(d_table),
+                      static_cast<void*>(d_cache)}) {
+        cudaFree(p);
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace semmoe::kernels::cuda
