@@ -21,10 +21,13 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/notification.h"
 #include "common/file.h"
 #include "common/logging.h"
+#include "engine/gpu/gpu_batch.h"
 #include "engine/model/generation_config.h"
 #include "engine/model/model.h"
 #include "engine/model/unicode.h"
@@ -38,7 +41,7 @@
 ABSL_FLAG(std::string, model, "",
           "checkpoint directory (config.json, *.safetensors, tokenizer.json)");
 ABSL_FLAG(std::string, device, "cpu",
-          "cpu, or cuda (the GPU forward: not built yet, see tests/gpu/README.md)");
+          "cpu, or cuda / cuda:N: generate's forward passes on CUDA device N (default 0)");
 ABSL_FLAG(std::string, prompt, "", "generate: the prompt text (special tokens are parsed)");
 ABSL_FLAG(int, max_tokens, 64, "generate: tokens to generate at most");
 ABSL_FLAG(bool, greedy, false,
@@ -108,7 +111,8 @@ absl::StatusOr<std::unique_ptr<model::Model>> Load(bool need_tokenizer) {
                           {.require_tokenizer = need_tokenizer});
 }
 
-int Generate() {
+// `device`: the CUDA device for the forward passes, or −1 for the CPU.
+int Generate(int device) {
   const std::string prompt = absl::GetFlag(FLAGS_prompt);
   if (prompt.empty()) return Usage("generate needs --prompt");
   auto m = Load(/*need_tokenizer=*/true);
@@ -133,6 +137,15 @@ int Generate() {
   runtime::BatchEngine::Options options{.max_batch_tokens = absl::GetFlag(FLAGS_max_batch_tokens),
                                         .tokenizer = model.tokenizer.get(),
                                         .eos_ids = gen->eos_token_ids};
+  std::unique_ptr<gpu::GpuTransformer> gpu_forward;  // Outlives the engine.
+  if (device >= 0) {
+    auto g = gpu::UseGpuForward(model.config, *model.weights, device, options);
+    if (!g.ok()) return Fail(g.status());
+    gpu_forward = std::move(*g);
+    std::cerr << "engine: forward on CUDA device " << device << " ("
+              << gpu_forward->weight_bytes() / (1 << 20) << " MiB of weights, "
+              << gpu_forward->kv_bytes() / (1 << 20) << " MiB of KV cache)\n";
+  }
   auto engine = runtime::BatchEngine::Create(*model.transformer, options);
   if (!engine.ok()) return Fail(engine.status());
   absl::Status submitted = (*engine)->Submit({.id = "generate",
@@ -310,22 +323,31 @@ int main(int argc, char** argv) {
   const std::string command = args[1];
   if (absl::GetFlag(FLAGS_model).empty()) return Usage("--model is required");
   const std::string device = absl::GetFlag(FLAGS_device);
-  if (device != "cpu" && device != "cuda") return Usage("--device must be cpu or cuda");
+  int cuda_device = -1;
   if (device == "cuda") {
-    // Say which is missing: the GPU here, or the CUDA forward in this build.
+    cuda_device = 0;
+  } else if (absl::StartsWith(device, "cuda:")) {
+    if (!absl::SimpleAtoi(device.substr(5), &cuda_device) || cuda_device < 0) {
+      return Usage("--device cuda:N needs a device number N >= 0");
+    }
+  } else if (device != "cpu") {
+    return Usage("--device must be cpu, cuda or cuda:N");
+  }
+  if (cuda_device >= 0) {
     absl::StatusOr<int> devices = semmoe::kernels::cuda::DeviceCount();
     if (!devices.ok() || *devices == 0) {
-      std::cerr << "engine: --device cuda: this machine has no CUDA device"
+      std::cerr << "engine: --device " << device << ": this machine has no CUDA device"
                 << (devices.ok() ? "" : absl::StrCat(" (", devices.status().message(), ")"))
                 << "; use --device cpu\n";
       return 1;
     }
-    std::cerr << "engine: --device cuda: " << *devices
-              << " CUDA device(s) found, but the GPU forward is not built yet (its kernels are: "
-                 "kernels/cuda); use --device cpu\n";
-    return 1;
+    if (command != "generate") {
+      std::cerr << "engine: --device " << device << ": the GPU forward runs `generate` so far; "
+                << command << " runs on the CPU only (docs/ENGINE.md)\n";
+      return 1;
+    }
   }
-  if (command == "generate") return semmoe::engine::Generate();
+  if (command == "generate") return semmoe::engine::Generate(cuda_device);
   if (command == "score") return semmoe::engine::Score();
   if (command == "trace") return semmoe::engine::Trace();
   if (command == "serve") return semmoe::engine::Serve();

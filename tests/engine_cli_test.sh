@@ -53,10 +53,13 @@ head -c 100 "$dir/model.safetensors" >"$TMP/corrupt/model.safetensors"
 expect_error 1 "runs past the end of the file" -- \
   "$ENGINE" generate --model="$TMP/corrupt" --prompt=x
 
-# --device: cuda on a machine without a GPU says so (CI has none; a GPU machine is told the GPU
-# forward is not built yet).
-expect_error 1 "--device cuda: " -- "$ENGINE" generate --model="$dir" --prompt=x --device=cuda
-expect_error 2 "--device must be cpu or cuda" -- "$ENGINE" generate --model="$dir" --prompt=x \
+# --device: cuda on a machine without a GPU says so (CI has none; the GPU forward itself is
+# tested by engine/gpu:gpu_transformer_test on the device machine).
+expect_error 1 "--device cuda: this machine has no CUDA device" -- \
+  "$ENGINE" generate --model="$dir" --prompt=x --device=cuda
+expect_error 2 "--device cuda:N needs a device number" -- \
+  "$ENGINE" generate --model="$dir" --prompt=x --device=cuda:one
+expect_error 2 "--device must be cpu, cuda or cuda:N" -- "$ENGINE" generate --model="$dir" --prompt=x \
   --device=tpu
 
 # serve: bad flags and files are clear errors before anything listens.

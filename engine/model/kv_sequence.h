@@ -5,7 +5,10 @@
 #ifndef SEMMOE_ENGINE_MODEL_KV_SEQUENCE_H_
 #define SEMMOE_ENGINE_MODEL_KV_SEQUENCE_H_
 
+#include <cstdint>
 #include <vector>
+
+#include "absl/types/span.h"
 
 namespace semmoe::engine::model {
 
@@ -17,6 +20,10 @@ class KvSequence {
   // The [kv_heads × head_dim] row of `layer` at `position`. REQUIRES: position < capacity().
   virtual float* Key(int layer, int position) = 0;
   virtual float* Value(int layer, int position) = 0;
+  // A paged sequence's page table (position p is in page page_table()[p / page_size]); empty
+  // for a contiguous one. A forward pass that keeps the cache elsewhere (the GPU's) indexes its
+  // own arena with it.
+  virtual absl::Span<const int32_t> page_table() const { return {}; }
 };
 
 class DenseKvSequence : public KvSequence {

@@ -53,6 +53,36 @@ absl::Status LocalLayerStage::Run(int layer, const BatchTokens& tokens, Matrix& 
   return absl::OkStatus();
 }
 
+absl::StatusOr<BatchShape> CheckBatch(const ModelConfig& config,
+                                      absl::Span<const SequenceInput> batch) {
+  const ModelConfig& c = config;
+  BatchShape shape;
+  for (size_t s = 0; s < batch.size(); ++s) {
+    const SequenceInput& seq = batch[s];
+    const int64_t n = static_cast<int64_t>(seq.tokens.size());
+    if (n == 0) return absl::InvalidArgumentError(absl::StrCat("sequence ", s, " has no tokens"));
+    if (seq.kv == nullptr) return absl::InvalidArgumentError("sequence without a KV cache");
+    if (seq.start_position < 0 || seq.start_position + n > c.max_position_embeddings) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("sequence ", s, ": positions up to ", seq.start_position + n,
+                       " exceed max_position_embeddings ", c.max_position_embeddings));
+    }
+    if (seq.start_position + n > seq.kv->capacity()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "sequence ", s, ": KV capacity ", seq.kv->capacity(), " < ", seq.start_position + n));
+    }
+    for (int32_t id : seq.tokens) {
+      if (id < 0 || id >= c.vocab_size) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("token id ", id, " is outside the vocabulary [0, ", c.vocab_size, ")"));
+      }
+    }
+    shape.tokens += n;
+    shape.logit_rows += seq.logits == LogitsMode::kAll ? n : seq.logits == LogitsMode::kLast ? 1 : 0;
+  }
+  return shape;
+}
+
 Transformer::Transformer(const ModelConfig& config, const ModelWeights& weights, LayerStage* stage)
     : config_(config), weights_(weights), stage_(stage) {
   if (stage_ == nullptr) {
@@ -181,31 +211,8 @@ Matrix Transformer::Attention(int layer, absl::Span<const SequenceInput> batch,
 absl::StatusOr<ForwardOutput> Transformer::Forward(absl::Span<const SequenceInput> batch,
                                                    const ForwardOptions& options) const {
   const ModelConfig& c = config_;
-  int64_t tokens = 0;
-  int64_t logit_rows = 0;
-  for (size_t s = 0; s < batch.size(); ++s) {
-    const SequenceInput& seq = batch[s];
-    const int64_t n = static_cast<int64_t>(seq.tokens.size());
-    if (n == 0) return absl::InvalidArgumentError(absl::StrCat("sequence ", s, " has no tokens"));
-    if (seq.kv == nullptr) return absl::InvalidArgumentError("sequence without a KV cache");
-    if (seq.start_position < 0 || seq.start_position + n > c.max_position_embeddings) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("sequence ", s, ": positions up to ", seq.start_position + n,
-                       " exceed max_position_embeddings ", c.max_position_embeddings));
-    }
-    if (seq.start_position + n > seq.kv->capacity()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "sequence ", s, ": KV capacity ", seq.kv->capacity(), " < ", seq.start_position + n));
-    }
-    for (int32_t id : seq.tokens) {
-      if (id < 0 || id >= c.vocab_size) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("token id ", id, " is outside the vocabulary [0, ", c.vocab_size, ")"));
-      }
-    }
-    tokens += n;
-    logit_rows += seq.logits == LogitsMode::kAll ? n : seq.logits == LogitsMode::kLast ? 1 : 0;
-  }
+  ASSIGN_OR_RETURN(const BatchShape shape, CheckBatch(c, batch));
+  const int64_t tokens = shape.tokens, logit_rows = shape.logit_rows;
 
   Matrix x(tokens, c.hidden_size);
   std::vector<int32_t> positions(tokens), ids(tokens), prev(tokens);

@@ -63,6 +63,15 @@ struct ForwardOptions {
   bool collect_routing = false;
 };
 
+// What every forward pass checks first (Transformer::Forward lists the errors); on success the
+// batch's token count and the rows of logits it asks for.
+struct BatchShape {
+  int64_t tokens = 0;
+  int64_t logit_rows = 0;
+};
+absl::StatusOr<BatchShape> CheckBatch(const ModelConfig& config,
+                                      absl::Span<const SequenceInput> batch);
+
 // What follows attention in a layer. The local stage (the default) adds the attention output to
 // the residual stream and then the FFN of the post-attention norm: x += attn; x += FFN(norm(x)).
 // Parallel engines substitute their own stage (engine/parallel): expert-parallel dispatch for

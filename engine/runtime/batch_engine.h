@@ -86,6 +86,9 @@ class BatchEngine {
     // Step() runs a forward pass even when nothing is scheduled (an empty batch): the ranks of
     // an expert-parallel group must all run the same number of passes.
     bool forward_every_step = false;
+    // False when `forward` keeps keys and values itself (the GPU forward, engine/gpu): the
+    // cache then only hands out pages (kv_cache_bytes still sizes it) and allocates no memory.
+    bool host_kv_arena = true;
   };
 
   static absl::StatusOr<std::unique_ptr<BatchEngine>> Create(const model::Transformer& transformer,

@@ -14,6 +14,7 @@ int PagedSequence::capacity() const {
 
 float* PagedKvCache::Row(absl::Span<const int32_t> pages, int layer, int position, int kind) {
   const auto& o = options_;
+  if (arena_ == nullptr) return nullptr;  // No host arena (Options::host_arena).
   const int page = pages[position / o.page_size];
   const int slot = position % o.page_size;
   return arena_.get() + page * page_floats_ +
@@ -59,8 +60,8 @@ absl::StatusOr<std::unique_ptr<PagedKvCache>> PagedKvCache::Create(const Options
   }
   std::unique_ptr<PagedKvCache> cache(new PagedKvCache(options));
   const int64_t floats = cache->page_floats_ * options.num_pages;
-  cache->arena_.reset(new (std::nothrow) float[floats]);
-  if (cache->arena_ == nullptr) {
+  if (options.host_arena) cache->arena_.reset(new (std::nothrow) float[floats]);
+  if (options.host_arena && cache->arena_ == nullptr) {
     return absl::ResourceExhaustedError(
         absl::StrCat("PagedKvCache: cannot allocate ", floats * 4, " bytes"));
   }

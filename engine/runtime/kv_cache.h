@@ -38,6 +38,7 @@ class PagedSequence : public model::KvSequence {
   int num_pages() const { return static_cast<int>(pages_.size()); }
   // Its page table: position p lives in page pages()[p / page_size].
   absl::Span<const int32_t> pages() const { return pages_; }
+  absl::Span<const int32_t> page_table() const override { return pages_; }
 
  private:
   friend class PagedKvCache;
@@ -54,6 +55,7 @@ class PageTableView : public model::KvSequence {
   int capacity() const override;
   float* Key(int layer, int position) override;
   float* Value(int layer, int position) override;
+  absl::Span<const int32_t> page_table() const override { return pages_; }
 
  private:
   friend class PagedKvCache;
@@ -70,6 +72,9 @@ class PagedKvCache {
     int kv_size = 0;     // kv_heads × head_dim floats per position per layer.
     int page_size = 16;  // Positions per page (> 0).
     int num_pages = 0;   // > 0.
+    // False: only pages and page tables are managed here; the keys and values live where the
+    // forward pass keeps them (the GPU's arena, engine/gpu) and Key()/Value() return null.
+    bool host_arena = true;
   };
   // InvalidArgument for non-positive sizes; ResourceExhausted if the arena cannot be allocated.
   static absl::StatusOr<std::unique_ptr<PagedKvCache>> Create(const Options& options);

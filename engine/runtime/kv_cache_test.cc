@@ -87,6 +87,25 @@ TEST(PagedKvCacheTest, AViewOverAnotherCachesPageTableAddressesTheSameSlots) {
   EXPECT_EQ((*follower)->free_pages(), (*follower)->total_pages());  // Views allocate nothing.
 }
 
+TEST(PagedKvCacheTest, WithoutAHostArenaItStillHandsOutPagesAndPageTables) {
+  auto o = Small();
+  o.host_arena = false;  // Keys and values live on the GPU (engine/gpu).
+  auto cache = PagedKvCache::Create(o);
+  ASSERT_TRUE(cache.ok());
+  auto seq = (*cache)->NewSequence();
+  ASSERT_TRUE((*cache)->Reserve(*seq, 6).ok());
+  EXPECT_EQ((*cache)->free_pages(), 3);
+  const model::KvSequence& kv = *seq;
+  ASSERT_EQ(kv.page_table().size(), 2u);
+  EXPECT_EQ(kv.page_table()[0], seq->pages()[0]);
+  EXPECT_EQ(seq->Key(0, 0), nullptr);
+  auto view = (*cache)->View({4, 2});
+  ASSERT_TRUE(view.ok());
+  EXPECT_EQ((*view)->page_table().size(), 2u);
+  EXPECT_EQ((*view)->page_table()[1], 2);
+  EXPECT_TRUE(model::DenseKvSequence(1, 1, 1).page_table().empty());
+}
+
 TEST(PagedKvCacheTest, BadOptions) {
   auto o = Small();
   o.page_size = 0;

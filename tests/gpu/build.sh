@@ -46,5 +46,17 @@ for target in "${targets[@]}" "${benches[@]}"; do
     esac
   done
 done
+# The shared trained model, for the GPU-vs-CPU generation test (engine/gpu): weights, config
+# and tokenizer only (about 32 MiB).
+shared="${SEMMOE_SHARED_DIR:-../shared}"
+model="$shared/models/qwen3-moe-a"
+if [[ -f "$model/model.safetensors" ]]; then
+  mkdir -p "$out/shared/models/qwen3-moe-a"
+  cp "$model"/*.json "$model/model.safetensors" "$out/shared/models/qwen3-moe-a/"
+  mkdir -p "$out/shared/models/qwen3-moe-a/reference"
+  cp "$model/reference/prompts.json" "$out/shared/models/qwen3-moe-a/reference/"
+else
+  echo "gpu build: no shared model at $model; the shared-model GPU test will skip" >&2
+fi
 cp tests/gpu/run.sh "$out/run.sh"
 echo "gpu build: $(ls "$out/bin" | grep -c '__') binaries, $(du -sh "$out" | cut -f1) in $out"

@@ -13,6 +13,10 @@ if [[ ! -d "$dir/bin" ]]; then
   exit 1
 fi
 export LD_LIBRARY_PATH="$(cd "$dir/bin" && pwd)${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+# What `bazel test` would give the tests: a scratch directory and the shared data build.sh packed.
+TEST_TMPDIR="$(mktemp -d)"
+export TEST_TMPDIR
+[[ -d "$dir/shared/models" ]] && export SEMMOE_SHARED_DIR="$(cd "$dir/shared" && pwd)"
 command -v nvidia-smi >/dev/null && nvidia-smi -L
 
 passed=0

@@ -1,0 +1,28 @@
+#include "engine/gpu/gpu_batch.h"
+
+#include "common/status_macros.h"
+#include "engine/runtime/kv_cache.h"
+
+namespace semmoe::engine::gpu {
+
+absl::StatusOr<std::unique_ptr<GpuTransformer>> UseGpuForward(
+    const model::ModelConfig& config, const model::ModelWeights& weights, int device,
+    runtime::BatchEngine::Options& options) {
+  // The same page count BatchEngine::Create will give its host cache.
+  const int pages = runtime::PagedKvCache::PagesForBytes(
+      {.num_layers = config.num_layers, .kv_size = config.kv_size(),
+       .page_size = options.page_size},
+      options.kv_cache_bytes);
+  ASSIGN_OR_RETURN(
+      std::unique_ptr<GpuTransformer> gpu,
+      GpuTransformer::Create(config, weights,
+                             {.device = device, .num_pages = pages, .page_size = options.page_size}));
+  GpuTransformer* forward = gpu.get();
+  options.forward = [forward](absl::Span<const model::SequenceInput> batch) {
+    return forward->Forward(batch);
+  };
+  options.host_kv_arena = false;
+  return gpu;
+}
+
+}  // namespace semmoe::engine::gpu

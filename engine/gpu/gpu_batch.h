@@ -1,0 +1,26 @@
+// Running a BatchEngine's forward passes on the GPU: the engine keeps scheduling, paging and
+// sampling on the host; the GpuTransformer keeps the weights and the keys and values on the
+// device, in as many pages as the host cache hands out.
+#ifndef SEMMOE_ENGINE_GPU_GPU_BATCH_H_
+#define SEMMOE_ENGINE_GPU_GPU_BATCH_H_
+
+#include <memory>
+
+#include "absl/status/statusor.h"
+#include "engine/gpu/gpu_transformer.h"
+#include "engine/model/config.h"
+#include "engine/model/weights.h"
+#include "engine/runtime/batch_engine.h"
+
+namespace semmoe::engine::gpu {
+
+// Creates the GPU forward for `options` (its page size and kv_cache_bytes size the device
+// cache) and points options.forward at it, with no host KV arena. The returned object must
+// outlive the BatchEngine created with `options`. Errors as GpuTransformer::Create.
+absl::StatusOr<std::unique_ptr<GpuTransformer>> UseGpuForward(
+    const model::ModelConfig& config, const model::ModelWeights& weights, int device,
+    runtime::BatchEngine::Options& options);
+
+}  // namespace semmoe::engine::gpu
+
+#endif  // SEMMOE_ENGINE_GPU_GPU_BATCH_H_

@@ -1,0 +1,137 @@
+// The GPU forward on the shared trained model (../shared/models/qwen3-moe-a) against the Hugging
+// Face reference outputs stored with it — every prompt's final logits, batched in one pass — and
+// greedy decoding on the GPU against greedy decoding on the CPU, all prompts decoding together
+// on one paged cache. Needs a GPU (tag gpu) and SEMMOE_SHARED_DIR (tests/gpu/run.sh sets it to
+// the copy build.sh packs). No tokenizer: the reference holds the prompts' token ids.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "common/file.h"
+#include "common/testing/shared_data.h"
+#include "engine/gpu/gpu_transformer.h"
+#include "engine/model/config.h"
+#include "engine/model/safetensors.h"
+#include "engine/model/transformer.h"
+#include "engine/model/weights.h"
+#include "engine/runtime/kv_cache.h"
+#include "gtest/gtest.h"
+#include "kernels/cuda/cuda_status.h"
+#include "nlohmann/json.hpp"
+
+namespace semmoe::engine::gpu {
+namespace {
+
+using model::LogitsMode;
+using model::SequenceInput;
+
+std::vector<float> ReadFloats(const std::string& path) {
+  auto bytes = ReadFile(path);
+  EXPECT_TRUE(bytes.ok()) << bytes.status();
+  std::vector<float> out(bytes.ok() ? bytes->size() / sizeof(float) : 0);
+  if (!out.empty()) std::memcpy(out.data(), bytes->data(), out.size() * sizeof(float));
+  return out;
+}
+
+int32_t Argmax(const float* row, int n) { return std::max_element(row, row + n) - row; }
+
+// The gap between the best and the second-best logit.
+float Margin(const float* row, int n) {
+  std::vector<float> v(row, row + n);
+  std::partial_sort(v.begin(), v.begin() + 2, v.end(), std::greater<float>());
+  return v[0] - v[1];
+}
+
+TEST(GpuReferenceTest, SharedModelFinalLogitsAndGreedyDecoding) {
+  auto devices = kernels::cuda::DeviceCount();
+  ASSERT_TRUE(devices.ok() && *devices > 0) << "needs a GPU";
+  SEMMOE_REQUIRE_PATH_FROM_ENV(shared, "SEMMOE_SHARED_DIR");
+  const std::string dir = JoinPath(shared, "models/qwen3-moe-a");
+  auto config = model::LoadModelConfig(dir);
+  ASSERT_TRUE(config.ok()) << config.status();
+  auto checkpoint = model::Checkpoint::Open(dir);
+  ASSERT_TRUE(checkpoint.ok()) << checkpoint.status();
+  auto weights = model::LoadWeights(*config, **checkpoint);
+  ASSERT_TRUE(weights.ok()) << weights.status();
+  auto cpu = model::Transformer::Create(*config, **weights);
+  ASSERT_TRUE(cpu.ok());
+  const int page_size = 16, pages = 512;
+  auto gpu = GpuTransformer::Create(*config, **weights, {.num_pages = pages, .page_size = page_size});
+  ASSERT_TRUE(gpu.ok()) << gpu.status();
+  auto cache = runtime::PagedKvCache::Create({.num_layers = config->num_layers,
+                                              .kv_size = config->kv_size(),
+                                              .page_size = page_size,
+                                              .num_pages = pages});
+  ASSERT_TRUE(cache.ok());
+
+  auto meta_text = ReadFile(JoinPath(dir, "reference/prompts.json"));
+  ASSERT_TRUE(meta_text.ok());
+  const nlohmann::json meta = nlohmann::json::parse(*meta_text);
+  const std::vector<float> final_logits = ReadFloats(JoinPath(dir, "reference/final_logits.f32"));
+  const int vocab = config->vocab_size;
+  const int steps = 24;
+
+  // Pass 1: every prompt in one batch, last-position logits, against the reference.
+  std::vector<std::vector<int32_t>> prompts;
+  std::vector<int> index;
+  std::vector<std::unique_ptr<runtime::PagedSequence>> seqs;
+  std::vector<SequenceInput> batch;
+  for (const auto& p : meta["prompts"]) {
+    prompts.push_back(p["token_ids"].get<std::vector<int32_t>>());
+    index.push_back(p["index"].get<int>());
+    seqs.push_back((*cache)->NewSequence());
+    ASSERT_TRUE((*cache)->Reserve(*seqs.back(), prompts.back().size() + steps).ok());
+  }
+  ASSERT_GT(prompts.size(), 10u);
+  for (size_t s = 0; s < prompts.size(); ++s) {
+    batch.push_back({prompts[s], 0, seqs[s].get(), LogitsMode::kLast});
+  }
+  auto g = (*gpu)->Forward(batch);
+  ASSERT_TRUE(g.ok()) << g.status();
+  auto c = (*cpu)->Forward(batch);
+  ASSERT_TRUE(c.ok()) << c.status();
+  for (size_t s = 0; s < prompts.size(); ++s) {
+    double diff = 0, norm = 0;
+    for (int v = 0; v < vocab; ++v) {
+      const double ref = final_logits[static_cast<size_t>(index[s]) * vocab + v];
+      diff += (g->logits(s, v) - ref) * (g->logits(s, v) - ref);
+      norm += ref * ref;
+    }
+    EXPECT_LT(std::sqrt(diff / norm), 1e-4) << "prompt " << index[s];  // As the CPU's test.
+  }
+
+  // Greedy decoding, all prompts together: the GPU's tokens are the CPU's, up to a step where the
+  // CPU's top two logits are closer than float noise (then that prompt stops being compared).
+  std::vector<int32_t> gpu_next(prompts.size()), cpu_next(prompts.size());
+  std::vector<bool> compared(prompts.size(), true);
+  int compared_tokens = 0;
+  for (int step = 0; step < steps; ++step) {
+    for (size_t s = 0; s < prompts.size(); ++s) {
+      gpu_next[s] = Argmax(g->logits.row(s).data(), vocab);
+      cpu_next[s] = Argmax(c->logits.row(s).data(), vocab);
+      if (!compared[s]) continue;
+      if (Margin(c->logits.row(s).data(), vocab) < 1e-3f) {
+        compared[s] = false;
+        continue;
+      }
+      EXPECT_EQ(gpu_next[s], cpu_next[s]) << "prompt " << index[s] << " step " << step;
+      ++compared_tokens;
+    }
+    std::vector<SequenceInput> gb, cb;
+    for (size_t s = 0; s < prompts.size(); ++s) {
+      const int position = static_cast<int>(prompts[s].size()) + step;
+      gb.push_back({absl::MakeConstSpan(&gpu_next[s], 1), position, seqs[s].get()});
+      cb.push_back({absl::MakeConstSpan(&cpu_next[s], 1), position, seqs[s].get()});
+    }
+    g = (*gpu)->Forward(gb);
+    ASSERT_TRUE(g.ok()) << g.status();
+    c = (*cpu)->Forward(cb);
+    ASSERT_TRUE(c.ok()) << c.status();
+  }
+  EXPECT_GT(compared_tokens, static_cast<int>(prompts.size()) * steps * 3 / 4);
+}
+
+}  // namespace
+}  // namespace semmoe::engine::gpu

@@ -1,0 +1,70 @@
+// GpuTransformer: the forward pass of engine/model/transformer.h on one CUDA device — the same
+// function (the same batches, checks, routing and outputs; f32 throughout, so logits agree with
+// the CPU's to float rounding, checked by gpu_transformer_test), with the weights and the paged
+// KV cache in GPU memory.
+//
+// A pass: embedding gather; per layer RMSNorm, q/k/v projections (cuBLAS SGEMM), QK-norm + RoPE,
+// the new keys and values stored into the paged cache, paged attention (prefill and decode in one
+// launch), the output projection and the residual add; then the MoE block — router GEMM, gating
+// (softmax, top-k, renormalisation), a stable permutation of the (token, slot) rows by expert, one
+// GEMM per expert and projection over its rows, SiLU·mul, and the weighted combine back into
+// token order (plus qwen2_moe's gated shared expert) — or the dense MLP; last the final norm and
+// lm_head on the rows whose logits are wanted. Kernels: kernels/cuda.
+//
+// The KV cache: the caller's sequences are paged (engine/runtime/kv_cache.h) and carry page
+// tables (KvSequence::page_table()); this class holds keys and values for `num_pages` pages of
+// `page_size` positions in its own device arena and indexes it with those tables. The host cache
+// then only hands out pages (BatchEngine::Options::host_kv_arena = false).
+//
+// Not counted on the GPU: attention time (it would need a device sync per layer) and per-rank
+// expert activations (one device holds every expert).
+//
+// Thread-compatible: Forward() uses the object's stream, cuBLAS handle and scratch buffers.
+#ifndef SEMMOE_ENGINE_GPU_GPU_TRANSFORMER_H_
+#define SEMMOE_ENGINE_GPU_GPU_TRANSFORMER_H_
+
+#include <memory>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "engine/model/config.h"
+#include "engine/model/transformer.h"
+#include "engine/model/weights.h"
+
+namespace semmoe::engine::gpu {
+
+struct GpuForwardOptions {
+  int device = 0;      // CUDA device ordinal.
+  int num_pages = 0;   // KV pages (> 0), the same count as the host cache's.
+  int page_size = 16;  // Positions per page, as the host cache's.
+};
+
+class GpuTransformer {
+ public:
+  // UNAVAILABLE without a CUDA device; INVALID_ARGUMENT for shapes the kernels do not take
+  // (head_dim not a multiple of 32 or over 256, more than 1024 experts, top_k over 32);
+  // FAILED_PRECONDITION if an expert is not loaded; RESOURCE_EXHAUSTED if the GPU is full.
+  static absl::StatusOr<std::unique_ptr<GpuTransformer>> Create(
+      const model::ModelConfig& config, const model::ModelWeights& weights,
+      const GpuForwardOptions& options);
+  ~GpuTransformer();
+
+  // As Transformer::Forward (the same errors, from model::CheckBatch), plus INVALID_ARGUMENT for
+  // a sequence without a page table or with pages outside this arena. CUDA and cuBLAS errors are
+  // returned as INTERNAL naming the call.
+  absl::StatusOr<model::ForwardOutput> Forward(absl::Span<const model::SequenceInput> batch,
+                                               const model::ForwardOptions& options = {});
+
+  const model::ModelConfig& config() const;
+  int64_t weight_bytes() const;
+  int64_t kv_bytes() const;
+
+ private:
+  struct Impl;
+  explicit GpuTransformer(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace semmoe::engine::gpu
+
+#endif  // SEMMOE_ENGINE_GPU_GPU_TRANSFORMER_H_

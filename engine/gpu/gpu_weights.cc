@@ -1,0 +1,84 @@
+#include "engine/gpu/gpu_weights.h"
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+
+namespace semmoe::engine::gpu {
+namespace {
+
+class Uploader {
+ public:
+  absl::Status Vector(const model::Vector& v, DeviceArray<float>& out) {
+    bytes_ += static_cast<int64_t>(v.size()) * 4;
+    return out.Assign(v.data(), v.size());
+  }
+  absl::Status Matrix(const model::Matrix& m, GpuLinear& out) {
+    out.rows = m.rows();
+    out.cols = m.cols();
+    bytes_ += static_cast<int64_t>(m.size()) * 4;
+    return out.w.Assign(m.data(), m.size());  // Row-major: [rows, cols] as stored.
+  }
+  absl::Status Mlp(const model::MlpWeights& mlp, GpuMlp& out) {
+    RETURN_IF_ERROR(Matrix(mlp.gate.w, out.gate));
+    RETURN_IF_ERROR(Matrix(mlp.up.w, out.up));
+    return Matrix(mlp.down.w, out.down);
+  }
+  int64_t bytes() const { return bytes_; }
+
+ private:
+  int64_t bytes_ = 0;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<GpuWeights>> UploadWeights(const model::ModelConfig& config,
+                                                          const model::ModelWeights& weights) {
+  if (static_cast<int>(weights.layers.size()) != config.num_layers) {
+    return absl::InvalidArgumentError("weights were not loaded for this config");
+  }
+  auto out = std::make_unique<GpuWeights>();
+  Uploader up;
+  RETURN_IF_ERROR(out->embed.Assign(weights.embed.data(), weights.embed.size()));
+  out->layers.resize(config.num_layers);
+  for (int l = 0; l < config.num_layers; ++l) {
+    const model::LayerWeights& w = weights.layers[l];
+    GpuLayer& g = out->layers[l];
+    RETURN_IF_ERROR(up.Vector(w.input_norm, g.input_norm));
+    RETURN_IF_ERROR(up.Vector(w.post_attention_norm, g.post_attention_norm));
+    RETURN_IF_ERROR(up.Matrix(w.q.w, g.q));
+    RETURN_IF_ERROR(up.Matrix(w.k.w, g.k));
+    RETURN_IF_ERROR(up.Matrix(w.v.w, g.v));
+    RETURN_IF_ERROR(up.Matrix(w.o.w, g.o));
+    RETURN_IF_ERROR(up.Vector(w.q_bias, g.q_bias));
+    RETURN_IF_ERROR(up.Vector(w.k_bias, g.k_bias));
+    RETURN_IF_ERROR(up.Vector(w.v_bias, g.v_bias));
+    RETURN_IF_ERROR(up.Vector(w.q_norm, g.q_norm));
+    RETURN_IF_ERROR(up.Vector(w.k_norm, g.k_norm));
+    g.is_moe = w.is_moe;
+    if (!w.is_moe) {
+      RETURN_IF_ERROR(up.Mlp(w.dense, g.dense));
+      continue;
+    }
+    RETURN_IF_ERROR(up.Matrix(w.router, g.router));
+    g.experts.resize(w.experts.size());
+    for (size_t e = 0; e < w.experts.size(); ++e) {
+      if (!w.experts[e].loaded()) {
+        return absl::FailedPreconditionError(
+            absl::StrCat("layer ", l, " expert ", e,
+                         " is not loaded; the GPU forward needs every expert on one device"));
+      }
+      RETURN_IF_ERROR(up.Mlp(w.experts[e], g.experts[e]));
+    }
+    g.has_shared_expert = w.shared_expert.loaded();
+    if (g.has_shared_expert) {
+      RETURN_IF_ERROR(up.Mlp(w.shared_expert, g.shared_expert));
+      RETURN_IF_ERROR(up.Matrix(w.shared_expert_gate, g.shared_expert_gate));
+    }
+  }
+  RETURN_IF_ERROR(up.Vector(weights.final_norm, out->final_norm));
+  RETURN_IF_ERROR(up.Matrix(weights.lm_head.w, out->lm_head));
+  out->bytes = up.bytes() + static_cast<int64_t>(weights.embed.size()) * 4;
+  return out;
+}
+
+}  // namespace semmoe::engine::gpu

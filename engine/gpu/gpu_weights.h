@@ -1,0 +1,57 @@
+// GpuWeights: a model's parameters in GPU memory, f32 in the checkpoint's HF layouts (linear
+// weights [out, in]), uploaded from the host's ModelWeights. f32 keeps the GPU forward the same
+// function as the CPU one (a BF16 checkpoint widens exactly); bf16 copies for bandwidth-bound
+// decode are future work (docs/ENGINE.md).
+#ifndef SEMMOE_ENGINE_GPU_GPU_WEIGHTS_H_
+#define SEMMOE_ENGINE_GPU_GPU_WEIGHTS_H_
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "engine/gpu/device_array.h"
+#include "engine/model/config.h"
+#include "engine/model/weights.h"
+
+namespace semmoe::engine::gpu {
+
+struct GpuLinear {  // y = x · wᵀ.
+  DeviceArray<float> w;  // [rows (out), cols (in)]
+  int64_t rows = 0, cols = 0;
+};
+
+struct GpuMlp {
+  GpuLinear gate, up, down;
+};
+
+struct GpuLayer {
+  DeviceArray<float> input_norm, post_attention_norm;
+  GpuLinear q, k, v, o;
+  DeviceArray<float> q_bias, k_bias, v_bias;  // Empty unless config.attention_bias.
+  DeviceArray<float> q_norm, k_norm;          // Empty unless config.qk_norm.
+  bool is_moe = false;
+  GpuMlp dense;
+  GpuLinear router;             // [experts, hidden]
+  std::vector<GpuMlp> experts;  // All of them.
+  bool has_shared_expert = false;
+  GpuMlp shared_expert;
+  GpuLinear shared_expert_gate;  // [1, hidden]
+};
+
+struct GpuWeights {
+  DeviceArray<float> embed;  // [vocab, hidden]
+  std::vector<GpuLayer> layers;
+  DeviceArray<float> final_norm;
+  GpuLinear lm_head;
+  int64_t bytes = 0;  // Device memory held.
+};
+
+// Uploads to the current CUDA device. FAILED_PRECONDITION if an expert is not loaded (the GPU
+// forward runs the whole model on one device); RESOURCE_EXHAUSTED when the GPU is full.
+absl::StatusOr<std::unique_ptr<GpuWeights>> UploadWeights(const model::ModelConfig& config,
+                                                          const model::ModelWeights& weights);
+
+}  // namespace semmoe::engine::gpu
+
+#endif  // SEMMOE_ENGINE_GPU_GPU_WEIGHTS_H_
