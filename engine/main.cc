@@ -41,7 +41,8 @@
 ABSL_FLAG(std::string, model, "",
           "checkpoint directory (config.json, *.safetensors, tokenizer.json)");
 ABSL_FLAG(std::string, device, "cpu",
-          "cpu, or cuda / cuda:N: generate's forward passes on CUDA device N (default 0)");
+          "cpu, or cuda / cuda:N: the forward passes of generate and serve (--ranks 1) on CUDA "
+          "device N (default 0)");
 ABSL_FLAG(std::string, prompt, "", "generate: the prompt text (special tokens are parsed)");
 ABSL_FLAG(int, max_tokens, 64, "generate: tokens to generate at most");
 ABSL_FLAG(bool, greedy, false,
@@ -256,9 +257,11 @@ int Trace() {
   return 0;
 }
 
-// Until SIGINT/SIGTERM (then the whole group stops cleanly) or until the group fails.
-int Serve() {
+// Until SIGINT/SIGTERM (then the whole group stops cleanly) or until the group fails. `device`:
+// the CUDA device for the forward passes, or −1 for the CPU.
+int Serve(int device) {
   RankServerOptions o;
+  o.cuda_device = device;
   o.model_dir = UserPath(absl::GetFlag(FLAGS_model));
   o.rank = absl::GetFlag(FLAGS_rank);
   o.ranks = absl::GetFlag(FLAGS_ranks);
@@ -341,15 +344,18 @@ int main(int argc, char** argv) {
                 << "; use --device cpu\n";
       return 1;
     }
-    if (command != "generate") {
-      std::cerr << "engine: --device " << device << ": the GPU forward runs `generate` so far; "
-                << command << " runs on the CPU only (docs/ENGINE.md)\n";
+    if (command != "generate" && command != "serve") {
+      std::cerr << "engine: --device " << device << ": the GPU forward runs generate and serve "
+                << "so far; " << command << " runs on the CPU only (docs/ENGINE.md)\n";
       return 1;
+    }
+    if (command == "serve" && absl::GetFlag(FLAGS_ranks) != 1) {
+      return Usage("--device cuda serves one-rank groups so far (--ranks 1)");
     }
   }
   if (command == "generate") return semmoe::engine::Generate(cuda_device);
   if (command == "score") return semmoe::engine::Score();
   if (command == "trace") return semmoe::engine::Trace();
-  if (command == "serve") return semmoe::engine::Serve();
+  if (command == "serve") return semmoe::engine::Serve(cuda_device);
   return semmoe::engine::Usage(absl::StrCat("unknown command '", command, "'"));
 }

@@ -5,18 +5,23 @@
 
 namespace semmoe::engine::gpu {
 
-absl::StatusOr<std::unique_ptr<GpuTransformer>> UseGpuForward(
+absl::StatusOr<std::unique_ptr<GpuTransformer>> CreateGpuForward(
     const model::ModelConfig& config, const model::ModelWeights& weights, int device,
-    runtime::BatchEngine::Options& options) {
-  // The same page count BatchEngine::Create will give its host cache.
+    const runtime::BatchEngine::Options& options) {
+  // The same page count BatchEngine::Create gives its host cache.
   const int pages = runtime::PagedKvCache::PagesForBytes(
       {.num_layers = config.num_layers, .kv_size = config.kv_size(),
        .page_size = options.page_size},
       options.kv_cache_bytes);
-  ASSIGN_OR_RETURN(
-      std::unique_ptr<GpuTransformer> gpu,
-      GpuTransformer::Create(config, weights,
-                             {.device = device, .num_pages = pages, .page_size = options.page_size}));
+  return GpuTransformer::Create(
+      config, weights, {.device = device, .num_pages = pages, .page_size = options.page_size});
+}
+
+absl::StatusOr<std::unique_ptr<GpuTransformer>> UseGpuForward(
+    const model::ModelConfig& config, const model::ModelWeights& weights, int device,
+    runtime::BatchEngine::Options& options) {
+  ASSIGN_OR_RETURN(std::unique_ptr<GpuTransformer> gpu,
+                   CreateGpuForward(config, weights, device, options));
   GpuTransformer* forward = gpu.get();
   options.forward = [forward](absl::Span<const model::SequenceInput> batch) {
     return forward->Forward(batch);

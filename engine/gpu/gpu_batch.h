@@ -14,9 +14,14 @@
 
 namespace semmoe::engine::gpu {
 
-// Creates the GPU forward for `options` (its page size and kv_cache_bytes size the device
-// cache) and points options.forward at it, with no host KV arena. The returned object must
-// outlive the BatchEngine created with `options`. Errors as GpuTransformer::Create.
+// A GPU forward whose device cache has the pages a BatchEngine created with `options` hands out
+// (its page_size and kv_cache_bytes). Errors as GpuTransformer::Create.
+absl::StatusOr<std::unique_ptr<GpuTransformer>> CreateGpuForward(
+    const model::ModelConfig& config, const model::ModelWeights& weights, int device,
+    const runtime::BatchEngine::Options& options);
+
+// CreateGpuForward, then points options.forward at it, with no host KV arena. The returned object
+// must outlive the BatchEngine created with `options`.
 absl::StatusOr<std::unique_ptr<GpuTransformer>> UseGpuForward(
     const model::ModelConfig& config, const model::ModelWeights& weights, int device,
     runtime::BatchEngine::Options& options);

@@ -203,10 +203,12 @@ absl::StatusOr<model::ForwardOutput> GroupEngine::Forward(absl::Span<const Seque
     RETURN_IF_ERROR(model_.comm().Broadcast(absl::MakeSpan(size), kLeader));
     RETURN_IF_ERROR(model_.comm().Broadcast(absl::MakeSpan(wire), kLeader));
   }
-  ASSIGN_OR_RETURN(model::ForwardOutput out, model_.transformer().Forward(batch));
+  ASSIGN_OR_RETURN(model::ForwardOutput out, options_.local_forward
+                                                  ? options_.local_forward(batch)
+                                                  : model_.transformer().Forward(batch));
   ++forward_passes_;
   AddAttentionTimes(out);
-  if (model_.attention() == AttentionMode::kDp) {
+  if (model_.attention() == AttentionMode::kDp && !options_.local_forward) {
     // The FFN's rows are the batch's tokens in order: sum them per sequence.
     const std::vector<int32_t>& local = model_.ffn().row_local();
     const std::vector<int32_t>& all = model_.ffn().row_activations();

@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -52,6 +53,11 @@ struct GroupEngineOptions {
   absl::Duration idle_poll = absl::Milliseconds(1);
   absl::Duration max_idle_poll = absl::Milliseconds(10);
   int max_inbox = 1024;  // Submitted but not yet taken by the loop; beyond: ResourceExhausted.
+  // Replaces the rank model's CPU forward: a one-rank group serving from a GPU (engine/gpu; set
+  // batch.host_kv_arena = false with it). Its passes leave the EP counters and the per-request
+  // activation counts alone (one device holds every expert).
+  std::function<absl::StatusOr<model::ForwardOutput>(absl::Span<const model::SequenceInput>)>
+      local_forward;
 };
 
 struct GroupEngineStats {

@@ -48,6 +48,8 @@ class RankModel {
   // The model's own config (heads of the whole model).
   const model::ModelConfig& config() const { return config_; }
   const model::Transformer& transformer() const { return *transformer_; }
+  // This rank's weights (its experts only; under Attention-TP its heads only).
+  const model::ModelWeights& weights() const { return *weights_; }
   // Null if the directory has no tokenizer.json.
   const model::Tokenizer* tokenizer() const { return tokenizer_.get(); }
   AttentionMode attention() const { return options_.attention; }

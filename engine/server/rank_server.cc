@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/file.h"
 #include "common/status_macros.h"
+#include "engine/gpu/gpu_batch.h"
 #include "engine/model/config.h"
 #include "engine/parallel/device_predictor.h"
 #include "engine/parallel/rendezvous.h"
@@ -47,6 +48,11 @@ absl::Status RunRankServer(const RankServerOptions& o, absl::Notification& stop)
   if (o.ranks < 1 || o.rank < 0 || o.rank >= o.ranks) {
     return absl::InvalidArgumentError(
         absl::StrCat("rank ", o.rank, " is not in a group of ", o.ranks));
+  }
+  if (o.cuda_device >= 0 && o.ranks != 1) {
+    return absl::UnimplementedError(
+        "serving from a GPU runs one-rank groups so far (--ranks 1); expert parallelism across "
+        "GPUs (the NCCL backend) is not wired into serve yet");
   }
   ASSIGN_OR_RETURN(model::ModelConfig config, model::LoadModelConfig(o.model_dir));
   ASSIGN_OR_RETURN(planner::Placement placement, LoadPlacement(o, config));
@@ -96,6 +102,19 @@ absl::Status RunRankServer(const RankServerOptions& o, absl::Notification& stop)
   GroupEngineOptions engine_options = o.engine;
   engine_options.batch.tokenizer = model->tokenizer();
   if (engine_options.batch.eos_ids.empty()) engine_options.batch.eos_ids = config.eos_token_ids;
+  std::unique_ptr<gpu::GpuTransformer> gpu_forward;  // Outlives the engine (declared first).
+  if (o.cuda_device >= 0) {
+    ASSIGN_OR_RETURN(gpu_forward, gpu::CreateGpuForward(config, model->weights(), o.cuda_device,
+                                                        engine_options.batch));
+    gpu::GpuTransformer* forward = gpu_forward.get();
+    engine_options.local_forward = [forward](absl::Span<const model::SequenceInput> batch) {
+      return forward->Forward(batch);
+    };
+    engine_options.batch.host_kv_arena = false;
+    LOG(INFO) << "rank " << o.rank << ": forward on CUDA device " << o.cuda_device << " ("
+              << forward->weight_bytes() / (1 << 20) << " MiB of weights, "
+              << forward->kv_bytes() / (1 << 20) << " MiB of KV cache)";
+  }
   ASSIGN_OR_RETURN(std::unique_ptr<GroupEngine> engine,
                    GroupEngine::Create(*model, engine_options));
 
