@@ -196,6 +196,12 @@ int main(int argc, char** argv) {
                 {gx, d_offsets, g_experts, g_rows, g_hidden, g_inter, gg, gu, gd, gact, gout},
                 nullptr);
           });
+  compute("grouped SwiGLU (tensor core)", "4096 rows, 16 experts, 2048 x 768",
+          6.0 * g_rows * g_hidden * g_inter, [&] {
+            LaunchGroupedSwiGluTensorCore(
+                {gx, d_offsets, g_experts, g_rows, g_hidden, g_inter, gg, gu, gd, gact, gout},
+                nullptr);
+          });
   CHECK_CUDA(cudaDeviceSynchronize());
 
   std::printf(

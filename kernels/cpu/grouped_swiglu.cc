@@ -4,6 +4,8 @@
 #include <cstring>
 #include <vector>
 
+#include "kernels/dtype.h"
+
 namespace semmoe::kernels::cpu {
 namespace {
 
@@ -32,6 +34,7 @@ void GroupedSwiGlu(const GroupedSwiGluArgs& a) {
           us += Bf16(u[i * a.hidden + h]) * xv;
         }
         act[i] = gs / (1.0f + std::exp(-gs)) * us;
+        if (a.bf16_activation) act[i] = Bf16ToF32(F32ToBf16(act[i]));
       }
       for (int64_t h = 0; h < a.hidden; ++h) {
         float s = 0;

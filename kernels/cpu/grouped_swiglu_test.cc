@@ -27,5 +27,19 @@ TEST(GroupedSwiGluTest, EachRowUsesItsExpertsWeights) {
   EXPECT_EQ(out[0], 0.0f);
 }
 
+TEST(GroupedSwiGluTest, Bf16ActivationRoundsTheActivationToNearestEven) {
+  // hidden 1, inter 1, one expert: act = silu(1) · 1 = 0.7310586, down = 1.
+  const uint16_t x[] = {kOne};
+  const int64_t offsets[] = {0, 1};
+  const uint16_t w[] = {kOne};
+  float f32_out, bf16_out;
+  GroupedSwiGlu({x, offsets, 1, 1, 1, w, w, w, &f32_out});
+  GroupedSwiGlu({x, offsets, 1, 1, 1, w, w, w, &bf16_out, /*bf16_activation=*/true});
+  EXPECT_NEAR(f32_out, 0.7310586f, 1e-6);
+  // bf16 has 8 significant bits: 0.7310586 lies between 0.73046875 and 0.734375 (steps of
+  // 2^-8), nearer the first.
+  EXPECT_EQ(bf16_out, 0.73046875f);
+}
+
 }  // namespace
 }  // namespace semmoe::kernels::cpu
