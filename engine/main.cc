@@ -27,7 +27,9 @@
 #include "absl/synchronization/notification.h"
 #include "common/file.h"
 #include "common/logging.h"
+#include "common/status_macros.h"
 #include "engine/gpu/gpu_batch.h"
+#include "engine/gpu/gpu_prefill.h"
 #include "engine/model/generation_config.h"
 #include "engine/model/model.h"
 #include "engine/model/unicode.h"
@@ -41,8 +43,8 @@
 ABSL_FLAG(std::string, model, "",
           "checkpoint directory (config.json, *.safetensors, tokenizer.json)");
 ABSL_FLAG(std::string, device, "cpu",
-          "cpu, or cuda / cuda:N: the forward passes of generate and serve (--ranks 1) on CUDA "
-          "device N (default 0)");
+          "cpu, or cuda / cuda:N: the forward passes on CUDA device N (default 0); serve: "
+          "--ranks 1 only");
 ABSL_FLAG(std::string, prompt, "", "generate: the prompt text (special tokens are parsed)");
 ABSL_FLAG(int, max_tokens, 64, "generate: tokens to generate at most");
 ABSL_FLAG(bool, greedy, false,
@@ -222,33 +224,52 @@ int Generate(int device) {
   return 0;
 }
 
-int Score() {
+// The GPU backend of score/trace on `device` (null for the CPU: device < 0).
+absl::StatusOr<std::unique_ptr<gpu::GpuPrefill>> PrefillOn(const model::Model& model, int device) {
+  if (device < 0) return nullptr;
+  ASSIGN_OR_RETURN(std::unique_ptr<gpu::GpuPrefill> p,
+                   gpu::GpuPrefill::Create(model.config, *model.weights, device,
+                                           absl::GetFlag(FLAGS_max_batch_tokens)));
+  std::cerr << "engine: forward on CUDA device " << device << " ("
+            << p->forward().weight_bytes() / (1 << 20) << " MiB of weights, "
+            << p->forward().kv_bytes() / (1 << 20) << " MiB of KV cache)\n";
+  return p;
+}
+
+int Score(int device) {
   if (absl::GetFlag(FLAGS_input).empty() || absl::GetFlag(FLAGS_out).empty()) {
     return Usage("score needs --input and --out");
   }
   auto m = Load(/*need_tokenizer=*/false);
   if (!m.ok()) return Fail(m.status());
+  auto gpu = PrefillOn(**m, device);
+  if (!gpu.ok()) return Fail(gpu.status());
   auto n = offline::RunScore(*(*m)->transformer,
                              {.input = UserPath(absl::GetFlag(FLAGS_input)),
                               .output = UserPath(absl::GetFlag(FLAGS_out)),
-                              .max_batch_tokens = absl::GetFlag(FLAGS_max_batch_tokens)});
+                              .max_batch_tokens = absl::GetFlag(FLAGS_max_batch_tokens),
+                              .backend = *gpu ? (*gpu)->backend() : offline::PrefillBackend()});
   if (!n.ok()) return Fail(n.status());
   std::cerr << "scored " << *n << " inputs into " << absl::GetFlag(FLAGS_out) << "\n";
   return 0;
 }
 
-int Trace() {
+int Trace(int device) {
   if (absl::GetFlag(FLAGS_prompts).empty() || absl::GetFlag(FLAGS_out).empty()) {
     return Usage("trace needs --prompts and --out");
   }
   auto m = Load(/*need_tokenizer=*/false);
   if (!m.ok()) return Fail(m.status());
+  auto gpu = PrefillOn(**m, device);
+  if (!gpu.ok()) return Fail(gpu.status());
   const auto start = std::chrono::steady_clock::now();
   auto summary = offline::RunTrace(*(*m)->transformer, (*m)->tokenizer.get(),
                                    {.prompts = UserPath(absl::GetFlag(FLAGS_prompts)),
                                     .output = UserPath(absl::GetFlag(FLAGS_out)),
                                     .max_batch_tokens = absl::GetFlag(FLAGS_max_batch_tokens),
-                                    .max_prompt_tokens = absl::GetFlag(FLAGS_max_prompt_tokens)});
+                                    .max_prompt_tokens = absl::GetFlag(FLAGS_max_prompt_tokens),
+                                    .backend = *gpu ? (*gpu)->backend()
+                                                    : offline::PrefillBackend()});
   if (!summary.ok()) return Fail(summary.status());
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -344,18 +365,13 @@ int main(int argc, char** argv) {
                 << "; use --device cpu\n";
       return 1;
     }
-    if (command != "generate" && command != "serve") {
-      std::cerr << "engine: --device " << device << ": the GPU forward runs generate and serve "
-                << "so far; " << command << " runs on the CPU only (docs/ENGINE.md)\n";
-      return 1;
-    }
     if (command == "serve" && absl::GetFlag(FLAGS_ranks) != 1) {
       return Usage("--device cuda serves one-rank groups so far (--ranks 1)");
     }
   }
   if (command == "generate") return semmoe::engine::Generate(cuda_device);
-  if (command == "score") return semmoe::engine::Score();
-  if (command == "trace") return semmoe::engine::Trace();
+  if (command == "score") return semmoe::engine::Score(cuda_device);
+  if (command == "trace") return semmoe::engine::Trace(cuda_device);
   if (command == "serve") return semmoe::engine::Serve(cuda_device);
   return semmoe::engine::Usage(absl::StrCat("unknown command '", command, "'"));
 }

@@ -57,6 +57,8 @@ expect_error 1 "runs past the end of the file" -- \
 # tested by engine/gpu:gpu_transformer_test on the device machine).
 expect_error 1 "--device cuda: this machine has no CUDA device" -- \
   "$ENGINE" generate --model="$dir" --prompt=x --device=cuda
+expect_error 1 "--device cuda:1: this machine has no CUDA device" -- \
+  "$ENGINE" trace --model="$dir" --prompts="$TMP/none.jsonl" --out="$TMP/x.trace" --device=cuda:1
 expect_error 2 "--device cuda:N needs a device number" -- \
   "$ENGINE" generate --model="$dir" --prompt=x --device=cuda:one
 expect_error 2 "--device must be cpu, cuda or cuda:N" -- "$ENGINE" generate --model="$dir" --prompt=x \

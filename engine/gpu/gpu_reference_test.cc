@@ -1,7 +1,7 @@
 // The GPU forward on the shared trained model (../shared/models/qwen3-moe-a) against the Hugging
-// Face reference outputs stored with it — every prompt's final logits, batched in one pass — and
+// Face reference outputs stored with it — every prompt's final logits, batched in one pass —,
 // greedy decoding on the GPU against greedy decoding on the CPU, all prompts decoding together
-// on one paged cache. Needs a GPU (tag gpu) and SEMMOE_SHARED_DIR (tests/gpu/run.sh sets it to
+// on one paged cache, and the offline prefill runner (score, trace) on the GPU against the CPU. Needs a GPU (tag gpu) and SEMMOE_SHARED_DIR (tests/gpu/run.sh sets it to
 // the copy build.sh packs). No tokenizer: the reference holds the prompts' token ids.
 #include <algorithm>
 #include <cmath>
@@ -11,11 +11,13 @@
 
 #include "common/file.h"
 #include "common/testing/shared_data.h"
+#include "engine/gpu/gpu_prefill.h"
 #include "engine/gpu/gpu_transformer.h"
 #include "engine/model/config.h"
 #include "engine/model/safetensors.h"
 #include "engine/model/transformer.h"
 #include "engine/model/weights.h"
+#include "engine/offline/prefill_runner.h"
 #include "engine/runtime/kv_cache.h"
 #include "gtest/gtest.h"
 #include "kernels/cuda/cuda_status.h"
@@ -131,6 +133,72 @@ TEST(GpuReferenceTest, SharedModelFinalLogitsAndGreedyDecoding) {
     ASSERT_TRUE(c.ok()) << c.status();
   }
   EXPECT_GT(compared_tokens, static_cast<int>(prompts.size()) * steps * 3 / 4);
+}
+
+// `engine score` / `engine trace` on the GPU: the prefill runner through GpuPrefill gives the
+// CPU's last logits and routing, prompt by prompt, over several batches.
+TEST(GpuReferenceTest, PrefillRunnerOnTheGpuMatchesTheCpu) {
+  auto devices = kernels::cuda::DeviceCount();
+  ASSERT_TRUE(devices.ok() && *devices > 0) << "needs a GPU";
+  SEMMOE_REQUIRE_PATH_FROM_ENV(shared, "SEMMOE_SHARED_DIR");
+  const std::string dir = JoinPath(shared, "models/qwen3-moe-a");
+  auto config = model::LoadModelConfig(dir);
+  ASSERT_TRUE(config.ok()) << config.status();
+  auto checkpoint = model::Checkpoint::Open(dir);
+  ASSERT_TRUE(checkpoint.ok());
+  auto weights = model::LoadWeights(*config, **checkpoint);
+  ASSERT_TRUE(weights.ok());
+  auto cpu = model::Transformer::Create(*config, **weights);
+  ASSERT_TRUE(cpu.ok());
+  const int budget = 256;
+  auto gpu = GpuPrefill::Create(*config, **weights, 0, budget);
+  ASSERT_TRUE(gpu.ok()) << gpu.status();
+
+  struct Result {
+    std::vector<float> logits;
+    std::vector<int32_t> experts;  // [tokens × MoE layers × k]
+  };
+  auto run = [&](offline::PrefillBackend backend) {
+    std::vector<Result> results;
+    offline::PrefillRunner runner(
+        **cpu, budget,
+        [&](const offline::PromptResult& r) {
+          Result out{{r.last_logits, r.last_logits + config->vocab_size}, {}};
+          for (size_t t = 0; t < r.tokens.size(); ++t) {
+            for (const int32_t* layer : r.expert_ids) {
+              out.experts.insert(out.experts.end(), layer + t * config->top_k,
+                                 layer + (t + 1) * config->top_k);
+            }
+          }
+          results.push_back(std::move(out));
+          return absl::OkStatus();
+        },
+        std::move(backend));
+    auto meta_text = ReadFile(JoinPath(dir, "reference/prompts.json"));
+    EXPECT_TRUE(meta_text.ok());
+    for (const auto& p : nlohmann::json::parse(*meta_text)["prompts"]) {
+      EXPECT_TRUE(runner.Add(p["token_ids"].get<std::vector<int32_t>>()).ok());
+    }
+    EXPECT_TRUE(runner.Flush().ok());
+    return results;
+  };
+  const std::vector<Result> want = run({});
+  const std::vector<Result> got = run((*gpu)->backend());
+  ASSERT_EQ(got.size(), want.size());
+  ASSERT_GT(want.size(), 10u);
+  int64_t same = 0, total = 0;
+  for (size_t i = 0; i < want.size(); ++i) {
+    double diff = 0, norm = 0;
+    for (size_t v = 0; v < want[i].logits.size(); ++v) {
+      diff += (got[i].logits[v] - want[i].logits[v]) * (got[i].logits[v] - want[i].logits[v]);
+      norm += want[i].logits[v] * want[i].logits[v];
+    }
+    EXPECT_LT(std::sqrt(diff / norm), 1e-5) << "prompt " << i;
+    ASSERT_EQ(got[i].experts.size(), want[i].experts.size());
+    for (size_t j = 0; j < want[i].experts.size(); ++j) same += got[i].experts[j] == want[i].experts[j];
+    total += static_cast<int64_t>(want[i].experts.size());
+  }
+  EXPECT_GE(static_cast<double>(same) / total, 0.999) << same << " of " << total;
 }
 
 }  // namespace

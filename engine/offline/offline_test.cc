@@ -174,6 +174,59 @@ TEST_F(TinyOfflineTest, ScoreErrorsNameTheLineAndLeaveNoOutput) {
             absl::StatusCode::kNotFound);
 }
 
+// A backend with its own forward and paged sequences (how the GPU forward plugs in) gives the
+// same bytes as the default path, across batch boundaries and for a prompt longer than the
+// batch budget, and returns every page.
+TEST_F(TinyOfflineTest, APagedBackendScoresAndTracesTheSameBytes) {
+  std::string in;
+  for (int i = 0; i < 9; ++i) {
+    std::vector<int32_t> ids;
+    for (int t = 0; t < 3 + 5 * i; ++t) ids.push_back((7 * t + i) % 300);
+    in += nlohmann::json({{"id", i}, {"token_ids", ids}}).dump() + "\n";
+  }
+  ASSERT_TRUE(WriteFileAtomically(Tmp("paged_in.jsonl"), in).ok());
+  const model::ModelConfig& c = model_->config;
+  const int budget = 24, page_size = 4;
+  const int pages = PrefillPagesNeeded(budget, c.max_position_embeddings, page_size);
+  EXPECT_EQ(pages, c.max_position_embeddings / page_size + c.max_position_embeddings);
+  auto cache = runtime::PagedKvCache::Create(
+      {.num_layers = c.num_layers, .kv_size = c.kv_size(), .page_size = page_size,
+       .num_pages = pages});
+  ASSERT_TRUE(cache.ok());
+  int passes = 0;
+  PrefillBackend backend{
+      .forward =
+          [&](absl::Span<const model::SequenceInput> batch, const model::ForwardOptions& o) {
+            ++passes;
+            for (const auto& s : batch) EXPECT_FALSE(s.kv->page_table().empty());
+            return model_->transformer->Forward(batch, o);
+          },
+      .cache = cache->get()};
+  ASSERT_TRUE(RunScore(*model_->transformer, {.input = Tmp("paged_in.jsonl"),
+                                              .output = Tmp("dense.jsonl"),
+                                              .max_batch_tokens = budget})
+                  .ok());
+  ASSERT_TRUE(RunScore(*model_->transformer, {.input = Tmp("paged_in.jsonl"),
+                                              .output = Tmp("paged.jsonl"),
+                                              .max_batch_tokens = budget,
+                                              .backend = backend})
+                  .ok());
+  EXPECT_GT(passes, 3);  // Several batches.
+  EXPECT_EQ(*ReadFile(Tmp("paged.jsonl")), *ReadFile(Tmp("dense.jsonl")));
+  EXPECT_EQ((*cache)->free_pages(), pages);
+
+  ASSERT_TRUE(RunTrace(*model_->transformer, nullptr,
+                       {.prompts = Tmp("paged_in.jsonl"), .output = Tmp("dense.trace"),
+                        .max_batch_tokens = budget})
+                  .ok());
+  ASSERT_TRUE(RunTrace(*model_->transformer, nullptr,
+                       {.prompts = Tmp("paged_in.jsonl"), .output = Tmp("paged.trace"),
+                        .max_batch_tokens = budget, .backend = backend})
+                  .ok());
+  EXPECT_EQ(*ReadFile(Tmp("paged.trace")), *ReadFile(Tmp("dense.trace")));
+  EXPECT_EQ((*cache)->free_pages(), pages);
+}
+
 // The trace holds, for every prompt token, the routing the forward pass chose — checked
 // against `score`'s routing for the same prompts — whether prompts came as text or ids.
 TEST_F(TinyOfflineTest, TraceRecordsEveryTokensRouting) {

@@ -1,11 +1,18 @@
 #include "engine/offline/prefill_runner.h"
 
+#include <algorithm>
 #include <memory>
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 
 namespace semmoe::engine::offline {
+
+int PrefillPagesNeeded(int max_batch_tokens, int max_position, int page_size) {
+  const int tokens = std::max(max_batch_tokens, max_position);
+  // Every prompt has at least one token, so a pass holds at most `tokens` prompts.
+  return (tokens + page_size - 1) / page_size + tokens;
+}
 
 absl::Status PrefillRunner::Add(std::vector<int32_t> tokens) {
   const int max = transformer_.config().max_position_embeddings;
@@ -25,15 +32,23 @@ absl::Status PrefillRunner::Add(std::vector<int32_t> tokens) {
 absl::Status PrefillRunner::Flush() {
   if (pending_.empty()) return absl::OkStatus();
   const model::ModelConfig& c = transformer_.config();
-  std::vector<std::unique_ptr<model::DenseKvSequence>> kvs;
+  std::vector<std::unique_ptr<model::KvSequence>> kvs;  // Paged ones return their pages at exit.
   std::vector<model::SequenceInput> batch;
   for (const auto& tokens : pending_) {
-    kvs.push_back(std::make_unique<model::DenseKvSequence>(c.num_layers, c.kv_size(),
-                                                           static_cast<int>(tokens.size())));
+    const int n = static_cast<int>(tokens.size());
+    if (backend_.forward) {
+      std::unique_ptr<runtime::PagedSequence> seq = backend_.cache->NewSequence();
+      RETURN_IF_ERROR(backend_.cache->Reserve(*seq, n));
+      kvs.push_back(std::move(seq));
+    } else {
+      kvs.push_back(std::make_unique<model::DenseKvSequence>(c.num_layers, c.kv_size(), n));
+    }
     batch.push_back({tokens, 0, kvs.back().get(), model::LogitsMode::kLast});
   }
-  ASSIGN_OR_RETURN(model::ForwardOutput out,
-                   transformer_.Forward(batch, {.collect_routing = true}));
+  const model::ForwardOptions options{.collect_routing = true};
+  ASSIGN_OR_RETURN(model::ForwardOutput out, backend_.forward
+                                                 ? backend_.forward(batch, options)
+                                                 : transformer_.Forward(batch, options));
   size_t token_offset = 0;
   for (size_t i = 0; i < pending_.size(); ++i) {
     PromptResult result{next_index_++, pending_[i], out.logits.row(i).data(), {}, {}};

@@ -10,8 +10,23 @@
 
 #include "absl/status/status.h"
 #include "engine/model/transformer.h"
+#include "engine/runtime/kv_cache.h"
 
 namespace semmoe::engine::offline {
+
+// Where the passes run. The default: the transformer's own forward over contiguous per-prompt
+// KV buffers. A forward that keeps its cache elsewhere (the GPU's, engine/gpu) takes paged
+// sequences: `cache` lends each pass its pages (released after it) and `forward` runs it.
+struct PrefillBackend {
+  std::function<absl::StatusOr<model::ForwardOutput>(absl::Span<const model::SequenceInput>,
+                                                     const model::ForwardOptions&)>
+      forward;
+  runtime::PagedKvCache* cache = nullptr;  // Borrowed; required with `forward`.
+};
+
+// Pages a cache of `page_size` needs so that any pass of a PrefillRunner with this budget fits:
+// its tokens (at most max(max_batch_tokens, max_position)) plus one partial page per prompt.
+int PrefillPagesNeeded(int max_batch_tokens, int max_position, int page_size);
 
 struct PromptResult {
   int index;                   // Order of Add().
@@ -26,8 +41,12 @@ class PrefillRunner {
  public:
   using Callback = std::function<absl::Status(const PromptResult&)>;
   // Prompts are grouped until `max_batch_tokens` (a longer prompt runs alone).
-  PrefillRunner(const model::Transformer& transformer, int max_batch_tokens, Callback callback)
-      : transformer_(transformer), max_batch_tokens_(max_batch_tokens), callback_(callback) {}
+  PrefillRunner(const model::Transformer& transformer, int max_batch_tokens, Callback callback,
+                PrefillBackend backend = {})
+      : transformer_(transformer),
+        max_batch_tokens_(max_batch_tokens),
+        callback_(std::move(callback)),
+        backend_(std::move(backend)) {}
 
   // Queues a prompt (runs a batch when the budget is reached). InvalidArgument if it is longer
   // than the model's positions.
@@ -39,6 +58,7 @@ class PrefillRunner {
   const model::Transformer& transformer_;
   const int max_batch_tokens_;
   Callback callback_;
+  PrefillBackend backend_;
   std::vector<std::vector<int32_t>> pending_;
   int pending_tokens_ = 0;
   int next_index_ = 0;

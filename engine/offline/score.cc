@@ -41,7 +41,7 @@ absl::StatusOr<int> ScoreInto(const model::Transformer& transformer, const Score
     line += "]}\n";
     out << line;
     return out ? absl::OkStatus() : absl::InternalError(absl::StrCat("writing ", partial));
-  });
+  }, options.backend);
   nlohmann::json line;
   while (true) {
     ASSIGN_OR_RETURN(bool more, reader->Next(line));

@@ -11,6 +11,7 @@
 
 #include "absl/status/statusor.h"
 #include "engine/model/transformer.h"
+#include "engine/offline/prefill_runner.h"
 
 namespace semmoe::engine::offline {
 
@@ -18,6 +19,7 @@ struct ScoreOptions {
   std::string input;
   std::string output;
   int max_batch_tokens = 2048;
+  PrefillBackend backend;  // Default: the transformer's own forward.
 };
 
 // Returns the number of lines scored. Errors name the input line at fault.

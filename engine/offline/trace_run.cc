@@ -38,7 +38,7 @@ absl::StatusOr<TraceSummary> RunTrace(const model::Transformer& transformer,
     }
     summary.tokens += static_cast<int64_t>(r.tokens.size());
     return absl::OkStatus();
-  });
+  }, options.backend);
   const int max_tokens =
       options.max_prompt_tokens > 0 ? options.max_prompt_tokens : c.max_position_embeddings;
   nlohmann::json line;

@@ -11,6 +11,7 @@
 #include "absl/status/statusor.h"
 #include "engine/model/tokenizer.h"
 #include "engine/model/transformer.h"
+#include "engine/offline/prefill_runner.h"
 
 namespace semmoe::engine::offline {
 
@@ -20,6 +21,7 @@ struct TraceOptions {
   int max_batch_tokens = 2048;
   // Prompts longer than this are cut to their first tokens (0: the model's positions).
   int max_prompt_tokens = 0;
+  PrefillBackend backend;  // Default: the transformer's own forward.
 };
 
 struct TraceSummary {
