@@ -21,6 +21,7 @@
 #include "engine/runtime/kv_cache.h"
 #include "gtest/gtest.h"
 #include "kernels/cuda/cuda_status.h"
+#include "kernels/cuda/testing/error_report.h"
 #include "nlohmann/json.hpp"
 
 namespace semmoe::engine::gpu {
@@ -94,6 +95,17 @@ TEST(GpuReferenceTest, SharedModelFinalLogitsAndGreedyDecoding) {
   ASSERT_TRUE(g.ok()) << g.status();
   auto c = (*cpu)->Forward(batch);
   ASSERT_TRUE(c.ok()) << c.status();
+  const std::vector<float> ref_rows = [&] {
+    std::vector<float> rows;
+    for (int i : index) {
+      rows.insert(rows.end(), final_logits.begin() + static_cast<size_t>(i) * vocab,
+                  final_logits.begin() + static_cast<size_t>(i + 1) * vocab);
+    }
+    return rows;
+  }();
+  kernels::cuda::testing::ErrorReport::Add(
+      "gpu_forward qwen3-moe-a final logits vs HF reference",
+      absl::MakeConstSpan(g->logits.data(), g->logits.size()), ref_rows);
   for (size_t s = 0; s < prompts.size(); ++s) {
     double diff = 0, norm = 0;
     for (int v = 0; v < vocab; ++v) {

@@ -16,6 +16,7 @@
 #include "engine/runtime/kv_cache.h"
 #include "gtest/gtest.h"
 #include "kernels/cuda/cuda_status.h"
+#include "kernels/cuda/testing/error_report.h"
 
 namespace semmoe::engine::gpu {
 namespace {
@@ -162,6 +163,10 @@ class GpuTransformerTest : public ::testing::TestWithParam<Arch> {
     ASSERT_EQ(gpu->logits.cols(), cpu->logits.cols()) << what;
     EXPECT_GT(cpu->logits.cwiseAbs().maxCoeff(), 0.1f) << what;  // Not trivially zero.
     EXPECT_LT(RelativeMaxDiff(gpu->logits, cpu->logits), 1e-4) << what;
+    kernels::cuda::testing::ErrorReport::Add(
+        absl::StrCat("gpu_forward logits ", model::ArchName(GetParam())),
+        absl::MakeConstSpan(gpu->logits.data(), gpu->logits.size()),
+        absl::MakeConstSpan(cpu->logits.data(), cpu->logits.size()));
     ASSERT_EQ(gpu->routing.size(), cpu->routing.size()) << what;
     for (size_t l = 0; l < cpu->routing.size(); ++l) {
       const model::Routing& a = gpu->routing[l];

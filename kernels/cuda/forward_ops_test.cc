@@ -11,6 +11,7 @@
 #include "kernels/cpu/forward_ops.h"
 #include "kernels/cuda/cuda_status.h"
 #include "kernels/cuda/testing/device_memory.h"
+#include "kernels/cuda/testing/error_report.h"
 
 namespace semmoe::kernels::cuda {
 namespace {
@@ -76,6 +77,7 @@ TEST_F(ForwardOpsTest, AddsAreExact) {
       cpu::SigmoidGateAdd(want.data(), y.data(), gate.data(), rows, stride);
       ASSERT_EQ(LaunchSigmoidGateAdd(d_x, d_y, d_gate, rows, stride, nullptr), cudaSuccess);
       const std::vector<float> got = ToHost(d_x, want.size());
+      testing::ErrorReport::Add("sigmoid_gate_add", got, want);
       for (size_t i = 0; i < want.size(); ++i) {
         ASSERT_NEAR(got[i], want[i], 1e-5f * std::max(1.0f, std::abs(want[i]))) << i;
       }

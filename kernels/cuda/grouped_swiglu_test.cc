@@ -12,6 +12,7 @@
 #include "kernels/cpu/grouped_swiglu.h"
 #include "kernels/cuda/cuda_status.h"
 #include "kernels/cuda/testing/device_memory.h"
+#include "kernels/cuda/testing/error_report.h"
 #include "kernels/dtype.h"
 
 namespace semmoe::kernels::cuda {
@@ -66,6 +67,8 @@ TEST_P(GroupedSwiGluTest, MatchesTheCpu) {
                        : LaunchGroupedSwiGlu(args, nullptr),
                     cudaSuccess);
           const std::vector<float> got = ToHost(d_out, want.size());
+          testing::ErrorReport::Add(tc ? "grouped_swiglu tensor_core" : "grouped_swiglu direct",
+                                    got, want);
           float scale = 1e-2f;
           for (float w : want) scale = std::max(scale, std::abs(w));
           for (size_t i = 0; i < got.size(); ++i) {

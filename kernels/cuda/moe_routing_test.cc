@@ -11,6 +11,7 @@
 #include "gtest/gtest.h"
 #include "kernels/cpu/moe_routing.h"
 #include "kernels/cuda/cuda_status.h"
+#include "kernels/cuda/testing/error_report.h"
 
 namespace semmoe::kernels::cuda {
 namespace {
@@ -69,6 +70,7 @@ TEST(MoeRoutingTest, GatingMatchesTheCpu) {
           ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
           const std::vector<int32_t> ids = d_ids.Host();
           const std::vector<float> w = d_w.Host();
+          testing::ErrorReport::Add("router_gating weights", w, want_w);
           for (int64_t i = 0; i < tokens * k; ++i) {
             ASSERT_EQ(ids[i], want_ids[i]) << "experts " << experts << " k " << k << " i " << i;
             ASSERT_NEAR(w[i], want_w[i], 1e-5f * std::max(1.0f, std::abs(want_w[i])));
@@ -118,6 +120,7 @@ TEST(MoeRoutingTest, PermuteGatherCombineMatchTheCpu) {
                                       d_out.get(), nullptr),
                     cudaSuccess);
           const std::vector<float> out = d_out.Host();
+          testing::ErrorReport::Add("combine_rows", out, want_out);
           for (size_t i = 0; i < out.size(); ++i) {
             ASSERT_NEAR(out[i], want_out[i], 1e-6f * std::max(1.0f, std::abs(want_out[i])));
           }

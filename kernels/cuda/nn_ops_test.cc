@@ -11,6 +11,7 @@
 #include "kernels/cpu/nn_ops.h"
 #include "kernels/cuda/cuda_status.h"
 #include "kernels/cuda/testing/device_memory.h"
+#include "kernels/cuda/testing/error_report.h"
 
 namespace semmoe::kernels::cuda {
 namespace {
@@ -18,8 +19,10 @@ namespace {
 using testing::ToDevice;
 using testing::ToHost;
 
-void ExpectNear(const std::vector<float>& got, const std::vector<float>& want, float rel) {
+void ExpectNear(const char* kernel, const std::vector<float>& got, const std::vector<float>& want,
+                float rel) {
   ASSERT_EQ(got.size(), want.size());
+  testing::ErrorReport::Add(kernel, got, want);
   for (size_t i = 0; i < got.size(); ++i) {
     ASSERT_NEAR(got[i], want[i], rel * std::max(1.0f, std::abs(want[i]))) << i;
   }
@@ -47,7 +50,7 @@ TEST_F(NnOpsTest, RmsNorm) {
       float* d_x = ToDevice(x);
       float* d_w = ToDevice(w);
       ASSERT_EQ(LaunchRmsNorm(d_x, rows, width, stride, d_w, 1e-6f, nullptr), cudaSuccess);
-      ExpectNear(ToHost(d_x, x.size()), want, 1e-5f);
+      ExpectNear("rms_norm", ToHost(d_x, x.size()), want, 1e-5f);
       cudaFree(d_x);
       cudaFree(d_w);
     }
@@ -84,7 +87,7 @@ TEST_F(NnOpsTest, QkNormRopeIsRmsNormPerHeadThenRope) {
           ASSERT_EQ(LaunchQkNormRope(d_x, rows, stride, heads, head_dim, norm ? d_w : nullptr,
                                      1e-6f, d_pos, d_cos, d_sin, nullptr),
                     cudaSuccess);
-          ExpectNear(ToHost(d_x, x.size()), want, 1e-5f);
+          ExpectNear("qk_norm_rope", ToHost(d_x, x.size()), want, 1e-5f);
           for (void* p :
                {static_cast<void*>(d_x), static_cast<void*>(d_w), static_cast<void*>(d_pos),
                 static_cast<void*>(d_cos), static_cast<void*>(d_sin)}) {
@@ -106,7 +109,7 @@ TEST_F(NnOpsTest, SiluMul) {
     float* d_gate = ToDevice(gate);
     float* d_up = ToDevice(up);
     ASSERT_EQ(LaunchSiluMul(d_gate, d_up, n, nullptr), cudaSuccess);
-    ExpectNear(ToHost(d_gate, n), want, 1e-5f);
+    ExpectNear("silu_mul", ToHost(d_gate, n), want, 1e-5f);
     cudaFree(d_gate);
     cudaFree(d_up);
   }

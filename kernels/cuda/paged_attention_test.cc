@@ -13,6 +13,7 @@
 #include "kernels/cpu/decode_attention.h"
 #include "kernels/cuda/cuda_status.h"
 #include "kernels/cuda/testing/device_memory.h"
+#include "kernels/cuda/testing/error_report.h"
 
 namespace semmoe::kernels::cuda {
 namespace {
@@ -86,6 +87,8 @@ TEST(PagedAttentionTest, MatchesTheCpuForDecodeAndPrefill) {
           std::vector<float> got(q.size());
           ASSERT_EQ(cudaMemcpy(got.data(), d_out, 4 * got.size(), cudaMemcpyDeviceToHost),
                     cudaSuccess);
+          testing::ErrorReport::Add(prefill ? "paged_attention prefill" : "paged_attention decode",
+                                    got, want);
           for (size_t i = 0; i < got.size(); ++i) {
             ASSERT_NEAR(got[i], want[i], 1e-4f * std::max(1.0f, std::abs(want[i])))
                 << "head_dim " << head_dim << " heads " << q_heads << "/" << kv_heads << " page "

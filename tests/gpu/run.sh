@@ -3,11 +3,17 @@
 # GPU. Prints each test's output tail, then one "N passed, N failed" line; exits non-zero if any
 # failed or none ran. Logs are copied to $OUT (the device tool's result folder) when it is set.
 #
-#   bash tests/gpu/run.sh [DIR]     (default .gpu_tests/)
+#   bash tests/gpu/run.sh [DIR]     (default: the repository's .gpu_tests/)
+#   bash .gpu_tests/run.sh          (the copy build.sh leaves there runs its own directory)
 set -uo pipefail
-cd "$(dirname "${BASH_SOURCE[0]}")/../.." 2>/dev/null || true
 
-dir="${1:-.gpu_tests}"
+script_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+if [[ -d "$script_dir/bin" ]]; then
+  default_dir="$script_dir"
+else
+  default_dir="$script_dir/../../.gpu_tests"
+fi
+dir="${1:-$default_dir}"
 if [[ ! -d "$dir/bin" ]]; then
   echo "gpu run: $dir/bin not found; run tests/gpu/build.sh first (and carry $dir)" >&2
   exit 1
@@ -40,6 +46,8 @@ done
 summary="$logs/summary.txt"
 {
   echo "GPU tests: ${passed} passed, ${failed} failed"
+  # Each kernel's largest error against its CPU reference (kernels/cuda/testing/error_report.h).
+  grep -h "^kernel error:" "$logs"/*.log 2>/dev/null
   for bench in "$dir"/bin/bench__*; do
     [[ -x "$bench" ]] || continue
     echo
