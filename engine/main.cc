@@ -20,9 +20,9 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
-#include "absl/strings/str_cat.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/notification.h"
 #include "common/file.h"
@@ -33,11 +33,11 @@
 #include "engine/model/generation_config.h"
 #include "engine/model/model.h"
 #include "engine/model/unicode.h"
-#include "kernels/cuda/cuda_status.h"
 #include "engine/offline/score.h"
 #include "engine/offline/trace_run.h"
 #include "engine/runtime/batch_engine.h"
 #include "engine/server/rank_server.h"
+#include "kernels/cuda/cuda_status.h"
 #include "nlohmann/json.hpp"
 
 ABSL_FLAG(std::string, model, "",
@@ -263,13 +263,13 @@ int Trace(int device) {
   auto gpu = PrefillOn(**m, device);
   if (!gpu.ok()) return Fail(gpu.status());
   const auto start = std::chrono::steady_clock::now();
-  auto summary = offline::RunTrace(*(*m)->transformer, (*m)->tokenizer.get(),
-                                   {.prompts = UserPath(absl::GetFlag(FLAGS_prompts)),
-                                    .output = UserPath(absl::GetFlag(FLAGS_out)),
-                                    .max_batch_tokens = absl::GetFlag(FLAGS_max_batch_tokens),
-                                    .max_prompt_tokens = absl::GetFlag(FLAGS_max_prompt_tokens),
-                                    .backend = *gpu ? (*gpu)->backend()
-                                                    : offline::PrefillBackend()});
+  auto summary =
+      offline::RunTrace(*(*m)->transformer, (*m)->tokenizer.get(),
+                        {.prompts = UserPath(absl::GetFlag(FLAGS_prompts)),
+                         .output = UserPath(absl::GetFlag(FLAGS_out)),
+                         .max_batch_tokens = absl::GetFlag(FLAGS_max_batch_tokens),
+                         .max_prompt_tokens = absl::GetFlag(FLAGS_max_prompt_tokens),
+                         .backend = *gpu ? (*gpu)->backend() : offline::PrefillBackend()});
   if (!summary.ok()) return Fail(summary.status());
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -80,9 +80,9 @@ int main(int argc, char** argv) {
   const auto cpu = OrDie(model::Transformer::Create(config, *weights), "CPU forward");
   const int page_size = 16, context = 256, max_sequences = 64;
   const int pages = max_sequences * (context / page_size + 1);
-  const auto gpu = OrDie(GpuTransformer::Create(config, *weights,
-                                                {.num_pages = pages, .page_size = page_size}),
-                         "GPU forward");
+  const auto gpu =
+      OrDie(GpuTransformer::Create(config, *weights, {.num_pages = pages, .page_size = page_size}),
+            "GPU forward");
   const auto cache = OrDie(PagedKvCache::Create({.num_layers = config.num_layers,
                                                  .kv_size = config.kv_size(),
                                                  .page_size = page_size,
@@ -99,8 +99,8 @@ int main(int argc, char** argv) {
   }
 
   std::vector<Row> rows;
-  auto measure = [&](const std::string& pass, const std::vector<SequenceInput>& batch,
-                     int cpu_reps, int gpu_reps) {
+  auto measure = [&](const std::string& pass, const std::vector<SequenceInput>& batch, int cpu_reps,
+                     int gpu_reps) {
     ForwardOutput c = OrDie(cpu->Forward(batch), "CPU pass");
     ForwardOutput g = OrDie(gpu->Forward(batch), "GPU pass");
     const double diff = (g.logits - c.logits).cwiseAbs().maxCoeff();
@@ -108,8 +108,7 @@ int main(int argc, char** argv) {
     for (const SequenceInput& s : batch) tokens += static_cast<int>(s.tokens.size());
     rows.push_back({pass, static_cast<int>(batch.size()), tokens,
                     Time([&] { return OrDie(cpu->Forward(batch), "CPU pass"); }, cpu_reps),
-                    Time([&] { return OrDie(gpu->Forward(batch), "GPU pass"); }, gpu_reps),
-                    diff});
+                    Time([&] { return OrDie(gpu->Forward(batch), "GPU pass"); }, gpu_reps), diff});
   };
   // Every sequence's context, prefilled on both sides first: the decode steps attend to it.
   std::vector<SequenceInput> prefill;

@@ -9,10 +9,10 @@ absl::StatusOr<std::unique_ptr<GpuTransformer>> CreateGpuForward(
     const model::ModelConfig& config, const model::ModelWeights& weights, int device,
     const runtime::BatchEngine::Options& options) {
   // The same page count BatchEngine::Create gives its host cache.
-  const int pages = runtime::PagedKvCache::PagesForBytes(
-      {.num_layers = config.num_layers, .kv_size = config.kv_size(),
-       .page_size = options.page_size},
-      options.kv_cache_bytes);
+  const int pages = runtime::PagedKvCache::PagesForBytes({.num_layers = config.num_layers,
+                                                          .kv_size = config.kv_size(),
+                                                          .page_size = options.page_size},
+                                                         options.kv_cache_bytes);
   return GpuTransformer::Create(
       config, weights, {.device = device, .num_pages = pages, .page_size = options.page_size});
 }

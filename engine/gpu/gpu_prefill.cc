@@ -6,16 +6,15 @@ namespace semmoe::engine::gpu {
 
 absl::StatusOr<std::unique_ptr<GpuPrefill>> GpuPrefill::Create(const model::ModelConfig& config,
                                                                const model::ModelWeights& weights,
-                                                               int device,
-                                                               int max_batch_tokens) {
+                                                               int device, int max_batch_tokens) {
   constexpr int kPageSize = 16;
   const int pages =
       offline::PrefillPagesNeeded(max_batch_tokens, config.max_position_embeddings, kPageSize);
   std::unique_ptr<GpuPrefill> p(new GpuPrefill());
-  ASSIGN_OR_RETURN(p->forward_,
-                   GpuTransformer::Create(config, weights,
-                                          {.device = device, .num_pages = pages,
-                                           .page_size = kPageSize}));
+  ASSIGN_OR_RETURN(
+      p->forward_,
+      GpuTransformer::Create(config, weights,
+                             {.device = device, .num_pages = pages, .page_size = kPageSize}));
   ASSIGN_OR_RETURN(p->pages_, runtime::PagedKvCache::Create({.num_layers = config.num_layers,
                                                              .kv_size = config.kv_size(),
                                                              .page_size = kPageSize,

@@ -19,8 +19,8 @@ class GpuPrefill {
   // Pages for any pass of `max_batch_tokens` (offline::PrefillPagesNeeded). Errors as
   // GpuTransformer::Create.
   static absl::StatusOr<std::unique_ptr<GpuPrefill>> Create(const model::ModelConfig& config,
-                                                             const model::ModelWeights& weights,
-                                                             int device, int max_batch_tokens);
+                                                            const model::ModelWeights& weights,
+                                                            int device, int max_batch_tokens);
   // For ScoreOptions/TraceOptions::backend; valid while this object lives.
   offline::PrefillBackend backend();
   const GpuTransformer& forward() const { return *forward_; }

@@ -1,8 +1,9 @@
 // The GPU forward on the shared trained model (../shared/models/qwen3-moe-a) against the Hugging
 // Face reference outputs stored with it — every prompt's final logits, batched in one pass —,
 // greedy decoding on the GPU against greedy decoding on the CPU, all prompts decoding together
-// on one paged cache, and the offline prefill runner (score, trace) on the GPU against the CPU. Needs a GPU (tag gpu) and SEMMOE_SHARED_DIR (tests/gpu/run.sh sets it to
-// the copy build.sh packs). No tokenizer: the reference holds the prompts' token ids.
+// on one paged cache, and the offline prefill runner (score, trace) on the GPU against the CPU.
+// Needs a GPU (tag gpu) and SEMMOE_SHARED_DIR (tests/gpu/run.sh sets it to the copy build.sh
+// packs). No tokenizer: the reference holds the prompts' token ids.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -47,33 +48,50 @@ float Margin(const float* row, int n) {
   return v[0] - v[1];
 }
 
-TEST(GpuReferenceTest, SharedModelFinalLogitsAndGreedyDecoding) {
-  auto devices = kernels::cuda::DeviceCount();
-  ASSERT_TRUE(devices.ok() && *devices > 0) << "needs a GPU";
-  SEMMOE_REQUIRE_PATH_FROM_ENV(shared, "SEMMOE_SHARED_DIR");
-  const std::string dir = JoinPath(shared, "models/qwen3-moe-a");
-  auto config = model::LoadModelConfig(dir);
-  ASSERT_TRUE(config.ok()) << config.status();
-  auto checkpoint = model::Checkpoint::Open(dir);
-  ASSERT_TRUE(checkpoint.ok()) << checkpoint.status();
-  auto weights = model::LoadWeights(*config, **checkpoint);
-  ASSERT_TRUE(weights.ok()) << weights.status();
-  auto cpu = model::Transformer::Create(*config, **weights);
-  ASSERT_TRUE(cpu.ok());
+// The shared model loaded once per test (no tokenizer), with its CPU forward.
+class GpuReferenceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto devices = kernels::cuda::DeviceCount();
+    ASSERT_TRUE(devices.ok() && *devices > 0) << "needs a GPU";
+    SEMMOE_REQUIRE_PATH_FROM_ENV(shared, "SEMMOE_SHARED_DIR");
+    dir_ = JoinPath(shared, "models/qwen3-moe-a");
+    auto config = model::LoadModelConfig(dir_);
+    ASSERT_TRUE(config.ok()) << config.status();
+    config_ = *config;
+    auto checkpoint = model::Checkpoint::Open(dir_);
+    ASSERT_TRUE(checkpoint.ok()) << checkpoint.status();
+    auto weights = model::LoadWeights(config_, **checkpoint);
+    ASSERT_TRUE(weights.ok()) << weights.status();
+    weights_ = std::move(*weights);
+    auto cpu = model::Transformer::Create(config_, *weights_);
+    ASSERT_TRUE(cpu.ok());
+    cpu_ = std::move(*cpu);
+    auto meta_text = ReadFile(JoinPath(dir_, "reference/prompts.json"));
+    ASSERT_TRUE(meta_text.ok());
+    meta_ = nlohmann::json::parse(*meta_text);
+  }
+  std::string dir_;
+  model::ModelConfig config_;
+  std::unique_ptr<model::ModelWeights> weights_;
+  std::unique_ptr<model::Transformer> cpu_;
+  nlohmann::json meta_;
+};
+
+TEST_F(GpuReferenceTest, SharedModelFinalLogitsAndGreedyDecoding) {
   const int page_size = 16, pages = 512;
-  auto gpu = GpuTransformer::Create(*config, **weights, {.num_pages = pages, .page_size = page_size});
+  auto gpu =
+      GpuTransformer::Create(config_, *weights_, {.num_pages = pages, .page_size = page_size});
   ASSERT_TRUE(gpu.ok()) << gpu.status();
-  auto cache = runtime::PagedKvCache::Create({.num_layers = config->num_layers,
-                                              .kv_size = config->kv_size(),
+  auto cache = runtime::PagedKvCache::Create({.num_layers = config_.num_layers,
+                                              .kv_size = config_.kv_size(),
                                               .page_size = page_size,
                                               .num_pages = pages});
   ASSERT_TRUE(cache.ok());
 
-  auto meta_text = ReadFile(JoinPath(dir, "reference/prompts.json"));
-  ASSERT_TRUE(meta_text.ok());
-  const nlohmann::json meta = nlohmann::json::parse(*meta_text);
-  const std::vector<float> final_logits = ReadFloats(JoinPath(dir, "reference/final_logits.f32"));
-  const int vocab = config->vocab_size;
+  const nlohmann::json& meta = meta_;
+  const std::vector<float> final_logits = ReadFloats(JoinPath(dir_, "reference/final_logits.f32"));
+  const int vocab = config_.vocab_size;
   const int steps = 24;
 
   // Pass 1: every prompt in one batch, last-position logits, against the reference.
@@ -93,7 +111,7 @@ TEST(GpuReferenceTest, SharedModelFinalLogitsAndGreedyDecoding) {
   }
   auto g = (*gpu)->Forward(batch);
   ASSERT_TRUE(g.ok()) << g.status();
-  auto c = (*cpu)->Forward(batch);
+  auto c = cpu_->Forward(batch);
   ASSERT_TRUE(c.ok()) << c.status();
   const std::vector<float> ref_rows = [&] {
     std::vector<float> rows;
@@ -103,9 +121,9 @@ TEST(GpuReferenceTest, SharedModelFinalLogitsAndGreedyDecoding) {
     }
     return rows;
   }();
-  kernels::cuda::testing::ErrorReport::Add(
-      "gpu_forward qwen3-moe-a final logits vs HF reference",
-      absl::MakeConstSpan(g->logits.data(), g->logits.size()), ref_rows);
+  kernels::cuda::testing::ErrorReport::Add("gpu_forward qwen3-moe-a final logits vs HF reference",
+                                           absl::MakeConstSpan(g->logits.data(), g->logits.size()),
+                                           ref_rows);
   for (size_t s = 0; s < prompts.size(); ++s) {
     double diff = 0, norm = 0;
     for (int v = 0; v < vocab; ++v) {
@@ -141,7 +159,7 @@ TEST(GpuReferenceTest, SharedModelFinalLogitsAndGreedyDecoding) {
     }
     g = (*gpu)->Forward(gb);
     ASSERT_TRUE(g.ok()) << g.status();
-    c = (*cpu)->Forward(cb);
+    c = cpu_->Forward(cb);
     ASSERT_TRUE(c.ok()) << c.status();
   }
   EXPECT_GT(compared_tokens, static_cast<int>(prompts.size()) * steps * 3 / 4);
@@ -149,21 +167,9 @@ TEST(GpuReferenceTest, SharedModelFinalLogitsAndGreedyDecoding) {
 
 // `engine score` / `engine trace` on the GPU: the prefill runner through GpuPrefill gives the
 // CPU's last logits and routing, prompt by prompt, over several batches.
-TEST(GpuReferenceTest, PrefillRunnerOnTheGpuMatchesTheCpu) {
-  auto devices = kernels::cuda::DeviceCount();
-  ASSERT_TRUE(devices.ok() && *devices > 0) << "needs a GPU";
-  SEMMOE_REQUIRE_PATH_FROM_ENV(shared, "SEMMOE_SHARED_DIR");
-  const std::string dir = JoinPath(shared, "models/qwen3-moe-a");
-  auto config = model::LoadModelConfig(dir);
-  ASSERT_TRUE(config.ok()) << config.status();
-  auto checkpoint = model::Checkpoint::Open(dir);
-  ASSERT_TRUE(checkpoint.ok());
-  auto weights = model::LoadWeights(*config, **checkpoint);
-  ASSERT_TRUE(weights.ok());
-  auto cpu = model::Transformer::Create(*config, **weights);
-  ASSERT_TRUE(cpu.ok());
+TEST_F(GpuReferenceTest, PrefillRunnerOnTheGpuMatchesTheCpu) {
   const int budget = 256;
-  auto gpu = GpuPrefill::Create(*config, **weights, 0, budget);
+  auto gpu = GpuPrefill::Create(config_, *weights_, 0, budget);
   ASSERT_TRUE(gpu.ok()) << gpu.status();
 
   struct Result {
@@ -173,22 +179,20 @@ TEST(GpuReferenceTest, PrefillRunnerOnTheGpuMatchesTheCpu) {
   auto run = [&](offline::PrefillBackend backend) {
     std::vector<Result> results;
     offline::PrefillRunner runner(
-        **cpu, budget,
+        *cpu_, budget,
         [&](const offline::PromptResult& r) {
-          Result out{{r.last_logits, r.last_logits + config->vocab_size}, {}};
+          Result out{{r.last_logits, r.last_logits + config_.vocab_size}, {}};
           for (size_t t = 0; t < r.tokens.size(); ++t) {
             for (const int32_t* layer : r.expert_ids) {
-              out.experts.insert(out.experts.end(), layer + t * config->top_k,
-                                 layer + (t + 1) * config->top_k);
+              out.experts.insert(out.experts.end(), layer + t * config_.top_k,
+                                 layer + (t + 1) * config_.top_k);
             }
           }
           results.push_back(std::move(out));
           return absl::OkStatus();
         },
         std::move(backend));
-    auto meta_text = ReadFile(JoinPath(dir, "reference/prompts.json"));
-    EXPECT_TRUE(meta_text.ok());
-    for (const auto& p : nlohmann::json::parse(*meta_text)["prompts"]) {
+    for (const auto& p : meta_["prompts"]) {
       EXPECT_TRUE(runner.Add(p["token_ids"].get<std::vector<int32_t>>()).ok());
     }
     EXPECT_TRUE(runner.Flush().ok());
@@ -207,7 +211,8 @@ TEST(GpuReferenceTest, PrefillRunnerOnTheGpuMatchesTheCpu) {
     }
     EXPECT_LT(std::sqrt(diff / norm), 1e-5) << "prompt " << i;
     ASSERT_EQ(got[i].experts.size(), want[i].experts.size());
-    for (size_t j = 0; j < want[i].experts.size(); ++j) same += got[i].experts[j] == want[i].experts[j];
+    for (size_t j = 0; j < want[i].experts.size(); ++j)
+      same += got[i].experts[j] == want[i].experts[j];
     total += static_cast<int64_t>(want[i].experts.size());
   }
   EXPECT_GE(static_cast<double>(same) / total, 0.999) << same << " of " << total;

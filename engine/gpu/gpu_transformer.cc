@@ -18,14 +18,13 @@
 #include "kernels/cuda/nn_ops.h"
 #include "kernels/cuda/paged_attention.h"
 
-#define CUBLAS_RETURN_IF_ERROR(call)                                                  \
-  do {                                                                                \
-    const cublasStatus_t semmoe_cublas_status = (call);                               \
-    if (semmoe_cublas_status != CUBLAS_STATUS_SUCCESS) {                              \
-      return absl::InternalError(absl::StrCat(#call, " failed at ", __FILE__, ":",    \
-                                              __LINE__, ": ",                         \
-                                              cublasGetStatusString(semmoe_cublas_status))); \
-    }                                                                                 \
+#define CUBLAS_RETURN_IF_ERROR(call)                                                               \
+  do {                                                                                             \
+    const cublasStatus_t semmoe_cublas_status = (call);                                            \
+    if (semmoe_cublas_status != CUBLAS_STATUS_SUCCESS) {                                           \
+      return absl::InternalError(absl::StrCat(#call, " failed at ", __FILE__, ":", __LINE__, ": ", \
+                                              cublasGetStatusString(semmoe_cublas_status)));       \
+    }                                                                                              \
   } while (false)
 
 namespace semmoe::engine::gpu {
@@ -97,9 +96,9 @@ absl::StatusOr<HostBatch> GpuTransformer::Impl::Describe(
     absl::Span<const int32_t> pages = seq.kv->page_table();
     if (pages.empty() ||
         static_cast<int64_t>(pages.size()) * options.page_size != seq.kv->capacity()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "sequence ", s, ": the GPU forward needs a paged KV sequence with pages of ",
-          options.page_size, " positions (engine/runtime/kv_cache.h)"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("sequence ", s, ": the GPU forward needs a paged KV sequence with pages of ",
+                       options.page_size, " positions (engine/runtime/kv_cache.h)"));
     }
     for (size_t p = 0; p < pages.size(); ++p) {
       if (pages[p] < 0 || pages[p] >= options.num_pages) {
@@ -128,8 +127,7 @@ absl::Status GpuTransformer::Impl::Reserve(int64_t tokens, int64_t logit_rows,
                                            int64_t page_entries) {
   const ModelConfig& c = config;
   const int64_t hidden = c.hidden_size, entries = tokens * std::max(1, c.top_k);
-  const int64_t inter = std::max({entries * c.moe_intermediate_size,
-                                  tokens * c.intermediate_size,
+  const int64_t inter = std::max({entries * c.moe_intermediate_size, tokens * c.intermediate_size,
                                   tokens * c.shared_expert_intermediate_size});
   for (DeviceArray<float>* a : {&s.x, &s.h, &s.o, &s.moe, &s.shared}) {
     RETURN_IF_ERROR(a->Reserve(tokens * hidden));
@@ -175,8 +173,7 @@ absl::Status GpuTransformer::Impl::Linear(const float* x, int64_t rows, const Gp
   CUBLAS_RETURN_IF_ERROR(cublasSgemm(cublas, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(w.rows),
                                      static_cast<int>(rows), static_cast<int>(w.cols), &one,
                                      w.w.data(), static_cast<int>(w.cols), x,
-                                     static_cast<int>(w.cols), &zero, y,
-                                     static_cast<int>(w.rows)));
+                                     static_cast<int>(w.cols), &zero, y, static_cast<int>(w.rows)));
   return absl::OkStatus();
 }
 
@@ -209,43 +206,42 @@ absl::Status GpuTransformer::Impl::Attention(int layer, int64_t tokens, int max_
     CUDA_RETURN_IF_ERROR(kc::LaunchAddRowBias(s.v.data(), tokens, c.kv_size(), c.kv_size(),
                                               w.v_bias.data(), stream));
   }
-  CUDA_RETURN_IF_ERROR(kc::LaunchQkNormRope(
-      s.q.data(), tokens, c.q_size(), c.num_heads, c.head_dim,
-      c.qk_norm ? w.q_norm.data() : nullptr, c.rms_norm_eps, s.positions.data(),
-      rope_cos.data(), rope_sin.data(), stream));
-  CUDA_RETURN_IF_ERROR(kc::LaunchQkNormRope(
-      s.k.data(), tokens, c.kv_size(), c.num_kv_heads, c.head_dim,
-      c.qk_norm ? w.k_norm.data() : nullptr, c.rms_norm_eps, s.positions.data(),
-      rope_cos.data(), rope_sin.data(), stream));
+  CUDA_RETURN_IF_ERROR(kc::LaunchQkNormRope(s.q.data(), tokens, c.q_size(), c.num_heads, c.head_dim,
+                                            c.qk_norm ? w.q_norm.data() : nullptr, c.rms_norm_eps,
+                                            s.positions.data(), rope_cos.data(), rope_sin.data(),
+                                            stream));
+  CUDA_RETURN_IF_ERROR(kc::LaunchQkNormRope(s.k.data(), tokens, c.kv_size(), c.num_kv_heads,
+                                            c.head_dim, c.qk_norm ? w.k_norm.data() : nullptr,
+                                            c.rms_norm_eps, s.positions.data(), rope_cos.data(),
+                                            rope_sin.data(), stream));
   for (int kind = 0; kind < 2; ++kind) {
-    CUDA_RETURN_IF_ERROR(kc::LaunchStorePagedKv(
-        {.rows = kind == 0 ? s.k.data() : s.v.data(),
-         .tokens = tokens,
-         .width = c.kv_size(),
-         .seq_of_token = s.seq_of_token.data(),
-         .position = s.positions.data(),
-         .page_table = s.page_table.data(),
-         .max_pages = max_pages,
-         .page_size = options.page_size,
-         .cache = kind == 0 ? Keys(layer) : Values(layer)},
-        stream));
+    CUDA_RETURN_IF_ERROR(kc::LaunchStorePagedKv({.rows = kind == 0 ? s.k.data() : s.v.data(),
+                                                 .tokens = tokens,
+                                                 .width = c.kv_size(),
+                                                 .seq_of_token = s.seq_of_token.data(),
+                                                 .position = s.positions.data(),
+                                                 .page_table = s.page_table.data(),
+                                                 .max_pages = max_pages,
+                                                 .page_size = options.page_size,
+                                                 .cache = kind == 0 ? Keys(layer) : Values(layer)},
+                                                stream));
   }
-  CUDA_RETURN_IF_ERROR(kc::LaunchPagedAttention(
-      {.q = s.q.data(),
-       .tokens = tokens,
-       .q_heads = c.num_heads,
-       .kv_heads = c.num_kv_heads,
-       .head_dim = c.head_dim,
-       .k_cache = Keys(layer),
-       .v_cache = Values(layer),
-       .page_size = options.page_size,
-       .page_table = s.page_table.data(),
-       .max_pages = max_pages,
-       .seq_of_token = s.seq_of_token.data(),
-       .position = s.positions.data(),
-       .scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim)),
-       .out = s.attn.data()},
-      stream));
+  CUDA_RETURN_IF_ERROR(
+      kc::LaunchPagedAttention({.q = s.q.data(),
+                                .tokens = tokens,
+                                .q_heads = c.num_heads,
+                                .kv_heads = c.num_kv_heads,
+                                .head_dim = c.head_dim,
+                                .k_cache = Keys(layer),
+                                .v_cache = Values(layer),
+                                .page_size = options.page_size,
+                                .page_table = s.page_table.data(),
+                                .max_pages = max_pages,
+                                .seq_of_token = s.seq_of_token.data(),
+                                .position = s.positions.data(),
+                                .scale = 1.0f / std::sqrt(static_cast<float>(c.head_dim)),
+                                .out = s.attn.data()},
+                               stream));
   RETURN_IF_ERROR(Linear(s.attn.data(), tokens, w.o, s.o.data()));
   CUDA_RETURN_IF_ERROR(kc::LaunchAddInPlace(s.x.data(), s.o.data(), tokens * hidden, stream));
   return absl::OkStatus();
@@ -285,16 +281,16 @@ absl::Status GpuTransformer::Impl::Ffn(int layer, int64_t tokens, model::Routing
                                             hidden, s.y.data(), stream));
   for (int e = 0; e < experts; ++e) {
     const int64_t begin = offsets[e], rows = offsets[e + 1] - offsets[e];
-    RETURN_IF_ERROR(Linear(s.y.data() + begin * hidden, rows, w.experts[e].gate,
-                           s.g.data() + begin * inter));
-    RETURN_IF_ERROR(Linear(s.y.data() + begin * hidden, rows, w.experts[e].up,
-                           s.u.data() + begin * inter));
+    RETURN_IF_ERROR(
+        Linear(s.y.data() + begin * hidden, rows, w.experts[e].gate, s.g.data() + begin * inter));
+    RETURN_IF_ERROR(
+        Linear(s.y.data() + begin * hidden, rows, w.experts[e].up, s.u.data() + begin * inter));
   }
   CUDA_RETURN_IF_ERROR(kc::LaunchSiluMul(s.g.data(), s.u.data(), entries * inter, stream));
   for (int e = 0; e < experts; ++e) {
     const int64_t begin = offsets[e], rows = offsets[e + 1] - offsets[e];
-    RETURN_IF_ERROR(Linear(s.g.data() + begin * inter, rows, w.experts[e].down,
-                           s.z.data() + begin * hidden));
+    RETURN_IF_ERROR(
+        Linear(s.g.data() + begin * inter, rows, w.experts[e].down, s.z.data() + begin * hidden));
   }
   CUDA_RETURN_IF_ERROR(kc::LaunchCombineRows(s.z.data(), s.gate_weights.data(),
                                              s.position_of_entry.data(), tokens, k, hidden,
@@ -340,14 +336,15 @@ absl::StatusOr<std::unique_ptr<GpuTransformer>> GpuTransformer::Create(
   }
   if (c.head_dim % 32 != 0 || c.head_dim > 256 || c.num_kv_heads <= 0 ||
       c.num_heads % c.num_kv_heads != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "the GPU attention needs head_dim a multiple of 32 up to 256 and whole GQA groups (head_dim ",
-        c.head_dim, ", ", c.num_heads, " heads, ", c.num_kv_heads, " KV heads)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("the GPU attention needs head_dim a multiple of 32 up to 256 and whole GQA "
+                     "groups (head_dim ",
+                     c.head_dim, ", ", c.num_heads, " heads, ", c.num_kv_heads, " KV heads)"));
   }
   if (!c.MoeLayers().empty() && (c.num_experts > 1024 || c.top_k > 32 || c.top_k <= 0)) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "the GPU gating takes up to 1024 experts and top_k up to 32 (", c.num_experts,
-        " experts, top_k ", c.top_k, ")"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("the GPU gating takes up to 1024 experts and top_k up to 32 (", c.num_experts,
+                     " experts, top_k ", c.top_k, ")"));
   }
   CUDA_RETURN_IF_ERROR(cudaSetDevice(options.device));
   auto impl = std::make_unique<Impl>();
@@ -360,8 +357,7 @@ absl::StatusOr<std::unique_ptr<GpuTransformer>> GpuTransformer::Create(
                            sin.data());
   RETURN_IF_ERROR(impl->rope_cos.Assign(cos.data(), cos.size()));
   RETURN_IF_ERROR(impl->rope_sin.Assign(sin.data(), sin.size()));
-  impl->layer_kv_floats =
-      static_cast<int64_t>(options.num_pages) * options.page_size * c.kv_size();
+  impl->layer_kv_floats = static_cast<int64_t>(options.num_pages) * options.page_size * c.kv_size();
   RETURN_IF_ERROR(impl->kv.Reserve(2 * c.num_layers * impl->layer_kv_floats));
   CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&impl->stream, cudaStreamNonBlocking));
   CUBLAS_RETURN_IF_ERROR(cublasCreate(&impl->cublas));
@@ -394,17 +390,17 @@ absl::StatusOr<ForwardOutput> GpuTransformer::Forward(absl::Span<const SequenceI
     if (collect) out.routing.push_back(std::move(routing));
   }
   CUDA_RETURN_IF_ERROR(kc::LaunchGatherRowsByIndex(m.s.x.data(), m.s.logit_rows.data(),
-                                                   shape.logit_rows, c.hidden_size,
-                                                   m.s.last.data(), m.stream));
+                                                   shape.logit_rows, c.hidden_size, m.s.last.data(),
+                                                   m.stream));
   CUDA_RETURN_IF_ERROR(kc::LaunchRmsNorm(m.s.last.data(), shape.logit_rows, c.hidden_size,
                                          c.hidden_size, m.weights->final_norm.data(),
                                          c.rms_norm_eps, m.stream));
-  RETURN_IF_ERROR(m.Linear(m.s.last.data(), shape.logit_rows, m.weights->lm_head,
-                           m.s.logits.data()));
+  RETURN_IF_ERROR(
+      m.Linear(m.s.last.data(), shape.logit_rows, m.weights->lm_head, m.s.logits.data()));
   if (shape.logit_rows > 0) {
     CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(out.logits.data(), m.s.logits.data(),
-                                         sizeof(float) * out.logits.size(),
-                                         cudaMemcpyDeviceToHost, m.stream));
+                                         sizeof(float) * out.logits.size(), cudaMemcpyDeviceToHost,
+                                         m.stream));
   }
   CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(m.stream));
   return out;

@@ -44,9 +44,9 @@ class GpuTransformer {
   // UNAVAILABLE without a CUDA device; INVALID_ARGUMENT for shapes the kernels do not take
   // (head_dim not a multiple of 32 or over 256, more than 1024 experts, top_k over 32);
   // FAILED_PRECONDITION if an expert is not loaded; RESOURCE_EXHAUSTED if the GPU is full.
-  static absl::StatusOr<std::unique_ptr<GpuTransformer>> Create(
-      const model::ModelConfig& config, const model::ModelWeights& weights,
-      const GpuForwardOptions& options);
+  static absl::StatusOr<std::unique_ptr<GpuTransformer>> Create(const model::ModelConfig& config,
+                                                                const model::ModelWeights& weights,
+                                                                const GpuForwardOptions& options);
   ~GpuTransformer();
 
   // As Transformer::Forward (the same errors, from model::CheckBatch), plus INVALID_ARGUMENT for

@@ -16,7 +16,7 @@
 
 namespace semmoe::engine::gpu {
 
-struct GpuLinear {  // y = x · wᵀ.
+struct GpuLinear {       // y = x · wᵀ.
   DeviceArray<float> w;  // [rows (out), cols (in)]
   int64_t rows = 0, cols = 0;
 };

@@ -33,8 +33,8 @@ Matrix Linear(const Matrix& x, const LinearWeight& w, const Vector& bias) {
 
 }  // namespace
 
-absl::Status LocalLayerStage::Run(int layer, const BatchTokens& tokens, Matrix& x,
-                                  Matrix& attn, Routing* routing) {
+absl::Status LocalLayerStage::Run(int layer, const BatchTokens& tokens, Matrix& x, Matrix& attn,
+                                  Routing* routing) {
   const ModelConfig& c = config_;
   const LayerWeights& w = weights_.layers[layer];
   x += attn;
@@ -78,7 +78,9 @@ absl::StatusOr<BatchShape> CheckBatch(const ModelConfig& config,
       }
     }
     shape.tokens += n;
-    shape.logit_rows += seq.logits == LogitsMode::kAll ? n : seq.logits == LogitsMode::kLast ? 1 : 0;
+    shape.logit_rows += seq.logits == LogitsMode::kAll    ? n
+                        : seq.logits == LogitsMode::kLast ? 1
+                                                          : 0;
   }
   return shape;
 }
@@ -235,9 +237,8 @@ absl::StatusOr<ForwardOutput> Transformer::Forward(absl::Span<const SequenceInpu
     out.attention_seconds_per_layer.push_back(seconds);
     const bool moe = weights_.layers[layer].is_moe;
     Routing routing;
-    RETURN_IF_ERROR(
-        stage_->Run(layer, BatchTokens{ids, prev}, x, attn,
-                    moe && options.collect_routing ? &routing : nullptr));
+    RETURN_IF_ERROR(stage_->Run(layer, BatchTokens{ids, prev}, x, attn,
+                                moe && options.collect_routing ? &routing : nullptr));
     if (moe && options.collect_routing) out.routing.push_back(std::move(routing));
   }
 

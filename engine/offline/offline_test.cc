@@ -46,9 +46,9 @@ TEST(ScoreTest, SharedModelMatchesReference) {
   auto m = model::LoadModel(dir);
   ASSERT_TRUE(m.ok()) << m.status();
   const std::string out = Tmp("score.jsonl");
-  auto n = RunScore(*(*m)->transformer,
-                    {.input = JoinPath(dir, "reference/score_input.jsonl"), .output = out,
-                     .max_batch_tokens = 300});
+  auto n = RunScore(*(*m)->transformer, {.input = JoinPath(dir, "reference/score_input.jsonl"),
+                                         .output = out,
+                                         .max_batch_tokens = 300});
   ASSERT_TRUE(n.ok()) << n.status();
   EXPECT_EQ(*n, 22);
   auto final_logits = ReadBinary<float>(JoinPath(dir, "reference/final_logits.f32"));
@@ -168,10 +168,9 @@ TEST_F(TinyOfflineTest, ScoreErrorsNameTheLineAndLeaveNoOutput) {
     EXPECT_FALSE(ReadFile(out).ok());
     EXPECT_FALSE(ReadFile(out + ".partial").ok());
   }
-  EXPECT_EQ(RunScore(*model_->transformer, {.input = Tmp("missing"), .output = Tmp("o")})
-                .status()
-                .code(),
-            absl::StatusCode::kNotFound);
+  EXPECT_EQ(
+      RunScore(*model_->transformer, {.input = Tmp("missing"), .output = Tmp("o")}).status().code(),
+      absl::StatusCode::kNotFound);
 }
 
 // A backend with its own forward and paged sequences (how the GPU forward plugs in) gives the
@@ -189,9 +188,10 @@ TEST_F(TinyOfflineTest, APagedBackendScoresAndTracesTheSameBytes) {
   const int budget = 24, page_size = 4;
   const int pages = PrefillPagesNeeded(budget, c.max_position_embeddings, page_size);
   EXPECT_EQ(pages, c.max_position_embeddings / page_size + c.max_position_embeddings);
-  auto cache = runtime::PagedKvCache::Create(
-      {.num_layers = c.num_layers, .kv_size = c.kv_size(), .page_size = page_size,
-       .num_pages = pages});
+  auto cache = runtime::PagedKvCache::Create({.num_layers = c.num_layers,
+                                              .kv_size = c.kv_size(),
+                                              .page_size = page_size,
+                                              .num_pages = pages});
   ASSERT_TRUE(cache.ok());
   int passes = 0;
   PrefillBackend backend{
@@ -216,12 +216,15 @@ TEST_F(TinyOfflineTest, APagedBackendScoresAndTracesTheSameBytes) {
   EXPECT_EQ((*cache)->free_pages(), pages);
 
   ASSERT_TRUE(RunTrace(*model_->transformer, nullptr,
-                       {.prompts = Tmp("paged_in.jsonl"), .output = Tmp("dense.trace"),
+                       {.prompts = Tmp("paged_in.jsonl"),
+                        .output = Tmp("dense.trace"),
                         .max_batch_tokens = budget})
                   .ok());
   ASSERT_TRUE(RunTrace(*model_->transformer, nullptr,
-                       {.prompts = Tmp("paged_in.jsonl"), .output = Tmp("paged.trace"),
-                        .max_batch_tokens = budget, .backend = backend})
+                       {.prompts = Tmp("paged_in.jsonl"),
+                        .output = Tmp("paged.trace"),
+                        .max_batch_tokens = budget,
+                        .backend = backend})
                   .ok());
   EXPECT_EQ(*ReadFile(Tmp("paged.trace")), *ReadFile(Tmp("dense.trace")));
   EXPECT_EQ((*cache)->free_pages(), pages);

@@ -17,9 +17,8 @@ int PrefillPagesNeeded(int max_batch_tokens, int max_position, int page_size) {
 absl::Status PrefillRunner::Add(std::vector<int32_t> tokens) {
   const int max = transformer_.config().max_position_embeddings;
   if (static_cast<int>(tokens.size()) > max) {
-    return absl::InvalidArgumentError(absl::StrCat("prompt of ", tokens.size(),
-                                                   " tokens exceeds the model's ", max,
-                                                   " positions"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "prompt of ", tokens.size(), " tokens exceeds the model's ", max, " positions"));
   }
   if (pending_tokens_ + static_cast<int>(tokens.size()) > max_batch_tokens_) {
     RETURN_IF_ERROR(Flush());

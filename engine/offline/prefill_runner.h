@@ -29,9 +29,9 @@ struct PrefillBackend {
 int PrefillPagesNeeded(int max_batch_tokens, int max_position, int page_size);
 
 struct PromptResult {
-  int index;                   // Order of Add().
+  int index;  // Order of Add().
   const std::vector<int32_t>& tokens;
-  const float* last_logits;    // [vocab]
+  const float* last_logits;  // [vocab]
   // routing[l] holds this prompt's tokens at MoE layer l: ids/weights [tokens × k].
   std::vector<const int32_t*> expert_ids;
   std::vector<const float*> weights;

@@ -21,27 +21,30 @@ absl::StatusOr<int> ScoreInto(const model::Transformer& transformer, const Score
   if (!out) return absl::InternalError(absl::StrCat("cannot create ", partial));
   std::vector<nlohmann::json> ids;
   const int layers = static_cast<int>(c.MoeLayers().size());
-  PrefillRunner runner(transformer, options.max_batch_tokens, [&](const PromptResult& r) {
-    std::string line = absl::StrCat("{\"id\": ", ids[r.index].dump(), ", \"last_logits\": [");
-    for (int v = 0; v < c.vocab_size; ++v) {
-      absl::StrAppendFormat(&line, v == 0 ? "%.9g" : ", %.9g", r.last_logits[v]);
-    }
-    line += "], \"routing\": [";
-    for (int l = 0; l < layers; ++l) {
-      line += l == 0 ? "[" : ", [";
-      for (size_t t = 0; t < r.tokens.size(); ++t) {
-        line += t == 0 ? "[" : ", [";
-        for (int j = 0; j < c.top_k; ++j) {
-          absl::StrAppend(&line, j == 0 ? "" : ", ", r.expert_ids[l][t * c.top_k + j]);
+  PrefillRunner runner(
+      transformer, options.max_batch_tokens,
+      [&](const PromptResult& r) {
+        std::string line = absl::StrCat("{\"id\": ", ids[r.index].dump(), ", \"last_logits\": [");
+        for (int v = 0; v < c.vocab_size; ++v) {
+          absl::StrAppendFormat(&line, v == 0 ? "%.9g" : ", %.9g", r.last_logits[v]);
         }
-        line += "]";
-      }
-      line += "]";
-    }
-    line += "]}\n";
-    out << line;
-    return out ? absl::OkStatus() : absl::InternalError(absl::StrCat("writing ", partial));
-  }, options.backend);
+        line += "], \"routing\": [";
+        for (int l = 0; l < layers; ++l) {
+          line += l == 0 ? "[" : ", [";
+          for (size_t t = 0; t < r.tokens.size(); ++t) {
+            line += t == 0 ? "[" : ", [";
+            for (int j = 0; j < c.top_k; ++j) {
+              absl::StrAppend(&line, j == 0 ? "" : ", ", r.expert_ids[l][t * c.top_k + j]);
+            }
+            line += "]";
+          }
+          line += "]";
+        }
+        line += "]}\n";
+        out << line;
+        return out ? absl::OkStatus() : absl::InternalError(absl::StrCat("writing ", partial));
+      },
+      options.backend);
   nlohmann::json line;
   while (true) {
     ASSIGN_OR_RETURN(bool more, reader->Next(line));
@@ -51,7 +54,8 @@ absl::StatusOr<int> ScoreInto(const model::Transformer& transformer, const Score
                      ReadTokenIds(line, c.vocab_size, reader->where()));
     ids.push_back(std::move(id));
     absl::Status added = runner.Add(std::move(tokens));
-    if (!added.ok()) return absl::InvalidArgumentError(absl::StrCat(reader->where(), ": ", added.message()));
+    if (!added.ok())
+      return absl::InvalidArgumentError(absl::StrCat(reader->where(), ": ", added.message()));
   }
   RETURN_IF_ERROR(runner.Flush());
   out.close();

@@ -25,20 +25,23 @@ absl::StatusOr<TraceSummary> RunTrace(const model::Transformer& transformer,
   std::vector<int32_t> experts(layers * k);
   std::vector<float> weights(layers * k);
   TraceSummary summary;
-  PrefillRunner runner(transformer, options.max_batch_tokens, [&](const PromptResult& r) {
-    for (size_t t = 0; t < r.tokens.size(); ++t) {
-      for (int l = 0; l < layers; ++l) {
-        for (int j = 0; j < k; ++j) {
-          experts[l * k + j] = r.expert_ids[l][t * k + j];
-          weights[l * k + j] = r.weights[l][t * k + j];
+  PrefillRunner runner(
+      transformer, options.max_batch_tokens,
+      [&](const PromptResult& r) {
+        for (size_t t = 0; t < r.tokens.size(); ++t) {
+          for (int l = 0; l < layers; ++l) {
+            for (int j = 0; j < k; ++j) {
+              experts[l * k + j] = r.expert_ids[l][t * k + j];
+              weights[l * k + j] = r.weights[l][t * k + j];
+            }
+          }
+          RETURN_IF_ERROR(writer->AddToken(requests[r.index], static_cast<uint32_t>(t), r.tokens[t],
+                                           experts, weights));
         }
-      }
-      RETURN_IF_ERROR(writer->AddToken(requests[r.index], static_cast<uint32_t>(t), r.tokens[t],
-                                       experts, weights));
-    }
-    summary.tokens += static_cast<int64_t>(r.tokens.size());
-    return absl::OkStatus();
-  }, options.backend);
+        summary.tokens += static_cast<int64_t>(r.tokens.size());
+        return absl::OkStatus();
+      },
+      options.backend);
   const int max_tokens =
       options.max_prompt_tokens > 0 ? options.max_prompt_tokens : c.max_position_embeddings;
   nlohmann::json line;

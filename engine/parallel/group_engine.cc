@@ -204,8 +204,8 @@ absl::StatusOr<model::ForwardOutput> GroupEngine::Forward(absl::Span<const Seque
     RETURN_IF_ERROR(model_.comm().Broadcast(absl::MakeSpan(wire), kLeader));
   }
   ASSIGN_OR_RETURN(model::ForwardOutput out, options_.local_forward
-                                                  ? options_.local_forward(batch)
-                                                  : model_.transformer().Forward(batch));
+                                                 ? options_.local_forward(batch)
+                                                 : model_.transformer().Forward(batch));
   ++forward_passes_;
   AddAttentionTimes(out);
   if (model_.attention() == AttentionMode::kDp && !options_.local_forward) {

@@ -55,9 +55,10 @@ absl::StatusOr<std::unique_ptr<BatchEngine>> BatchEngine::Create(
         "max_batch_tokens, max_running and max_waiting must be positive");
   }
   const model::ModelConfig& c = transformer.config();
-  PagedKvCache::Options kv{
-      .num_layers = c.num_layers, .kv_size = c.kv_size(), .page_size = options.page_size,
-      .host_arena = options.host_kv_arena};
+  PagedKvCache::Options kv{.num_layers = c.num_layers,
+                           .kv_size = c.kv_size(),
+                           .page_size = options.page_size,
+                           .host_arena = options.host_kv_arena};
   kv.num_pages = PagedKvCache::PagesForBytes(kv, options.kv_cache_bytes);
   ASSIGN_OR_RETURN(std::unique_ptr<PagedKvCache> cache, PagedKvCache::Create(kv));
   return std::unique_ptr<BatchEngine>(new BatchEngine(transformer, options, std::move(cache)));

@@ -5,9 +5,7 @@ namespace {
 
 constexpr int kThreads = 256;
 
-int Blocks(int64_t work) {
-  return static_cast<int>(work < 65535 ? (work > 0 ? work : 1) : 65535);
-}
+int Blocks(int64_t work) { return static_cast<int>(work < 65535 ? (work > 0 ? work : 1) : 65535); }
 
 // One block per row (grid-stride over rows), threads over the row's width.
 __global__ void GatherRowsByIndexKernel(const float* __restrict__ table,
@@ -34,8 +32,7 @@ __global__ void AddInPlaceKernel(float* x, const float* __restrict__ y, int64_t 
 }
 
 __global__ void SigmoidGateAddKernel(float* out, const float* __restrict__ y,
-                                     const float* __restrict__ gate, int64_t rows,
-                                     int64_t width) {
+                                     const float* __restrict__ gate, int64_t rows, int64_t width) {
   for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
     const float g = 1.0f / (1.0f + expf(-gate[r]));
     for (int64_t i = threadIdx.x; i < width; i += blockDim.x) {

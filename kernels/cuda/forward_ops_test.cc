@@ -117,14 +117,14 @@ TEST_F(ForwardOpsTest, StorePagedKvThroughShuffledPageTables) {
       int32_t* d_pos = ToDevice(pos);
       int32_t* d_table = ToDevice(table);
       float* d_cache = ToDevice(std::vector<float>(want.size(), -1.0f));
-      ASSERT_EQ(LaunchStorePagedKv({d_rows, tokens, width, d_seq, d_pos, d_table, max_pages,
-                                    page_size, d_cache},
-                                   nullptr),
+      ASSERT_EQ(LaunchStorePagedKv(
+                    {d_rows, tokens, width, d_seq, d_pos, d_table, max_pages, page_size, d_cache},
+                    nullptr),
                 cudaSuccess);
       EXPECT_EQ(ToHost(d_cache, want.size()), want);
-      for (void* p : {static_cast<void*>(d_rows), static_cast<void*>(d_seq),
-                      static_cast<void*>(d_pos), static_cast<void*>(d_table),
-                      static_cast<void*>(d_cache)}) {
+      for (void* p :
+           {static_cast<void*>(d_rows), static_cast<void*>(d_seq), static_cast<void*>(d_pos),
+            static_cast<void*>(d_table), static_cast<void*>(d_cache)}) {
         cudaFree(p);
       }
     }

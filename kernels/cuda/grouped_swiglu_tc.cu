@@ -46,10 +46,10 @@ __device__ __nv_bfloat16 Bits(uint16_t b) { return __ushort_as_bfloat16(b); }
 
 // act[r, i] = silu(x[r] · gate_e[i]) · (x[r] · up_e[i]) for the block's 16 rows × 64 columns.
 __global__ void ActTcKernel(GroupedSwiGluArgs a) {
-  __shared__ __align__(32) __nv_bfloat16 xs[kTile * kTile];           // [row][k]
-  __shared__ __align__(32) __nv_bfloat16 gs[kWarps][kTile * kTile];   // [col][k] (col-major B)
+  __shared__ __align__(32) __nv_bfloat16 xs[kTile * kTile];          // [row][k]
+  __shared__ __align__(32) __nv_bfloat16 gs[kWarps][kTile * kTile];  // [col][k] (col-major B)
   __shared__ __align__(32) __nv_bfloat16 us[kWarps][kTile * kTile];
-  __shared__ __align__(32) float cs[kWarps][2][kTile * kTile];        // [row][col]
+  __shared__ __align__(32) float cs[kWarps][2][kTile * kTile];  // [row][col]
   int e;
   int64_t begin, end;
   if (!FindTile(a.offsets, a.experts, blockIdx.x, &e, &begin, &end)) return;  // Whole block.

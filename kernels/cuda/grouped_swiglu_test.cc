@@ -46,7 +46,8 @@ TEST_P(GroupedSwiGluTest, MatchesTheCpu) {
         for (int64_t rows_wanted : {0, 1, 50, 400}) {
           // Rows spread over the first half of the experts; the rest get none.
           std::vector<int64_t> offsets(experts + 1, 0);
-          for (int64_t r = 0; r < rows_wanted; ++r) ++offsets[1 + rng_() % std::max(1, experts / 2)];
+          for (int64_t r = 0; r < rows_wanted; ++r)
+            ++offsets[1 + rng_() % std::max(1, experts / 2)];
           for (int e = 0; e < experts; ++e) offsets[e + 1] += offsets[e];
           const int64_t rows = offsets[experts];
           const std::vector<uint16_t> x = Bf16(rows * hidden),
@@ -61,8 +62,8 @@ TEST_P(GroupedSwiGluTest, MatchesTheCpu) {
           int64_t* d_off = ToDevice(offsets);
           float* d_act = ToDevice(std::vector<float>(rows * inter));
           float* d_out = ToDevice(std::vector<float>(rows * hidden, -7.0f));
-          const GroupedSwiGluArgs args{d_x,    d_off, experts, rows, hidden, inter,
-                                       d_g,    d_u,   d_d,     d_act, d_out};
+          const GroupedSwiGluArgs args{d_x, d_off, experts, rows,  hidden, inter,
+                                       d_g, d_u,   d_d,     d_act, d_out};
           ASSERT_EQ(tc ? LaunchGroupedSwiGluTensorCore(args, nullptr)
                        : LaunchGroupedSwiGlu(args, nullptr),
                     cudaSuccess);
@@ -75,11 +76,9 @@ TEST_P(GroupedSwiGluTest, MatchesTheCpu) {
             // The direct kernel sums in the reference's order up to f32 rounding; the tensor-core
             // one in fragment order, and a bf16 rounding of the activation may land one step
             // apart when the f32 sums differ in their last bits.
-            const float tolerance =
-                tc ? 2e-3f * scale : 1e-4f * std::max(1e-2f, std::abs(want[i]));
-            ASSERT_NEAR(got[i], want[i], tolerance)
-                << "experts " << experts << " hidden " << hidden << " inter " << inter << " i "
-                << i;
+            const float tolerance = tc ? 2e-3f * scale : 1e-4f * std::max(1e-2f, std::abs(want[i]));
+            ASSERT_NEAR(got[i], want[i], tolerance) << "experts " << experts << " hidden " << hidden
+                                                    << " inter " << inter << " i " << i;
           }
           for (void* p : {static_cast<void*>(d_x), static_cast<void*>(d_g), static_cast<void*>(d_u),
                           static_cast<void*>(d_d), static_cast<void*>(d_off),

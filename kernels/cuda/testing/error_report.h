@@ -33,8 +33,8 @@ class ErrorReport {
 
   ~ErrorReport() {
     for (const auto& [kernel, e] : entries_) {
-      std::printf("kernel error: %s: max_abs %.3g, max_rel %.3g over %lld values\n",
-                  kernel.c_str(), e.max_abs, e.max_rel, static_cast<long long>(e.values));
+      std::printf("kernel error: %s: max_abs %.3g, max_rel %.3g over %lld values\n", kernel.c_str(),
+                  e.max_abs, e.max_rel, static_cast<long long>(e.values));
     }
     std::fflush(stdout);
   }
