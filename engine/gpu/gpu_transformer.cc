@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "engine/gpu/batch_layout.h"
 #include "engine/gpu/device_array.h"
 #include "engine/gpu/gpu_weights.h"
 #include "kernels/cpu/nn_ops.h"
@@ -45,12 +46,6 @@ struct Scratch {
   DeviceArray<int64_t> counts, offsets, entry_of_position, position_of_entry;
 };
 
-// The batch as the kernels read it (host side).
-struct HostBatch {
-  std::vector<int32_t> ids, positions, seq_of_token, logit_rows, page_table;
-  int max_pages = 0;
-};
-
 }  // namespace
 
 struct GpuTransformer::Impl {
@@ -72,9 +67,8 @@ struct GpuTransformer::Impl {
   float* Keys(int layer) const { return kv.data() + (2 * int64_t{layer}) * layer_kv_floats; }
   float* Values(int layer) const { return kv.data() + (2 * int64_t{layer} + 1) * layer_kv_floats; }
 
-  absl::StatusOr<HostBatch> Describe(absl::Span<const SequenceInput> batch) const;
   absl::Status Reserve(int64_t tokens, int64_t logit_rows, int64_t page_entries);
-  absl::Status Upload(const HostBatch& b);
+  absl::Status Upload(const BatchLayout& b);
   // y [rows, w.rows] = x [rows, w.cols] · wᵀ. Row-major x and y are column-major xᵀ and yᵀ, so
   // this is yᵀ = w · xᵀ with w read transposed from its row-major [rows, cols] storage.
   absl::Status Linear(const float* x, int64_t rows, const GpuLinear& w, float* y) const;
@@ -82,46 +76,6 @@ struct GpuTransformer::Impl {
   absl::Status Attention(int layer, int64_t tokens, int max_pages);
   absl::Status Ffn(int layer, int64_t tokens, model::Routing* routing);
 };
-
-absl::StatusOr<HostBatch> GpuTransformer::Impl::Describe(
-    absl::Span<const SequenceInput> batch) const {
-  HostBatch b;
-  for (const SequenceInput& seq : batch) {
-    b.max_pages = std::max(b.max_pages, static_cast<int>(seq.kv->page_table().size()));
-  }
-  b.page_table.assign(batch.size() * static_cast<size_t>(b.max_pages), 0);
-  int64_t row = 0;
-  for (size_t s = 0; s < batch.size(); ++s) {
-    const SequenceInput& seq = batch[s];
-    absl::Span<const int32_t> pages = seq.kv->page_table();
-    if (pages.empty() ||
-        static_cast<int64_t>(pages.size()) * options.page_size != seq.kv->capacity()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("sequence ", s, ": the GPU forward needs a paged KV sequence with pages of ",
-                       options.page_size, " positions (engine/runtime/kv_cache.h)"));
-    }
-    for (size_t p = 0; p < pages.size(); ++p) {
-      if (pages[p] < 0 || pages[p] >= options.num_pages) {
-        return absl::InvalidArgumentError(absl::StrCat("sequence ", s, ": page ", pages[p],
-                                                       " is outside the GPU cache's ",
-                                                       options.num_pages, " pages"));
-      }
-      b.page_table[s * b.max_pages + p] = pages[p];
-    }
-    const int64_t n = static_cast<int64_t>(seq.tokens.size());
-    for (int64_t t = 0; t < n; ++t) {
-      b.ids.push_back(seq.tokens[t]);
-      b.positions.push_back(seq.start_position + static_cast<int32_t>(t));
-      b.seq_of_token.push_back(static_cast<int32_t>(s));
-      if (seq.logits == model::LogitsMode::kAll ||
-          (seq.logits == model::LogitsMode::kLast && t == n - 1)) {
-        b.logit_rows.push_back(static_cast<int32_t>(row + t));
-      }
-    }
-    row += n;
-  }
-  return b;
-}
 
 absl::Status GpuTransformer::Impl::Reserve(int64_t tokens, int64_t logit_rows,
                                            int64_t page_entries) {
@@ -157,7 +111,7 @@ absl::Status GpuTransformer::Impl::Reserve(int64_t tokens, int64_t logit_rows,
   return s.page_table.Reserve(page_entries);
 }
 
-absl::Status GpuTransformer::Impl::Upload(const HostBatch& b) {
+absl::Status GpuTransformer::Impl::Upload(const BatchLayout& b) {
   RETURN_IF_ERROR(s.ids.CopyFromHost(b.ids.data(), b.ids.size(), stream));
   RETURN_IF_ERROR(s.positions.CopyFromHost(b.positions.data(), b.positions.size(), stream));
   RETURN_IF_ERROR(
@@ -375,7 +329,8 @@ absl::StatusOr<ForwardOutput> GpuTransformer::Forward(absl::Span<const SequenceI
   ForwardOutput out;
   out.logits.resize(shape.logit_rows, c.vocab_size);
   if (shape.tokens == 0) return out;
-  ASSIGN_OR_RETURN(const HostBatch b, m.Describe(batch));
+  ASSIGN_OR_RETURN(const BatchLayout b,
+                   LayOutBatch(batch, m.options.page_size, m.options.num_pages));
   CUDA_RETURN_IF_ERROR(cudaSetDevice(m.options.device));  // Per thread: callers may differ.
   RETURN_IF_ERROR(m.Reserve(shape.tokens, shape.logit_rows, b.page_table.size()));
   RETURN_IF_ERROR(m.Upload(b));

@@ -1,0 +1,74 @@
+#include "engine/gpu/batch_layout.h"
+
+#include <memory>
+#include <vector>
+
+#include "engine/runtime/kv_cache.h"
+#include "gtest/gtest.h"
+
+namespace semmoe::engine::gpu {
+namespace {
+
+using model::LogitsMode;
+
+class BatchLayoutTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto cache = runtime::PagedKvCache::Create(
+        {.num_layers = 1, .kv_size = 2, .page_size = 4, .num_pages = 16, .host_arena = false});
+    ASSERT_TRUE(cache.ok());
+    cache_ = std::move(*cache);
+  }
+  std::unique_ptr<runtime::PagedSequence> Sequence(int positions) {
+    auto seq = cache_->NewSequence();
+    EXPECT_TRUE(cache_->Reserve(*seq, positions).ok());
+    return seq;
+  }
+  std::unique_ptr<runtime::PagedKvCache> cache_;
+};
+
+TEST_F(BatchLayoutTest, TokensLogitRowsAndPaddedPageTables) {
+  auto a = Sequence(9), b = Sequence(2), c = Sequence(4);  // 3, 1 and 1 pages.
+  const std::vector<int32_t> ta = {5, 6, 7}, tb = {8}, tc = {9, 10};
+  const std::vector<model::SequenceInput> batch = {{ta, 6, a.get(), LogitsMode::kAll},
+                                                   {tb, 1, b.get(), LogitsMode::kLast},
+                                                   {tc, 0, c.get(), LogitsMode::kNone}};
+  auto layout = LayOutBatch(batch, 4, 16);
+  ASSERT_TRUE(layout.ok()) << layout.status();
+  EXPECT_EQ(layout->ids, (std::vector<int32_t>{5, 6, 7, 8, 9, 10}));
+  EXPECT_EQ(layout->positions, (std::vector<int32_t>{6, 7, 8, 1, 0, 1}));
+  EXPECT_EQ(layout->seq_of_token, (std::vector<int32_t>{0, 0, 0, 1, 2, 2}));
+  EXPECT_EQ(layout->logit_rows, (std::vector<int32_t>{0, 1, 2, 3}));  // kAll, then kLast.
+  ASSERT_EQ(layout->max_pages, 3);
+  ASSERT_EQ(layout->page_table.size(), 9u);
+  for (int p = 0; p < 3; ++p) EXPECT_EQ(layout->page_table[p], a->pages()[p]);
+  EXPECT_EQ(layout->page_table[3], b->pages()[0]);
+  EXPECT_EQ(layout->page_table[4], 0);  // Padding.
+  EXPECT_EQ(layout->page_table[6], c->pages()[0]);
+}
+
+TEST_F(BatchLayoutTest, TheEmptyBatchHasNoRows) {
+  auto layout = LayOutBatch({}, 4, 16);
+  ASSERT_TRUE(layout.ok());
+  EXPECT_TRUE(layout->ids.empty());
+  EXPECT_EQ(layout->max_pages, 0);
+}
+
+TEST_F(BatchLayoutTest, ErrorsNameTheSequence) {
+  auto a = Sequence(4);
+  const std::vector<int32_t> t = {1};
+  model::DenseKvSequence dense(1, 2, 4);
+  auto unpaged = LayOutBatch({{t, 0, a.get()}, {t, 0, &dense}}, 4, 16);
+  EXPECT_EQ(unpaged.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(unpaged.status().message().find("sequence 1: the GPU forward needs a paged KV"),
+            std::string::npos)
+      << unpaged.status();
+  auto wrong_size = LayOutBatch({{t, 0, a.get()}}, 8, 16);  // The host pages hold 4.
+  EXPECT_NE(wrong_size.status().message().find("pages of 8 positions"), std::string::npos);
+  auto outside = LayOutBatch({{t, 0, a.get()}}, 4, a->pages()[0]);  // A smaller GPU arena.
+  EXPECT_NE(outside.status().message().find("is outside the GPU cache"), std::string::npos)
+      << outside.status();
+}
+
+}  // namespace
+}  // namespace semmoe::engine::gpu
