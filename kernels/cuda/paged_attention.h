@@ -2,7 +2,7 @@
 // names its sequence and position and attends to that sequence's cached positions [0, position]
 // (causal; the token's own key and value are already in the cache). One warp per (token, query
 // head), an online softmax over positions (no context-length limit). CPU reference:
-// kernels/cpu/decode_attention.h, compared by kernels/cuda/paged_attention_test.
+// kernels/cpu/paged_attention.h (same arguments), compared by kernels/cuda/paged_attention_test.
 #ifndef SEMMOE_KERNELS_CUDA_PAGED_ATTENTION_H_
 #define SEMMOE_KERNELS_CUDA_PAGED_ATTENTION_H_
 

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "kernels/cpu/decode_attention.h"
+#include "kernels/cpu/paged_attention.h"
 #include "kernels/cuda/cuda_status.h"
 #include "kernels/cuda/testing/device_memory.h"
 #include "kernels/cuda/testing/error_report.h"
@@ -58,24 +58,9 @@ TEST(PagedAttentionTest, MatchesTheCpuForDecodeAndPrefill) {
           std::vector<float> q(tokens * q_heads * head_dim), want(q.size());
           for (float& x : q) x = normal(rng);
           const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
-          const int group = q_heads / kv_heads;
-          for (int64_t t = 0; t < tokens; ++t) {
-            std::vector<const float*> keys, values;
-            for (int p = 0; p <= pos[t]; ++p) {
-              const int64_t slot =
-                  static_cast<int64_t>(table[seq[t] * max_pages + p / page_size]) * page_size +
-                  p % page_size;
-              keys.push_back(k.data() + slot * row);
-              values.push_back(v.data() + slot * row);
-            }
-            std::vector<float> scores(2 * keys.size());
-            for (int g = 0; g < kv_heads; ++g) {
-              cpu::DecodeAttention(
-                  {q.data() + (t * q_heads + g * group) * head_dim, group, head_dim, keys.data(),
-                   values.data(), static_cast<int64_t>(g) * head_dim, static_cast<int>(keys.size()),
-                   scale, scores.data(), want.data() + (t * q_heads + g * group) * head_dim});
-            }
-          }
+          cpu::PagedAttention({q.data(), tokens, q_heads, kv_heads, head_dim, k.data(), v.data(),
+                               page_size, table.data(), max_pages, seq.data(), pos.data(), scale,
+                               want.data()});
           float *d_q = ToDevice(q), *d_k = ToDevice(k), *d_v = ToDevice(v),
                 *d_out = ToDevice(std::vector<float>(q.size()));
           int32_t *d_table = ToDevice(table), *d_seq = ToDevice(seq), *d_pos = ToDevice(pos);
