@@ -1,15 +1,9 @@
 // GpuTransformer: the forward pass of engine/model/transformer.h on one CUDA device — the same
 // function (the same batches, checks, routing and outputs; f32 throughout, so logits agree with
-// the CPU's to float rounding, checked by gpu_transformer_test), with the weights and the paged
-// KV cache in GPU memory.
-//
-// A pass: embedding gather; per layer RMSNorm, q/k/v projections (cuBLAS SGEMM), QK-norm + RoPE,
-// the new keys and values stored into the paged cache, paged attention (prefill and decode in one
-// launch), the output projection and the residual add; then the MoE block — router GEMM, gating
-// (softmax, top-k, renormalisation), a stable permutation of the (token, slot) rows by expert, one
-// GEMM per expert and projection over its rows, SiLU·mul, and the weighted combine back into
-// token order (plus qwen2_moe's gated shared expert) — or the dense MLP; last the final norm and
-// lm_head on the rows whose logits are wanted. Kernels: kernels/cuda.
+// the CPU's to float rounding), with the weights (engine/gpu/gpu_weights.h) and the paged KV
+// cache in GPU memory. The pass itself is ForwardRunner<CudaOps> (engine/gpu/forward_runner.h):
+// CI runs the same ForwardRunner over the kernels' CPU references against the CPU Transformer;
+// gpu_transformer_test and gpu_reference_test check this class on a GPU.
 //
 // The KV cache: the caller's sequences are paged (engine/runtime/kv_cache.h) and carry page
 // tables (KvSequence::page_table()); this class holds keys and values for `num_pages` pages of

@@ -29,7 +29,41 @@ class Uploader {
   int64_t bytes_ = 0;
 };
 
+LinearView ViewOf(const GpuLinear& l) { return {l.w.data(), l.rows, l.cols}; }
+MlpView ViewOf(const GpuMlp& m) { return {ViewOf(m.gate), ViewOf(m.up), ViewOf(m.down)}; }
+const float* OrNull(const DeviceArray<float>& a) { return a.empty() ? nullptr : a.data(); }
+
 }  // namespace
+
+ModelView GpuWeights::View() const {
+  ModelView view;
+  view.embed = embed.data();
+  for (const GpuLayer& g : layers) {
+    LayerView l;
+    l.input_norm = g.input_norm.data();
+    l.post_attention_norm = g.post_attention_norm.data();
+    l.q = ViewOf(g.q);
+    l.k = ViewOf(g.k);
+    l.v = ViewOf(g.v);
+    l.o = ViewOf(g.o);
+    l.q_bias = OrNull(g.q_bias);
+    l.k_bias = OrNull(g.k_bias);
+    l.v_bias = OrNull(g.v_bias);
+    l.q_norm = OrNull(g.q_norm);
+    l.k_norm = OrNull(g.k_norm);
+    l.is_moe = g.is_moe;
+    l.dense = ViewOf(g.dense);
+    l.router = ViewOf(g.router);
+    for (const GpuMlp& e : g.experts) l.experts.push_back(ViewOf(e));
+    l.has_shared_expert = g.has_shared_expert;
+    l.shared_expert = ViewOf(g.shared_expert);
+    l.shared_expert_gate = ViewOf(g.shared_expert_gate);
+    view.layers.push_back(std::move(l));
+  }
+  view.final_norm = final_norm.data();
+  view.lm_head = ViewOf(lm_head);
+  return view;
+}
 
 absl::StatusOr<std::unique_ptr<GpuWeights>> UploadWeights(const model::ModelConfig& config,
                                                           const model::ModelWeights& weights) {

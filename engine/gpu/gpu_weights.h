@@ -11,6 +11,7 @@
 
 #include "absl/status/statusor.h"
 #include "engine/gpu/device_array.h"
+#include "engine/gpu/model_view.h"
 #include "engine/model/config.h"
 #include "engine/model/weights.h"
 
@@ -45,6 +46,8 @@ struct GpuWeights {
   DeviceArray<float> final_norm;
   GpuLinear lm_head;
   int64_t bytes = 0;  // Device memory held.
+
+  ModelView View() const;  // Valid while this object lives.
 };
 
 // Uploads to the current CUDA device. FAILED_PRECONDITION if an expert is not loaded (the GPU

@@ -1,0 +1,164 @@
+#include "engine/gpu/cuda_ops.h"
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "kernels/cuda/cuda_status.h"
+#include "kernels/cuda/forward_ops.h"
+#include "kernels/cuda/moe_routing.h"
+#include "kernels/cuda/nn_ops.h"
+#include "kernels/cuda/paged_attention.h"
+
+#define CUBLAS_RETURN_IF_ERROR(call)                                                               \
+  do {                                                                                             \
+    const cublasStatus_t semmoe_cublas_status = (call);                                            \
+    if (semmoe_cublas_status != CUBLAS_STATUS_SUCCESS) {                                           \
+      return absl::InternalError(absl::StrCat(#call, " failed at ", __FILE__, ":", __LINE__, ": ", \
+                                              cublasGetStatusString(semmoe_cublas_status)));       \
+    }                                                                                              \
+  } while (false)
+
+namespace semmoe::engine::gpu {
+
+namespace kc = ::semmoe::kernels::cuda;
+
+absl::StatusOr<std::unique_ptr<CudaOps>> CudaOps::Create(int device) {
+  ASSIGN_OR_RETURN(const int devices, kc::DeviceCount());
+  if (devices == 0) return absl::UnavailableError("this machine has no CUDA device");
+  if (device < 0 || device >= devices) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("CUDA device ", device, " does not exist (", devices, " found)"));
+  }
+  std::unique_ptr<CudaOps> ops(new CudaOps(device));
+  CUDA_RETURN_IF_ERROR(cudaSetDevice(device));
+  CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&ops->stream_, cudaStreamNonBlocking));
+  CUBLAS_RETURN_IF_ERROR(cublasCreate(&ops->cublas_));
+  CUBLAS_RETURN_IF_ERROR(cublasSetStream(ops->cublas_, ops->stream_));
+  // Plain f32 products (no TF32): the same function as the CPU forward.
+  CUBLAS_RETURN_IF_ERROR(cublasSetMathMode(ops->cublas_, CUBLAS_PEDANTIC_MATH));
+  return ops;
+}
+
+CudaOps::~CudaOps() {
+  if (cublas_ != nullptr) cublasDestroy(cublas_);
+  if (stream_ != nullptr) cudaStreamDestroy(stream_);
+}
+
+absl::Status CudaOps::CopyBytes(void* dst, const void* src, int64_t bytes, cudaMemcpyKind kind,
+                                bool wait) {
+  if (bytes > 0) {
+    CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(dst, src, static_cast<size_t>(bytes), kind, stream_));
+  }
+  if (wait) CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
+  return absl::OkStatus();
+}
+
+// y [rows, w.rows] = x [rows, w.cols] · wᵀ. Row-major x and y are column-major xᵀ and yᵀ, so
+// this is yᵀ = w · xᵀ with w read transposed from its row-major [rows, cols] storage.
+absl::Status CudaOps::Linear(const float* x, int64_t rows, const LinearView& w, float* y) {
+  if (rows == 0) return absl::OkStatus();
+  const float one = 1.0f, zero = 0.0f;
+  CUBLAS_RETURN_IF_ERROR(cublasSgemm(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(w.rows),
+                                     static_cast<int>(rows), static_cast<int>(w.cols), &one, w.w,
+                                     static_cast<int>(w.cols), x, static_cast<int>(w.cols), &zero,
+                                     y, static_cast<int>(w.rows)));
+  return absl::OkStatus();
+}
+
+absl::Status CudaOps::RmsNorm(float* x, int64_t rows, int64_t width, int64_t stride,
+                              const float* weight, float eps) {
+  CUDA_RETURN_IF_ERROR(kc::LaunchRmsNorm(x, rows, width, stride, weight, eps, stream_));
+  return absl::OkStatus();
+}
+
+absl::Status CudaOps::QkNormRope(float* x, int64_t rows, int64_t stride, int heads, int head_dim,
+                                 const float* norm, float eps, const int32_t* positions,
+                                 const float* cos, const float* sin) {
+  CUDA_RETURN_IF_ERROR(kc::LaunchQkNormRope(x, rows, stride, heads, head_dim, norm, eps, positions,
+                                            cos, sin, stream_));
+  return absl::OkStatus();
+}
+
+absl::Status CudaOps::SiluMul(float* gate, const float* up, int64_t n) {
+  CUDA_RETURN_IF_ERROR(kc::LaunchSiluMul(gate, up, n, stream_));
+  return absl::OkStatus();
+}
+
+absl::Status CudaOps::AddInPlace(float* x, const float* y, int64_t n) {
+  CUDA_RETURN_IF_ERROR(kc::LaunchAddInPlace(x, y, n, stream_));
+  return absl::OkStatus();
+}
+
+absl::Status CudaOps::AddRowBias(float* x, int64_t rows, int64_t width, int64_t stride,
+                                 const float* bias) {
+  CUDA_RETURN_IF_ERROR(kc::LaunchAddRowBias(x, rows, width, stride, bias, stream_));
+  return absl::OkStatus();
+}
+
+absl::Status CudaOps::SigmoidGateAdd(float* out, const float* y, const float* gate, int64_t rows,
+                                     int64_t width) {
+  CUDA_RETURN_IF_ERROR(kc::LaunchSigmoidGateAdd(out, y, gate, rows, width, stream_));
+  return absl::OkStatus();
+}
+
+absl::Status CudaOps::GatherRowsByIndex(const float* table, const int32_t* index, int64_t rows,
+                                        int64_t width, float* out) {
+  CUDA_RETURN_IF_ERROR(kc::LaunchGatherRowsByIndex(table, index, rows, width, out, stream_));
+  return absl::OkStatus();
+}
+
+absl::Status CudaOps::StorePagedKv(const kernels::cpu::StorePagedKvArgs& a) {
+  CUDA_RETURN_IF_ERROR(
+      kc::LaunchStorePagedKv({a.rows, a.tokens, a.width, a.seq_of_token, a.position, a.page_table,
+                              a.max_pages, a.page_size, a.cache},
+                             stream_));
+  return absl::OkStatus();
+}
+
+absl::Status CudaOps::PagedAttention(const kernels::cpu::PagedAttentionArgs& a) {
+  CUDA_RETURN_IF_ERROR(kc::LaunchPagedAttention(
+      {a.q, a.tokens, a.q_heads, a.kv_heads, a.head_dim, a.k_cache, a.v_cache, a.page_size,
+       a.page_table, a.max_pages, a.seq_of_token, a.position, a.scale, a.out},
+      stream_));
+  return absl::OkStatus();
+}
+
+absl::Status CudaOps::RouterGating(const float* logits, int64_t tokens, int experts, int k,
+                                   bool renormalize, int32_t* ids, float* weights) {
+  CUDA_RETURN_IF_ERROR(
+      kc::LaunchRouterGating(logits, tokens, experts, k, renormalize, ids, weights, stream_));
+  return absl::OkStatus();
+}
+
+absl::Status CudaOps::PermuteByExpert(const int32_t* ids, int64_t entries, int experts,
+                                      int64_t* counts, int64_t* offsets, int64_t* entry_of_position,
+                                      int64_t* position_of_entry) {
+  CUDA_RETURN_IF_ERROR(kc::LaunchPermuteByExpert(ids, entries, experts, counts, offsets,
+                                                 entry_of_position, position_of_entry, stream_));
+  return absl::OkStatus();
+}
+
+absl::Status CudaOps::GatherRows(const float* x, const int64_t* entry_of_position, int64_t entries,
+                                 int k, int64_t hidden, float* y) {
+  CUDA_RETURN_IF_ERROR(kc::LaunchGatherRows(x, entry_of_position, entries, k, hidden, y, stream_));
+  return absl::OkStatus();
+}
+
+absl::Status CudaOps::CombineRows(const float* y, const float* weights,
+                                  const int64_t* position_of_entry, int64_t tokens, int k,
+                                  int64_t hidden, float* out) {
+  CUDA_RETURN_IF_ERROR(
+      kc::LaunchCombineRows(y, weights, position_of_entry, tokens, k, hidden, out, stream_));
+  return absl::OkStatus();
+}
+
+absl::Status CudaOps::Begin() {
+  CUDA_RETURN_IF_ERROR(cudaSetDevice(device_));
+  return absl::OkStatus();
+}
+
+absl::Status CudaOps::Finish() {
+  CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
+  return absl::OkStatus();
+}
+
+}  // namespace semmoe::engine::gpu

@@ -1,0 +1,83 @@
+// CudaOps: ForwardRunner's operations (engine/gpu/forward_runner.h) on one CUDA device — the
+// kernels of //kernels/cuda and cuBLAS SGEMM in pedantic math (plain f32, no TF32) — all queued
+// on the object's own stream. Copies to the host wait for the stream. Thread-compatible; Begin()
+// makes its device current on the calling thread (passes may run on other threads).
+#ifndef SEMMOE_ENGINE_GPU_CUDA_OPS_H_
+#define SEMMOE_ENGINE_GPU_CUDA_OPS_H_
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <memory>
+
+#include "absl/status/statusor.h"
+#include "engine/gpu/device_array.h"
+#include "engine/gpu/model_view.h"
+#include "kernels/cpu/forward_ops.h"
+#include "kernels/cpu/paged_attention.h"
+
+namespace semmoe::engine::gpu {
+
+class CudaOps {
+ public:
+  template <typename T>
+  using Array = DeviceArray<T>;
+
+  // UNAVAILABLE without a CUDA device; INVALID_ARGUMENT for a device that does not exist.
+  static absl::StatusOr<std::unique_ptr<CudaOps>> Create(int device);
+  ~CudaOps();
+
+  template <typename T>
+  absl::Status CopyIn(T* dst, const T* host, int64_t n) {
+    return CopyBytes(dst, host, sizeof(T) * n, cudaMemcpyHostToDevice, /*wait=*/false);
+  }
+  template <typename T>
+  absl::Status CopyOut(T* host, const T* src, int64_t n) {
+    return CopyBytes(host, src, sizeof(T) * n, cudaMemcpyDeviceToHost, /*wait=*/true);
+  }
+  absl::Status Copy(float* dst, const float* src, int64_t n) {
+    return CopyBytes(dst, src, sizeof(float) * n, cudaMemcpyDeviceToDevice, /*wait=*/false);
+  }
+
+  absl::Status Linear(const float* x, int64_t rows, const LinearView& w, float* y);
+  absl::Status RmsNorm(float* x, int64_t rows, int64_t width, int64_t stride, const float* weight,
+                       float eps);
+  absl::Status QkNormRope(float* x, int64_t rows, int64_t stride, int heads, int head_dim,
+                          const float* norm, float eps, const int32_t* positions, const float* cos,
+                          const float* sin);
+  absl::Status SiluMul(float* gate, const float* up, int64_t n);
+  absl::Status AddInPlace(float* x, const float* y, int64_t n);
+  absl::Status AddRowBias(float* x, int64_t rows, int64_t width, int64_t stride, const float* bias);
+  absl::Status SigmoidGateAdd(float* out, const float* y, const float* gate, int64_t rows,
+                              int64_t width);
+  absl::Status GatherRowsByIndex(const float* table, const int32_t* index, int64_t rows,
+                                 int64_t width, float* out);
+  absl::Status StorePagedKv(const kernels::cpu::StorePagedKvArgs& a);
+  absl::Status PagedAttention(const kernels::cpu::PagedAttentionArgs& a);
+  absl::Status RouterGating(const float* logits, int64_t tokens, int experts, int k,
+                            bool renormalize, int32_t* ids, float* weights);
+  absl::Status PermuteByExpert(const int32_t* ids, int64_t entries, int experts, int64_t* counts,
+                               int64_t* offsets, int64_t* entry_of_position,
+                               int64_t* position_of_entry);
+  absl::Status GatherRows(const float* x, const int64_t* entry_of_position, int64_t entries, int k,
+                          int64_t hidden, float* y);
+  absl::Status CombineRows(const float* y, const float* weights, const int64_t* position_of_entry,
+                           int64_t tokens, int k, int64_t hidden, float* out);
+  absl::Status Begin();  // Makes the device current on the calling thread.
+  absl::Status Finish();
+
+  int device() const { return device_; }
+
+ private:
+  explicit CudaOps(int device) : device_(device) {}
+  absl::Status CopyBytes(void* dst, const void* src, int64_t bytes, cudaMemcpyKind kind, bool wait);
+
+  int device_;
+  cudaStream_t stream_ = nullptr;
+  cublasHandle_t cublas_ = nullptr;
+};
+
+}  // namespace semmoe::engine::gpu
+
+#endif  // SEMMOE_ENGINE_GPU_CUDA_OPS_H_

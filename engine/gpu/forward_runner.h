@@ -1,0 +1,295 @@
+// ForwardRunner<Ops>: the forward pass of engine/model/transformer.h as a sequence of primitive
+// operations on one device's memory, independent of the device. `Ops` supplies the memory and
+// the operations; CudaOps (engine/gpu/cuda_ops.h) runs them on a GPU, CpuOps
+// (engine/gpu/testing/cpu_ops.h) runs the very same sequence on the CPU references of the
+// kernels, so CI checks this orchestration — buffer sizes, strides, offsets, the order of
+// operations — against the CPU Transformer without a GPU.
+//
+// The pass: embedding gather; per layer RMSNorm, q/k/v projections (+ biases), QK-norm + RoPE,
+// the new keys and values stored into the paged cache, paged attention, o projection, residual
+// add; then the MoE block — router, gating, a stable permutation of the (token, slot) rows by
+// expert, one product per expert and projection over its rows (the row counts come back to the
+// host once per layer), SiLU·mul, the weighted combine back into token order, the gated shared
+// expert — or the dense MLP; last the final norm and lm_head on the rows whose logits are wanted.
+//
+// The KV cache is this object's arena of `num_pages` pages of `page_size` positions per layer
+// for keys and for values ([num_pages, page_size, kv_size] each), indexed by the sequences' page
+// tables (KvSequence::page_table()).
+//
+// What Ops provides (all return absl::Status unless noted; pointers are Ops memory):
+//   template <typename T> Array   owned memory: Reserve(n) (contents not kept), data(), size()
+//   CopyIn(T* dst, const T* host, n), CopyOut(T* host, const T* src, n) (done on return),
+//   Copy(float* dst, const float* src, n)
+//   Linear(x, rows, LinearView, y)                y = x · wᵀ
+//   RmsNorm(x, rows, width, stride, weight, eps)
+//   QkNormRope(x, rows, stride, heads, head_dim, norm or null, eps, positions, cos, sin)
+//   SiluMul(gate, up, n), AddInPlace(x, y, n), AddRowBias(x, rows, width, stride, bias),
+//   SigmoidGateAdd(out, y, gate, rows, width), GatherRowsByIndex(table, index, rows, width, out)
+//   StorePagedKv(kernels::cpu::StorePagedKvArgs), PagedAttention(kernels::cpu::PagedAttentionArgs)
+//   RouterGating(logits, tokens, experts, k, renormalize, ids, weights)
+//   PermuteByExpert(ids, entries, experts, counts, offsets, entry_of_position, position_of_entry)
+//   GatherRows(x, entry_of_position, entries, k, hidden, y)
+//   CombineRows(y, weights, position_of_entry, tokens, k, hidden, out)
+//   Begin()                                        before a pass (or Init) on this thread
+//   Finish()                                       all queued work done
+//
+// Thread-compatible.
+#ifndef SEMMOE_ENGINE_GPU_FORWARD_RUNNER_H_
+#define SEMMOE_ENGINE_GPU_FORWARD_RUNNER_H_
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "common/status_macros.h"
+#include "engine/gpu/batch_layout.h"
+#include "engine/gpu/model_view.h"
+#include "engine/model/config.h"
+#include "engine/model/transformer.h"
+#include "kernels/cpu/forward_ops.h"
+#include "kernels/cpu/nn_ops.h"
+#include "kernels/cpu/paged_attention.h"
+
+namespace semmoe::engine::gpu {
+
+struct KvArenaOptions {
+  int num_pages = 0;   // > 0.
+  int page_size = 16;  // > 0.
+};
+
+template <typename Ops>
+class ForwardRunner {
+ public:
+  template <typename T>
+  using Array = typename Ops::template Array<T>;
+
+  // Borrows `ops` (outlives this); `weights` point into Ops memory.
+  ForwardRunner(const model::ModelConfig& config, ModelView weights, KvArenaOptions kv, Ops& ops)
+      : c_(config), w_(std::move(weights)), kv_options_(kv), ops_(ops) {}
+
+  // Allocates the KV arena and uploads the RoPE tables.
+  absl::Status Init() {
+    if (kv_options_.num_pages <= 0 || kv_options_.page_size <= 0) {
+      return absl::InvalidArgumentError("the KV arena needs num_pages and page_size > 0");
+    }
+    layer_kv_floats_ =
+        static_cast<int64_t>(kv_options_.num_pages) * kv_options_.page_size * c_.kv_size();
+    RETURN_IF_ERROR(ops_.Begin());
+    RETURN_IF_ERROR(kv_.Reserve(2 * c_.num_layers * layer_kv_floats_));
+    const int64_t half = c_.head_dim / 2;
+    std::vector<float> cos(static_cast<size_t>(c_.max_position_embeddings) * half), sin(cos.size());
+    kernels::cpu::RopeTables(c_.max_position_embeddings, c_.head_dim, c_.rope_theta, cos.data(),
+                             sin.data());
+    RETURN_IF_ERROR(rope_cos_.Reserve(cos.size()));
+    RETURN_IF_ERROR(rope_sin_.Reserve(sin.size()));
+    RETURN_IF_ERROR(ops_.CopyIn(rope_cos_.data(), cos.data(), cos.size()));
+    return ops_.CopyIn(rope_sin_.data(), sin.data(), sin.size());
+  }
+
+  int64_t kv_bytes() const { return 2 * c_.num_layers * layer_kv_floats_ * 4; }
+
+  // As Transformer::Forward, plus INVALID_ARGUMENT from LayOutBatch for sequences without
+  // fitting page tables.
+  absl::StatusOr<model::ForwardOutput> Forward(absl::Span<const model::SequenceInput> batch,
+                                               const model::ForwardOptions& options) {
+    ASSIGN_OR_RETURN(const model::BatchShape shape, model::CheckBatch(c_, batch));
+    model::ForwardOutput out;
+    out.logits.resize(shape.logit_rows, c_.vocab_size);
+    if (shape.tokens == 0) return out;
+    ASSIGN_OR_RETURN(const BatchLayout b,
+                     LayOutBatch(batch, kv_options_.page_size, kv_options_.num_pages));
+    const int64_t tokens = shape.tokens, rows = shape.logit_rows;
+    RETURN_IF_ERROR(ops_.Begin());
+    RETURN_IF_ERROR(Reserve(tokens, rows, b.page_table.size()));
+    RETURN_IF_ERROR(ops_.CopyIn(ids_.data(), b.ids.data(), tokens));
+    RETURN_IF_ERROR(ops_.CopyIn(positions_.data(), b.positions.data(), tokens));
+    RETURN_IF_ERROR(ops_.CopyIn(seq_of_token_.data(), b.seq_of_token.data(), tokens));
+    RETURN_IF_ERROR(ops_.CopyIn(logit_rows_.data(), b.logit_rows.data(), rows));
+    RETURN_IF_ERROR(ops_.CopyIn(page_table_.data(), b.page_table.data(), b.page_table.size()));
+    RETURN_IF_ERROR(
+        ops_.GatherRowsByIndex(w_.embed, ids_.data(), tokens, c_.hidden_size, x_.data()));
+    for (int layer = 0; layer < c_.num_layers; ++layer) {
+      RETURN_IF_ERROR(Attention(layer, tokens, b.max_pages));
+      const bool collect = options.collect_routing && w_.layers[layer].is_moe;
+      model::Routing routing;
+      RETURN_IF_ERROR(Ffn(layer, tokens, collect ? &routing : nullptr));
+      if (collect) out.routing.push_back(std::move(routing));
+    }
+    RETURN_IF_ERROR(
+        ops_.GatherRowsByIndex(x_.data(), logit_rows_.data(), rows, c_.hidden_size, last_.data()));
+    RETURN_IF_ERROR(ops_.RmsNorm(last_.data(), rows, c_.hidden_size, c_.hidden_size, w_.final_norm,
+                                 c_.rms_norm_eps));
+    RETURN_IF_ERROR(ops_.Linear(last_.data(), rows, w_.lm_head, logits_.data()));
+    RETURN_IF_ERROR(ops_.CopyOut(out.logits.data(), logits_.data(), out.logits.size()));
+    RETURN_IF_ERROR(ops_.Finish());
+    return out;
+  }
+
+ private:
+  float* Keys(int layer) { return kv_.data() + 2 * int64_t{layer} * layer_kv_floats_; }
+  float* Values(int layer) { return kv_.data() + (2 * int64_t{layer} + 1) * layer_kv_floats_; }
+
+  // Grows the per-pass buffers to this pass.
+  absl::Status Reserve(int64_t tokens, int64_t logit_rows, int64_t page_entries) {
+    const int64_t hidden = c_.hidden_size, entries = tokens * std::max(1, c_.top_k);
+    const int64_t inter =
+        std::max({entries * c_.moe_intermediate_size, tokens * c_.intermediate_size,
+                  tokens * c_.shared_expert_intermediate_size});
+    for (Array<float>* a : {&x_, &h_, &o_, &moe_, &shared_}) {
+      RETURN_IF_ERROR(a->Reserve(tokens * hidden));
+    }
+    for (Array<float>* a : {&q_, &attn_}) RETURN_IF_ERROR(a->Reserve(tokens * c_.q_size()));
+    for (Array<float>* a : {&k_, &v_}) RETURN_IF_ERROR(a->Reserve(tokens * c_.kv_size()));
+    RETURN_IF_ERROR(router_logits_.Reserve(tokens * std::max(1, c_.num_experts)));
+    RETURN_IF_ERROR(gate_weights_.Reserve(entries));
+    RETURN_IF_ERROR(expert_ids_.Reserve(entries));
+    RETURN_IF_ERROR(entry_of_position_.Reserve(entries));
+    RETURN_IF_ERROR(position_of_entry_.Reserve(entries));
+    RETURN_IF_ERROR(counts_.Reserve(std::max(1, c_.num_experts)));
+    RETURN_IF_ERROR(offsets_.Reserve(c_.num_experts + 1));
+    for (Array<float>* a : {&y_, &z_}) RETURN_IF_ERROR(a->Reserve(entries * hidden));
+    for (Array<float>* a : {&g_, &u_}) RETURN_IF_ERROR(a->Reserve(inter));
+    RETURN_IF_ERROR(shared_gate_.Reserve(tokens));
+    RETURN_IF_ERROR(last_.Reserve(logit_rows * hidden));
+    RETURN_IF_ERROR(logits_.Reserve(logit_rows * c_.vocab_size));
+    for (Array<int32_t>* a : {&ids_, &positions_, &seq_of_token_}) {
+      RETURN_IF_ERROR(a->Reserve(tokens));
+    }
+    RETURN_IF_ERROR(logit_rows_.Reserve(logit_rows));
+    return page_table_.Reserve(page_entries);
+  }
+
+  // out = down(silu(gate(x)) ⊙ up(x)), through g_ / u_.
+  absl::Status Mlp(const float* x, int64_t rows, const MlpView& mlp, float* out) {
+    RETURN_IF_ERROR(ops_.Linear(x, rows, mlp.gate, g_.data()));
+    RETURN_IF_ERROR(ops_.Linear(x, rows, mlp.up, u_.data()));
+    RETURN_IF_ERROR(ops_.SiluMul(g_.data(), u_.data(), rows * mlp.gate.rows));
+    return ops_.Linear(g_.data(), rows, mlp.down, out);
+  }
+
+  // x += o_proj(attention(norm(x))), the new keys and values written to the cache first.
+  absl::Status Attention(int layer, int64_t tokens, int max_pages) {
+    const LayerView& w = w_.layers[layer];
+    const int64_t hidden = c_.hidden_size, q_size = c_.q_size(), kv_size = c_.kv_size();
+    RETURN_IF_ERROR(ops_.Copy(h_.data(), x_.data(), tokens * hidden));
+    RETURN_IF_ERROR(ops_.RmsNorm(h_.data(), tokens, hidden, hidden, w.input_norm, c_.rms_norm_eps));
+    RETURN_IF_ERROR(ops_.Linear(h_.data(), tokens, w.q, q_.data()));
+    RETURN_IF_ERROR(ops_.Linear(h_.data(), tokens, w.k, k_.data()));
+    RETURN_IF_ERROR(ops_.Linear(h_.data(), tokens, w.v, v_.data()));
+    if (c_.attention_bias) {
+      RETURN_IF_ERROR(ops_.AddRowBias(q_.data(), tokens, q_size, q_size, w.q_bias));
+      RETURN_IF_ERROR(ops_.AddRowBias(k_.data(), tokens, kv_size, kv_size, w.k_bias));
+      RETURN_IF_ERROR(ops_.AddRowBias(v_.data(), tokens, kv_size, kv_size, w.v_bias));
+    }
+    RETURN_IF_ERROR(ops_.QkNormRope(q_.data(), tokens, q_size, c_.num_heads, c_.head_dim,
+                                    c_.qk_norm ? w.q_norm : nullptr, c_.rms_norm_eps,
+                                    positions_.data(), rope_cos_.data(), rope_sin_.data()));
+    RETURN_IF_ERROR(ops_.QkNormRope(k_.data(), tokens, kv_size, c_.num_kv_heads, c_.head_dim,
+                                    c_.qk_norm ? w.k_norm : nullptr, c_.rms_norm_eps,
+                                    positions_.data(), rope_cos_.data(), rope_sin_.data()));
+    for (int kind = 0; kind < 2; ++kind) {
+      RETURN_IF_ERROR(ops_.StorePagedKv({.rows = kind == 0 ? k_.data() : v_.data(),
+                                         .tokens = tokens,
+                                         .width = kv_size,
+                                         .seq_of_token = seq_of_token_.data(),
+                                         .position = positions_.data(),
+                                         .page_table = page_table_.data(),
+                                         .max_pages = max_pages,
+                                         .page_size = kv_options_.page_size,
+                                         .cache = kind == 0 ? Keys(layer) : Values(layer)}));
+    }
+    RETURN_IF_ERROR(ops_.PagedAttention({.q = q_.data(),
+                                         .tokens = tokens,
+                                         .q_heads = c_.num_heads,
+                                         .kv_heads = c_.num_kv_heads,
+                                         .head_dim = c_.head_dim,
+                                         .k_cache = Keys(layer),
+                                         .v_cache = Values(layer),
+                                         .page_size = kv_options_.page_size,
+                                         .page_table = page_table_.data(),
+                                         .max_pages = max_pages,
+                                         .seq_of_token = seq_of_token_.data(),
+                                         .position = positions_.data(),
+                                         .scale = 1.0f / std::sqrt(static_cast<float>(c_.head_dim)),
+                                         .out = attn_.data()}));
+    RETURN_IF_ERROR(ops_.Linear(attn_.data(), tokens, w.o, o_.data()));
+    return ops_.AddInPlace(x_.data(), o_.data(), tokens * hidden);
+  }
+
+  // x += FFN(norm(x)): the MoE block or the dense MLP.
+  absl::Status Ffn(int layer, int64_t tokens, model::Routing* routing) {
+    const LayerView& w = w_.layers[layer];
+    const int64_t hidden = c_.hidden_size;
+    RETURN_IF_ERROR(ops_.Copy(h_.data(), x_.data(), tokens * hidden));
+    RETURN_IF_ERROR(
+        ops_.RmsNorm(h_.data(), tokens, hidden, hidden, w.post_attention_norm, c_.rms_norm_eps));
+    if (!w.is_moe) {
+      RETURN_IF_ERROR(Mlp(h_.data(), tokens, w.dense, o_.data()));
+      return ops_.AddInPlace(x_.data(), o_.data(), tokens * hidden);
+    }
+    const int experts = c_.num_experts, k = c_.top_k;
+    const int64_t entries = tokens * k, inter = c_.moe_intermediate_size;
+    RETURN_IF_ERROR(ops_.Linear(h_.data(), tokens, w.router, router_logits_.data()));
+    RETURN_IF_ERROR(ops_.RouterGating(router_logits_.data(), tokens, experts, k, c_.norm_topk_prob,
+                                      expert_ids_.data(), gate_weights_.data()));
+    RETURN_IF_ERROR(ops_.PermuteByExpert(expert_ids_.data(), entries, experts, counts_.data(),
+                                         offsets_.data(), entry_of_position_.data(),
+                                         position_of_entry_.data()));
+    std::vector<int64_t> offsets(experts + 1);  // The GEMM shapes: the host needs them.
+    RETURN_IF_ERROR(ops_.CopyOut(offsets.data(), offsets_.data(), experts + 1));
+    RETURN_IF_ERROR(
+        ops_.GatherRows(h_.data(), entry_of_position_.data(), entries, k, hidden, y_.data()));
+    for (int e = 0; e < experts; ++e) {
+      const int64_t begin = offsets[e], rows = offsets[e + 1] - offsets[e];
+      if (rows == 0) continue;
+      RETURN_IF_ERROR(ops_.Linear(y_.data() + begin * hidden, rows, w.experts[e].gate,
+                                  g_.data() + begin * inter));
+      RETURN_IF_ERROR(ops_.Linear(y_.data() + begin * hidden, rows, w.experts[e].up,
+                                  u_.data() + begin * inter));
+    }
+    RETURN_IF_ERROR(ops_.SiluMul(g_.data(), u_.data(), entries * inter));
+    for (int e = 0; e < experts; ++e) {
+      const int64_t begin = offsets[e], rows = offsets[e + 1] - offsets[e];
+      if (rows == 0) continue;
+      RETURN_IF_ERROR(ops_.Linear(g_.data() + begin * inter, rows, w.experts[e].down,
+                                  z_.data() + begin * hidden));
+    }
+    RETURN_IF_ERROR(ops_.CombineRows(z_.data(), gate_weights_.data(), position_of_entry_.data(),
+                                     tokens, k, hidden, moe_.data()));
+    if (w.has_shared_expert) {
+      RETURN_IF_ERROR(Mlp(h_.data(), tokens, w.shared_expert, shared_.data()));
+      RETURN_IF_ERROR(ops_.Linear(h_.data(), tokens, w.shared_expert_gate, shared_gate_.data()));
+      RETURN_IF_ERROR(
+          ops_.SigmoidGateAdd(moe_.data(), shared_.data(), shared_gate_.data(), tokens, hidden));
+    }
+    RETURN_IF_ERROR(ops_.AddInPlace(x_.data(), moe_.data(), tokens * hidden));
+    if (routing != nullptr) {
+      routing->top_k = k;
+      routing->expert_ids.resize(entries);
+      routing->weights.resize(entries);
+      RETURN_IF_ERROR(ops_.CopyOut(routing->expert_ids.data(), expert_ids_.data(), entries));
+      RETURN_IF_ERROR(ops_.CopyOut(routing->weights.data(), gate_weights_.data(), entries));
+    }
+    return absl::OkStatus();
+  }
+
+  const model::ModelConfig c_;
+  const ModelView w_;
+  const KvArenaOptions kv_options_;
+  Ops& ops_;
+  Array<float> kv_;
+  int64_t layer_kv_floats_ = 0;
+  Array<float> rope_cos_, rope_sin_;
+  // Per-pass buffers, grown to the largest pass and reused.
+  Array<float> x_, h_, q_, k_, v_, attn_, o_, router_logits_, gate_weights_, y_, g_, u_, z_, moe_;
+  Array<float> shared_, shared_gate_, last_, logits_;
+  Array<int32_t> ids_, positions_, seq_of_token_, page_table_, logit_rows_, expert_ids_;
+  Array<int64_t> counts_, offsets_, entry_of_position_, position_of_entry_;
+};
+
+}  // namespace semmoe::engine::gpu
+
+#endif  // SEMMOE_ENGINE_GPU_FORWARD_RUNNER_H_

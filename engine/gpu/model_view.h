@@ -1,0 +1,50 @@
+// ModelView: pointers to a model's parameters wherever they live (GPU memory for the GPU forward,
+// the host's ModelWeights for the CPU emulation that tests the same orchestration in CI), in the
+// checkpoint's layouts: linear weights [out, in], f32.
+#ifndef SEMMOE_ENGINE_GPU_MODEL_VIEW_H_
+#define SEMMOE_ENGINE_GPU_MODEL_VIEW_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "engine/model/weights.h"
+
+namespace semmoe::engine::gpu {
+
+struct LinearView {  // y = x · wᵀ.
+  const float* w = nullptr;
+  int64_t rows = 0, cols = 0;  // out, in.
+};
+
+struct MlpView {
+  LinearView gate, up, down;
+};
+
+struct LayerView {
+  const float* input_norm = nullptr;
+  const float* post_attention_norm = nullptr;
+  LinearView q, k, v, o;
+  const float *q_bias = nullptr, *k_bias = nullptr, *v_bias = nullptr;  // attention_bias only.
+  const float *q_norm = nullptr, *k_norm = nullptr;                     // qk_norm only.
+  bool is_moe = false;
+  MlpView dense;
+  LinearView router;
+  std::vector<MlpView> experts;
+  bool has_shared_expert = false;
+  MlpView shared_expert;
+  LinearView shared_expert_gate;
+};
+
+struct ModelView {
+  const float* embed = nullptr;  // [vocab, hidden]
+  std::vector<LayerView> layers;
+  const float* final_norm = nullptr;
+  LinearView lm_head;
+};
+
+// A view of host weights in place (no copy). REQUIRES every expert loaded; `weights` outlives it.
+ModelView HostView(const model::ModelWeights& weights);
+
+}  // namespace semmoe::engine::gpu
+
+#endif  // SEMMOE_ENGINE_GPU_MODEL_VIEW_H_

@@ -1,0 +1,85 @@
+// CpuOps: ForwardRunner's operations (engine/gpu/forward_runner.h) on the host, each the CPU
+// reference of the CUDA kernel CudaOps launches (kernels/cpu) and an Eigen product for the
+// GEMMs. ForwardRunner<CpuOps> runs the GPU forward's exact sequence of operations in CI.
+// Fresh float buffers are NaN, so reading memory the pass never wrote shows in the logits.
+#ifndef SEMMOE_ENGINE_GPU_TESTING_CPU_OPS_H_
+#define SEMMOE_ENGINE_GPU_TESTING_CPU_OPS_H_
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <type_traits>
+
+#include "absl/status/status.h"
+#include "engine/gpu/model_view.h"
+#include "kernels/cpu/forward_ops.h"
+#include "kernels/cpu/paged_attention.h"
+
+namespace semmoe::engine::gpu::testing {
+
+class CpuOps {
+ public:
+  template <typename T>
+  class Array {
+   public:
+    absl::Status Reserve(int64_t n) {
+      if (n <= size_) return absl::OkStatus();
+      data_.reset(new T[n + 1]);
+      const T poison =
+          std::is_floating_point_v<T> ? std::numeric_limits<T>::quiet_NaN() : static_cast<T>(-1);
+      std::fill_n(data_.get(), n + 1, poison);
+      size_ = n;
+      return absl::OkStatus();
+    }
+    T* data() const { return data_.get(); }
+    int64_t size() const { return size_; }
+
+   private:
+    std::unique_ptr<T[]> data_;
+    int64_t size_ = 0;
+  };
+
+  template <typename T>
+  absl::Status CopyIn(T* dst, const T* host, int64_t n) {
+    std::copy_n(host, n, dst);
+    return absl::OkStatus();
+  }
+  template <typename T>
+  absl::Status CopyOut(T* host, const T* src, int64_t n) {
+    std::copy_n(src, n, host);
+    return absl::OkStatus();
+  }
+  absl::Status Copy(float* dst, const float* src, int64_t n) { return CopyIn(dst, src, n); }
+
+  absl::Status Linear(const float* x, int64_t rows, const LinearView& w, float* y);
+  absl::Status RmsNorm(float* x, int64_t rows, int64_t width, int64_t stride, const float* weight,
+                       float eps);
+  absl::Status QkNormRope(float* x, int64_t rows, int64_t stride, int heads, int head_dim,
+                          const float* norm, float eps, const int32_t* positions, const float* cos,
+                          const float* sin);
+  absl::Status SiluMul(float* gate, const float* up, int64_t n);
+  absl::Status AddInPlace(float* x, const float* y, int64_t n);
+  absl::Status AddRowBias(float* x, int64_t rows, int64_t width, int64_t stride, const float* bias);
+  absl::Status SigmoidGateAdd(float* out, const float* y, const float* gate, int64_t rows,
+                              int64_t width);
+  absl::Status GatherRowsByIndex(const float* table, const int32_t* index, int64_t rows,
+                                 int64_t width, float* out);
+  absl::Status StorePagedKv(const kernels::cpu::StorePagedKvArgs& a);
+  absl::Status PagedAttention(const kernels::cpu::PagedAttentionArgs& a);
+  absl::Status RouterGating(const float* logits, int64_t tokens, int experts, int k,
+                            bool renormalize, int32_t* ids, float* weights);
+  absl::Status PermuteByExpert(const int32_t* ids, int64_t entries, int experts, int64_t* counts,
+                               int64_t* offsets, int64_t* entry_of_position,
+                               int64_t* position_of_entry);
+  absl::Status GatherRows(const float* x, const int64_t* entry_of_position, int64_t entries, int k,
+                          int64_t hidden, float* y);
+  absl::Status CombineRows(const float* y, const float* weights, const int64_t* position_of_entry,
+                           int64_t tokens, int k, int64_t hidden, float* out);
+  absl::Status Begin() { return absl::OkStatus(); }
+  absl::Status Finish() { return absl::OkStatus(); }
+};
+
+}  // namespace semmoe::engine::gpu::testing
+
+#endif  // SEMMOE_ENGINE_GPU_TESTING_CPU_OPS_H_
