@@ -29,6 +29,14 @@ void SigmoidGateAdd(float* out, const float* y, const float* gate, int64_t rows,
   }
 }
 
+void ScatterAddRows(float* dst, const float* src, const int32_t* index, int64_t rows,
+                    int64_t width) {
+  for (int64_t r = 0; r < rows; ++r) {
+    float* d = dst + static_cast<int64_t>(index[r]) * width;
+    for (int64_t i = 0; i < width; ++i) d[i] += src[r * width + i];
+  }
+}
+
 void StorePagedKv(const StorePagedKvArgs& a) {
   for (int64_t t = 0; t < a.tokens; ++t) {
     const int64_t p = a.position[t];

@@ -4,7 +4,8 @@
 //   AddRowBias        — x[r] += bias (attention projection biases);
 //   AddInPlace        — x += y (the residual stream);
 //   SigmoidGateAdd    — out[r] += sigmoid(gate[r]) · y[r] (qwen2_moe's gated shared expert);
-//   StorePagedKv      — new key/value rows into a paged cache through page tables.
+//   StorePagedKv      — new key/value rows into a paged cache through page tables;
+//   ScatterAddRows    — dst[index[r]] += src[r] (an expert-parallel combine, one source rank).
 #ifndef SEMMOE_KERNELS_CPU_FORWARD_OPS_H_
 #define SEMMOE_KERNELS_CPU_FORWARD_OPS_H_
 
@@ -23,6 +24,10 @@ void AddInPlace(float* x, const float* y, int64_t n);
 
 // out, y: [rows, width]; gate: [rows].
 void SigmoidGateAdd(float* out, const float* y, const float* gate, int64_t rows, int64_t width);
+
+// dst[index[r]] += src[r] for r < rows; src: [rows, width]. REQUIRES distinct indices.
+void ScatterAddRows(float* dst, const float* src, const int32_t* index, int64_t rows,
+                    int64_t width);
 
 // Row t of `rows` ([tokens, width]) goes to cache position position[t] of sequence
 // seq_of_token[t]: cache[page_table[seq · max_pages + position / page_size]][position %

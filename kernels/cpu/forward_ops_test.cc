@@ -38,6 +38,14 @@ TEST(ForwardOpsTest, AddInPlaceAndSigmoidGateAdd) {
   EXPECT_FLOAT_EQ(x[3], 6 + 2 * g);
 }
 
+TEST(ForwardOpsTest, ScatterAddRowsAddsEachRowIntoItsTarget) {
+  std::vector<float> dst = {1, 1, 2, 2, 3, 3};  // 3 rows of 2.
+  const float src[] = {10, 20, 30, 40};
+  const int32_t index[] = {2, 0};
+  ScatterAddRows(dst.data(), src, index, 2, 2);
+  EXPECT_EQ(dst, (std::vector<float>{31, 41, 2, 2, 13, 23}));
+}
+
 TEST(ForwardOpsTest, StorePagedKvFollowsEachSequencesPageTable) {
   // Page size 2, width 1, 4 pages. Sequence 0 owns pages {3, 1}, sequence 1 owns {0}.
   const int32_t page_table[] = {3, 1, 0, -1};  // max_pages 2; -1 never read.

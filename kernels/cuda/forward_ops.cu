@@ -41,6 +41,15 @@ __global__ void SigmoidGateAddKernel(float* out, const float* __restrict__ y,
   }
 }
 
+__global__ void ScatterAddRowsKernel(float* dst, const float* __restrict__ src,
+                                     const int32_t* __restrict__ index, int64_t rows,
+                                     int64_t width) {
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {
+    float* d = dst + static_cast<int64_t>(index[r]) * width;
+    for (int64_t i = threadIdx.x; i < width; i += blockDim.x) d[i] += src[r * width + i];
+  }
+}
+
 __global__ void StorePagedKvKernel(StorePagedKvArgs a) {
   for (int64_t t = blockIdx.x; t < a.tokens; t += gridDim.x) {
     const int64_t p = a.position[t];
@@ -77,6 +86,13 @@ cudaError_t LaunchSigmoidGateAdd(float* out, const float* y, const float* gate, 
                                  int64_t width, cudaStream_t stream) {
   if (rows <= 0 || width <= 0) return cudaSuccess;
   SigmoidGateAddKernel<<<Blocks(rows), kThreads, 0, stream>>>(out, y, gate, rows, width);
+  return cudaGetLastError();
+}
+
+cudaError_t LaunchScatterAddRows(float* dst, const float* src, const int32_t* index, int64_t rows,
+                                 int64_t width, cudaStream_t stream) {
+  if (rows <= 0 || width <= 0) return cudaSuccess;
+  ScatterAddRowsKernel<<<Blocks(rows), kThreads, 0, stream>>>(dst, src, index, rows, width);
   return cudaGetLastError();
 }
 

@@ -25,6 +25,10 @@ cudaError_t LaunchAddInPlace(float* x, const float* y, int64_t n, cudaStream_t s
 cudaError_t LaunchSigmoidGateAdd(float* out, const float* y, const float* gate, int64_t rows,
                                  int64_t width, cudaStream_t stream);
 
+// dst[index[r]] += src[r]; src: [rows, width]. REQUIRES distinct indices (no atomics).
+cudaError_t LaunchScatterAddRows(float* dst, const float* src, const int32_t* index, int64_t rows,
+                                 int64_t width, cudaStream_t stream);
+
 // Row t of `rows` to cache[page_table[seq_of_token[t] · max_pages + position[t] / page_size]]
 // [position[t] % page_size]; cache: [pages, page_size, width].
 struct StorePagedKvArgs {

@@ -89,6 +89,29 @@ TEST_F(ForwardOpsTest, AddsAreExact) {
   }
 }
 
+TEST_F(ForwardOpsTest, ScatterAddRowsIntoDistinctRows) {
+  for (int64_t rows : {0, 1, 37, 500}) {
+    for (int64_t width : {1, 96, 1030}) {
+      const int64_t targets = rows + 11;
+      std::vector<int32_t> index(targets);
+      std::iota(index.begin(), index.end(), 0);
+      std::shuffle(index.begin(), index.end(), rng_);
+      index.resize(rows);  // Distinct targets in a random order.
+      const std::vector<float> src = Random(rows * width);
+      std::vector<float> dst = Random(targets * width), want = dst;
+      cpu::ScatterAddRows(want.data(), src.data(), index.data(), rows, width);
+      float* d_dst = ToDevice(dst);
+      float* d_src = ToDevice(src);
+      int32_t* d_index = ToDevice(index);
+      ASSERT_EQ(LaunchScatterAddRows(d_dst, d_src, d_index, rows, width, nullptr), cudaSuccess);
+      EXPECT_EQ(ToHost(d_dst, want.size()), want);  // One add per element: exact.
+      cudaFree(d_dst);
+      cudaFree(d_src);
+      cudaFree(d_index);
+    }
+  }
+}
+
 TEST_F(ForwardOpsTest, StorePagedKvThroughShuffledPageTables) {
   for (int page_size : {1, 16}) {
     for (int64_t width : {8, 256}) {
