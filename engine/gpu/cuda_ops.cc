@@ -151,6 +151,17 @@ absl::Status CudaOps::CombineRows(const float* y, const float* weights,
   return absl::OkStatus();
 }
 
+absl::Status CudaOps::ScatterAddRows(float* dst, const float* src, const int32_t* index,
+                                     int64_t rows, int64_t width) {
+  CUDA_RETURN_IF_ERROR(kc::LaunchScatterAddRows(dst, src, index, rows, width, stream_));
+  return absl::OkStatus();
+}
+
+absl::Status CudaOps::Zero(float* x, int64_t n) {
+  if (n > 0) CUDA_RETURN_IF_ERROR(cudaMemsetAsync(x, 0, sizeof(float) * n, stream_));
+  return absl::OkStatus();
+}
+
 absl::Status CudaOps::Begin() {
   CUDA_RETURN_IF_ERROR(cudaSetDevice(device_));
   return absl::OkStatus();

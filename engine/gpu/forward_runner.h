@@ -12,6 +12,12 @@
 // host once per layer), SiLU·mul, the weighted combine back into token order, the gated shared
 // expert — or the dense MLP; last the final norm and lm_head on the rows whose logits are wanted.
 //
+// Expert parallelism (optional, Attention-DP): with a placement and a communicator whose
+// collectives take Ops memory, the routed experts run where the placement serves them
+// (engine/gpu/ep_exchange.h); the weights then need only this rank's experts, every rank runs
+// a pass (an empty one when it has no tokens) in lockstep, and the output counts each
+// sequence's expert activations served on this rank.
+//
 // The KV cache is this object's arena of `num_pages` pages of `page_size` positions per layer
 // for keys and for values ([num_pages, page_size, kv_size] each), indexed by the sequences' page
 // tables (KvSequence::page_table()).
@@ -30,6 +36,7 @@
 //   PermuteByExpert(ids, entries, experts, counts, offsets, entry_of_position, position_of_entry)
 //   GatherRows(x, entry_of_position, entries, k, hidden, y)
 //   CombineRows(y, weights, position_of_entry, tokens, k, hidden, out)
+//   ScatterAddRows(dst, src, index, rows, width), Zero(x, n)
 //   Begin()                                        before a pass (or Init) on this thread
 //   Finish()                                       all queued work done
 //
@@ -40,24 +47,35 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
 #include "absl/types/span.h"
 #include "common/status_macros.h"
 #include "engine/gpu/batch_layout.h"
+#include "engine/gpu/ep_exchange.h"
+#include "engine/gpu/grouped_experts.h"
 #include "engine/gpu/model_view.h"
 #include "engine/model/config.h"
 #include "engine/model/transformer.h"
+#include "engine/parallel/communicator.h"
 #include "kernels/cpu/forward_ops.h"
 #include "kernels/cpu/nn_ops.h"
 #include "kernels/cpu/paged_attention.h"
+#include "planner/placement/placement.h"
 
 namespace semmoe::engine::gpu {
 
 struct KvArenaOptions {
   int num_pages = 0;   // > 0.
   int page_size = 16;  // > 0.
+};
+
+struct ExpertParallelOptions {  // Both null: every expert on this device.
+  const planner::Placement* placement = nullptr;
+  Communicator* comm = nullptr;
 };
 
 template <typename Ops>
@@ -67,14 +85,17 @@ class ForwardRunner {
   using Array = typename Ops::template Array<T>;
 
   // Borrows `ops` (outlives this); `weights` point into Ops memory.
-  ForwardRunner(const model::ModelConfig& config, ModelView weights, KvArenaOptions kv, Ops& ops)
-      : c_(config), w_(std::move(weights)), kv_options_(kv), ops_(ops) {}
+  ForwardRunner(const model::ModelConfig& config, ModelView weights, KvArenaOptions kv, Ops& ops,
+                ExpertParallelOptions ep = {})
+      : c_(config), w_(std::move(weights)), kv_options_(kv), ops_(ops), ep_options_(ep) {}
 
-  // Allocates the KV arena and uploads the RoPE tables.
+  // Checks the weights (and the placement against the model and the group), allocates the KV
+  // arena and uploads the RoPE tables.
   absl::Status Init() {
     if (kv_options_.num_pages <= 0 || kv_options_.page_size <= 0) {
       return absl::InvalidArgumentError("the KV arena needs num_pages and page_size > 0");
     }
+    RETURN_IF_ERROR(CheckExperts());
     layer_kv_floats_ =
         static_cast<int64_t>(kv_options_.num_pages) * kv_options_.page_size * c_.kv_size();
     RETURN_IF_ERROR(ops_.Begin());
@@ -98,7 +119,24 @@ class ForwardRunner {
     ASSIGN_OR_RETURN(const model::BatchShape shape, model::CheckBatch(c_, batch));
     model::ForwardOutput out;
     out.logits.resize(shape.logit_rows, c_.vocab_size);
-    if (shape.tokens == 0) return out;
+    row_local_.assign(shape.tokens, 0);
+    row_all_.assign(shape.tokens, 0);
+    if (shape.tokens == 0) {
+      if (ep_ == nullptr) return out;
+      // An idle rank still serves its experts to the others, layer by layer.
+      RETURN_IF_ERROR(ops_.Begin());
+      for (int layer = 0; layer < c_.num_layers; ++layer) {
+        if (!w_.layers[layer].is_moe) continue;
+        RETURN_IF_ERROR(ep_->Run(moe_index_[layer], w_.layers[layer], nullptr, 0, {}, {},
+                                 moe_.data(), row_local_, row_all_));
+      }
+      RETURN_IF_ERROR(ops_.Finish());
+      for (size_t s = 0; s < batch.size(); ++s) {
+        out.local_activations.push_back(0);
+        out.activations.push_back(0);
+      }
+      return out;
+    }
     ASSIGN_OR_RETURN(const BatchLayout b,
                      LayOutBatch(batch, kv_options_.page_size, kv_options_.num_pages));
     const int64_t tokens = shape.tokens, rows = shape.logit_rows;
@@ -125,10 +163,55 @@ class ForwardRunner {
     RETURN_IF_ERROR(ops_.Linear(last_.data(), rows, w_.lm_head, logits_.data()));
     RETURN_IF_ERROR(ops_.CopyOut(out.logits.data(), logits_.data(), out.logits.size()));
     RETURN_IF_ERROR(ops_.Finish());
+    if (ep_ != nullptr) {  // Per sequence: its activations served here, and all of them.
+      int64_t row = 0;
+      for (const model::SequenceInput& s : batch) {
+        int64_t local = 0, all = 0;
+        for (size_t i = 0; i < s.tokens.size(); ++i, ++row) {
+          local += row_local_[row];
+          all += row_all_[row];
+        }
+        out.local_activations.push_back(local);
+        out.activations.push_back(all);
+      }
+    }
     return out;
   }
 
  private:
+  // The experts this device runs are loaded; under EP the placement fits the model and group.
+  absl::Status CheckExperts() {
+    const bool ep = ep_options_.placement != nullptr || ep_options_.comm != nullptr;
+    if (ep && (ep_options_.placement == nullptr || ep_options_.comm == nullptr)) {
+      return absl::InvalidArgumentError("expert parallelism needs a placement and a communicator");
+    }
+    const planner::Placement* p = ep_options_.placement;
+    if (ep) {
+      if (p->moe_layers() != c_.MoeLayers() || p->num_experts() != c_.num_experts ||
+          p->num_devices() != ep_options_.comm->size()) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "the placement (", p->num_layers(), " MoE layers, ", p->num_experts(), " experts, ",
+            p->num_devices(), " devices) does not fit the model and the group of ",
+            ep_options_.comm->size()));
+      }
+      moe_index_.assign(c_.num_layers, -1);
+      for (int i = 0; i < p->num_layers(); ++i) moe_index_[p->moe_layers()[i]] = i;
+      ep_ = std::make_unique<EpExchange<Ops>>(c_, *p, *ep_options_.comm, ops_);
+    }
+    for (int layer = 0; layer < c_.num_layers; ++layer) {
+      const LayerView& l = w_.layers[layer];
+      if (!l.is_moe) continue;
+      for (int e = 0; e < c_.num_experts; ++e) {
+        const bool needed = !ep || p->Holds(moe_index_[layer], ep_options_.comm->rank(), e);
+        if (needed && (e >= static_cast<int>(l.experts.size()) || l.experts[e].gate.w == nullptr)) {
+          return absl::FailedPreconditionError(absl::StrCat(
+              "layer ", layer, " expert ", e, " is not loaded but runs on this device"));
+        }
+      }
+    }
+    return absl::OkStatus();
+  }
+
   float* Keys(int layer) { return kv_.data() + 2 * int64_t{layer} * layer_kv_floats_; }
   float* Values(int layer) { return kv_.data() + (2 * int64_t{layer} + 1) * layer_kv_floats_; }
 
@@ -235,30 +318,26 @@ class ForwardRunner {
     RETURN_IF_ERROR(ops_.Linear(h_.data(), tokens, w.router, router_logits_.data()));
     RETURN_IF_ERROR(ops_.RouterGating(router_logits_.data(), tokens, experts, k, c_.norm_topk_prob,
                                       expert_ids_.data(), gate_weights_.data()));
-    RETURN_IF_ERROR(ops_.PermuteByExpert(expert_ids_.data(), entries, experts, counts_.data(),
-                                         offsets_.data(), entry_of_position_.data(),
-                                         position_of_entry_.data()));
-    std::vector<int64_t> offsets(experts + 1);  // The GEMM shapes: the host needs them.
-    RETURN_IF_ERROR(ops_.CopyOut(offsets.data(), offsets_.data(), experts + 1));
-    RETURN_IF_ERROR(
-        ops_.GatherRows(h_.data(), entry_of_position_.data(), entries, k, hidden, y_.data()));
-    for (int e = 0; e < experts; ++e) {
-      const int64_t begin = offsets[e], rows = offsets[e + 1] - offsets[e];
-      if (rows == 0) continue;
-      RETURN_IF_ERROR(ops_.Linear(y_.data() + begin * hidden, rows, w.experts[e].gate,
-                                  g_.data() + begin * inter));
-      RETURN_IF_ERROR(ops_.Linear(y_.data() + begin * hidden, rows, w.experts[e].up,
-                                  u_.data() + begin * inter));
+    if (ep_ != nullptr) {
+      std::vector<int32_t> ids(entries);
+      std::vector<float> weights(entries);
+      RETURN_IF_ERROR(ops_.CopyOut(ids.data(), expert_ids_.data(), entries));
+      RETURN_IF_ERROR(ops_.CopyOut(weights.data(), gate_weights_.data(), entries));
+      RETURN_IF_ERROR(ep_->Run(moe_index_[layer], w, h_.data(), tokens, ids, weights, moe_.data(),
+                               row_local_, row_all_));
+    } else {
+      RETURN_IF_ERROR(ops_.PermuteByExpert(expert_ids_.data(), entries, experts, counts_.data(),
+                                           offsets_.data(), entry_of_position_.data(),
+                                           position_of_entry_.data()));
+      std::vector<int64_t> offsets(experts + 1);  // The GEMM shapes: the host needs them.
+      RETURN_IF_ERROR(ops_.CopyOut(offsets.data(), offsets_.data(), experts + 1));
+      RETURN_IF_ERROR(
+          ops_.GatherRows(h_.data(), entry_of_position_.data(), entries, k, hidden, y_.data()));
+      RETURN_IF_ERROR(RunGroupedExperts(ops_, offsets, experts, w.experts, y_.data(), g_.data(),
+                                        u_.data(), z_.data(), hidden, inter));
+      RETURN_IF_ERROR(ops_.CombineRows(z_.data(), gate_weights_.data(), position_of_entry_.data(),
+                                       tokens, k, hidden, moe_.data()));
     }
-    RETURN_IF_ERROR(ops_.SiluMul(g_.data(), u_.data(), entries * inter));
-    for (int e = 0; e < experts; ++e) {
-      const int64_t begin = offsets[e], rows = offsets[e + 1] - offsets[e];
-      if (rows == 0) continue;
-      RETURN_IF_ERROR(ops_.Linear(g_.data() + begin * inter, rows, w.experts[e].down,
-                                  z_.data() + begin * hidden));
-    }
-    RETURN_IF_ERROR(ops_.CombineRows(z_.data(), gate_weights_.data(), position_of_entry_.data(),
-                                     tokens, k, hidden, moe_.data()));
     if (w.has_shared_expert) {
       RETURN_IF_ERROR(Mlp(h_.data(), tokens, w.shared_expert, shared_.data()));
       RETURN_IF_ERROR(ops_.Linear(h_.data(), tokens, w.shared_expert_gate, shared_gate_.data()));
@@ -280,6 +359,10 @@ class ForwardRunner {
   const ModelView w_;
   const KvArenaOptions kv_options_;
   Ops& ops_;
+  const ExpertParallelOptions ep_options_;
+  std::unique_ptr<EpExchange<Ops>> ep_;       // Set under expert parallelism.
+  std::vector<int> moe_index_;                // Model layer → placement layer (EP), or −1.
+  std::vector<int32_t> row_local_, row_all_;  // Per token of the pass: activations here, all.
   Array<float> kv_;
   int64_t layer_kv_floats_ = 0;
   Array<float> rope_cos_, rope_sin_;

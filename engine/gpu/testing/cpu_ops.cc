@@ -109,4 +109,15 @@ absl::Status CpuOps::CombineRows(const float* y, const float* weights,
   return absl::OkStatus();
 }
 
+absl::Status CpuOps::ScatterAddRows(float* dst, const float* src, const int32_t* index,
+                                    int64_t rows, int64_t width) {
+  kernels::cpu::ScatterAddRows(dst, src, index, rows, width);
+  return absl::OkStatus();
+}
+
+absl::Status CpuOps::Zero(float* x, int64_t n) {
+  std::fill_n(x, n, 0.0f);
+  return absl::OkStatus();
+}
+
 }  // namespace semmoe::engine::gpu::testing

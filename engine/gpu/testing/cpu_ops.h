@@ -76,6 +76,9 @@ class CpuOps {
                           int64_t hidden, float* y);
   absl::Status CombineRows(const float* y, const float* weights, const int64_t* position_of_entry,
                            int64_t tokens, int k, int64_t hidden, float* out);
+  absl::Status ScatterAddRows(float* dst, const float* src, const int32_t* index, int64_t rows,
+                              int64_t width);
+  absl::Status Zero(float* x, int64_t n);
   absl::Status Begin() { return absl::OkStatus(); }
   absl::Status Finish() { return absl::OkStatus(); }
 };
