@@ -43,8 +43,8 @@
 ABSL_FLAG(std::string, model, "",
           "checkpoint directory (config.json, *.safetensors, tokenizer.json)");
 ABSL_FLAG(std::string, device, "cpu",
-          "cpu, or cuda / cuda:N: the forward passes on CUDA device N (default 0); serve: "
-          "--ranks 1 only");
+          "cpu, or cuda / cuda:N: the forward passes on CUDA device N (default 0); serve: one "
+          "GPU per rank, --attn dp");
 ABSL_FLAG(std::string, prompt, "", "generate: the prompt text (special tokens are parsed)");
 ABSL_FLAG(int, max_tokens, 64, "generate: tokens to generate at most");
 ABSL_FLAG(bool, greedy, false,
@@ -365,8 +365,8 @@ int main(int argc, char** argv) {
                 << "; use --device cpu\n";
       return 1;
     }
-    if (command == "serve" && absl::GetFlag(FLAGS_ranks) != 1) {
-      return Usage("--device cuda serves one-rank groups so far (--ranks 1)");
+    if (command == "serve" && absl::GetFlag(FLAGS_attn) != "dp") {
+      return Usage("--device cuda serves Attention-DP groups so far (--attn dp)");
     }
   }
   if (command == "generate") return semmoe::engine::Generate(cuda_device);

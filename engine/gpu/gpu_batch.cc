@@ -7,14 +7,19 @@ namespace semmoe::engine::gpu {
 
 absl::StatusOr<std::unique_ptr<GpuTransformer>> CreateGpuForward(
     const model::ModelConfig& config, const model::ModelWeights& weights, int device,
-    const runtime::BatchEngine::Options& options) {
+    const runtime::BatchEngine::Options& options, const planner::Placement* placement,
+    Communicator* comm) {
   // The same page count BatchEngine::Create gives its host cache.
   const int pages = runtime::PagedKvCache::PagesForBytes({.num_layers = config.num_layers,
                                                           .kv_size = config.kv_size(),
                                                           .page_size = options.page_size},
                                                          options.kv_cache_bytes);
-  return GpuTransformer::Create(
-      config, weights, {.device = device, .num_pages = pages, .page_size = options.page_size});
+  return GpuTransformer::Create(config, weights,
+                                {.device = device,
+                                 .num_pages = pages,
+                                 .page_size = options.page_size,
+                                 .placement = placement,
+                                 .comm = comm});
 }
 
 absl::StatusOr<std::unique_ptr<GpuTransformer>> UseGpuForward(

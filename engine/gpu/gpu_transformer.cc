@@ -43,10 +43,12 @@ absl::StatusOr<std::unique_ptr<GpuTransformer>> GpuTransformer::Create(
   auto impl = std::make_unique<Impl>();
   impl->config = c;
   ASSIGN_OR_RETURN(impl->ops, CudaOps::Create(options.device));
-  ASSIGN_OR_RETURN(impl->weights, UploadWeights(c, weights));
+  ASSIGN_OR_RETURN(impl->weights,
+                   UploadWeights(c, weights, /*every_expert=*/options.placement == nullptr));
   impl->runner = std::make_unique<ForwardRunner<CudaOps>>(
       c, impl->weights->View(),
-      KvArenaOptions{.num_pages = options.num_pages, .page_size = options.page_size}, *impl->ops);
+      KvArenaOptions{.num_pages = options.num_pages, .page_size = options.page_size}, *impl->ops,
+      ExpertParallelOptions{.placement = options.placement, .comm = options.comm});
   RETURN_IF_ERROR(impl->runner->Init());
   return std::unique_ptr<GpuTransformer>(new GpuTransformer(std::move(impl)));
 }

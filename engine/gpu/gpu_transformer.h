@@ -24,6 +24,8 @@
 #include "engine/model/config.h"
 #include "engine/model/transformer.h"
 #include "engine/model/weights.h"
+#include "engine/parallel/communicator.h"
+#include "planner/placement/placement.h"
 
 namespace semmoe::engine::gpu {
 
@@ -31,13 +33,18 @@ struct GpuForwardOptions {
   int device = 0;      // CUDA device ordinal.
   int num_pages = 0;   // KV pages (> 0), the same count as the host cache's.
   int page_size = 16;  // Positions per page, as the host cache's.
+  // Expert parallelism (Attention-DP): the placement and a group whose collectives take device
+  // memory (NcclCommunicator); both borrowed. The weights then need only this rank's experts.
+  const planner::Placement* placement = nullptr;
+  Communicator* comm = nullptr;
 };
 
 class GpuTransformer {
  public:
   // UNAVAILABLE without a CUDA device; INVALID_ARGUMENT for shapes the kernels do not take
-  // (head_dim not a multiple of 32 or over 256, more than 1024 experts, top_k over 32);
-  // FAILED_PRECONDITION if an expert is not loaded; RESOURCE_EXHAUSTED if the GPU is full.
+  // (head_dim not a multiple of 32 or over 256, more than 1024 experts, top_k over 32) or a
+  // placement that does not fit; FAILED_PRECONDITION if an expert this device runs is not
+  // loaded; RESOURCE_EXHAUSTED if the GPU is full.
   static absl::StatusOr<std::unique_ptr<GpuTransformer>> Create(const model::ModelConfig& config,
                                                                 const model::ModelWeights& weights,
                                                                 const GpuForwardOptions& options);

@@ -13,10 +13,13 @@
 #include "engine/gpu/testing/forward_check.h"
 #include "engine/gpu/testing/random_model.h"
 #include "engine/model/transformer.h"
+#include "engine/parallel/nccl_communicator.h"
 #include "engine/runtime/kv_cache.h"
+#include "gloo/rendezvous/hash_store.h"
 #include "gtest/gtest.h"
 #include "kernels/cuda/cuda_status.h"
 #include "kernels/cuda/testing/error_report.h"
+#include "planner/placement/placement.h"
 
 namespace semmoe::engine::gpu {
 namespace {
@@ -71,6 +74,32 @@ TEST_P(GpuTransformerTest, MatchesTheCpuTransformer) {
                                                  absl::MakeConstSpan(got.data(), got.size()),
                                                  absl::MakeConstSpan(want.data(), want.size()));
       });
+}
+
+// The expert-parallel pass on the GPU: EpExchange over a one-rank NCCL group (the device machine
+// has one GPU; NCCL refuses two ranks on one device). Several ranks are tested in CI with the
+// CPU emulation over Gloo (ep_forward_runner_test).
+TEST_P(GpuTransformerTest, ExpertParallelOnAOneRankNcclGroupMatchesTheCpu) {
+  gloo::rendezvous::HashStore store;
+  auto nccl = NcclCommunicator::Create(store, {.rank = 0, .size = 1, .device = 0});
+  ASSERT_TRUE(nccl.ok()) << nccl.status();
+  auto placement = planner::Placement::Vanilla(config_.MoeLayers(), config_.num_experts, 1);
+  ASSERT_TRUE(placement.ok());
+  auto ep = GpuTransformer::Create(config_, weights_,
+                                   {.device = 0,
+                                    .num_pages = kPages,
+                                    .page_size = kPageSize,
+                                    .placement = &*placement,
+                                    .comm = nccl->get()});
+  ASSERT_TRUE(ep.ok()) << ep.status();
+  testing::ExpectSameAsCpu(
+      [&](absl::Span<const model::SequenceInput> batch, const model::ForwardOptions& options) {
+        return (*ep)->Forward(batch, options);
+      },
+      *cpu_, *cache_);
+  auto idle = (*ep)->Forward({});  // An idle rank still joins the exchange.
+  ASSERT_TRUE(idle.ok()) << idle.status();
+  EXPECT_GT((*nccl)->counters()[CollectiveKind::kAllToAll].calls, 0);
 }
 
 TEST_P(GpuTransformerTest, EmptyBatchAndErrors) {

@@ -66,7 +66,8 @@ ModelView GpuWeights::View() const {
 }
 
 absl::StatusOr<std::unique_ptr<GpuWeights>> UploadWeights(const model::ModelConfig& config,
-                                                          const model::ModelWeights& weights) {
+                                                          const model::ModelWeights& weights,
+                                                          bool every_expert) {
   if (static_cast<int>(weights.layers.size()) != config.num_layers) {
     return absl::InvalidArgumentError("weights were not loaded for this config");
   }
@@ -96,6 +97,7 @@ absl::StatusOr<std::unique_ptr<GpuWeights>> UploadWeights(const model::ModelConf
     RETURN_IF_ERROR(up.Matrix(w.router, g.router));
     g.experts.resize(w.experts.size());
     for (size_t e = 0; e < w.experts.size(); ++e) {
+      if (!w.experts[e].loaded() && !every_expert) continue;  // Another rank's.
       if (!w.experts[e].loaded()) {
         return absl::FailedPreconditionError(
             absl::StrCat("layer ", l, " expert ", e,

@@ -50,10 +50,12 @@ struct GpuWeights {
   ModelView View() const;  // Valid while this object lives.
 };
 
-// Uploads to the current CUDA device. FAILED_PRECONDITION if an expert is not loaded (the GPU
-// forward runs the whole model on one device); RESOURCE_EXHAUSTED when the GPU is full.
+// Uploads to the current CUDA device. With `every_expert`, FAILED_PRECONDITION if an expert is
+// not loaded (one device runs the whole model); else the loaded ones go up (an expert-parallel
+// rank's). RESOURCE_EXHAUSTED when the GPU is full.
 absl::StatusOr<std::unique_ptr<GpuWeights>> UploadWeights(const model::ModelConfig& config,
-                                                          const model::ModelWeights& weights);
+                                                          const model::ModelWeights& weights,
+                                                          bool every_expert = true);
 
 }  // namespace semmoe::engine::gpu
 

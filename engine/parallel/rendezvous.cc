@@ -4,20 +4,14 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "engine/parallel/gloo_communicator.h"
 #include "engine/parallel/grpc_store.h"
 #include "gloo/rendezvous/file_store.h"
 
 namespace semmoe::engine {
 
-absl::StatusOr<std::unique_ptr<Communicator>> ConnectGloo(const RendezvousOptions& options) {
-  const GlooOptions gloo{.rank = options.rank,
-                         .size = options.size,
-                         .hostname = options.hostname,
-                         .prefix = options.prefix,
-                         .timeout = options.timeout};
-  std::unique_ptr<gloo::rendezvous::Store> store;
-  const std::string& address = options.address;
+absl::StatusOr<std::unique_ptr<gloo::rendezvous::Store>> OpenStore(const std::string& address) {
   if (absl::StartsWith(address, "file:") && address.size() > 5) {
     const std::string dir = address.substr(5);
     struct stat st;
@@ -25,13 +19,24 @@ absl::StatusOr<std::unique_ptr<Communicator>> ConnectGloo(const RendezvousOption
       return absl::InvalidArgumentError(
           absl::StrCat("rendezvous ", address, ": ", dir, " is not a directory"));
     }
-    store = std::make_unique<gloo::rendezvous::FileStore>(dir);
-  } else if (absl::StartsWith(address, "grpc:") && address.find(':', 5) != std::string::npos) {
-    store = std::make_unique<GrpcStore>(address.substr(5));
-  } else {
-    return absl::InvalidArgumentError(
-        absl::StrCat("rendezvous address '", address, "' is neither file:DIR nor grpc:HOST:PORT"));
+    return std::unique_ptr<gloo::rendezvous::Store>(
+        std::make_unique<gloo::rendezvous::FileStore>(dir));
   }
+  if (absl::StartsWith(address, "grpc:") && address.find(':', 5) != std::string::npos) {
+    return std::unique_ptr<gloo::rendezvous::Store>(std::make_unique<GrpcStore>(address.substr(5)));
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("rendezvous address '", address, "' is neither file:DIR nor grpc:HOST:PORT"));
+}
+
+absl::StatusOr<std::unique_ptr<Communicator>> ConnectGloo(const RendezvousOptions& options) {
+  const GlooOptions gloo{.rank = options.rank,
+                         .size = options.size,
+                         .hostname = options.hostname,
+                         .prefix = options.prefix,
+                         .timeout = options.timeout};
+  const std::string& address = options.address;
+  ASSIGN_OR_RETURN(std::unique_ptr<gloo::rendezvous::Store> store, OpenStore(address));
   absl::StatusOr<std::unique_ptr<GlooCommunicator>> comm = GlooCommunicator::Create(*store, gloo);
   if (!comm.ok()) {
     return absl::Status(comm.status().code(),

@@ -12,6 +12,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "engine/parallel/communicator.h"
+#include "gloo/rendezvous/store.h"
 
 namespace semmoe::engine {
 
@@ -26,6 +27,10 @@ struct RendezvousOptions {
 
 // InvalidArgument for a malformed address or rank; DeadlineExceeded when peers do not arrive.
 absl::StatusOr<std::unique_ptr<Communicator>> ConnectGloo(const RendezvousOptions& options);
+
+// The store an address names (what ConnectGloo meets in; the NCCL backend exchanges its unique
+// id through it). InvalidArgument for a malformed address or a missing directory.
+absl::StatusOr<std::unique_ptr<gloo::rendezvous::Store>> OpenStore(const std::string& address);
 
 }  // namespace semmoe::engine
 

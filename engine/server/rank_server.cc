@@ -6,7 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/file.h"
 #include "common/status_macros.h"
-#include "engine/gpu/gpu_batch.h"
+#include "engine/gpu/gpu_serving_rank.h"
 #include "engine/model/config.h"
 #include "engine/parallel/device_predictor.h"
 #include "engine/parallel/rendezvous.h"
@@ -49,10 +49,10 @@ absl::Status RunRankServer(const RankServerOptions& o, absl::Notification& stop)
     return absl::InvalidArgumentError(
         absl::StrCat("rank ", o.rank, " is not in a group of ", o.ranks));
   }
-  if (o.cuda_device >= 0 && o.ranks != 1) {
+  if (o.cuda_device >= 0 && o.attention != AttentionMode::kDp) {
     return absl::UnimplementedError(
-        "serving from a GPU runs one-rank groups so far (--ranks 1); expert parallelism across "
-        "GPUs (the NCCL backend) is not wired into serve yet");
+        "serving from GPUs runs Attention-DP groups so far (--attn dp); the GPU forward has no "
+        "Attention-TP stage yet");
   }
   ASSIGN_OR_RETURN(model::ModelConfig config, model::LoadModelConfig(o.model_dir));
   ASSIGN_OR_RETURN(planner::Placement placement, LoadPlacement(o, config));
@@ -102,11 +102,16 @@ absl::Status RunRankServer(const RankServerOptions& o, absl::Notification& stop)
   GroupEngineOptions engine_options = o.engine;
   engine_options.batch.tokenizer = model->tokenizer();
   if (engine_options.batch.eos_ids.empty()) engine_options.batch.eos_ids = config.eos_token_ids;
-  std::unique_ptr<gpu::GpuTransformer> gpu_forward;  // Outlives the engine (declared first).
+  std::unique_ptr<gpu::GpuServingRank> gpu_rank;  // Outlives the engine (declared first).
   if (o.cuda_device >= 0) {
-    ASSIGN_OR_RETURN(gpu_forward, gpu::CreateGpuForward(config, model->weights(), o.cuda_device,
-                                                        engine_options.batch));
-    gpu::GpuTransformer* forward = gpu_forward.get();
+    ASSIGN_OR_RETURN(gpu_rank, gpu::GpuServingRank::Create(config, model->weights(), placement,
+                                                           {.address = o.rendezvous,
+                                                            .rank = o.rank,
+                                                            .size = o.ranks,
+                                                            .hostname = o.host,
+                                                            .timeout = o.connect_timeout},
+                                                           o.cuda_device, engine_options.batch));
+    gpu::GpuTransformer* forward = &gpu_rank->forward();
     engine_options.local_forward = [forward](absl::Span<const model::SequenceInput> batch) {
       return forward->Forward(batch);
     };

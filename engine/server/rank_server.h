@@ -35,7 +35,8 @@ struct RankServerOptions {
   std::string port_file;           // If set, the bound port is written here once serving.
   absl::Duration connect_timeout = absl::Seconds(60);
   GroupEngineOptions engine;
-  // ≥ 0: the forward passes run on this CUDA device (engine/gpu). One-rank groups only so far.
+  // ≥ 0: the forward passes run on this CUDA device (engine/gpu), the experts' exchange over
+  // NCCL when ranks > 1. Attention-DP only.
   int cuda_device = -1;
   // Called once serving, with the bound port (for logs).
   std::function<void(int port)> on_serving;
