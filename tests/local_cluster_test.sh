@@ -173,4 +173,9 @@ no_processes_left ab
 expect_error 2 "--model is required" -- "$CLUSTER" --ranks=2
 expect_error 1 "needs --db" -- "$CLUSTER" --model="$TMP/model" --placement=3 \
   --engine_binary="$ENGINE" --run_dir="$TMP/bad"
+expect_error 1 "--device must be cpu or cuda" -- "$CLUSTER" --model="$TMP/model" --device=tpu \
+  --engine_binary="$ENGINE" --run_dir="$TMP/bad2"
+# CI has no GPU: the ranks say so (rank0.log's line comes back in the error).
+expect_error 1 "this machine has no CUDA device" -- "$CLUSTER" --model="$TMP/model" --ranks=2 \
+  --device=cuda --engine_binary="$ENGINE" --run_dir="$TMP/nogpu" --startup_timeout_s=30
 echo "PASS"

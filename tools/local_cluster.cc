@@ -2,6 +2,7 @@
 //
 //   bazel run //tools:local_cluster -- --model DIR [--ranks G] [--attn dp|tp]
 //       [--placement vanilla|FILE|VERSION] [--db DB] [--router_policy semantic|round_robin|...]
+//       [--device cpu|cuda]   (cuda: one GPU per rank, Attention-DP)
 //   bazel run //tools:local_cluster -- --model DIR --ranks G --db DB --experiment ID
 //       (an A/B test: one engine group per arm, each on its arm's version, behind one router)
 //
@@ -62,6 +63,9 @@ ABSL_FLAG(std::string, affinity, "",
 ABSL_FLAG(std::string, run_dir, "", "logs, ports and the rendezvous (default: a fresh /tmp dir)");
 ABSL_FLAG(std::string, endpoints_file, "", "write the endpoints here as JSON once serving");
 ABSL_FLAG(int, kv_cache_mb, 256, "KV cache per rank, MiB");
+ABSL_FLAG(std::string, device, "cpu",
+          "cpu, or cuda: rank r serves from CUDA device r (one GPU per rank; A/B arms take "
+          "consecutive devices)");
 ABSL_FLAG(int, startup_timeout_s, 180, "seconds to wait for every rank to serve");
 ABSL_FLAG(std::string, engine_binary, "", "engine binary (default: from the runfiles)");
 ABSL_FLAG(std::string, planner_binary, "", "planner binary (default: from the runfiles)");
@@ -185,7 +189,11 @@ absl::Status Start(Cluster& c, sigset_t& stop_signals) {
                                 .attn = attn,
                                 .ranks = g,
                                 .kv_cache_mb = absl::GetFlag(FLAGS_kv_cache_mb),
-                                .run_dir = c.run_dir};
+                                .run_dir = c.run_dir,
+                                .cuda = absl::GetFlag(FLAGS_device) == "cuda"};
+  if (absl::GetFlag(FLAGS_device) != "cpu" && absl::GetFlag(FLAGS_device) != "cuda") {
+    return absl::InvalidArgumentError("--device must be cpu or cuda");
+  }
   if (experiment > 0) {
     ASSIGN_OR_RETURN(auto store, planner::PlacementStore::Open(db));
     planner::ExperimentStore experiments(*store);
@@ -200,6 +208,7 @@ absl::Status Start(Cluster& c, sigset_t& stop_signals) {
       EngineGroupSpec spec = base;
       spec.name = arm.name;
       spec.placement = f.placement;
+      spec.first_cuda_device = static_cast<int>(specs.size()) * g;
       specs.push_back(spec);
       std::cout << "arm " << arm.name << " (" << arm.share_percent << "%): " << f.description
                 << "\n";

@@ -89,6 +89,9 @@ absl::Status LaunchEngines(const EngineGroupSpec& spec, absl::Time deadline, sig
                                      "--kv_cache_mb",    absl::StrCat(spec.kv_cache_mb)};
     if (!spec.affinity.empty()) argv.insert(argv.end(), {"--affinity", spec.affinity});
     if (!spec.layer_tables.empty()) argv.insert(argv.end(), {"--layer_tables", spec.layer_tables});
+    if (spec.cuda) {
+      argv.insert(argv.end(), {"--device", absl::StrCat("cuda:", spec.first_cuda_device + r)});
+    }
     ASSIGN_OR_RETURN(auto process, Process::Spawn(argv, file(r, ".log")));
     out.processes.push_back(std::move(process));
   }

@@ -37,6 +37,8 @@ struct EngineGroupSpec {
   int ranks = 1;
   int kv_cache_mb = 256;
   std::string run_dir;  // Logs and port files.
+  bool cuda = false;    // Rank r runs its forward on CUDA device first_cuda_device + r.
+  int first_cuda_device = 0;
 };
 
 struct EngineGroup {
