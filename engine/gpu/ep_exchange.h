@@ -17,12 +17,15 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "common/status_macros.h"
 #include "engine/gpu/grouped_experts.h"
 #include "engine/gpu/model_view.h"
 #include "engine/model/config.h"
 #include "engine/parallel/communicator.h"
+#include "engine/parallel/moe_layer_counters.h"
 #include "planner/placement/placement.h"
 
 namespace semmoe::engine::gpu {
@@ -40,12 +43,17 @@ class EpExchange {
 
   // out [tokens, hidden] (Ops memory) = Σ_j weights[t, j] · expert_{ids[t, j]}(h[t]), the experts
   // run where the placement serves them. `ids`/`weights`: the tokens' routing on the host.
-  // Adds each token's activations served on this rank, and all of them, to row_local/row_all.
+  // Adds each token's activations served on this rank, and all of them, to row_local/row_all,
+  // and what the layer did to `counters` (the CPU exchange's accounting: payload bytes to and
+  // from peers; wall times of the phases, device work included).
   absl::Status Run(int moe_index, const LayerView& w, const float* h, int64_t tokens,
                    const std::vector<int32_t>& ids, const std::vector<float>& weights, float* out,
-                   std::vector<int32_t>& row_local, std::vector<int32_t>& row_all) {
+                   std::vector<int32_t>& row_local, std::vector<int32_t>& row_all,
+                   MoeLayerCounters& counters) {
     const int g = comm_.size(), me = comm_.rank(), k = c_.top_k, experts = c_.num_experts;
     const int64_t hidden = c_.hidden_size, inter = c_.moe_intermediate_size;
+    absl::Time start = absl::Now();
+    counters.tokens += tokens;
 
     // Which rows go where, in rank order; each sent row's expert ids for its destination.
     std::vector<std::vector<int32_t>> to(g);
@@ -57,6 +65,7 @@ class EpExchange {
         if (sent[d]++ == 0) to[d].push_back(static_cast<int32_t>(t));
         row_local[t] += d == me;
         ++row_all[t];
+        ++(d == me ? counters.local_activations : counters.remote_activations);
       }
     }
     std::vector<int32_t> send_index, send_ids;
@@ -107,6 +116,13 @@ class EpExchange {
     RETURN_IF_ERROR(comm_.AllToAllV(
         absl::Span<const float>(send_weights_.data(), sent_total * k), Scaled(send_rows, k),
         absl::Span<float>(recv_weights_.data(), received * k), Scaled(recv_rows, k)));
+    const int64_t row_bytes = hidden * 4 + k * 8;  // Row, expert ids, gate weights.
+    for (int r = 0; r < g; ++r) {
+      if (r == me) continue;
+      counters.dispatch_bytes_sent += send_rows[r] * row_bytes;
+      counters.dispatch_bytes_received += recv_rows[r] * row_bytes;
+    }
+    counters.dispatch_seconds += Seconds(start);
 
     // This rank's experts over the received rows; bucket `experts` holds the slots served
     // elsewhere (their results are zero).
@@ -133,6 +149,7 @@ class EpExchange {
 
     // Combine: results back to their owners, added in rank order.
     RETURN_IF_ERROR(ops_.Finish());
+    counters.expert_seconds += Seconds(start);
     RETURN_IF_ERROR(comm_.AllToAllV(
         absl::Span<const float>(results_.data(), received * hidden), Scaled(recv_rows, hidden),
         absl::Span<float>(back_.data(), sent_total * hidden), Scaled(send_rows, hidden)));
@@ -142,11 +159,25 @@ class EpExchange {
       RETURN_IF_ERROR(ops_.ScatterAddRows(out, back_.data() + row * hidden,
                                           send_index_.data() + row, send_rows[d], hidden));
       row += send_rows[d];
+      if (d != me) {
+        counters.combine_bytes_sent += recv_rows[d] * hidden * 4;
+        counters.combine_bytes_received += send_rows[d] * hidden * 4;
+      }
     }
+    RETURN_IF_ERROR(ops_.Finish());
+    counters.combine_seconds += Seconds(start);
     return absl::OkStatus();
   }
 
  private:
+  // Seconds since `start`, which moves to now.
+  static double Seconds(absl::Time& start) {
+    const absl::Time now = absl::Now();
+    const double s = absl::ToDoubleSeconds(now - start);
+    start = now;
+    return s;
+  }
+
   static std::vector<int64_t> Scaled(const std::vector<int64_t>& rows, int64_t width) {
     std::vector<int64_t> out(rows.size());
     for (size_t i = 0; i < rows.size(); ++i) out[i] = rows[i] * width;

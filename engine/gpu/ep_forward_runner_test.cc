@@ -89,6 +89,8 @@ TEST_P(EpForwardRunnerTest, EveryRankMatchesTheSingleDevice) {
   constexpr int kPages = 48, kPageSize = 4;
 
   gloo::rendezvous::HashStore store;
+  std::vector<std::vector<MoeLayerCounters>> counters(g);
+  std::vector<int64_t> want_local(g, 0), want_tokens(g, 0);
   std::vector<std::thread> threads;
   for (int r = 0; r < g; ++r) {
     threads.emplace_back([&, r] {
@@ -163,10 +165,36 @@ TEST_P(EpForwardRunnerTest, EveryRankMatchesTheSingleDevice) {
         }
         EXPECT_EQ(got_all, all) << what;
         EXPECT_EQ(got_local, local) << what;
+        want_local[r] += local;
+        want_tokens[r] += got->routing[0].tokens();
       }
+      counters[r] = runner.ep_counters();
     });
   }
   for (std::thread& t : threads) t.join();
+  if (HasFatalFailure()) return;
+
+  // The exchange's counters: each rank's activations, and every byte sent is received.
+  for (int l = 0; l < moe_layers; ++l) {
+    int64_t sent = 0, received = 0, back_sent = 0, back_received = 0;
+    for (int r = 0; r < g; ++r) {
+      const MoeLayerCounters& m = counters[r].at(l);
+      EXPECT_EQ(m.tokens, want_tokens[r]) << "rank " << r;
+      EXPECT_EQ(m.local_activations + m.remote_activations, m.tokens * c.top_k);
+      sent += m.dispatch_bytes_sent;
+      received += m.dispatch_bytes_received;
+      back_sent += m.combine_bytes_sent;
+      back_received += m.combine_bytes_received;
+    }
+    EXPECT_EQ(sent, received) << "MoE layer " << l;
+    EXPECT_EQ(back_sent, back_received) << "MoE layer " << l;
+    if (param.layout != Layout::kVanilla || g > 1) EXPECT_GT(sent, 0);
+  }
+  for (int r = 0; r < g; ++r) {
+    int64_t local = 0;
+    for (const MoeLayerCounters& m : counters[r]) local += m.local_activations;
+    EXPECT_EQ(local, want_local[r]) << "rank " << r;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(All, EpForwardRunnerTest,

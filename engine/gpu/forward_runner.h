@@ -112,6 +112,9 @@ class ForwardRunner {
 
   int64_t kv_bytes() const { return 2 * c_.num_layers * layer_kv_floats_ * 4; }
 
+  // Per placement layer, under expert parallelism (else empty): what the exchange did so far.
+  const std::vector<MoeLayerCounters>& ep_counters() const { return ep_counters_; }
+
   // As Transformer::Forward, plus INVALID_ARGUMENT from LayOutBatch for sequences without
   // fitting page tables.
   absl::StatusOr<model::ForwardOutput> Forward(absl::Span<const model::SequenceInput> batch,
@@ -128,7 +131,8 @@ class ForwardRunner {
       for (int layer = 0; layer < c_.num_layers; ++layer) {
         if (!w_.layers[layer].is_moe) continue;
         RETURN_IF_ERROR(ep_->Run(moe_index_[layer], w_.layers[layer], nullptr, 0, {}, {},
-                                 moe_.data(), row_local_, row_all_));
+                                 moe_.data(), row_local_, row_all_,
+                                 ep_counters_[moe_index_[layer]]));
       }
       RETURN_IF_ERROR(ops_.Finish());
       for (size_t s = 0; s < batch.size(); ++s) {
@@ -197,6 +201,7 @@ class ForwardRunner {
       moe_index_.assign(c_.num_layers, -1);
       for (int i = 0; i < p->num_layers(); ++i) moe_index_[p->moe_layers()[i]] = i;
       ep_ = std::make_unique<EpExchange<Ops>>(c_, *p, *ep_options_.comm, ops_);
+      ep_counters_.assign(p->num_layers(), MoeLayerCounters());
     }
     for (int layer = 0; layer < c_.num_layers; ++layer) {
       const LayerView& l = w_.layers[layer];
@@ -324,7 +329,7 @@ class ForwardRunner {
       RETURN_IF_ERROR(ops_.CopyOut(ids.data(), expert_ids_.data(), entries));
       RETURN_IF_ERROR(ops_.CopyOut(weights.data(), gate_weights_.data(), entries));
       RETURN_IF_ERROR(ep_->Run(moe_index_[layer], w, h_.data(), tokens, ids, weights, moe_.data(),
-                               row_local_, row_all_));
+                               row_local_, row_all_, ep_counters_[moe_index_[layer]]));
     } else {
       RETURN_IF_ERROR(ops_.PermuteByExpert(expert_ids_.data(), entries, experts, counts_.data(),
                                            offsets_.data(), entry_of_position_.data(),
@@ -360,9 +365,10 @@ class ForwardRunner {
   const KvArenaOptions kv_options_;
   Ops& ops_;
   const ExpertParallelOptions ep_options_;
-  std::unique_ptr<EpExchange<Ops>> ep_;       // Set under expert parallelism.
-  std::vector<int> moe_index_;                // Model layer → placement layer (EP), or −1.
-  std::vector<int32_t> row_local_, row_all_;  // Per token of the pass: activations here, all.
+  std::unique_ptr<EpExchange<Ops>> ep_;        // Set under expert parallelism.
+  std::vector<int> moe_index_;                 // Model layer → placement layer (EP), or −1.
+  std::vector<MoeLayerCounters> ep_counters_;  // Per placement layer (EP).
+  std::vector<int32_t> row_local_, row_all_;   // Per token of the pass: activations here, all.
   Array<float> kv_;
   int64_t layer_kv_floats_ = 0;
   Array<float> rope_cos_, rope_sin_;

@@ -30,6 +30,8 @@ class GpuServingRank {
       const runtime::BatchEngine::Options& batch);
 
   GpuTransformer& forward() { return *forward_; }
+  // The NCCL group's counters (null for a one-rank group).
+  const Communicator* nccl() const { return nccl_.get(); }
 
  private:
   GpuServingRank() = default;

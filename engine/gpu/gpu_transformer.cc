@@ -21,6 +21,9 @@ GpuTransformer::~GpuTransformer() = default;
 const model::ModelConfig& GpuTransformer::config() const { return impl_->config; }
 int64_t GpuTransformer::weight_bytes() const { return impl_->weights->bytes; }
 int64_t GpuTransformer::kv_bytes() const { return impl_->runner->kv_bytes(); }
+std::vector<MoeLayerCounters> GpuTransformer::ep_counters() const {
+  return impl_->runner->ep_counters();
+}
 
 absl::StatusOr<std::unique_ptr<GpuTransformer>> GpuTransformer::Create(
     const model::ModelConfig& c, const model::ModelWeights& weights,

@@ -18,6 +18,7 @@
 #define SEMMOE_ENGINE_GPU_GPU_TRANSFORMER_H_
 
 #include <memory>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
@@ -25,6 +26,7 @@
 #include "engine/model/transformer.h"
 #include "engine/model/weights.h"
 #include "engine/parallel/communicator.h"
+#include "engine/parallel/moe_layer_counters.h"
 #include "planner/placement/placement.h"
 
 namespace semmoe::engine::gpu {
@@ -59,6 +61,9 @@ class GpuTransformer {
   const model::ModelConfig& config() const;
   int64_t weight_bytes() const;
   int64_t kv_bytes() const;
+  // Under expert parallelism, per placement layer: what the exchange did so far (else empty).
+  // Thread-compatible with Forward().
+  std::vector<MoeLayerCounters> ep_counters() const;
 
  private:
   struct Impl;

@@ -28,19 +28,10 @@
 #include "engine/model/moe.h"
 #include "engine/model/weights.h"
 #include "engine/parallel/communicator.h"
+#include "engine/parallel/moe_layer_counters.h"
 #include "planner/placement/placement.h"
 
 namespace semmoe::engine {
-
-// Per MoE layer on one rank, accumulated over calls.
-struct MoeLayerCounters {
-  int64_t tokens = 0;              // Rows this rank routed.
-  int64_t local_activations = 0;   // (token, expert) pairs whose expert is on this rank.
-  int64_t remote_activations = 0;  // ... on another rank.
-  int64_t dispatch_bytes_sent = 0, dispatch_bytes_received = 0;  // Payload, peers only.
-  int64_t combine_bytes_sent = 0, combine_bytes_received = 0;
-  double dispatch_seconds = 0, expert_seconds = 0, combine_seconds = 0;
-};
 
 class ExpertParallelFfn {
  public:

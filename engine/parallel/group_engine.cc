@@ -337,6 +337,7 @@ void GroupEngine::Snapshot() {
   s.layers = model_.ffn().counters();
   if (model_.tp_stage() != nullptr) s.tp = model_.tp_stage()->counters();
   s.comm = model_.comm().counters();
+  if (options_.local_stats) options_.local_stats(s);
   absl::MutexLock lock(&mu_);
   // Keep the request counters updated concurrently under the lock.
   s.completed = stats_.completed;

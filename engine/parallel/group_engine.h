@@ -45,6 +45,8 @@ class RequestSink {
   virtual void OnError(const absl::Status& status) = 0;
 };
 
+struct GroupEngineStats;
+
 struct GroupEngineOptions {
   // The rank's continuous batching (its `forward` and `forward_every_step` are set here).
   runtime::BatchEngine::Options batch;
@@ -58,6 +60,9 @@ struct GroupEngineOptions {
   // activation counts alone (one device holds every expert).
   std::function<absl::StatusOr<model::ForwardOutput>(absl::Span<const model::SequenceInput>)>
       local_forward;
+  // With local_forward: fills in what that forward measures (its EP layer counters, its own
+  // collectives) over the CPU stage's. Called on the engine's loop thread, between passes.
+  std::function<void(GroupEngineStats&)> local_stats;
 };
 
 struct GroupEngineStats {

@@ -116,6 +116,17 @@ absl::Status RunRankServer(const RankServerOptions& o, absl::Notification& stop)
       return forward->Forward(batch);
     };
     engine_options.batch.host_kv_arena = false;
+    gpu::GpuServingRank* gpu = gpu_rank.get();
+    engine_options.local_stats = [gpu](GroupEngineStats& s) {
+      if (gpu->nccl() == nullptr) return;  // One rank: no exchange.
+      s.layers = gpu->forward().ep_counters();
+      for (int k = 0; k < kNumCollectiveKinds; ++k) {  // The Gloo group's lockstep, plus NCCL.
+        const CollectiveCounters& n = gpu->nccl()->counters().by_kind[k];
+        s.comm.by_kind[k].calls += n.calls;
+        s.comm.by_kind[k].bytes_sent += n.bytes_sent;
+        s.comm.by_kind[k].bytes_received += n.bytes_received;
+      }
+    };
     LOG(INFO) << "rank " << o.rank << ": forward on CUDA device " << o.cuda_device << " ("
               << forward->weight_bytes() / (1 << 20) << " MiB of weights, "
               << forward->kv_bytes() / (1 << 20) << " MiB of KV cache)";

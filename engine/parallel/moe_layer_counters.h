@@ -1,0 +1,22 @@
+// MoeLayerCounters: what one rank's expert-parallel exchange did at one MoE layer, accumulated
+// over passes (the CPU's engine/parallel/ep_ffn.h and the GPU's engine/gpu/ep_exchange.h both
+// fill it; EngineService reports it).
+#ifndef SEMMOE_ENGINE_PARALLEL_MOE_LAYER_COUNTERS_H_
+#define SEMMOE_ENGINE_PARALLEL_MOE_LAYER_COUNTERS_H_
+
+#include <cstdint>
+
+namespace semmoe::engine {
+
+struct MoeLayerCounters {
+  int64_t tokens = 0;              // Rows this rank routed.
+  int64_t local_activations = 0;   // (token, expert) pairs whose expert is on this rank.
+  int64_t remote_activations = 0;  // ... on another rank.
+  int64_t dispatch_bytes_sent = 0, dispatch_bytes_received = 0;  // Payload, peers only.
+  int64_t combine_bytes_sent = 0, combine_bytes_received = 0;
+  double dispatch_seconds = 0, expert_seconds = 0, combine_seconds = 0;
+};
+
+}  // namespace semmoe::engine
+
+#endif  // SEMMOE_ENGINE_PARALLEL_MOE_LAYER_COUNTERS_H_
