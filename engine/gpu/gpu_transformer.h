@@ -10,8 +10,10 @@
 // `page_size` positions in its own device arena and indexes it with those tables. The host cache
 // then only hands out pages (BatchEngine::Options::host_kv_arena = false).
 //
-// Not counted on the GPU: attention time (it would need a device sync per layer) and per-rank
-// expert activations (one device holds every expert).
+// With a placement and an NCCL group (GpuForwardOptions) the routed experts are exchanged
+// across ranks (engine/gpu/ep_exchange.h); each output then counts its sequences' activations
+// served here, and ep_counters() the exchange. Not counted on the GPU: attention time (it would
+// need a device sync per layer).
 //
 // Thread-compatible: Forward() uses the object's stream, cuBLAS handle and scratch buffers.
 #ifndef SEMMOE_ENGINE_GPU_GPU_TRANSFORMER_H_
