@@ -15,21 +15,13 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "google/protobuf/util/json_util.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
 #include "router/proto/router.grpc.pb.h"
+#include "tools/client/generate_flags.h"
 
 ABSL_FLAG(std::string, target, "127.0.0.1:8000", "router address");
-ABSL_FLAG(std::string, prompt, "", "generate: prompt text");
-ABSL_FLAG(std::vector<std::string>, token_ids, {}, "generate: prompt token ids (comma-separated)");
-ABSL_FLAG(int, max_tokens, 32, "generate: tokens to generate at most");
-ABSL_FLAG(float, temperature, 0, "generate: 0 for greedy");
-ABSL_FLAG(uint64_t, seed, 0, "generate: sampling seed");
-ABSL_FLAG(std::string, id, "", "generate: request id (empty: the router names it)");
 ABSL_FLAG(std::string, user, "", "generate: user key (A/B arms are assigned by it)");
-ABSL_FLAG(int, deadline_ms, 60000, "RPC deadline");
-ABSL_FLAG(bool, json, false, "print protobuf JSON");
 
 namespace {
 
@@ -41,45 +33,19 @@ int Usage(const std::string& message) {
   return 2;
 }
 
-int Failed(const grpc::Status& status) {
-  std::cerr << "router_client: " << status.error_code() << ": " << status.error_message() << "\n";
-  return 1;
-}
-
-std::string Json(const google::protobuf::Message& m) {
-  std::string out;
-  google::protobuf::util::JsonPrintOptions o;
-  o.preserve_proto_field_names = true;
-  (void)google::protobuf::util::MessageToJsonString(m, &out, o);
-  return out;
-}
-
 int Generate(rpc::RouterService::Stub& stub, grpc::ClientContext& context) {
   rpc::GenerateRequest request;
-  request.set_request_id(absl::GetFlag(FLAGS_id));
+  const absl::Status filled = semmoe::tools::FillGenerateRequest(request);
+  if (!filled.ok()) return Usage(std::string(filled.message()));
   request.set_user_key(absl::GetFlag(FLAGS_user));
-  request.set_text(absl::GetFlag(FLAGS_prompt));
-  for (const std::string& id : absl::GetFlag(FLAGS_token_ids)) {
-    int value = 0;
-    if (!absl::SimpleAtoi(id, &value)) return Usage(absl::StrCat("bad token id '", id, "'"));
-    request.add_token_ids(value);
-  }
-  request.set_max_tokens(absl::GetFlag(FLAGS_max_tokens));
-  request.mutable_sampling()->set_temperature(absl::GetFlag(FLAGS_temperature));
-  request.mutable_sampling()->set_seed(absl::GetFlag(FLAGS_seed));
   auto reader = stub.Generate(&context, request);
-  rpc::GenerateResponse response;
   std::vector<int32_t> tokens;
   rpc::FinalRecord final;
-  while (reader->Read(&response)) {
-    tokens.insert(tokens.end(), response.token_ids().begin(), response.token_ids().end());
-    if (response.has_final()) final = response.final();
-  }
-  const grpc::Status status = reader->Finish();
-  if (!status.ok()) return Failed(status);
+  const grpc::Status status = semmoe::tools::ReadGeneration(*reader, tokens, final);
+  if (!status.ok()) return semmoe::tools::RpcFailed("router_client", status);
   if (absl::GetFlag(FLAGS_json)) {  // {"token_ids": [...], "final": {...}}
-    std::cout << "{\"token_ids\":[" << absl::StrJoin(tokens, ",") << "],\"final\":" << Json(final)
-              << "}\n";
+    std::cout << "{\"token_ids\":[" << absl::StrJoin(tokens, ",")
+              << "],\"final\":" << semmoe::tools::ProtoJson(final) << "}\n";
   } else {
     std::cout << final.text() << "\n[" << absl::StrJoin(tokens, " ") << "] "
               << final.finish_reason() << ", rank " << final.rank() << ", ttft " << final.ttft_ms()
@@ -92,9 +58,9 @@ int Generate(rpc::RouterService::Stub& stub, grpc::ClientContext& context) {
 int Stats(rpc::RouterService::Stub& stub, grpc::ClientContext& context) {
   rpc::RouterStats stats;
   const grpc::Status status = stub.GetStats(&context, rpc::GetStatsRequest(), &stats);
-  if (!status.ok()) return Failed(status);
+  if (!status.ok()) return semmoe::tools::RpcFailed("router_client", status);
   if (absl::GetFlag(FLAGS_json)) {
-    std::cout << Json(stats) << "\n";
+    std::cout << semmoe::tools::ProtoJson(stats) << "\n";
     return 0;
   }
   std::cout << "policy " << stats.policy() << ", tables of version " << stats.placement_version()
