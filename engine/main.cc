@@ -28,16 +28,14 @@
 #include "common/file.h"
 #include "common/logging.h"
 #include "common/status_macros.h"
-#include "engine/gpu/gpu_batch.h"
-#include "engine/gpu/gpu_prefill.h"
 #include "engine/model/generation_config.h"
 #include "engine/model/model.h"
 #include "engine/model/unicode.h"
 #include "engine/offline/score.h"
 #include "engine/offline/trace_run.h"
 #include "engine/runtime/batch_engine.h"
+#include "engine/server/device_backend.h"
 #include "engine/server/rank_server.h"
-#include "kernels/cuda/cuda_status.h"
 #include "nlohmann/json.hpp"
 
 ABSL_FLAG(std::string, model, "",
@@ -140,14 +138,14 @@ int Generate(int device) {
   runtime::BatchEngine::Options options{.max_batch_tokens = absl::GetFlag(FLAGS_max_batch_tokens),
                                         .tokenizer = model.tokenizer.get(),
                                         .eos_ids = gen->eos_token_ids};
-  std::unique_ptr<gpu::GpuTransformer> gpu_forward;  // Outlives the engine.
+  std::unique_ptr<DeviceSession> on_device;  // Outlives the engine.
   if (device >= 0) {
-    auto g = gpu::UseGpuForward(model.config, *model.weights, device, options);
-    if (!g.ok()) return Fail(g.status());
-    gpu_forward = std::move(*g);
-    std::cerr << "engine: forward on CUDA device " << device << " ("
-              << gpu_forward->weight_bytes() / (1 << 20) << " MiB of weights, "
-              << gpu_forward->kv_bytes() / (1 << 20) << " MiB of KV cache)\n";
+    auto backend = GetDeviceBackend("cuda");
+    if (!backend.ok()) return Fail(backend.status());
+    auto session = (*backend)->UseForBatch(model.config, *model.weights, device, options);
+    if (!session.ok()) return Fail(session.status());
+    on_device = std::move(*session);
+    std::cerr << "engine: forward on " << on_device->Describe() << "\n";
   }
   auto engine = runtime::BatchEngine::Create(*model.transformer, options);
   if (!engine.ok()) return Fail(engine.status());
@@ -224,16 +222,17 @@ int Generate(int device) {
   return 0;
 }
 
-// The GPU backend of score/trace on `device` (null for the CPU: device < 0).
-absl::StatusOr<std::unique_ptr<gpu::GpuPrefill>> PrefillOn(const model::Model& model, int device) {
+// The device backend of score/trace on CUDA `device` (null for the CPU: device < 0); fills in
+// *backend, which is valid while the returned session lives.
+absl::StatusOr<std::unique_ptr<DeviceSession>> PrefillOn(const model::Model& model, int device,
+                                                         offline::PrefillBackend* backend) {
   if (device < 0) return nullptr;
-  ASSIGN_OR_RETURN(std::unique_ptr<gpu::GpuPrefill> p,
-                   gpu::GpuPrefill::Create(model.config, *model.weights, device,
-                                           absl::GetFlag(FLAGS_max_batch_tokens)));
-  std::cerr << "engine: forward on CUDA device " << device << " ("
-            << p->forward().weight_bytes() / (1 << 20) << " MiB of weights, "
-            << p->forward().kv_bytes() / (1 << 20) << " MiB of KV cache)\n";
-  return p;
+  ASSIGN_OR_RETURN(DeviceBackend * cuda, GetDeviceBackend("cuda"));
+  ASSIGN_OR_RETURN(std::unique_ptr<DeviceSession> session,
+                   cuda->UseForPrefill(model.config, *model.weights, device,
+                                       absl::GetFlag(FLAGS_max_batch_tokens), *backend));
+  std::cerr << "engine: forward on " << session->Describe() << "\n";
+  return session;
 }
 
 int Score(int device) {
@@ -242,13 +241,14 @@ int Score(int device) {
   }
   auto m = Load(/*need_tokenizer=*/false);
   if (!m.ok()) return Fail(m.status());
-  auto gpu = PrefillOn(**m, device);
-  if (!gpu.ok()) return Fail(gpu.status());
+  offline::PrefillBackend backend;
+  auto on_device = PrefillOn(**m, device, &backend);
+  if (!on_device.ok()) return Fail(on_device.status());
   auto n = offline::RunScore(*(*m)->transformer,
                              {.input = UserPath(absl::GetFlag(FLAGS_input)),
                               .output = UserPath(absl::GetFlag(FLAGS_out)),
                               .max_batch_tokens = absl::GetFlag(FLAGS_max_batch_tokens),
-                              .backend = *gpu ? (*gpu)->backend() : offline::PrefillBackend()});
+                              .backend = backend});
   if (!n.ok()) return Fail(n.status());
   std::cerr << "scored " << *n << " inputs into " << absl::GetFlag(FLAGS_out) << "\n";
   return 0;
@@ -260,16 +260,16 @@ int Trace(int device) {
   }
   auto m = Load(/*need_tokenizer=*/false);
   if (!m.ok()) return Fail(m.status());
-  auto gpu = PrefillOn(**m, device);
-  if (!gpu.ok()) return Fail(gpu.status());
+  offline::PrefillBackend backend;
+  auto on_device = PrefillOn(**m, device, &backend);
+  if (!on_device.ok()) return Fail(on_device.status());
   const auto start = std::chrono::steady_clock::now();
-  auto summary =
-      offline::RunTrace(*(*m)->transformer, (*m)->tokenizer.get(),
-                        {.prompts = UserPath(absl::GetFlag(FLAGS_prompts)),
-                         .output = UserPath(absl::GetFlag(FLAGS_out)),
-                         .max_batch_tokens = absl::GetFlag(FLAGS_max_batch_tokens),
-                         .max_prompt_tokens = absl::GetFlag(FLAGS_max_prompt_tokens),
-                         .backend = *gpu ? (*gpu)->backend() : offline::PrefillBackend()});
+  auto summary = offline::RunTrace(*(*m)->transformer, (*m)->tokenizer.get(),
+                                   {.prompts = UserPath(absl::GetFlag(FLAGS_prompts)),
+                                    .output = UserPath(absl::GetFlag(FLAGS_out)),
+                                    .max_batch_tokens = absl::GetFlag(FLAGS_max_batch_tokens),
+                                    .max_prompt_tokens = absl::GetFlag(FLAGS_max_prompt_tokens),
+                                    .backend = backend});
   if (!summary.ok()) return Fail(summary.status());
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -358,7 +358,12 @@ int main(int argc, char** argv) {
     return Usage("--device must be cpu, cuda or cuda:N");
   }
   if (cuda_device >= 0) {
-    absl::StatusOr<int> devices = semmoe::kernels::cuda::DeviceCount();
+    absl::StatusOr<semmoe::engine::DeviceBackend*> cuda = semmoe::engine::GetDeviceBackend("cuda");
+    if (!cuda.ok()) {
+      std::cerr << "engine: --device " << device << ": " << cuda.status().message() << "\n";
+      return 1;
+    }
+    absl::StatusOr<int> devices = (*cuda)->DeviceCount();
     if (!devices.ok() || *devices == 0) {
       std::cerr << "engine: --device " << device << ": this machine has no CUDA device"
                 << (devices.ok() ? "" : absl::StrCat(" (", devices.status().message(), ")"))

@@ -7,6 +7,7 @@ source "$1"  # tests/cli_lib.sh: TMP, fail, expect_error
 shift
 ENGINE="$1"
 MAKE_TINY="$2"
+BUILD_HAS_CUDA="$3"  # "cuda" or "nocuda": whether this build linked the CUDA backend.
 
 for arch in qwen3_moe qwen2_moe mixtral; do
   dir="$TMP/$arch"
@@ -53,12 +54,31 @@ head -c 100 "$dir/model.safetensors" >"$TMP/corrupt/model.safetensors"
 expect_error 1 "runs past the end of the file" -- \
   "$ENGINE" generate --model="$TMP/corrupt" --prompt=x
 
-# --device: cuda on a machine without a GPU says so (CI has none; the GPU forward itself is
-# tested by engine/gpu:gpu_transformer_test on the device machine).
-expect_error 1 "--device cuda: this machine has no CUDA device" -- \
-  "$ENGINE" generate --model="$dir" --prompt=x --device=cuda
-expect_error 1 "--device cuda:1: this machine has no CUDA device" -- \
-  "$ENGINE" trace --model="$dir" --prompts="$TMP/none.jsonl" --out="$TMP/x.trace" --device=cuda:1
+# --device: a build with the CUDA backend on a machine without a GPU says the machine has none
+# (CI has none; the GPU forward itself is tested by engine/gpu:gpu_transformer_test on the device
+# machine); a build without CUDA says the build has none, and how to get one.
+if [[ "$BUILD_HAS_CUDA" == cuda ]]; then
+  expect_error 1 "--device cuda: this machine has no CUDA device" -- \
+    "$ENGINE" generate --model="$dir" --prompt=x --device=cuda
+  expect_error 1 "--device cuda:1: this machine has no CUDA device" -- \
+    "$ENGINE" trace --model="$dir" --prompts="$TMP/none.jsonl" --out="$TMP/x.trace" --device=cuda:1
+elif [[ "$BUILD_HAS_CUDA" == nocuda ]]; then
+  expect_error 1 "--device cuda: this build has no CUDA support" -- \
+    "$ENGINE" generate --model="$dir" --prompt=x --device=cuda
+  expect_error 1 "Rebuild on a machine with the toolkit in /usr/local/cuda" -- \
+    "$ENGINE" trace --model="$dir" --prompts="$TMP/none.jsonl" --out="$TMP/x.trace" --device=cuda:1
+  expect_error 1 "this build has no CUDA support" -- \
+    "$ENGINE" serve --model="$dir" --rendezvous="file:$TMP/rdv" --device=cuda
+  # Nothing of CUDA is linked in: no CUDA symbol, no CUDA library.
+  if nm -C "$ENGINE" 2>/dev/null | grep -qE 'cudaMalloc|ncclCommInitRank|cublasCreate'; then
+    fail "the CPU-only engine links CUDA symbols"
+  fi
+  if ldd "$ENGINE" 2>/dev/null | grep -qE 'libcuda|libnccl|libcublas'; then
+    fail "the CPU-only engine needs CUDA libraries: $(ldd "$ENGINE" | grep -E 'cuda|nccl|cublas')"
+  fi
+else
+  fail "third argument must be cuda or nocuda, got '$BUILD_HAS_CUDA'"
+fi
 expect_error 2 "--device cuda:N needs a device number" -- \
   "$ENGINE" generate --model="$dir" --prompt=x --device=cuda:one
 expect_error 2 "--device must be cpu, cuda or cuda:N" -- "$ENGINE" generate --model="$dir" --prompt=x \

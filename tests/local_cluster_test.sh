@@ -16,6 +16,7 @@ CLIENT="$4"
 MAKE_TINY="$5"
 ROUTER="$6"
 RCLIENT="$7"
+BUILD_HAS_CUDA="$8"  # "cuda" or "nocuda": whether the engine linked the CUDA backend.
 
 "$MAKE_TINY" --arch=qwen3_moe --out="$TMP/model" --seed=5 --experts=8 --top_k=2 >/dev/null
 
@@ -175,7 +176,13 @@ expect_error 1 "needs --db" -- "$CLUSTER" --model="$TMP/model" --placement=3 \
   --engine_binary="$ENGINE" --run_dir="$TMP/bad"
 expect_error 1 "--device must be cpu or cuda" -- "$CLUSTER" --model="$TMP/model" --device=tpu \
   --engine_binary="$ENGINE" --run_dir="$TMP/bad2"
-# CI has no GPU: the ranks say so (rank0.log's line comes back in the error).
-expect_error 1 "this machine has no CUDA device" -- "$CLUSTER" --model="$TMP/model" --ranks=2 \
+# CI has no GPU: the ranks say so (rank0.log's line comes back in the error); a build without
+# CUDA says that instead.
+if [[ "$BUILD_HAS_CUDA" == cuda ]]; then
+  no_gpu="this machine has no CUDA device"
+else
+  no_gpu="this build has no CUDA support"
+fi
+expect_error 1 "$no_gpu" -- "$CLUSTER" --model="$TMP/model" --ranks=2 \
   --device=cuda --engine_binary="$ENGINE" --run_dir="$TMP/nogpu" --startup_timeout_s=30
 echo "PASS"

@@ -2,7 +2,7 @@
 
 #include "common/status_macros.h"
 #include "engine/gpu/gpu_batch.h"
-#include "engine/parallel/nccl_communicator.h"
+#include "engine/gpu/nccl_communicator.h"
 
 namespace semmoe::engine::gpu {
 

@@ -13,7 +13,7 @@
 #include "engine/gpu/testing/forward_check.h"
 #include "engine/gpu/testing/random_model.h"
 #include "engine/model/transformer.h"
-#include "engine/parallel/nccl_communicator.h"
+#include "engine/gpu/nccl_communicator.h"
 #include "engine/runtime/kv_cache.h"
 #include "gloo/rendezvous/hash_store.h"
 #include "gtest/gtest.h"

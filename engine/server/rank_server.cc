@@ -6,10 +6,10 @@
 #include "absl/strings/str_cat.h"
 #include "common/file.h"
 #include "common/status_macros.h"
-#include "engine/gpu/gpu_serving_rank.h"
 #include "engine/model/config.h"
 #include "engine/parallel/device_predictor.h"
 #include "engine/parallel/rendezvous.h"
+#include "engine/server/device_backend.h"
 #include "engine/server/engine_service.h"
 #include "glog/logging.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
@@ -49,10 +49,14 @@ absl::Status RunRankServer(const RankServerOptions& o, absl::Notification& stop)
     return absl::InvalidArgumentError(
         absl::StrCat("rank ", o.rank, " is not in a group of ", o.ranks));
   }
-  if (o.cuda_device >= 0 && o.attention != AttentionMode::kDp) {
-    return absl::UnimplementedError(
-        "serving from GPUs runs Attention-DP groups so far (--attn dp); the GPU forward has no "
-        "Attention-TP stage yet");
+  DeviceBackend* cuda = nullptr;  // Asked before joining: a build without it fails at once.
+  if (o.cuda_device >= 0) {
+    if (o.attention != AttentionMode::kDp) {
+      return absl::UnimplementedError(
+          "serving from GPUs runs Attention-DP groups so far (--attn dp); the GPU forward has no "
+          "Attention-TP stage yet");
+    }
+    ASSIGN_OR_RETURN(cuda, GetDeviceBackend("cuda"));
   }
   ASSIGN_OR_RETURN(model::ModelConfig config, model::LoadModelConfig(o.model_dir));
   ASSIGN_OR_RETURN(planner::Placement placement, LoadPlacement(o, config));
@@ -102,34 +106,16 @@ absl::Status RunRankServer(const RankServerOptions& o, absl::Notification& stop)
   GroupEngineOptions engine_options = o.engine;
   engine_options.batch.tokenizer = model->tokenizer();
   if (engine_options.batch.eos_ids.empty()) engine_options.batch.eos_ids = config.eos_token_ids;
-  std::unique_ptr<gpu::GpuServingRank> gpu_rank;  // Outlives the engine (declared first).
-  if (o.cuda_device >= 0) {
-    ASSIGN_OR_RETURN(gpu_rank, gpu::GpuServingRank::Create(config, model->weights(), placement,
-                                                           {.address = o.rendezvous,
-                                                            .rank = o.rank,
-                                                            .size = o.ranks,
-                                                            .hostname = o.host,
-                                                            .timeout = o.connect_timeout},
-                                                           o.cuda_device, engine_options.batch));
-    gpu::GpuTransformer* forward = &gpu_rank->forward();
-    engine_options.local_forward = [forward](absl::Span<const model::SequenceInput> batch) {
-      return forward->Forward(batch);
-    };
-    engine_options.batch.host_kv_arena = false;
-    gpu::GpuServingRank* gpu = gpu_rank.get();
-    engine_options.local_stats = [gpu](GroupEngineStats& s) {
-      if (gpu->nccl() == nullptr) return;  // One rank: no exchange.
-      s.layers = gpu->forward().ep_counters();
-      for (int k = 0; k < kNumCollectiveKinds; ++k) {  // The Gloo group's lockstep, plus NCCL.
-        const CollectiveCounters& n = gpu->nccl()->counters().by_kind[k];
-        s.comm.by_kind[k].calls += n.calls;
-        s.comm.by_kind[k].bytes_sent += n.bytes_sent;
-        s.comm.by_kind[k].bytes_received += n.bytes_received;
-      }
-    };
-    LOG(INFO) << "rank " << o.rank << ": forward on CUDA device " << o.cuda_device << " ("
-              << forward->weight_bytes() / (1 << 20) << " MiB of weights, "
-              << forward->kv_bytes() / (1 << 20) << " MiB of KV cache)";
+  std::unique_ptr<DeviceSession> device;  // Outlives the engine (declared first).
+  if (cuda != nullptr) {
+    ASSIGN_OR_RETURN(device, cuda->UseForServing(config, model->weights(), placement,
+                                                 {.address = o.rendezvous,
+                                                  .rank = o.rank,
+                                                  .size = o.ranks,
+                                                  .hostname = o.host,
+                                                  .timeout = o.connect_timeout},
+                                                 o.cuda_device, engine_options));
+    LOG(INFO) << "rank " << o.rank << ": forward on " << device->Describe();
   }
   ASSIGN_OR_RETURN(std::unique_ptr<GroupEngine> engine,
                    GroupEngine::Create(*model, engine_options));

@@ -1,5 +1,8 @@
 """Repository rule that finds the CUDA toolkit (default /usr/local/cuda, or $SEMMOE_CUDA_PATH).
 
+SEMMOE_NO_CUDA=1 in the environment of `bazel` makes it behave as if the toolkit were missing:
+the CPU-only configuration a machine without CUDA gets, checked by CI on a machine with it.
+
 It writes @local_cuda with the same targets either way:
   :cuda_headers, :cudart, :cudart_static, :cublas, :nccl — C++ targets for the toolkit;
   :defs.bzl — CUDA_AVAILABLE, CUDA_PATH, NVCC for the cuda_library macro;
@@ -10,7 +13,9 @@ A machine without the toolkit still builds and tests the CPU path.
 def _cuda_configure_impl(repository_ctx):
     cuda_path = repository_ctx.os.environ.get("SEMMOE_CUDA_PATH", "/usr/local/cuda")
     nvcc = cuda_path + "/bin/nvcc"
-    available = repository_ctx.path(nvcc).exists and repository_ctx.path(cuda_path + "/include/cuda_runtime.h").exists
+    disabled = repository_ctx.os.environ.get("SEMMOE_NO_CUDA", "") not in ["", "0"]
+    available = (not disabled and repository_ctx.path(nvcc).exists and
+                 repository_ctx.path(cuda_path + "/include/cuda_runtime.h").exists)
     if available:
         repository_ctx.symlink(cuda_path + "/include", "include")
         template = Label("//third_party/cuda:BUILD.available.tpl")
@@ -27,6 +32,6 @@ def _cuda_configure_impl(repository_ctx):
 
 cuda_configure = repository_rule(
     implementation = _cuda_configure_impl,
-    environ = ["SEMMOE_CUDA_PATH"],
+    environ = ["SEMMOE_CUDA_PATH", "SEMMOE_NO_CUDA"],
     local = True,
 )

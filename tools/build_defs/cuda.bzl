@@ -23,6 +23,10 @@ NVCC_FLAGS = [
 
 _INCOMPATIBLE = ["@local_cuda//:missing"]
 
+def if_cuda(if_true, if_false = []):
+    """`if_true` where this build has the CUDA toolkit, else `if_false` (e.g. deps of a binary)."""
+    return if_true if CUDA_AVAILABLE else if_false
+
 def cuda_library(name, srcs, hdrs = [], deps = [], copts = [], visibility = None, testonly = False):
     """A library of CUDA kernels and launchers.
 

@@ -12,8 +12,8 @@
 //
 // Rendezvous: rank 0 puts the NCCL unique id into the same Gloo store the CPU backend uses
 // (file or gRPC, rendezvous.h). Thread-compatible.
-#ifndef SEMMOE_ENGINE_PARALLEL_NCCL_COMMUNICATOR_H_
-#define SEMMOE_ENGINE_PARALLEL_NCCL_COMMUNICATOR_H_
+#ifndef SEMMOE_ENGINE_GPU_NCCL_COMMUNICATOR_H_
+#define SEMMOE_ENGINE_GPU_NCCL_COMMUNICATOR_H_
 
 #include <memory>
 #include <string>
@@ -24,7 +24,7 @@
 #include "engine/parallel/communicator.h"
 #include "gloo/rendezvous/store.h"
 
-namespace semmoe::engine {
+namespace semmoe::engine::gpu {
 
 struct NcclOptions {
   int rank = 0;
@@ -65,6 +65,6 @@ class NcclCommunicator final : public Communicator {
   std::unique_ptr<Impl> impl_;
 };
 
-}  // namespace semmoe::engine
+}  // namespace semmoe::engine::gpu
 
-#endif  // SEMMOE_ENGINE_PARALLEL_NCCL_COMMUNICATOR_H_
+#endif  // SEMMOE_ENGINE_GPU_NCCL_COMMUNICATOR_H_

@@ -1,4 +1,4 @@
-#include "engine/parallel/nccl_communicator.h"
+#include "engine/gpu/nccl_communicator.h"
 
 #include <cuda_runtime_api.h>
 #include <nccl.h>
@@ -13,7 +13,7 @@
 #include "kernels/cuda/cuda_status.h"
 #include "kernels/cuda/segment_sum.h"
 
-namespace semmoe::engine {
+namespace semmoe::engine::gpu {
 namespace {
 
 absl::Status NcclStatus(ncclResult_t r, const char* call) {
@@ -260,4 +260,4 @@ absl::Status NcclCommunicator::DoBarrier() {
   return impl_->Wait("barrier");
 }
 
-}  // namespace semmoe::engine
+}  // namespace semmoe::engine::gpu

@@ -1,7 +1,7 @@
 // The NCCL backend against the same expectations as the Gloo one, with device buffers. Ranks are
 // threads, one GPU each: on a one-GPU machine the group has one rank (self copies, the segment sum
 // and NCCL's calls on a one-rank communicator); with more GPUs, up to 4 ranks.
-#include "engine/parallel/nccl_communicator.h"
+#include "engine/gpu/nccl_communicator.h"
 
 #include <cuda_runtime_api.h>
 
@@ -13,7 +13,7 @@
 #include "gtest/gtest.h"
 #include "kernels/cuda/cuda_status.h"
 
-namespace semmoe::engine {
+namespace semmoe::engine::gpu {
 namespace {
 
 int Ranks() {
@@ -131,4 +131,4 @@ TEST(NcclCommunicatorTest, BadArgumentsAndMissingDevicesAreErrors) {
 }
 
 }  // namespace
-}  // namespace semmoe::engine
+}  // namespace semmoe::engine::gpu

@@ -1,0 +1,93 @@
+// The CUDA device backend (engine/server/device_backend.h): the GPU forward of engine/gpu behind
+// the engine's backend interface. Linked (alwayslink) into the engine only where the build has
+// the CUDA toolkit; it registers itself as "cuda" before main() runs.
+#include <memory>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "engine/gpu/gpu_batch.h"
+#include "engine/gpu/gpu_prefill.h"
+#include "engine/gpu/gpu_serving_rank.h"
+#include "engine/server/device_backend.h"
+#include "kernels/cuda/cuda_status.h"
+
+namespace semmoe::engine::gpu {
+namespace {
+
+std::string Describe(int device, const GpuTransformer& forward) {
+  return absl::StrCat("CUDA device ", device, " (", forward.weight_bytes() / (1 << 20),
+                      " MiB of weights, ", forward.kv_bytes() / (1 << 20), " MiB of KV cache)");
+}
+
+// Each session owns what its forward needs and says what it holds.
+template <typename T>
+class Session : public DeviceSession {
+ public:
+  Session(int device, std::unique_ptr<T> held, const GpuTransformer& forward)
+      : held_(std::move(held)), description_(gpu::Describe(device, forward)) {}
+  std::string Describe() const override { return description_; }
+
+ private:
+  std::unique_ptr<T> held_;
+  std::string description_;
+};
+
+class CudaBackend : public DeviceBackend {
+ public:
+  absl::StatusOr<int> DeviceCount() const override { return kernels::cuda::DeviceCount(); }
+
+  absl::StatusOr<std::unique_ptr<DeviceSession>> UseForBatch(
+      const model::ModelConfig& config, const model::ModelWeights& weights, int device,
+      runtime::BatchEngine::Options& options) override {
+    ASSIGN_OR_RETURN(std::unique_ptr<GpuTransformer> forward,
+                     UseGpuForward(config, weights, device, options));
+    const GpuTransformer& f = *forward;
+    return std::make_unique<Session<GpuTransformer>>(device, std::move(forward), f);
+  }
+
+  absl::StatusOr<std::unique_ptr<DeviceSession>> UseForPrefill(
+      const model::ModelConfig& config, const model::ModelWeights& weights, int device,
+      int max_batch_tokens, offline::PrefillBackend& backend) override {
+    ASSIGN_OR_RETURN(std::unique_ptr<GpuPrefill> prefill,
+                     GpuPrefill::Create(config, weights, device, max_batch_tokens));
+    backend = prefill->backend();
+    const GpuTransformer& f = prefill->forward();
+    return std::make_unique<Session<GpuPrefill>>(device, std::move(prefill), f);
+  }
+
+  absl::StatusOr<std::unique_ptr<DeviceSession>> UseForServing(
+      const model::ModelConfig& config, const model::ModelWeights& weights,
+      const planner::Placement& placement, const RendezvousOptions& rendezvous, int device,
+      GroupEngineOptions& engine) override {
+    ASSIGN_OR_RETURN(
+        std::unique_ptr<GpuServingRank> rank,
+        GpuServingRank::Create(config, weights, placement, rendezvous, device, engine.batch));
+    GpuServingRank* gpu = rank.get();
+    engine.local_forward = [gpu](absl::Span<const model::SequenceInput> batch) {
+      return gpu->forward().Forward(batch);
+    };
+    engine.batch.host_kv_arena = false;
+    engine.local_stats = [gpu](GroupEngineStats& s) {
+      if (gpu->nccl() == nullptr) return;  // One rank: no exchange.
+      s.layers = gpu->forward().ep_counters();
+      for (int k = 0; k < kNumCollectiveKinds; ++k) {  // The Gloo group's lockstep, plus NCCL.
+        const CollectiveCounters& n = gpu->nccl()->counters().by_kind[k];
+        s.comm.by_kind[k].calls += n.calls;
+        s.comm.by_kind[k].bytes_sent += n.bytes_sent;
+        s.comm.by_kind[k].bytes_received += n.bytes_received;
+      }
+    };
+    const GpuTransformer& f = gpu->forward();
+    return std::make_unique<Session<GpuServingRank>>(device, std::move(rank), f);
+  }
+};
+
+// Runs during static initialisation of any binary that links this library.
+[[maybe_unused]] const bool kRegistered = [] {
+  RegisterDeviceBackend("cuda", std::make_unique<CudaBackend>());
+  return true;
+}();
+
+}  // namespace
+}  // namespace semmoe::engine::gpu

@@ -1,0 +1,76 @@
+// Where an engine's forward passes run besides the host CPU. The CPU path is always built in; a
+// device backend (CUDA: //engine/gpu:cuda_backend) registers itself when it is linked into a
+// binary, which the build does only where the CUDA toolkit is present (docs/BUILD.md). A build
+// without it links no CUDA at all and answers a request for a device with an error that says so.
+//
+// Thread-safety: registration happens during static initialisation, look-ups afterwards; both
+// are safe from any thread.
+#ifndef SEMMOE_ENGINE_SERVER_DEVICE_BACKEND_H_
+#define SEMMOE_ENGINE_SERVER_DEVICE_BACKEND_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "engine/model/config.h"
+#include "engine/model/weights.h"
+#include "engine/offline/prefill_runner.h"
+#include "engine/parallel/group_engine.h"
+#include "engine/parallel/rendezvous.h"
+#include "engine/runtime/batch_engine.h"
+#include "planner/placement/placement.h"
+
+namespace semmoe::engine {
+
+// What a backend set up for one use (weights and KV cache on the device, its device group).
+// It must outlive every object configured with it (the engine whose options it filled in).
+class DeviceSession {
+ public:
+  virtual ~DeviceSession() = default;
+  // One line for logs, e.g. "CUDA device 0 (1234 MiB of weights, 256 MiB of KV cache)".
+  virtual std::string Describe() const = 0;
+};
+
+class DeviceBackend {
+ public:
+  virtual ~DeviceBackend() = default;
+
+  // Devices this machine has; an error when the driver cannot be reached.
+  virtual absl::StatusOr<int> DeviceCount() const = 0;
+
+  // `engine generate`: points options.forward at `device` (no host KV arena), with a device
+  // cache for the pages a BatchEngine created with `options` hands out.
+  virtual absl::StatusOr<std::unique_ptr<DeviceSession>> UseForBatch(
+      const model::ModelConfig& config, const model::ModelWeights& weights, int device,
+      runtime::BatchEngine::Options& options) = 0;
+
+  // `engine score` / `trace`: fills in *backend for passes of up to `max_batch_tokens`.
+  virtual absl::StatusOr<std::unique_ptr<DeviceSession>> UseForPrefill(
+      const model::ModelConfig& config, const model::ModelWeights& weights, int device,
+      int max_batch_tokens, offline::PrefillBackend& backend) = 0;
+
+  // `engine serve` (Attention-DP): this rank's forward on `device`, the experts' exchange over a
+  // device group met through `rendezvous`; fills in engine.local_forward and engine.local_stats
+  // and turns off the host KV arena. `weights` are this rank's under `placement` (borrowed).
+  virtual absl::StatusOr<std::unique_ptr<DeviceSession>> UseForServing(
+      const model::ModelConfig& config, const model::ModelWeights& weights,
+      const planner::Placement& placement, const RendezvousOptions& rendezvous, int device,
+      GroupEngineOptions& engine) = 0;
+};
+
+// Makes `backend` the one for `kind` (e.g. "cuda"). Called by a backend's registrar; a second
+// registration of the same kind is a programming error (CHECK).
+void RegisterDeviceBackend(std::string kind, std::unique_ptr<DeviceBackend> backend);
+
+// The backend for `kind`, or FAILED_PRECONDITION saying that this binary was built without it
+// and how to get one that has it.
+absl::StatusOr<DeviceBackend*> GetDeviceBackend(absl::string_view kind);
+
+// The kinds this binary has, sorted (for --help and errors).
+std::vector<std::string> DeviceBackendKinds();
+
+}  // namespace semmoe::engine
+
+#endif  // SEMMOE_ENGINE_SERVER_DEVICE_BACKEND_H_
