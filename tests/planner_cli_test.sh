@@ -82,7 +82,7 @@ v="${v%% *}"
 grep -q '"replicas":' "$TMP/r.json" || fail "exported placement lacks replicas: $(cat "$TMP/r.json")"
 expect_error 1 "--replicas 9 is not in" -- "$PLANNER" build --db="$DB" --model=tiny \
   --traces="$TMP/t.trace" --devices=2 --replicas=9
-expect_error 1 "config.json" -- "$PLANNER" build --db="$DB" --model=tiny --traces="$TMP/t.trace" \
+expect_error 1 "nowhere/model.safetensors" -- "$PLANNER" build --db="$DB" --model=tiny --traces="$TMP/t.trace" \
   --model_dir="$TMP/nowhere"
 
 # A/B experiments: create, start, show, promote (activates B's version and stops), list; errors.

@@ -38,6 +38,7 @@
 #include "nlohmann/json.hpp"
 #include "planner/affinity/layer_affinity.h"
 #include "planner/affinity/token_affinity.h"
+#include "planner/affinity/token_affinity_builder.h"
 #include "planner/eval/schedule.h"
 #include "planner/solver/dp_solver.h"
 #include "planner/solver/replicas.h"
@@ -213,7 +214,7 @@ absl::Status Main() {
     (i % 2 == 0 ? profile : heldout).push_back(prompts[i]);
   std::fprintf(stderr, "profiling %zu prompts on one device...\n", profile.size());
   ASSIGN_OR_RETURN(auto trace, Profile(*m, profile));
-  const auto affinity = planner::TokenAffinity::FromTrace(trace);
+  const auto affinity = planner::BuildTokenAffinity(trace);
   std::vector<std::vector<uint32_t>> heldout_ids;
   int64_t heldout_tokens = 0;
   for (const auto& p : heldout) {
@@ -288,8 +289,9 @@ absl::Status Main() {
     if (!tp_ok) continue;
     std::fprintf(stderr, "G = %d: running TP...\n", g);
     const auto transitions = planner::LayerAffinity::Build(trace, *tp_placement);
-    auto predictor = engine::DevicePredictor::Create(affinity, *tp_placement, &transitions);
-    auto token_only = engine::DevicePredictor::Create(affinity, *tp_placement, nullptr);
+    auto predictor =
+        std::make_unique<engine::DevicePredictor>(affinity, *tp_placement, transitions.Table());
+    auto token_only = std::make_unique<engine::DevicePredictor>(affinity, *tp_placement);
     ASSIGN_OR_RETURN(r, RunConfig(dir, heldout, vanilla, AttentionMode::kTp, nullptr, {}));
     r.mode = "tp_plain";
     r.placement = "vanilla";
@@ -314,7 +316,7 @@ absl::Status Main() {
           planner::AddHotReplicas(
               trace, *tp_placement,
               planner::SrsTokens(trace, affinity, *tp_placement, 256, nullptr, 0.05), replicas));
-      auto replicated_predictor = engine::DevicePredictor::Create(affinity, replicated, nullptr);
+      auto replicated_predictor = std::make_unique<engine::DevicePredictor>(affinity, replicated);
       ASSIGN_OR_RETURN(r, RunConfig(dir, heldout, replicated, AttentionMode::kTp,
                                     replicated_predictor.get(), {}));
       r.mode = "tp_shuffled_T";

@@ -16,10 +16,10 @@
 
 #include "engine/gpu/gpu_transformer.h"
 #include "engine/model/config.h"
-#include "engine/model/safetensors.h"
 #include "engine/model/transformer.h"
 #include "engine/model/weights.h"
 #include "engine/runtime/kv_cache.h"
+#include "kernels/safetensors.h"
 
 namespace {
 
@@ -75,7 +75,7 @@ int main(int argc, char** argv) {
   }
   namespace model = semmoe::engine::model;
   const model::ModelConfig config = OrDie(model::LoadModelConfig(dir), "config");
-  const auto checkpoint = OrDie(model::Checkpoint::Open(dir), "checkpoint");
+  const auto checkpoint = OrDie(semmoe::kernels::Checkpoint::Open(dir), "checkpoint");
   const auto weights = OrDie(model::LoadWeights(config, *checkpoint), "weights");
   const auto cpu = OrDie(model::Transformer::Create(config, *weights), "CPU forward");
   const int page_size = 16, context = 256, max_sequences = 64;

@@ -2,9 +2,9 @@
 // (engine/gpu/forward_runner.h) and any Communicator whose collectives take Ops memory (NCCL
 // with CudaOps; Gloo with the CPU emulation, which is how CI tests it). The same exchange as
 // the CPU's engine/parallel/ep_ffn.h:
-//   dispatch  each token goes once to every rank serving at least one of its top-k experts (an
-//             expert runs on the token's own rank if it holds a replica, else on its home), with
-//             those experts' ids (`experts` for slots served elsewhere) and gate weights;
+//   dispatch  the DispatchPlan of engine/parallel/dispatch_plan.h: each token goes once to every
+//             rank serving at least one of its top-k experts, with those experts' ids
+//             (`num_experts` for slots served elsewhere) and gate weights;
 //   experts   every rank runs its experts grouped by expert over the rows it received;
 //   combine   each received row's gate-weighted sum goes back; the owner adds the returns in
 //             rank order (deterministic).
@@ -25,6 +25,7 @@
 #include "engine/gpu/model_view.h"
 #include "engine/model/config.h"
 #include "engine/parallel/communicator.h"
+#include "engine/parallel/dispatch_plan.h"
 #include "engine/parallel/moe_layer_counters.h"
 #include "planner/placement/placement.h"
 
@@ -44,8 +45,8 @@ class EpExchange {
   // out [tokens, hidden] (Ops memory) = Σ_j weights[t, j] · expert_{ids[t, j]}(h[t]), the experts
   // run where the placement serves them. `ids`/`weights`: the tokens' routing on the host.
   // Adds each token's activations served on this rank, and all of them, to row_local/row_all,
-  // and what the layer did to `counters` (the CPU exchange's accounting: payload bytes to and
-  // from peers; wall times of the phases, device work included).
+  // and what the layer did to `counters` (CountExchange, as the CPU exchange; wall times of the
+  // phases, device work included).
   absl::Status Run(int moe_index, const LayerView& w, const float* h, int64_t tokens,
                    const std::vector<int32_t>& ids, const std::vector<float>& weights, float* out,
                    std::vector<int32_t>& row_local, std::vector<int32_t>& row_all,
@@ -53,36 +54,17 @@ class EpExchange {
     const int g = comm_.size(), me = comm_.rank(), k = c_.top_k, experts = c_.num_experts;
     const int64_t hidden = c_.hidden_size, inter = c_.moe_intermediate_size;
     absl::Time start = absl::Now();
-    counters.tokens += tokens;
 
-    // Which rows go where, in rank order; each sent row's expert ids for its destination.
-    std::vector<std::vector<int32_t>> to(g);
-    std::vector<int> sent(g);
+    // Which rows go where, in rank order, with their expert ids and gate weights for their
+    // destination (engine/parallel/dispatch_plan.h, shared with the CPU exchange).
+    const DispatchPlan plan = PlanDispatch(placement_, moe_index, me, k, ids, weights);
     for (int64_t t = 0; t < tokens; ++t) {
-      std::fill(sent.begin(), sent.end(), 0);
-      for (int j = 0; j < k; ++j) {
-        const int d = placement_.Serving(moe_index, ids[t * k + j], me);
-        if (sent[d]++ == 0) to[d].push_back(static_cast<int32_t>(t));
-        row_local[t] += d == me;
-        ++row_all[t];
-        ++(d == me ? counters.local_activations : counters.remote_activations);
-      }
+      row_local[t] += plan.local_per_token[t];
+      row_all[t] += k;
     }
-    std::vector<int32_t> send_index, send_ids;
-    std::vector<float> send_weights;
-    std::vector<int64_t> send_rows(g), recv_rows(g);
-    for (int d = 0; d < g; ++d) {
-      send_rows[d] = static_cast<int64_t>(to[d].size());
-      for (int32_t t : to[d]) {
-        send_index.push_back(t);
-        for (int j = 0; j < k; ++j) {
-          const int32_t e = ids[t * k + j];
-          send_ids.push_back(placement_.Serving(moe_index, e, me) == d ? e : experts);
-          send_weights.push_back(weights[t * k + j]);
-        }
-      }
-    }
-    const int64_t sent_total = static_cast<int64_t>(send_index.size());
+    const std::vector<int64_t>& send_rows = plan.send_rows;
+    std::vector<int64_t> recv_rows(g);
+    const int64_t sent_total = static_cast<int64_t>(plan.send_index.size());
 
     // Row counts first (through Ops memory: an NCCL group reads device buffers only).
     RETURN_IF_ERROR(send_counts_.Reserve(g));
@@ -101,9 +83,9 @@ class EpExchange {
 
     // Dispatch: rows, their expert ids, their gate weights.
     RETURN_IF_ERROR(Reserve(sent_total, received));
-    RETURN_IF_ERROR(ops_.CopyIn(send_index_.data(), send_index.data(), sent_total));
-    RETURN_IF_ERROR(ops_.CopyIn(send_ids_.data(), send_ids.data(), sent_total * k));
-    RETURN_IF_ERROR(ops_.CopyIn(send_weights_.data(), send_weights.data(), sent_total * k));
+    RETURN_IF_ERROR(ops_.CopyIn(send_index_.data(), plan.send_index.data(), sent_total));
+    RETURN_IF_ERROR(ops_.CopyIn(send_ids_.data(), plan.send_ids.data(), sent_total * k));
+    RETURN_IF_ERROR(ops_.CopyIn(send_weights_.data(), plan.send_weights.data(), sent_total * k));
     RETURN_IF_ERROR(
         ops_.GatherRowsByIndex(h, send_index_.data(), sent_total, hidden, send_rows_.data()));
     RETURN_IF_ERROR(ops_.Finish());
@@ -116,16 +98,11 @@ class EpExchange {
     RETURN_IF_ERROR(comm_.AllToAllV(
         absl::Span<const float>(send_weights_.data(), sent_total * k), Scaled(send_rows, k),
         absl::Span<float>(recv_weights_.data(), received * k), Scaled(recv_rows, k)));
-    const int64_t row_bytes = hidden * 4 + k * 8;  // Row, expert ids, gate weights.
-    for (int r = 0; r < g; ++r) {
-      if (r == me) continue;
-      counters.dispatch_bytes_sent += send_rows[r] * row_bytes;
-      counters.dispatch_bytes_received += recv_rows[r] * row_bytes;
-    }
+    CountExchange(plan, recv_rows, me, static_cast<int>(hidden), counters);
     counters.dispatch_seconds += Seconds(start);
 
-    // This rank's experts over the received rows; bucket `experts` holds the slots served
-    // elsewhere (their results are zero).
+    // This rank's experts over the received rows; bucket `experts` (plan.served_elsewhere) holds
+    // the slots served elsewhere (their results are zero).
     RETURN_IF_ERROR(ops_.PermuteByExpert(recv_ids_.data(), received * k, experts + 1,
                                          counts_.data(), offsets_.data(), entry_of_position_.data(),
                                          position_of_entry_.data()));
@@ -159,10 +136,6 @@ class EpExchange {
       RETURN_IF_ERROR(ops_.ScatterAddRows(out, back_.data() + row * hidden,
                                           send_index_.data() + row, send_rows[d], hidden));
       row += send_rows[d];
-      if (d != me) {
-        counters.combine_bytes_sent += recv_rows[d] * hidden * 4;
-        counters.combine_bytes_received += send_rows[d] * hidden * 4;
-      }
     }
     RETURN_IF_ERROR(ops_.Finish());
     counters.combine_seconds += Seconds(start);

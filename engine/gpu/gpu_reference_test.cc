@@ -15,7 +15,6 @@
 #include "engine/gpu/gpu_prefill.h"
 #include "engine/gpu/gpu_transformer.h"
 #include "engine/model/config.h"
-#include "engine/model/safetensors.h"
 #include "engine/model/transformer.h"
 #include "engine/model/weights.h"
 #include "engine/offline/prefill_runner.h"
@@ -23,6 +22,7 @@
 #include "gtest/gtest.h"
 #include "kernels/cuda/cuda_status.h"
 #include "kernels/cuda/testing/error_report.h"
+#include "kernels/safetensors.h"
 #include "nlohmann/json.hpp"
 
 namespace semmoe::engine::gpu {
@@ -59,7 +59,7 @@ class GpuReferenceTest : public ::testing::Test {
     auto config = model::LoadModelConfig(dir_);
     ASSERT_TRUE(config.ok()) << config.status();
     config_ = *config;
-    auto checkpoint = model::Checkpoint::Open(dir_);
+    auto checkpoint = kernels::Checkpoint::Open(dir_);
     ASSERT_TRUE(checkpoint.ok()) << checkpoint.status();
     auto weights = model::LoadWeights(config_, **checkpoint);
     ASSERT_TRUE(weights.ok()) << weights.status();

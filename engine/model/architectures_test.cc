@@ -19,7 +19,7 @@ using Vec = std::vector<double>;
 
 class Naive {
  public:
-  Naive(const ModelConfig& c, const Checkpoint& ckpt) : c_(c), ckpt_(ckpt) {}
+  Naive(const ModelConfig& c, const kernels::Checkpoint& ckpt) : c_(c), ckpt_(ckpt) {}
 
   // Final-position logits for `ids` (positions 0..n-1).
   Vec Forward(const std::vector<int32_t>& ids) {
@@ -61,8 +61,8 @@ class Naive {
       }
       for (int t = 0; t < n; ++t) {
         Vec h = Rms(x[t], p + "post_attention_layernorm.weight");
-        Add(x[t], c_.IsMoeLayer(l) ? Moe(h, l, p) : Mlp(h, p + "mlp.", "gate_proj", "up_proj",
-                                                         "down_proj"));
+        Add(x[t], c_.IsMoeLayer(l) ? Moe(h, l, p)
+                                   : Mlp(h, p + "mlp.", "gate_proj", "up_proj", "down_proj"));
       }
     }
     Vec last = Rms(x[n - 1], "model.norm.weight");
@@ -84,7 +84,8 @@ class Naive {
   Vec Row(const std::string& name, int row) {
     const auto& w = T(name);
     Vec out(c_.hidden_size);
-    for (int i = 0; i < c_.hidden_size; ++i) out[i] = w[static_cast<size_t>(row) * c_.hidden_size + i];
+    for (int i = 0; i < c_.hidden_size; ++i)
+      out[i] = w[static_cast<size_t>(row) * c_.hidden_size + i];
     return out;
   }
   Vec Linear(const Vec& x, const std::string& prefix) {
@@ -159,7 +160,8 @@ class Naive {
       const int e = order[j];
       const double w = c_.norm_topk_prob ? probs[e] / sum : probs[e];
       const std::string ep = absl::StrCat(block, "experts.", e, ".");
-      Vec y = mixtral ? Mlp(h, ep, "w1", "w3", "w2") : Mlp(h, ep, "gate_proj", "up_proj", "down_proj");
+      Vec y =
+          mixtral ? Mlp(h, ep, "w1", "w3", "w2") : Mlp(h, ep, "gate_proj", "up_proj", "down_proj");
       for (size_t i = 0; i < out.size(); ++i) out[i] += w * y[i];
     }
     if (c_.arch == Arch::kQwen2Moe) {
@@ -171,7 +173,7 @@ class Naive {
   }
 
   const ModelConfig& c_;
-  const Checkpoint& ckpt_;
+  const kernels::Checkpoint& ckpt_;
   std::map<std::string, std::vector<float>> cache_;
 };
 
@@ -220,7 +222,7 @@ TEST_P(ArchitecturesTest, MatchesNaiveFloat64Forward) {
   ASSERT_TRUE(tools::WriteTinyModel(GetParam().options, dir).ok());
   auto model = LoadModel(dir, {.require_tokenizer = true});
   ASSERT_TRUE(model.ok()) << model.status();
-  auto ckpt = Checkpoint::Open(dir);
+  auto ckpt = kernels::Checkpoint::Open(dir);
   ASSERT_TRUE(ckpt.ok());
   Naive naive((*model)->config, **ckpt);
 
@@ -254,10 +256,10 @@ TEST(LoadModelTest, MissingAndMisshapenTensorsAreClearErrors) {
   tools::TinyModelOptions o;
   ASSERT_TRUE(tools::WriteTinyModel(o, dir).ok());
   // Rewrite the checkpoint without one expert tensor, then with a wrong shape.
-  auto ckpt = Checkpoint::Open(dir);
+  auto ckpt = kernels::Checkpoint::Open(dir);
   ASSERT_TRUE(ckpt.ok());
   for (int variant = 0; variant < 2; ++variant) {
-    SafetensorsWriter w;
+    kernels::SafetensorsWriter w;
     for (const std::string& name : (*ckpt)->TensorNames()) {
       auto t = (*ckpt)->View(name);
       std::string bytes(static_cast<const char*>(t->raw_data()), t->nbytes());

@@ -5,8 +5,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/file.h"
+#include "common/json_fields.h"
 #include "common/status_macros.h"
-#include "engine/model/json_fields.h"
 
 namespace semmoe::engine::model {
 namespace {
@@ -15,7 +15,8 @@ constexpr int64_t kMaxDim = 1 << 20;
 
 absl::Status RejectUnsupported(const JsonFields& f, Arch arch) {
   ASSIGN_OR_RETURN(std::string act, f.String("hidden_act", "silu"));
-  if (act != "silu") return f.Error("hidden_act", absl::StrCat("'", act, "' is not supported (only silu)"));
+  if (act != "silu")
+    return f.Error("hidden_act", absl::StrCat("'", act, "' is not supported (only silu)"));
   if (f.Has("rope_scaling")) return f.Error("rope_scaling", "rope scaling is not supported");
   if (arch == Arch::kMixtral) {
     if (f.Has("sliding_window")) {
@@ -35,19 +36,17 @@ absl::Status ParseCommon(const JsonFields& f, ModelConfig& c) {
   ASSIGN_OR_RETURN(c.num_heads, f.Int("num_attention_heads", {}, 1, 4096));
   ASSIGN_OR_RETURN(c.num_kv_heads, f.Int("num_key_value_heads", c.num_heads, 1, 4096));
   if (c.num_heads % c.num_kv_heads != 0) {
-    return f.Error("num_key_value_heads",
-                   absl::StrCat(c.num_kv_heads, " does not divide num_attention_heads ",
-                                c.num_heads));
+    return f.Error(
+        "num_key_value_heads",
+        absl::StrCat(c.num_kv_heads, " does not divide num_attention_heads ", c.num_heads));
   }
   int default_head_dim = c.hidden_size / c.num_heads;
   ASSIGN_OR_RETURN(c.head_dim, f.Int("head_dim", default_head_dim, 2, 4096));
   if (c.head_dim % 2 != 0) return f.Error("head_dim", "must be even for RoPE");
-  ASSIGN_OR_RETURN(double eps, f.Number("rms_norm_eps",
-                                        c.arch == Arch::kMixtral ? 1e-5 : 1e-6));
+  ASSIGN_OR_RETURN(double eps, f.Number("rms_norm_eps", c.arch == Arch::kMixtral ? 1e-5 : 1e-6));
   if (eps <= 0) return f.Error("rms_norm_eps", "must be positive");
   c.rms_norm_eps = static_cast<float>(eps);
-  ASSIGN_OR_RETURN(c.rope_theta, f.Number("rope_theta",
-                                          c.arch == Arch::kMixtral ? 1e6 : 10000.0));
+  ASSIGN_OR_RETURN(c.rope_theta, f.Number("rope_theta", c.arch == Arch::kMixtral ? 1e6 : 10000.0));
   if (c.rope_theta <= 1.0) return f.Error("rope_theta", "must be > 1");
   ASSIGN_OR_RETURN(c.max_position_embeddings,
                    f.Int("max_position_embeddings", 32768, 1, INT32_MAX));
@@ -168,8 +167,7 @@ absl::StatusOr<ModelConfig> LoadModelConfig(const std::string& dir) {
   ASSIGN_OR_RETURN(std::string text, ReadFile(JoinPath(dir, "config.json")));
   auto config = ParseModelConfig(text);
   if (!config.ok()) {
-    return absl::Status(config.status().code(),
-                        absl::StrCat(dir, "/", config.status().message()));
+    return absl::Status(config.status().code(), absl::StrCat(dir, "/", config.status().message()));
   }
   return config;
 }

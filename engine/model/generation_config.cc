@@ -4,8 +4,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/file.h"
+#include "common/json_fields.h"
 #include "common/status_macros.h"
-#include "engine/model/json_fields.h"
 
 namespace semmoe::engine::model {
 

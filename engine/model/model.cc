@@ -12,7 +12,8 @@ absl::StatusOr<std::unique_ptr<Model>> LoadModel(const std::string& dir,
   ASSIGN_OR_RETURN(model->config, LoadModelConfig(dir));
   {
     // The f32 copies are all the forward needs; the mapping is dropped after loading.
-    ASSIGN_OR_RETURN(std::unique_ptr<Checkpoint> checkpoint, Checkpoint::Open(dir));
+    ASSIGN_OR_RETURN(std::unique_ptr<kernels::Checkpoint> checkpoint,
+                     kernels::Checkpoint::Open(dir));
     ASSIGN_OR_RETURN(model->weights, LoadWeights(model->config, *checkpoint, options.load));
   }
   ASSIGN_OR_RETURN(model->transformer, Transformer::Create(model->config, *model->weights));

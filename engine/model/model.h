@@ -8,10 +8,10 @@
 
 #include "absl/status/statusor.h"
 #include "engine/model/config.h"
-#include "engine/model/safetensors.h"
 #include "engine/model/tokenizer.h"
 #include "engine/model/transformer.h"
 #include "engine/model/weights.h"
+#include "kernels/safetensors.h"
 
 namespace semmoe::engine::model {
 

@@ -43,17 +43,18 @@ void RunExperts(const LayerWeights& layer, const Matrix& h, const Routing& routi
   const int num_experts = static_cast<int>(layer.experts.size());
   const int k = routing.top_k;
   // Bucket (token, slot) pairs by expert: counting sort keeps token order within an expert.
-  // Entries with a negative id (experts held elsewhere under EP) are skipped.
+  // Entries with an id outside [0, experts) (slots served elsewhere under EP, marked
+  // num_experts by engine/parallel/dispatch_plan.h) are skipped.
   std::vector<int> counts(num_experts + 1, 0);
   for (int32_t e : routing.expert_ids) {
-    if (e >= 0) ++counts[e + 1];
+    if (e >= 0 && e < num_experts) ++counts[e + 1];
   }
   for (int e = 0; e < num_experts; ++e) counts[e + 1] += counts[e];
   std::vector<int> order(counts[num_experts]);
   std::vector<int> fill(counts.begin(), counts.end() - 1);
   for (size_t i = 0; i < routing.expert_ids.size(); ++i) {
     const int32_t e = routing.expert_ids[i];
-    if (e >= 0) order[fill[e]++] = static_cast<int>(i);
+    if (e >= 0 && e < num_experts) order[fill[e]++] = static_cast<int>(i);
   }
   Matrix x, y;
   for (int e = 0; e < num_experts; ++e) {

@@ -25,7 +25,8 @@ struct Routing {
 Routing Route(const ModelConfig& config, const LayerWeights& layer, const Matrix& h);
 
 // out[t] += Σ_j weight[t][j] · expert_j(h[t]); each expert runs once, on all its tokens, as one
-// GEMM per projection. Entries with expert id −1 are skipped (held by another EP rank).
+// GEMM per projection. Entries with an id outside [0, experts) are skipped (served by another EP
+// rank: engine/parallel/dispatch_plan.h marks them num_experts).
 // REQUIRES: every other routed expert is loaded in `layer`.
 void RunExperts(const LayerWeights& layer, const Matrix& h, const Routing& routing, Matrix& out);
 

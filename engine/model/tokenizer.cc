@@ -6,9 +6,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/file.h"
+#include "common/json_fields.h"
 #include "common/status_macros.h"
 #include "engine/model/byte_level.h"
-#include "engine/model/json_fields.h"
 #include "engine/model/pretokenizer.h"
 #include "engine/model/unicode.h"
 
@@ -120,8 +120,8 @@ absl::Status Tokenizer::Load(absl::string_view json_text) {
   std::vector<std::pair<std::string, int32_t>> vocab;
   for (auto it = m["vocab"].begin(); it != m["vocab"].end(); ++it) {
     if (!it->is_number_integer() || it->get<int64_t>() < 0 || it->get<int64_t>() >= kMaxId) {
-      return Bad(absl::StrCat("model.vocab['", it.key(), "']: expected an id in [0, ", kMaxId,
-                              ")"));
+      return Bad(
+          absl::StrCat("model.vocab['", it.key(), "']: expected an id in [0, ", kMaxId, ")"));
     }
     auto bytes_or = TokenTextToBytes(it.key());
     if (!bytes_or.ok()) return Bad(bytes_or.status().message());
@@ -141,7 +141,8 @@ absl::Status Tokenizer::Load(absl::string_view json_text) {
       ASSIGN_OR_RETURN(bool special, af.Bool("special", false));
       for (const char* flag : {"lstrip", "rstrip", "single_word"}) {
         ASSIGN_OR_RETURN(bool set, af.Bool(flag, false));
-        if (set) return Bad(absl::StrCat("added token '", content, "': ", flag, " is not supported"));
+        if (set)
+          return Bad(absl::StrCat("added token '", content, "': ", flag, " is not supported"));
       }
       if (content.empty()) return Bad("added token with empty content");
       RETURN_IF_ERROR(DecodeUtf8(content).status());
@@ -199,8 +200,8 @@ absl::Status Tokenizer::Load(absl::string_view json_text) {
     auto lb_or = TokenTextToBytes(left);
     auto rb_or = TokenTextToBytes(right);
     if (!lb_or.ok() || !rb_or.ok()) {
-      return Bad(absl::StrCat("merges[", rank, "]: ",
-                              (lb_or.ok() ? rb_or.status() : lb_or.status()).message()));
+      return Bad(absl::StrCat("merges[", rank,
+                              "]: ", (lb_or.ok() ? rb_or.status() : lb_or.status()).message()));
     }
     const std::string& lb = *lb_or;
     const std::string& rb = *rb_or;
@@ -332,8 +333,6 @@ std::optional<int32_t> Tokenizer::TokenId(absl::string_view token_bytes) const {
   return it->second;
 }
 
-bool Tokenizer::IsSpecial(int32_t id) const {
-  return id >= 0 && id < vocab_size() && special_[id];
-}
+bool Tokenizer::IsSpecial(int32_t id) const { return id >= 0 && id < vocab_size() && special_[id]; }
 
 }  // namespace semmoe::engine::model

@@ -28,6 +28,16 @@ class ReferenceTest : public ::testing::TestWithParam<std::string> {
   void SetUp() override {
     SEMMOE_REQUIRE_SHARED_DIR(shared);
     dir_ = JoinPath(shared, "models/" + GetParam());
+    // Shared fixtures of architectures the engine does not run yet (deepseek_v2/v3: issue 19)
+    // are skipped by name, not failed; every supported one must load and match.
+    auto config_text = ReadFile(JoinPath(dir_, "config.json"));
+    ASSERT_TRUE(config_text.ok()) << config_text.status();
+    const nlohmann::json config = nlohmann::json::parse(*config_text, nullptr, false);
+    ASSERT_TRUE(config.is_object() && config.contains("model_type")) << dir_;
+    const std::string model_type = config["model_type"].get<std::string>();
+    if (!ParseArch(model_type).ok()) {
+      GTEST_SKIP() << GetParam() << ": model_type " << model_type << " is not supported yet";
+    }
     auto model = LoadModel(dir_, {.require_tokenizer = true});
     ASSERT_TRUE(model.ok()) << model.status();
     model_ = std::move(*model);
@@ -167,8 +177,8 @@ TEST_P(ReferenceTest, BatchedAndChunkedEqualsAlone) {
                                                     model_->config.kv_size(), ids.size()));
     // First chunk: all but the last 3 tokens (at least 1), no logits.
     const int first = std::max<int>(1, static_cast<int>(ids.size()) - 3);
-    batch.push_back({absl::MakeConstSpan(ids).subspan(0, first), 0, kvs.back().get(),
-                     LogitsMode::kNone});
+    batch.push_back(
+        {absl::MakeConstSpan(ids).subspan(0, first), 0, kvs.back().get(), LogitsMode::kNone});
   }
   auto chunk1 = model_->transformer->Forward(batch);
   ASSERT_TRUE(chunk1.ok()) << chunk1.status();
@@ -177,8 +187,8 @@ TEST_P(ReferenceTest, BatchedAndChunkedEqualsAlone) {
   for (size_t i = 0; i < all.size(); ++i) {
     const int first = static_cast<int>(batch[i].tokens.size());
     if (first == static_cast<int>(all[i].size())) continue;
-    rest.push_back({absl::MakeConstSpan(all[i]).subspan(first), first, kvs[i].get(),
-                    LogitsMode::kLast});
+    rest.push_back(
+        {absl::MakeConstSpan(all[i]).subspan(first), first, kvs[i].get(), LogitsMode::kLast});
   }
   auto chunk2 = model_->transformer->Forward(rest);
   ASSERT_TRUE(chunk2.ok()) << chunk2.status();
@@ -187,8 +197,8 @@ TEST_P(ReferenceTest, BatchedAndChunkedEqualsAlone) {
   for (size_t i = 0; i < all.size(); ++i) {
     if (batch[i].tokens.size() == all[i].size()) continue;
     ForwardOutput alone = Run(all[i], LogitsMode::kLast);
-    const double rel = (chunk2->logits.row(row) - alone.logits.row(0)).norm() /
-                       alone.logits.row(0).norm();
+    const double rel =
+        (chunk2->logits.row(row) - alone.logits.row(0)).norm() / alone.logits.row(0).norm();
     EXPECT_LT(rel, 1e-5) << "prompt " << i;
     ++row;
   }

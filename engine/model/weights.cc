@@ -9,10 +9,10 @@ namespace {
 
 class Loader {
  public:
-  explicit Loader(const Checkpoint& checkpoint) : checkpoint_(checkpoint) {}
+  explicit Loader(const kernels::Checkpoint& checkpoint) : checkpoint_(checkpoint) {}
 
   absl::StatusOr<Matrix> Read(const std::string& name, int64_t rows, int64_t cols) {
-    ASSIGN_OR_RETURN(const TensorInfo* info, checkpoint_.Info(name));
+    ASSIGN_OR_RETURN(const kernels::TensorInfo* info, checkpoint_.Info(name));
     if (info->shape != std::vector<int64_t>{rows, cols}) {
       return ShapeError(name, info->shape, {rows, cols});
     }
@@ -32,15 +32,15 @@ class Loader {
   }
 
   absl::StatusOr<Vector> ReadVector(const std::string& name, int64_t size) {
-    ASSIGN_OR_RETURN(const TensorInfo* info, checkpoint_.Info(name));
+    ASSIGN_OR_RETURN(const kernels::TensorInfo* info, checkpoint_.Info(name));
     if (info->shape != std::vector<int64_t>{size}) return ShapeError(name, info->shape, {size});
     ASSIGN_OR_RETURN(kernels::Tensor t, checkpoint_.ReadF32(name));
     return Vector(Eigen::Map<const Vector>(t.data<float>(), size));
   }
 
   absl::StatusOr<MlpWeights> ReadMlp(const std::string& prefix, const std::string& gate,
-                                     const std::string& up, const std::string& down,
-                                     int64_t hidden, int64_t inter) {
+                                     const std::string& up, const std::string& down, int64_t hidden,
+                                     int64_t inter) {
     MlpWeights m;
     ASSIGN_OR_RETURN(m.gate, ReadLinear(prefix + gate + ".weight", inter, hidden));
     ASSIGN_OR_RETURN(m.up, ReadLinear(prefix + up + ".weight", inter, hidden));
@@ -51,17 +51,15 @@ class Loader {
  private:
   absl::Status ShapeError(const std::string& name, const std::vector<int64_t>& got,
                           const std::vector<int64_t>& want) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(checkpoint_.dir(), ": tensor '", name, "' has shape [",
-                     absl::StrJoin(got, ", "), "], the config implies [",
-                     absl::StrJoin(want, ", "), "]"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        checkpoint_.dir(), ": tensor '", name, "' has shape [", absl::StrJoin(got, ", "),
+        "], the config implies [", absl::StrJoin(want, ", "), "]"));
   }
 
-  const Checkpoint& checkpoint_;
+  const kernels::Checkpoint& checkpoint_;
 };
 
-absl::Status LoadAttention(const ModelConfig& c, const std::string& p, Loader& l,
-                           LayerWeights& w) {
+absl::Status LoadAttention(const ModelConfig& c, const std::string& p, Loader& l, LayerWeights& w) {
   ASSIGN_OR_RETURN(w.input_norm, l.ReadVector(p + "input_layernorm.weight", c.hidden_size));
   ASSIGN_OR_RETURN(w.post_attention_norm,
                    l.ReadVector(p + "post_attention_layernorm.weight", c.hidden_size));
@@ -96,8 +94,8 @@ absl::Status LoadFeedForward(const ModelConfig& c, int layer, const std::string&
   w.experts.resize(c.num_experts);
   for (int e = 0; e < c.num_experts; ++e) {
     if (options.load_expert && !options.load_expert(layer, e)) continue;
-    ASSIGN_OR_RETURN(w.experts[e], l.ReadMlp(ExpertPrefix(c, layer, e), proj[0], proj[1],
-                                             proj[2], c.hidden_size, c.moe_intermediate_size));
+    ASSIGN_OR_RETURN(w.experts[e], l.ReadMlp(ExpertPrefix(c, layer, e), proj[0], proj[1], proj[2],
+                                             c.hidden_size, c.moe_intermediate_size));
   }
   if (c.arch == Arch::kQwen2Moe && c.shared_expert_intermediate_size > 0) {
     ASSIGN_OR_RETURN(w.shared_expert,
@@ -112,9 +110,9 @@ absl::Status LoadFeedForward(const ModelConfig& c, int layer, const std::string&
 }  // namespace
 
 std::string ExpertPrefix(const ModelConfig& config, int layer, int expert) {
-  return absl::StrCat("model.layers.", layer,
-                      config.arch == Arch::kMixtral ? ".block_sparse_moe.experts." : ".mlp.experts.",
-                      expert, ".");
+  return absl::StrCat(
+      "model.layers.", layer,
+      config.arch == Arch::kMixtral ? ".block_sparse_moe.experts." : ".mlp.experts.", expert, ".");
 }
 
 std::vector<std::string> ExpertProjectionNames(const ModelConfig& config) {
@@ -123,7 +121,7 @@ std::vector<std::string> ExpertProjectionNames(const ModelConfig& config) {
 }
 
 absl::StatusOr<std::unique_ptr<ModelWeights>> LoadWeights(const ModelConfig& c,
-                                                          const Checkpoint& checkpoint,
+                                                          const kernels::Checkpoint& checkpoint,
                                                           const LoadOptions& options) {
   Loader l(checkpoint);
   auto w = std::make_unique<ModelWeights>();

@@ -6,16 +6,16 @@
 #ifndef SEMMOE_ENGINE_MODEL_WEIGHTS_H_
 #define SEMMOE_ENGINE_MODEL_WEIGHTS_H_
 
+#include <cstdint>
 #include <functional>
 #include <memory>
-#include <cstdint>
 #include <string>
 #include <vector>
 
 #include "Eigen/Core"
 #include "absl/status/statusor.h"
 #include "engine/model/config.h"
-#include "engine/model/safetensors.h"
+#include "kernels/safetensors.h"
 
 namespace semmoe::engine::model {
 
@@ -33,33 +33,33 @@ struct LinearWeight {
   int64_t cols() const { return w.cols(); }
 };
 
-struct MlpWeights {     // SwiGLU: down(silu(gate(x)) ⊙ up(x)).
-  LinearWeight gate;    // [intermediate, hidden]
-  LinearWeight up;      // [intermediate, hidden]
-  LinearWeight down;    // [hidden, intermediate]
+struct MlpWeights {   // SwiGLU: down(silu(gate(x)) ⊙ up(x)).
+  LinearWeight gate;  // [intermediate, hidden]
+  LinearWeight up;    // [intermediate, hidden]
+  LinearWeight down;  // [hidden, intermediate]
   bool loaded() const { return gate.w.size() > 0; }
 };
 
 struct LayerWeights {
-  Vector input_norm;  // [hidden]
-  LinearWeight q, k, v;  // [q_size | kv_size, hidden]
+  Vector input_norm;              // [hidden]
+  LinearWeight q, k, v;           // [q_size | kv_size, hidden]
   Vector q_bias, k_bias, v_bias;  // Empty unless config.attention_bias.
   LinearWeight o;                 // [hidden, q_size]
   Vector q_norm, k_norm;          // [head_dim]; empty unless config.qk_norm.
   Vector post_attention_norm;     // [hidden]
 
   bool is_moe = false;
-  MlpWeights dense;              // Dense layers only.
-  Matrix router;                 // [num_experts, hidden]
+  MlpWeights dense;                 // Dense layers only.
+  Matrix router;                    // [num_experts, hidden]
   std::vector<MlpWeights> experts;  // [num_experts]; unloaded entries are empty (see filter).
-  MlpWeights shared_expert;      // qwen2_moe only.
-  Matrix shared_expert_gate;     // [1, hidden]; qwen2_moe only.
+  MlpWeights shared_expert;         // qwen2_moe only.
+  Matrix shared_expert_gate;        // [1, hidden]; qwen2_moe only.
 };
 
 struct ModelWeights {
-  Matrix embed;       // [vocab, hidden]
+  Matrix embed;  // [vocab, hidden]
   std::vector<LayerWeights> layers;
-  Vector final_norm;  // [hidden]
+  Vector final_norm;     // [hidden]
   LinearWeight lm_head;  // [vocab, hidden]; a copy of embed when tie_word_embeddings.
 };
 
@@ -70,7 +70,7 @@ struct LoadOptions {
 
 // InvalidArgument naming the tensor for a wrong shape; NotFound for a missing tensor.
 absl::StatusOr<std::unique_ptr<ModelWeights>> LoadWeights(const ModelConfig& config,
-                                                          const Checkpoint& checkpoint,
+                                                          const kernels::Checkpoint& checkpoint,
                                                           const LoadOptions& options = {});
 
 // The HF tensor-name prefix of an expert's projections, e.g. "model.layers.3.mlp.experts.7." and

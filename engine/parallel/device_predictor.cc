@@ -46,14 +46,6 @@ DevicePredictor::DevicePredictor(const planner::TokenAffinity& affinity,
   }
 }
 
-std::unique_ptr<DevicePredictor> DevicePredictor::Create(
-    const planner::TokenAffinity& affinity, const planner::Placement& placement,
-    const planner::LayerAffinity* transitions) {
-  return std::make_unique<DevicePredictor>(
-      affinity, placement,
-      transitions != nullptr ? transitions->Table() : planner::TransitionTable{});
-}
-
 void DevicePredictor::Score(int moe_layer, absl::Span<const int32_t> tokens,
                             absl::Span<const int32_t> previous, absl::Span<const int32_t> prev2,
                             absl::Span<const int32_t> prev1, absl::Span<float> scores) const {

@@ -17,8 +17,8 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/types/span.h"
-#include "planner/affinity/layer_affinity.h"
 #include "planner/affinity/token_affinity.h"
+#include "planner/affinity/transition_table.h"
 #include "planner/placement/placement.h"
 
 namespace semmoe::engine {
@@ -30,11 +30,6 @@ class DevicePredictor {
   // and `placement` are borrowed and must outlive the predictor.
   DevicePredictor(const planner::TokenAffinity& affinity, const planner::Placement& placement,
                   planner::TransitionTable transitions = {});
-
-  // With the A table read off a LayerAffinity learned for `placement` (null: T only).
-  static std::unique_ptr<DevicePredictor> Create(const planner::TokenAffinity& affinity,
-                                                 const planner::Placement& placement,
-                                                 const planner::LayerAffinity* transitions);
 
   int num_devices() const { return num_devices_; }
   bool uses_history() const { return !transitions_.layers.empty(); }

@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/status_macros.h"
+#include "engine/parallel/dispatch_plan.h"
 #include "kernels/cpu/nn_ops.h"
 
 namespace semmoe::engine {
@@ -55,7 +56,9 @@ absl::StatusOr<std::unique_ptr<ExpertParallelFfn>> ExpertParallelFfn::Create(
       new ExpertParallelFfn(config, weights, placement, comm));
 }
 
-int ExpertParallelFfn::row_bytes() const { return config_.hidden_size * 4 + config_.top_k * 8; }
+int ExpertParallelFfn::row_bytes() const {
+  return static_cast<int>(DispatchRowBytes(config_.hidden_size, config_.top_k));
+}
 
 absl::Status ExpertParallelFfn::Run(int layer, const Matrix& x, Matrix& ffn,
                                     model::Routing* routing) {
@@ -83,61 +86,37 @@ absl::Status ExpertParallelFfn::RunExpertsEp(int layer, int moe_index, const Mat
   MoeLayerCounters& counters = counters_[moe_index];
   absl::Time start = absl::Now();
 
-  // Which rows go where: a token once per rank holding any of its experts.
-  // An expert runs on this rank if it holds it (home or replica), else on its home.
-  std::vector<std::vector<int32_t>> to(g);
-  std::vector<int> sent_to(g), homes(g);
-  last_devices_.assign(tokens, 0);
+  // Which rows go where (dispatch_plan.h): a token once per rank serving any of its experts.
+  const DispatchPlan plan =
+      PlanDispatch(placement_, moe_index, me, k, routing.expert_ids, routing.weights);
+  last_devices_ = plan.home_device;
   if (moe_index == 0 || static_cast<int64_t>(row_local_.size()) != tokens) {
     row_local_.assign(tokens, 0);
     row_activations_.assign(tokens, 0);
   }
   for (int64_t t = 0; t < tokens; ++t) {
-    std::fill(sent_to.begin(), sent_to.end(), 0);
-    std::fill(homes.begin(), homes.end(), 0);
-    for (int j = 0; j < k; ++j) {
-      const int e = routing.expert_ids[t * k + j];
-      const int d = placement_.Serving(moe_index, e, me);
-      if (sent_to[d]++ == 0) to[d].push_back(static_cast<int32_t>(t));
-      ++(d == me ? counters.local_activations : counters.remote_activations);
-      row_local_[t] += d == me;
-      ++row_activations_[t];
-      ++homes[placement_.Device(moe_index, e)];
-    }
-    // The A tables speak of home devices (planner/affinity/layer_affinity.h).
-    int best = 0;
-    for (int d = 1; d < g; ++d) {
-      if (homes[d] > homes[best]) best = d;
-    }
-    last_devices_[t] = best;
+    row_local_[t] += plan.local_per_token[t];
+    row_activations_[t] += k;
   }
-  counters.tokens += tokens;
 
-  std::vector<int64_t> send_rows(g), recv_rows(g);
-  for (int d = 0; d < g; ++d) send_rows[d] = static_cast<int64_t>(to[d].size());
+  const std::vector<int64_t>& send_rows = plan.send_rows;
+  std::vector<int64_t> recv_rows(g);
   const std::vector<int64_t> ones(g, 1);
   RETURN_IF_ERROR(
       comm_.AllToAllV(absl::MakeConstSpan(send_rows), ones, absl::MakeSpan(recv_rows), ones));
 
-  // Pack: hidden f32 | k × i32 expert id (−1 if held elsewhere) | k × f32 weight.
+  // Pack: hidden f32 | k × i32 expert id (served_elsewhere if not the destination's) | k × f32
+  // weight — DispatchRowBytes() per row.
   const int64_t row_size = row_bytes();
-  int64_t sent_rows = 0, received_rows = 0;
-  for (int d = 0; d < g; ++d) sent_rows += send_rows[d];
+  const int64_t sent_rows = static_cast<int64_t>(plan.send_index.size());
+  int64_t received_rows = 0;
   for (int s = 0; s < g; ++s) received_rows += recv_rows[s];
   std::vector<char> send(sent_rows * row_size), recv(received_rows * row_size);
   char* p = send.data();
-  for (int d = 0; d < g; ++d) {
-    for (int32_t t : to[d]) {
-      std::memcpy(p, h.row(t).data(), hidden * 4);
-      int32_t* ids = reinterpret_cast<int32_t*>(p + hidden * 4);
-      float* weights = reinterpret_cast<float*>(p + hidden * 4 + k * 4);
-      for (int j = 0; j < k; ++j) {
-        const int32_t e = routing.expert_ids[t * k + j];
-        ids[j] = placement_.Serving(moe_index, e, me) == d ? e : -1;
-        weights[j] = routing.weights[t * k + j];
-      }
-      p += row_size;
-    }
+  for (int64_t i = 0; i < sent_rows; ++i, p += row_size) {
+    std::memcpy(p, h.row(plan.send_index[i]).data(), hidden * 4);
+    std::memcpy(p + hidden * 4, &plan.send_ids[i * k], k * 4);
+    std::memcpy(p + hidden * 4 + k * 4, &plan.send_weights[i * k], k * 4);
   }
   std::vector<int64_t> send_bytes(g), recv_bytes(g);
   for (int r = 0; r < g; ++r) {
@@ -146,11 +125,7 @@ absl::Status ExpertParallelFfn::RunExpertsEp(int layer, int moe_index, const Mat
   }
   RETURN_IF_ERROR(
       comm_.AllToAllV(absl::MakeConstSpan(send), send_bytes, absl::MakeSpan(recv), recv_bytes));
-  for (int r = 0; r < g; ++r) {
-    if (r == me) continue;
-    counters.dispatch_bytes_sent += send_bytes[r];
-    counters.dispatch_bytes_received += recv_bytes[r];
-  }
+  CountExchange(plan, recv_rows, me, hidden, counters);
   counters.dispatch_seconds += SecondsSince(start);
 
   // Unpack and run the local experts, grouped by expert over every received row.
@@ -167,7 +142,8 @@ absl::Status ExpertParallelFfn::RunExpertsEp(int layer, int moe_index, const Mat
     std::memcpy(&local.weights[i * k], q + hidden * 4 + k * 4, k * 4);
     for (int j = 0; j < k; ++j) {
       const int32_t e = local.expert_ids[i * k + j];
-      if (e != -1 && (e < 0 || e >= config_.num_experts || !placement_.Holds(moe_index, me, e))) {
+      if (e != plan.served_elsewhere &&
+          (e < 0 || e >= config_.num_experts || !placement_.Holds(moe_index, me, e))) {
         return absl::InternalError(absl::StrCat("layer ", layer, ": rank ", me, " was sent expert ",
                                                 e, " which it does not hold"));
       }
@@ -187,14 +163,7 @@ absl::Status ExpertParallelFfn::RunExpertsEp(int layer, int moe_index, const Mat
   RETURN_IF_ERROR(comm_.AllToAllV(absl::Span<const float>(results.data(), results.size()),
                                   result_counts, absl::Span<float>(back.data(), back.size()),
                                   back_counts));
-  int64_t row = 0;
-  for (int d = 0; d < g; ++d) {
-    for (int32_t t : to[d]) out.row(t) += back.row(row++);
-    if (d != me) {
-      counters.combine_bytes_sent += result_counts[d] * 4;
-      counters.combine_bytes_received += back_counts[d] * 4;
-    }
-  }
+  for (int64_t i = 0; i < sent_rows; ++i) out.row(plan.send_index[i]) += back.row(i);
   counters.combine_seconds += SecondsSince(start);
   return absl::OkStatus();
 }

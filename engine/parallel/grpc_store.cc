@@ -19,14 +19,14 @@ constexpr std::chrono::milliseconds kRpcSlack(2000);
 }  // namespace
 
 GrpcStore::GrpcStore(const std::string& target)
-    : stub_(RendezvousStore::NewStub(
+    : stub_(rendezvous::RendezvousStore::NewStub(
           grpc::CreateChannel(target, grpc::InsecureChannelCredentials()))) {}
 
 void GrpcStore::set(const std::string& key, const std::vector<char>& data) {
-  SetRequest request;
+  rendezvous::SetRequest request;
   request.set_key(key);
   request.set_value(std::string(data.begin(), data.end()));
-  SetResponse response;
+  rendezvous::SetResponse response;
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + kRpcSlack * 5);
   const grpc::Status status = stub_->Set(&context, request, &response);
@@ -35,10 +35,10 @@ void GrpcStore::set(const std::string& key, const std::vector<char>& data) {
 
 std::vector<std::vector<char>> GrpcStore::Fetch(const std::vector<std::string>& keys,
                                                 std::chrono::milliseconds timeout) {
-  GetRequest request;
+  rendezvous::GetRequest request;
   for (const std::string& key : keys) request.add_keys(key);
   request.set_timeout_ms(timeout.count());
-  GetResponse response;
+  rendezvous::GetResponse response;
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + timeout + kRpcSlack);
   const grpc::Status status = stub_->Get(&context, request, &response);

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/proto/rendezvous.grpc.pb.h"
+#include "common/rendezvous/rendezvous.grpc.pb.h"
 #include "gloo/rendezvous/store.h"
 
 namespace semmoe::engine {
@@ -34,7 +34,7 @@ class GrpcStore final : public gloo::rendezvous::Store {
   std::vector<std::vector<char>> Fetch(const std::vector<std::string>& keys,
                                        std::chrono::milliseconds timeout);
 
-  std::unique_ptr<RendezvousStore::Stub> stub_;
+  std::unique_ptr<rendezvous::RendezvousStore::Stub> stub_;
 };
 
 }  // namespace semmoe::engine

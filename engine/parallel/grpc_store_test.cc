@@ -7,15 +7,15 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/rendezvous/testing/local_rendezvous.h"
 #include "engine/parallel/gloo_communicator.h"
-#include "engine/server/testing/local_rendezvous.h"
 #include "gtest/gtest.h"
 
 namespace semmoe::engine {
 namespace {
 
 TEST(GrpcStoreTest, FourRanksConnectThroughTheServiceAndExchange) {
-  testing::LocalRendezvous rendezvous;
+  rendezvous::testing::LocalRendezvous rendezvous;
   ASSERT_TRUE(rendezvous.ok());
   const std::string target = rendezvous.target();
 

@@ -2,9 +2,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
-#include "engine/model/safetensors.h"
 #include "engine/parallel/dp_stage.h"
 #include "engine/parallel/tp_weights.h"
+#include "kernels/safetensors.h"
 
 namespace semmoe::engine {
 
@@ -35,7 +35,8 @@ absl::StatusOr<std::unique_ptr<RankModel>> RankModel::Create(const std::string& 
     return moe_index[layer] >= 0 && placement.Holds(moe_index[layer], rank, expert);
   };
   {
-    ASSIGN_OR_RETURN(std::unique_ptr<model::Checkpoint> checkpoint, model::Checkpoint::Open(dir));
+    ASSIGN_OR_RETURN(std::unique_ptr<kernels::Checkpoint> checkpoint,
+                     kernels::Checkpoint::Open(dir));
     ASSIGN_OR_RETURN(m->weights_, model::LoadWeights(c, *checkpoint, load));
   }
   m->local_config_ = c;

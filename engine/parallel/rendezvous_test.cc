@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "engine/server/testing/local_rendezvous.h"
+#include "common/rendezvous/testing/local_rendezvous.h"
 #include "gtest/gtest.h"
 
 namespace semmoe::engine {
@@ -36,7 +36,7 @@ TEST(RendezvousTest, FileStoreAddress) {
 }
 
 TEST(RendezvousTest, GrpcStoreAddress) {
-  testing::LocalRendezvous rendezvous;
+  rendezvous::testing::LocalRendezvous rendezvous;
   ASSERT_TRUE(rendezvous.ok());
   ExpectGroupWorks("grpc:" + rendezvous.target());
 }

@@ -17,8 +17,8 @@
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server.h"
 #include "grpcpp/server_builder.h"
-#include "planner/affinity/layer_affinity.h"
 #include "planner/affinity/token_affinity.h"
+#include "planner/affinity/transition_table.h"
 #include "planner/placement/placement.h"
 
 namespace semmoe::engine {

@@ -1,4 +1,5 @@
-// LayerAffinity: the `A` tables of DESIGN.md §4. For a placement, a token's "device" at a layer
+// LayerAffinity: learning the `A` tables of DESIGN.md §4 from a trace (the planner's side; engines
+// read the result, transition_table.h). For a placement, a token's "device" at a layer
 // is the device holding most of the experts it chose there. Routing is sticky across layers, so
 // the devices at layers l−2 and l−1 (known at run time before layer l's shuffle) predict the
 // device at layer l: A[l][(d₋₂, d₋₁)] → (device, confidence), learned from a trace.
@@ -6,11 +7,9 @@
 #define SEMMOE_PLANNER_AFFINITY_LAYER_AFFINITY_H_
 
 #include <cstdint>
-#include <string>
 #include <vector>
 
-#include "absl/status/statusor.h"
-#include "absl/strings/string_view.h"
+#include "planner/affinity/transition_table.h"
 #include "planner/placement/placement.h"
 #include "planner/trace/trace_set.h"
 
@@ -18,23 +17,6 @@ namespace semmoe::planner {
 
 // The device holding most of token t's experts at `layer` (lowest id on ties).
 int BestDevice(const trace::TraceSet& trace, const Placement& placement, int64_t t, int layer);
-
-// The A table as data — what a placement version stores and engines load: for every MoE layer
-// l ≥ 1 and history h = (prev2 + 1) · G + prev1 (prev2 = −1 only at l = 1), the predicted device
-// and its confidence. Layer 0 has no entries.
-struct TransitionTable {
-  struct Entry {
-    int16_t device = -1;  // −1: no prediction.
-    float confidence = 0;
-  };
-  int num_devices = 0;
-  std::vector<std::vector<Entry>> layers;  // [layer][(G + 1) · G]
-
-  // "SMLAYRA1" | u32 layers | u32 G | for layers 1..L−1: (G + 1) · G × (i16 device, f32 conf).
-  std::string Serialize() const;
-  // InvalidArgument naming the byte offset for anything malformed (never a crash).
-  static absl::StatusOr<TransitionTable> Deserialize(absl::string_view bytes);
-};
 
 class LayerAffinity {
  public:

@@ -10,67 +10,6 @@
 
 namespace semmoe::planner {
 
-TokenAffinity TokenAffinity::FromTrace(const trace::TraceSet& trace) {
-  TokenAffinity a;
-  const int layers = trace.num_layers(), n = trace.header.num_experts, k = trace.top_k();
-  a.num_experts_ = n;
-  a.marginal_.assign(layers, std::vector<float>(n, 0.0f));
-  absl::flat_hash_map<uint32_t, std::vector<int64_t>> counts;
-  for (int64_t t = 0; t < trace.num_tokens(); ++t) {
-    auto& row = counts[trace.tokens[t]];
-    if (row.empty()) row.assign(static_cast<size_t>(layers) * n, 0);
-    for (int l = 0; l < layers; ++l) {
-      for (int j = 0; j < k; ++j) {
-        const int e = trace.Experts(t, l)[j];
-        ++row[static_cast<size_t>(l) * n + e];
-        a.marginal_[l][e] += 1.0f;
-      }
-    }
-  }
-  for (auto& m : a.marginal_) {
-    double total = 0;
-    for (float v : m) total += v;
-    for (float& v : m) v = total > 0 ? static_cast<float>(v / total) : 1.0f / n;
-  }
-  for (auto& [token, row] : counts) {
-    std::vector<float> p(row.size());
-    for (int l = 0; l < layers; ++l) {
-      int64_t total = 0;
-      for (int e = 0; e < n; ++e) total += row[static_cast<size_t>(l) * n + e];
-      for (int e = 0; e < n; ++e) {
-        p[static_cast<size_t>(l) * n + e] =
-            static_cast<float>(static_cast<double>(row[static_cast<size_t>(l) * n + e]) / total);
-      }
-    }
-    a.rows_.emplace(token, std::move(p));
-  }
-  // Previous-token contexts seen at least twice (rarer ones are noise).
-  absl::flat_hash_map<uint64_t, std::pair<uint32_t, std::vector<int32_t>>> pairs;
-  for (int r = 0; r < trace.num_requests(); ++r) {
-    for (int64_t t = trace.request_begin[r] + 1; t < trace.request_begin[r + 1]; ++t) {
-      auto& [seen, experts] = pairs[ContextKey(trace.tokens[t - 1], trace.tokens[t])];
-      if (experts.empty()) experts.assign(static_cast<size_t>(layers) * n, 0);
-      ++seen;
-      for (int l = 0; l < layers; ++l) {
-        for (int j = 0; j < k; ++j) ++experts[static_cast<size_t>(l) * n + trace.Experts(t, l)[j]];
-      }
-    }
-  }
-  for (auto& [key, entry] : pairs) {
-    const auto& [seen, experts] = entry;
-    if (seen < kMinContextCount) continue;
-    Context c{seen, {}};
-    for (size_t i = 0; i < experts.size(); ++i) {
-      if (experts[i] > 0) {
-        c.entries.emplace_back(static_cast<uint32_t>(i),
-                               static_cast<float>(static_cast<double>(experts[i]) / (seen * k)));
-      }
-    }
-    a.contexts_.emplace(key, std::move(c));
-  }
-  return a;
-}
-
 void TokenAffinity::ContextShares(int layer, uint32_t prev, uint32_t token,
                                   const Placement& placement, float* share) const {
   const int g = placement.num_devices();
@@ -324,8 +263,8 @@ absl::StatusOr<TokenAffinity> TokenAffinity::Deserialize(absl::string_view bytes
         RETURN_IF_ERROR(r.Get(seen, "a fallback's stand-in"));
         if (a.rows_.contains(unseen) || !a.rows_.contains(seen) ||
             !a.nearest_.emplace(unseen, seen).second) {
-          return absl::InvalidArgumentError(absl::StrCat(
-              "affinity table: bad fallback ", unseen, " → ", seen, " before byte ", 8 + r.at()));
+          return absl::InvalidArgumentError(absl::StrCat("affinity table: bad fallback ", unseen,
+                                                         " → ", seen, " before byte ", 8 + r.at()));
         }
       }
     } else if (section == "BIGRAM01") {

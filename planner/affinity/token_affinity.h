@@ -1,4 +1,5 @@
-// TokenAffinity: P(expert | token id) per MoE layer, learned from a routing trace — the `C`
+// TokenAffinity: P(expert | token id) per MoE layer, learned from a routing trace (by
+// token_affinity_builder.h, on the planner's side; this table knows no traces) — the `C`
 // tables of DESIGN.md §4 — and, for a placement, the DP scores `S[v][d]`: how much of token v's
 // activation mass (summed over layers) is local on device d. The router places a request on the
 // device where its prompt's tokens score highest.
@@ -19,14 +20,11 @@
 #include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "planner/placement/placement.h"
-#include "planner/trace/trace_set.h"
 
 namespace semmoe::planner {
 
 class TokenAffinity {
  public:
-  static TokenAffinity FromTrace(const trace::TraceSet& trace);
-
   int num_layers() const { return static_cast<int>(marginal_.size()); }
   int num_experts() const { return num_experts_; }
   // P(expert | token) at `layer` (sums to 1 over experts; for an unseen token its nearest
@@ -67,6 +65,7 @@ class TokenAffinity {
   static absl::StatusOr<TokenAffinity> Deserialize(absl::string_view bytes);
 
  private:
+  friend class TokenAffinityBuilder;  // Fills the tables in from a trace.
   int num_experts_ = 0;
   // Per token id: [layer][expert] probabilities (dense; vocabularies seen in traces are small).
   absl::flat_hash_map<uint32_t, std::vector<float>> rows_;

@@ -1,10 +1,10 @@
 #include "planner/affinity/token_affinity.h"
 
+#include <random>
 #include <string>
 
-#include <random>
-
 #include "gtest/gtest.h"
+#include "planner/affinity/token_affinity_builder.h"
 
 namespace semmoe::planner {
 namespace {
@@ -21,7 +21,7 @@ trace::TraceSet TwoTokens() {
 
 TEST(TokenAffinityTest, ProbabilitiesMarginalAndScores) {
   const trace::TraceSet t = TwoTokens();
-  TokenAffinity a = TokenAffinity::FromTrace(t);
+  TokenAffinity a = BuildTokenAffinity(t);
   EXPECT_DOUBLE_EQ(a.Probability(0, 5, 0), 0.5);
   EXPECT_DOUBLE_EQ(a.Probability(1, 5, 2), 1.0);
   EXPECT_DOUBLE_EQ(a.Probability(0, 6, 3), 1.0);
@@ -37,7 +37,7 @@ TEST(TokenAffinityTest, ProbabilitiesMarginalAndScores) {
 
 TEST(TokenAffinityTest, SerializeRoundTripAndCorruption) {
   const trace::TraceSet t = TwoTokens();
-  const TokenAffinity a = TokenAffinity::FromTrace(t);
+  const TokenAffinity a = BuildTokenAffinity(t);
   const std::string bytes = a.Serialize();
   auto b = TokenAffinity::Deserialize(bytes);
   ASSERT_TRUE(b.ok()) << b.status();
@@ -67,7 +67,7 @@ TEST(TokenAffinityTest, SerializeRoundTripAndCorruption) {
 
 TEST(TokenAffinityTest, UnseenTokensBorrowTheirNearestSeenTokenInEmbeddingSpace) {
   const trace::TraceSet t = TwoTokens();
-  TokenAffinity a = TokenAffinity::FromTrace(t);
+  TokenAffinity a = BuildTokenAffinity(t);
   // 8 ids × 2 dims: id 7 points like 6, id 0 like 5; 5 and 6 are orthogonal.
   std::vector<float> embed(16, 0.0f);
   auto set = [&](int id, float x, float y) {
@@ -118,7 +118,7 @@ TEST(TokenAffinityTest, ThePreviousTokenRefinesTheShares) {
     ASSERT_TRUE(t.AddRequest("b" + std::to_string(i), {2, 7}, {1, 3}).ok());
   }
   ASSERT_TRUE(t.AddRequest("c", {9, 7}, {1, 3}).ok());  // Seen once: no context.
-  const TokenAffinity a = TokenAffinity::FromTrace(t);
+  const TokenAffinity a = BuildTokenAffinity(t);
   EXPECT_EQ(a.num_contexts(), 2);
   const Placement p = *Placement::Vanilla({0}, 4, 2);  // 0,1 → 0; 2,3 → 1.
   float alone[2], after1[2], after2[2], after9[2];

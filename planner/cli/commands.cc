@@ -9,12 +9,12 @@
 #include "absl/strings/str_format.h"
 #include "common/file.h"
 #include "common/status_macros.h"
-#include "engine/model/config.h"
-#include "engine/model/safetensors.h"
+#include "kernels/safetensors.h"
 #include "nlohmann/json.hpp"
 #include "planner/affinity/layer_affinity.h"
 #include "planner/affinity/request_index.h"
 #include "planner/affinity/token_affinity.h"
+#include "planner/affinity/token_affinity_builder.h"
 #include "planner/eval/evaluate.h"
 #include "planner/eval/schedule.h"
 #include "planner/solver/baselines.h"
@@ -111,19 +111,19 @@ absl::StatusOr<trace::TraceSet> LoadTraces(const std::vector<std::string>& paths
   return all;
 }
 
-// The model's input embeddings as nearest-neighbour fallback for unseen token ids.
+// The model's input embeddings as nearest-neighbour fallback for unseen token ids: the
+// checkpoint's model.embed_tokens.weight, [vocab, hidden] (the planner reads no model config).
 absl::Status AddEmbeddingFallback(const std::string& dir, TokenAffinity& affinity) {
-  ASSIGN_OR_RETURN(engine::model::ModelConfig config, engine::model::LoadModelConfig(dir));
-  ASSIGN_OR_RETURN(auto checkpoint, engine::model::Checkpoint::Open(dir));
+  ASSIGN_OR_RETURN(auto checkpoint, kernels::Checkpoint::Open(dir));
   ASSIGN_OR_RETURN(kernels::Tensor embed, checkpoint->ReadF32("model.embed_tokens.weight"));
-  if (embed.shape().size() != 2 || embed.shape()[1] != config.hidden_size) {
+  if (embed.shape().size() != 2 || embed.shape()[1] <= 0) {
     return absl::InvalidArgumentError(
-        absl::StrCat(dir, ": model.embed_tokens.weight is not [vocab, ", config.hidden_size, "]"));
+        absl::StrCat(dir, ": model.embed_tokens.weight is not a [vocab, hidden] matrix"));
   }
+  const int64_t hidden = embed.shape()[1];
   const absl::Status added = affinity.AddEmbeddingFallback(
-      absl::Span<const float>(embed.data<float>(),
-                              static_cast<size_t>(embed.shape()[0] * embed.shape()[1])),
-      config.hidden_size);
+      absl::Span<const float>(embed.data<float>(), static_cast<size_t>(embed.shape()[0] * hidden)),
+      hidden);
   if (!added.ok()) return absl::InvalidArgumentError(absl::StrCat(dir, ": ", added.message()));
   return absl::OkStatus();
 }
@@ -140,7 +140,7 @@ absl::StatusOr<int64_t> Build(const BuildOptions& o, std::ostream& out) {
   std::vector<int> co_schedule;  // Semantic DP: the solver's request → device choices.
   ASSIGN_OR_RETURN(Placement placement, BuildPlacement(trace, o, &co_schedule));
   // In-sample metrics under the blind and the affinity data policies of the chosen mode.
-  TokenAffinity affinity = TokenAffinity::FromTrace(trace);
+  TokenAffinity affinity = BuildTokenAffinity(trace);
   uint32_t vocab = 0;
   for (uint32_t t : trace.tokens) vocab = std::max(vocab, t + 1);
   if (!o.model_dir.empty()) RETURN_IF_ERROR(AddEmbeddingFallback(o.model_dir, affinity));
@@ -239,7 +239,7 @@ absl::StatusOr<nlohmann::ordered_json> EvalRows(const EvalOptions& o) {
   std::optional<TokenAffinity> affinity;
   if (!o.profile.empty()) {
     ASSIGN_OR_RETURN(trace::TraceSet profile, LoadTraces(o.profile));
-    affinity = TokenAffinity::FromTrace(profile);
+    affinity = BuildTokenAffinity(profile);
   }
   uint32_t vocab = 0;
   for (uint32_t t : trace.tokens) vocab = std::max(vocab, t + 1);

@@ -12,6 +12,7 @@
 #include "planner/affinity/layer_affinity.h"
 #include "planner/affinity/request_index.h"
 #include "planner/affinity/token_affinity.h"
+#include "planner/affinity/token_affinity_builder.h"
 #include "planner/eval/evaluate.h"
 #include "planner/eval/schedule.h"
 #include "planner/placement/balanced_assign.h"
@@ -48,7 +49,7 @@ TEST(HeldOutTest, SemanticDpBeatsBaselinesOnHeldOutPrompts) {
   for (int g : {4, 8}) {
     auto sol = SolveDp(profile, {.num_devices = g, .starts = 2, .seed = 1});
     ASSERT_TRUE(sol.ok()) << sol.status();
-    const TokenAffinity affinity = TokenAffinity::FromTrace(profile);
+    const TokenAffinity affinity = BuildTokenAffinity(profile);
     const Placement vanilla = *Placement::Vanilla(layers, 32, g);
     const Placement random = *Placement::Random(layers, 32, g, 7);
     auto eval = [&](const Placement& p, const std::vector<int>& schedule) {
@@ -150,7 +151,7 @@ TEST(HeldOutTest, SemanticTpOnHeldOutPrompts) {
   ASSERT_TRUE(all.ok()) << all.status();
   const TraceSet profile = Half(*all, 0), heldout = Half(*all, 1);
   const std::vector<int> layers = {0, 1, 2, 3};
-  const TokenAffinity affinity = TokenAffinity::FromTrace(profile);
+  const TokenAffinity affinity = BuildTokenAffinity(profile);
   const int batch = 256;
   const double slack = 0.05;  // Token load per device per batch ≤ 1.05 × the mean.
   for (int g : {4, 8}) {

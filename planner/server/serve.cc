@@ -11,7 +11,7 @@ absl::StatusOr<std::unique_ptr<PlannerServer>> PlannerServer::Start(const Option
   ASSIGN_OR_RETURN(std::unique_ptr<PlacementStore> store, PlacementStore::Open(options.db));
   std::unique_ptr<PlannerServer> server(new PlannerServer());
   server->planner_ = std::make_unique<PlannerServiceImpl>(std::move(store), options.service);
-  server->rendezvous_ = std::make_unique<engine::RendezvousService>(server->kv_);
+  server->rendezvous_ = std::make_unique<rendezvous::RendezvousService>(server->kv_);
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;

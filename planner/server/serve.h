@@ -1,5 +1,5 @@
 // The planner's server: PlannerService plus the rendezvous store engine ranks on several hosts
-// meet through (engine/proto/rendezvous.proto), on one port, with gRPC health checking and
+// meet through (common/rendezvous/rendezvous.proto), on one port, with gRPC health checking and
 // reflection. Runs until Shutdown().
 #ifndef SEMMOE_PLANNER_SERVER_SERVE_H_
 #define SEMMOE_PLANNER_SERVER_SERVE_H_
@@ -8,8 +8,8 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "engine/parallel/kv_store.h"
-#include "engine/server/rendezvous_service.h"
+#include "common/rendezvous/kv_store.h"
+#include "common/rendezvous/rendezvous_service.h"
 #include "grpcpp/grpcpp.h"
 #include "planner/server/planner_service.h"
 
@@ -33,8 +33,8 @@ class PlannerServer {
  private:
   PlannerServer() = default;
   std::unique_ptr<PlannerServiceImpl> planner_;
-  engine::KvStore kv_;
-  std::unique_ptr<engine::RendezvousService> rendezvous_;
+  rendezvous::KvStore kv_;
+  std::unique_ptr<rendezvous::RendezvousService> rendezvous_;
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
 };

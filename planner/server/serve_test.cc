@@ -1,7 +1,7 @@
 #include "planner/server/serve.h"
 
 #include "absl/strings/str_cat.h"
-#include "engine/proto/rendezvous.grpc.pb.h"
+#include "common/rendezvous/rendezvous.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "planner/store/testing/temp_database_path.h"
@@ -23,17 +23,17 @@ TEST(PlannerServerTest, ServesPlannerRendezvousAndHealth) {
   ASSERT_TRUE(planner->ListVersions(&list_context, list, &versions).ok());
   EXPECT_EQ(versions.versions_size(), 0);
   // Rendezvous on the same port.
-  auto rendezvous = engine::RendezvousStore::NewStub(channel);
+  auto rendezvous = rendezvous::RendezvousStore::NewStub(channel);
   grpc::ClientContext set_context;
-  engine::SetRequest set;
+  rendezvous::SetRequest set;
   set.set_key("rank0");
   set.set_value("addr");
-  engine::SetResponse set_done;
+  rendezvous::SetResponse set_done;
   ASSERT_TRUE(rendezvous->Set(&set_context, set, &set_done).ok());
   grpc::ClientContext get_context;
-  engine::GetRequest get;
+  rendezvous::GetRequest get;
   get.add_keys("rank0");
-  engine::GetResponse got;
+  rendezvous::GetResponse got;
   ASSERT_TRUE(rendezvous->Get(&get_context, get, &got).ok());
   EXPECT_EQ(got.values(0), "addr");
   (*server)->Shutdown();

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "planner/affinity/token_affinity.h"
+#include "planner/affinity/token_affinity_builder.h"
 #include "planner/eval/schedule.h"
 #include "planner/solver/assignment.h"
 
@@ -260,7 +261,7 @@ absl::StatusOr<DpSolution> SolveDp(const TraceSet& trace, const DpSolverOptions&
     }
   }
   if (options.router_rounds > 0) {
-    const TokenAffinity affinity = TokenAffinity::FromTrace(trace);
+    const TokenAffinity affinity = BuildTokenAffinity(trace);
     uint32_t vocab = 0;
     for (uint32_t t : trace.tokens) vocab = std::max(vocab, t + 1);
     DpState state(trace, usage, g, capacity);

@@ -5,6 +5,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "common/status_macros.h"
 #include "planner/affinity/token_affinity.h"
+#include "planner/affinity/token_affinity_builder.h"
 #include "planner/eval/evaluate.h"
 #include "planner/eval/schedule.h"
 #include "planner/solver/baselines.h"
@@ -70,7 +71,7 @@ absl::StatusOr<Placement> SolveTp(const trace::TraceSet& trace, const DpSolverOp
   // The solver optimises token ids placed whole; the engine places tokens by the SRS rule in
   // balanced chunks per batch. Per layer, keep whichever of the solved and the co-activation layout
   // gives more local activations under that rule on this trace.
-  const TokenAffinity affinity = TokenAffinity::FromTrace(trace);
+  const TokenAffinity affinity = BuildTokenAffinity(trace);
   ASSIGN_OR_RETURN(Metrics solved_srs,
                    EvaluateTp(trace, solved,
                               SrsTokens(trace, affinity, solved, kSrsBatchTokens, nullptr,

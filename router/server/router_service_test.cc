@@ -17,6 +17,7 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "planner/affinity/token_affinity.h"
+#include "planner/affinity/token_affinity_builder.h"
 #include "planner/placement/placement.h"
 #include "planner/server/serve.h"
 #include "planner/store/experiment_store.h"
@@ -172,7 +173,7 @@ TEST_F(RouterServiceTest, PlacesRequestsByAffinity) {
   t.header.top_k = 2;
   t.header.moe_layers = {0, 1};
   ASSERT_TRUE(t.AddRequest("r", {kX, kY}, {0, 1, 2, 3, 4, 5, 6, 7}).ok());
-  auto built = BuildRouterTables(42, planner::TokenAffinity::FromTrace(t).Serialize(),
+  auto built = BuildRouterTables(42, planner::BuildTokenAffinity(t).Serialize(),
                                  planner::Placement::Vanilla({0, 1}, 8, 2)->ToJson(), 2,
                                  static_cast<uint32_t>(vocab_));
   ASSERT_TRUE(built.ok()) << built.status();

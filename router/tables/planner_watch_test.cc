@@ -7,6 +7,7 @@
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
 #include "planner/affinity/token_affinity.h"
+#include "planner/affinity/token_affinity_builder.h"
 #include "planner/server/serve.h"
 #include "planner/store/placement_store.h"
 #include "planner/store/testing/temp_database_path.h"
@@ -20,7 +21,7 @@ std::string Tables() {
   t.header.top_k = 1;
   t.header.moe_layers = {0, 1};
   EXPECT_TRUE(t.AddRequest("r", {5, 6}, {0, 1, 3, 2}).ok());
-  return planner::TokenAffinity::FromTrace(t).Serialize();
+  return planner::BuildTokenAffinity(t).Serialize();
 }
 
 template <typename F>

@@ -4,6 +4,7 @@
 
 #include "gtest/gtest.h"
 #include "planner/affinity/token_affinity.h"
+#include "planner/affinity/token_affinity_builder.h"
 #include "planner/placement/placement.h"
 
 namespace semmoe::router {
@@ -17,7 +18,7 @@ std::string Affinity() {
   t.header.top_k = 1;
   t.header.moe_layers = {0, 1};
   EXPECT_TRUE(t.AddRequest("r", {5, 6, 5, 6}, {0, 1, 3, 2, 0, 1, 3, 2}).ok());
-  return planner::TokenAffinity::FromTrace(t).Serialize();
+  return planner::BuildTokenAffinity(t).Serialize();
 }
 
 std::string Vanilla(int g) { return planner::Placement::Vanilla({0, 1}, 4, g)->ToJson(); }

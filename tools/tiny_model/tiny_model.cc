@@ -12,15 +12,15 @@
 #include "common/status_macros.h"
 #include "engine/model/byte_level.h"
 #include "engine/model/pretokenizer.h"
-#include "engine/model/safetensors.h"
 #include "engine/model/weights.h"
+#include "kernels/safetensors.h"
 #include "nlohmann/json.hpp"
 
 namespace semmoe::tools {
 namespace {
 
 using engine::model::Arch;
-using engine::model::SafetensorsWriter;
+using kernels::SafetensorsWriter;
 
 constexpr char kTrainingText[] =
     "The engine serves the model to every user who sends a request. Each request is split into "
@@ -111,12 +111,18 @@ nlohmann::ordered_json TokenizerJson(const TinyModelOptions& o) {
   }
   nlohmann::ordered_json added = nlohmann::ordered_json::array();
   for (const char* special : {"<|endoftext|>", "<|im_start|>", "<|im_end|>"}) {
-    added.push_back({{"id", next_id++}, {"content", special}, {"single_word", false},
-                     {"lstrip", false}, {"rstrip", false}, {"normalized", false},
+    added.push_back({{"id", next_id++},
+                     {"content", special},
+                     {"single_word", false},
+                     {"lstrip", false},
+                     {"rstrip", false},
+                     {"normalized", false},
                      {"special", true}});
   }
-  nlohmann::ordered_json byte_level = {{"type", "ByteLevel"}, {"add_prefix_space", false},
-                                       {"trim_offsets", false}, {"use_regex", false}};
+  nlohmann::ordered_json byte_level = {{"type", "ByteLevel"},
+                                       {"add_prefix_space", false},
+                                       {"trim_offsets", false},
+                                       {"use_regex", false}};
   return {
       {"version", "1.0"},
       {"truncation", nullptr},
@@ -134,9 +140,15 @@ nlohmann::ordered_json TokenizerJson(const TinyModelOptions& o) {
       {"post_processor", byte_level},
       {"decoder", byte_level},
       {"model",
-       {{"type", "BPE"}, {"dropout", nullptr}, {"unk_token", nullptr},
-        {"continuing_subword_prefix", ""}, {"end_of_word_suffix", ""}, {"fuse_unk", false},
-        {"byte_fallback", false}, {"ignore_merges", false}, {"vocab", vocab},
+       {{"type", "BPE"},
+        {"dropout", nullptr},
+        {"unk_token", nullptr},
+        {"continuing_subword_prefix", ""},
+        {"end_of_word_suffix", ""},
+        {"fuse_unk", false},
+        {"byte_fallback", false},
+        {"ignore_merges", false},
+        {"vocab", vocab},
         {"merges", merges}}},
   };
 }
@@ -156,8 +168,9 @@ nlohmann::ordered_json ConfigJson(const TinyModelOptions& o, int eos) {
   c["hidden_act"] = "silu";
   c["bos_token_id"] = eos;
   c["eos_token_id"] = eos;
-  c["torch_dtype"] = o.dtype == kernels::DType::kF32 ? "float32"
-                     : o.dtype == kernels::DType::kF16 ? "float16" : "bfloat16";
+  c["torch_dtype"] = o.dtype == kernels::DType::kF32   ? "float32"
+                     : o.dtype == kernels::DType::kF16 ? "float16"
+                                                       : "bfloat16";
   switch (o.arch) {
     case Arch::kQwen3Moe:
       c["architectures"] = {"Qwen3MoeForCausalLM"};
@@ -201,13 +214,13 @@ absl::Status WriteTinyModel(const TinyModelOptions& options, const std::string& 
   const int tokenizer_ids = static_cast<int>(tokenizer["model"]["vocab"].size()) + 3;
   if (o.vocab_size == 0) o.vocab_size = tokenizer_ids;
   if (o.vocab_size < tokenizer_ids) {
-    return absl::InvalidArgumentError(absl::StrCat("vocab_size ", o.vocab_size,
-                                                   " < the tokenizer's ", tokenizer_ids, " ids"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("vocab_size ", o.vocab_size, " < the tokenizer's ", tokenizer_ids, " ids"));
   }
   if (o.arch != Arch::kQwen3Moe && o.head_dim * o.num_heads != o.hidden_size) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        engine::model::ArchName(o.arch), " needs head_dim × heads == hidden_size (", o.head_dim,
-        " × ", o.num_heads, " != ", o.hidden_size, ")"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(engine::model::ArchName(o.arch), " needs head_dim × heads == hidden_size (",
+                     o.head_dim, " × ", o.num_heads, " != ", o.hidden_size, ")"));
   }
   if (o.num_shards < 1) return absl::InvalidArgumentError("num_shards must be ≥ 1");
   if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
@@ -289,8 +302,8 @@ absl::Status WriteTinyModel(const TinyModelOptions& options, const std::string& 
         WriteFileAtomically(JoinPath(dir, "model.safetensors.index.json"), index.dump(2)));
   }
   RETURN_IF_ERROR(WriteFileAtomically(JoinPath(dir, "config.json"), config.dump(2) + "\n"));
-  nlohmann::ordered_json generation = {{"bos_token_id", eos}, {"eos_token_id", eos},
-                                       {"do_sample", false}};
+  nlohmann::ordered_json generation = {
+      {"bos_token_id", eos}, {"eos_token_id", eos}, {"do_sample", false}};
   RETURN_IF_ERROR(
       WriteFileAtomically(JoinPath(dir, "generation_config.json"), generation.dump(2) + "\n"));
   return WriteFileAtomically(JoinPath(dir, "tokenizer.json"), tokenizer.dump(2) + "\n");

@@ -4,8 +4,8 @@
 
 #include "common/file.h"
 #include "engine/model/config.h"
-#include "engine/model/safetensors.h"
 #include "gtest/gtest.h"
+#include "kernels/safetensors.h"
 
 namespace semmoe::tools {
 namespace {
@@ -35,7 +35,7 @@ TEST(TinyModelTest, WritesAValidConfigAndShards) {
   ASSERT_TRUE(config.ok()) << config.status();
   EXPECT_EQ(config->arch, engine::model::Arch::kMixtral);
   EXPECT_EQ(config->num_experts, 8);
-  auto ckpt = engine::model::Checkpoint::Open(Dir("mixtral"));
+  auto ckpt = kernels::Checkpoint::Open(Dir("mixtral"));
   ASSERT_TRUE(ckpt.ok()) << ckpt.status();
   EXPECT_TRUE((*ckpt)->Info("model.layers.1.block_sparse_moe.experts.7.w2.weight").ok());
 }

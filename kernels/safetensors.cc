@@ -1,4 +1,4 @@
-#include "engine/model/safetensors.h"
+#include "kernels/safetensors.h"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -12,11 +12,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/file.h"
+#include "common/json_fields.h"
 #include "common/status_macros.h"
-#include "engine/model/json_fields.h"
 #include "nlohmann/json.hpp"
 
-namespace semmoe::engine::model {
+namespace semmoe::kernels {
 namespace {
 
 using kernels::DType;
@@ -45,8 +45,8 @@ absl::StatusOr<TensorInfo> ParseEntry(const std::string& path, const std::string
   info.dtype = *parsed;
   auto shape = entry.find("shape");
   if (shape == entry.end() || !shape->is_array() || shape->size() > kMaxRank) {
-    return Corrupt(path, absl::StrCat(where, ": 'shape' must be a list of at most ", kMaxRank,
-                                      " dimensions"));
+    return Corrupt(
+        path, absl::StrCat(where, ": 'shape' must be a list of at most ", kMaxRank, " dimensions"));
   }
   // numel × size must fit: every dimension is checked against the data size as we go.
   uint64_t bytes = kernels::DTypeSize(info.dtype);
@@ -69,9 +69,9 @@ absl::StatusOr<TensorInfo> ParseEntry(const std::string& path, const std::string
   info.begin = (*offsets)[0].get<uint64_t>();
   info.end = (*offsets)[1].get<uint64_t>();
   if (info.begin > info.end || info.end > data_size) {
-    return Corrupt(path, absl::StrCat(where, ": data_offsets [", info.begin, ", ", info.end,
-                                      ") are out of range of the ", data_size,
-                                      "-byte data section"));
+    return Corrupt(path,
+                   absl::StrCat(where, ": data_offsets [", info.begin, ", ", info.end,
+                                ") are out of range of the ", data_size, "-byte data section"));
   }
   if (info.end - info.begin != bytes) {
     return Corrupt(path, absl::StrCat(where, ": data_offsets span ", info.end - info.begin,
@@ -99,8 +99,8 @@ absl::StatusOr<std::unique_ptr<SafetensorsFile>> SafetensorsFile::Open(const std
   size_t size = static_cast<size_t>(st.st_size);
   if (size < 8) {
     close(fd);
-    return Corrupt(path, absl::StrCat("truncated: ", size,
-                                      " bytes, need at least 8 for the header length"));
+    return Corrupt(
+        path, absl::StrCat("truncated: ", size, " bytes, need at least 8 for the header length"));
   }
   void* map = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
   int err = errno;
@@ -195,8 +195,8 @@ absl::StatusOr<std::unique_ptr<Checkpoint>> Checkpoint::Open(const std::string& 
       }
       std::string shard = it->get<std::string>();
       if (shard.empty() || shard.find('/') != std::string::npos || shard == "." || shard == "..") {
-        return absl::InvalidArgumentError(absl::StrCat(
-            index_path, ": shard '", shard, "' for '", it.key(), "' is not a plain file name"));
+        return absl::InvalidArgumentError(absl::StrCat(index_path, ": shard '", shard, "' for '",
+                                                       it.key(), "' is not a plain file name"));
       }
       weight_map.emplace_back(it.key(), shard);
       if (std::find(shards.begin(), shards.end(), shard) == shards.end()) shards.push_back(shard);
@@ -264,7 +264,8 @@ absl::StatusOr<Tensor> Checkpoint::ReadF32(absl::string_view name) const {
 absl::Status SafetensorsWriter::Add(std::string name, DType dtype, std::vector<int64_t> shape,
                                     std::string bytes) {
   if (name == "__metadata__" || tensors_.count(name)) {
-    return absl::InvalidArgumentError(absl::StrCat("duplicate or reserved tensor name '", name, "'"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("duplicate or reserved tensor name '", name, "'"));
   }
   uint64_t expected = kernels::DTypeSize(dtype);
   for (int64_t d : shape) {
@@ -272,8 +273,8 @@ absl::Status SafetensorsWriter::Add(std::string name, DType dtype, std::vector<i
     expected *= static_cast<uint64_t>(d);
   }
   if (bytes.size() != expected) {
-    return absl::InvalidArgumentError(absl::StrCat(name, ": ", bytes.size(), " bytes, expected ",
-                                                   expected));
+    return absl::InvalidArgumentError(
+        absl::StrCat(name, ": ", bytes.size(), " bytes, expected ", expected));
   }
   tensors_[name] = Pending{dtype, std::move(shape), std::move(bytes)};
   return absl::OkStatus();
@@ -315,4 +316,4 @@ std::string SafetensorsWriter::Serialize() const {
   return out;
 }
 
-}  // namespace semmoe::engine::model
+}  // namespace semmoe::kernels

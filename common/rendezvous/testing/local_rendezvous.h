@@ -1,18 +1,18 @@
 // A RendezvousStore service on a free loopback port, for tests of ranks that meet over gRPC.
-#ifndef SEMMOE_ENGINE_SERVER_TESTING_LOCAL_RENDEZVOUS_H_
-#define SEMMOE_ENGINE_SERVER_TESTING_LOCAL_RENDEZVOUS_H_
+#ifndef SEMMOE_COMMON_RENDEZVOUS_TESTING_LOCAL_RENDEZVOUS_H_
+#define SEMMOE_COMMON_RENDEZVOUS_TESTING_LOCAL_RENDEZVOUS_H_
 
 #include <memory>
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "engine/parallel/kv_store.h"
-#include "engine/server/rendezvous_service.h"
+#include "common/rendezvous/kv_store.h"
+#include "common/rendezvous/rendezvous_service.h"
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server.h"
 #include "grpcpp/server_builder.h"
 
-namespace semmoe::engine::testing {
+namespace semmoe::rendezvous::testing {
 
 class LocalRendezvous {
  public:
@@ -37,6 +37,6 @@ class LocalRendezvous {
   int port_ = 0;
 };
 
-}  // namespace semmoe::engine::testing
+}  // namespace semmoe::rendezvous::testing
 
-#endif  // SEMMOE_ENGINE_SERVER_TESTING_LOCAL_RENDEZVOUS_H_
+#endif  // SEMMOE_COMMON_RENDEZVOUS_TESTING_LOCAL_RENDEZVOUS_H_

@@ -1,4 +1,4 @@
-#include "engine/model/safetensors.h"
+#include "kernels/safetensors.h"
 
 #include <cstdlib>
 #include <random>
@@ -7,7 +7,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
-namespace semmoe::engine::model {
+namespace semmoe::kernels {
 namespace {
 
 using kernels::DType;
@@ -157,8 +157,7 @@ INSTANTIATE_TEST_SUITE_P(
                    Header(R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})", "1234"),
                    "tensor 'w': data_offsets [0, 8) are out of range of the 4-byte data section"},
         Corruption{"length_mismatch",
-                   Header(R"({"w":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})",
-                          "12345678"),
+                   Header(R"({"w":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})", "12345678"),
                    "span 8 bytes but F32 shape [3] needs 12"},
         Corruption{"overlap",
                    Header(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},)"
@@ -235,4 +234,4 @@ TEST(SafetensorsFuzzTest, CorruptedFilesNeverCrash) {
 }
 
 }  // namespace
-}  // namespace semmoe::engine::model
+}  // namespace semmoe::kernels

@@ -1,10 +1,10 @@
-#include "engine/model/json_fields.h"
+#include "common/json_fields.h"
 
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
 
-namespace semmoe::engine::model {
+namespace semmoe {
 
 absl::StatusOr<nlohmann::json> ParseJson(absl::string_view text, absl::string_view what) {
   nlohmann::json parsed = nlohmann::json::parse(text.begin(), text.end(), /*cb=*/nullptr,
@@ -108,4 +108,4 @@ absl::StatusOr<std::vector<int64_t>> JsonFields::IntOrIntList(absl::string_view 
   return out;
 }
 
-}  // namespace semmoe::engine::model
+}  // namespace semmoe

@@ -1,9 +1,9 @@
 // KvStore: the in-memory core of the rendezvous service — a bounded map where readers can wait
-// for keys to appear. Knows nothing of RPC (engine/server/rendezvous_service.h adapts it).
+// for keys to appear. Knows nothing of RPC (common/rendezvous/rendezvous_service.h adapts it).
 //
 // Thread-safe.
-#ifndef SEMMOE_ENGINE_PARALLEL_KV_STORE_H_
-#define SEMMOE_ENGINE_PARALLEL_KV_STORE_H_
+#ifndef SEMMOE_COMMON_RENDEZVOUS_KV_STORE_H_
+#define SEMMOE_COMMON_RENDEZVOUS_KV_STORE_H_
 
 #include <cstddef>
 #include <string>
@@ -16,7 +16,7 @@
 #include "absl/time/time.h"
 #include "absl/types/span.h"
 
-namespace semmoe::engine {
+namespace semmoe::rendezvous {
 
 struct KvStoreOptions {
   size_t max_key_bytes = 1024;        // Longer keys: INVALID_ARGUMENT.
@@ -48,6 +48,6 @@ class KvStore {
   size_t total_bytes_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
-}  // namespace semmoe::engine
+}  // namespace semmoe::rendezvous
 
-#endif  // SEMMOE_ENGINE_PARALLEL_KV_STORE_H_
+#endif  // SEMMOE_COMMON_RENDEZVOUS_KV_STORE_H_

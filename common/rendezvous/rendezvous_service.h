@@ -1,15 +1,15 @@
-// RendezvousStore gRPC service: a thin adapter from RPCs to a KvStore (engine/parallel).
+// RendezvousStore gRPC service: a thin adapter from RPCs to a KvStore (kv_store.h).
 //
 // Synchronous handlers: a Get that waits holds one server thread for at most its timeout, which
 // for a rendezvous of G ranks is G threads at a time. Waits end early when the client cancels.
-#ifndef SEMMOE_ENGINE_SERVER_RENDEZVOUS_SERVICE_H_
-#define SEMMOE_ENGINE_SERVER_RENDEZVOUS_SERVICE_H_
+#ifndef SEMMOE_COMMON_RENDEZVOUS_RENDEZVOUS_SERVICE_H_
+#define SEMMOE_COMMON_RENDEZVOUS_RENDEZVOUS_SERVICE_H_
 
 #include "absl/time/time.h"
-#include "engine/parallel/kv_store.h"
-#include "engine/proto/rendezvous.grpc.pb.h"
+#include "common/rendezvous/kv_store.h"
+#include "common/rendezvous/rendezvous.grpc.pb.h"
 
-namespace semmoe::engine {
+namespace semmoe::rendezvous {
 
 class RendezvousService final : public RendezvousStore::Service {
  public:
@@ -25,6 +25,6 @@ class RendezvousService final : public RendezvousStore::Service {
   KvStore& store_;
 };
 
-}  // namespace semmoe::engine
+}  // namespace semmoe::rendezvous
 
-#endif  // SEMMOE_ENGINE_SERVER_RENDEZVOUS_SERVICE_H_
+#endif  // SEMMOE_COMMON_RENDEZVOUS_RENDEZVOUS_SERVICE_H_

@@ -27,6 +27,7 @@
 #include "nlohmann/json.hpp"
 #include "planner/affinity/layer_affinity.h"
 #include "planner/affinity/token_affinity.h"
+#include "planner/affinity/token_affinity_builder.h"
 #include "planner/placement/balanced_assign.h"
 #include "planner/trace/trace_set.h"
 #include "tools/tiny_model/tiny_model.h"
@@ -235,9 +236,9 @@ Prediction Predictor(const ModelCase& c, const Reference& ref,
     EXPECT_TRUE(trace.AddRequest(absl::StrCat("p", i), tokens, experts).ok());
   }
   Prediction out;
-  out.affinity = std::make_unique<planner::TokenAffinity>(planner::TokenAffinity::FromTrace(trace));
+  out.affinity = std::make_unique<planner::TokenAffinity>(planner::BuildTokenAffinity(trace));
   const auto transitions = planner::LayerAffinity::Build(trace, placement);
-  out.predictor = DevicePredictor::Create(*out.affinity, placement, &transitions);
+  out.predictor = std::make_unique<DevicePredictor>(*out.affinity, placement, transitions.Table());
   return out;
 }
 

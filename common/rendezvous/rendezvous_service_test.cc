@@ -1,5 +1,5 @@
 // Loopback round trips through a real gRPC server on an ephemeral port.
-#include "engine/server/rendezvous_service.h"
+#include "common/rendezvous/rendezvous_service.h"
 
 #include <memory>
 #include <thread>
@@ -12,7 +12,7 @@
 #include "grpcpp/server_builder.h"
 #include "gtest/gtest.h"
 
-namespace semmoe::engine {
+namespace semmoe::rendezvous {
 namespace {
 
 class RendezvousServiceTest : public testing::Test {
@@ -108,4 +108,4 @@ TEST_F(RendezvousServiceTest, BadRequestsAreInvalidArgument) {
 }
 
 }  // namespace
-}  // namespace semmoe::engine
+}  // namespace semmoe::rendezvous

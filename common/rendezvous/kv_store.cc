@@ -1,11 +1,11 @@
-#include "engine/parallel/kv_store.h"
+#include "common/rendezvous/kv_store.h"
 
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 
-namespace semmoe::engine {
+namespace semmoe::rendezvous {
 
 absl::Status KvStore::Set(const std::string& key, std::string value) {
   if (key.empty()) return absl::InvalidArgumentError("kv store: empty key");
@@ -75,4 +75,4 @@ size_t KvStore::total_bytes() const {
   return total_bytes_;
 }
 
-}  // namespace semmoe::engine
+}  // namespace semmoe::rendezvous

@@ -1,11 +1,11 @@
-#include "engine/parallel/kv_store.h"
+#include "common/rendezvous/kv_store.h"
 
 #include <thread>
 
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
 
-namespace semmoe::engine {
+namespace semmoe::rendezvous {
 namespace {
 
 TEST(KvStoreTest, SetReplacesAndTracksBytes) {
@@ -53,4 +53,4 @@ TEST(KvStoreTest, GetWaitsForAllKeysOrTimesOut) {
 }
 
 }  // namespace
-}  // namespace semmoe::engine
+}  // namespace semmoe::rendezvous

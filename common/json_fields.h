@@ -1,7 +1,7 @@
 // Typed, exception-free reads of JSON object fields for the model file parsers. Errors name the
 // file and the field ("config.json: hidden_size: expected an integer, got string").
-#ifndef SEMMOE_ENGINE_MODEL_JSON_FIELDS_H_
-#define SEMMOE_ENGINE_MODEL_JSON_FIELDS_H_
+#ifndef SEMMOE_COMMON_JSON_FIELDS_H_
+#define SEMMOE_COMMON_JSON_FIELDS_H_
 
 #include <cstdint>
 #include <optional>
@@ -12,7 +12,7 @@
 #include "absl/strings/string_view.h"
 #include "nlohmann/json.hpp"
 
-namespace semmoe::engine::model {
+namespace semmoe {
 
 // Parses `text` as JSON without exceptions; InvalidArgument "<what>: invalid JSON ..." on error.
 absl::StatusOr<nlohmann::json> ParseJson(absl::string_view text, absl::string_view what);
@@ -43,6 +43,6 @@ class JsonFields {
   std::string what_;
 };
 
-}  // namespace semmoe::engine::model
+}  // namespace semmoe
 
-#endif  // SEMMOE_ENGINE_MODEL_JSON_FIELDS_H_
+#endif  // SEMMOE_COMMON_JSON_FIELDS_H_

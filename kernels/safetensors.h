@@ -11,8 +11,8 @@
 // tensor. Nothing in a corrupted file can make a later View() read outside the mapping.
 //
 // Thread-safety: immutable after Open(); concurrent reads are safe.
-#ifndef SEMMOE_ENGINE_MODEL_SAFETENSORS_H_
-#define SEMMOE_ENGINE_MODEL_SAFETENSORS_H_
+#ifndef SEMMOE_KERNELS_SAFETENSORS_H_
+#define SEMMOE_KERNELS_SAFETENSORS_H_
 
 #include <cstdint>
 #include <map>
@@ -26,7 +26,7 @@
 #include "kernels/dtype.h"
 #include "kernels/tensor.h"
 
-namespace semmoe::engine::model {
+namespace semmoe::kernels {
 
 struct TensorInfo {
   std::string name;
@@ -117,6 +117,6 @@ class SafetensorsWriter {
   std::map<std::string, std::string> metadata_{{"format", "pt"}};
 };
 
-}  // namespace semmoe::engine::model
+}  // namespace semmoe::kernels
 
-#endif  // SEMMOE_ENGINE_MODEL_SAFETENSORS_H_
+#endif  // SEMMOE_KERNELS_SAFETENSORS_H_

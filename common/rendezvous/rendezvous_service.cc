@@ -1,4 +1,4 @@
-#include "engine/server/rendezvous_service.h"
+#include "common/rendezvous/rendezvous_service.h"
 
 #include <algorithm>
 #include <string>
@@ -7,7 +7,7 @@
 #include "absl/time/clock.h"
 #include "common/grpc_status.h"
 
-namespace semmoe::engine {
+namespace semmoe::rendezvous {
 namespace {
 
 // Waits are cut into slices so a cancelled call stops waiting promptly.
@@ -48,4 +48,4 @@ grpc::Status RendezvousService::Get(grpc::ServerContext* context, const GetReque
   return grpc::Status::OK;
 }
 
-}  // namespace semmoe::engine
+}  // namespace semmoe::rendezvous

@@ -1,0 +1,76 @@
+#include "engine/parallel/dispatch_plan.h"
+
+#include <algorithm>
+
+namespace semmoe::engine {
+
+DispatchPlan PlanDispatch(const planner::Placement& placement, int moe_index, int rank, int top_k,
+                          absl::Span<const int32_t> ids, absl::Span<const float> weights) {
+  const int g = placement.num_devices(), k = top_k;
+  const int64_t tokens = k > 0 ? static_cast<int64_t>(ids.size()) / k : 0;
+  DispatchPlan plan;
+  plan.served_elsewhere = placement.num_experts();
+  plan.top_k = k;
+  plan.send_rows.assign(g, 0);
+  plan.local_per_token.assign(tokens, 0);
+  plan.home_device.assign(tokens, 0);
+
+  std::vector<std::vector<int32_t>> to(g);
+  std::vector<int> sent(g), homes(g);
+  for (int64_t t = 0; t < tokens; ++t) {
+    std::fill(sent.begin(), sent.end(), 0);
+    std::fill(homes.begin(), homes.end(), 0);
+    for (int j = 0; j < k; ++j) {
+      const int e = ids[t * k + j];
+      const int d = placement.Serving(moe_index, e, rank);
+      if (sent[d]++ == 0) to[d].push_back(static_cast<int32_t>(t));
+      ++(d == rank ? plan.local_activations : plan.remote_activations);
+      plan.local_per_token[t] += d == rank;
+      ++homes[placement.Device(moe_index, e)];
+    }
+    plan.home_device[t] =
+        static_cast<int32_t>(std::max_element(homes.begin(), homes.end()) - homes.begin());
+  }
+
+  int64_t rows = 0;
+  for (int d = 0; d < g; ++d) rows += static_cast<int64_t>(to[d].size());
+  plan.send_index.reserve(rows);
+  plan.send_ids.reserve(rows * k);
+  plan.send_weights.reserve(rows * k);
+  for (int d = 0; d < g; ++d) {
+    plan.send_rows[d] = static_cast<int64_t>(to[d].size());
+    for (int32_t t : to[d]) {
+      plan.send_index.push_back(t);
+      for (int j = 0; j < k; ++j) {
+        const int32_t e = ids[t * k + j];
+        plan.send_ids.push_back(placement.Serving(moe_index, e, rank) == d ? e
+                                                                           : plan.served_elsewhere);
+        plan.send_weights.push_back(weights[t * k + j]);
+      }
+    }
+  }
+  return plan;
+}
+
+int64_t DispatchRowBytes(int hidden, int top_k) {
+  return int64_t{hidden} * 4 + int64_t{top_k} * (4 + 4);
+}
+
+int64_t CombineRowBytes(int hidden) { return int64_t{hidden} * 4; }
+
+void CountExchange(const DispatchPlan& plan, absl::Span<const int64_t> recv_rows, int rank,
+                   int hidden, MoeLayerCounters& counters) {
+  counters.tokens += static_cast<int64_t>(plan.local_per_token.size());
+  counters.local_activations += plan.local_activations;
+  counters.remote_activations += plan.remote_activations;
+  const int64_t dispatch = DispatchRowBytes(hidden, plan.top_k), combine = CombineRowBytes(hidden);
+  for (size_t r = 0; r < plan.send_rows.size(); ++r) {
+    if (static_cast<int>(r) == rank) continue;
+    counters.dispatch_bytes_sent += plan.send_rows[r] * dispatch;
+    counters.dispatch_bytes_received += recv_rows[r] * dispatch;
+    counters.combine_bytes_sent += recv_rows[r] * combine;
+    counters.combine_bytes_received += plan.send_rows[r] * combine;
+  }
+}
+
+}  // namespace semmoe::engine
