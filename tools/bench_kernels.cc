@@ -125,29 +125,67 @@ int main(int argc, char** argv) {
   float* logits = static_cast<float*>(Alloc(4 * tokens * experts));
   int32_t* ids = static_cast<int32_t*>(Alloc(4 * entries));
   float* weights = static_cast<float*>(Alloc(4 * entries));
-  bandwidth("router gating", "16384 tok x 128 experts, top-8", 4.0 * tokens * experts,
-            [&] { LaunchRouterGating(logits, tokens, experts, k, true, ids, weights, nullptr); });
+  bandwidth("router gating", "16384 tok x 128 experts, top-8", 4.0 * tokens * experts, [&] {
+    LaunchRouterGating({.logits = logits,
+                        .tokens = tokens,
+                        .experts = experts,
+                        .k = k,
+                        .renormalize = true,
+                        .ids = ids,
+                        .weights = weights},
+                       nullptr);
+  });
   int64_t* counts = static_cast<int64_t*>(Alloc(8 * experts));
   int64_t* offsets = static_cast<int64_t*>(Alloc(8 * (experts + 1)));
   int64_t* eop = static_cast<int64_t*>(Alloc(8 * entries));
   int64_t* poe = static_cast<int64_t*>(Alloc(8 * entries));
-  bandwidth(
-      "permute by expert", "131072 entries, 128 experts", 4.0 * entries + 16.0 * entries,
-      [&] { LaunchPermuteByExpert(ids, entries, experts, counts, offsets, eop, poe, nullptr); });
+  bandwidth("permute by expert", "131072 entries, 128 experts", 4.0 * entries + 16.0 * entries,
+            [&] {
+              LaunchPermuteByExpert({.ids = ids,
+                                     .entries = entries,
+                                     .experts = experts,
+                                     .counts = counts,
+                                     .offsets = offsets,
+                                     .entry_of_position = eop,
+                                     .position_of_entry = poe},
+                                    nullptr);
+            });
   const int64_t rows_small = 8192;  // Gather/combine on 8192 tokens × top-8 rows.
   float* x = static_cast<float*>(Alloc(4 * rows_small * hidden));
   float* y = static_cast<float*>(Alloc(4 * rows_small * k * hidden));
-  bandwidth("gather rows", "65536 rows x 4096", 2.0 * 4 * rows_small * k * hidden,
-            [&] { LaunchGatherRows(x, eop, rows_small * k, k, hidden, y, nullptr); });
+  bandwidth("gather rows", "65536 rows x 4096", 2.0 * 4 * rows_small * k * hidden, [&] {
+    LaunchGatherRows({.x = x,
+                      .entry_of_position = eop,
+                      .entries = rows_small * k,
+                      .k = k,
+                      .hidden = hidden,
+                      .y = y},
+                     nullptr);
+  });
   bandwidth("weighted combine", "8192 tok x top-8 x 4096",
-            4.0 * (rows_small * k + rows_small) * hidden,
-            [&] { LaunchCombineRows(y, weights, poe, rows_small, k, hidden, x, nullptr); });
+            4.0 * (rows_small * k + rows_small) * hidden, [&] {
+              LaunchCombineRows({.y = y,
+                                 .weights = weights,
+                                 .position_of_entry = poe,
+                                 .tokens = rows_small,
+                                 .k = k,
+                                 .hidden = hidden,
+                                 .out = x},
+                                nullptr);
+            });
   int32_t* order = static_cast<int32_t*>(Alloc(4 * rows_small));
   bandwidth("shuffle pack", "8192 rows x 4096", 2.0 * 4 * rows_small * hidden,
             [&] { LaunchShufflePack(x, order, rows_small, hidden, y, nullptr); });
   float* w = static_cast<float*>(Alloc(4 * hidden));
-  bandwidth("rmsnorm", "8192 x 4096", 2.0 * 4 * rows_small * hidden,
-            [&] { LaunchRmsNorm(x, rows_small, hidden, hidden, w, 1e-6f, nullptr); });
+  bandwidth("rmsnorm", "8192 x 4096", 2.0 * 4 * rows_small * hidden, [&] {
+    LaunchRmsNorm({.x = x,
+                   .rows = rows_small,
+                   .width = hidden,
+                   .row_stride = hidden,
+                   .weight = w,
+                   .eps = 1e-6f},
+                  nullptr);
+  });
   bandwidth("silu*mul", "8192 x 4096", 3.0 * 4 * rows_small * hidden,
             [&] { LaunchSiluMul(x, y, rows_small * hidden, nullptr); });
 

@@ -54,6 +54,13 @@ if [[ " ${BAZEL_FLAGS[*]} " == *" --config=nocuda "* ]]; then
     '@local_cuda//... + //kernels/cuda/... + //engine/gpu:cuda_backend + //engine/gpu:nccl_communicator'
 fi
 
+# Public CUDA launcher headers name CUDA's types through kernels/cuda/launch.h only.
+if grep -lE '^#include <(cuda|cublas|nccl|cuda_runtime)' kernels/cuda/*.h >/dev/null 2>&1; then
+  echo "layers: public kernels/cuda headers include CUDA headers:" \
+    "$(grep -lE '^#include <(cuda|cublas|nccl|cuda_runtime)' kernels/cuda/*.h | tr '\n' ' ')" >&2
+  failures=$((failures + 1))
+fi
+
 if ((failures > 0)); then
   echo "layers: $failures rule(s) broken (docs/ARCHITECTURE.md, Dependency rules)" >&2
   exit 1

@@ -1,5 +1,7 @@
 #include "engine/gpu/cuda_ops.h"
 
+#include <cuda_runtime_api.h>
+
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "kernels/cuda/cuda_status.h"
@@ -66,15 +68,26 @@ absl::Status CudaOps::Linear(const float* x, int64_t rows, const LinearView& w, 
 
 absl::Status CudaOps::RmsNorm(float* x, int64_t rows, int64_t width, int64_t stride,
                               const float* weight, float eps) {
-  CUDA_RETURN_IF_ERROR(kc::LaunchRmsNorm(x, rows, width, stride, weight, eps, stream_));
+  CUDA_RETURN_IF_ERROR(kc::LaunchRmsNorm(
+      {.x = x, .rows = rows, .width = width, .row_stride = stride, .weight = weight, .eps = eps},
+      stream_));
   return absl::OkStatus();
 }
 
 absl::Status CudaOps::QkNormRope(float* x, int64_t rows, int64_t stride, int heads, int head_dim,
                                  const float* norm, float eps, const int32_t* positions,
                                  const float* cos, const float* sin) {
-  CUDA_RETURN_IF_ERROR(kc::LaunchQkNormRope(x, rows, stride, heads, head_dim, norm, eps, positions,
-                                            cos, sin, stream_));
+  CUDA_RETURN_IF_ERROR(kc::LaunchQkNormRope({.x = x,
+                                             .rows = rows,
+                                             .row_stride = stride,
+                                             .heads = heads,
+                                             .head_dim = head_dim,
+                                             .norm_weight = norm,
+                                             .eps = eps,
+                                             .positions = positions,
+                                             .cos = cos,
+                                             .sin = sin},
+                                            stream_));
   return absl::OkStatus();
 }
 
@@ -106,48 +119,58 @@ absl::Status CudaOps::GatherRowsByIndex(const float* table, const int32_t* index
   return absl::OkStatus();
 }
 
-absl::Status CudaOps::StorePagedKv(const kernels::cpu::StorePagedKvArgs& a) {
-  CUDA_RETURN_IF_ERROR(
-      kc::LaunchStorePagedKv({a.rows, a.tokens, a.width, a.seq_of_token, a.position, a.page_table,
-                              a.max_pages, a.page_size, a.cache},
-                             stream_));
+absl::Status CudaOps::StorePagedKv(const kernels::StorePagedKvArgs& a) {
+  CUDA_RETURN_IF_ERROR(kc::LaunchStorePagedKv(a, stream_));
   return absl::OkStatus();
 }
 
-absl::Status CudaOps::PagedAttention(const kernels::cpu::PagedAttentionArgs& a) {
-  CUDA_RETURN_IF_ERROR(kc::LaunchPagedAttention(
-      {a.q, a.tokens, a.q_heads, a.kv_heads, a.head_dim, a.k_cache, a.v_cache, a.page_size,
-       a.page_table, a.max_pages, a.seq_of_token, a.position, a.scale, a.out},
-      stream_));
+absl::Status CudaOps::PagedAttention(const kernels::PagedAttentionArgs& a) {
+  CUDA_RETURN_IF_ERROR(kc::LaunchPagedAttention(a, stream_));
   return absl::OkStatus();
 }
 
-absl::Status CudaOps::RouterGating(const float* logits, int64_t tokens, int experts, int k,
-                                   bool renormalize, int32_t* ids, float* weights) {
-  CUDA_RETURN_IF_ERROR(
-      kc::LaunchRouterGating(logits, tokens, experts, k, renormalize, ids, weights, stream_));
+absl::Status CudaOps::RouterGating(const kernels::RouterGatingArgs& a) {
+  CUDA_RETURN_IF_ERROR(kc::LaunchRouterGating(a, stream_));
   return absl::OkStatus();
 }
 
 absl::Status CudaOps::PermuteByExpert(const int32_t* ids, int64_t entries, int experts,
                                       int64_t* counts, int64_t* offsets, int64_t* entry_of_position,
                                       int64_t* position_of_entry) {
-  CUDA_RETURN_IF_ERROR(kc::LaunchPermuteByExpert(ids, entries, experts, counts, offsets,
-                                                 entry_of_position, position_of_entry, stream_));
+  CUDA_RETURN_IF_ERROR(kc::LaunchPermuteByExpert({.ids = ids,
+                                                  .entries = entries,
+                                                  .experts = experts,
+                                                  .counts = counts,
+                                                  .offsets = offsets,
+                                                  .entry_of_position = entry_of_position,
+                                                  .position_of_entry = position_of_entry},
+                                                 stream_));
   return absl::OkStatus();
 }
 
 absl::Status CudaOps::GatherRows(const float* x, const int64_t* entry_of_position, int64_t entries,
                                  int k, int64_t hidden, float* y) {
-  CUDA_RETURN_IF_ERROR(kc::LaunchGatherRows(x, entry_of_position, entries, k, hidden, y, stream_));
+  CUDA_RETURN_IF_ERROR(kc::LaunchGatherRows({.x = x,
+                                             .entry_of_position = entry_of_position,
+                                             .entries = entries,
+                                             .k = k,
+                                             .hidden = hidden,
+                                             .y = y},
+                                            stream_));
   return absl::OkStatus();
 }
 
 absl::Status CudaOps::CombineRows(const float* y, const float* weights,
                                   const int64_t* position_of_entry, int64_t tokens, int k,
                                   int64_t hidden, float* out) {
-  CUDA_RETURN_IF_ERROR(
-      kc::LaunchCombineRows(y, weights, position_of_entry, tokens, k, hidden, out, stream_));
+  CUDA_RETURN_IF_ERROR(kc::LaunchCombineRows({.y = y,
+                                              .weights = weights,
+                                              .position_of_entry = position_of_entry,
+                                              .tokens = tokens,
+                                              .k = k,
+                                              .hidden = hidden,
+                                              .out = out},
+                                             stream_));
   return absl::OkStatus();
 }
 

@@ -31,8 +31,8 @@
 //   QkNormRope(x, rows, stride, heads, head_dim, norm or null, eps, positions, cos, sin)
 //   SiluMul(gate, up, n), AddInPlace(x, y, n), AddRowBias(x, rows, width, stride, bias),
 //   SigmoidGateAdd(out, y, gate, rows, width), GatherRowsByIndex(table, index, rows, width, out)
-//   StorePagedKv(kernels::cpu::StorePagedKvArgs), PagedAttention(kernels::cpu::PagedAttentionArgs)
-//   RouterGating(logits, tokens, experts, k, renormalize, ids, weights)
+//   StorePagedKv(kernels::StorePagedKvArgs), PagedAttention(kernels::PagedAttentionArgs)
+//   RouterGating(kernels::RouterGatingArgs)
 //   PermuteByExpert(ids, entries, experts, counts, offsets, entry_of_position, position_of_entry)
 //   GatherRows(x, entry_of_position, entries, k, hidden, y)
 //   CombineRows(y, weights, position_of_entry, tokens, k, hidden, out)
@@ -321,8 +321,13 @@ class ForwardRunner {
     const int experts = c_.num_experts, k = c_.top_k;
     const int64_t entries = tokens * k, inter = c_.moe_intermediate_size;
     RETURN_IF_ERROR(ops_.Linear(h_.data(), tokens, w.router, router_logits_.data()));
-    RETURN_IF_ERROR(ops_.RouterGating(router_logits_.data(), tokens, experts, k, c_.norm_topk_prob,
-                                      expert_ids_.data(), gate_weights_.data()));
+    RETURN_IF_ERROR(ops_.RouterGating({.logits = router_logits_.data(),
+                                       .tokens = tokens,
+                                       .experts = experts,
+                                       .k = k,
+                                       .renormalize = c_.norm_topk_prob,
+                                       .ids = expert_ids_.data(),
+                                       .weights = gate_weights_.data()}));
     if (ep_ != nullptr) {
       std::vector<int32_t> ids(entries);
       std::vector<float> weights(entries);

@@ -13,7 +13,7 @@
 namespace semmoe::engine::model {
 namespace {
 
-using kernels::cpu::RmsNormArgs;
+using kernels::RmsNormArgs;
 
 // RMSNorm of every row of `x` (a new matrix; x is left alone for the residual).
 Matrix Normed(const Matrix& x, const Vector& weight, float eps) {

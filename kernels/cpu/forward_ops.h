@@ -11,6 +11,8 @@
 
 #include <cstdint>
 
+#include "kernels/op_args.h"
+
 namespace semmoe::kernels::cpu {
 
 // table: [*, width]; index: [rows] valid row ids; out: [rows, width].
@@ -32,17 +34,6 @@ void ScatterAddRows(float* dst, const float* src, const int32_t* index, int64_t 
 // Row t of `rows` ([tokens, width]) goes to cache position position[t] of sequence
 // seq_of_token[t]: cache[page_table[seq · max_pages + position / page_size]][position %
 // page_size]. cache: [pages, page_size, width]. REQUIRES every page id in range.
-struct StorePagedKvArgs {
-  const float* rows;
-  int64_t tokens;
-  int64_t width;
-  const int32_t* seq_of_token;
-  const int32_t* position;
-  const int32_t* page_table;  // [sequences, max_pages].
-  int max_pages;
-  int page_size;
-  float* cache;
-};
 void StorePagedKv(const StorePagedKvArgs& args);
 
 }  // namespace semmoe::kernels::cpu

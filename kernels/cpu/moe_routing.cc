@@ -7,14 +7,18 @@
 
 namespace semmoe::kernels::cpu {
 
-void RouterGating(const float* logits, int64_t tokens, int experts, int k, bool renormalize,
-                  int32_t* ids, float* weights) {
+void RouterGating(const RouterGatingArgs& a) {
+  const float* logits = a.logits;
+  const int64_t tokens = a.tokens;
+  const int experts = a.experts, k = a.k;
+  int32_t* ids = a.ids;
+  float* weights = a.weights;
   std::vector<float> probs(experts);
   for (int64_t t = 0; t < tokens; ++t) {
     std::memcpy(probs.data(), logits + t * experts, sizeof(float) * experts);
     Softmax(absl::MakeSpan(probs));
     TopK(probs, k, ids + t * k, weights + t * k);
-    if (renormalize) {
+    if (a.renormalize) {
       float sum = 0;
       for (int j = 0; j < k; ++j) sum += weights[t * k + j];
       for (int j = 0; j < k; ++j) weights[t * k + j] /= sum;

@@ -13,11 +13,11 @@
 #include <cstdint>
 #include <vector>
 
+#include "kernels/op_args.h"
+
 namespace semmoe::kernels::cpu {
 
-// logits: [tokens, experts]; ids/weights: [tokens, k]. REQUIRES 0 < k <= experts.
-void RouterGating(const float* logits, int64_t tokens, int experts, int k, bool renormalize,
-                  int32_t* ids, float* weights);
+void RouterGating(const RouterGatingArgs& args);
 
 struct Permutation {
   std::vector<int64_t> offsets;  // [experts + 1]: expert e's rows are [offsets[e], offsets[e+1]).

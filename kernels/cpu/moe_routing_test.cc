@@ -14,12 +14,24 @@ TEST(MoeRoutingTest, GatingPicksTheTopKOfTheSoftmaxAndRenormalises) {
   const float logits[] = {0.0f, 2.0f, 1.0f, 2.0f};  // One token, 4 experts; a tie at 2.
   int32_t ids[2];
   float w[2];
-  RouterGating(logits, 1, 4, 2, /*renormalize=*/false, ids, w);
+  RouterGating({.logits = logits,
+                .tokens = 1,
+                .experts = 4,
+                .k = 2,
+                .renormalize = false,
+                .ids = ids,
+                .weights = w});
   EXPECT_EQ(ids[0], 1);  // Ties: lower id first.
   EXPECT_EQ(ids[1], 3);
   const float z = 1 + 2 * std::exp(2.0f) + std::exp(1.0f);
   EXPECT_NEAR(w[0], std::exp(2.0f) / z, 1e-6);
-  RouterGating(logits, 1, 4, 2, /*renormalize=*/true, ids, w);
+  RouterGating({.logits = logits,
+                .tokens = 1,
+                .experts = 4,
+                .k = 2,
+                .renormalize = true,
+                .ids = ids,
+                .weights = w});
   EXPECT_NEAR(w[0], 0.5f, 1e-6);
   EXPECT_NEAR(w[0] + w[1], 1.0f, 1e-6);
 }

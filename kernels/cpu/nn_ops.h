@@ -7,19 +7,12 @@
 #include <cstdint>
 
 #include "absl/types/span.h"
+#include "kernels/op_args.h"
 
 namespace semmoe::kernels::cpu {
 
 // x[r] = weight ⊙ x[r] / sqrt(mean(x[r]²) + eps) for each of `rows` rows of `width` floats (the
 // Hugging Face RMSNorm: statistics in f32, weight applied after normalising).
-struct RmsNormArgs {
-  float* x;
-  int64_t rows;
-  int64_t width;
-  int64_t row_stride;
-  const float* weight;  // [width]
-  float eps;
-};
 void RmsNorm(const RmsNormArgs& args);
 
 // Rotary position embedding, rotate-half convention (HF Llama/Qwen/Mixtral): for each row of

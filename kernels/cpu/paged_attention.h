@@ -7,22 +7,9 @@
 
 #include <cstdint>
 
-namespace semmoe::kernels::cpu {
+#include "kernels/op_args.h"
 
-struct PagedAttentionArgs {
-  const float* q;  // [tokens, q_heads, head_dim].
-  int64_t tokens;
-  int q_heads, kv_heads, head_dim;  // q_heads % kv_heads == 0.
-  const float* k_cache;             // [pages, page_size, kv_heads, head_dim].
-  const float* v_cache;             // Same shape.
-  int page_size;
-  const int32_t* page_table;  // [sequences, max_pages].
-  int max_pages;
-  const int32_t* seq_of_token;  // [tokens].
-  const int32_t* position;      // [tokens].
-  float scale;
-  float* out;  // [tokens, q_heads, head_dim].
-};
+namespace semmoe::kernels::cpu {
 
 void PagedAttention(const PagedAttentionArgs& args);
 

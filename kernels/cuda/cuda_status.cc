@@ -1,10 +1,13 @@
 #include "kernels/cuda/cuda_status.h"
 
+#include <cuda_runtime_api.h>
+
 #include "absl/strings/str_cat.h"
 
 namespace semmoe::kernels::cuda {
 
-absl::Status CudaStatus(cudaError_t error, const char* call, const char* file, int line) {
+absl::Status CudaStatus(CudaError code, const char* call, const char* file, int line) {
+  const cudaError_t error = static_cast<cudaError_t>(code);
   if (error == cudaSuccess) return absl::OkStatus();
   const std::string message =
       absl::StrCat(call, " failed at ", file, ":", line, ": ", cudaGetErrorName(error), " (",

@@ -1,6 +1,8 @@
 // Runs everywhere (no `gpu` tag): the error mapping needs no device.
 #include "kernels/cuda/cuda_status.h"
 
+#include <cuda_runtime_api.h>
+
 #include "gtest/gtest.h"
 
 namespace semmoe::kernels::cuda {

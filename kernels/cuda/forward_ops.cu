@@ -62,41 +62,41 @@ __global__ void StorePagedKvKernel(StorePagedKvArgs a) {
 
 }  // namespace
 
-cudaError_t LaunchGatherRowsByIndex(const float* table, const int32_t* index, int64_t rows,
-                                    int64_t width, float* out, cudaStream_t stream) {
+CudaError LaunchGatherRowsByIndex(const float* table, const int32_t* index, int64_t rows,
+                                  int64_t width, float* out, Stream stream) {
   if (rows <= 0 || width <= 0) return cudaSuccess;
   GatherRowsByIndexKernel<<<Blocks(rows), kThreads, 0, stream>>>(table, index, rows, width, out);
   return cudaGetLastError();
 }
 
-cudaError_t LaunchAddRowBias(float* x, int64_t rows, int64_t width, int64_t row_stride,
-                             const float* bias, cudaStream_t stream) {
+CudaError LaunchAddRowBias(float* x, int64_t rows, int64_t width, int64_t row_stride,
+                           const float* bias, Stream stream) {
   if (rows <= 0 || width <= 0) return cudaSuccess;
   AddRowBiasKernel<<<Blocks(rows), kThreads, 0, stream>>>(x, rows, width, row_stride, bias);
   return cudaGetLastError();
 }
 
-cudaError_t LaunchAddInPlace(float* x, const float* y, int64_t n, cudaStream_t stream) {
+CudaError LaunchAddInPlace(float* x, const float* y, int64_t n, Stream stream) {
   if (n <= 0) return cudaSuccess;
   AddInPlaceKernel<<<Blocks((n + kThreads - 1) / kThreads), kThreads, 0, stream>>>(x, y, n);
   return cudaGetLastError();
 }
 
-cudaError_t LaunchSigmoidGateAdd(float* out, const float* y, const float* gate, int64_t rows,
-                                 int64_t width, cudaStream_t stream) {
+CudaError LaunchSigmoidGateAdd(float* out, const float* y, const float* gate, int64_t rows,
+                               int64_t width, Stream stream) {
   if (rows <= 0 || width <= 0) return cudaSuccess;
   SigmoidGateAddKernel<<<Blocks(rows), kThreads, 0, stream>>>(out, y, gate, rows, width);
   return cudaGetLastError();
 }
 
-cudaError_t LaunchScatterAddRows(float* dst, const float* src, const int32_t* index, int64_t rows,
-                                 int64_t width, cudaStream_t stream) {
+CudaError LaunchScatterAddRows(float* dst, const float* src, const int32_t* index, int64_t rows,
+                               int64_t width, Stream stream) {
   if (rows <= 0 || width <= 0) return cudaSuccess;
   ScatterAddRowsKernel<<<Blocks(rows), kThreads, 0, stream>>>(dst, src, index, rows, width);
   return cudaGetLastError();
 }
 
-cudaError_t LaunchStorePagedKv(const StorePagedKvArgs& args, cudaStream_t stream) {
+CudaError LaunchStorePagedKv(const StorePagedKvArgs& args, Stream stream) {
   if (args.page_size <= 0 || args.max_pages < 0) return cudaErrorInvalidValue;
   if (args.tokens <= 0 || args.width <= 0) return cudaSuccess;
   StorePagedKvKernel<<<Blocks(args.tokens), kThreads, 0, stream>>>(args);

@@ -2,6 +2,8 @@
 // Needs a GPU (tag gpu).
 #include "kernels/cuda/forward_ops.h"
 
+#include <cuda_runtime_api.h>
+
 #include <algorithm>
 #include <numeric>
 #include <random>

@@ -61,7 +61,7 @@ int Blocks(int64_t work) {
 
 }  // namespace
 
-cudaError_t LaunchGroupedSwiGlu(const GroupedSwiGluArgs& args, cudaStream_t stream) {
+CudaError LaunchGroupedSwiGlu(const GroupedSwiGluArgs& args, Stream stream) {
   if (args.experts <= 0 || args.hidden < 0 || args.inter < 0) return cudaErrorInvalidValue;
   if (args.rows <= 0 || args.hidden == 0) return cudaSuccess;
   ActKernel<<<Blocks(args.rows * args.inter), kThreads, 0, stream>>>(args);

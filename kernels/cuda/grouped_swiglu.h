@@ -6,9 +6,9 @@
 #ifndef SEMMOE_KERNELS_CUDA_GROUPED_SWIGLU_H_
 #define SEMMOE_KERNELS_CUDA_GROUPED_SWIGLU_H_
 
-#include <cuda_runtime_api.h>
-
 #include <cstdint>
+
+#include "kernels/cuda/launch.h"
 
 namespace semmoe::kernels::cuda {
 
@@ -25,13 +25,13 @@ struct GroupedSwiGluArgs {
   float* out;            // [rows, hidden] f32.
 };
 
-cudaError_t LaunchGroupedSwiGlu(const GroupedSwiGluArgs& args, cudaStream_t stream);
+CudaError LaunchGroupedSwiGlu(const GroupedSwiGluArgs& args, Stream stream);
 
 // The same on tensor cores (WMMA bf16 fragments, f32 accumulation): 16-row tiles within each
 // expert's rows, 4 warps per 16 × 64 output block, operands staged through shared memory. The
 // activation is rounded to bf16 before the down projection, so it matches the CPU reference run
 // with `bf16_activation` (up to f32 summation order). `act` as above.
-cudaError_t LaunchGroupedSwiGluTensorCore(const GroupedSwiGluArgs& args, cudaStream_t stream);
+CudaError LaunchGroupedSwiGluTensorCore(const GroupedSwiGluArgs& args, Stream stream);
 
 }  // namespace semmoe::kernels::cuda
 

@@ -135,7 +135,7 @@ unsigned Blocks(int64_t n) { return static_cast<unsigned>((n + kColumns - 1) / k
 
 }  // namespace
 
-cudaError_t LaunchGroupedSwiGluTensorCore(const GroupedSwiGluArgs& args, cudaStream_t stream) {
+CudaError LaunchGroupedSwiGluTensorCore(const GroupedSwiGluArgs& args, Stream stream) {
   if (args.experts <= 0 || args.hidden < 0 || args.inter < 0) return cudaErrorInvalidValue;
   if (args.rows <= 0 || args.hidden == 0) return cudaSuccess;
   // An upper bound on the row tiles: each expert's range adds at most one partial tile.

@@ -3,6 +3,8 @@
 // rows in all. Needs a GPU (tag gpu).
 #include "kernels/cuda/grouped_swiglu.h"
 
+#include <cuda_runtime_api.h>
+
 #include <algorithm>
 #include <cmath>
 #include <random>

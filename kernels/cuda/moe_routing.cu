@@ -1,6 +1,6 @@
-#include "kernels/cuda/moe_routing.h"
-
 #include <cfloat>
+
+#include "kernels/cuda/moe_routing.h"
 
 namespace semmoe::kernels::cuda {
 namespace {
@@ -110,8 +110,9 @@ __global__ void PlaceKernel(const int32_t* __restrict__ ids, int64_t entries, in
   }
 }
 
-__global__ void GatherKernel(const float* __restrict__ x, const int64_t* __restrict__ entry_of_position,
-                             int64_t entries, int k, int64_t hidden, float* __restrict__ y) {
+__global__ void GatherKernel(const float* __restrict__ x,
+                             const int64_t* __restrict__ entry_of_position, int64_t entries, int k,
+                             int64_t hidden, float* __restrict__ y) {
   const int64_t total = entries * hidden;
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < total;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
@@ -130,7 +131,8 @@ __global__ void CombineKernel(const float* __restrict__ y, const float* __restri
     float sum = 0.0f;
     for (int j = 0; j < k; ++j) {
       // Separate multiply and add, in slot order, as the CPU reference computes them.
-      sum = __fadd_rn(sum, __fmul_rn(weights[t * k + j], y[position_of_entry[t * k + j] * hidden + h]));
+      sum = __fadd_rn(sum,
+                      __fmul_rn(weights[t * k + j], y[position_of_entry[t * k + j] * hidden + h]));
     }
     out[i] = sum;
   }
@@ -152,21 +154,30 @@ __global__ void PackKernel(const float* __restrict__ src, const int32_t* __restr
 
 }  // namespace
 
-cudaError_t LaunchRouterGating(const float* logits, int64_t tokens, int experts, int k,
-                               bool renormalize, int32_t* ids, float* weights,
-                               cudaStream_t stream) {
+CudaError LaunchRouterGating(const RouterGatingArgs& a, Stream stream) {
+  const float* logits = a.logits;
+  const int64_t tokens = a.tokens;
+  const int experts = a.experts, k = a.k;
+  const bool renormalize = a.renormalize;
+  int32_t* ids = a.ids;
+  float* weights = a.weights;
   if (experts <= 0 || experts > kMaxExperts || k <= 0 || k > experts || k > 32) {
     return cudaErrorInvalidValue;
   }
   if (tokens <= 0) return cudaSuccess;
   GatingKernel<<<Blocks(tokens, 1), 32, 0, stream>>>(logits, tokens, experts, k, renormalize, ids,
-                                                      weights);
+                                                     weights);
   return cudaGetLastError();
 }
 
-cudaError_t LaunchPermuteByExpert(const int32_t* ids, int64_t entries, int experts,
-                                  int64_t* counts, int64_t* offsets, int64_t* entry_of_position,
-                                  int64_t* position_of_entry, cudaStream_t stream) {
+CudaError LaunchPermuteByExpert(const PermuteByExpertArgs& a, Stream stream) {
+  const int32_t* ids = a.ids;
+  const int64_t entries = a.entries;
+  const int experts = a.experts;
+  int64_t* counts = a.counts;
+  int64_t* offsets = a.offsets;
+  int64_t* entry_of_position = a.entry_of_position;
+  int64_t* position_of_entry = a.position_of_entry;
   if (experts <= 0) return cudaErrorInvalidValue;
   CountKernel<<<experts, 32, 0, stream>>>(ids, entries, experts, counts);
   ScanKernel<<<1, 1, 0, stream>>>(counts, experts, offsets);
@@ -177,35 +188,42 @@ cudaError_t LaunchPermuteByExpert(const int32_t* ids, int64_t entries, int exper
   return cudaGetLastError();
 }
 
-cudaError_t LaunchGatherRows(const float* x, const int64_t* entry_of_position, int64_t entries,
-                             int k, int64_t hidden, float* y, cudaStream_t stream) {
+CudaError LaunchGatherRows(const GatherRowsArgs& a, Stream stream) {
+  const float* x = a.x;
+  const int64_t* entry_of_position = a.entry_of_position;
+  const int64_t entries = a.entries, hidden = a.hidden;
+  const int k = a.k;
+  float* y = a.y;
   if (entries * hidden <= 0) return cudaSuccess;
-  GatherKernel<<<Blocks(entries * hidden, 256), 256, 0, stream>>>(x, entry_of_position, entries,
-                                                                  k, hidden, y);
+  GatherKernel<<<Blocks(entries * hidden, 256), 256, 0, stream>>>(x, entry_of_position, entries, k,
+                                                                  hidden, y);
   return cudaGetLastError();
 }
 
-cudaError_t LaunchCombineRows(const float* y, const float* weights,
-                              const int64_t* position_of_entry, int64_t tokens, int k,
-                              int64_t hidden, float* out, cudaStream_t stream) {
+CudaError LaunchCombineRows(const CombineRowsArgs& a, Stream stream) {
+  const float* y = a.y;
+  const float* weights = a.weights;
+  const int64_t* position_of_entry = a.position_of_entry;
+  const int64_t tokens = a.tokens, hidden = a.hidden;
+  const int k = a.k;
+  float* out = a.out;
   if (tokens * hidden <= 0) return cudaSuccess;
   CombineKernel<<<Blocks(tokens * hidden, 256), 256, 0, stream>>>(y, weights, position_of_entry,
                                                                   tokens, k, hidden, out);
   return cudaGetLastError();
 }
 
-cudaError_t LaunchShufflePack(const float* x, const int32_t* order, int64_t rows, int64_t hidden,
-                              float* packed, cudaStream_t stream) {
+CudaError LaunchShufflePack(const float* x, const int32_t* order, int64_t rows, int64_t hidden,
+                            float* packed, Stream stream) {
   if (rows * hidden <= 0) return cudaSuccess;
   PackKernel<<<Blocks(rows * hidden, 256), 256, 0, stream>>>(x, order, rows, hidden, packed, true);
   return cudaGetLastError();
 }
 
-cudaError_t LaunchShuffleUnpack(const float* packed, const int32_t* order, int64_t rows,
-                                int64_t hidden, float* x, cudaStream_t stream) {
+CudaError LaunchShuffleUnpack(const float* packed, const int32_t* order, int64_t rows,
+                              int64_t hidden, float* x, Stream stream) {
   if (rows * hidden <= 0) return cudaSuccess;
-  PackKernel<<<Blocks(rows * hidden, 256), 256, 0, stream>>>(packed, order, rows, hidden, x,
-                                                             false);
+  PackKernel<<<Blocks(rows * hidden, 256), 256, 0, stream>>>(packed, order, rows, hidden, x, false);
   return cudaGetLastError();
 }
 

@@ -2,6 +2,8 @@
 // ragged ones (experts nobody chose, zero tokens). Needs a GPU (tag gpu).
 #include "kernels/cuda/moe_routing.h"
 
+#include <cuda_runtime_api.h>
+
 #include <algorithm>
 #include <cmath>
 #include <numeric>
@@ -60,12 +62,23 @@ TEST(MoeRoutingTest, GatingMatchesTheCpu) {
           for (float& v : logits) v = normal(rng);
           std::vector<int32_t> want_ids(tokens * k);
           std::vector<float> want_w(tokens * k);
-          cpu::RouterGating(logits.data(), tokens, experts, k, renormalize, want_ids.data(),
-                            want_w.data());
+          cpu::RouterGating({.logits = logits.data(),
+                             .tokens = tokens,
+                             .experts = experts,
+                             .k = k,
+                             .renormalize = renormalize,
+                             .ids = want_ids.data(),
+                             .weights = want_w.data()});
           Device<float> d_logits(logits), d_w(tokens * k);
           Device<int32_t> d_ids(tokens * k);
-          ASSERT_EQ(LaunchRouterGating(d_logits.get(), tokens, experts, k, renormalize, d_ids.get(),
-                                       d_w.get(), nullptr),
+          ASSERT_EQ(LaunchRouterGating({.logits = d_logits.get(),
+                                        .tokens = tokens,
+                                        .experts = experts,
+                                        .k = k,
+                                        .renormalize = renormalize,
+                                        .ids = d_ids.get(),
+                                        .weights = d_w.get()},
+                                       nullptr),
                     cudaSuccess);
           ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
           const std::vector<int32_t> ids = d_ids.Host();
@@ -79,7 +92,7 @@ TEST(MoeRoutingTest, GatingMatchesTheCpu) {
       }
     }
   }
-  EXPECT_EQ(LaunchRouterGating(nullptr, 1, 2000, 2, false, nullptr, nullptr, nullptr),
+  EXPECT_EQ(LaunchRouterGating({.tokens = 1, .experts = 2000, .k = 2}, nullptr),
             cudaErrorInvalidValue);
 }
 
@@ -98,8 +111,14 @@ TEST(MoeRoutingTest, PermuteGatherCombineMatchTheCpu) {
           const cpu::Permutation want = cpu::PermuteByExpert(ids.data(), entries, experts);
           Device<int32_t> d_ids(ids);
           Device<int64_t> counts(experts), offsets(experts + 1), eop(entries), poe(entries);
-          ASSERT_EQ(LaunchPermuteByExpert(d_ids.get(), entries, experts, counts.get(),
-                                          offsets.get(), eop.get(), poe.get(), nullptr),
+          ASSERT_EQ(LaunchPermuteByExpert({.ids = d_ids.get(),
+                                           .entries = entries,
+                                           .experts = experts,
+                                           .counts = counts.get(),
+                                           .offsets = offsets.get(),
+                                           .entry_of_position = eop.get(),
+                                           .position_of_entry = poe.get()},
+                                          nullptr),
                     cudaSuccess);
           ASSERT_EQ(offsets.Host(), want.offsets);
           ASSERT_EQ(eop.Host(), want.entry_of_position);
@@ -111,13 +130,25 @@ TEST(MoeRoutingTest, PermuteGatherCombineMatchTheCpu) {
           std::vector<float> want_y(entries * hidden), want_out(tokens * hidden);
           cpu::GatherRows(x.data(), want, k, hidden, want_y.data());
           Device<float> d_x(x), d_y(entries * hidden), d_w(weights), d_out(tokens * hidden);
-          ASSERT_EQ(LaunchGatherRows(d_x.get(), eop.get(), entries, k, hidden, d_y.get(), nullptr),
+          ASSERT_EQ(LaunchGatherRows({.x = d_x.get(),
+                                      .entry_of_position = eop.get(),
+                                      .entries = entries,
+                                      .k = k,
+                                      .hidden = hidden,
+                                      .y = d_y.get()},
+                                     nullptr),
                     cudaSuccess);
           ASSERT_EQ(d_y.Host(), want_y);  // A copy: exact.
           // Experts as the identity: combine weighs the gathered rows back.
           cpu::CombineRows(want_y.data(), weights.data(), want, tokens, k, hidden, want_out.data());
-          ASSERT_EQ(LaunchCombineRows(d_y.get(), d_w.get(), poe.get(), tokens, k, hidden,
-                                      d_out.get(), nullptr),
+          ASSERT_EQ(LaunchCombineRows({.y = d_y.get(),
+                                       .weights = d_w.get(),
+                                       .position_of_entry = poe.get(),
+                                       .tokens = tokens,
+                                       .k = k,
+                                       .hidden = hidden,
+                                       .out = d_out.get()},
+                                      nullptr),
                     cudaSuccess);
           const std::vector<float> out = d_out.Host();
           testing::ErrorReport::Add("combine_rows", out, want_out);

@@ -68,22 +68,29 @@ __global__ void SiluMulKernel(float* gate, const float* __restrict__ up, int64_t
   }
 }
 
-int Blocks(int64_t work) {
-  return static_cast<int>(work < 65535 ? (work > 0 ? work : 1) : 65535);
-}
+int Blocks(int64_t work) { return static_cast<int>(work < 65535 ? (work > 0 ? work : 1) : 65535); }
 
 }  // namespace
 
-cudaError_t LaunchRmsNorm(float* x, int64_t rows, int64_t width, int64_t row_stride,
-                          const float* weight, float eps, cudaStream_t stream) {
+CudaError LaunchRmsNorm(const RmsNormArgs& a, Stream stream) {
+  float* x = a.x;
+  const int64_t rows = a.rows, width = a.width, row_stride = a.row_stride;
+  const float* weight = a.weight;
+  const float eps = a.eps;
   if (rows <= 0 || width <= 0) return cudaSuccess;
   RmsNormKernel<<<Blocks(rows), kThreads, 0, stream>>>(x, rows, width, row_stride, weight, eps);
   return cudaGetLastError();
 }
 
-cudaError_t LaunchQkNormRope(float* x, int64_t rows, int64_t row_stride, int heads, int head_dim,
-                             const float* norm_weight, float eps, const int32_t* positions,
-                             const float* cos, const float* sin, cudaStream_t stream) {
+CudaError LaunchQkNormRope(const QkNormRopeArgs& a, Stream stream) {
+  float* x = a.x;
+  const int64_t rows = a.rows, row_stride = a.row_stride;
+  const int heads = a.heads, head_dim = a.head_dim;
+  const float* norm_weight = a.norm_weight;
+  const float eps = a.eps;
+  const int32_t* positions = a.positions;
+  const float* cos = a.cos;
+  const float* sin = a.sin;
   if (head_dim % 2 != 0) return cudaErrorInvalidValue;
   if (rows <= 0 || heads <= 0 || head_dim <= 0) return cudaSuccess;
   QkNormRopeKernel<<<Blocks(rows), kThreads, 0, stream>>>(x, rows, row_stride, heads, head_dim,
@@ -91,7 +98,7 @@ cudaError_t LaunchQkNormRope(float* x, int64_t rows, int64_t row_stride, int hea
   return cudaGetLastError();
 }
 
-cudaError_t LaunchSiluMul(float* gate, const float* up, int64_t n, cudaStream_t stream) {
+CudaError LaunchSiluMul(float* gate, const float* up, int64_t n, Stream stream) {
   if (n <= 0) return cudaSuccess;
   SiluMulKernel<<<Blocks((n + kThreads - 1) / kThreads), kThreads, 0, stream>>>(gate, up, n);
   return cudaGetLastError();

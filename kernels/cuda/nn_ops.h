@@ -4,25 +4,23 @@
 #ifndef SEMMOE_KERNELS_CUDA_NN_OPS_H_
 #define SEMMOE_KERNELS_CUDA_NN_OPS_H_
 
-#include <cuda_runtime_api.h>
-
 #include <cstdint>
+
+#include "kernels/cuda/launch.h"
+#include "kernels/op_args.h"
 
 namespace semmoe::kernels::cuda {
 
 // x[r] = weight ⊙ x[r] / sqrt(mean(x[r]²) + eps), one block per row.
-cudaError_t LaunchRmsNorm(float* x, int64_t rows, int64_t width, int64_t row_stride,
-                          const float* weight, float eps, cudaStream_t stream);
+CudaError LaunchRmsNorm(const RmsNormArgs& args, Stream stream);
 
 // Per row at positions[r], per head: optional RMSNorm over head_dim with `norm_weight` (Qwen3's
 // q_norm/k_norm; null: none), then rotary embedding, rotate-half convention, from cos/sin tables
 // [max_position, head_dim/2] (kernels/cpu RopeTables). One block per row.
-cudaError_t LaunchQkNormRope(float* x, int64_t rows, int64_t row_stride, int heads, int head_dim,
-                             const float* norm_weight, float eps, const int32_t* positions,
-                             const float* cos, const float* sin, cudaStream_t stream);
+CudaError LaunchQkNormRope(const QkNormRopeArgs& args, Stream stream);
 
 // gate[i] = silu(gate[i]) · up[i].
-cudaError_t LaunchSiluMul(float* gate, const float* up, int64_t n, cudaStream_t stream);
+CudaError LaunchSiluMul(float* gate, const float* up, int64_t n, Stream stream);
 
 }  // namespace semmoe::kernels::cuda
 

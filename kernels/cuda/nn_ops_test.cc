@@ -2,6 +2,8 @@
 // Needs a GPU (tag gpu).
 #include "kernels/cuda/nn_ops.h"
 
+#include <cuda_runtime_api.h>
+
 #include <algorithm>
 #include <cmath>
 #include <random>
@@ -49,7 +51,14 @@ TEST_F(NnOpsTest, RmsNorm) {
       cpu::RmsNorm({want.data(), rows, width, stride, w.data(), 1e-6f});
       float* d_x = ToDevice(x);
       float* d_w = ToDevice(w);
-      ASSERT_EQ(LaunchRmsNorm(d_x, rows, width, stride, d_w, 1e-6f, nullptr), cudaSuccess);
+      ASSERT_EQ(LaunchRmsNorm({.x = d_x,
+                               .rows = rows,
+                               .width = width,
+                               .row_stride = stride,
+                               .weight = d_w,
+                               .eps = 1e-6f},
+                              nullptr),
+                cudaSuccess);
       ExpectNear("rms_norm", ToHost(d_x, x.size()), want, 1e-5f);
       cudaFree(d_x);
       cudaFree(d_w);
@@ -84,8 +93,17 @@ TEST_F(NnOpsTest, QkNormRopeIsRmsNormPerHeadThenRope) {
           int32_t* d_pos = ToDevice(positions);
           float* d_cos = ToDevice(cos);
           float* d_sin = ToDevice(sin);
-          ASSERT_EQ(LaunchQkNormRope(d_x, rows, stride, heads, head_dim, norm ? d_w : nullptr,
-                                     1e-6f, d_pos, d_cos, d_sin, nullptr),
+          ASSERT_EQ(LaunchQkNormRope({.x = d_x,
+                                      .rows = rows,
+                                      .row_stride = stride,
+                                      .heads = heads,
+                                      .head_dim = head_dim,
+                                      .norm_weight = norm ? d_w : nullptr,
+                                      .eps = 1e-6f,
+                                      .positions = d_pos,
+                                      .cos = d_cos,
+                                      .sin = d_sin},
+                                     nullptr),
                     cudaSuccess);
           ExpectNear("qk_norm_rope", ToHost(d_x, x.size()), want, 1e-5f);
           for (void* p :

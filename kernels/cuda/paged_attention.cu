@@ -1,6 +1,6 @@
-#include "kernels/cuda/paged_attention.h"
-
 #include <cfloat>
+
+#include "kernels/cuda/paged_attention.h"
 
 namespace semmoe::kernels::cuda {
 namespace {
@@ -27,7 +27,8 @@ __global__ void PagedAttentionKernel(PagedAttentionArgs a) {
   const int32_t* pages = a.page_table + static_cast<int64_t>(a.seq_of_token[t]) * a.max_pages;
   float m = -FLT_MAX, l = 0.0f;
   for (int p = 0; p <= a.position[t]; ++p) {
-    const int64_t slot = static_cast<int64_t>(pages[p / a.page_size]) * a.page_size + p % a.page_size;
+    const int64_t slot =
+        static_cast<int64_t>(pages[p / a.page_size]) * a.page_size + p % a.page_size;
     const int64_t base = (slot * a.kv_heads + kv_head) * a.head_dim;
     float s = 0.0f;
     for (int i = 0; i < per_lane; ++i) s += q[i] * a.k_cache[base + lane + 32 * i];
@@ -47,7 +48,7 @@ __global__ void PagedAttentionKernel(PagedAttentionArgs a) {
 
 }  // namespace
 
-cudaError_t LaunchPagedAttention(const PagedAttentionArgs& a, cudaStream_t stream) {
+CudaError LaunchPagedAttention(const PagedAttentionArgs& a, Stream stream) {
   if (a.q_heads <= 0 || a.kv_heads <= 0 || a.q_heads % a.kv_heads != 0 || a.head_dim % 32 != 0 ||
       a.head_dim <= 0 || a.head_dim > 32 * kMaxPerLane || a.page_size <= 0) {
     return cudaErrorInvalidValue;

@@ -3,6 +3,8 @@
 // scattered in the cache, sequences of different lengths. Needs a GPU (tag gpu).
 #include "kernels/cuda/paged_attention.h"
 
+#include <cuda_runtime_api.h>
+
 #include <algorithm>
 #include <cmath>
 #include <numeric>

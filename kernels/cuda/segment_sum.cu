@@ -15,7 +15,7 @@ __global__ void SegmentSumKernel(const float* __restrict__ in, int segments, int
 
 }  // namespace
 
-cudaError_t LaunchSegmentSum(const SegmentSumArgs& args, cudaStream_t stream) {
+CudaError LaunchSegmentSum(const SegmentSumArgs& args, Stream stream) {
   if (args.n <= 0) return cudaSuccess;
   constexpr int kThreads = 256;
   const int64_t wanted = (args.n + kThreads - 1) / kThreads;

@@ -4,9 +4,9 @@
 #ifndef SEMMOE_KERNELS_CUDA_SEGMENT_SUM_H_
 #define SEMMOE_KERNELS_CUDA_SEGMENT_SUM_H_
 
-#include <cuda_runtime_api.h>
-
 #include <cstdint>
+
+#include "kernels/cuda/launch.h"
 
 namespace semmoe::kernels::cuda {
 
@@ -18,7 +18,7 @@ struct SegmentSumArgs {
 };
 
 // Enqueues on `stream`; returns the launch error (no synchronisation).
-cudaError_t LaunchSegmentSum(const SegmentSumArgs& args, cudaStream_t stream);
+CudaError LaunchSegmentSum(const SegmentSumArgs& args, Stream stream);
 
 }  // namespace semmoe::kernels::cuda
 

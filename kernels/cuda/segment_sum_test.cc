@@ -1,5 +1,7 @@
 #include "kernels/cuda/segment_sum.h"
 
+#include <cuda_runtime_api.h>
+
 #include <cmath>
 #include <random>
 #include <vector>

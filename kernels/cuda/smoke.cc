@@ -1,5 +1,7 @@
 #include "kernels/cuda/smoke.h"
 
+#include <cuda_runtime_api.h>
+
 #include <memory>
 
 #include "absl/strings/str_cat.h"

@@ -13,7 +13,7 @@ __global__ void SaxpyKernel(float a, const float* __restrict__ x, float* __restr
 
 }  // namespace
 
-cudaError_t LaunchSaxpy(const SaxpyArgs& args, cudaStream_t stream) {
+CudaError LaunchSaxpy(const SaxpyArgs& args, Stream stream) {
   if (args.n <= 0) return cudaSuccess;
   constexpr int kThreads = 256;
   const int64_t wanted = (args.n + kThreads - 1) / kThreads;

@@ -2,9 +2,9 @@
 #ifndef SEMMOE_KERNELS_CUDA_SMOKE_KERNELS_H_
 #define SEMMOE_KERNELS_CUDA_SMOKE_KERNELS_H_
 
-#include <cuda_runtime_api.h>
-
 #include <cstdint>
+
+#include "kernels/cuda/launch.h"
 
 namespace semmoe::kernels::cuda {
 
@@ -16,7 +16,7 @@ struct SaxpyArgs {
 };
 
 // Enqueues the kernel on `stream`; returns the launch error (no synchronisation).
-cudaError_t LaunchSaxpy(const SaxpyArgs& args, cudaStream_t stream);
+CudaError LaunchSaxpy(const SaxpyArgs& args, Stream stream);
 
 }  // namespace semmoe::kernels::cuda
 

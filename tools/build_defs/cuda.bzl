@@ -23,6 +23,9 @@ NVCC_FLAGS = [
 
 _INCOMPATIBLE = ["@local_cuda//:missing"]
 
+# Headers every .cu may include beyond its own: nvcc runs in a genrule, which sees only its srcs.
+_COMMON_HDRS = ["//kernels/cuda:launch.h", "//kernels:op_args.h"]
+
 def if_cuda(if_true, if_false = []):
     """`if_true` where this build has the CUDA toolkit, else `if_false` (e.g. deps of a binary)."""
     return if_true if CUDA_AVAILABLE else if_false
@@ -57,7 +60,8 @@ def cuda_library(name, srcs, hdrs = [], deps = [], copts = [], visibility = None
         obj = "_objs_cuda/%s/%s.o" % (name, src[:-len(".cu")])
         native.genrule(
             name = "%s_%s_nvcc" % (name, src[:-len(".cu")].replace("/", "_")),
-            srcs = [src] + hdrs,
+            # The headers every launcher includes (CUDA-free types and argument structs).
+            srcs = [src] + hdrs + _COMMON_HDRS,
             outs = [obj],
             cmd = " ".join([NVCC] + NVCC_FLAGS + copts + [
                 "-I.",

@@ -65,19 +65,18 @@ absl::Status CpuOps::GatherRowsByIndex(const float* table, const int32_t* index,
   return absl::OkStatus();
 }
 
-absl::Status CpuOps::StorePagedKv(const kernels::cpu::StorePagedKvArgs& a) {
+absl::Status CpuOps::StorePagedKv(const kernels::StorePagedKvArgs& a) {
   kernels::cpu::StorePagedKv(a);
   return absl::OkStatus();
 }
 
-absl::Status CpuOps::PagedAttention(const kernels::cpu::PagedAttentionArgs& a) {
+absl::Status CpuOps::PagedAttention(const kernels::PagedAttentionArgs& a) {
   kernels::cpu::PagedAttention(a);
   return absl::OkStatus();
 }
 
-absl::Status CpuOps::RouterGating(const float* logits, int64_t tokens, int experts, int k,
-                                  bool renormalize, int32_t* ids, float* weights) {
-  kernels::cpu::RouterGating(logits, tokens, experts, k, renormalize, ids, weights);
+absl::Status CpuOps::RouterGating(const kernels::RouterGatingArgs& a) {
+  kernels::cpu::RouterGating(a);
   return absl::OkStatus();
 }
 

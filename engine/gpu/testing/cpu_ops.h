@@ -65,10 +65,9 @@ class CpuOps {
                               int64_t width);
   absl::Status GatherRowsByIndex(const float* table, const int32_t* index, int64_t rows,
                                  int64_t width, float* out);
-  absl::Status StorePagedKv(const kernels::cpu::StorePagedKvArgs& a);
-  absl::Status PagedAttention(const kernels::cpu::PagedAttentionArgs& a);
-  absl::Status RouterGating(const float* logits, int64_t tokens, int experts, int k,
-                            bool renormalize, int32_t* ids, float* weights);
+  absl::Status StorePagedKv(const kernels::StorePagedKvArgs& a);
+  absl::Status PagedAttention(const kernels::PagedAttentionArgs& a);
+  absl::Status RouterGating(const kernels::RouterGatingArgs& a);
   absl::Status PermuteByExpert(const int32_t* ids, int64_t entries, int experts, int64_t* counts,
                                int64_t* offsets, int64_t* entry_of_position,
                                int64_t* position_of_entry);

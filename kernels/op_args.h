@@ -1,0 +1,118 @@
+// The argument structs of the kernels: one set, with documented shapes, shared by the CPU
+// references (kernels/cpu) and the CUDA launchers (kernels/cuda), so a caller fills one struct
+// whichever runs it. CUDA-free. Pointers are host memory for the CPU versions and device memory
+// for the CUDA ones; sizes are element counts.
+#ifndef SEMMOE_KERNELS_OP_ARGS_H_
+#define SEMMOE_KERNELS_OP_ARGS_H_
+
+#include <cstdint>
+
+namespace semmoe::kernels {
+
+// Attention over a paged KV cache, prefill and decode alike: every query token names its
+// sequence and position and attends to that sequence's cached positions [0, position] (causal;
+// its own key and value are already in the cache).
+struct PagedAttentionArgs {
+  const float* q = nullptr;  // [tokens, q_heads, head_dim].
+  int64_t tokens = 0;
+  // q_heads % kv_heads == 0 (GQA). CUDA: head_dim % 32 == 0 and ≤ 256.
+  int q_heads = 0, kv_heads = 0, head_dim = 0;
+  const float* k_cache = nullptr;  // [pages, page_size, kv_heads, head_dim].
+  const float* v_cache = nullptr;  // Same shape.
+  int page_size = 0;
+  const int32_t* page_table = nullptr;  // [sequences, max_pages]: a sequence's pages in order.
+  int max_pages = 0;
+  const int32_t* seq_of_token = nullptr;  // [tokens].
+  const int32_t* position = nullptr;      // [tokens]: attends to [0, position].
+  float scale = 1;
+  float* out = nullptr;  // [tokens, q_heads, head_dim].
+};
+
+// Row t of `rows` to cache[page_table[seq_of_token[t] · max_pages + position[t] / page_size]]
+// [position[t] % page_size].
+struct StorePagedKvArgs {
+  const float* rows = nullptr;  // [tokens, width].
+  int64_t tokens = 0;
+  int64_t width = 0;
+  const int32_t* seq_of_token = nullptr;  // [tokens].
+  const int32_t* position = nullptr;      // [tokens].
+  const int32_t* page_table = nullptr;    // [sequences, max_pages].
+  int max_pages = 0;
+  int page_size = 0;
+  float* cache = nullptr;  // [pages, page_size, width].
+};
+
+// In place: x[r] = x[r] / rms(x[r]) · weight, for rows `row_stride` floats apart.
+struct RmsNormArgs {
+  float* x = nullptr;  // [rows, row_stride], the first `width` of each row normalised.
+  int64_t rows = 0;
+  int64_t width = 0;
+  int64_t row_stride = 0;
+  const float* weight = nullptr;  // [width].
+  float eps = 1e-6f;
+};
+
+// Per token: softmax over the experts' logits, the top k (ties: lower expert id first),
+// optionally renormalised to sum to 1.
+struct RouterGatingArgs {
+  const float* logits = nullptr;  // [tokens, experts].
+  int64_t tokens = 0;
+  int experts = 0;
+  int k = 0;  // 0 < k <= experts.
+  bool renormalize = false;
+  int32_t* ids = nullptr;    // [tokens, k], out.
+  float* weights = nullptr;  // [tokens, k], out.
+};
+
+// The (token, slot) entries grouped by expert: a stable counting sort of `entries` expert ids
+// in [0, experts), so each expert's rows keep token order. Outputs are caller-provided.
+struct PermuteByExpertArgs {
+  const int32_t* ids = nullptr;  // [entries].
+  int64_t entries = 0;
+  int experts = 0;
+  int64_t* counts = nullptr;             // [experts], scratch.
+  int64_t* offsets = nullptr;            // [experts + 1]: expert e's rows [offsets[e], e + 1).
+  int64_t* entry_of_position = nullptr;  // [entries]: position → entry (t·k + j).
+  int64_t* position_of_entry = nullptr;  // [entries]: the inverse.
+};
+
+// y[p] = x[entry_of_position[p] / k] for every position.
+struct GatherRowsArgs {
+  const float* x = nullptr;                    // [tokens, hidden].
+  const int64_t* entry_of_position = nullptr;  // [entries].
+  int64_t entries = 0;
+  int k = 0;
+  int64_t hidden = 0;
+  float* y = nullptr;  // [entries, hidden].
+};
+
+// out[t] = Σ_j weights[t·k + j] · y[position_of_entry[t·k + j]], j ascending.
+struct CombineRowsArgs {
+  const float* y = nullptr;                    // [entries, hidden].
+  const float* weights = nullptr;              // [tokens, k].
+  const int64_t* position_of_entry = nullptr;  // [tokens × k].
+  int64_t tokens = 0;
+  int k = 0;
+  int64_t hidden = 0;
+  float* out = nullptr;  // [tokens, hidden].
+};
+
+// Per row at positions[r], per head: optional RMSNorm over head_dim with `norm_weight` (Qwen3's
+// q_norm/k_norm; null: none), then the rotary embedding (rotate-half convention) from cos/sin
+// tables [max_position, head_dim / 2].
+struct QkNormRopeArgs {
+  float* x = nullptr;  // [rows, row_stride]; the first heads × head_dim of each row.
+  int64_t rows = 0;
+  int64_t row_stride = 0;
+  int heads = 0;
+  int head_dim = 0;
+  const float* norm_weight = nullptr;  // [head_dim] or null.
+  float eps = 1e-6f;
+  const int32_t* positions = nullptr;  // [rows].
+  const float* cos = nullptr;
+  const float* sin = nullptr;
+};
+
+}  // namespace semmoe::kernels
+
+#endif  // SEMMOE_KERNELS_OP_ARGS_H_
