@@ -1,0 +1,200 @@
+#include "router/server/router_server.h"
+
+#include <chrono>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "common/file.h"
+#include "common/grpc_status.h"
+#include "common/status_macros.h"
+#include "engine/model/config.h"
+#include "grpcpp/ext/proto_server_reflection_plugin.h"
+#include "grpcpp/health_check_service_interface.h"
+#include "planner/proto/planner.grpc.pb.h"
+
+namespace semmoe::router {
+namespace {
+
+// The experiment's arms from the planner, each with its engines (options.arms) and its version's
+// tables (held in `tables`).
+absl::StatusOr<std::vector<GroupOptions>> ExperimentGroups(
+    const RouterServerOptions& o, uint32_t vocab,
+    std::vector<std::unique_ptr<TablesHolder>>& tables) {
+  auto stub = planner::rpc::PlannerService::NewStub(
+      grpc::CreateChannel(o.planner, grpc::InsecureChannelCredentials()));
+  auto deadline = [] { return std::chrono::system_clock::now() + std::chrono::seconds(10); };
+  planner::rpc::ExperimentId eid;
+  eid.set_id(o.experiment);
+  planner::rpc::Experiment experiment;
+  {
+    grpc::ClientContext context;
+    context.set_deadline(deadline());
+    RETURN_IF_ERROR(FromGrpcStatus(stub->GetExperiment(&context, eid, &experiment)));
+  }
+  if (experiment.status() != "running") {
+    return absl::FailedPreconditionError(
+        absl::StrCat("experiment ", o.experiment, " is ", experiment.status(),
+                     "; start it first (planner experiment start)"));
+  }
+  std::vector<GroupOptions> groups;
+  for (const planner::rpc::ExperimentArm& arm : experiment.arms()) {
+    auto it = o.arms.find(arm.name());
+    if (it == o.arms.end()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--arms names no engines for arm '", arm.name(), "'"));
+    }
+    planner::rpc::GetVersionRequest get;
+    get.set_version(arm.version());
+    planner::rpc::PlacementVersion version;
+    {
+      grpc::ClientContext context;
+      context.set_deadline(deadline());
+      RETURN_IF_ERROR(FromGrpcStatus(stub->GetVersion(&context, get, &version)));
+    }
+    tables.push_back(std::make_unique<TablesHolder>());
+    planner::rpc::AffinityTables affinity;
+    grpc::ClientContext context;
+    context.set_deadline(deadline());
+    if (stub->GetAffinityTables(&context, get, &affinity).ok()) {
+      ASSIGN_OR_RETURN(auto built,
+                       BuildRouterTables(arm.version(), affinity.data(), version.placement_json(),
+                                         static_cast<int>(it->second.size()), vocab));
+      tables.back()->Set(std::move(built));
+    }
+    groups.push_back({.name = arm.name(),
+                      .share_percent = arm.share_percent(),
+                      .ranks = it->second,
+                      .tables = tables.back().get(),
+                      .rebatch = o.rebatch});
+  }
+  return groups;
+}
+
+}  // namespace
+
+absl::Status ValidateRouterServerOptions(const RouterServerOptions& o) {
+  if (o.experiment > 0) {
+    if (o.planner.empty() || o.arms.empty()) {
+      return absl::InvalidArgumentError("--experiment needs --planner and --arms");
+    }
+    if (!o.engines.empty() || !o.affinity_file.empty()) {
+      return absl::InvalidArgumentError(
+          "--experiment takes its engines from --arms and its tables from the planner");
+    }
+  } else if (o.engines.empty()) {
+    return absl::InvalidArgumentError("--engines is required");
+  }
+  if (o.model_dir.empty()) {
+    return absl::InvalidArgumentError("--model is required (for the tokenizer and vocabulary)");
+  }
+  if (o.rebatch.balance_eps < 0 || o.rebatch.window < absl::ZeroDuration() ||
+      o.default_max_queue < absl::ZeroDuration() || o.rebatch.max_window_requests <= 0 ||
+      o.max_in_flight <= 0 || o.poll_interval <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(
+        "--balance_eps, --window_ms and --max_queue_ms must be ≥ 0; --max_window, "
+        "--max_in_flight and --poll_ms > 0");
+  }
+  const bool follow = o.experiment == 0 && !o.planner.empty();
+  const bool fixed = !o.affinity_file.empty();
+  if (follow && o.model_name.empty()) {
+    return absl::InvalidArgumentError("--planner needs --model_name");
+  }
+  if (follow && fixed) return absl::InvalidArgumentError("give --planner or --affinity, not both");
+  if (fixed != !o.placement_file.empty()) {
+    return absl::InvalidArgumentError("--affinity and --placement go together");
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::map<std::string, std::vector<std::string>>> ParseArms(absl::string_view arms) {
+  std::map<std::string, std::vector<std::string>> engines;
+  for (absl::string_view arm : absl::StrSplit(arms, ';', absl::SkipEmpty())) {
+    std::vector<std::string> kv = absl::StrSplit(arm, absl::MaxSplits('=', 1));
+    if (kv.size() != 2 || kv[0].empty() || kv[1].empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--arms: '", arm, "' is not NAME=HOST:PORT,..."));
+    }
+    engines[kv[0]] = absl::StrSplit(kv[1], ',', absl::SkipEmpty());
+  }
+  return engines;
+}
+
+absl::StatusOr<std::unique_ptr<RouterServer>> RouterServer::Start(const RouterServerOptions& o) {
+  RETURN_IF_ERROR(ValidateRouterServerOptions(o));
+  ASSIGN_OR_RETURN(engine::model::ModelConfig config, engine::model::LoadModelConfig(o.model_dir));
+  std::unique_ptr<RouterServer> s(new RouterServer());
+  s->options_ = o;
+  ASSIGN_OR_RETURN(s->tokenizer_, engine::model::Tokenizer::FromDirectory(o.model_dir));
+  const auto vocab = static_cast<uint32_t>(config.vocab_size);
+  const int ranks = static_cast<int>(o.engines.size());
+
+  if (o.experiment > 0) {
+    ASSIGN_OR_RETURN(s->groups_, ExperimentGroups(o, vocab, s->arm_tables_));
+  } else {
+    s->groups_.push_back({.ranks = o.engines, .tables = &s->tables_, .rebatch = o.rebatch});
+  }
+  for (GroupOptions& g : s->groups_) {
+    g.slo_ttft_ms = o.slo_ttft_ms;
+    g.slo_tpot_ms = o.slo_tpot_ms;
+  }
+  if (!o.affinity_file.empty()) {
+    ASSIGN_OR_RETURN(std::string affinity, ReadFile(o.affinity_file));
+    ASSIGN_OR_RETURN(std::string placement, ReadFile(o.placement_file));
+    ASSIGN_OR_RETURN(auto built, BuildRouterTables(o.version, affinity, placement, ranks, vocab));
+    s->tables_.Set(std::move(built));
+  } else if (o.experiment == 0 && !o.planner.empty()) {
+    s->watch_ = std::make_unique<PlannerWatch>(o.planner, o.model_name, ranks, vocab, s->tables_);
+  }
+
+  s->service_ =
+      std::make_unique<RouterServiceImpl>(RouterOptions{.groups = s->groups_,
+                                                        .tokenizer = s->tokenizer_.get(),
+                                                        .vocab_size = config.vocab_size,
+                                                        .max_in_flight = o.max_in_flight,
+                                                        .default_max_queue = o.default_max_queue,
+                                                        .poll_interval = o.poll_interval,
+                                                        .experiment_id = o.experiment,
+                                                        .planner = o.planner,
+                                                        .report_interval = o.report_interval});
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(absl::StrCat(o.listen, ":", o.port), grpc::InsecureServerCredentials(),
+                           &s->port_);
+  builder.RegisterService(s->service_.get());
+  s->server_ = builder.BuildAndStart();
+  if (s->server_ == nullptr || s->port_ <= 0) {
+    return absl::UnavailableError(absl::StrCat("cannot listen on ", o.listen, ":", o.port));
+  }
+  return s;
+}
+
+std::string RouterServer::Describe() const {
+  const RouterServerOptions& o = options_;
+  std::string line = absl::StrCat("router serving on ", o.listen, ":", port_, ", policy ",
+                                  PolicyName(o.rebatch.policy));
+  if (o.experiment > 0) {
+    absl::StrAppend(&line, ", experiment ", o.experiment, ":");
+    for (const GroupOptions& g : groups_) {
+      absl::StrAppend(&line, " arm ", g.name, " (", g.share_percent, "%, ", g.ranks.size(),
+                      " ranks)");
+    }
+  } else {
+    absl::StrAppend(&line, " over ", o.engines.size(), " ranks",
+                    watch_ != nullptr          ? ", following the planner's active version"
+                    : !o.affinity_file.empty() ? ", fixed tables"
+                                               : ", no tables (load only)");
+  }
+  return line;
+}
+
+void RouterServer::Shutdown() {
+  if (server_ != nullptr) {
+    server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  }
+}
+
+RouterServer::~RouterServer() { Shutdown(); }
+
+}  // namespace semmoe::router

@@ -1,0 +1,88 @@
+// RouterServer: everything `router` runs, as a library (like engine/server/rank_server.h and
+// planner/server/serve.h): load the model's tokenizer and vocabulary, set up the engine groups
+// (one, or one per A/B arm of a running experiment, read from the planner), their affinity
+// tables (fixed files, the planner's active version followed live, or each arm's version), and
+// serve RouterService (+ gRPC health and reflection) until Shutdown().
+#ifndef SEMMOE_ROUTER_SERVER_ROUTER_SERVER_H_
+#define SEMMOE_ROUTER_SERVER_ROUTER_SERVER_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "engine/model/tokenizer.h"
+#include "grpcpp/grpcpp.h"
+#include "router/rebatch/rebatcher.h"
+#include "router/server/router_service.h"
+#include "router/tables/planner_watch.h"
+#include "router/tables/router_tables.h"
+
+namespace semmoe::router {
+
+struct RouterServerOptions {
+  std::string model_dir;             // tokenizer.json and config.json (the vocabulary).
+  std::vector<std::string> engines;  // The one group's engine ranks, rank order (no experiment).
+  std::string listen = "127.0.0.1";
+  int port = 8000;  // 0: any free port (port()).
+  RebatcherOptions rebatch;
+  int max_in_flight = 4096;
+  absl::Duration default_max_queue = absl::Milliseconds(20);
+  absl::Duration poll_interval = absl::Milliseconds(500);
+  double slo_ttft_ms = 1000, slo_tpot_ms = 200;  // Goodput.
+
+  // Tables, at most one source. The planner's active version of `model_name`, followed live:
+  std::string planner;
+  std::string model_name;
+  // ... or fixed tables: the affinity file (planner export) and the placement JSON they belong
+  // to, reported as `version`.
+  std::string affinity_file;
+  std::string placement_file;
+  int64_t version = 0;
+
+  // A/B: the running experiment `experiment` (with `planner`); each arm's engine ranks by name.
+  int64_t experiment = 0;
+  std::map<std::string, std::vector<std::string>> arms;
+  absl::Duration report_interval = absl::Seconds(5);
+};
+
+// InvalidArgument naming the flag-level mistake (missing engines, two table sources, ...).
+absl::Status ValidateRouterServerOptions(const RouterServerOptions& options);
+
+// "A=HOST:PORT,...;B=..." → arm name → engine addresses; InvalidArgument naming a bad part.
+absl::StatusOr<std::map<std::string, std::vector<std::string>>> ParseArms(absl::string_view arms);
+
+class RouterServer {
+ public:
+  // Validates, loads, sets up the groups and their tables, and starts serving. Errors name what
+  // failed (a model file, the planner, the experiment, the listening address).
+  static absl::StatusOr<std::unique_ptr<RouterServer>> Start(const RouterServerOptions& options);
+  ~RouterServer();
+
+  int port() const { return port_; }
+  // One line for the operator: address, policy, groups and where their tables come from.
+  std::string Describe() const;
+  // Stops serving, waiting up to 5 s for calls in flight.
+  void Shutdown();
+
+ private:
+  RouterServer() = default;
+
+  RouterServerOptions options_;
+  std::unique_ptr<engine::model::Tokenizer> tokenizer_;
+  TablesHolder tables_;  // The one group's (no experiment).
+  std::vector<std::unique_ptr<TablesHolder>> arm_tables_;
+  std::vector<GroupOptions> groups_;
+  std::unique_ptr<PlannerWatch> watch_;
+  std::unique_ptr<RouterServiceImpl> service_;  // Destroyed after the server below.
+  std::unique_ptr<grpc::Server> server_;
+  int port_ = 0;
+};
+
+}  // namespace semmoe::router
+
+#endif  // SEMMOE_ROUTER_SERVER_ROUTER_SERVER_H_
