@@ -8,6 +8,8 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "common/grpc_status.h"
+#include "common/status_macros.h"
+#include "engine/model/prompt.h"
 #include "engine/model/unicode.h"
 
 namespace semmoe::engine {
@@ -179,34 +181,11 @@ absl::StatusOr<runtime::GenerationRequest> EngineServiceImpl::Convert(
   runtime::GenerationRequest out;
   out.id = request.request_id().empty() ? absl::StrCat("req-", next_id_.fetch_add(1))
                                         : request.request_id();
-  if (!request.text().empty() && request.token_ids_size() > 0) {
-    return absl::InvalidArgumentError("give either text or token_ids, not both");
-  }
-  if (!request.text().empty()) {
-    if (options_.tokenizer == nullptr) {
-      return absl::InvalidArgumentError("text prompts need a tokenizer; this model has none");
-    }
-    absl::StatusOr<std::vector<int32_t>> ids = options_.tokenizer->Encode(request.text());
-    if (!ids.ok())
-      return absl::InvalidArgumentError(absl::StrCat("text: ", ids.status().message()));
-    out.prompt = std::move(*ids);
-  } else {
-    for (int32_t id : request.token_ids()) {
-      if (id < 0 || id >= options_.vocab_size) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "token_ids: ", id, " is outside the vocabulary [0, ", options_.vocab_size, ")"));
-      }
-      out.prompt.push_back(id);
-    }
-  }
-  if (out.prompt.empty()) return absl::InvalidArgumentError("the prompt is empty");
-  if (options_.max_prompt_tokens > 0 &&
-      static_cast<int>(out.prompt.size()) > options_.max_prompt_tokens) {
-    return absl::InvalidArgumentError(absl::StrCat("the prompt has ", out.prompt.size(),
-                                                   " tokens; the limit is ",
-                                                   options_.max_prompt_tokens));
-  }
-  if (request.max_tokens() < 0) return absl::InvalidArgumentError("max_tokens must be ≥ 0");
+  ASSIGN_OR_RETURN(out.prompt,
+                   model::CheckPrompt(request.text(), request.token_ids(), request.max_tokens(),
+                                      {.tokenizer = options_.tokenizer,
+                                       .vocab_size = options_.vocab_size,
+                                       .max_prompt_tokens = options_.max_prompt_tokens}));
   out.max_tokens = request.max_tokens();
   const rpc::SamplingParams& s = request.sampling();
   out.sampling.temperature = s.temperature();

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/grpc_status.h"
+#include "engine/model/prompt.h"
 #include "glog/logging.h"
 #include "grpcpp/grpcpp.h"
 #include "planner/proto/planner.grpc.pb.h"
@@ -98,28 +99,13 @@ grpc::ServerWriteReactor<Response>* RouterServiceImpl::Generate(
   up.set_request_id(request->request_id().empty()
                         ? absl::StrCat("router-", shared_->next_id.fetch_add(1))
                         : request->request_id());
-  if (!request->text().empty() && request->token_ids_size() > 0) {
-    return ErrorCall(Invalid("give either text or token_ids, not both"));
-  }
-  std::vector<int32_t> prompt;
-  if (!request->text().empty()) {
-    if (o.tokenizer == nullptr) {
-      return ErrorCall(Invalid("text prompts need a tokenizer; this router has none"));
-    }
-    absl::StatusOr<std::vector<int32_t>> ids = o.tokenizer->Encode(request->text());
-    if (!ids.ok()) return ErrorCall(Invalid(absl::StrCat("text: ", ids.status().message())));
-    prompt = std::move(*ids);
-  } else {
-    for (int32_t id : request->token_ids()) {
-      if (id < 0 || id >= o.vocab_size) {
-        return ErrorCall(Invalid(
-            absl::StrCat("token_ids: ", id, " is outside the vocabulary [0, ", o.vocab_size, ")")));
-      }
-    }
-    prompt.assign(request->token_ids().begin(), request->token_ids().end());
-  }
-  if (prompt.empty()) return ErrorCall(Invalid("the prompt is empty"));
-  if (request->max_tokens() < 0) return ErrorCall(Invalid("max_tokens must be ≥ 0"));
+  absl::StatusOr<std::vector<int32_t>> checked =
+      engine::model::CheckPrompt(request->text(), request->token_ids(), request->max_tokens(),
+                                 {.tokenizer = o.tokenizer,
+                                  .vocab_size = o.vocab_size,
+                                  .max_prompt_tokens = o.max_prompt_tokens});
+  if (!checked.ok()) return ErrorCall(ToGrpcStatus(checked.status()));
+  const std::vector<int32_t> prompt = *std::move(checked);
   if (!(request->max_queue_ms() >= 0)) {
     return ErrorCall(Invalid("max_queue_ms must be ≥ 0"));
   }

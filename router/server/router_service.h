@@ -45,6 +45,7 @@ struct RouterOptions {
   std::vector<GroupOptions> groups;  // One per engine group; shares add up to 100.
   const engine::model::Tokenizer* tokenizer = nullptr;  // Borrowed; null: token ids only.
   int vocab_size = 0;
+  int max_prompt_tokens = 0;  // The model's positions (0: no limit), as the engines check.
   int max_in_flight = 4096;
   // How long a request may wait in the window when it names no max_queue_ms.
   absl::Duration default_max_queue = absl::Milliseconds(20);
