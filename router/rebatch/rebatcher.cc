@@ -3,8 +3,6 @@
 #include <algorithm>
 #include <utility>
 
-#include "absl/time/clock.h"
-
 namespace semmoe::router {
 
 Rebatcher::Rebatcher(int ranks, const RebatcherOptions& options)
@@ -24,7 +22,7 @@ void Rebatcher::Submit(PendingRequest request, absl::Time hold_until, OnPlaced o
   {
     absl::MutexLock lock(&mu_);
     if (!stop_) {
-      if (queue_.empty()) window_opened_ = absl::Now();
+      if (queue_.empty()) window_opened_ = options_.clock->Now();
       queue_.push_back({std::move(request), hold_until, std::move(on_placed)});
       return;
     }
@@ -86,8 +84,10 @@ void Rebatcher::Loop() {
         }
         if (static_cast<int>(queue_.size()) >= options_.max_window_requests) break;
         const absl::Time at = closes();
-        const absl::Time now = absl::Now();
+        const absl::Time now = options_.clock->Now();
         if (now >= at) break;
+        // Re-reads the clock at least every 50 ms of real time (an injected clock moves on its
+        // own schedule).
         mu_.AwaitWithTimeout(absl::Condition(
                                  +[](Rebatcher* self) ABSL_NO_THREAD_SAFETY_ANALYSIS {
                                    return self->stop_ || static_cast<int>(self->queue_.size()) >=

@@ -18,6 +18,7 @@
 
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "common/clock.h"
 #include "router/rebatch/assigner.h"
 
 namespace semmoe::router {
@@ -27,6 +28,8 @@ struct RebatcherOptions {
   double balance_eps = 0.05;
   absl::Duration window = absl::Milliseconds(2);
   int max_window_requests = 256;
+  // Whose time windows and budgets (hold_until) are measured in. Borrowed; never null.
+  Clock* clock = Clock::Real();
 };
 
 struct RankCounters {
@@ -43,6 +46,7 @@ class Rebatcher {
   Rebatcher(int ranks, const RebatcherOptions& options);
   ~Rebatcher();  // Stops; requests still queued are told −1.
 
+  // `hold_until`: the latest time (options.clock's) the request may wait in the window.
   void Submit(PendingRequest request, absl::Time hold_until, OnPlaced on_placed);
   // A placed request ended (however): its load leaves `rank`.
   void Finished(int rank, int64_t load_tokens);

@@ -10,8 +10,13 @@
 namespace semmoe::router {
 
 PlannerWatch::PlannerWatch(const std::string& planner_address, const std::string& model, int ranks,
-                           uint32_t vocab, TablesHolder& holder)
-    : address_(planner_address), model_(model), ranks_(ranks), vocab_(vocab), holder_(holder) {
+                           uint32_t vocab, TablesHolder& holder, Clock* clock)
+    : address_(planner_address),
+      model_(model),
+      ranks_(ranks),
+      vocab_(vocab),
+      holder_(holder),
+      clock_(clock) {
   thread_ = std::thread([this] { Run(); });
 }
 
@@ -32,6 +37,11 @@ int64_t PlannerWatch::version() const {
 std::string PlannerWatch::last_error() const {
   absl::MutexLock lock(&mu_);
   return last_error_;
+}
+
+int64_t PlannerWatch::attempts() const {
+  absl::MutexLock lock(&mu_);
+  return attempts_;
 }
 
 void PlannerWatch::Apply(int64_t version, const std::string& placement_json,
@@ -62,6 +72,7 @@ void PlannerWatch::Run() {
       absl::MutexLock lock(&mu_);
       if (stop_) return;
       context_ = &context;
+      ++attempts_;
     }
     planner::rpc::GetActiveRequest request;
     request.set_model(model_);
@@ -93,8 +104,13 @@ void PlannerWatch::Run() {
     }
     LOG(WARNING) << "router: lost the planner watch (" << status.error_message()
                  << "); retrying in " << backoff;
+    // The backoff in the clock's time; a stop ends it at once (the real-time wait is only how
+    // often the clock is read).
+    const absl::Time until = clock_->Now() + backoff;
     absl::MutexLock lock(&mu_);
-    mu_.AwaitWithTimeout(absl::Condition(&stop_), backoff);
+    for (absl::Time now = clock_->Now(); !stop_ && now < until; now = clock_->Now()) {
+      mu_.AwaitWithTimeout(absl::Condition(&stop_), std::min(until - now, absl::Milliseconds(20)));
+    }
     backoff = std::min(backoff * 2, absl::Seconds(5));
   }
 }

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "absl/synchronization/mutex.h"
+#include "common/clock.h"
 #include "grpcpp/grpcpp.h"
 #include "router/tables/router_tables.h"
 
@@ -21,14 +22,17 @@ namespace semmoe::router {
 
 class PlannerWatch {
  public:
-  // `holder` is borrowed and outlives this.
+  // `holder` is borrowed and outlives this. `clock` (borrowed, never null) times the backoff
+  // between connection attempts: 200 ms, doubling to 5 s.
   PlannerWatch(const std::string& planner_address, const std::string& model, int ranks,
-               uint32_t vocab, TablesHolder& holder);
+               uint32_t vocab, TablesHolder& holder, Clock* clock = Clock::Real());
   ~PlannerWatch();
 
   // The version whose tables are in use (0: none), and the last error ("" if none).
   int64_t version() const;
   std::string last_error() const;
+  // Watch connections tried so far (1 once the first is under way).
+  int64_t attempts() const;
 
  private:
   void Run();
@@ -38,11 +42,13 @@ class PlannerWatch {
   const int ranks_;
   const uint32_t vocab_;
   TablesHolder& holder_;
+  Clock* const clock_;
   mutable absl::Mutex mu_;
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
   grpc::ClientContext* context_ ABSL_GUARDED_BY(mu_) = nullptr;
   int64_t version_ ABSL_GUARDED_BY(mu_) = 0;
   std::string last_error_ ABSL_GUARDED_BY(mu_);
+  int64_t attempts_ ABSL_GUARDED_BY(mu_) = 0;
   std::thread thread_;
 };
 

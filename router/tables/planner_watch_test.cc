@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/testing/fake_clock.h"
 #include "gtest/gtest.h"
 #include "planner/affinity/token_affinity.h"
 #include "planner/affinity/token_affinity_builder.h"
@@ -24,9 +25,11 @@ std::string Tables() {
   return planner::BuildTokenAffinity(t).Serialize();
 }
 
+// Polls `done` until it holds or `limit` of real time passed (a bound on scheduling and RPCs,
+// not a measure of anything under test).
 template <typename F>
-bool Eventually(F done) {
-  const absl::Time until = absl::Now() + absl::Seconds(10);
+bool Eventually(F done, absl::Duration limit = absl::Seconds(10)) {
+  const absl::Time until = absl::Now() + limit;
   while (absl::Now() < until) {
     if (done()) return true;
     absl::SleepFor(absl::Milliseconds(10));
@@ -57,7 +60,7 @@ TEST(PlannerWatchTest, FollowsTheActiveVersion) {
 
   TablesHolder holder;
   PlannerWatch watch(absl::StrCat("127.0.0.1:", (*server)->port()), "m", 2, 16, holder);
-  absl::SleepFor(absl::Milliseconds(100));
+  ASSERT_TRUE(Eventually([&] { return watch.attempts() >= 1; }));
   EXPECT_EQ(holder.Get(), nullptr);  // Nothing active yet.
 
   ASSERT_TRUE((*store)->Activate(*v1).ok());
@@ -80,15 +83,27 @@ TEST(PlannerWatchTest, FollowsTheActiveVersion) {
   ASSERT_TRUE(Eventually([&] { return watch.version() == *v1; }));
 }
 
-TEST(PlannerWatchTest, AnUnreachablePlannerIsReportedAndStopsCleanly) {
+TEST(PlannerWatchTest, AnUnreachablePlannerIsReportedRetriedWithBackoffAndStopsCleanly) {
   TablesHolder holder;
-  const absl::Time start = absl::Now();
+  FakeClock clock;
   {
-    PlannerWatch watch("127.0.0.1:1", "m", 2, 16, holder);
+    PlannerWatch watch("127.0.0.1:1", "m", 2, 16, holder, &clock);
     ASSERT_TRUE(Eventually([&] { return !watch.last_error().empty(); }));
     EXPECT_NE(watch.last_error().find("127.0.0.1:1"), std::string::npos) << watch.last_error();
+    EXPECT_EQ(watch.attempts(), 1);
+    // The next attempt waits 200 ms of the clock's time, the one after 400 ms.
+    clock.Advance(absl::Milliseconds(199));
+    EXPECT_FALSE(Eventually([&] { return watch.attempts() > 1; }, absl::Milliseconds(200)));
+    clock.Advance(absl::Milliseconds(1));
+    ASSERT_TRUE(Eventually([&] { return watch.attempts() == 2; }));
+    ASSERT_TRUE(
+        Eventually([&] { return watch.last_error().find("127.0.0.1:1") != std::string::npos; }));
+    clock.Advance(absl::Milliseconds(399));
+    EXPECT_FALSE(Eventually([&] { return watch.attempts() > 2; }, absl::Milliseconds(200)));
+    clock.Advance(absl::Milliseconds(1));
+    ASSERT_TRUE(Eventually([&] { return watch.attempts() == 3; }));
+    // Destroyed in the middle of a backoff the clock will never finish: it stops at once.
   }
-  EXPECT_LT(absl::Now() - start, absl::Seconds(10));
   EXPECT_EQ(holder.Get(), nullptr);
 }
 
