@@ -5,6 +5,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/grpc_status.h"
+#include "router/server/call_policy.h"
 
 namespace semmoe::router {
 namespace {
@@ -75,16 +77,12 @@ class Call : public std::enable_shared_from_this<Call> {
       }
     }
     if (rank < 0) {
-      FinishWith(grpc::Status(
-          grpc::StatusCode::UNAVAILABLE,
-          last_error_.empty()
-              ? "no engine rank can take the request"
-              : absl::StrCat("no other engine rank can take the request (", last_error_, ")")));
+      FinishWith(NoRankStatus(last_error_));
       return;
     }
     if (upstream == nullptr) {  // Cancelled while in the window.
       group_.rebatcher().Finished(rank, pending_.load_tokens);
-      FinishWith(grpc::Status(grpc::StatusCode::CANCELLED, "cancelled before it was sent"));
+      FinishWith(absl::CancelledError("cancelled before it was sent"));
       return;
     }
     upstream->Start(upstream, group_.stub(rank), request_, deadline_);
@@ -105,50 +103,42 @@ class Call : public std::enable_shared_from_this<Call> {
     Pump();
   }
 
-  void OnUpstreamDone(int rank, const grpc::Status& status) {
+  // `status`: the engine call's end (converted from gRPC's once, in Upstream::OnDone).
+  void OnUpstreamDone(int rank, const absl::Status& status) {
+    using Kind = AttemptDecision::Kind;
     group_.rebatcher().Finished(rank, pending_.load_tokens);
-    bool retry = false;
-    std::optional<grpc::Status> fail;
+    AttemptDecision decision;
     {
       absl::MutexLock lock(&mu_);
       upstream_ = nullptr;
-      const bool retriable = status.error_code() == grpc::StatusCode::UNAVAILABLE ||
-                             status.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED;
-      if (status.ok()) {
-        if (!engine_final_.has_value()) {
-          fail = grpc::Status(grpc::StatusCode::UNAVAILABLE,
-                              absl::StrCat("engine rank ", rank, " ended the stream early"));
-        } else {
-          Complete();
-        }
-      } else if (cancelled_) {
-        fail = status;
-      } else if (received_ == 0 && retriable &&
-                 static_cast<int>(pending_.exclude.size()) + 1 < group_.size()) {
+      decision = DecideAttempt({.rank = rank,
+                                .status = status,
+                                .final_received = engine_final_.has_value(),
+                                .tokens_received = received_,
+                                .cancelled = cancelled_,
+                                .excluded = static_cast<int>(pending_.exclude.size()),
+                                .group_size = group_.size()});
+      if (decision.kind == Kind::kComplete) Complete();
+      if (decision.kind == Kind::kRetry) {
         pending_.exclude.push_back(rank);
-        last_error_ = absl::StrCat("rank ", rank, ": ", status.error_message());
+        last_error_ = decision.note;
         ++retries_;
-        retry = true;
-      } else if (received_ > 0) {
-        fail = grpc::Status(grpc::StatusCode::UNAVAILABLE,
-                            absl::StrCat("engine rank ", rank, " failed after ", received_,
-                                         " tokens: ", status.error_message()));
-      } else {
-        fail = status;
       }
     }
-    if (retry) {
-      if (status.error_code() == grpc::StatusCode::UNAVAILABLE) {
-        group_.rebatcher().SetUsable(rank, false);  // Until the poller hears from it again.
-      }
-      shared_->retried.fetch_add(1);
-      Place();
-      return;
-    }
-    if (fail.has_value()) {
-      FinishWith(*fail);
-    } else {
-      Pump();
+    switch (decision.kind) {
+      case Kind::kRetry:
+        if (decision.mark_unusable) {
+          group_.rebatcher().SetUsable(rank, false);  // Until the poller hears from it again.
+        }
+        shared_->retried.fetch_add(1);
+        Place();
+        return;
+      case Kind::kFail:
+        FinishWith(decision.status);
+        return;
+      case Kind::kComplete:
+        Pump();
+        return;
     }
   }
 
@@ -165,7 +155,7 @@ class Call : public std::enable_shared_from_this<Call> {
 
   void WriteDone(bool ok) {
     bool finish_now = false;
-    std::optional<grpc::Status> deferred;
+    std::optional<absl::Status> deferred;
     {
       absl::MutexLock lock(&mu_);
       writing_ = false;
@@ -178,11 +168,11 @@ class Call : public std::enable_shared_from_this<Call> {
     }
     if (!ok) {
       Cancel();
-      FinishWith(grpc::Status(grpc::StatusCode::CANCELLED, "the client stream broke"));
+      FinishWith(absl::CancelledError("the client stream broke"));
       return;
     }
     if (finish_now) {
-      FinishWith(grpc::Status::OK);
+      FinishWith(absl::OkStatus());
       return;
     }
     Pump();
@@ -193,7 +183,8 @@ class Call : public std::enable_shared_from_this<Call> {
     reactor_ = nullptr;
   }
 
-  void FinishWith(const grpc::Status& status) {
+  // The call's one exit: its absl::Status becomes the client's grpc::Status here.
+  void FinishWith(const absl::Status& status) {
     grpc::ServerWriteReactor<Response>* reactor;
     {
       absl::MutexLock lock(&mu_);
@@ -205,38 +196,25 @@ class Call : public std::enable_shared_from_this<Call> {
       finished_ = true;
       reactor = reactor_;
     }
-    if (!status.ok() && status.error_code() != grpc::StatusCode::CANCELLED) {
+    if (!status.ok() && !absl::IsCancelled(status)) {
       shared_->failed.fetch_add(1);
       group_.Failed();
     }
-    reactor->Finish(status);
+    reactor->Finish(ToGrpcStatus(status));
   }
 
  private:
   // The router's final record from the engine's (under mu_).
   void Complete() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    const absl::Time now = absl::Now();
-    rpc::FinalRecord& f = final_.emplace();
-    const engine::rpc::FinalRecord& e = *engine_final_;
-    f.set_request_id(e.request_id());
-    f.set_prompt_tokens(e.prompt_tokens());
-    f.set_completion_tokens(e.completion_tokens());
-    f.set_finish_reason(e.finish_reason());
-    f.set_text(e.text());
-    f.set_rank(rank_);
-    f.set_arm(group_.name());
-    const absl::Time first = first_token_.value_or(now);
-    f.set_ttft_ms(absl::ToDoubleMilliseconds(first - start_));
-    f.set_e2e_ms(absl::ToDoubleMilliseconds(now - start_));
-    const int n = e.completion_tokens();
-    f.set_tpot_ms(n > 1 ? absl::ToDoubleMilliseconds(last_token_ - first) / (n - 1) : 0.0);
-    f.set_queue_ms(absl::ToDoubleMilliseconds(placed_ - start_));
-    f.set_retries(retries_);
-    f.set_placement_version(version_);
-    f.set_rank_lar(group_.rank_lar(rank_));
-    f.set_lar(e.activations() > 0 ? static_cast<double>(e.local_activations()) /
-                                        static_cast<double>(e.activations())
-                                  : -1.0);
+    final_ = MakeFinalRecord(*engine_final_,
+                             {.start = start_,
+                              .placed = placed_,
+                              .first_token = first_token_,
+                              .last_token = last_token_,
+                              .now = absl::Now()},
+                             rank_, group_.name(), retries_, version_, group_.rank_lar(rank_));
+    const rpc::FinalRecord& f = *final_;
+    const int n = f.completion_tokens();
     group_.Completed(f);
     shared_->completed.fetch_add(1);
     shared_->completion_tokens.fetch_add(n);
@@ -290,7 +268,7 @@ class Call : public std::enable_shared_from_this<Call> {
   bool writing_ ABSL_GUARDED_BY(mu_) = false;
   bool final_sent_ ABSL_GUARDED_BY(mu_) = false;
   bool finished_ ABSL_GUARDED_BY(mu_) = false;
-  std::optional<grpc::Status> deferred_ ABSL_GUARDED_BY(mu_);  // An error to end with.
+  std::optional<absl::Status> deferred_ ABSL_GUARDED_BY(mu_);  // An error to end with.
   Response out_;                                               // The message in flight.
 };
 
@@ -311,7 +289,7 @@ void Upstream::OnReadDone(bool ok) {
 }
 
 void Upstream::OnDone(const grpc::Status& status) {
-  call_->OnUpstreamDone(rank_, status);
+  call_->OnUpstreamDone(rank_, FromGrpcStatus(status));
   call_.reset();
   self_.reset();  // May delete this.
 }
@@ -322,7 +300,7 @@ class CallReactor : public grpc::ServerWriteReactor<Response> {
   void OnWriteDone(bool ok) override { call_->WriteDone(ok); }
   void OnCancel() override {
     call_->Cancel();
-    call_->FinishWith(grpc::Status(grpc::StatusCode::CANCELLED, "cancelled by the client"));
+    call_->FinishWith(absl::CancelledError("cancelled by the client"));
   }
   void OnDone() override {
     call_->Detach();
@@ -335,7 +313,7 @@ class CallReactor : public grpc::ServerWriteReactor<Response> {
 
 class ErrorReactor : public grpc::ServerWriteReactor<Response> {
  public:
-  explicit ErrorReactor(const grpc::Status& status) { Finish(status); }
+  explicit ErrorReactor(const absl::Status& status) { Finish(ToGrpcStatus(status)); }
   void OnDone() override { delete this; }
 };
 
@@ -354,7 +332,7 @@ grpc::ServerWriteReactor<Response>* StartRoutedCall(std::shared_ptr<RouterState>
   return reactor;
 }
 
-grpc::ServerWriteReactor<Response>* ErrorCall(const grpc::Status& status) {
+grpc::ServerWriteReactor<Response>* ErrorCall(const absl::Status& status) {
   return new ErrorReactor(status);
 }
 

@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 
+#include "absl/status/status.h"
 #include "absl/time/time.h"
 #include "engine/proto/engine.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
@@ -23,8 +24,8 @@ grpc::ServerWriteReactor<rpc::GenerateResponse>* StartRoutedCall(
     PendingRequest pending, absl::Time start, absl::Time hold_until,
     std::optional<absl::Time> deadline, int64_t version);
 
-// A reactor that only answers `status`.
-grpc::ServerWriteReactor<rpc::GenerateResponse>* ErrorCall(const grpc::Status& status);
+// A reactor that only answers `status` (as ToGrpcStatus gives it).
+grpc::ServerWriteReactor<rpc::GenerateResponse>* ErrorCall(const absl::Status& status);
 
 }  // namespace semmoe::router
 

@@ -11,6 +11,7 @@
 #include "glog/logging.h"
 #include "grpcpp/grpcpp.h"
 #include "planner/proto/planner.grpc.pb.h"
+#include "router/server/call_policy.h"
 #include "router/server/routed_call.h"
 #include "router/server/router_state.h"
 
@@ -18,14 +19,6 @@ namespace semmoe::router {
 
 using EngineRequest = engine::rpc::GenerateRequest;
 using Response = rpc::GenerateResponse;
-
-namespace {
-
-grpc::Status Invalid(const std::string& message) {
-  return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, message);
-}
-
-}  // namespace
 
 RouterServiceImpl::RouterServiceImpl(const RouterOptions& options)
     : shared_(std::make_shared<RouterState>(options)) {
@@ -104,17 +97,16 @@ grpc::ServerWriteReactor<Response>* RouterServiceImpl::Generate(
                                  {.tokenizer = o.tokenizer,
                                   .vocab_size = o.vocab_size,
                                   .max_prompt_tokens = o.max_prompt_tokens});
-  if (!checked.ok()) return ErrorCall(ToGrpcStatus(checked.status()));
+  if (!checked.ok()) return ErrorCall(checked.status());
   const std::vector<int32_t> prompt = *std::move(checked);
   if (!(request->max_queue_ms() >= 0)) {
-    return ErrorCall(Invalid("max_queue_ms must be ≥ 0"));
+    return ErrorCall(absl::InvalidArgumentError("max_queue_ms must be ≥ 0"));
   }
-  if (shared_->in_flight.fetch_add(1) >= o.max_in_flight) {
+  if (absl::Status admitted = Admit(shared_->in_flight.fetch_add(1) + 1, o.max_in_flight);
+      !admitted.ok()) {
     shared_->in_flight.fetch_sub(1);
     shared_->rejected.fetch_add(1);
-    return ErrorCall(grpc::Status(
-        grpc::StatusCode::RESOURCE_EXHAUSTED,
-        absl::StrCat("the router has ", o.max_in_flight, " requests in flight; retry later")));
+    return ErrorCall(admitted);
   }
   for (int32_t id : prompt) up.add_token_ids(id);
   up.set_max_tokens(request->max_tokens());

@@ -1,0 +1,70 @@
+#include "router/server/call_policy.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace semmoe::router {
+
+absl::Status Admit(int64_t in_flight, int max_in_flight) {
+  if (in_flight <= max_in_flight) return absl::OkStatus();
+  return absl::ResourceExhaustedError(
+      absl::StrCat("the router has ", max_in_flight, " requests in flight; retry later"));
+}
+
+absl::Status NoRankStatus(const std::string& last_error) {
+  return absl::UnavailableError(
+      last_error.empty()
+          ? "no engine rank can take the request"
+          : absl::StrCat("no other engine rank can take the request (", last_error, ")"));
+}
+
+AttemptDecision DecideAttempt(const AttemptEnd& end) {
+  using Kind = AttemptDecision::Kind;
+  if (end.status.ok()) {
+    if (end.final_received) return {.kind = Kind::kComplete};
+    return {.kind = Kind::kFail,
+            .status = absl::UnavailableError(
+                absl::StrCat("engine rank ", end.rank, " ended the stream early"))};
+  }
+  if (end.cancelled) return {.kind = Kind::kFail, .status = end.status};
+  const bool retriable = absl::IsUnavailable(end.status) || absl::IsResourceExhausted(end.status);
+  if (end.tokens_received == 0 && retriable && end.excluded + 1 < end.group_size) {
+    return {.kind = Kind::kRetry,
+            .note = absl::StrCat("rank ", end.rank, ": ", end.status.message()),
+            .mark_unusable = absl::IsUnavailable(end.status)};
+  }
+  if (end.tokens_received > 0) {
+    return {.kind = Kind::kFail,
+            .status = absl::UnavailableError(absl::StrCat("engine rank ", end.rank,
+                                                          " failed after ", end.tokens_received,
+                                                          " tokens: ", end.status.message()))};
+  }
+  return {.kind = Kind::kFail, .status = end.status};
+}
+
+rpc::FinalRecord MakeFinalRecord(const engine::rpc::FinalRecord& e, const CallTimes& t, int rank,
+                                 const std::string& arm, int retries, int64_t version,
+                                 double rank_lar) {
+  rpc::FinalRecord f;
+  f.set_request_id(e.request_id());
+  f.set_prompt_tokens(e.prompt_tokens());
+  f.set_completion_tokens(e.completion_tokens());
+  f.set_finish_reason(e.finish_reason());
+  f.set_text(e.text());
+  f.set_rank(rank);
+  f.set_arm(arm);
+  const absl::Time first = t.first_token.value_or(t.now);
+  f.set_ttft_ms(absl::ToDoubleMilliseconds(first - t.start));
+  f.set_e2e_ms(absl::ToDoubleMilliseconds(t.now - t.start));
+  const int n = e.completion_tokens();
+  f.set_tpot_ms(n > 1 ? absl::ToDoubleMilliseconds(t.last_token - first) / (n - 1) : 0.0);
+  f.set_queue_ms(absl::ToDoubleMilliseconds(t.placed - t.start));
+  f.set_retries(retries);
+  f.set_placement_version(version);
+  f.set_rank_lar(rank_lar);
+  f.set_lar(e.activations() > 0
+                ? static_cast<double>(e.local_activations()) / static_cast<double>(e.activations())
+                : -1.0);
+  return f;
+}
+
+}  // namespace semmoe::router
