@@ -1,4 +1,4 @@
-// The invariant of DESIGN.md §4: placement never changes the math. G ranks (threads, each with
+// The invariant of docs/PARALLEL.md: placement never changes the math. G ranks (threads, each with
 // its own Gloo communicator, weights and KV) run prompts through prefill and greedy decoding in
 // Attention-DP, Attention-TP plain and Attention-TP shuffled, under vanilla, random, skewed and
 // replicated (hot experts copied to other devices) placements; the tokens must equal one device's,

@@ -1,5 +1,5 @@
 // Transformer: the f32 CPU forward pass of qwen3_moe, qwen2_moe and mixtral, with the semantics
-// of transformers' eager implementations (see ../shared/models/*/README.md for the exact math).
+// of transformers' eager implementations (docs/ENGINE.md, "The forward pass").
 //
 // A batch holds any mix of sequences, each with new tokens appended after the positions its
 // KvSequence already holds: a prefill is many new tokens, a decode step one, a chunked prefill

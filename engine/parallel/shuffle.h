@@ -1,5 +1,5 @@
-// The token order of Attention-TP's reduce-scatter / all-gather (DESIGN.md §4, "Online TP
-// reshuffle"). Plain: tokens in batch order, contiguous equal chunks. Shuffled: tokens go to
+// The token order of Attention-TP's reduce-scatter / all-gather (docs/PARALLEL.md,
+// "Attention-TP"). Plain: tokens in batch order, contiguous equal chunks. Shuffled: tokens go to
 // devices by the rule planner/placement/balanced_assign.h shares with the planner's evaluation —
 // chunks of at most the equal share (or, with a slack ε, ⌊(1 + ε) · tokens / ranks⌋), most
 // confident first, each to its best-scoring device with room (an overflowing

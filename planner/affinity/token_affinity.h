@@ -1,6 +1,6 @@
 // TokenAffinity: P(expert | token id) per MoE layer, learned from a routing trace (by
 // token_affinity_builder.h, on the planner's side; this table knows no traces) — the `C`
-// tables of DESIGN.md §4 — and, for a placement, the DP scores `S[v][d]`: how much of token v's
+// tables of docs/PLANNER.md — and, for a placement, the DP scores `S[v][d]`: how much of token v's
 // activation mass (summed over layers) is local on device d. The router places a request on the
 // device where its prompt's tokens score highest.
 //

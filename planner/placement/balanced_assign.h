@@ -1,4 +1,4 @@
-// The shuffled reduce-scatter's data rule (DESIGN.md §4), shared by the engine (which runs it on
+// The shuffled reduce-scatter's data rule (docs/PARALLEL.md, "Attention-TP"), shared by the engine (which runs it on
 // every Attention-TP batch) and the planner (which evaluates it on traces), so both mean the same
 // thing: each device takes at most its capacity — the equal chunk (the first T mod G devices one
 // more), or with a slack ε up to ⌊(1 + ε) · T / G⌋ tokens, so that token load stays within ε of

@@ -1,4 +1,4 @@
-// Baseline placements the semantic solver is compared with (DESIGN.md §4):
+// Baseline placements the semantic solver is compared with (docs/PLANNER.md):
 //   eplb  — balance expert load: per layer, experts by decreasing activation count, each to
 //           the least-loaded device with a free slot (greedy packing, as DeepSeek's EPLB without
 //           replicas);

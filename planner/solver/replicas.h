@@ -1,4 +1,4 @@
-// Replicated hot experts (DESIGN.md §4, "beyond the paper"): R extra expert slots per device per
+// Replicated hot experts (docs/PLANNER.md, `//planner/solver:replicas`): R extra expert slots per device per
 // layer. Each device gets the R experts it does not hold that the tokens scheduled on it use
 // most, so those activations become local; homes are unchanged. Reported separately from
 // replica-free placements (their bounds do not apply).

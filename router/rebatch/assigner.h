@@ -1,5 +1,4 @@
-// Which DP rank serves each request of a rebatching window (DESIGN.md §4, "Online DP
-// rebatching"). Policies:
+// Which DP rank serves each request of a rebatching window (router/README.md). Policies:
 //   semantic     — each request to the rank its prompt fits best (planner/affinity/prompt_scores.h
 //                  log-likelihoods under the active placement), most decisive request first,
 //                  among ranks whose load stays within (1 + eps) × the mean plus one request
