@@ -113,6 +113,33 @@ struct QkNormRopeArgs {
   const float* sin = nullptr;
 };
 
+// SwiGLU experts over rows grouped by expert, bf16 weights and inputs, f32 accumulation:
+// out[r] = down_e · (silu(gate_e · x[r]) ⊙ (up_e · x[r])) for the expert e whose rows hold r.
+struct GroupedSwiGluArgs {
+  const uint16_t* x = nullptr;       // [rows, hidden] bf16 bits.
+  const int64_t* offsets = nullptr;  // [experts + 1]: expert e's rows are [offsets[e], e + 1).
+  int experts = 0;
+  int64_t rows = 0;  // offsets[experts], on the host (the CUDA launches size their grids by it).
+  int64_t hidden = 0, inter = 0;
+  const uint16_t* gate = nullptr;  // [experts, inter, hidden] bf16 bits.
+  const uint16_t* up = nullptr;    // [experts, inter, hidden].
+  const uint16_t* down = nullptr;  // [experts, hidden, inter].
+  float* act = nullptr;            // CUDA: scratch [rows, inter] f32 (the CPU needs none).
+  float* out = nullptr;            // [rows, hidden] f32.
+  // The CPU reference only: round the activation to bf16 before the down projection, as the
+  // CUDA tensor-core kernel does (each CUDA kernel has its own fixed behaviour).
+  bool bf16_activation = false;
+};
+
+// Sum of G equal segments, element by element, in segment order: out[i] = Σ_s in[s·n + i] (a
+// deterministic reduce-scatter's local half).
+struct SegmentSumArgs {
+  const float* in = nullptr;  // [segments, n].
+  int segments = 0;
+  int64_t n = 0;
+  float* out = nullptr;  // [n]; may not alias `in`.
+};
+
 }  // namespace semmoe::kernels
 
 #endif  // SEMMOE_KERNELS_OP_ARGS_H_

@@ -230,15 +230,33 @@ int main(int argc, char** argv) {
   float* gout = static_cast<float*>(Alloc(4 * g_rows * g_hidden));
   compute("grouped SwiGLU (direct)", "4096 rows, 16 experts, 2048 x 768",
           6.0 * g_rows * g_hidden * g_inter, [&] {
-            LaunchGroupedSwiGlu(
-                {gx, d_offsets, g_experts, g_rows, g_hidden, g_inter, gg, gu, gd, gact, gout},
-                nullptr);
+            LaunchGroupedSwiGlu({.x = gx,
+                                 .offsets = d_offsets,
+                                 .experts = g_experts,
+                                 .rows = g_rows,
+                                 .hidden = g_hidden,
+                                 .inter = g_inter,
+                                 .gate = gg,
+                                 .up = gu,
+                                 .down = gd,
+                                 .act = gact,
+                                 .out = gout},
+                                nullptr);
           });
   compute("grouped SwiGLU (tensor core)", "4096 rows, 16 experts, 2048 x 768",
           6.0 * g_rows * g_hidden * g_inter, [&] {
-            LaunchGroupedSwiGluTensorCore(
-                {gx, d_offsets, g_experts, g_rows, g_hidden, g_inter, gg, gu, gd, gact, gout},
-                nullptr);
+            LaunchGroupedSwiGluTensorCore({.x = gx,
+                                           .offsets = d_offsets,
+                                           .experts = g_experts,
+                                           .rows = g_rows,
+                                           .hidden = g_hidden,
+                                           .inter = g_inter,
+                                           .gate = gg,
+                                           .up = gu,
+                                           .down = gd,
+                                           .act = gact,
+                                           .out = gout},
+                                          nullptr);
           });
   CHECK_CUDA(cudaDeviceSynchronize());
 

@@ -123,7 +123,7 @@ absl::Status GlooCommunicator::DoReduceScatterSum(const float* send,
   for (int64_t& b : send_bytes) b *= 4;
   RETURN_IF_ERROR(DoAllToAllV(reinterpret_cast<const char*>(send), send_bytes,
                               reinterpret_cast<char*>(gathered.data()), recv_bytes));
-  kernels::cpu::SegmentSum(gathered.data(), size_, mine, recv);
+  kernels::cpu::SegmentSum({.in = gathered.data(), .segments = size_, .n = mine, .out = recv});
   return absl::OkStatus();
 }
 

@@ -15,16 +15,16 @@
 namespace semmoe::kernels::cpu {
 
 struct DecodeAttentionArgs {
-  const float* q;              // [group, head_dim], contiguous.
-  int group;                   // Query heads sharing this KV head (≥ 1).
+  const float* q;  // [group, head_dim], contiguous.
+  int group;       // Query heads sharing this KV head (≥ 1).
   int head_dim;
   const float* const* keys;    // [context] row pointers; this head's key is keys[p] + offset.
   const float* const* values;  // [context] row pointers; value is values[p] + offset.
   int64_t offset;
-  int context;                 // Positions visible (≥ 1).
-  float scale;                 // Usually 1/sqrt(head_dim).
-  float* scores;               // Workspace: [2 × context] floats.
-  float* out;                  // [group, head_dim], overwritten.
+  int context;    // Positions visible (≥ 1).
+  float scale;    // Usually 1/sqrt(head_dim).
+  float* scores;  // Workspace: [2 × context] floats.
+  float* out;     // [group, head_dim], overwritten.
 };
 
 void DecodeAttention(const DecodeAttentionArgs& args);

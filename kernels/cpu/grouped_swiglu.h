@@ -9,19 +9,10 @@
 
 #include <cstdint>
 
+#include "kernels/op_args.h"
+
 namespace semmoe::kernels::cpu {
 
-struct GroupedSwiGluArgs {
-  const uint16_t* x;       // [rows, hidden] bf16 bits.
-  const int64_t* offsets;  // [experts + 1]: expert e's rows are [offsets[e], offsets[e+1]).
-  int experts;
-  int64_t hidden, inter;
-  const uint16_t* gate;  // [experts, inter, hidden] bf16 bits.
-  const uint16_t* up;    // [experts, inter, hidden].
-  const uint16_t* down;  // [experts, hidden, inter].
-  float* out;            // [rows, hidden].
-  bool bf16_activation = false;
-};
 void GroupedSwiGlu(const GroupedSwiGluArgs& args);
 
 }  // namespace semmoe::kernels::cpu

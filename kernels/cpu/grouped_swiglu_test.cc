@@ -17,13 +17,31 @@ TEST(GroupedSwiGluTest, EachRowUsesItsExpertsWeights) {
   const int64_t offsets[] = {0, 0, 2};
   const uint16_t gate[] = {kOne, kOne}, up[] = {kOne, kTwo}, down[] = {kOne, kTwo};
   float out[2];
-  GroupedSwiGlu({x, offsets, 2, 1, 1, gate, up, down, out});
+  GroupedSwiGlu({.x = x,
+                 .offsets = offsets,
+                 .experts = 2,
+                 .rows = 2,
+                 .hidden = 1,
+                 .inter = 1,
+                 .gate = gate,
+                 .up = up,
+                 .down = down,
+                 .out = out});
   auto silu = [](float v) { return v / (1 + std::exp(-v)); };
   EXPECT_NEAR(out[0], 2 * silu(1) * 2 * 1, 1e-6);
   EXPECT_NEAR(out[1], 2 * silu(2) * 2 * 2, 1e-6);
   // Zero weights give zeros; no rows touch nothing.
   const uint16_t zeros[] = {kZero, kZero};
-  GroupedSwiGlu({x, offsets, 2, 1, 1, zeros, up, down, out});
+  GroupedSwiGlu({.x = x,
+                 .offsets = offsets,
+                 .experts = 2,
+                 .rows = 2,
+                 .hidden = 1,
+                 .inter = 1,
+                 .gate = zeros,
+                 .up = up,
+                 .down = down,
+                 .out = out});
   EXPECT_EQ(out[0], 0.0f);
 }
 
@@ -33,8 +51,27 @@ TEST(GroupedSwiGluTest, Bf16ActivationRoundsTheActivationToNearestEven) {
   const int64_t offsets[] = {0, 1};
   const uint16_t w[] = {kOne};
   float f32_out, bf16_out;
-  GroupedSwiGlu({x, offsets, 1, 1, 1, w, w, w, &f32_out});
-  GroupedSwiGlu({x, offsets, 1, 1, 1, w, w, w, &bf16_out, /*bf16_activation=*/true});
+  GroupedSwiGlu({.x = x,
+                 .offsets = offsets,
+                 .experts = 1,
+                 .rows = 1,
+                 .hidden = 1,
+                 .inter = 1,
+                 .gate = w,
+                 .up = w,
+                 .down = w,
+                 .out = &f32_out});
+  GroupedSwiGlu({.x = x,
+                 .offsets = offsets,
+                 .experts = 1,
+                 .rows = 1,
+                 .hidden = 1,
+                 .inter = 1,
+                 .gate = w,
+                 .up = w,
+                 .down = w,
+                 .out = &bf16_out,
+                 .bf16_activation = true});
   EXPECT_NEAR(f32_out, 0.7310586f, 1e-6);
   // bf16 has 8 significant bits: 0.7310586 lies between 0.73046875 and 0.734375 (steps of
   // 2^-8), nearer the first.

@@ -5,14 +5,15 @@
 
 #include <cstdint>
 
+#include "kernels/op_args.h"
+
 namespace semmoe::kernels::cpu {
 
-// in: [segments, n]; out: [n] (may not alias `in`).
-inline void SegmentSum(const float* in, int segments, int64_t n, float* out) {
-  for (int64_t i = 0; i < n; ++i) {
+inline void SegmentSum(const SegmentSumArgs& a) {
+  for (int64_t i = 0; i < a.n; ++i) {
     float sum = 0.0f;
-    for (int s = 0; s < segments; ++s) sum += in[s * n + i];
-    out[i] = sum;
+    for (int s = 0; s < a.segments; ++s) sum += a.in[s * a.n + i];
+    a.out[i] = sum;
   }
 }
 

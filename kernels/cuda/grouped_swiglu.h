@@ -9,21 +9,9 @@
 #include <cstdint>
 
 #include "kernels/cuda/launch.h"
+#include "kernels/op_args.h"
 
 namespace semmoe::kernels::cuda {
-
-struct GroupedSwiGluArgs {
-  const uint16_t* x;       // [rows, hidden] bf16 bits, device memory.
-  const int64_t* offsets;  // [experts + 1], device memory.
-  int experts;
-  int64_t rows;  // offsets[experts] (host copy, to size the launch).
-  int64_t hidden, inter;
-  const uint16_t* gate;  // [experts, inter, hidden] bf16 bits.
-  const uint16_t* up;    // [experts, inter, hidden].
-  const uint16_t* down;  // [experts, hidden, inter].
-  float* act;            // Scratch: [rows, inter] f32.
-  float* out;            // [rows, hidden] f32.
-};
 
 CudaError LaunchGroupedSwiGlu(const GroupedSwiGluArgs& args, Stream stream);
 

@@ -57,15 +57,33 @@ TEST_P(GroupedSwiGluTest, MatchesTheCpu) {
                                       up = Bf16(experts * inter * hidden),
                                       down = Bf16(experts * hidden * inter);
           std::vector<float> want(rows * hidden);
-          cpu::GroupedSwiGlu({x.data(), offsets.data(), experts, hidden, inter, gate.data(),
-                              up.data(), down.data(), want.data(), /*bf16_activation=*/tc});
+          cpu::GroupedSwiGlu({.x = x.data(),
+                              .offsets = offsets.data(),
+                              .experts = experts,
+                              .rows = rows,
+                              .hidden = hidden,
+                              .inter = inter,
+                              .gate = gate.data(),
+                              .up = up.data(),
+                              .down = down.data(),
+                              .out = want.data(),
+                              .bf16_activation = tc});
           uint16_t *d_x = ToDevice(x), *d_g = ToDevice(gate), *d_u = ToDevice(up),
                    *d_d = ToDevice(down);
           int64_t* d_off = ToDevice(offsets);
           float* d_act = ToDevice(std::vector<float>(rows * inter));
           float* d_out = ToDevice(std::vector<float>(rows * hidden, -7.0f));
-          const GroupedSwiGluArgs args{d_x, d_off, experts, rows,  hidden, inter,
-                                       d_g, d_u,   d_d,     d_act, d_out};
+          const GroupedSwiGluArgs args{.x = d_x,
+                                       .offsets = d_off,
+                                       .experts = experts,
+                                       .rows = rows,
+                                       .hidden = hidden,
+                                       .inter = inter,
+                                       .gate = d_g,
+                                       .up = d_u,
+                                       .down = d_d,
+                                       .act = d_act,
+                                       .out = d_out};
           ASSERT_EQ(tc ? LaunchGroupedSwiGluTensorCore(args, nullptr)
                        : LaunchGroupedSwiGlu(args, nullptr),
                     cudaSuccess);

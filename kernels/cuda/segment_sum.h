@@ -7,15 +7,9 @@
 #include <cstdint>
 
 #include "kernels/cuda/launch.h"
+#include "kernels/op_args.h"
 
 namespace semmoe::kernels::cuda {
-
-struct SegmentSumArgs {
-  const float* in = nullptr;  // [segments, n], device memory.
-  int segments = 0;
-  int64_t n = 0;
-  float* out = nullptr;  // [n], device memory (may not alias `in`).
-};
 
 // Enqueues on `stream`; returns the launch error (no synchronisation).
 CudaError LaunchSegmentSum(const SegmentSumArgs& args, Stream stream);

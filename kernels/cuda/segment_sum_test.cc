@@ -24,7 +24,7 @@ TEST(SegmentSumTest, MatchesTheCpuReferenceBitForBit) {
       for (float& v : in) v = normal(rng);
       if (!in.empty()) in[0] = NAN;  // NaN propagates the same way on both.
       std::vector<float> want(n), got(n, -1.0f);
-      cpu::SegmentSum(in.data(), segments, n, want.data());
+      cpu::SegmentSum({.in = in.data(), .segments = segments, .n = n, .out = want.data()});
       float *d_in = nullptr, *d_out = nullptr;
       ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&d_in), in.size() * 4 + 4), cudaSuccess);
       ASSERT_EQ(cudaMalloc(reinterpret_cast<void**>(&d_out), n * 4 + 4), cudaSuccess);
