@@ -42,7 +42,8 @@ ABSL_FLAG(std::string, model, "",
           "checkpoint directory (config.json, *.safetensors, tokenizer.json)");
 ABSL_FLAG(std::string, device, "cpu",
           "cpu, or cuda / cuda:N: the forward passes on CUDA device N (default 0); serve: one "
-          "GPU per rank, --attn dp");
+          "GPU per rank, --attn dp. cuda needs a build made where the CUDA toolkit is "
+          "(docs/BUILD.md)");
 ABSL_FLAG(std::string, prompt, "", "generate: the prompt text (special tokens are parsed)");
 ABSL_FLAG(int, max_tokens, 64, "generate: tokens to generate at most");
 ABSL_FLAG(bool, greedy, false,
