@@ -1,6 +1,8 @@
 #include "kernels/cpu/moe_routing.h"
 
+#include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "absl/types/span.h"
 #include "kernels/cpu/nn_ops.h"
@@ -26,39 +28,37 @@ void RouterGating(const RouterGatingArgs& a) {
   }
 }
 
-Permutation PermuteByExpert(const int32_t* ids, int64_t entries, int experts) {
-  Permutation p;
-  p.offsets.assign(experts + 1, 0);
-  for (int64_t i = 0; i < entries; ++i) ++p.offsets[ids[i] + 1];
-  for (int e = 0; e < experts; ++e) p.offsets[e + 1] += p.offsets[e];
-  std::vector<int64_t> next(p.offsets.begin(), p.offsets.end() - 1);
-  p.entry_of_position.resize(entries);
-  p.position_of_entry.resize(entries);
-  for (int64_t i = 0; i < entries; ++i) {
-    const int64_t pos = next[ids[i]]++;
-    p.entry_of_position[pos] = i;
-    p.position_of_entry[i] = pos;
+void PermuteByExpert(const PermuteByExpertArgs& a) {
+  std::fill(a.offsets, a.offsets + a.experts + 1, 0);
+  for (int64_t i = 0; i < a.entries; ++i) ++a.offsets[a.ids[i] + 1];
+  for (int e = 0; e < a.experts; ++e) {
+    a.counts[e] = a.offsets[e + 1];
+    a.offsets[e + 1] += a.offsets[e];
   }
-  return p;
-}
-
-void GatherRows(const float* x, const Permutation& perm, int k, int64_t hidden, float* y) {
-  for (size_t p = 0; p < perm.entry_of_position.size(); ++p) {
-    std::memcpy(y + p * hidden, x + (perm.entry_of_position[p] / k) * hidden,
-                sizeof(float) * hidden);
+  std::vector<int64_t> next(a.offsets, a.offsets + a.experts);
+  for (int64_t i = 0; i < a.entries; ++i) {
+    const int64_t pos = next[a.ids[i]]++;
+    a.entry_of_position[pos] = i;
+    a.position_of_entry[i] = pos;
   }
 }
 
-void CombineRows(const float* y, const float* weights, const Permutation& perm, int64_t tokens,
-                 int k, int64_t hidden, float* out) {
-  for (int64_t t = 0; t < tokens; ++t) {
-    for (int64_t h = 0; h < hidden; ++h) {
+void GatherRows(const GatherRowsArgs& a) {
+  for (int64_t p = 0; p < a.entries; ++p) {
+    std::memcpy(a.y + p * a.hidden, a.x + (a.entry_of_position[p] / a.k) * a.hidden,
+                sizeof(float) * a.hidden);
+  }
+}
+
+void CombineRows(const CombineRowsArgs& a) {
+  for (int64_t t = 0; t < a.tokens; ++t) {
+    for (int64_t h = 0; h < a.hidden; ++h) {
       float sum = 0;
-      for (int j = 0; j < k; ++j) {
-        const int64_t pos = perm.position_of_entry[t * k + j];
-        sum += weights[t * k + j] * y[pos * hidden + h];
+      for (int j = 0; j < a.k; ++j) {
+        const int64_t pos = a.position_of_entry[t * a.k + j];
+        sum += a.weights[t * a.k + j] * a.y[pos * a.hidden + h];
       }
-      out[t * hidden + h] = sum;
+      a.out[t * a.hidden + h] = sum;
     }
   }
 }

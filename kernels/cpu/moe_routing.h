@@ -11,7 +11,6 @@
 #define SEMMOE_KERNELS_CPU_MOE_ROUTING_H_
 
 #include <cstdint>
-#include <vector>
 
 #include "kernels/op_args.h"
 
@@ -19,22 +18,15 @@ namespace semmoe::kernels::cpu {
 
 void RouterGating(const RouterGatingArgs& args);
 
-struct Permutation {
-  std::vector<int64_t> offsets;  // [experts + 1]: expert e's rows are [offsets[e], offsets[e+1]).
-  std::vector<int64_t> entry_of_position;  // [entries]: position → entry (t·k + j).
-  std::vector<int64_t> position_of_entry;  // [entries]: the inverse.
-};
+// The (token, slot) entries grouped by expert, into the caller's buffers (counts included).
+// ids in [0, experts).
+void PermuteByExpert(const PermuteByExpertArgs& args);
 
-// ids: [entries] expert ids in [0, experts) (entries = tokens × k).
-Permutation PermuteByExpert(const int32_t* ids, int64_t entries, int experts);
+// y[p] = x[entry_of_position[p] / k] for every position.
+void GatherRows(const GatherRowsArgs& args);
 
-// y[p] = x[entry_of_position[p] / k] for every position; x: [tokens, hidden], y: [entries, hidden].
-void GatherRows(const float* x, const Permutation& perm, int k, int64_t hidden, float* y);
-
-// out[t] = Σ_j weights[t·k + j] · y[position_of_entry[t·k + j]] (j ascending); out: [tokens,
-// hidden].
-void CombineRows(const float* y, const float* weights, const Permutation& perm, int64_t tokens,
-                 int k, int64_t hidden, float* out);
+// out[t] = Σ_j weights[t·k + j] · y[position_of_entry[t·k + j]] (j ascending).
+void CombineRows(const CombineRowsArgs& args);
 
 // packed[p] = x[order[p]] / x[order[p]] = packed[p]; order is a permutation of [0, rows).
 void ShufflePack(const float* x, const int32_t* order, int64_t rows, int64_t hidden, float* packed);

@@ -39,18 +39,33 @@ TEST(MoeRoutingTest, GatingPicksTheTopKOfTheSoftmaxAndRenormalises) {
 TEST(MoeRoutingTest, PermutationIsAStableCountingSortAndCombineInvertsIt) {
   // 3 tokens, k = 2, 4 experts (expert 2 unused).
   const int32_t ids[] = {1, 0, 3, 1, 0, 1};
-  const Permutation p = PermuteByExpert(ids, 6, 4);
-  EXPECT_EQ(p.offsets, (std::vector<int64_t>{0, 2, 5, 5, 6}));
-  EXPECT_EQ(p.entry_of_position, (std::vector<int64_t>{1, 4, 0, 3, 5, 2}));
-  for (int64_t i = 0; i < 6; ++i) EXPECT_EQ(p.entry_of_position[p.position_of_entry[i]], i);
+  std::vector<int64_t> counts(4), offsets(5), eop(6), poe(6);
+  PermuteByExpert({.ids = ids,
+                   .entries = 6,
+                   .experts = 4,
+                   .counts = counts.data(),
+                   .offsets = offsets.data(),
+                   .entry_of_position = eop.data(),
+                   .position_of_entry = poe.data()});
+  EXPECT_EQ(offsets, (std::vector<int64_t>{0, 2, 5, 5, 6}));
+  EXPECT_EQ(counts, (std::vector<int64_t>{2, 3, 0, 1}));
+  EXPECT_EQ(eop, (std::vector<int64_t>{1, 4, 0, 3, 5, 2}));
+  for (int64_t i = 0; i < 6; ++i) EXPECT_EQ(eop[poe[i]], i);
   // Rows out and back: with weights 1 and identity experts, each token gets k × itself.
   const float x[] = {1, 10, 2, 20, 3, 30};  // hidden 2
   std::vector<float> y(12), out(6);
-  GatherRows(x, p, 2, 2, y.data());
+  GatherRows(
+      {.x = x, .entry_of_position = eop.data(), .entries = 6, .k = 2, .hidden = 2, .y = y.data()});
   EXPECT_EQ(y[0], 1.0f);      // Position 0 holds entry 1: token 0.
   EXPECT_EQ(y[2 * 4], 3.0f);  // Position 4 holds entry 5: token 2.
   const float w[] = {1, 1, 1, 1, 1, 1};
-  CombineRows(y.data(), w, p, 3, 2, 2, out.data());
+  CombineRows({.y = y.data(),
+               .weights = w,
+               .position_of_entry = poe.data(),
+               .tokens = 3,
+               .k = 2,
+               .hidden = 2,
+               .out = out.data()});
   EXPECT_EQ(out, (std::vector<float>{2, 20, 4, 40, 6, 60}));
 }
 

@@ -108,7 +108,15 @@ TEST(MoeRoutingTest, PermuteGatherCombineMatchTheCpu) {
           std::vector<int32_t> ids(entries);
           // Ragged: half of the experts are never chosen.
           for (int32_t& id : ids) id = static_cast<int32_t>(rng() % std::max(1, experts / 2));
-          const cpu::Permutation want = cpu::PermuteByExpert(ids.data(), entries, experts);
+          std::vector<int64_t> want_counts(experts), want_offsets(experts + 1), want_eop(entries),
+              want_poe(entries);
+          cpu::PermuteByExpert({.ids = ids.data(),
+                                .entries = entries,
+                                .experts = experts,
+                                .counts = want_counts.data(),
+                                .offsets = want_offsets.data(),
+                                .entry_of_position = want_eop.data(),
+                                .position_of_entry = want_poe.data()});
           Device<int32_t> d_ids(ids);
           Device<int64_t> counts(experts), offsets(experts + 1), eop(entries), poe(entries);
           ASSERT_EQ(LaunchPermuteByExpert({.ids = d_ids.get(),
@@ -120,15 +128,20 @@ TEST(MoeRoutingTest, PermuteGatherCombineMatchTheCpu) {
                                            .position_of_entry = poe.get()},
                                           nullptr),
                     cudaSuccess);
-          ASSERT_EQ(offsets.Host(), want.offsets);
-          ASSERT_EQ(eop.Host(), want.entry_of_position);
-          ASSERT_EQ(poe.Host(), want.position_of_entry);
+          ASSERT_EQ(offsets.Host(), want_offsets);
+          ASSERT_EQ(eop.Host(), want_eop);
+          ASSERT_EQ(poe.Host(), want_poe);
 
           std::vector<float> x(tokens * hidden), weights(entries);
           for (float& v : x) v = normal(rng);
           for (float& v : weights) v = std::abs(normal(rng));
           std::vector<float> want_y(entries * hidden), want_out(tokens * hidden);
-          cpu::GatherRows(x.data(), want, k, hidden, want_y.data());
+          cpu::GatherRows({.x = x.data(),
+                           .entry_of_position = want_eop.data(),
+                           .entries = entries,
+                           .k = k,
+                           .hidden = hidden,
+                           .y = want_y.data()});
           Device<float> d_x(x), d_y(entries * hidden), d_w(weights), d_out(tokens * hidden);
           ASSERT_EQ(LaunchGatherRows({.x = d_x.get(),
                                       .entry_of_position = eop.get(),
@@ -140,7 +153,13 @@ TEST(MoeRoutingTest, PermuteGatherCombineMatchTheCpu) {
                     cudaSuccess);
           ASSERT_EQ(d_y.Host(), want_y);  // A copy: exact.
           // Experts as the identity: combine weighs the gathered rows back.
-          cpu::CombineRows(want_y.data(), weights.data(), want, tokens, k, hidden, want_out.data());
+          cpu::CombineRows({.y = want_y.data(),
+                            .weights = weights.data(),
+                            .position_of_entry = want_poe.data(),
+                            .tokens = tokens,
+                            .k = k,
+                            .hidden = hidden,
+                            .out = want_out.data()});
           ASSERT_EQ(LaunchCombineRows({.y = d_y.get(),
                                        .weights = d_w.get(),
                                        .position_of_entry = poe.get(),

@@ -83,28 +83,37 @@ absl::Status CpuOps::RouterGating(const kernels::RouterGatingArgs& a) {
 absl::Status CpuOps::PermuteByExpert(const int32_t* ids, int64_t entries, int experts,
                                      int64_t* counts, int64_t* offsets, int64_t* entry_of_position,
                                      int64_t* position_of_entry) {
-  const kernels::cpu::Permutation p = kernels::cpu::PermuteByExpert(ids, entries, experts);
-  std::copy(p.offsets.begin(), p.offsets.end(), offsets);
-  for (int e = 0; e < experts; ++e) counts[e] = p.offsets[e + 1] - p.offsets[e];
-  std::copy(p.entry_of_position.begin(), p.entry_of_position.end(), entry_of_position);
-  std::copy(p.position_of_entry.begin(), p.position_of_entry.end(), position_of_entry);
+  kernels::cpu::PermuteByExpert({.ids = ids,
+                                 .entries = entries,
+                                 .experts = experts,
+                                 .counts = counts,
+                                 .offsets = offsets,
+                                 .entry_of_position = entry_of_position,
+                                 .position_of_entry = position_of_entry});
   return absl::OkStatus();
 }
 
 absl::Status CpuOps::GatherRows(const float* x, const int64_t* entry_of_position, int64_t entries,
                                 int k, int64_t hidden, float* y) {
-  kernels::cpu::Permutation p;
-  p.entry_of_position.assign(entry_of_position, entry_of_position + entries);
-  kernels::cpu::GatherRows(x, p, k, hidden, y);
+  kernels::cpu::GatherRows({.x = x,
+                            .entry_of_position = entry_of_position,
+                            .entries = entries,
+                            .k = k,
+                            .hidden = hidden,
+                            .y = y});
   return absl::OkStatus();
 }
 
 absl::Status CpuOps::CombineRows(const float* y, const float* weights,
                                  const int64_t* position_of_entry, int64_t tokens, int k,
                                  int64_t hidden, float* out) {
-  kernels::cpu::Permutation p;
-  p.position_of_entry.assign(position_of_entry, position_of_entry + tokens * k);
-  kernels::cpu::CombineRows(y, weights, p, tokens, k, hidden, out);
+  kernels::cpu::CombineRows({.y = y,
+                             .weights = weights,
+                             .position_of_entry = position_of_entry,
+                             .tokens = tokens,
+                             .k = k,
+                             .hidden = hidden,
+                             .out = out});
   return absl::OkStatus();
 }
 
