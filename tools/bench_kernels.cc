@@ -228,36 +228,22 @@ int main(int argc, char** argv) {
   auto* gd = static_cast<uint16_t*>(Alloc(2 * g_experts * g_hidden * g_inter));
   float* gact = static_cast<float*>(Alloc(4 * g_rows * g_inter));
   float* gout = static_cast<float*>(Alloc(4 * g_rows * g_hidden));
+  const semmoe::kernels::GroupedSwiGluArgs swiglu{.x = gx,
+                                                  .offsets = d_offsets,
+                                                  .experts = g_experts,
+                                                  .rows = g_rows,
+                                                  .hidden = g_hidden,
+                                                  .inter = g_inter,
+                                                  .gate = gg,
+                                                  .up = gu,
+                                                  .down = gd,
+                                                  .act = gact,
+                                                  .out = gout};
   compute("grouped SwiGLU (direct)", "4096 rows, 16 experts, 2048 x 768",
-          6.0 * g_rows * g_hidden * g_inter, [&] {
-            LaunchGroupedSwiGlu({.x = gx,
-                                 .offsets = d_offsets,
-                                 .experts = g_experts,
-                                 .rows = g_rows,
-                                 .hidden = g_hidden,
-                                 .inter = g_inter,
-                                 .gate = gg,
-                                 .up = gu,
-                                 .down = gd,
-                                 .act = gact,
-                                 .out = gout},
-                                nullptr);
-          });
+          6.0 * g_rows * g_hidden * g_inter, [&] { LaunchGroupedSwiGlu(swiglu, nullptr); });
   compute("grouped SwiGLU (tensor core)", "4096 rows, 16 experts, 2048 x 768",
-          6.0 * g_rows * g_hidden * g_inter, [&] {
-            LaunchGroupedSwiGluTensorCore({.x = gx,
-                                           .offsets = d_offsets,
-                                           .experts = g_experts,
-                                           .rows = g_rows,
-                                           .hidden = g_hidden,
-                                           .inter = g_inter,
-                                           .gate = gg,
-                                           .up = gu,
-                                           .down = gd,
-                                           .act = gact,
-                                           .out = gout},
-                                          nullptr);
-          });
+          6.0 * g_rows * g_hidden * g_inter,
+          [&] { LaunchGroupedSwiGluTensorCore(swiglu, nullptr); });
   CHECK_CUDA(cudaDeviceSynchronize());
 
   std::printf(
