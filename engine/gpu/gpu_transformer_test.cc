@@ -10,10 +10,10 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "engine/gpu/nccl_communicator.h"
 #include "engine/gpu/testing/forward_check.h"
 #include "engine/gpu/testing/random_model.h"
 #include "engine/model/transformer.h"
-#include "engine/gpu/nccl_communicator.h"
 #include "engine/runtime/kv_cache.h"
 #include "gloo/rendezvous/hash_store.h"
 #include "gtest/gtest.h"

@@ -1,6 +1,7 @@
 // DevicePredictor: before a MoE layer runs, scores for each token every device by how much of its
 // experts it should hold there, so Attention-TP's shuffled reduce-scatter can put the token on
-// its best device with room (docs/PARALLEL.md, "Attention-TP"). Two tables per MoE layer, the more confident wins:
+// its best device with room (docs/PARALLEL.md, "Attention-TP"). Two tables per MoE layer, the more
+// confident wins:
 //   T  token id → the expected share of its experts on each device, from the token affinities C
 //      and the placement (unseen ids use their embedding neighbour's when C has one, else the
 //      layer's marginal), refined by the token before it when C saw that pair; its confidence is

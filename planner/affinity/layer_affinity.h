@@ -1,8 +1,8 @@
-// LayerAffinity: learning the `A` tables (docs/PARALLEL.md, "Attention-TP") from a trace (the planner's side; engines
-// read the result, transition_table.h). For a placement, a token's "device" at a layer
-// is the device holding most of the experts it chose there. Routing is sticky across layers, so
-// the devices at layers l−2 and l−1 (known at run time before layer l's shuffle) predict the
-// device at layer l: A[l][(d₋₂, d₋₁)] → (device, confidence), learned from a trace.
+// LayerAffinity: learning the `A` tables (docs/PARALLEL.md, "Attention-TP") from a trace (the
+// planner's side; engines read the result, transition_table.h). For a placement, a token's "device"
+// at a layer is the device holding most of the experts it chose there. Routing is sticky across
+// layers, so the devices at layers l−2 and l−1 (known at run time before layer l's shuffle) predict
+// the device at layer l: A[l][(d₋₂, d₋₁)] → (device, confidence), learned from a trace.
 #ifndef SEMMOE_PLANNER_AFFINITY_LAYER_AFFINITY_H_
 #define SEMMOE_PLANNER_AFFINITY_LAYER_AFFINITY_H_
 

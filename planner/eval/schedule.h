@@ -23,9 +23,9 @@ std::vector<int> AffinityRequests(const std::vector<std::vector<uint32_t>>& prom
 std::vector<int> AffinityRequests(const trace::TraceSet& trace, const std::vector<float>& scores,
                                   int num_devices, double token_balance_eps = 0.05);
 
-// Attention-TP with the shuffled reduce-scatter rule (docs/PARALLEL.md, "Attention-TP"): at each MoE layer, every
-// token's device is predicted from its id — the device holding most of its expected experts
-// under `placement` (C from `affinity`), with that share as confidence — or, when
+// Attention-TP with the shuffled reduce-scatter rule (docs/PARALLEL.md, "Attention-TP"): at each
+// MoE layer, every token's device is predicted from its id — the device holding most of its
+// expected experts under `placement` (C from `affinity`), with that share as confidence — or, when
 // `layer_affinity` is given and more confident, from the devices its experts used at the two
 // previous layers (the A table); and each batch of
 // `batch_tokens` consecutive tokens is cut into equal chunks per device by the engine's rule

@@ -1,12 +1,12 @@
-// The shuffled reduce-scatter's data rule (docs/PARALLEL.md, "Attention-TP"), shared by the engine (which runs it on
-// every Attention-TP batch) and the planner (which evaluates it on traces), so both mean the same
-// thing: each device takes at most its capacity — the equal chunk (the first T mod G devices one
-// more), or with a slack ε up to ⌊(1 + ε) · T / G⌋ tokens, so that token load stays within ε of
-// the mean as the planner's balance constraint allows; the most confident token (highest best
-// score) is placed first, each on its best-scoring device that still has room, ties to the
-// device with the most room left. A token whose favourite is full
-// therefore spills to its next-best device rather than to an arbitrary one; a token with no
-// preference (all scores equal) goes to the least-full device.
+// The shuffled reduce-scatter's data rule (docs/PARALLEL.md, "Attention-TP"), shared by the engine
+// (which runs it on every Attention-TP batch) and the planner (which evaluates it on traces), so
+// both mean the same thing: each device takes at most its capacity — the equal chunk (the first T
+// mod G devices one more), or with a slack ε up to ⌊(1 + ε) · T / G⌋ tokens, so that token load
+// stays within ε of the mean as the planner's balance constraint allows; the most confident token
+// (highest best score) is placed first, each on its best-scoring device that still has room, ties
+// to the device with the most room left. A token whose favourite is full therefore spills to its
+// next-best device rather than to an arbitrary one; a token with no preference (all scores equal)
+// goes to the least-full device.
 #ifndef SEMMOE_PLANNER_PLACEMENT_BALANCED_ASSIGN_H_
 #define SEMMOE_PLANNER_PLACEMENT_BALANCED_ASSIGN_H_
 

@@ -1,6 +1,6 @@
-// Replicated hot experts (docs/PLANNER.md, `//planner/solver:replicas`): R extra expert slots per device per
-// layer. Each device gets the R experts it does not hold that the tokens scheduled on it use
-// most, so those activations become local; homes are unchanged. Reported separately from
+// Replicated hot experts (docs/PLANNER.md, `//planner/solver:replicas`): R extra expert slots per
+// device per layer. Each device gets the R experts it does not hold that the tokens scheduled on it
+// use most, so those activations become local; homes are unchanged. Reported separately from
 // replica-free placements (their bounds do not apply).
 #ifndef SEMMOE_PLANNER_SOLVER_REPLICAS_H_
 #define SEMMOE_PLANNER_SOLVER_REPLICAS_H_
