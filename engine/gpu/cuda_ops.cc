@@ -74,20 +74,8 @@ absl::Status CudaOps::RmsNorm(float* x, int64_t rows, int64_t width, int64_t str
   return absl::OkStatus();
 }
 
-absl::Status CudaOps::QkNormRope(float* x, int64_t rows, int64_t stride, int heads, int head_dim,
-                                 const float* norm, float eps, const int32_t* positions,
-                                 const float* cos, const float* sin) {
-  CUDA_RETURN_IF_ERROR(kc::LaunchQkNormRope({.x = x,
-                                             .rows = rows,
-                                             .row_stride = stride,
-                                             .heads = heads,
-                                             .head_dim = head_dim,
-                                             .norm_weight = norm,
-                                             .eps = eps,
-                                             .positions = positions,
-                                             .cos = cos,
-                                             .sin = sin},
-                                            stream_));
+absl::Status CudaOps::QkNormRope(const kernels::QkNormRopeArgs& a) {
+  CUDA_RETURN_IF_ERROR(kc::LaunchQkNormRope(a, stream_));
   return absl::OkStatus();
 }
 
@@ -134,43 +122,18 @@ absl::Status CudaOps::RouterGating(const kernels::RouterGatingArgs& a) {
   return absl::OkStatus();
 }
 
-absl::Status CudaOps::PermuteByExpert(const int32_t* ids, int64_t entries, int experts,
-                                      int64_t* counts, int64_t* offsets, int64_t* entry_of_position,
-                                      int64_t* position_of_entry) {
-  CUDA_RETURN_IF_ERROR(kc::LaunchPermuteByExpert({.ids = ids,
-                                                  .entries = entries,
-                                                  .experts = experts,
-                                                  .counts = counts,
-                                                  .offsets = offsets,
-                                                  .entry_of_position = entry_of_position,
-                                                  .position_of_entry = position_of_entry},
-                                                 stream_));
+absl::Status CudaOps::PermuteByExpert(const kernels::PermuteByExpertArgs& a) {
+  CUDA_RETURN_IF_ERROR(kc::LaunchPermuteByExpert(a, stream_));
   return absl::OkStatus();
 }
 
-absl::Status CudaOps::GatherRows(const float* x, const int64_t* entry_of_position, int64_t entries,
-                                 int k, int64_t hidden, float* y) {
-  CUDA_RETURN_IF_ERROR(kc::LaunchGatherRows({.x = x,
-                                             .entry_of_position = entry_of_position,
-                                             .entries = entries,
-                                             .k = k,
-                                             .hidden = hidden,
-                                             .y = y},
-                                            stream_));
+absl::Status CudaOps::GatherRows(const kernels::GatherRowsArgs& a) {
+  CUDA_RETURN_IF_ERROR(kc::LaunchGatherRows(a, stream_));
   return absl::OkStatus();
 }
 
-absl::Status CudaOps::CombineRows(const float* y, const float* weights,
-                                  const int64_t* position_of_entry, int64_t tokens, int k,
-                                  int64_t hidden, float* out) {
-  CUDA_RETURN_IF_ERROR(kc::LaunchCombineRows({.y = y,
-                                              .weights = weights,
-                                              .position_of_entry = position_of_entry,
-                                              .tokens = tokens,
-                                              .k = k,
-                                              .hidden = hidden,
-                                              .out = out},
-                                             stream_));
+absl::Status CudaOps::CombineRows(const kernels::CombineRowsArgs& a) {
+  CUDA_RETURN_IF_ERROR(kc::LaunchCombineRows(a, stream_));
   return absl::OkStatus();
 }
 

@@ -103,9 +103,13 @@ class EpExchange {
 
     // This rank's experts over the received rows; bucket `experts` (plan.served_elsewhere) holds
     // the slots served elsewhere (their results are zero).
-    RETURN_IF_ERROR(ops_.PermuteByExpert(recv_ids_.data(), received * k, experts + 1,
-                                         counts_.data(), offsets_.data(), entry_of_position_.data(),
-                                         position_of_entry_.data()));
+    RETURN_IF_ERROR(ops_.PermuteByExpert({.ids = recv_ids_.data(),
+                                          .entries = received * k,
+                                          .experts = experts + 1,
+                                          .counts = counts_.data(),
+                                          .offsets = offsets_.data(),
+                                          .entry_of_position = entry_of_position_.data(),
+                                          .position_of_entry = position_of_entry_.data()}));
     std::vector<int64_t> offsets(experts + 2);
     RETURN_IF_ERROR(ops_.CopyOut(offsets.data(), offsets_.data(), experts + 2));
     for (int e = 0; e < experts; ++e) {
@@ -115,14 +119,23 @@ class EpExchange {
                                                 ", which it does not hold"));
       }
     }
-    RETURN_IF_ERROR(ops_.GatherRows(recv_rows_.data(), entry_of_position_.data(), received * k, k,
-                                    hidden, y_.data()));
+    RETURN_IF_ERROR(ops_.GatherRows({.x = recv_rows_.data(),
+                                     .entry_of_position = entry_of_position_.data(),
+                                     .entries = received * k,
+                                     .k = k,
+                                     .hidden = hidden,
+                                     .y = y_.data()}));
     RETURN_IF_ERROR(RunGroupedExperts(ops_, offsets, experts, w.experts, y_.data(), g_.data(),
                                       u_.data(), z_.data(), hidden, inter));
     RETURN_IF_ERROR(ops_.Zero(z_.data() + offsets[experts] * hidden,
                               (offsets[experts + 1] - offsets[experts]) * hidden));
-    RETURN_IF_ERROR(ops_.CombineRows(z_.data(), recv_weights_.data(), position_of_entry_.data(),
-                                     received, k, hidden, results_.data()));
+    RETURN_IF_ERROR(ops_.CombineRows({.y = z_.data(),
+                                      .weights = recv_weights_.data(),
+                                      .position_of_entry = position_of_entry_.data(),
+                                      .tokens = received,
+                                      .k = k,
+                                      .hidden = hidden,
+                                      .out = results_.data()}));
 
     // Combine: results back to their owners, added in rank order.
     RETURN_IF_ERROR(ops_.Finish());

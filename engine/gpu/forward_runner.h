@@ -28,14 +28,13 @@
 //   Copy(float* dst, const float* src, n)
 //   Linear(x, rows, LinearView, y)                y = x · wᵀ
 //   RmsNorm(x, rows, width, stride, weight, eps)
-//   QkNormRope(x, rows, stride, heads, head_dim, norm or null, eps, positions, cos, sin)
+//   QkNormRope(kernels::QkNormRopeArgs)
 //   SiluMul(gate, up, n), AddInPlace(x, y, n), AddRowBias(x, rows, width, stride, bias),
 //   SigmoidGateAdd(out, y, gate, rows, width), GatherRowsByIndex(table, index, rows, width, out)
 //   StorePagedKv(kernels::StorePagedKvArgs), PagedAttention(kernels::PagedAttentionArgs)
 //   RouterGating(kernels::RouterGatingArgs)
-//   PermuteByExpert(ids, entries, experts, counts, offsets, entry_of_position, position_of_entry)
-//   GatherRows(x, entry_of_position, entries, k, hidden, y)
-//   CombineRows(y, weights, position_of_entry, tokens, k, hidden, out)
+//   PermuteByExpert(kernels::PermuteByExpertArgs), GatherRows(kernels::GatherRowsArgs),
+//   CombineRows(kernels::CombineRowsArgs)   (the structs of kernels/op_args.h)
 //   ScatterAddRows(dst, src, index, rows, width), Zero(x, n)
 //   Begin()                                        before a pass (or Init) on this thread
 //   Finish()                                       all queued work done
@@ -61,9 +60,8 @@
 #include "engine/model/config.h"
 #include "engine/model/transformer.h"
 #include "engine/parallel/communicator.h"
-#include "kernels/cpu/forward_ops.h"
 #include "kernels/cpu/nn_ops.h"
-#include "kernels/cpu/paged_attention.h"
+#include "kernels/op_args.h"
 #include "planner/placement/placement.h"
 
 namespace semmoe::engine::gpu {
@@ -272,12 +270,26 @@ class ForwardRunner {
       RETURN_IF_ERROR(ops_.AddRowBias(k_.data(), tokens, kv_size, kv_size, w.k_bias));
       RETURN_IF_ERROR(ops_.AddRowBias(v_.data(), tokens, kv_size, kv_size, w.v_bias));
     }
-    RETURN_IF_ERROR(ops_.QkNormRope(q_.data(), tokens, q_size, c_.num_heads, c_.head_dim,
-                                    c_.qk_norm ? w.q_norm : nullptr, c_.rms_norm_eps,
-                                    positions_.data(), rope_cos_.data(), rope_sin_.data()));
-    RETURN_IF_ERROR(ops_.QkNormRope(k_.data(), tokens, kv_size, c_.num_kv_heads, c_.head_dim,
-                                    c_.qk_norm ? w.k_norm : nullptr, c_.rms_norm_eps,
-                                    positions_.data(), rope_cos_.data(), rope_sin_.data()));
+    RETURN_IF_ERROR(ops_.QkNormRope({.x = q_.data(),
+                                     .rows = tokens,
+                                     .row_stride = q_size,
+                                     .heads = c_.num_heads,
+                                     .head_dim = c_.head_dim,
+                                     .norm_weight = c_.qk_norm ? w.q_norm : nullptr,
+                                     .eps = c_.rms_norm_eps,
+                                     .positions = positions_.data(),
+                                     .cos = rope_cos_.data(),
+                                     .sin = rope_sin_.data()}));
+    RETURN_IF_ERROR(ops_.QkNormRope({.x = k_.data(),
+                                     .rows = tokens,
+                                     .row_stride = kv_size,
+                                     .heads = c_.num_kv_heads,
+                                     .head_dim = c_.head_dim,
+                                     .norm_weight = c_.qk_norm ? w.k_norm : nullptr,
+                                     .eps = c_.rms_norm_eps,
+                                     .positions = positions_.data(),
+                                     .cos = rope_cos_.data(),
+                                     .sin = rope_sin_.data()}));
     for (int kind = 0; kind < 2; ++kind) {
       RETURN_IF_ERROR(ops_.StorePagedKv({.rows = kind == 0 ? k_.data() : v_.data(),
                                          .tokens = tokens,
@@ -336,17 +348,30 @@ class ForwardRunner {
       RETURN_IF_ERROR(ep_->Run(moe_index_[layer], w, h_.data(), tokens, ids, weights, moe_.data(),
                                row_local_, row_all_, ep_counters_[moe_index_[layer]]));
     } else {
-      RETURN_IF_ERROR(ops_.PermuteByExpert(expert_ids_.data(), entries, experts, counts_.data(),
-                                           offsets_.data(), entry_of_position_.data(),
-                                           position_of_entry_.data()));
+      RETURN_IF_ERROR(ops_.PermuteByExpert({.ids = expert_ids_.data(),
+                                            .entries = entries,
+                                            .experts = experts,
+                                            .counts = counts_.data(),
+                                            .offsets = offsets_.data(),
+                                            .entry_of_position = entry_of_position_.data(),
+                                            .position_of_entry = position_of_entry_.data()}));
       std::vector<int64_t> offsets(experts + 1);  // The GEMM shapes: the host needs them.
       RETURN_IF_ERROR(ops_.CopyOut(offsets.data(), offsets_.data(), experts + 1));
-      RETURN_IF_ERROR(
-          ops_.GatherRows(h_.data(), entry_of_position_.data(), entries, k, hidden, y_.data()));
+      RETURN_IF_ERROR(ops_.GatherRows({.x = h_.data(),
+                                       .entry_of_position = entry_of_position_.data(),
+                                       .entries = entries,
+                                       .k = k,
+                                       .hidden = hidden,
+                                       .y = y_.data()}));
       RETURN_IF_ERROR(RunGroupedExperts(ops_, offsets, experts, w.experts, y_.data(), g_.data(),
                                         u_.data(), z_.data(), hidden, inter));
-      RETURN_IF_ERROR(ops_.CombineRows(z_.data(), gate_weights_.data(), position_of_entry_.data(),
-                                       tokens, k, hidden, moe_.data()));
+      RETURN_IF_ERROR(ops_.CombineRows({.y = z_.data(),
+                                        .weights = gate_weights_.data(),
+                                        .position_of_entry = position_of_entry_.data(),
+                                        .tokens = tokens,
+                                        .k = k,
+                                        .hidden = hidden,
+                                        .out = moe_.data()}));
     }
     if (w.has_shared_expert) {
       RETURN_IF_ERROR(Mlp(h_.data(), tokens, w.shared_expert, shared_.data()));

@@ -1,8 +1,10 @@
 #include "engine/gpu/testing/cpu_ops.h"
 
 #include "Eigen/Core"
+#include "kernels/cpu/forward_ops.h"
 #include "kernels/cpu/moe_routing.h"
 #include "kernels/cpu/nn_ops.h"
+#include "kernels/cpu/paged_attention.h"
 
 namespace semmoe::engine::gpu::testing {
 namespace {
@@ -25,15 +27,15 @@ absl::Status CpuOps::RmsNorm(float* x, int64_t rows, int64_t width, int64_t stri
   return absl::OkStatus();
 }
 
-absl::Status CpuOps::QkNormRope(float* x, int64_t rows, int64_t stride, int heads, int head_dim,
-                                const float* norm, float eps, const int32_t* positions,
-                                const float* cos, const float* sin) {
-  if (norm != nullptr) {  // Per head of each row, before RoPE.
-    for (int64_t r = 0; r < rows; ++r) {
-      kernels::cpu::RmsNorm({x + r * stride, heads, head_dim, head_dim, norm, eps});
+absl::Status CpuOps::QkNormRope(const kernels::QkNormRopeArgs& a) {
+  if (a.norm_weight != nullptr) {  // Per head of each row, before RoPE.
+    for (int64_t r = 0; r < a.rows; ++r) {
+      kernels::cpu::RmsNorm(
+          {a.x + r * a.row_stride, a.heads, a.head_dim, a.head_dim, a.norm_weight, a.eps});
     }
   }
-  kernels::cpu::ApplyRope({x, rows, stride, heads, head_dim, positions, cos, sin});
+  kernels::cpu::ApplyRope(
+      {a.x, a.rows, a.row_stride, a.heads, a.head_dim, a.positions, a.cos, a.sin});
   return absl::OkStatus();
 }
 
@@ -80,40 +82,18 @@ absl::Status CpuOps::RouterGating(const kernels::RouterGatingArgs& a) {
   return absl::OkStatus();
 }
 
-absl::Status CpuOps::PermuteByExpert(const int32_t* ids, int64_t entries, int experts,
-                                     int64_t* counts, int64_t* offsets, int64_t* entry_of_position,
-                                     int64_t* position_of_entry) {
-  kernels::cpu::PermuteByExpert({.ids = ids,
-                                 .entries = entries,
-                                 .experts = experts,
-                                 .counts = counts,
-                                 .offsets = offsets,
-                                 .entry_of_position = entry_of_position,
-                                 .position_of_entry = position_of_entry});
+absl::Status CpuOps::PermuteByExpert(const kernels::PermuteByExpertArgs& a) {
+  kernels::cpu::PermuteByExpert(a);
   return absl::OkStatus();
 }
 
-absl::Status CpuOps::GatherRows(const float* x, const int64_t* entry_of_position, int64_t entries,
-                                int k, int64_t hidden, float* y) {
-  kernels::cpu::GatherRows({.x = x,
-                            .entry_of_position = entry_of_position,
-                            .entries = entries,
-                            .k = k,
-                            .hidden = hidden,
-                            .y = y});
+absl::Status CpuOps::GatherRows(const kernels::GatherRowsArgs& a) {
+  kernels::cpu::GatherRows(a);
   return absl::OkStatus();
 }
 
-absl::Status CpuOps::CombineRows(const float* y, const float* weights,
-                                 const int64_t* position_of_entry, int64_t tokens, int k,
-                                 int64_t hidden, float* out) {
-  kernels::cpu::CombineRows({.y = y,
-                             .weights = weights,
-                             .position_of_entry = position_of_entry,
-                             .tokens = tokens,
-                             .k = k,
-                             .hidden = hidden,
-                             .out = out});
+absl::Status CpuOps::CombineRows(const kernels::CombineRowsArgs& a) {
+  kernels::cpu::CombineRows(a);
   return absl::OkStatus();
 }
 

@@ -13,8 +13,7 @@
 
 #include "absl/status/status.h"
 #include "engine/gpu/model_view.h"
-#include "kernels/cpu/forward_ops.h"
-#include "kernels/cpu/paged_attention.h"
+#include "kernels/op_args.h"
 
 namespace semmoe::engine::gpu::testing {
 
@@ -55,9 +54,7 @@ class CpuOps {
   absl::Status Linear(const float* x, int64_t rows, const LinearView& w, float* y);
   absl::Status RmsNorm(float* x, int64_t rows, int64_t width, int64_t stride, const float* weight,
                        float eps);
-  absl::Status QkNormRope(float* x, int64_t rows, int64_t stride, int heads, int head_dim,
-                          const float* norm, float eps, const int32_t* positions, const float* cos,
-                          const float* sin);
+  absl::Status QkNormRope(const kernels::QkNormRopeArgs& a);
   absl::Status SiluMul(float* gate, const float* up, int64_t n);
   absl::Status AddInPlace(float* x, const float* y, int64_t n);
   absl::Status AddRowBias(float* x, int64_t rows, int64_t width, int64_t stride, const float* bias);
@@ -68,13 +65,9 @@ class CpuOps {
   absl::Status StorePagedKv(const kernels::StorePagedKvArgs& a);
   absl::Status PagedAttention(const kernels::PagedAttentionArgs& a);
   absl::Status RouterGating(const kernels::RouterGatingArgs& a);
-  absl::Status PermuteByExpert(const int32_t* ids, int64_t entries, int experts, int64_t* counts,
-                               int64_t* offsets, int64_t* entry_of_position,
-                               int64_t* position_of_entry);
-  absl::Status GatherRows(const float* x, const int64_t* entry_of_position, int64_t entries, int k,
-                          int64_t hidden, float* y);
-  absl::Status CombineRows(const float* y, const float* weights, const int64_t* position_of_entry,
-                           int64_t tokens, int k, int64_t hidden, float* out);
+  absl::Status PermuteByExpert(const kernels::PermuteByExpertArgs& a);
+  absl::Status GatherRows(const kernels::GatherRowsArgs& a);
+  absl::Status CombineRows(const kernels::CombineRowsArgs& a);
   absl::Status ScatterAddRows(float* dst, const float* src, const int32_t* index, int64_t rows,
                               int64_t width);
   absl::Status Zero(float* x, int64_t n);
