@@ -115,6 +115,9 @@ std::vector<float> TokenAffinity::DpScores(const Placement& placement, uint32_t 
       for (int32_t d : placement.HoldersOf(l, e)) marginal_row[d] += marginal_[l][e];
     }
   }
+  // Each seen token's row is computed once; the ids it stands in for copy it (at a real
+  // vocabulary with the embedding fallback, most ids are stand-ins).
+  absl::flat_hash_map<uint32_t, const float*> done;
   for (uint32_t v = 0; v < vocab_size; ++v) {
     float* row = &scores[static_cast<size_t>(v) * g];
     const int64_t stand_in = StandIn(v);
@@ -122,12 +125,17 @@ std::vector<float> TokenAffinity::DpScores(const Placement& placement, uint32_t 
       std::copy(marginal_row.begin(), marginal_row.end(), row);
       continue;
     }
-    auto it = rows_.find(static_cast<uint32_t>(stand_in));
+    auto [cached, fresh] = done.try_emplace(static_cast<uint32_t>(stand_in), row);
+    if (!fresh) {
+      std::copy(cached->second, cached->second + g, row);
+      continue;
+    }
+    const std::vector<float>& p = rows_.find(static_cast<uint32_t>(stand_in))->second;
     for (int l = 0; l < num_layers(); ++l) {
       for (int e = 0; e < num_experts_; ++e) {
-        for (int32_t d : placement.HoldersOf(l, e)) {
-          row[d] += it->second[static_cast<size_t>(l) * num_experts_ + e];
-        }
+        const float x = p[static_cast<size_t>(l) * num_experts_ + e];
+        if (x == 0) continue;
+        for (int32_t d : placement.HoldersOf(l, e)) row[d] += x;
       }
     }
   }
