@@ -1,7 +1,13 @@
 #include "planner/server/planner_service.h"
 
+#include <optional>
+
 #include "absl/strings/str_cat.h"
 #include "common/grpc_status.h"
+#include "common/status_macros.h"
+#include "planner/affinity/prompt_score_table.h"
+#include "planner/affinity/token_affinity.h"
+#include "planner/proto/table_chunks.h"
 #include "planner/store/experiment_store.h"
 
 namespace semmoe::planner {
@@ -89,13 +95,69 @@ grpc::Status PlannerServiceImpl::WatchActive(grpc::ServerContext* context,
 
 grpc::Status PlannerServiceImpl::GetAffinityTables(grpc::ServerContext*,
                                                    const rpc::GetVersionRequest* request,
-                                                   rpc::AffinityTables* response) {
-  absl::MutexLock lock(&mu_);
-  auto tables = store_->GetAffinityTables(request->version());
+                                                   grpc::ServerWriter<rpc::TableChunk>* writer) {
+  absl::StatusOr<std::string> tables;
+  {
+    absl::MutexLock lock(&mu_);
+    tables = store_->GetAffinityTables(request->version());
+  }
   if (!tables.ok()) return ToGrpcStatus(tables.status());
-  response->set_version(request->version());
-  response->set_format(1);
-  response->set_data(std::move(*tables));
+  WriteTableChunks(*writer, request->version(), *tables);
+  return grpc::Status::OK;
+}
+
+absl::StatusOr<std::shared_ptr<const std::string>> PlannerServiceImpl::PromptScores(int64_t version,
+                                                                                    uint32_t vocab,
+                                                                                    int ranks) {
+  const std::pair<int64_t, uint32_t> key = {version, vocab};
+  std::shared_ptr<const std::string> cached;
+  {
+    absl::MutexLock lock(&cache_mu_);
+    for (const auto& [k, bytes] : cache_) {
+      if (k == key) cached = bytes;
+    }
+  }
+  std::optional<Placement> placement;
+  std::string tables;
+  {
+    absl::MutexLock lock(&mu_);
+    ASSIGN_OR_RETURN(planner::PlacementVersion v, store_->Get(version));
+    placement = std::move(v.placement);
+    if (cached == nullptr) {
+      ASSIGN_OR_RETURN(tables, store_->GetAffinityTables(version));
+    }
+  }
+  if (placement->num_devices() != ranks) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("version ", version, " places experts on ", placement->num_devices(),
+                     " devices; the router serves ", ranks, " ranks"));
+  }
+  if (cached != nullptr) return cached;
+  absl::StatusOr<TokenAffinity> affinity = TokenAffinity::Deserialize(tables);
+  if (!affinity.ok()) {
+    return absl::DataLossError(absl::StrCat(
+        "version ", version, "'s stored affinity tables: ", affinity.status().message()));
+  }
+  ASSIGN_OR_RETURN(PromptScoreTable table,
+                   PromptScoreTable::FromAffinity(*affinity, *placement, vocab));
+  auto bytes = std::make_shared<const std::string>(table.Serialize());
+  absl::MutexLock lock(&cache_mu_);
+  cache_.emplace_back(key, bytes);
+  if (cache_.size() > kCachedScoreTables) cache_.pop_front();
+  return bytes;
+}
+
+grpc::Status PlannerServiceImpl::GetPromptScores(grpc::ServerContext*,
+                                                 const rpc::PromptScoresRequest* request,
+                                                 grpc::ServerWriter<rpc::TableChunk>* writer) {
+  if (request->vocab() < 1 || request->vocab() > PromptScoreTable::kMaxVocab) {
+    return ToGrpcStatus(absl::InvalidArgumentError(absl::StrCat(
+        "vocab ", request->vocab(), " is not in [1, ", PromptScoreTable::kMaxVocab, "]")));
+  }
+  absl::StatusOr<std::shared_ptr<const std::string>> bytes =
+      PromptScores(request->version(), static_cast<uint32_t>(request->vocab()), request->ranks());
+  if (!bytes.ok()) return ToGrpcStatus(bytes.status());
+  WriteTableChunks(*writer, request->version(), **bytes);
   return grpc::Status::OK;
 }
 

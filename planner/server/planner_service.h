@@ -6,9 +6,12 @@
 #ifndef SEMMOE_PLANNER_SERVER_PLANNER_SERVICE_H_
 #define SEMMOE_PLANNER_SERVER_PLANNER_SERVICE_H_
 
+#include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
@@ -51,7 +54,10 @@ class PlannerServiceImpl final : public rpc::PlannerService::Service {
                            grpc::ServerWriter<rpc::PlacementVersion>* writer) override;
   grpc::Status GetAffinityTables(grpc::ServerContext* context,
                                  const rpc::GetVersionRequest* request,
-                                 rpc::AffinityTables* response) override;
+                                 grpc::ServerWriter<rpc::TableChunk>* writer) override;
+  grpc::Status GetPromptScores(grpc::ServerContext* context,
+                               const rpc::PromptScoresRequest* request,
+                               grpc::ServerWriter<rpc::TableChunk>* writer) override;
 
   grpc::Status CreateExperiment(grpc::ServerContext* context,
                                 const rpc::CreateExperimentRequest* request,
@@ -76,9 +82,19 @@ class PlannerServiceImpl final : public rpc::PlannerService::Service {
   // The experiment as the proto, read under mu_.
   grpc::Status ExperimentProto(int64_t id, rpc::Experiment* out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
+  // A version's prompt-score table for a vocabulary: from the cache, or built from the stored
+  // tables (outside mu_: seconds at a real vocabulary) and cached.
+  absl::StatusOr<std::shared_ptr<const std::string>> PromptScores(int64_t version, uint32_t vocab,
+                                                                  int ranks);
+
   absl::Mutex mu_;
   std::unique_ptr<PlacementStore> store_ ABSL_GUARDED_BY(mu_);
   const Options options_;
+  // The last few prompt-score tables served, newest last: (version, vocab) → bytes.
+  static constexpr size_t kCachedScoreTables = 4;
+  absl::Mutex cache_mu_;
+  std::deque<std::pair<std::pair<int64_t, uint32_t>, std::shared_ptr<const std::string>>> cache_
+      ABSL_GUARDED_BY(cache_mu_);
 };
 
 }  // namespace semmoe::planner

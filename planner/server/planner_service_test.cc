@@ -6,6 +6,10 @@
 #include "absl/strings/str_cat.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
+#include "planner/affinity/prompt_score_table.h"
+#include "planner/affinity/testing/real_scale.h"
+#include "planner/affinity/token_affinity.h"
+#include "planner/proto/table_chunks.h"
 #include "planner/store/testing/temp_database_path.h"
 
 namespace semmoe::planner {
@@ -80,14 +84,16 @@ TEST_F(PlannerServiceTest, ListGetActivate) {
   grpc::ClientContext tables_context;
   rpc::GetVersionRequest first;
   first.set_version(1);
-  rpc::AffinityTables tables;
-  ASSERT_TRUE(stub_->GetAffinityTables(&tables_context, first, &tables).ok());
-  EXPECT_EQ(tables.data(), "tables");
+  auto tables = ReadTableChunks(*stub_->GetAffinityTables(&tables_context, first), 1 << 20);
+  ASSERT_TRUE(tables.ok()) << tables.status();
+  EXPECT_EQ(*tables, "tables");
   grpc::ClientContext no_tables_context;
   rpc::GetVersionRequest second;
   second.set_version(2);
-  EXPECT_EQ(stub_->GetAffinityTables(&no_tables_context, second, &tables).error_code(),
-            grpc::StatusCode::NOT_FOUND);
+  EXPECT_EQ(ReadTableChunks(*stub_->GetAffinityTables(&no_tables_context, second), 1 << 20)
+                .status()
+                .code(),
+            absl::StatusCode::kNotFound);
 
   grpc::ClientContext missing_context;
   rpc::GetVersionRequest missing;
@@ -116,6 +122,59 @@ TEST_F(PlannerServiceTest, WatchActiveSeesChangesFromOtherConnections) {
   while (reader->Read(&v)) {
   }
   EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::CANCELLED);
+}
+
+// At a real vocabulary and expert count the full tables (about 11 MB here) and the router's
+// prompt-score table (2.43 MB) both arrive whole, in chunks; the prompt scores are those of the
+// stored tables; a router for another number of ranks or a bad vocabulary is told what is wrong.
+TEST(PlannerServiceRealScaleTest, TablesStreamWholeAtARealVocabulary) {
+  const testing::RealScaleVersion big = testing::MakeRealScaleVersion();
+  auto store = PlacementStore::Open(TempDatabasePath("real_scale.db"));
+  ASSERT_TRUE(store.ok());
+  ASSERT_TRUE((*store)->AddModel("qwen3", 48, 128).ok());
+  PlacementVersion v{.model = "qwen3", .name = "big", .algorithm = "semantic"};
+  v.placement = big.placement;
+  ASSERT_TRUE((*store)->Create(v, big.affinity).ok());
+  PlannerServiceImpl service(std::move(*store), {});
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+  builder.RegisterService(&service);
+  auto server = builder.BuildAndStart();
+  auto stub = rpc::PlannerService::NewStub(
+      grpc::CreateChannel(absl::StrCat("127.0.0.1:", port), grpc::InsecureChannelCredentials()));
+
+  grpc::ClientContext full_context;
+  rpc::GetVersionRequest get;
+  get.set_version(1);
+  auto full = ReadTableChunks(*stub->GetAffinityTables(&full_context, get), 1 << 30);
+  ASSERT_TRUE(full.ok()) << full.status();
+  EXPECT_EQ(*full, big.affinity);
+  EXPECT_GT(full->size(), 4u << 20);
+
+  auto scores = [&](int64_t vocab, int ranks) {
+    grpc::ClientContext context;
+    rpc::PromptScoresRequest request;
+    request.set_version(1);
+    request.set_vocab(vocab);
+    request.set_ranks(ranks);
+    return ReadTableChunks(*stub->GetPromptScores(&context, request), 1 << 30);
+  };
+  for (int round = 0; round < 2; ++round) {  // Built, then from the cache.
+    auto bytes = scores(151936, 8);
+    ASSERT_TRUE(bytes.ok()) << bytes.status();
+    EXPECT_EQ(bytes->size(), PromptScoreTable::SerializedSize(151936, 8));
+    auto want = PromptScoreTable::FromAffinity(*TokenAffinity::Deserialize(big.affinity),
+                                               big.placement, 151936);
+    EXPECT_EQ(*bytes, want->Serialize());
+  }
+  auto wrong_ranks = scores(151936, 4);
+  EXPECT_EQ(wrong_ranks.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(wrong_ranks.status().message().find("places experts on 8 devices"), std::string::npos)
+      << wrong_ranks.status();
+  EXPECT_EQ(scores(0, 8).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(scores(int64_t{1} << 40, 8).status().code(), absl::StatusCode::kInvalidArgument);
+  server->Shutdown();
 }
 
 }  // namespace

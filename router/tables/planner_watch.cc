@@ -6,6 +6,7 @@
 #include "absl/time/clock.h"
 #include "glog/logging.h"
 #include "planner/proto/planner.grpc.pb.h"
+#include "router/tables/fetch_tables.h"
 
 namespace semmoe::router {
 
@@ -17,6 +18,8 @@ PlannerWatch::PlannerWatch(const std::string& planner_address, const std::string
       vocab_(vocab),
       holder_(holder),
       clock_(clock) {
+  holder_.Set(nullptr, absl::StrCat("waiting for the planner's active version of '", model_,
+                                    "': placing by load alone"));
   thread_ = std::thread([this] { Run(); });
 }
 
@@ -44,22 +47,23 @@ int64_t PlannerWatch::attempts() const {
   return attempts_;
 }
 
-void PlannerWatch::Apply(int64_t version, const std::string& placement_json,
-                         const std::string& tables) {
-  absl::StatusOr<std::shared_ptr<const RouterTables>> built =
-      BuildRouterTables(version, tables, placement_json, ranks_, vocab_);
+bool PlannerWatch::Apply(int64_t version,
+                         absl::StatusOr<std::shared_ptr<const RouterTables>> tables) {
   absl::MutexLock lock(&mu_);
-  if (!built.ok()) {
-    last_error_ = absl::StrCat("version ", version, ": ", built.status().message());
-    LOG(WARNING) << "router: cannot use placement " << last_error_ << "; placing by load alone";
-    holder_.Set(nullptr);
+  if (!tables.ok()) {
+    last_error_ = std::string(tables.status().message());
+    LOG(WARNING) << "router: cannot use placement version " << version << ": " << last_error_
+                 << "; placing by load alone";
+    holder_.Set(nullptr, absl::StrCat("active version ", version, " unusable: ", last_error_,
+                                      "; placing by load alone"));
     version_ = 0;
-    return;
+    return IsTransient(tables.status());
   }
-  holder_.Set(*std::move(built));
+  holder_.Set(*std::move(tables));
   version_ = version;
   last_error_.clear();
   LOG(INFO) << "router: placing requests with version " << version << "'s tables";
+  return false;
 }
 
 void PlannerWatch::Run() {
@@ -78,32 +82,33 @@ void PlannerWatch::Run() {
     request.set_model(model_);
     auto reader = stub->WatchActive(&context, request);
     planner::rpc::PlacementVersion active;
-    while (reader->Read(&active)) {
+    bool fetch_again = false;
+    while (!fetch_again && reader->Read(&active)) {
       backoff = absl::Milliseconds(200);
-      grpc::ClientContext tables_context;
-      tables_context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
-      planner::rpc::GetVersionRequest get;
-      get.set_version(active.version());
-      planner::rpc::AffinityTables tables;
-      const grpc::Status got = stub->GetAffinityTables(&tables_context, get, &tables);
-      if (got.ok()) {
-        Apply(active.version(), active.placement_json(), tables.data());
-      } else {
-        Apply(active.version(), active.placement_json(), "");
-        absl::MutexLock lock(&mu_);
-        last_error_ = absl::StrCat("version ", active.version(), ": no affinity tables (",
-                                   got.error_message(), ")");
-      }
+      fetch_again =
+          Apply(active.version(), FetchRouterTables(*stub, active.version(), ranks_, vocab_));
     }
+    // To fetch again, reconnect after the backoff: the watch sends the active version anew.
+    if (fetch_again) context.TryCancel();
     const grpc::Status status = reader->Finish();
     {
       absl::MutexLock lock(&mu_);
       context_ = nullptr;
       if (stop_) return;
-      last_error_ = absl::StrCat("planner ", address_, ": ", status.error_message());
+      if (!fetch_again) {
+        last_error_ = absl::StrCat("planner ", address_, ": ", status.error_message());
+        const std::shared_ptr<const RouterTables> kept = holder_.Get();
+        holder_.SetError(absl::StrCat(
+            "lost the planner (", last_error_, "); ",
+            kept == nullptr ? std::string("no tables: placing by load alone")
+                            : absl::StrCat("keeping version ", kept->version, "'s tables")));
+      }
     }
-    LOG(WARNING) << "router: lost the planner watch (" << status.error_message()
-                 << "); retrying in " << backoff;
+    LOG(WARNING) << "router: "
+                 << (fetch_again ? "fetching the tables again"
+                                 : absl::StrCat("lost the planner watch (", status.error_message(),
+                                                "); retrying"))
+                 << " in " << backoff;
     // The backoff in the clock's time; a stop ends it at once (the real-time wait is only how
     // often the clock is read).
     const absl::Time until = clock_->Now() + backoff;

@@ -1,8 +1,10 @@
 // Keeps a TablesHolder on the planner's active placement version of a model: streams
-// PlannerService.WatchActive, and for each new active version fetches its affinity tables and
-// swaps them in (requests already placed are not affected). A version without tables, or one for
-// another number of ranks, clears the tables (the router then balances by load alone) and is
-// logged. A lost planner connection is retried with backoff; the last good tables stay in use.
+// PlannerService.WatchActive, and for each new active version fetches its prompt-score table
+// (fetch_tables.h) and swaps it in (requests already placed are not affected). A version without
+// tables, or one for another number of ranks, clears the tables: the router then balances by
+// load alone, and the holder's error (the router's stats) says so and why. A fetch that failed
+// on the way (the planner, the stream) is retried with backoff, as is a lost planner connection;
+// meanwhile the last good tables stay in use and the holder's error says that too.
 //
 // Thread-safe; the watch runs on its own thread until destruction.
 #ifndef SEMMOE_ROUTER_TABLES_PLANNER_WATCH_H_
@@ -36,7 +38,9 @@ class PlannerWatch {
 
  private:
   void Run();
-  void Apply(int64_t version, const std::string& placement_json, const std::string& tables);
+  // Puts the fetched tables in use, or clears them and records why. True if fetching again may
+  // help.
+  bool Apply(int64_t version, absl::StatusOr<std::shared_ptr<const RouterTables>> tables);
 
   const std::string address_, model_;
   const int ranks_;

@@ -7,6 +7,8 @@
 #include "absl/time/clock.h"
 #include "common/testing/fake_clock.h"
 #include "gtest/gtest.h"
+#include "planner/affinity/prompt_score_table.h"
+#include "planner/affinity/testing/real_scale.h"
 #include "planner/affinity/token_affinity.h"
 #include "planner/affinity/token_affinity_builder.h"
 #include "planner/server/serve.h"
@@ -61,26 +63,69 @@ TEST(PlannerWatchTest, FollowsTheActiveVersion) {
   TablesHolder holder;
   PlannerWatch watch(absl::StrCat("127.0.0.1:", (*server)->port()), "m", 2, 16, holder);
   ASSERT_TRUE(Eventually([&] { return watch.attempts() >= 1; }));
-  EXPECT_EQ(holder.Get(), nullptr);  // Nothing active yet.
+  EXPECT_EQ(holder.Get(), nullptr);  // Nothing active yet, and the stats say so.
+  EXPECT_NE(holder.error().find("waiting for the planner's active version"), std::string::npos)
+      << holder.error();
 
   ASSERT_TRUE((*store)->Activate(*v1).ok());
   ASSERT_TRUE(Eventually([&] { return watch.version() == *v1; }));
   ASSERT_NE(holder.Get(), nullptr);
   EXPECT_EQ(holder.Get()->version, *v1);
+  EXPECT_EQ(holder.error(), "");
   const std::shared_ptr<const RouterTables> kept = holder.Get();
 
   ASSERT_TRUE((*store)->Activate(*v2).ok());
   ASSERT_TRUE(Eventually([&] { return holder.Get() == nullptr; }));
   EXPECT_NE(watch.last_error().find("no affinity tables"), std::string::npos) << watch.last_error();
+  EXPECT_NE(holder.error().find("active version 2 unusable"), std::string::npos) << holder.error();
+  EXPECT_NE(holder.error().find("placing by load alone"), std::string::npos) << holder.error();
   EXPECT_EQ(kept->version, *v1);  // Whoever held the old tables still has them.
 
   ASSERT_TRUE((*store)->Activate(*v3).ok());
   ASSERT_TRUE(Eventually([&] { return watch.last_error().find("4 devices") != std::string::npos; }))
       << watch.last_error();
   EXPECT_EQ(holder.Get(), nullptr);
+  EXPECT_NE(holder.error().find("4 devices"), std::string::npos) << holder.error();
 
   ASSERT_TRUE((*store)->Activate(*v1).ok());
   ASSERT_TRUE(Eventually([&] { return watch.version() == *v1; }));
+  EXPECT_EQ(holder.error(), "");
+
+  // The planner goes away: the tables stay, the error says so.
+  (*server)->Shutdown();
+  ASSERT_TRUE(Eventually([&] {
+    return holder.error().find("lost the planner") != std::string::npos;
+  })) << holder.error();
+  EXPECT_NE(holder.error().find("keeping version 1's tables"), std::string::npos) << holder.error();
+  ASSERT_NE(holder.Get(), nullptr);
+}
+
+// A real vocabulary (151,936 tokens) and expert count (48 × 128, G = 8): the active version's
+// prompt-score table (2.43 MB, in chunks; the full tables are about 11 MB) reaches the router,
+// equal to the table computed from the stored tables.
+TEST(PlannerWatchTest, RealScaleTablesArrive) {
+  const planner::testing::RealScaleVersion big = planner::testing::MakeRealScaleVersion();
+  const std::string db = planner::TempDatabasePath("watch_real_scale.db");
+  auto store = planner::PlacementStore::Open(db);
+  ASSERT_TRUE(store.ok()) << store.status();
+  ASSERT_TRUE((*store)->AddModel("qwen3", 48, 128).ok());
+  planner::PlacementVersion v{.model = "qwen3", .name = "big", .algorithm = "semantic"};
+  v.placement = big.placement;
+  auto id = (*store)->Create(v, big.affinity);
+  ASSERT_TRUE(id.ok()) << id.status();
+  ASSERT_TRUE((*store)->Activate(*id).ok());
+  auto server = planner::PlannerServer::Start(
+      {.db = db, .service = {.poll_interval = absl::Milliseconds(20)}});
+  ASSERT_TRUE(server.ok()) << server.status();
+  TablesHolder holder;
+  PlannerWatch watch(absl::StrCat("127.0.0.1:", (*server)->port()), "qwen3", 8, 151936, holder);
+  ASSERT_TRUE(Eventually([&] { return watch.version() == *id; }, absl::Seconds(60)))
+      << watch.last_error();
+  EXPECT_EQ(holder.error(), "");
+  const auto want = planner::PromptScoreTable::FromAffinity(
+      *planner::TokenAffinity::Deserialize(big.affinity), big.placement, 151936);
+  ASSERT_TRUE(want.ok());
+  EXPECT_EQ(holder.Get()->log_terms, want->terms());
 }
 
 TEST(PlannerWatchTest, AnUnreachablePlannerIsReportedRetriedWithBackoffAndStopsCleanly) {

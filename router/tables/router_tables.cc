@@ -1,11 +1,25 @@
 #include "router/tables/router_tables.h"
 
 #include "absl/strings/str_cat.h"
+#include "planner/affinity/prompt_score_table.h"
 #include "planner/affinity/prompt_scores.h"
 #include "planner/affinity/token_affinity.h"
 #include "planner/placement/placement.h"
 
 namespace semmoe::router {
+namespace {
+
+std::shared_ptr<const RouterTables> FromTable(int64_t version,
+                                              const planner::PromptScoreTable& table) {
+  auto tables = std::make_shared<RouterTables>();
+  tables->version = version;
+  tables->ranks = table.ranks();
+  tables->vocab = table.vocab();
+  tables->log_terms = table.terms();
+  return tables;
+}
+
+}  // namespace
 
 std::vector<double> RouterTables::Fit(absl::Span<const int32_t> prompt) const {
   std::vector<double> out(ranks);
@@ -31,20 +45,23 @@ absl::StatusOr<std::shared_ptr<const RouterTables>> BuildRouterTables(
         absl::StrCat("the placement is for ", placement->num_devices(),
                      " devices; the router serves ", ranks, " ranks"));
   }
-  if (affinity->num_layers() != placement->num_layers() ||
-      affinity->num_experts() != placement->num_experts()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("the affinity tables (", affinity->num_layers(), " layers × ",
-                     affinity->num_experts(), " experts) do not match the placement (",
-                     placement->num_layers(), " × ", placement->num_experts(), ")"));
+  absl::StatusOr<planner::PromptScoreTable> table =
+      planner::PromptScoreTable::FromAffinity(*affinity, *placement, vocab);
+  if (!table.ok()) return absl::InvalidArgumentError(table.status().message());
+  return FromTable(version, *table);
+}
+
+absl::StatusOr<std::shared_ptr<const RouterTables>> RouterTablesFromScores(
+    int64_t version, const std::string& score_bytes, int ranks, uint32_t vocab) {
+  absl::StatusOr<planner::PromptScoreTable> table =
+      planner::PromptScoreTable::Deserialize(score_bytes);
+  if (!table.ok()) return table.status();
+  if (table->ranks() != ranks || table->vocab() != vocab) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "a prompt-score table for ", table->vocab(), " tokens × ", table->ranks(),
+        " ranks; the router serves a ", vocab, "-token vocabulary on ", ranks, " ranks"));
   }
-  auto tables = std::make_shared<RouterTables>();
-  tables->version = version;
-  tables->ranks = ranks;
-  tables->vocab = vocab;
-  tables->dp_scores = affinity->DpScores(*placement, vocab);
-  tables->log_terms = planner::PromptLogTerms(tables->dp_scores, ranks);
-  return std::shared_ptr<const RouterTables>(std::move(tables));
+  return FromTable(version, *table);
 }
 
 }  // namespace semmoe::router

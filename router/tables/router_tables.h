@@ -1,13 +1,14 @@
-// What the router places requests with: one placement version's DP scores S (token → local
-// activation mass per rank, TokenAffinity::DpScores) and the fit of a prompt to each rank
-// (planner/affinity/prompt_scores.h). Immutable once built; TablesHolder swaps whole versions
-// so requests in flight keep the tables they were placed with.
+// What the router places requests with: one placement version's prompt-score table
+// (planner/affinity/prompt_score_table.h: per token id and rank, the term a prompt's fit sums).
+// Immutable once built; TablesHolder swaps whole versions so requests in flight keep the tables
+// they were placed with, and says why the tables wanted are not in use.
 #ifndef SEMMOE_ROUTER_TABLES_ROUTER_TABLES_H_
 #define SEMMOE_ROUTER_TABLES_ROUTER_TABLES_H_
 
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -20,34 +21,51 @@ struct RouterTables {
   int64_t version = 0;  // Placement version (0: from files).
   int ranks = 0;
   uint32_t vocab = 0;
-  std::vector<float> dp_scores;  // Row-major [vocab, ranks].
-  std::vector<float> log_terms;  // planner::PromptLogTerms(dp_scores): what Fit sums.
+  std::vector<float> log_terms;  // Row-major [vocab, ranks]: what Fit sums.
 
   // Per rank, how well the prompt fits (higher is better).
   std::vector<double> Fit(absl::Span<const int32_t> prompt) const;
 };
 
-// From a version's stored tables (TokenAffinity::Serialize bytes) and its placement JSON.
+// From fixed files: a version's affinity tables (TokenAffinity::Serialize bytes, e.g. `planner
+// export`) and its placement JSON, computed exactly as the planner computes what it serves.
 // InvalidArgument naming what is malformed, or when the placement's devices are not `ranks`.
 absl::StatusOr<std::shared_ptr<const RouterTables>> BuildRouterTables(
     int64_t version, const std::string& affinity_bytes, const std::string& placement_json,
     int ranks, uint32_t vocab);
 
-// The tables in use, swapped atomically.
+// From a prompt-score table (PromptScoreTable::Serialize bytes, what the planner serves).
+// InvalidArgument when it is malformed or not for `ranks` ranks and a `vocab`-token vocabulary.
+absl::StatusOr<std::shared_ptr<const RouterTables>> RouterTablesFromScores(
+    int64_t version, const std::string& score_bytes, int ranks, uint32_t vocab);
+
+// The tables in use, swapped atomically, and why the tables wanted are not (for the stats).
 class TablesHolder {
  public:
   std::shared_ptr<const RouterTables> Get() const {
     absl::MutexLock lock(&mu_);
     return tables_;
   }
-  void Set(std::shared_ptr<const RouterTables> tables) {
+  // "" when the tables wanted are in use; else what is wrong (and what is used instead).
+  std::string error() const {
+    absl::MutexLock lock(&mu_);
+    return error_;
+  }
+  void Set(std::shared_ptr<const RouterTables> tables, std::string error = "") {
     absl::MutexLock lock(&mu_);
     tables_ = std::move(tables);
+    error_ = std::move(error);
+  }
+  // Keeps the tables, records a problem.
+  void SetError(std::string error) {
+    absl::MutexLock lock(&mu_);
+    error_ = std::move(error);
   }
 
  private:
   mutable absl::Mutex mu_;
   std::shared_ptr<const RouterTables> tables_ ABSL_GUARDED_BY(mu_);
+  std::string error_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace semmoe::router

@@ -3,6 +3,8 @@
 #include <string>
 
 #include "gtest/gtest.h"
+#include "planner/affinity/prompt_score_table.h"
+#include "planner/affinity/testing/real_scale.h"
 #include "planner/affinity/token_affinity.h"
 #include "planner/affinity/token_affinity_builder.h"
 #include "planner/placement/placement.h"
@@ -51,6 +53,39 @@ TEST(RouterTablesTest, BadTablesAreClearErrors) {
                         16);
   ASSERT_FALSE(e.ok());
   EXPECT_NE(e.status().message().find("do not match"), std::string::npos) << e.status();
+}
+
+TEST(RouterTablesTest, ThePlannersTableAndTheFilesGiveTheSameTerms) {
+  auto from_files = BuildRouterTables(3, Affinity(), Vanilla(2), 2, 16);
+  ASSERT_TRUE(from_files.ok());
+  auto table =
+      planner::PromptScoreTable::FromAffinity(*planner::TokenAffinity::Deserialize(Affinity()),
+                                              *planner::Placement::Vanilla({0, 1}, 4, 2), 16);
+  ASSERT_TRUE(table.ok());
+  auto served = RouterTablesFromScores(3, table->Serialize(), 2, 16);
+  ASSERT_TRUE(served.ok()) << served.status();
+  EXPECT_EQ((*served)->log_terms, (*from_files)->log_terms);
+  EXPECT_EQ((*served)->version, 3);
+  // A table for another router is refused, naming both shapes.
+  auto other = RouterTablesFromScores(3, table->Serialize(), 2, 32);
+  ASSERT_FALSE(other.ok());
+  EXPECT_NE(other.status().message().find("16 tokens × 2 ranks"), std::string::npos)
+      << other.status();
+  EXPECT_FALSE(RouterTablesFromScores(3, "SMPSCOR1", 2, 16).ok());
+}
+
+// Fixed files at a real model's scale: Qwen3's 151,936-token vocabulary, 48 layers × 128
+// experts on G = 8; prompts of tokens that prefer a rank fit it best.
+TEST(RouterTablesTest, RealScaleFilesLoad) {
+  const planner::testing::RealScaleVersion v = planner::testing::MakeRealScaleVersion();
+  auto tables = BuildRouterTables(9, v.affinity, v.placement.ToJson(), 8, 151936);
+  ASSERT_TRUE(tables.ok()) << tables.status();
+  EXPECT_EQ((*tables)->log_terms.size(), 151936u * 8);
+  for (size_t i = 0; i < v.seen.size(); i += 131) {
+    const std::vector<int32_t> prompt(5, static_cast<int32_t>(v.seen[i]));
+    const std::vector<double> fit = (*tables)->Fit(prompt);
+    EXPECT_EQ(std::max_element(fit.begin(), fit.end()) - fit.begin(), v.PreferredDevice(i));
+  }
 }
 
 }  // namespace
