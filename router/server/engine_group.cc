@@ -70,6 +70,7 @@ void EngineGroup::Fill(rpc::ArmStats& out) const {
   out.set_name(options_.name);
   out.set_share_percent(options_.share_percent);
   if (auto t = tables(); t != nullptr) out.set_placement_version(t->version);
+  if (options_.tables != nullptr) out.set_tables_error(options_.tables->error());
   out.set_received(received_.load());
   out.set_completed(completed_.load());
   out.set_failed(failed_.load());
@@ -123,7 +124,9 @@ nlohmann::json EngineGroup::MetricsJson() const {
           {"slo_ttft_ms", options_.slo_ttft_ms},
           {"slo_tpot_ms", options_.slo_tpot_ms},
           {"lar", s.lar()},
-          {"a2a_bytes_per_token", s.a2a_bytes_per_token()}};
+          {"a2a_bytes_per_token", s.a2a_bytes_per_token()},
+          {"placement_version", s.placement_version()},
+          {"tables_error", s.tables_error()}};
 }
 
 void FillPercentiles(const LatencyWindow& w, rpc::Percentiles* p) {

@@ -12,9 +12,14 @@
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "planner/proto/planner.grpc.pb.h"
+#include "router/tables/fetch_tables.h"
 
 namespace semmoe::router {
 namespace {
+
+constexpr char kNoTables[] =
+    "no affinity tables (give --affinity and --placement, or --planner): the semantic policy "
+    "places by load alone";
 
 // The experiment's arms from the planner, each with its engines (options.arms) and its version's
 // tables (held in `tables`).
@@ -44,23 +49,21 @@ absl::StatusOr<std::vector<GroupOptions>> ExperimentGroups(
       return absl::InvalidArgumentError(
           absl::StrCat("--arms names no engines for arm '", arm.name(), "'"));
     }
-    planner::rpc::GetVersionRequest get;
-    get.set_version(arm.version());
-    planner::rpc::PlacementVersion version;
-    {
-      grpc::ClientContext context;
-      context.set_deadline(deadline());
-      RETURN_IF_ERROR(FromGrpcStatus(stub->GetVersion(&context, get, &version)));
-    }
     tables.push_back(std::make_unique<TablesHolder>());
-    planner::rpc::AffinityTables affinity;
-    grpc::ClientContext context;
-    context.set_deadline(deadline());
-    if (stub->GetAffinityTables(&context, get, &affinity).ok()) {
-      ASSIGN_OR_RETURN(auto built,
-                       BuildRouterTables(arm.version(), affinity.data(), version.placement_json(),
-                                         static_cast<int>(it->second.size()), vocab));
-      tables.back()->Set(std::move(built));
+    const int ranks = static_cast<int>(it->second.size());
+    absl::StatusOr<std::shared_ptr<const RouterTables>> fetched =
+        FetchRouterTables(*stub, arm.version(), ranks, vocab);
+    if (fetched.ok()) {
+      tables.back()->Set(*std::move(fetched));
+    } else if (o.rebatch.policy == Policy::kSemantic) {
+      // Routed blind, the arm would not be the version as it serves alone: no experiment.
+      return absl::FailedPreconditionError(
+          absl::StrCat("experiment ", o.experiment, ": arm ", arm.name(),
+                       " cannot be routed as planned (", fetched.status().message(),
+                       "); not starting it. Give the version affinity tables, or "
+                       "compare the placements without affinity routing (--policy least_loaded)"));
+    } else {
+      tables.back()->Set(nullptr, std::string(fetched.status().message()));
     }
     groups.push_back({.name = arm.name(),
                       .share_percent = arm.share_percent(),
@@ -145,6 +148,8 @@ absl::StatusOr<std::unique_ptr<RouterServer>> RouterServer::Start(const RouterSe
     s->tables_.Set(std::move(built));
   } else if (o.experiment == 0 && !o.planner.empty()) {
     s->watch_ = std::make_unique<PlannerWatch>(o.planner, o.model_name, ranks, vocab, s->tables_);
+  } else if (o.experiment == 0 && o.rebatch.policy == Policy::kSemantic) {
+    s->tables_.Set(nullptr, kNoTables);
   }
 
   s->service_ =
@@ -185,6 +190,13 @@ std::string RouterServer::Describe() const {
                     watch_ != nullptr          ? ", following the planner's active version"
                     : !o.affinity_file.empty() ? ", fixed tables"
                                                : ", no tables (load only)");
+  }
+  for (const GroupOptions& g : groups_) {
+    const std::string error = g.tables->error();
+    if (!error.empty()) {
+      absl::StrAppend(&line, "\nrouter: WARNING: ", g.name.empty() ? "" : "arm " + g.name + ": ",
+                      error);
+    }
   }
   return line;
 }

@@ -66,6 +66,8 @@ class RouterServer {
   int port() const { return port_; }
   // One line for the operator: address, policy, groups and where their tables come from.
   std::string Describe() const;
+  // What GetStats answers.
+  rpc::RouterStats Stats() const { return service_->Stats(); }
   // Stops serving, waiting up to 5 s for calls in flight.
   void Shutdown();
 

@@ -9,6 +9,11 @@
 #include "gmock/gmock.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
+#include "planner/affinity/testing/real_scale.h"
+#include "planner/server/serve.h"
+#include "planner/store/experiment_store.h"
+#include "planner/store/placement_store.h"
+#include "planner/store/testing/temp_database_path.h"
 #include "router/proto/router.grpc.pb.h"
 #include "tools/tiny_model/tiny_model.h"
 
@@ -85,6 +90,9 @@ TEST(RouterServerTest, ServesGenerateOverItsEngines) {
   ASSERT_GT((*server)->port(), 0);
   EXPECT_THAT((*server)->Describe(), HasSubstr("over 1 ranks, no tables (load only)"));
   EXPECT_THAT((*server)->Describe(), HasSubstr("policy semantic"));
+  // The semantic policy without tables says so at start and in the stats.
+  EXPECT_THAT((*server)->Describe(), HasSubstr("WARNING: no affinity tables"));
+  EXPECT_THAT((*server)->Stats().tables_error(), HasSubstr("places by load alone"));
 
   auto stub = rpc::RouterService::NewStub(grpc::CreateChannel(
       absl::StrCat("127.0.0.1:", (*server)->port()), grpc::InsecureChannelCredentials()));
@@ -107,6 +115,80 @@ TEST(RouterServerTest, ServesGenerateOverItsEngines) {
   ASSERT_TRUE(status.ok()) << status.error_message();
   EXPECT_EQ(tokens, 4);
   EXPECT_TRUE(final);
+  (*server)->Shutdown();
+}
+
+// An A/B experiment at a real model's scale: 151,936-token vocabulary, 48 layers × 128 experts,
+// G = 8 per arm. Each arm gets its own version's tables (in chunks), and the stats name them; an
+// arm whose version has no tables keeps the experiment from starting, naming the arm.
+TEST(RouterServerTest, RealScaleExperimentArmsGetTheirTables) {
+  const std::string model = JoinPath(std::getenv("TEST_TMPDIR"), "real_vocab_model");
+  ASSERT_TRUE(tools::WriteTinyModel({.vocab_size = 151936,
+                                     .hidden_size = 16,
+                                     .num_layers = 1,
+                                     .num_heads = 2,
+                                     .num_kv_heads = 1,
+                                     .head_dim = 8},
+                                    model)
+                  .ok());
+  const std::string db = planner::TempDatabasePath("experiment_real_scale.db");
+  auto store = planner::PlacementStore::Open(db);
+  ASSERT_TRUE(store.ok()) << store.status();
+  ASSERT_TRUE((*store)->AddModel("qwen3", 48, 128).ok());
+  std::vector<int64_t> versions;
+  for (uint64_t seed : {1, 2, 3}) {
+    const planner::testing::RealScaleVersion v =
+        planner::testing::MakeRealScaleVersion({.seed = seed});
+    planner::PlacementVersion pv{.model = "qwen3", .name = absl::StrCat("v", seed)};
+    pv.algorithm = "semantic";
+    pv.placement = v.placement;
+    auto id = (*store)->Create(pv, seed == 3 ? "" : v.affinity);  // Version 3: no tables.
+    ASSERT_TRUE(id.ok()) << id.status();
+    versions.push_back(*id);
+  }
+  planner::ExperimentStore experiments(**store);
+  auto with_tables = experiments.Create("qwen3", "1 vs 2",
+                                        {{.name = "A", .version = 1, .share_percent = 50},
+                                         {.name = "B", .version = 2, .share_percent = 50}});
+  ASSERT_TRUE(with_tables.ok()) << with_tables.status();
+  ASSERT_TRUE(experiments.Start(*with_tables).ok());
+  auto server = planner::PlannerServer::Start({.db = db});
+  ASSERT_TRUE(server.ok()) << server.status();
+
+  RouterServerOptions o;
+  o.model_dir = model;
+  o.port = 0;
+  o.planner = absl::StrCat("127.0.0.1:", (*server)->port());
+  o.experiment = *with_tables;
+  for (const char* arm : {"A", "B"}) {
+    for (int r = 0; r < 8; ++r) o.arms[arm].push_back(absl::StrCat("127.0.0.1:", 1 + r));
+  }
+  auto router = RouterServer::Start(o);
+  ASSERT_TRUE(router.ok()) << router.status();
+  const rpc::RouterStats stats = (*router)->Stats();
+  ASSERT_EQ(stats.arms_size(), 2);
+  EXPECT_EQ(stats.arms(0).placement_version(), 1);
+  EXPECT_EQ(stats.arms(1).placement_version(), 2);
+  EXPECT_EQ(stats.tables_error(), "");
+  (*router)->Shutdown();
+
+  ASSERT_TRUE(experiments.Stop(*with_tables).ok());
+  auto without = experiments.Create("qwen3", "1 vs 3",
+                                    {{.name = "A", .version = 1, .share_percent = 50},
+                                     {.name = "B", .version = 3, .share_percent = 50}});
+  ASSERT_TRUE(without.ok());
+  ASSERT_TRUE(experiments.Start(*without).ok());
+  o.experiment = *without;
+  auto refused = RouterServer::Start(o);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_THAT(refused.status().message(), HasSubstr("arm B cannot be routed as planned"));
+  EXPECT_THAT(refused.status().message(), HasSubstr("version 3"));
+  // Without affinity routing, the same experiment runs, and its stats say what arm B lacks.
+  o.rebatch.policy = Policy::kLeastLoaded;
+  auto blind = RouterServer::Start(o);
+  ASSERT_TRUE(blind.ok()) << blind.status();
+  EXPECT_THAT((*blind)->Stats().tables_error(), HasSubstr("arm B: version 3's tables"));
+  (*blind)->Shutdown();
   (*server)->Shutdown();
 }
 

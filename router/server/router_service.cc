@@ -153,9 +153,15 @@ rpc::RouterStats RouterServiceImpl::Stats() const {
   out.set_completion_tokens(shared_->completion_tokens.load());
   out.set_polls(shared_->polls.load());
   int64_t queued = 0, local = 0, remote = 0, bytes = 0, tokens = 0;
+  std::string tables_error;
   for (const auto& g : shared_->groups) {
     rpc::ArmStats* arm = out.add_arms();
     g->Fill(*arm);
+    if (!arm->tables_error().empty()) {
+      absl::StrAppend(&tables_error, tables_error.empty() ? "" : "; ",
+                      arm->name().empty() ? "" : absl::StrCat("arm ", arm->name(), ": "),
+                      arm->tables_error());
+    }
     queued += g->rebatcher().Queued();
     if (shared_->groups.size() == 1) out.set_placement_version(arm->placement_version());
     for (const rpc::RankStats& r : arm->ranks()) {
@@ -167,6 +173,7 @@ rpc::RouterStats RouterServiceImpl::Stats() const {
     }
   }
   out.set_queued(queued);
+  out.set_tables_error(tables_error);
   out.set_lar(local + remote == 0 ? 0.0 : static_cast<double>(local) / (local + remote));
   out.set_a2a_bytes_per_token(tokens == 0 ? 0.0 : static_cast<double>(bytes) / tokens);
   FillPercentiles(shared_->ttft, out.mutable_ttft_ms());
