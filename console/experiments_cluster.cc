@@ -9,6 +9,7 @@
 #include "console/commands.h"
 #include "console/rpc_util.h"
 #include "console/table.h"
+#include "console/tui_model.h"
 #include "engine/proto/engine.grpc.pb.h"
 #include "google/protobuf/util/json_util.h"
 #include "grpcpp/grpcpp.h"
@@ -34,6 +35,13 @@ void Console::PrintExperiment(const prpc::Experiment& e) {
            f(Get(m, "a2a_bytes_per_token"), 0)});
   }
   out_ << t.Render();
+  for (const prpc::ExperimentArm& a : e.arms()) {
+    if (const std::string why = NotRoutedAsPlanned(a); !why.empty()) {
+      out_ << "!! arm " << a.name() << " was not routed as planned: " << why << "\n";
+    }
+  }
+  const std::string verdict = Verdict(e);
+  out_ << "verdict: " << (verdict.empty() ? "waiting for both arms' metrics" : verdict) << "\n";
 }
 
 absl::Status Console::ExperimentsCreate() {
@@ -123,7 +131,7 @@ absl::Status Console::ExperimentsPromote(int64_t id) {
     double best = -1, best_e2e = 0;
     for (const prpc::ExperimentArm& a : e.arms()) {
       const nlohmann::json m = nlohmann::json::parse(a.latest_metrics_json(), nullptr, false);
-      if (!m.is_object()) continue;
+      if (!m.is_object() || !NotRoutedAsPlanned(a).empty()) continue;
       const double goodput = Get(m, "goodput_rps"), e2e = Get(m, "e2e_ms", "p50");
       if (goodput > best || (goodput == best && e2e < best_e2e)) {
         best = goodput, best_e2e = e2e, arm = a.name();
@@ -195,6 +203,7 @@ absl::Status Console::ClusterStatus() {
        << Fixed(stats.a2a_bytes_per_token(), 0) << " all-to-all B/token"
        << (stats.experiment_id() > 0 ? absl::StrCat(", experiment ", stats.experiment_id()) : "")
        << "\n";
+  if (!stats.tables_error().empty()) out_ << "!! tables: " << stats.tables_error() << "\n";
   Table ranks({"arm", "rank", "address", "health", "in flight", "tokens in flight", "assigned",
                "KV free", "LAR"});
   for (const rrpc::RankStats& r : stats.ranks()) {
@@ -204,10 +213,12 @@ absl::Status Console::ClusterStatus() {
                absl::StrCat(r.kv_free_tokens()), Fixed(r.lar(), 3)});
   }
   out_ << ranks.Render();
-  Table arms({"arm", "share", "throughput/s", "goodput/s", "TTFT p50", "TTFT p99", "TPOT p50",
-              "E2E p99", "LAR", "a2a B/tok"});
+  Table arms({"arm", "share", "tables", "throughput/s", "goodput/s", "TTFT p50", "TTFT p99",
+              "TPOT p50", "E2E p99", "LAR", "a2a B/tok"});
   for (const rrpc::ArmStats& a : stats.arms()) {
     arms.Add({a.name().empty() ? "-" : a.name(), absl::StrCat(a.share_percent(), "%"),
+              a.placement_version() > 0 ? absl::StrCat("v", a.placement_version())
+                                        : (a.tables_error().empty() ? "none" : "NONE (!!)"),
               Fixed(a.throughput_rps(), 2), Fixed(a.goodput_rps(), 2), Fixed(a.ttft_ms().p50(), 1),
               Fixed(a.ttft_ms().p99(), 1), Fixed(a.tpot_ms().p50(), 1), Fixed(a.e2e_ms().p99(), 1),
               Fixed(a.lar(), 3), Fixed(a.a2a_bytes_per_token(), 0)});

@@ -148,14 +148,7 @@ class Tui {
       mvaddnstr(y++, 0, text.c_str(), w);
       attroff(A_BOLD);
     };
-    if (!snapshot_.planner_ok) {
-      banner(absl::StrCat("!! planner ", o_.planner, " unreachable - retrying every second (",
-                          snapshot_.planner_error, ")"));
-    }
-    if (!snapshot_.router_ok) {
-      banner(absl::StrCat("!! router ", o_.router, " unreachable - retrying every second (",
-                          snapshot_.router_error, ")"));
-    }
+    for (const std::string& text : Banners(snapshot_, o_.planner, o_.router)) banner(text);
     mvaddnstr(y++, 0,
               absl::StrCat("model ", o_.model, " | planner ", o_.planner, " | router ", o_.router)
                   .c_str(),

@@ -22,8 +22,35 @@ std::string Cut(const std::string& s, int width) {
 
 }  // namespace
 
+std::string NotRoutedAsPlanned(const planner::rpc::ExperimentArm& arm) {
+  const nlohmann::json m = nlohmann::json::parse(arm.latest_metrics_json(), nullptr, false);
+  if (!m.is_object() || !m.contains("tables_error") || !m["tables_error"].is_string()) return "";
+  return m["tables_error"].get<std::string>();
+}
+
+std::vector<std::string> Banners(const Snapshot& s, const std::string& planner,
+                                 const std::string& router) {
+  std::vector<std::string> out;
+  if (!s.planner_ok) {
+    out.push_back(absl::StrCat("!! planner ", planner, " unreachable - retrying every second (",
+                               s.planner_error, ")"));
+  }
+  if (!s.router_ok) {
+    out.push_back(absl::StrCat("!! router ", router, " unreachable - retrying every second (",
+                               s.router_error, ")"));
+  } else if (!s.router.tables_error().empty()) {
+    out.push_back(absl::StrCat("!! router tables: ", s.router.tables_error()));
+  }
+  return out;
+}
+
 std::string Verdict(const planner::rpc::Experiment& e) {
   if (e.arms_size() != 2) return "";
+  for (const planner::rpc::ExperimentArm& a : e.arms()) {
+    if (const std::string why = NotRoutedAsPlanned(a); !why.empty()) {
+      return absl::StrCat("no verdict: arm ", a.name(), " was not routed as planned (", why, ")");
+    }
+  }
   double n[2], p[2];
   for (int i = 0; i < 2; ++i) {
     const nlohmann::json m = nlohmann::json::parse(e.arms(i).latest_metrics_json(), nullptr, false);

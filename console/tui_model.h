@@ -25,8 +25,18 @@ struct Snapshot {
 enum class Pane { kPlacements, kExperiments, kCluster };
 
 // A/B verdict from two arms' recorded metrics: a two-proportion z-test on the share of requests
-// within the SLO (goodput / throughput × completed). "" when either arm has no metrics.
+// within the SLO (goodput / throughput × completed). "" when either arm has no metrics; "no
+// verdict: ..." when an arm was not routed as planned (its metrics do not measure its version).
 std::string Verdict(const planner::rpc::Experiment& e);
+
+// Why an arm's recorded metrics do not measure its version (the router could not place its
+// requests with the version's tables: the metrics' "tables_error"), or "".
+std::string NotRoutedAsPlanned(const planner::rpc::ExperimentArm& arm);
+
+// The warnings above every pane: a service out of reach, an engine group placing requests
+// without the tables it should.
+std::vector<std::string> Banners(const Snapshot& s, const std::string& planner,
+                                 const std::string& router);
 
 // "▁▂▃▅▇"-style sparkline of the values (scaled to their max), one character each; with
 // `unicode` false, ASCII " .:-=+*#".

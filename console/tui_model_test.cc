@@ -30,6 +30,31 @@ TEST(TuiModelTest, VerdictIsATwoProportionTest) {
   EXPECT_EQ(Verdict(TwoArms("", R"({"completed": 5})")), "");
 }
 
+TEST(TuiModelTest, AnArmNotRoutedAsPlannedHasNoVerdict) {
+  const auto e =
+      TwoArms(R"({"completed": 1000, "throughput_rps": 10, "goodput_rps": 9, "tables_error": ""})",
+              R"({"completed": 1000, "throughput_rps": 10, "goodput_rps": 9.7,
+                  "tables_error": "version 2's tables: too big"})");
+  EXPECT_EQ(Verdict(e),
+            "no verdict: arm B was not routed as planned (version 2's tables: too big)");
+  EXPECT_EQ(NotRoutedAsPlanned(e.arms(0)), "");
+}
+
+TEST(TuiModelTest, BannersNameUnreachableServicesAndTablesErrors) {
+  Snapshot s;
+  s.planner_ok = true;
+  s.router_ok = true;
+  EXPECT_TRUE(Banners(s, "p:1", "r:2").empty());
+  s.router.set_tables_error("arm B: version 2's tables: not found; placing by load alone");
+  ASSERT_EQ(Banners(s, "p:1", "r:2").size(), 1u);
+  EXPECT_EQ(Banners(s, "p:1", "r:2")[0],
+            "!! router tables: arm B: version 2's tables: not found; placing by load alone");
+  s.planner_ok = false;
+  s.planner_error = "connection refused";
+  EXPECT_EQ(Banners(s, "p:1", "r:2")[0],
+            "!! planner p:1 unreachable - retrying every second (connection refused)");
+}
+
 TEST(TuiModelTest, SparklineAndBar) {
   EXPECT_EQ(Sparkline({0, 1, 2}), "▁▅█");
   EXPECT_EQ(Sparkline({}), "");

@@ -273,6 +273,12 @@ absl::Status Start(Cluster& c, sigset_t& stop_signals) {
                        deadline);
   }
   std::vector<std::string> extra = {"--engines", c.groups[0].Addresses()};
+  if (policy == "semantic" && (affinity.empty() || placement == "vanilla")) {
+    std::cout << "router: WARNING: policy semantic without affinity tables (placement "
+              << absl::GetFlag(FLAGS_placement)
+              << " has none): requests are placed by load alone; router_client stats says so "
+                 "too\n";
+  }
   // The tables of the placement the engines run (not the planner's active version, which the
   // engines do not follow).
   if (!affinity.empty() && placement != "vanilla") {

@@ -63,13 +63,24 @@ int Stats(rpc::RouterService::Stub& stub, grpc::ClientContext& context) {
     std::cout << semmoe::tools::ProtoJson(stats) << "\n";
     return 0;
   }
-  std::cout << "policy " << stats.policy() << ", tables of version " << stats.placement_version()
-            << ": received " << stats.received() << ", completed " << stats.completed()
+  std::cout << "policy " << stats.policy();
+  if (stats.experiment_id() > 0) {
+    std::cout << ", experiment " << stats.experiment_id() << " (";
+    for (int i = 0; i < stats.arms_size(); ++i) {
+      std::cout << (i > 0 ? ", " : "") << "arm " << stats.arms(i).name() << ": tables of version "
+                << stats.arms(i).placement_version();
+    }
+    std::cout << ")";
+  } else {
+    std::cout << ", tables of version " << stats.placement_version();
+  }
+  std::cout << ": received " << stats.received() << ", completed " << stats.completed()
             << ", failed " << stats.failed() << ", rejected " << stats.rejected() << ", retried "
             << stats.retried() << "\n  TTFT p50/p99 " << stats.ttft_ms().p50() << "/"
             << stats.ttft_ms().p99() << " ms, TPOT p50 " << stats.tpot_ms().p50()
             << " ms, E2E p50/p99 " << stats.e2e_ms().p50() << "/" << stats.e2e_ms().p99()
             << " ms\n";
+  if (!stats.tables_error().empty()) std::cout << "  TABLES: " << stats.tables_error() << "\n";
   for (const rpc::RankStats& r : stats.ranks()) {
     std::cout << "  rank " << r.rank() << " " << r.address() << (r.usable() ? "" : " (down)")
               << ": " << r.requests_in_flight() << " in flight, " << r.assigned()

@@ -15,8 +15,8 @@ absl::StatusOr<int64_t> ExperimentStore::Create(const std::string& model, const 
   std::set<std::string> names;
   for (const ExperimentArm& arm : arms) {
     if (arm.name.empty() || !names.insert(arm.name).second) {
-      return absl::InvalidArgumentError(absl::StrCat("arm names must be distinct and non-empty ('",
-                                                     arm.name, "')"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("arm names must be distinct and non-empty ('", arm.name, "')"));
     }
     if (arm.share_percent < 1 || arm.share_percent > 100) {
       return absl::InvalidArgumentError(
@@ -40,13 +40,12 @@ absl::StatusOr<int64_t> ExperimentStore::Create(const std::string& model, const 
     RETURN_IF_ERROR(version.BindInt(1, arm.version));
     ASSIGN_OR_RETURN(bool exists, version.Step());
     if (!exists) {
-      return absl::NotFoundError(absl::StrCat("arm '", arm.name, "': no placement version ",
-                                              arm.version));
+      return absl::NotFoundError(
+          absl::StrCat("arm '", arm.name, "': no placement version ", arm.version));
     }
     if (version.ColumnInt(0) != model_id) {
-      return absl::InvalidArgumentError(absl::StrCat("arm '", arm.name, "': version ",
-                                                     arm.version, " is not a '", model,
-                                                     "' placement"));
+      return absl::InvalidArgumentError(absl::StrCat("arm '", arm.name, "': version ", arm.version,
+                                                     " is not a '", model, "' placement"));
     }
   }
   ASSIGN_OR_RETURN(Statement insert,
@@ -81,8 +80,8 @@ absl::Status Transition(Database& db, int64_t id, const char* from, const char* 
   ASSIGN_OR_RETURN(bool found, status.Step());
   if (!found) return absl::NotFoundError(absl::StrCat("no experiment ", id));
   if (status.ColumnText(0) != from) {
-    return absl::FailedPreconditionError(absl::StrCat("experiment ", id, " is ",
-                                                      status.ColumnText(0), ", not ", from));
+    return absl::FailedPreconditionError(
+        absl::StrCat("experiment ", id, " is ", status.ColumnText(0), ", not ", from));
   }
   ASSIGN_OR_RETURN(Statement update, db.Prepare("UPDATE experiments SET status = ? WHERE id = ?"));
   RETURN_IF_ERROR(update.BindText(1, to));
@@ -106,6 +105,12 @@ absl::Status ExperimentStore::Stop(int64_t id) {
   return Transition(placements_.database(), id, "running", "stopped");
 }
 
+std::string NotRoutedAsPlanned(const ExperimentArm& arm) {
+  const nlohmann::json m = nlohmann::json::parse(arm.latest_metrics_json, nullptr, false);
+  if (!m.is_object() || !m.contains("tables_error") || !m["tables_error"].is_string()) return "";
+  return m["tables_error"].get<std::string>();
+}
+
 absl::StatusOr<int64_t> ExperimentStore::Promote(int64_t id, const std::string& arm) {
   ASSIGN_OR_RETURN(Experiment e, Get(id));
   if (e.status == "draft") {
@@ -114,6 +119,11 @@ absl::StatusOr<int64_t> ExperimentStore::Promote(int64_t id, const std::string& 
   }
   for (const ExperimentArm& a : e.arms) {
     if (a.name != arm) continue;
+    if (const std::string why = NotRoutedAsPlanned(a); !why.empty()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("experiment ", id, ": arm ", arm, " was not routed as planned (", why,
+                       "); its metrics do not measure version ", a.version, ", not promoting it"));
+    }
     RETURN_IF_ERROR(placements_.Activate(a.version));
     if (e.status == "running") RETURN_IF_ERROR(Stop(id));
     return a.version;
@@ -139,8 +149,8 @@ absl::StatusOr<Experiment> ExperimentStore::Get(int64_t id) {
   while (true) {
     ASSIGN_OR_RETURN(bool more, arms.Step());
     if (!more) break;
-    e.arms.push_back({arms.ColumnText(0), arms.ColumnInt(1),
-                      static_cast<int>(arms.ColumnInt(2)), arms.ColumnText(3)});
+    e.arms.push_back({arms.ColumnText(0), arms.ColumnInt(1), static_cast<int>(arms.ColumnInt(2)),
+                      arms.ColumnText(3)});
   }
   return e;
 }
@@ -179,7 +189,8 @@ absl::Status ExperimentStore::RecordArmMetrics(int64_t id, const std::string& ar
   }
   bool known = false;
   for (const ExperimentArm& a : e.arms) known |= a.name == arm;
-  if (!known) return absl::NotFoundError(absl::StrCat("experiment ", id, " has no arm '", arm, "'"));
+  if (!known)
+    return absl::NotFoundError(absl::StrCat("experiment ", id, " has no arm '", arm, "'"));
   Database& db = placements_.database();
   ASSIGN_OR_RETURN(auto tx, Transaction::Begin(db));
   ASSIGN_OR_RETURN(Statement insert,

@@ -32,6 +32,10 @@ struct Experiment {
   std::vector<ExperimentArm> arms;
 };
 
+// Why the arm's latest metrics do not measure its version — the router could not place its
+// requests with the version's tables (the metrics' "tables_error") — or "" if they do.
+std::string NotRoutedAsPlanned(const ExperimentArm& arm);
+
 class ExperimentStore {
  public:
   // REQUIRES: `placements` outlives this (its database holds the experiment tables).
@@ -47,7 +51,7 @@ class ExperimentStore {
   absl::Status Stop(int64_t id);
   // Activates `arm`'s placement version (the previous active one retires) and stops the
   // experiment if it runs; returns that version. NotFound for an unknown experiment or arm;
-  // FailedPrecondition for a draft (nothing was measured).
+  // FailedPrecondition for a draft (nothing was measured) or an arm not routed as planned.
   absl::StatusOr<int64_t> Promote(int64_t id, const std::string& arm);
   absl::StatusOr<Experiment> Get(int64_t id);
   absl::StatusOr<std::vector<Experiment>> List(const std::string& model);

@@ -57,7 +57,8 @@ TEST_F(ExperimentStoreTest, LifecycleAndMetrics) {
   EXPECT_TRUE(experiments_->Start(*second).ok());
   EXPECT_EQ(experiments_->Stop(*id).code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(experiments_->List("m")->size(), 2u);
-  EXPECT_FALSE(placements_->database().Execute("UPDATE experiment_arms SET share_percent = 5").ok());
+  EXPECT_FALSE(
+      placements_->database().Execute("UPDATE experiment_arms SET share_percent = 5").ok());
 }
 
 TEST_F(ExperimentStoreTest, PromoteActivatesTheArmAndStops) {
@@ -75,6 +76,25 @@ TEST_F(ExperimentStoreTest, PromoteActivatesTheArmAndStops) {
   // A stopped experiment can still be promoted (the decision may come later).
   ASSERT_TRUE(experiments_->Promote(*id, "a").ok());
   EXPECT_EQ(placements_->Active("m")->value().version, 1);
+}
+
+TEST_F(ExperimentStoreTest, AnArmNotRoutedAsPlannedIsNotPromoted) {
+  auto id = experiments_->Create("m", "blind", {{"a", 1, 50}, {"b", 2, 50}});
+  ASSERT_TRUE(id.ok());
+  ASSERT_TRUE(experiments_->Start(*id).ok());
+  ASSERT_TRUE(
+      experiments_->RecordArmMetrics(*id, "a", R"({"completed": 5, "tables_error": ""})").ok());
+  ASSERT_TRUE(experiments_
+                  ->RecordArmMetrics(
+                      *id, "b", R"({"completed": 5, "tables_error": "version 2's tables: gone"})")
+                  .ok());
+  EXPECT_EQ(NotRoutedAsPlanned(experiments_->Get(*id)->arms[1]), "version 2's tables: gone");
+  EXPECT_EQ(NotRoutedAsPlanned(experiments_->Get(*id)->arms[0]), "");
+  auto refused = experiments_->Promote(*id, "b");
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(refused.status().message(), HasSubstr("arm b was not routed as planned"));
+  EXPECT_FALSE(placements_->Active("m")->has_value());
+  EXPECT_TRUE(experiments_->Promote(*id, "a").ok());
 }
 
 TEST_F(ExperimentStoreTest, BadExperimentsAreClearErrors) {
