@@ -5,6 +5,8 @@
 //   engine trace    --model DIR --prompts PROMPTS.jsonl --out TRACE
 //   engine serve    --model DIR --rank R --ranks G --rendezvous file:DIR|grpc:HOST:PORT
 //                   [--attn dp|tp] [--placement vanilla|FILE] [--affinity FILE] [--port P]
+//                   [--placement VERSION --planner HOST:PORT]  (a version and its tables from
+//                                                               the planner)
 //
 // Exit status: 0 on success, 1 when the work failed (the error is printed), 2 for bad usage.
 #include <pthread.h>
@@ -68,7 +70,10 @@ ABSL_FLAG(std::string, rendezvous, "",
           "serve: where the group meets: file:DIR (one host, a fresh "
           "directory per run) or grpc:HOST:PORT (planner serve)");
 ABSL_FLAG(std::string, attn, "dp", "serve: attention parallelism, dp or tp");
-ABSL_FLAG(std::string, placement, "vanilla", "serve: vanilla or a placement JSON file");
+ABSL_FLAG(std::string, placement, "vanilla",
+          "serve: vanilla, a placement JSON file, or with --planner a version number");
+ABSL_FLAG(std::string, planner, "",
+          "serve: planner HOST:PORT: --placement names a version, fetched with its tables");
 ABSL_FLAG(std::string, affinity, "",
           "serve: token affinity tables (planner export) for the "
           "Attention-TP shuffled collectives");
@@ -94,7 +99,8 @@ constexpr char kUsage[] =
     "  score    --model DIR --input IN.jsonl --out OUT.jsonl\n"
     "  trace    --model DIR --prompts PROMPTS.jsonl --out TRACE\n"
     "  serve    --model DIR --rank R --ranks G --rendezvous file:DIR|grpc:HOST:PORT\n"
-    "           [--attn dp|tp] [--placement vanilla|FILE] [--affinity FILE] [--port P]\n\n"
+    "           [--attn dp|tp] [--placement vanilla|FILE] [--affinity FILE] [--port P]\n"
+    "           [--placement VERSION --planner HOST:PORT]\n\n"
     "Run `engine --help` for every flag.";
 
 int Usage(const std::string& message) {
@@ -292,9 +298,13 @@ int Serve(int device) {
   const std::string attn = absl::GetFlag(FLAGS_attn);
   if (attn != "dp" && attn != "tp") return Usage("--attn must be dp or tp");
   o.attention = attn == "dp" ? AttentionMode::kDp : AttentionMode::kTp;
-  o.placement = absl::GetFlag(FLAGS_placement) == "vanilla"
-                    ? "vanilla"
+  o.planner = absl::GetFlag(FLAGS_planner);
+  o.placement = absl::GetFlag(FLAGS_placement) == "vanilla" || !o.planner.empty()
+                    ? absl::GetFlag(FLAGS_placement)
                     : UserPath(absl::GetFlag(FLAGS_placement));
+  if (!o.planner.empty() && !absl::GetFlag(FLAGS_affinity).empty()) {
+    return Usage("--planner brings the version's own tables; drop --affinity");
+  }
   o.affinity = UserPath(absl::GetFlag(FLAGS_affinity));
   o.layer_tables = UserPath(absl::GetFlag(FLAGS_layer_tables));
   o.host = absl::GetFlag(FLAGS_host);
@@ -313,9 +323,9 @@ int Serve(int device) {
   o.engine.batch.max_waiting = absl::GetFlag(FLAGS_max_waiting);
   o.engine.batch.max_batch_tokens = absl::GetFlag(FLAGS_max_batch_tokens);
   o.engine.max_inbox = absl::GetFlag(FLAGS_max_waiting);
-  o.on_serving = [&](int port) {
+  o.on_serving = [&](int port, const std::string& serving_with) {
     std::cout << "engine rank " << o.rank << "/" << o.ranks << " serving on " << o.host << ":"
-              << port << std::endl;
+              << port << " (" << serving_with << ")" << std::endl;
   };
 
   // Signals go to one thread (blocked everywhere else: threads inherit the mask).

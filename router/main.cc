@@ -6,6 +6,7 @@
 //          [--policy semantic|round_robin|least_loaded] [--balance_eps 0.05]
 //          [--window_ms 2] [--max_queue_ms 20] [--max_in_flight 4096]
 //          [--planner HOST:PORT --model_name NAME]     (follow the active version's tables)
+//          [--planner HOST:PORT --version V]           (or one version's tables, fixed)
 //          [--affinity FILE --placement FILE [--version V]]  (or fixed tables, e.g. exported)
 //   router --experiment ID --planner HOST:PORT --arms A=HOST:PORT,...;B=HOST:PORT,... --model DIR
 //          (an A/B test: each arm's engine group runs its arm's version; the router splits
@@ -45,7 +46,8 @@ ABSL_FLAG(std::string, planner, "", "planner address: follow the active version'
 ABSL_FLAG(std::string, model_name, "", "with --planner: the model's name in the planner");
 ABSL_FLAG(std::string, affinity, "", "fixed tables: affinity file (planner export)");
 ABSL_FLAG(std::string, placement, "", "fixed tables: the placement JSON they belong to");
-ABSL_FLAG(int64_t, version, 0, "fixed tables: the placement version they are (for reports)");
+ABSL_FLAG(int64_t, version, 0,
+          "with --planner: this version's tables (fixed); with --affinity: the version they are");
 ABSL_FLAG(int64_t, experiment, 0, "A/B: the running experiment (with --planner and --arms)");
 ABSL_FLAG(std::string, arms, "", "A/B: NAME=HOST:PORT,...;NAME=... (each arm's engine ranks)");
 ABSL_FLAG(double, report_s, 5, "A/B: seconds between arm metric reports to the planner");

@@ -115,7 +115,10 @@ done
 start_cluster tp --ranks=2 --attn=tp --db="$TMP/p.db" --placement=1
 grep -q "placement: version 1" "$TMP/tp.out" || fail "version: $(cat "$TMP/tp.out")"
 grep -q "planner   127.0.0.1:" "$TMP/tp.out" || fail "planner endpoint: $(cat "$TMP/tp.out")"
-grep -q -- "--affinity .*--layer_tables" <<<"$(pgrep -af -- "$TMP/tp/")" || fail "no tables passed"
+grep -q -- "--placement 1 .*--planner 127.0.0.1:" <<<"$(pgrep -af -- "$TMP/tp/")" ||
+  fail "the ranks do not fetch version 1: $(pgrep -af -- "$TMP/tp/")"
+grep -q "predicts tokens' devices with version 1 (planner .*)'s affinity tables and version 1 .*layer tables" \
+  "$TMP/tp/rank0.log" || fail "rank 0 has no tables: $(cat "$TMP/tp/rank0.log")"
 expect_single_device_tokens 0 "The router sends request 3 to"
 expect_error 1 "Attention-TP follower" -- "$CLIENT" generate --target="$(address 1)" --prompt=x
 kill -INT "$PID"
@@ -128,7 +131,7 @@ no_processes_left tp
 "$PLANNER" build --db="$TMP/p.db" --model=tiny --traces="$TMP/t.trace" --devices=2 --mode=dp \
   >/dev/null
 start_cluster dpsem --ranks=2 --attn=dp --db="$TMP/p.db" --placement=2
-grep -q -- "router .*--affinity .*--version 2" <<<"$(pgrep -af -- "$TMP/dpsem/")" ||
+grep -q -- "router .*--planner 127.0.0.1:[0-9]* --version 2" <<<"$(pgrep -af -- "$TMP/dpsem/")" ||
   fail "the router got no tables: $(pgrep -af -- "$TMP/dpsem/")"
 for i in 1 5 9; do
   expect_single_device_tokens_via_router "The router sends request $i to"

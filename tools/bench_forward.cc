@@ -2,7 +2,8 @@
 // Eigen GEMM rate measured right around it (1024³, one thread), so the share of the machine's
 // dense-matmul rate that the model achieves is visible.
 //
-//   bazel run -c opt --config=opt //tools:bench_forward -- --model=$PWD/../shared/models/qwen3-moe-a
+//   bazel run -c opt --config=opt //tools:bench_forward --
+//   --model=$PWD/../shared/models/qwen3-moe-a
 //
 // FLOPs are counted analytically per token: 2 × (attention projections + the k routed experts +
 // router [+ shared expert]) + attention (QKᵀ and PV over the context) + lm_head where logits are
@@ -138,8 +139,8 @@ Measurement Decode(const engine::model::Model& m, int batch, int context, int st
       in.clear();
       for (int b = 0; b < batch; ++b) {
         next[b] = static_cast<int32_t>(rng() % c.vocab_size);
-        in.push_back({absl::MakeConstSpan(&next[b], 1), context + s, kvs[b].get(),
-                      LogitsMode::kLast});
+        in.push_back(
+            {absl::MakeConstSpan(&next[b], 1), context + s, kvs[b].get(), LogitsMode::kLast});
       }
       auto start = Clock::now();
       auto out = m.transformer->Forward(in);
@@ -149,7 +150,8 @@ Measurement Decode(const engine::model::Model& m, int batch, int context, int st
     }
     ++reps;
   } while (elapsed < min_seconds);
-  return {static_cast<double>(batch) * steps * reps / elapsed, flops_per_step * reps / elapsed / 1e9};
+  return {static_cast<double>(batch) * steps * reps / elapsed,
+          flops_per_step * reps / elapsed / 1e9};
 }
 
 int Main() {
@@ -165,9 +167,9 @@ int Main() {
   }
   const double min_s = absl::GetFlag(FLAGS_min_seconds);
   const ModelConfig& c = (*model)->config;
-  std::printf("model %s: %s, hidden %d, %d layers, %d experts top-%d, expert ffn %d\n",
-              dir.c_str(), std::string(engine::model::ArchName(c.arch)).c_str(), c.hidden_size,
-              c.num_layers, c.num_experts, c.top_k, c.moe_intermediate_size);
+  std::printf("model %s: %s, hidden %d, %d layers, %d experts top-%d, expert ffn %d\n", dir.c_str(),
+              std::string(engine::model::ArchName(c.arch)).c_str(), c.hidden_size, c.num_layers,
+              c.num_experts, c.top_k, c.moe_intermediate_size);
   // Each row gets its own GEMM reference, measured right before and right after it and
   // averaged: on a shared VM the clock drifts by ±15% within a minute (more at times), and a
   // share should compare like with like.
@@ -186,9 +188,8 @@ int Main() {
     rows.push_back({name, m, (before + after) / 2});
   };
   for (int batch : batches) {
-    measure("prefill " + std::to_string(batch), [&] {
-      return Prefill(**model, batch, absl::GetFlag(FLAGS_prompt_tokens), min_s);
-    });
+    measure("prefill " + std::to_string(batch),
+            [&] { return Prefill(**model, batch, absl::GetFlag(FLAGS_prompt_tokens), min_s); });
   }
   for (int batch : batches) {
     measure("decode " + std::to_string(batch), [&] {

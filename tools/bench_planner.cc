@@ -33,7 +33,8 @@ planner::trace::TraceSet Generate() {
   t.header.top_k = k;
   for (int l = 0; l < layers; ++l) t.header.moe_layers.push_back(l);
   const int topics = 16;
-  std::vector<std::vector<std::vector<int>>> topic_experts(topics, std::vector<std::vector<int>>(layers));
+  std::vector<std::vector<std::vector<int>>> topic_experts(topics,
+                                                           std::vector<std::vector<int>>(layers));
   for (auto& per_layer : topic_experts) {
     for (auto& experts : per_layer) {
       for (int i = 0; i < 2 * n / topics + k; ++i) experts.push_back(rng() % n);
@@ -71,12 +72,13 @@ int Main() {
   const int g = absl::GetFlag(FLAGS_devices);
   auto start = std::chrono::steady_clock::now();
   const planner::trace::TraceSet trace = Generate();
-  std::printf("trace: %d layers × %u experts, top-%d, %lld tokens in %d requests (%lld activations), "
-              "generated in %.1f s\n",
-              trace.num_layers(), trace.header.num_experts, trace.top_k(),
-              static_cast<long long>(trace.num_tokens()), trace.num_requests(),
-              static_cast<long long>(trace.num_tokens() * trace.num_layers() * trace.top_k()),
-              Seconds(start));
+  std::printf(
+      "trace: %d layers × %u experts, top-%d, %lld tokens in %d requests (%lld activations), "
+      "generated in %.1f s\n",
+      trace.num_layers(), trace.header.num_experts, trace.top_k(),
+      static_cast<long long>(trace.num_tokens()), trace.num_requests(),
+      static_cast<long long>(trace.num_tokens() * trace.num_layers() * trace.top_k()),
+      Seconds(start));
   start = std::chrono::steady_clock::now();
   auto dp = planner::SolveDp(trace, {.num_devices = g, .seed = 1});
   const double dp_s = Seconds(start);
@@ -84,13 +86,14 @@ int Main() {
     std::fprintf(stderr, "%s\n", dp.status().ToString().c_str());
     return 1;
   }
-  std::printf("DP solve (G=%d, 4 starts): %.1f s, in-sample LAR %.3f (bound %.3f, vanilla %.3f)\n", g,
-              dp_s, dp->lar, planner::DpRequestBound(trace, g),
-              planner::EvaluateDp(trace, *planner::Placement::Vanilla(
-                                             std::vector<int>(trace.header.moe_layers.begin(),
-                                                              trace.header.moe_layers.end()),
-                                             trace.header.num_experts, g),
-                                  planner::RoundRobinRequests(trace, g))
+  std::printf("DP solve (G=%d, 4 starts): %.1f s, in-sample LAR %.3f (bound %.3f, vanilla %.3f)\n",
+              g, dp_s, dp->lar, planner::DpRequestBound(trace, g),
+              planner::EvaluateDp(
+                  trace,
+                  *planner::Placement::Vanilla(std::vector<int>(trace.header.moe_layers.begin(),
+                                                                trace.header.moe_layers.end()),
+                                               trace.header.num_experts, g),
+                  planner::RoundRobinRequests(trace, g))
                   ->lar);
   start = std::chrono::steady_clock::now();
   auto tp = planner::SolveTp(trace, {.num_devices = g, .seed = 1});

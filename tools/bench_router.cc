@@ -55,13 +55,13 @@ int Main() {
   RouterTables tables;
   tables.ranks = g;
   tables.vocab = static_cast<uint32_t>(vocab);
-  tables.dp_scores.resize(static_cast<size_t>(vocab) * g);
+  std::vector<float> dp_scores(static_cast<size_t>(vocab) * g);
   std::uniform_real_distribution<float> u(0.0f, 1.0f);
   for (int v = 0; v < vocab; ++v) {
-    for (int d = 0; d < g; ++d) tables.dp_scores[static_cast<size_t>(v) * g + d] = 0.2f * u(rng);
-    tables.dp_scores[static_cast<size_t>(v) * g + (v % g)] += 2.0f;
+    for (int d = 0; d < g; ++d) dp_scores[static_cast<size_t>(v) * g + d] = 0.2f * u(rng);
+    dp_scores[static_cast<size_t>(v) * g + (v % g)] += 2.0f;
   }
-  tables.log_terms = planner::PromptLogTerms(tables.dp_scores, g);
+  tables.log_terms = planner::PromptLogTerms(dp_scores, g);
   // Prompts: each from one topic (80% of its tokens) plus common tokens.
   std::vector<std::vector<int32_t>> prompts(n);
   for (auto& p : prompts) {

@@ -166,7 +166,7 @@ absl::Status Start(Cluster& c, sigset_t& stop_signals) {
   const int64_t experiment = absl::GetFlag(FLAGS_experiment);
   std::string placement = absl::GetFlag(FLAGS_placement);
   std::string affinity = UserPath(absl::GetFlag(FLAGS_affinity));
-  std::string layer_tables;
+  bool version_has_tables = false;
   ASSIGN_OR_RETURN(const std::string engine_bin,
                    FindBinary(argv0, absl::GetFlag(FLAGS_engine_binary), "engine/engine"));
   if (experiment > 0 && (db.empty() || attn != "dp")) {
@@ -204,33 +204,33 @@ absl::Status Start(Cluster& c, sigset_t& stop_signals) {
                        "; start it first (planner experiment start)"));
     }
     for (const planner::ExperimentArm& arm : e.arms) {
-      ASSIGN_OR_RETURN(VersionFiles f, ExportVersion(*store, arm.version, g, c.run_dir));
+      ASSIGN_OR_RETURN(VersionInfo info, CheckVersion(*store, arm.version, g));
       EngineGroupSpec spec = base;
       spec.name = arm.name;
-      spec.placement = f.placement;
+      spec.placement = absl::StrCat(arm.version);  // Fetched from the planner, with its tables.
       spec.first_cuda_device = static_cast<int>(specs.size()) * g;
       specs.push_back(spec);
-      std::cout << "arm " << arm.name << " (" << arm.share_percent << "%): " << f.description
+      std::cout << "arm " << arm.name << " (" << arm.share_percent << "%): " << info.description
                 << "\n";
     }
   } else {
-    if (IsNumber(placement)) {  // A version in the database: export it for the engines.
+    if (IsNumber(placement)) {  // A version in the database: the ranks fetch it from the planner.
       if (db.empty()) return absl::InvalidArgumentError("--placement VERSION needs --db");
-      ASSIGN_OR_RETURN(auto store, planner::PlacementStore::Open(db));
-      ASSIGN_OR_RETURN(VersionFiles f, ExportVersion(*store, std::stoll(placement), g, c.run_dir));
-      placement = f.placement;
-      if (affinity.empty()) {
-        affinity = f.affinity;
-        layer_tables = f.layer_tables;
+      if (!affinity.empty()) {
+        return absl::InvalidArgumentError(
+            "--placement VERSION brings the version's own tables; drop --affinity");
       }
-      std::cout << "placement: " << f.description << " from " << db << "\n";
+      ASSIGN_OR_RETURN(auto store, planner::PlacementStore::Open(db));
+      ASSIGN_OR_RETURN(VersionInfo info, CheckVersion(*store, std::stoll(placement), g));
+      version_has_tables = info.has_tables;
+      std::cout << "placement: " << info.description << " from " << db
+                << (info.has_tables ? "" : " (no affinity tables stored with it)") << "\n";
     } else if (placement != "vanilla") {
       placement = UserPath(placement);
     }
     EngineGroupSpec spec = base;
     spec.placement = placement;
     spec.affinity = affinity;
-    spec.layer_tables = layer_tables;
     specs.push_back(spec);
   }
 
@@ -253,6 +253,7 @@ absl::Status Start(Cluster& c, sigset_t& stop_signals) {
     } else {
       ASSIGN_OR_RETURN(spec.rendezvous, FileRendezvous(c.run_dir));
     }
+    if (IsNumber(spec.placement)) spec.planner = absl::StrCat("127.0.0.1:", c.planner_port);
     std::cout << "starting " << g << " engine ranks" << (spec.name.empty() ? "" : " for arm ")
               << spec.name << " (" << attn << ", placement " << spec.placement << ") ... logs in "
               << c.run_dir << std::endl;
@@ -273,19 +274,18 @@ absl::Status Start(Cluster& c, sigset_t& stop_signals) {
                        deadline);
   }
   std::vector<std::string> extra = {"--engines", c.groups[0].Addresses()};
-  if (policy == "semantic" && (affinity.empty() || placement == "vanilla")) {
+  // The tables of the placement the engines run (not the planner's active version, which the
+  // engines do not follow).
+  if (IsNumber(placement) && version_has_tables) {
+    extra.insert(extra.end(),
+                 {"--planner", absl::StrCat("127.0.0.1:", c.planner_port), "--version", placement});
+  } else if (!affinity.empty() && placement != "vanilla" && !IsNumber(placement)) {
+    extra.insert(extra.end(), {"--affinity", affinity, "--placement", placement});
+  } else if (policy == "semantic") {
     std::cout << "router: WARNING: policy semantic without affinity tables (placement "
               << absl::GetFlag(FLAGS_placement)
               << " has none): requests are placed by load alone; router_client stats says so "
                  "too\n";
-  }
-  // The tables of the placement the engines run (not the planner's active version, which the
-  // engines do not follow).
-  if (!affinity.empty() && placement != "vanilla") {
-    extra.insert(extra.end(), {"--affinity", affinity, "--placement", placement});
-    if (IsNumber(absl::GetFlag(FLAGS_placement))) {
-      extra.insert(extra.end(), {"--version", absl::GetFlag(FLAGS_placement)});
-    }
   }
   return StartRouter(c, model, extra, deadline);
 }

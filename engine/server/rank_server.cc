@@ -3,6 +3,7 @@
 #include <memory>
 #include <thread>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/file.h"
 #include "common/status_macros.h"
@@ -11,6 +12,7 @@
 #include "engine/parallel/rendezvous.h"
 #include "engine/server/device_backend.h"
 #include "engine/server/engine_service.h"
+#include "engine/server/planner_fetch.h"
 #include "glog/logging.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
@@ -24,18 +26,60 @@
 namespace semmoe::engine {
 namespace {
 
+// The placement's and tables' bytes, from files or from the planner, named for errors.
+struct PlacementBytes {
+  std::string placement;               // JSON; "" for vanilla.
+  std::string affinity, layer_tables;  // "" when none (or not Attention-TP).
+  std::string placement_name, affinity_name, layers_name;
+};
+
+absl::StatusOr<PlacementBytes> ReadPlacement(const RankServerOptions& o) {
+  const bool tables = o.attention == AttentionMode::kTp;
+  PlacementBytes b;
+  if (!o.planner.empty()) {
+    int64_t version = 0;
+    if (!absl::SimpleAtoi(o.placement, &version) || version <= 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("with --planner, --placement names a placement version (a number); got '",
+                       o.placement, "'"));
+    }
+    ASSIGN_OR_RETURN(FetchedVersion v, FetchPlacementVersion(o.planner, version, tables));
+    const std::string name = absl::StrCat("version ", version, " (planner ", o.planner, ")");
+    b.placement = std::move(v.placement_json);
+    b.affinity = std::move(v.affinity);
+    b.layer_tables = std::move(v.layer_tables);
+    b.placement_name = absl::StrCat(name, "'s placement");
+    b.affinity_name = absl::StrCat(name, "'s affinity tables");
+    b.layers_name = absl::StrCat(name, "'s layer tables");
+    return b;
+  }
+  if (o.placement != "vanilla") {
+    ASSIGN_OR_RETURN(b.placement, ReadFile(o.placement));
+    b.placement_name = o.placement;
+  }
+  if (tables && !o.affinity.empty()) {
+    ASSIGN_OR_RETURN(b.affinity, ReadFile(o.affinity));
+    b.affinity_name = o.affinity;
+    if (!o.layer_tables.empty()) {
+      ASSIGN_OR_RETURN(b.layer_tables, ReadFile(o.layer_tables));
+      b.layers_name = o.layer_tables;
+    }
+  }
+  return b;
+}
+
 absl::StatusOr<planner::Placement> LoadPlacement(const RankServerOptions& o,
+                                                 const PlacementBytes& b,
                                                  const model::ModelConfig& config) {
-  if (o.placement == "vanilla") {
+  if (b.placement_name.empty()) {
     return planner::Placement::Vanilla(config.MoeLayers(), config.num_experts, o.ranks);
   }
-  ASSIGN_OR_RETURN(std::string text, ReadFile(o.placement));
-  absl::StatusOr<planner::Placement> p = planner::Placement::FromJson(text);
+  absl::StatusOr<planner::Placement> p = planner::Placement::FromJson(b.placement);
   if (!p.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat(o.placement, ": ", p.status().message()));
+    return absl::InvalidArgumentError(absl::StrCat(b.placement_name, ": ", p.status().message()));
   }
   if (p->num_devices() != o.ranks) {
-    return absl::InvalidArgumentError(absl::StrCat(o.placement, " places experts on ",
+    return absl::InvalidArgumentError(absl::StrCat(b.placement_name, " places experts on ",
                                                    p->num_devices(), " devices but the group has ",
                                                    o.ranks, " ranks"));
   }
@@ -59,36 +103,44 @@ absl::Status RunRankServer(const RankServerOptions& o, absl::Notification& stop)
     ASSIGN_OR_RETURN(cuda, GetDeviceBackend("cuda"));
   }
   ASSIGN_OR_RETURN(model::ModelConfig config, model::LoadModelConfig(o.model_dir));
-  ASSIGN_OR_RETURN(planner::Placement placement, LoadPlacement(o, config));
+  ASSIGN_OR_RETURN(const PlacementBytes bytes, ReadPlacement(o));
+  ASSIGN_OR_RETURN(planner::Placement placement, LoadPlacement(o, bytes, config));
+  // What this rank serves with, for the operator.
+  std::string serving_with =
+      bytes.placement_name.empty() ? "placement vanilla" : bytes.placement_name;
   std::unique_ptr<planner::TokenAffinity> affinity;
   std::unique_ptr<DevicePredictor> predictor;
-  if (!o.affinity.empty() && o.attention == AttentionMode::kTp) {
-    ASSIGN_OR_RETURN(std::string bytes, ReadFile(o.affinity));
-    absl::StatusOr<planner::TokenAffinity> a = planner::TokenAffinity::Deserialize(bytes);
-    if (!a.ok())
-      return absl::InvalidArgumentError(absl::StrCat(o.affinity, ": ", a.status().message()));
+  if (!bytes.affinity.empty()) {
+    absl::StatusOr<planner::TokenAffinity> a = planner::TokenAffinity::Deserialize(bytes.affinity);
+    if (!a.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(bytes.affinity_name, ": ", a.status().message()));
+    }
     if (a->num_layers() != placement.num_layers() || a->num_experts() != placement.num_experts()) {
-      return absl::InvalidArgumentError(absl::StrCat(o.affinity, ": tables for ", a->num_layers(),
-                                                     " layers × ", a->num_experts(),
-                                                     " experts do not match the placement"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(bytes.affinity_name, ": tables for ", a->num_layers(), " layers × ",
+                       a->num_experts(), " experts do not match the placement"));
     }
     affinity = std::make_unique<planner::TokenAffinity>(std::move(*a));
     planner::TransitionTable transitions;
-    if (!o.layer_tables.empty()) {
-      ASSIGN_OR_RETURN(std::string table_bytes, ReadFile(o.layer_tables));
+    if (!bytes.layer_tables.empty()) {
       absl::StatusOr<planner::TransitionTable> t =
-          planner::TransitionTable::Deserialize(table_bytes);
+          planner::TransitionTable::Deserialize(bytes.layer_tables);
       if (!t.ok()) {
-        return absl::InvalidArgumentError(absl::StrCat(o.layer_tables, ": ", t.status().message()));
+        return absl::InvalidArgumentError(
+            absl::StrCat(bytes.layers_name, ": ", t.status().message()));
       }
       if (static_cast<int>(t->layers.size()) != placement.num_layers() ||
           t->num_devices != placement.num_devices()) {
         return absl::InvalidArgumentError(
-            absl::StrCat(o.layer_tables, ": tables for ", t->layers.size(), " layers × ",
+            absl::StrCat(bytes.layers_name, ": tables for ", t->layers.size(), " layers × ",
                          t->num_devices, " devices do not match the placement"));
       }
       transitions = std::move(*t);
     }
+    absl::StrAppend(&serving_with, "; Attention-TP predicts tokens' devices with ",
+                    bytes.affinity_name,
+                    transitions.layers.empty() ? "" : absl::StrCat(" and ", bytes.layers_name));
     predictor = std::make_unique<DevicePredictor>(*affinity, placement, std::move(transitions));
   }
 
@@ -140,7 +192,7 @@ absl::Status RunRankServer(const RankServerOptions& o, absl::Notification& stop)
     RETURN_IF_ERROR(WriteFileAtomically(o.port_file, absl::StrCat(port, "\n")));
   LOG(INFO) << "rank " << o.rank << "/" << o.ranks << " (" << AttentionModeName(o.attention)
             << ") serving EngineService on " << o.host << ":" << port;
-  if (o.on_serving) o.on_serving(port);
+  if (o.on_serving) o.on_serving(port, serving_with);
 
   // Wait for a stop request or the end of the group's loop (a peer failed or stopped it).
   absl::Notification ended;

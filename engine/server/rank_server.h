@@ -21,7 +21,11 @@ struct RankServerOptions {
   int ranks = 1;
   std::string rendezvous;  // "file:DIR" or "grpc:HOST:PORT" (rendezvous.h).
   AttentionMode attention = AttentionMode::kDp;
-  std::string placement = "vanilla";  // "vanilla" or a placement JSON file.
+  std::string placement = "vanilla";  // "vanilla", a placement JSON file, or with `planner` a
+                                      // version number.
+  // HOST:PORT of the planner: the placement (and with Attention-TP its tables) is the version
+  // `placement` names, fetched from there; `affinity` and `layer_tables` are then unused.
+  std::string planner;
   // Token affinities (TokenAffinity::Serialize bytes, e.g. from `planner export`): with
   // Attention-TP they enable the shuffled reduce-scatter / all-gather. Empty: plain order.
   std::string affinity;
@@ -38,8 +42,9 @@ struct RankServerOptions {
   // ≥ 0: the forward passes run on this CUDA device (engine/gpu), the experts' exchange over
   // NCCL when ranks > 1. Attention-DP only.
   int cuda_device = -1;
-  // Called once serving, with the bound port (for logs).
-  std::function<void(int port)> on_serving;
+  // Called once serving, with the bound port and what the rank serves with (the placement and
+  // its tables: a file or a version from the planner), for the operator.
+  std::function<void(int port, const std::string& serving_with)> on_serving;
 };
 
 // Blocks until `stop` is notified (then stops the whole group cleanly) or the group fails (a

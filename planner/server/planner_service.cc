@@ -106,6 +106,19 @@ grpc::Status PlannerServiceImpl::GetAffinityTables(grpc::ServerContext*,
   return grpc::Status::OK;
 }
 
+grpc::Status PlannerServiceImpl::GetLayerTables(grpc::ServerContext*,
+                                                const rpc::GetVersionRequest* request,
+                                                grpc::ServerWriter<rpc::TableChunk>* writer) {
+  absl::StatusOr<std::string> tables;
+  {
+    absl::MutexLock lock(&mu_);
+    tables = store_->GetLayerTables(request->version());
+  }
+  if (!tables.ok()) return ToGrpcStatus(tables.status());
+  WriteTableChunks(*writer, request->version(), *tables);
+  return grpc::Status::OK;
+}
+
 absl::StatusOr<std::shared_ptr<const std::string>> PlannerServiceImpl::PromptScores(int64_t version,
                                                                                     uint32_t vocab,
                                                                                     int ranks) {

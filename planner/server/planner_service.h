@@ -55,6 +55,8 @@ class PlannerServiceImpl final : public rpc::PlannerService::Service {
   grpc::Status GetAffinityTables(grpc::ServerContext* context,
                                  const rpc::GetVersionRequest* request,
                                  grpc::ServerWriter<rpc::TableChunk>* writer) override;
+  grpc::Status GetLayerTables(grpc::ServerContext* context, const rpc::GetVersionRequest* request,
+                              grpc::ServerWriter<rpc::TableChunk>* writer) override;
   grpc::Status GetPromptScores(grpc::ServerContext* context,
                                const rpc::PromptScoresRequest* request,
                                grpc::ServerWriter<rpc::TableChunk>* writer) override;

@@ -98,12 +98,16 @@ absl::Status ValidateRouterServerOptions(const RouterServerOptions& o) {
         "--balance_eps, --window_ms and --max_queue_ms must be ≥ 0; --max_window, "
         "--max_in_flight and --poll_ms > 0");
   }
-  const bool follow = o.experiment == 0 && !o.planner.empty();
+  const bool from_planner = o.experiment == 0 && !o.planner.empty();
   const bool fixed = !o.affinity_file.empty();
-  if (follow && o.model_name.empty()) {
-    return absl::InvalidArgumentError("--planner needs --model_name");
+  if (from_planner && (o.model_name.empty() == (o.version == 0))) {
+    return absl::InvalidArgumentError(
+        "--planner needs --model_name (follow the active version) or --version (one version), "
+        "not both");
   }
-  if (follow && fixed) return absl::InvalidArgumentError("give --planner or --affinity, not both");
+  if (from_planner && fixed) {
+    return absl::InvalidArgumentError("give --planner or --affinity, not both");
+  }
   if (fixed != !o.placement_file.empty()) {
     return absl::InvalidArgumentError("--affinity and --placement go together");
   }
@@ -146,6 +150,19 @@ absl::StatusOr<std::unique_ptr<RouterServer>> RouterServer::Start(const RouterSe
     ASSIGN_OR_RETURN(std::string placement, ReadFile(o.placement_file));
     ASSIGN_OR_RETURN(auto built, BuildRouterTables(o.version, affinity, placement, ranks, vocab));
     s->tables_.Set(std::move(built));
+  } else if (o.experiment == 0 && !o.planner.empty() && o.version > 0) {
+    auto stub = planner::rpc::PlannerService::NewStub(
+        grpc::CreateChannel(o.planner, grpc::InsecureChannelCredentials()));
+    absl::StatusOr<std::shared_ptr<const RouterTables>> fetched =
+        FetchRouterTables(*stub, o.version, ranks, vocab);
+    if (fetched.ok()) {
+      s->tables_.Set(*std::move(fetched));
+    } else if (o.rebatch.policy == Policy::kSemantic) {
+      return absl::Status(fetched.status().code(),
+                          absl::StrCat("planner ", o.planner, ": ", fetched.status().message()));
+    } else {
+      s->tables_.Set(nullptr, std::string(fetched.status().message()));
+    }
   } else if (o.experiment == 0 && !o.planner.empty()) {
     s->watch_ = std::make_unique<PlannerWatch>(o.planner, o.model_name, ranks, vocab, s->tables_);
   } else if (o.experiment == 0 && o.rebatch.policy == Policy::kSemantic) {
@@ -189,7 +206,9 @@ std::string RouterServer::Describe() const {
     absl::StrAppend(&line, " over ", o.engines.size(), " ranks",
                     watch_ != nullptr          ? ", following the planner's active version"
                     : !o.affinity_file.empty() ? ", fixed tables"
-                                               : ", no tables (load only)");
+                    : !o.planner.empty()
+                        ? absl::StrCat(", version ", o.version, "'s tables from the planner")
+                        : ", no tables (load only)");
   }
   for (const GroupOptions& g : groups_) {
     const std::string error = g.tables->error();

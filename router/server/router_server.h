@@ -35,11 +35,12 @@ struct RouterServerOptions {
   absl::Duration poll_interval = absl::Milliseconds(500);
   double slo_ttft_ms = 1000, slo_tpot_ms = 200;  // Goodput.
 
-  // Tables, at most one source. The planner's active version of `model_name`, followed live:
+  // Tables, at most one source. The planner's active version of `model_name`, followed live, or
+  // with `version` (and no model_name) that version's tables, fixed:
   std::string planner;
   std::string model_name;
-  // ... or fixed tables: the affinity file (planner export) and the placement JSON they belong
-  // to, reported as `version`.
+  // ... or fixed tables from files: the affinity file (planner export) and the placement JSON
+  // they belong to, reported as `version`.
   std::string affinity_file;
   std::string placement_file;
   int64_t version = 0;

@@ -42,6 +42,12 @@ TEST(ValidateRouterServerOptionsTest, NamesTheMistake) {
   o.affinity_file = "a";
   o.placement_file = "p";
   EXPECT_THAT(ValidateRouterServerOptions(o).message(), HasSubstr("not both"));
+  o.affinity_file.clear();
+  o.placement_file.clear();
+  o.version = 4;  // Follow and fixed at once.
+  EXPECT_THAT(ValidateRouterServerOptions(o).message(), HasSubstr("or --version"));
+  o.model_name.clear();
+  EXPECT_TRUE(ValidateRouterServerOptions(o).ok());
   o = OneGroup({"127.0.0.1:1"});
   o.affinity_file = "a";
   EXPECT_THAT(ValidateRouterServerOptions(o).message(), HasSubstr("go together"));
@@ -171,6 +177,24 @@ TEST(RouterServerTest, RealScaleExperimentArmsGetTheirTables) {
   EXPECT_EQ(stats.arms(1).placement_version(), 2);
   EXPECT_EQ(stats.tables_error(), "");
   (*router)->Shutdown();
+
+  // One version's tables from the planner, fixed (what local_cluster --placement V runs).
+  RouterServerOptions fixed;
+  fixed.model_dir = model;
+  fixed.port = 0;
+  fixed.planner = o.planner;
+  fixed.version = 2;
+  fixed.engines = o.arms["A"];
+  auto one = RouterServer::Start(fixed);
+  ASSERT_TRUE(one.ok()) << one.status();
+  EXPECT_EQ((*one)->Stats().placement_version(), 2);
+  EXPECT_EQ((*one)->Stats().tables_error(), "");
+  EXPECT_THAT((*one)->Describe(), HasSubstr("version 2's tables from the planner"));
+  (*one)->Shutdown();
+  fixed.version = 3;  // No tables: the semantic policy refuses to start blind.
+  auto none = RouterServer::Start(fixed);
+  ASSERT_FALSE(none.ok());
+  EXPECT_THAT(none.status().message(), HasSubstr("version 3's tables"));
 
   ASSERT_TRUE(experiments.Stop(*with_tables).ok());
   auto without = experiments.Create("qwen3", "1 vs 3",

@@ -36,29 +36,18 @@ absl::StatusOr<int> WaitForPort(Process& process, const std::string& port_file,
   }
 }
 
-absl::StatusOr<VersionFiles> ExportVersion(planner::PlacementStore& store, int64_t version,
-                                           int ranks, const std::string& dir) {
+absl::StatusOr<VersionInfo> CheckVersion(planner::PlacementStore& store, int64_t version,
+                                         int ranks) {
   ASSIGN_OR_RETURN(planner::PlacementVersion v, store.Get(version));
   if (v.placement.num_devices() != ranks) {
     return absl::InvalidArgumentError(absl::StrCat("version ", version, " places experts on ",
                                                    v.placement.num_devices(),
                                                    " devices; --ranks is ", ranks));
   }
-  VersionFiles f;
-  f.description = absl::StrCat("version ", version, " (", v.name, ", ", v.algorithm, ")");
-  f.placement = JoinPath(dir, absl::StrCat("placement-v", version, ".json"));
-  RETURN_IF_ERROR(WriteFileAtomically(f.placement, v.placement.ToJson()));
-  absl::StatusOr<std::string> tables = store.GetAffinityTables(version);
-  if (tables.ok()) {
-    f.affinity = JoinPath(dir, absl::StrCat("affinity-v", version, ".bin"));
-    RETURN_IF_ERROR(WriteFileAtomically(f.affinity, *tables));
-    absl::StatusOr<std::string> layers = store.GetLayerTables(version);
-    if (layers.ok()) {
-      f.layer_tables = JoinPath(dir, absl::StrCat("layers-v", version, ".bin"));
-      RETURN_IF_ERROR(WriteFileAtomically(f.layer_tables, *layers));
-    }
-  }
-  return f;
+  VersionInfo info;
+  info.description = absl::StrCat("version ", version, " (", v.name, ", ", v.algorithm, ")");
+  info.has_tables = store.GetAffinityTables(version).ok();
+  return info;
 }
 
 std::string EngineGroup::Addresses() const {
@@ -89,6 +78,7 @@ absl::Status LaunchEngines(const EngineGroupSpec& spec, absl::Time deadline, sig
                                      "--kv_cache_mb",    absl::StrCat(spec.kv_cache_mb)};
     if (!spec.affinity.empty()) argv.insert(argv.end(), {"--affinity", spec.affinity});
     if (!spec.layer_tables.empty()) argv.insert(argv.end(), {"--layer_tables", spec.layer_tables});
+    if (!spec.planner.empty()) argv.insert(argv.end(), {"--planner", spec.planner});
     if (spec.cuda) {
       argv.insert(argv.end(), {"--device", absl::StrCat("cuda:", spec.first_cuda_device + r)});
     }

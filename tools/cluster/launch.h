@@ -1,4 +1,4 @@
-// Starting the processes of a local cluster: a placement version exported for engines, a group
+// Starting the processes of a local cluster: a placement version checked for engines, a group
 // of `engine serve` ranks (waited for until each answers), and waiting for a port file.
 #ifndef SEMMOE_TOOLS_CLUSTER_LAUNCH_H_
 #define SEMMOE_TOOLS_CLUSTER_LAUNCH_H_
@@ -21,19 +21,21 @@ namespace semmoe::tools {
 absl::StatusOr<int> WaitForPort(Process& process, const std::string& port_file,
                                 const std::string& what, absl::Time deadline);
 
-// A version's placement and tables written to files for `engine serve` (tables only if stored).
-struct VersionFiles {
-  std::string placement, affinity, layer_tables;
+// A version in the database the engines will fetch from the planner: checked against the group
+// size (InvalidArgument naming both), described for the operator.
+struct VersionInfo {
   std::string description;  // "version 3 (semantic-dp-g4, semantic)".
+  bool has_tables = false;  // Whether affinity tables are stored with it.
 };
-absl::StatusOr<VersionFiles> ExportVersion(planner::PlacementStore& store, int64_t version,
-                                           int ranks, const std::string& dir);
+absl::StatusOr<VersionInfo> CheckVersion(planner::PlacementStore& store, int64_t version,
+                                         int ranks);
 
 struct EngineGroupSpec {
   std::string name;  // Prefix of its files ("" for the only group; an arm's name in A/B).
   std::string engine_binary, model, attn = "dp", placement = "vanilla";
-  std::string affinity, layer_tables;  // Optional.
-  std::string rendezvous;              // "file:DIR" or "grpc:HOST:PORT".
+  std::string affinity, layer_tables;  // Optional files.
+  std::string planner;     // HOST:PORT: `placement` is a version the ranks fetch (with its tables).
+  std::string rendezvous;  // "file:DIR" or "grpc:HOST:PORT".
   int ranks = 1;
   int kv_cache_mb = 256;
   std::string run_dir;  // Logs and port files.
