@@ -38,6 +38,8 @@ class PromptScoreTable {
   int ranks() const { return ranks_; }
   // Dequantised terms, row-major [vocab, ranks]: what planner::SumPromptLogTerms sums.
   const std::vector<float>& terms() const { return terms_; }
+  // Moves the terms out (the table keeps its bytes: Serialize still works).
+  std::vector<float> TakeTerms() && { return std::move(terms_); }
 
   // "SMPSCOR1" | u32 vocab | u32 ranks | f32 step | u16 q[vocab × ranks]; term = −q × step, step
   // = −log(floor) / 65535 (so every representable term is exact to ±step/2 ≈ 3.5e-5).

@@ -9,13 +9,12 @@
 namespace semmoe::router {
 namespace {
 
-std::shared_ptr<const RouterTables> FromTable(int64_t version,
-                                              const planner::PromptScoreTable& table) {
+std::shared_ptr<const RouterTables> FromTable(int64_t version, planner::PromptScoreTable table) {
   auto tables = std::make_shared<RouterTables>();
   tables->version = version;
   tables->ranks = table.ranks();
   tables->vocab = table.vocab();
-  tables->log_terms = table.terms();
+  tables->log_terms = std::move(table).TakeTerms();
   return tables;
 }
 
@@ -48,7 +47,7 @@ absl::StatusOr<std::shared_ptr<const RouterTables>> BuildRouterTables(
   absl::StatusOr<planner::PromptScoreTable> table =
       planner::PromptScoreTable::FromAffinity(*affinity, *placement, vocab);
   if (!table.ok()) return absl::InvalidArgumentError(table.status().message());
-  return FromTable(version, *table);
+  return FromTable(version, *std::move(table));
 }
 
 absl::StatusOr<std::shared_ptr<const RouterTables>> RouterTablesFromScores(
@@ -61,7 +60,7 @@ absl::StatusOr<std::shared_ptr<const RouterTables>> RouterTablesFromScores(
         "a prompt-score table for ", table->vocab(), " tokens × ", table->ranks(),
         " ranks; the router serves a ", vocab, "-token vocabulary on ", ranks, " ranks"));
   }
-  return FromTable(version, *table);
+  return FromTable(version, *std::move(table));
 }
 
 }  // namespace semmoe::router
