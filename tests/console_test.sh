@@ -87,6 +87,24 @@ grep -q "policy semantic, 2 ranks (2 answering)" <<<"$out" || fail "cluster: $ou
 grep -q " serving " <<<"$out" || fail "cluster health: $out"
 grep -q "^MoE layer" <<<"$out" || fail "cluster layers: $out"
 "${C[@]}" cluster status --json | grep -q '"lar_per_layer"' || fail "cluster --json"
+grep -q " v1 " <<<"$out" || fail "cluster: the group's tables are not named: $out"
+grep -q "!! tables" <<<"$out" && fail "cluster: a tables error with version 1's tables: $out"
+
+# A router with the semantic policy and no tables says so at start, and the console shows it.
+engines="$(grep -o '"address":"[^"]*"' "$EP" | cut -d'"' -f4 | paste -sd, -)"
+"$ROUTER" --engines="$engines" --model="$TMP/model" --port=0 --port_file="$TMP/blind.port" \
+  >"$TMP/blind.out" 2>&1 &
+BLIND=$!
+trap 'kill $BLIND 2>/dev/null || true; kill -INT $PID 2>/dev/null || true; wait $PID 2>/dev/null || true' EXIT
+for _ in $(seq 1 100); do
+  [[ -s "$TMP/blind.port" ]] && break
+  sleep 0.1
+done
+grep -q "WARNING: no affinity tables" "$TMP/blind.out" || fail "no warning: $(cat "$TMP/blind.out")"
+out="$("$CONSOLE" --router="127.0.0.1:$(cat "$TMP/blind.port")" cluster status)"
+grep -q "!! tables: no affinity tables .*places by load alone" <<<"$out" ||
+  fail "cluster status hides the missing tables: $out"
+kill "$BLIND"
 
 # Unreachable services: one line, exit 1.
 expect_error 1 "is unreachable" -- "$CONSOLE" --planner=127.0.0.1:1 --deadline_ms=2000 \
