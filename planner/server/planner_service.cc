@@ -93,30 +93,29 @@ grpc::Status PlannerServiceImpl::WatchActive(grpc::ServerContext* context,
   return grpc::Status::OK;
 }
 
+grpc::Status PlannerServiceImpl::StreamStoredTable(
+    int64_t version, absl::StatusOr<std::string> (PlacementStore::*get)(int64_t),
+    grpc::ServerWriter<rpc::TableChunk>* writer) {
+  absl::StatusOr<std::string> table;
+  {
+    absl::MutexLock lock(&mu_);
+    table = ((*store_).*get)(version);
+  }
+  if (!table.ok()) return ToGrpcStatus(table.status());
+  WriteTableChunks(*writer, version, *table);
+  return grpc::Status::OK;
+}
+
 grpc::Status PlannerServiceImpl::GetAffinityTables(grpc::ServerContext*,
                                                    const rpc::GetVersionRequest* request,
                                                    grpc::ServerWriter<rpc::TableChunk>* writer) {
-  absl::StatusOr<std::string> tables;
-  {
-    absl::MutexLock lock(&mu_);
-    tables = store_->GetAffinityTables(request->version());
-  }
-  if (!tables.ok()) return ToGrpcStatus(tables.status());
-  WriteTableChunks(*writer, request->version(), *tables);
-  return grpc::Status::OK;
+  return StreamStoredTable(request->version(), &PlacementStore::GetAffinityTables, writer);
 }
 
 grpc::Status PlannerServiceImpl::GetLayerTables(grpc::ServerContext*,
                                                 const rpc::GetVersionRequest* request,
                                                 grpc::ServerWriter<rpc::TableChunk>* writer) {
-  absl::StatusOr<std::string> tables;
-  {
-    absl::MutexLock lock(&mu_);
-    tables = store_->GetLayerTables(request->version());
-  }
-  if (!tables.ok()) return ToGrpcStatus(tables.status());
-  WriteTableChunks(*writer, request->version(), *tables);
-  return grpc::Status::OK;
+  return StreamStoredTable(request->version(), &PlacementStore::GetLayerTables, writer);
 }
 
 absl::StatusOr<std::shared_ptr<const std::string>> PlannerServiceImpl::PromptScores(int64_t version,

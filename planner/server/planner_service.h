@@ -84,6 +84,10 @@ class PlannerServiceImpl final : public rpc::PlannerService::Service {
   // The experiment as the proto, read under mu_.
   grpc::Status ExperimentProto(int64_t id, rpc::Experiment* out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
+  // A table stored with a version (`get` reads it from the store under mu_), streamed in chunks.
+  grpc::Status StreamStoredTable(int64_t version,
+                                 absl::StatusOr<std::string> (PlacementStore::*get)(int64_t),
+                                 grpc::ServerWriter<rpc::TableChunk>* writer);
   // A version's prompt-score table for a vocabulary: from the cache, or built from the stored
   // tables (outside mu_: seconds at a real vocabulary) and cached.
   absl::StatusOr<std::shared_ptr<const std::string>> PromptScores(int64_t version, uint32_t vocab,
