@@ -50,6 +50,7 @@
 #include "tools/cluster/binaries.h"
 #include "tools/cluster/launch.h"
 #include "tools/cluster/process.h"
+#include "tools/cluster/supervise.h"
 
 ABSL_FLAG(std::string, model, "", "model directory (Hugging Face layout)");
 ABSL_FLAG(int, ranks, 2, "engine ranks (the EP group size)");
@@ -87,45 +88,6 @@ bool IsNumber(const std::string& s) {
     if (!std::isdigit(static_cast<unsigned char>(c))) return false;
   }
   return true;
-}
-
-struct Cluster {
-  std::string run_dir;
-  std::unique_ptr<Process> planner;
-  int planner_port = 0;
-  std::vector<EngineGroup> groups;  // One; or one per A/B arm.
-  std::unique_ptr<Process> router;
-  int router_port = 0;
-};
-
-// SIGTERM to the router, then every engine (each asks its group to stop), then the planner;
-// SIGKILL stragglers.
-bool StopAll(Cluster& c) {
-  if (c.router != nullptr) {
-    c.router->Signal(SIGTERM);
-    if (!c.router->WaitFor(absl::Seconds(10))) c.router->Signal(SIGKILL);
-  }
-  for (EngineGroup& g : c.groups) {
-    for (auto& e : g.processes) e->Signal(SIGTERM);
-  }
-  bool clean = true;
-  for (EngineGroup& g : c.groups) {
-    for (size_t r = 0; r < g.processes.size(); ++r) {
-      if (!g.processes[r]->WaitFor(absl::Seconds(20))) {
-        std::cerr << "local_cluster: " << g.name << (g.name.empty() ? "" : " ") << "rank " << r
-                  << " did not stop; killing it\n";
-        g.processes[r]->Signal(SIGKILL);
-        g.processes[r]->WaitFor(absl::Seconds(5));
-        clean = false;
-      }
-      clean &= g.processes[r]->exited_ok();
-    }
-  }
-  if (c.planner != nullptr) {
-    c.planner->Signal(SIGTERM);
-    if (!c.planner->WaitFor(absl::Seconds(10))) c.planner->Signal(SIGKILL);
-  }
-  return clean;
 }
 
 // A fresh file rendezvous (Gloo's file store refuses keys of an earlier run).
@@ -332,22 +294,6 @@ void PrintEndpoints(const Cluster& c) {
   }
 }
 
-// A rank that died, preferring one killed by a signal (the cause) over those that exited because
-// their peers vanished: its group and index, or nullopt.
-std::optional<std::pair<EngineGroup*, int>> DeadRank(Cluster& c) {
-  std::optional<std::pair<EngineGroup*, int>> dead;
-  for (EngineGroup& g : c.groups) {
-    for (size_t r = 0; r < g.processes.size(); ++r) {
-      if (auto status = g.processes[r]->Poll()) {
-        if (!dead.has_value() || absl::StartsWith(*status, "signal")) {
-          dead = {&g, static_cast<int>(r)};
-        }
-      }
-    }
-  }
-  return dead;
-}
-
 int Main() {
   if (absl::GetFlag(FLAGS_model).empty()) {
     std::cerr << "local_cluster: --model is required\n";
@@ -372,40 +318,7 @@ int Main() {
     return 1;
   }
   PrintEndpoints(c);
-  while (true) {
-    timespec tick = {0, 200 * 1000 * 1000};
-    const int signal = sigtimedwait(&stop, nullptr, &tick);
-    if (signal > 0) {
-      std::cout << "local_cluster: stopping" << std::endl;
-      const bool clean = StopAll(c);
-      std::cout << (clean ? "local_cluster: stopped cleanly" : "local_cluster: stopped (unclean)")
-                << std::endl;
-      return clean ? 0 : 1;
-    }
-    if (DeadRank(c).has_value()) {
-      absl::SleepFor(absl::Milliseconds(300));  // Let the others notice; then report the cause.
-      const auto [group, r] = *DeadRank(c);
-      Process& p = *group->processes[r];
-      std::cerr << "local_cluster: " << group->name << (group->name.empty() ? "" : " ") << "rank "
-                << r << " exited (" << *p.Poll() << "); stopping the cluster. " << p.log_path()
-                << ":\n"
-                << Tail(p.log_path(), 10);
-      StopAll(c);
-      return 1;
-    }
-    if (c.router != nullptr && c.router->Poll().has_value()) {
-      std::cerr << "local_cluster: the router exited; stopping the cluster. "
-                << c.router->log_path() << ":\n"
-                << Tail(c.router->log_path(), 10);
-      StopAll(c);
-      return 1;
-    }
-    if (c.planner != nullptr && c.planner->Poll().has_value()) {
-      std::cerr << "local_cluster: the planner exited; stopping the cluster\n";
-      StopAll(c);
-      return 1;
-    }
-  }
+  return Supervise(c, stop, "local_cluster");
 }
 
 }  // namespace

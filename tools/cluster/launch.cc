@@ -53,7 +53,7 @@ absl::StatusOr<VersionInfo> CheckVersion(planner::PlacementStore& store, int64_t
 std::string EngineGroup::Addresses() const {
   std::string out;
   for (size_t r = 0; r < ports.size(); ++r) {
-    if (accepts[r]) absl::StrAppend(&out, out.empty() ? "" : ",", "127.0.0.1:", ports[r]);
+    if (accepts[r]) absl::StrAppend(&out, out.empty() ? "" : ",", hosts[r], ":", ports[r]);
   }
   return out;
 }
@@ -67,6 +67,7 @@ absl::Status LaunchEngines(const EngineGroupSpec& spec, absl::Time deadline, sig
   };
   for (int r = 0; r < spec.ranks; ++r) unlink(file(r, ".port").c_str());  // A reused run dir.
   for (int r = 0; r < spec.ranks; ++r) {
+    out.hosts.push_back(spec.host ? spec.host(r) : "127.0.0.1");
     std::vector<std::string> argv = {spec.engine_binary, "serve",
                                      "--model",          spec.model,
                                      "--rank",           absl::StrCat(r),
@@ -79,6 +80,11 @@ absl::Status LaunchEngines(const EngineGroupSpec& spec, absl::Time deadline, sig
     if (!spec.affinity.empty()) argv.insert(argv.end(), {"--affinity", spec.affinity});
     if (!spec.layer_tables.empty()) argv.insert(argv.end(), {"--layer_tables", spec.layer_tables});
     if (!spec.planner.empty()) argv.insert(argv.end(), {"--planner", spec.planner});
+    if (spec.host) argv.insert(argv.end(), {"--host", out.hosts[r]});
+    if (spec.launcher) {
+      std::vector<std::string> prefix = spec.launcher(r);
+      argv.insert(argv.begin(), prefix.begin(), prefix.end());
+    }
     if (spec.cuda) {
       argv.insert(argv.end(), {"--device", absl::StrCat("cuda:", spec.first_cuda_device + r)});
     }
@@ -97,7 +103,7 @@ absl::Status LaunchEngines(const EngineGroupSpec& spec, absl::Time deadline, sig
   // Ready: every rank answers GetStats.
   for (int r = 0; r < spec.ranks; ++r) {
     auto stub = engine::rpc::EngineService::NewStub(grpc::CreateChannel(
-        absl::StrCat("127.0.0.1:", out.ports[r]), grpc::InsecureChannelCredentials()));
+        absl::StrCat(out.hosts[r], ":", out.ports[r]), grpc::InsecureChannelCredentials()));
     grpc::ClientContext context;
     context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
     engine::rpc::EngineStats stats;

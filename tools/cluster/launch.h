@@ -6,6 +6,7 @@
 #include <signal.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -41,14 +42,20 @@ struct EngineGroupSpec {
   std::string run_dir;  // Logs and port files.
   bool cuda = false;    // Rank r runs its forward on CUDA device first_cuda_device + r.
   int first_cuda_device = 0;
+  // Where rank r runs, for emulated hosts (tools/netlab): its address (EngineService and the
+  // Gloo mesh listen there; unset: 127.0.0.1) and the argv prefix that starts it there (e.g.
+  // `ip netns exec NS`; unset: none).
+  std::function<std::string(int rank)> host;
+  std::function<std::vector<std::string>(int rank)> launcher;
 };
 
 struct EngineGroup {
   std::string name;
   std::vector<std::unique_ptr<Process>> processes;
+  std::vector<std::string> hosts;  // Each rank's address.
   std::vector<int> ports;
   std::vector<bool> accepts;      // Whether each rank takes requests (TP followers do not).
-  std::string Addresses() const;  // "127.0.0.1:P,127.0.0.1:Q,..." (accepting ranks).
+  std::string Addresses() const;  // "HOST:P,HOST:Q,..." (accepting ranks).
 };
 
 // Spawns the ranks (appending them to `out` as they start, so a failure can stop them), waits

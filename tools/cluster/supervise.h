@@ -1,0 +1,43 @@
+// Running a cluster's processes (local_cluster, tools/netlab): stopping them in order, and
+// watching them until a stop signal or a failure.
+#ifndef SEMMOE_TOOLS_CLUSTER_SUPERVISE_H_
+#define SEMMOE_TOOLS_CLUSTER_SUPERVISE_H_
+
+#include <signal.h>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tools/cluster/launch.h"
+#include "tools/cluster/process.h"
+
+namespace semmoe::tools {
+
+struct Cluster {
+  std::string run_dir;
+  std::unique_ptr<Process> planner;
+  int planner_port = 0;
+  std::vector<EngineGroup> groups;  // One; or one per A/B arm.
+  std::unique_ptr<Process> router;
+  int router_port = 0;
+};
+
+// SIGTERM to the router, then every engine (each asks its group to stop), then the planner;
+// SIGKILL stragglers. True if every rank stopped cleanly.
+bool StopAll(Cluster& c);
+
+// A rank that died, preferring one killed by a signal (the cause) over those that exited because
+// their peers vanished: its group and index, or nullopt.
+std::optional<std::pair<EngineGroup*, int>> DeadRank(Cluster& c);
+
+// Runs until a signal of `stop` arrives (then stops everything: 0 if cleanly, else 1) or a rank,
+// the router or the planner exits (then stops the rest and returns 1, naming it with its log's
+// tail). Messages start with "NAME: ".
+int Supervise(Cluster& c, sigset_t& stop, const std::string& name);
+
+}  // namespace semmoe::tools
+
+#endif  // SEMMOE_TOOLS_CLUSTER_SUPERVISE_H_
