@@ -1,0 +1,150 @@
+#!/usr/bin/env bash
+# The network lab's comparison: Sem-MoE's settings side by side on emulated hosts with a link
+# calibrated so that vanilla's all-to-all is 50–60% of the MoE-layer time (the share the
+# published DeepSeek-V2-Lite EP profile shows on 8 GPUs). This 2-core machine computes far slower
+# than a GPU, so the link is slowed in proportion: what is emulated is the compute-to-
+# communication ratio, not the absolute speeds.
+#
+#   sudo tools/netlab/bench.sh [--quick] --json OUT [--link_mbit M] [--model DIR] [--prompts F]
+#
+# --quick: G = 4 (2 hosts × 2 ranks), short load points (under 15 minutes here); otherwise G = 4
+# and 8. --link_mbit skips the calibration. Writes one JSON object keyed by setting
+# (dp_vanilla_rr, dp_eplb_ll, dp_semantic, ..., tp_plain_vanilla, tp_shuffled_semantic), each
+# with ranks, lar, a2a_bytes_per_token, a2a_share, moe_layer_ms (+ dispatch_ms, experts_ms,
+# combine_ms), goodput_rps, max_rate_in_slo, ttft_p99_ms, tpot_p50_ms, link_mbit and the sweep;
+# keys of the form gN_... at G = 8 in the full run.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/../.."
+ROOT="$PWD"
+
+QUICK=""
+OUT=""
+LINK=""
+MODEL="${SEMMOE_SHARED_DIR:-$ROOT/../shared}/models/qwen3-moe-a"
+PROMPTS="${SEMMOE_SHARED_DIR:-$ROOT/../shared}/data/prompts.jsonl"
+while (($#)); do
+  case "$1" in
+    --quick) QUICK=1 ;;
+    --json) OUT="$2"; shift ;;
+    --link_mbit) LINK="$2"; shift ;;
+    --model) MODEL="$2"; shift ;;
+    --prompts) PROMPTS="$2"; shift ;;
+    *) echo "bench.sh: unknown flag $1" >&2; exit 2 ;;
+  esac
+  shift
+done
+[[ -n "$OUT" ]] || { echo "usage: bench.sh [--quick] --json OUT [--link_mbit M]" >&2; exit 2; }
+[[ "$(id -u)" == 0 ]] || { echo "bench.sh: the network lab needs root" >&2; exit 1; }
+[[ -f "$MODEL/config.json" && -f "$PROMPTS" ]] || { echo "bench.sh: no model/prompts" >&2; exit 1; }
+OUT="$(realpath -m "$OUT")"
+
+bazel build --config=opt //engine //planner //router //tools/netlab //tools/netlab:lab_report \
+  //tools/loadgen >&2
+B="$ROOT/bazel-bin"
+W="$(mktemp -d /tmp/semmoe-bench-XXXXXX)"
+echo "bench.sh: work in $W" >&2
+log() { echo "[bench $(date +%T)] $*" >&2; }
+
+if [[ -n "$QUICK" ]]; then
+  PROFILE_N=200; SERVE_N=200; RATES="1,2,3"; POINT_S=12; GS="4"
+else
+  PROFILE_N=600; SERVE_N=600; RATES="1,2,3,4,6"; POINT_S=25; GS="4 8"
+fi
+# Odd lines profile, even lines serve (as docs/PERFORMANCE.md's router comparison).
+awk 'NR % 2 == 1' "$PROMPTS" | head -n "$PROFILE_N" >"$W/profile.jsonl"
+awk 'NR % 2 == 0' "$PROMPTS" | head -n "$SERVE_N" >"$W/serve.jsonl"
+log "tracing $PROFILE_N profile prompts"
+"$B/engine/engine" trace --model="$MODEL" --prompts="$W/profile.jsonl" --out="$W/p.trace" \
+  --max_prompt_tokens=256 2>/dev/null
+
+DB="$W/planner.db"
+version() {  # version G ARGS... → prints the new version number
+  "$B/planner/planner" build --db="$DB" --model=qwen3 --traces="$W/p.trace" --devices="$1" \
+    "${@:2}" | grep -o '^version [0-9]*' | cut -d' ' -f2
+}
+
+# run NAME G PLACEMENT POLICY ATTN → one summary JSON line in $W/NAME.json
+run() {
+  local name="$1" g="$2" placement="$3" policy="$4" attn="$5"
+  local hosts=$((g / 2)) ep="$W/$name.endpoints"
+  log "$name: G = $g ($hosts hosts × 2 ranks, $attn, placement $placement, $policy, $LINK Mbit/s)"
+  "$B/tools/netlab/netlab" --model="$MODEL" --hosts="$hosts" --ranks_per_host=2 --attn="$attn" \
+    --placement="$placement" --db="$DB" --router_policy="$policy" --link_mbit="$LINK" \
+    --kv_cache_mb=128 --run_dir="$W/$name" --endpoints_file="$ep" >"$W/$name.out" 2>&1 &
+  local pid=$!
+  for _ in $(seq 1 1800); do [[ -s "$ep" ]] && break; sleep 0.1; done
+  [[ -s "$ep" ]] || { cat "$W/$name.out" >&2; kill -INT "$pid"; wait "$pid" || true; return 1; }
+  local router engines
+  router="$(grep -o '"router":"[^"]*"' "$ep" | cut -d'"' -f4)"
+  engines="$(grep -o '"address":"[^"]*"' "$ep" | cut -d'"' -f4 | paste -sd, -)"
+  # Warm-up, then the measured sweep between two snapshots of the engines' counters.
+  "$B/tools/loadgen/loadgen" --target="$router" --prompts="$W/serve.jsonl" --concurrency=2 \
+    --duration_s=3 --max_tokens=16 --max_prompt_chars=600 >/dev/null 2>&1 || true
+  "$B/tools/netlab/lab_report" snapshot --engines="$engines" --out="$W/$name.before.json"
+  "$B/tools/loadgen/loadgen" --target="$router" --prompts="$W/serve.jsonl" --sweep \
+    --rates="$RATES" --duration_s="$POINT_S" --max_tokens=32 --max_prompt_chars=600 \
+    --out="$W/$name.sweep.json" >"$W/$name.loadgen.out" 2>&1
+  "$B/tools/netlab/lab_report" snapshot --engines="$engines" --out="$W/$name.after.json"
+  "$B/tools/netlab/lab_report" summary --before="$W/$name.before.json" \
+    --after="$W/$name.after.json" --loadgen="$W/$name.sweep.json" --setting="$name" \
+    >"$W/$name.json"
+  kill -INT "$pid"
+  wait "$pid" || true
+  log "$name: $(grep -o '"a2a_share":[0-9.e-]*\|"moe_layer_ms":[0-9.e-]*\|"lar":[0-9.e-]*\|"max_rate_in_slo":[0-9.e-]*' "$W/$name.json" | tr '\n' ' ')"
+}
+
+share_of() { grep -o '"a2a_share":[0-9.e-]*' "$1" | cut -d: -f2; }
+
+# Calibrate: vanilla DP at G = 4; the rate whose all-to-all share is nearest 55%.
+if [[ -z "$LINK" ]]; then
+  best="" best_gap=""
+  for rate in 400 120 40 15; do
+    LINK="$rate"
+    RATES_SAVE="$RATES" POINT_SAVE="$POINT_S"
+    RATES="2"; POINT_S=8
+    run "calibrate_$rate" 4 vanilla round_robin dp
+    RATES="$RATES_SAVE"; POINT_S="$POINT_SAVE"
+    share="$(share_of "$W/calibrate_$rate.json")"
+    gap="$(awk -v s="$share" 'BEGIN { d = s - 0.55; print (d < 0 ? -d : d) }')"
+    log "calibration: $rate Mbit/s → all-to-all share $share"
+    if [[ -z "$best" ]] || awk -v a="$gap" -v b="$best_gap" 'BEGIN { exit !(a < b) }'; then
+      best="$rate"; best_gap="$gap"
+    fi
+    awk -v s="$share" 'BEGIN { exit !(s >= 0.6) }' && break  # Slower links only grow it.
+  done
+  LINK="$best"
+  log "calibrated link: $LINK Mbit/s"
+fi
+
+for g in $GS; do
+  prefix=""; [[ "$g" != 4 ]] && prefix="g${g}_"
+  eplb="$(version "$g" --mode=dp --algo=eplb)"
+  sem="$(version "$g" --mode=dp)"
+  tp="$(version "$g" --mode=tp)"
+  run "${prefix}dp_vanilla_rr" "$g" vanilla round_robin dp
+  run "${prefix}dp_eplb_ll" "$g" "$eplb" least_loaded dp
+  run "${prefix}dp_semantic" "$g" "$sem" semantic dp
+  if [[ -z "$QUICK" ]]; then
+    rep="$(version "$g" --mode=dp --replicas=1)"
+    bal="$(version "$g" --mode=dp --expert_balance_eps=0.1)"
+    run "${prefix}dp_semantic_replicas" "$g" "$rep" semantic dp
+    run "${prefix}dp_semantic_balanced" "$g" "$bal" semantic dp
+  fi
+  run "${prefix}tp_plain_vanilla" "$g" vanilla least_loaded tp
+  run "${prefix}tp_shuffled_semantic" "$g" "$tp" least_loaded tp
+done
+
+# One object keyed by setting (calibration runs left out), each with the link rate.
+{
+  echo "{"
+  first=1
+  for f in "$W"/*.json; do
+    case "$f" in *.before.json|*.after.json|*.sweep.json|*/calibrate_*) continue ;; esac
+    name="$(basename "$f" .json)"
+    [[ -n "$first" ]] || echo ","
+    first=""
+    printf '"%s": %s' "$name" "$(sed "s/^{/{\"link_mbit\":$LINK,/" "$f")"
+  done
+  echo "}"
+} >"$OUT"
+log "wrote $OUT"

@@ -1,0 +1,187 @@
+// lab_report: what the engine ranks measured during a run, for the network lab's benchmark
+// (tools/netlab/bench.sh).
+//
+//   lab_report snapshot --engines HOST:PORT,... --out F.json
+//       every rank's EngineStats now (their counters since start)
+//   lab_report summary --before F1.json --after F2.json [--loadgen SWEEP.json] [--setting NAME]
+//       one JSON object for the run between the snapshots: ranks, LAR (and per MoE layer),
+//       all-to-all bytes per token, the MoE-layer time per call of the slowest rank (dispatch,
+//       experts, combine) and its all-to-all share, the busiest rank's expert time against the
+//       mean; with a loadgen sweep, its highest rate in SLO and, at that rate, goodput, p99 TTFT
+//       and p50 TPOT.
+//
+// Exit status: 0 on success, 1 when a rank or file could not be read, 2 for bad usage.
+#include <algorithm>
+#include <chrono>
+#include <iostream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/strings/str_cat.h"
+#include "common/file.h"
+#include "engine/proto/engine.grpc.pb.h"
+#include "google/protobuf/util/json_util.h"
+#include "grpcpp/grpcpp.h"
+#include "nlohmann/json.hpp"
+
+ABSL_FLAG(std::vector<std::string>, engines, {}, "snapshot: the ranks, rank order");
+ABSL_FLAG(std::string, out, "", "snapshot: the file to write");
+ABSL_FLAG(std::string, before, "", "summary: the snapshot before the run");
+ABSL_FLAG(std::string, after, "", "summary: the snapshot after the run");
+ABSL_FLAG(std::string, loadgen, "", "summary: the run's loadgen --sweep --out JSON");
+ABSL_FLAG(std::string, setting, "", "summary: the setting's name (copied into the output)");
+
+namespace semmoe::tools {
+namespace {
+
+using engine::rpc::EngineStats;
+
+int Fail(const std::string& message) {
+  std::cerr << "lab_report: " << message << "\n";
+  return 1;
+}
+
+int Snapshot() {
+  nlohmann::json ranks = nlohmann::json::array();
+  for (const std::string& address : absl::GetFlag(FLAGS_engines)) {
+    auto stub = engine::rpc::EngineService::NewStub(
+        grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+    EngineStats stats;
+    const grpc::Status s = stub->GetStats(&context, engine::rpc::GetStatsRequest(), &stats);
+    if (!s.ok()) return Fail(absl::StrCat(address, ": ", s.error_message()));
+    std::string json;
+    (void)google::protobuf::util::MessageToJsonString(stats, &json);
+    ranks.push_back(nlohmann::json::parse(json));
+  }
+  const absl::Status written = WriteFile(absl::GetFlag(FLAGS_out), ranks.dump() + "\n");
+  return written.ok() ? 0 : Fail(std::string(written.message()));
+}
+
+absl::StatusOr<std::vector<EngineStats>> ReadSnapshot(const std::string& path) {
+  absl::StatusOr<std::string> text = ReadFile(path);
+  if (!text.ok()) return text.status();
+  const nlohmann::json j = nlohmann::json::parse(*text, nullptr, false);
+  if (!j.is_array()) return absl::InvalidArgumentError(absl::StrCat(path, ": not a snapshot"));
+  std::vector<EngineStats> out;
+  for (const nlohmann::json& r : j) {
+    EngineStats s;
+    if (!google::protobuf::util::JsonStringToMessage(r.dump(), &s).ok()) {
+      return absl::InvalidArgumentError(absl::StrCat(path, ": a rank's stats do not parse"));
+    }
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+int Summary() {
+  absl::StatusOr<std::vector<EngineStats>> before = ReadSnapshot(absl::GetFlag(FLAGS_before));
+  absl::StatusOr<std::vector<EngineStats>> after = ReadSnapshot(absl::GetFlag(FLAGS_after));
+  if (!before.ok()) return Fail(std::string(before.status().message()));
+  if (!after.ok()) return Fail(std::string(after.status().message()));
+  if (before->size() != after->size() || after->empty()) {
+    return Fail("the snapshots are of different groups");
+  }
+  int64_t local = 0, remote = 0, bytes = 0, tokens = 0;
+  std::map<int, std::pair<int64_t, int64_t>> per_layer;  // layer → (local, remote)
+  struct RankTime {
+    double dispatch = 0, experts = 0, combine = 0;  // ms per MoE-layer call
+    double total() const { return dispatch + experts + combine; }
+  };
+  std::vector<RankTime> times;
+  for (size_t r = 0; r < after->size(); ++r) {
+    const EngineStats& a = (*after)[r];
+    const EngineStats& b = (*before)[r];
+    if (a.layers_size() != b.layers_size()) return Fail("the snapshots' layers differ");
+    tokens += (a.prefill_tokens() - b.prefill_tokens()) + (a.decode_tokens() - b.decode_tokens());
+    const int64_t passes = a.forward_passes() - b.forward_passes();
+    RankTime t;
+    for (int l = 0; l < a.layers_size(); ++l) {
+      const auto& x = a.layers(l);
+      const auto& y = b.layers(l);
+      local += x.local_activations() - y.local_activations();
+      remote += x.remote_activations() - y.remote_activations();
+      per_layer[x.layer()].first += x.local_activations() - y.local_activations();
+      per_layer[x.layer()].second += x.remote_activations() - y.remote_activations();
+      bytes += (x.dispatch_bytes_sent() - y.dispatch_bytes_sent()) +
+               (x.combine_bytes_sent() - y.combine_bytes_sent());
+      t.dispatch += x.dispatch_seconds() - y.dispatch_seconds();
+      t.experts += x.expert_seconds() - y.expert_seconds();
+      t.combine += x.combine_seconds() - y.combine_seconds();
+    }
+    const double calls = std::max<double>(1, static_cast<double>(passes) * a.layers_size());
+    t.dispatch *= 1e3 / calls;
+    t.experts *= 1e3 / calls;
+    t.combine *= 1e3 / calls;
+    times.push_back(t);
+  }
+  const RankTime slowest =
+      *std::max_element(times.begin(), times.end(),
+                        [](const RankTime& x, const RankTime& y) { return x.total() < y.total(); });
+  double experts_max = 0, experts_sum = 0;
+  for (const RankTime& t : times) {
+    experts_max = std::max(experts_max, t.experts);
+    experts_sum += t.experts;
+  }
+  nlohmann::json layers = nlohmann::json::array();
+  for (const auto& [layer, c] : per_layer) {
+    const int64_t all = c.first + c.second;
+    layers.push_back({{"layer", layer}, {"lar", all == 0 ? 0.0 : double(c.first) / all}});
+  }
+  nlohmann::json out = {
+      {"setting", absl::GetFlag(FLAGS_setting)},
+      {"ranks", after->size()},
+      {"lar", local + remote == 0 ? 0.0 : double(local) / (local + remote)},
+      {"lar_per_layer", layers},
+      {"a2a_bytes_per_token", tokens == 0 ? 0.0 : double(bytes) / tokens},
+      {"moe_layer_ms", slowest.total()},
+      {"dispatch_ms", slowest.dispatch},
+      {"experts_ms", slowest.experts},
+      {"combine_ms", slowest.combine},
+      {"a2a_share",
+       slowest.total() == 0 ? 0.0 : (slowest.dispatch + slowest.combine) / slowest.total()},
+      {"experts_busiest_over_mean",
+       experts_sum == 0 ? 0.0 : experts_max / (experts_sum / times.size())}};
+  if (!absl::GetFlag(FLAGS_loadgen).empty()) {
+    absl::StatusOr<std::string> text = ReadFile(absl::GetFlag(FLAGS_loadgen));
+    if (!text.ok()) return Fail(std::string(text.status().message()));
+    const nlohmann::json sweep = nlohmann::json::parse(*text, nullptr, false);
+    if (!sweep.is_object() || !sweep.contains("points") || sweep["points"].empty()) {
+      return Fail(absl::StrCat(absl::GetFlag(FLAGS_loadgen), ": not a loadgen sweep"));
+    }
+    const double best = sweep.value("best_rate", 0.0);
+    nlohmann::json at = sweep["points"][0];
+    for (const nlohmann::json& p : sweep["points"]) {
+      if (p.value("rate", 0.0) == best) at = p;
+    }
+    out["max_rate_in_slo"] = best;
+    out["goodput_rps"] = at.value("goodput_rps", 0.0);
+    out["ttft_p99_ms"] = at["ttft_ms"].value("p99", 0.0);
+    out["tpot_p50_ms"] = at["tpot_ms"].value("p50", 0.0);
+    out["sweep"] = sweep["points"];
+  }
+  std::cout << out.dump() << "\n";
+  return 0;
+}
+
+}  // namespace
+}  // namespace semmoe::tools
+
+int main(int argc, char** argv) {
+  std::vector<char*> args = absl::ParseCommandLine(argc, argv);
+  const std::string command = args.size() == 2 ? args[1] : "";
+  if (command == "snapshot" && !absl::GetFlag(FLAGS_out).empty()) {
+    return semmoe::tools::Snapshot();
+  }
+  if (command == "summary" && !absl::GetFlag(FLAGS_before).empty() &&
+      !absl::GetFlag(FLAGS_after).empty()) {
+    return semmoe::tools::Summary();
+  }
+  std::cerr << "usage: lab_report snapshot --engines A,B --out F | summary --before F1 --after F2 "
+               "[--loadgen SWEEP.json] [--setting NAME]\n";
+  return 2;
+}
