@@ -51,8 +51,8 @@ else
   PROFILE_N=600; SERVE_N=600; RATES="1,2,3,4,6"; POINT_S=25; GS="4 8"
 fi
 # Odd lines profile, even lines serve (as docs/PERFORMANCE.md's router comparison).
-awk 'NR % 2 == 1' "$PROMPTS" | head -n "$PROFILE_N" >"$W/profile.jsonl"
-awk 'NR % 2 == 0' "$PROMPTS" | head -n "$SERVE_N" >"$W/serve.jsonl"
+awk -v n="$PROFILE_N" 'NR % 2 == 1 && ++c <= n' "$PROMPTS" >"$W/profile.jsonl"
+awk -v n="$SERVE_N" 'NR % 2 == 0 && ++c <= n' "$PROMPTS" >"$W/serve.jsonl"
 log "tracing $PROFILE_N profile prompts"
 "$B/engine/engine" trace --model="$MODEL" --prompts="$W/profile.jsonl" --out="$W/p.trace" \
   --max_prompt_tokens=256 2>/dev/null

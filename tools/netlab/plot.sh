@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# The network lab's plots, from tools/netlab/bench.sh's JSON, drawn by gnuplot (SVG):
+#   netlab_goodput.svg     goodput under the SLO against request rate, one curve per setting
+#   netlab_ttft_p99.svg    p99 TTFT against request rate
+#   netlab_moe_layer.svg   MoE-layer time per call of the slowest rank: dispatch, experts, combine
+#   netlab_lar_layers.svg  LAR per MoE layer
+#
+#   tools/netlab/plot.sh BENCH.json OUT_DIR      (needs jq and gnuplot: ./semmoe setup)
+set -euo pipefail
+J="$1"
+O="$2"
+command -v jq >/dev/null && command -v gnuplot >/dev/null ||
+  { echo "plot.sh: needs jq and gnuplot (./semmoe setup installs them)" >&2; exit 1; }
+mkdir -p "$O"
+T="$(mktemp -d)"
+trap 'rm -rf "$T"' EXIT
+mapfile -t settings < <(jq -r 'keys[]' "$J")
+rate_curves="" ttft_curves="" lar_curves=""
+for s in "${settings[@]}"; do
+  jq -r --arg s "$s" '.[$s].sweep[] | "\(.rate) \(.goodput_rps) \(.ttft_ms.p99)"' "$J" >"$T/$s.rate"
+  jq -r --arg s "$s" '.[$s].lar_per_layer[] | "\(.layer) \(.lar)"' "$J" >"$T/$s.lar"
+  rate_curves+="'$T/$s.rate' using 1:2 with linespoints title '${s//_/\\_}', "
+  ttft_curves+="'$T/$s.rate' using 1:3 with linespoints title '${s//_/\\_}', "
+  lar_curves+="'$T/$s.lar' using 1:2 with linespoints title '${s//_/\\_}', "
+done
+jq -r 'to_entries[] | "\(.key) \(.value.dispatch_ms) \(.value.experts_ms) \(.value.combine_ms)"' \
+  "$J" | sed 's/_/\\\\_/g' >"$T/moe.dat"
+link="$(jq -r '[.[] | .link_mbit] | first' "$J")"
+
+gnuplot <<GNUPLOT
+set terminal svg size 900,520 dynamic font "sans,12"
+set key outside right
+set grid
+set output '$O/netlab_goodput.svg'
+set title 'Goodput under the SLO (network lab, links of $link Mbit/s)'
+set xlabel 'offered rate (requests/s)'
+set ylabel 'goodput (requests/s)'
+plot ${rate_curves%, }
+set output '$O/netlab_ttft_p99.svg'
+set title 'p99 time to first token'
+set ylabel 'TTFT p99 (ms)'
+plot ${ttft_curves%, }
+set output '$O/netlab_lar_layers.svg'
+set title 'Local activation ratio per MoE layer'
+set xlabel 'model layer'
+set ylabel 'LAR'
+set yrange [0:1]
+plot ${lar_curves%, }
+set output '$O/netlab_moe_layer.svg'
+set title 'MoE-layer time per call, slowest rank'
+set xlabel ''
+set ylabel 'ms'
+set yrange [0:*]
+set style data histograms
+set style histogram rowstacked
+set style fill solid 0.8 border -1
+set boxwidth 0.7
+set xtics rotate by -30
+plot '$T/moe.dat' using 2:xtic(1) title 'dispatch', '' using 3 title 'experts', '' using 4 title 'combine'
+GNUPLOT
+echo "plot.sh: wrote $O/netlab_{goodput,ttft_p99,moe_layer,lar_layers}.svg"
