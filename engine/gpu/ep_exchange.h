@@ -72,8 +72,10 @@ class EpExchange {
     RETURN_IF_ERROR(ops_.CopyIn(send_counts_.data(), send_rows.data(), g));
     const std::vector<int64_t> ones(g, 1);
     RETURN_IF_ERROR(ops_.Finish());  // The collectives run on their own stream.
+    absl::Time wait = absl::Now();
     RETURN_IF_ERROR(comm_.AllToAllV(absl::Span<const int64_t>(send_counts_.data(), g), ones,
                                     absl::Span<int64_t>(recv_counts_.data(), g), ones));
+    counters.dispatch_wait_seconds += Seconds(wait);
     RETURN_IF_ERROR(ops_.CopyOut(recv_rows.data(), recv_counts_.data(), g));
     int64_t received = 0;
     for (int64_t n : recv_rows) {

@@ -102,8 +102,10 @@ absl::Status ExpertParallelFfn::RunExpertsEp(int layer, int moe_index, const Mat
   const std::vector<int64_t>& send_rows = plan.send_rows;
   std::vector<int64_t> recv_rows(g);
   const std::vector<int64_t> ones(g, 1);
+  const absl::Time wait = absl::Now();
   RETURN_IF_ERROR(
       comm_.AllToAllV(absl::MakeConstSpan(send_rows), ones, absl::MakeSpan(recv_rows), ones));
+  counters.dispatch_wait_seconds += SecondsSince(wait);
 
   // Pack: hidden f32 | k × i32 expert id (served_elsewhere if not the destination's) | k × f32
   // weight — DispatchRowBytes() per row.

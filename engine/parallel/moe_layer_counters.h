@@ -15,6 +15,9 @@ struct MoeLayerCounters {
   int64_t dispatch_bytes_sent = 0, dispatch_bytes_received = 0;  // Payload, peers only.
   int64_t combine_bytes_sent = 0, combine_bytes_received = 0;
   double dispatch_seconds = 0, expert_seconds = 0, combine_seconds = 0;
+  // Of dispatch_seconds, the time in the row-count exchange that starts it: mostly waiting for
+  // the slowest peer to reach this layer (compute imbalance, CPU sharing), hardly the link.
+  double dispatch_wait_seconds = 0;
 };
 
 }  // namespace semmoe::engine

@@ -253,6 +253,7 @@ void ToProto(const GroupEngineStats& s, const std::vector<int>& moe_layers, rpc:
     l->set_dispatch_seconds(c.dispatch_seconds);
     l->set_expert_seconds(c.expert_seconds);
     l->set_combine_seconds(c.combine_seconds);
+    l->set_dispatch_wait_seconds(c.dispatch_wait_seconds);
     local += c.local_activations;
     remote += c.remote_activations;
   }
