@@ -3,7 +3,7 @@
 //
 //   netlab --model DIR [--hosts 2] [--ranks_per_host 1] [--link_mbit 1000] [--latency_us 0]
 //          [--attn dp|tp] [--placement vanilla|FILE|VERSION --db DB] [--router_policy semantic]
-//          [--run_dir DIR] [--endpoints_file F] [--down_after_s S --down_host H]
+//          [--run_dir DIR] [--endpoints_file F] [--down_after_s S --down_host H] [--pin_cores]
 //
 // Host 0 is the front host: `planner serve` (the placement store and the ranks' rendezvous) and,
 // under Attention-DP, the router. Hosts 1..H run --ranks_per_host engine ranks each (rank r on
@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <iostream>
 #include <memory>
@@ -55,6 +56,8 @@ ABSL_FLAG(std::string, router_policy, "semantic",
 ABSL_FLAG(int, kv_cache_mb, 256, "KV cache per rank, MiB");
 ABSL_FLAG(std::string, run_dir, "", "logs and ports (default: a fresh /tmp dir)");
 ABSL_FLAG(std::string, endpoints_file, "", "write the endpoints here as JSON once serving");
+ABSL_FLAG(bool, pin_cores, false,
+          "pin engine rank r to CPU core r mod cores (taskset), so ranks do not share a core");
 ABSL_FLAG(int, startup_timeout_s, 180, "seconds to wait for every process to serve");
 ABSL_FLAG(double, down_after_s, 0, "take --down_host's link down this long after serving");
 ABSL_FLAG(int, down_host, 1, "with --down_after_s: the host whose link fails");
@@ -109,7 +112,13 @@ absl::Status Start(LabNetwork& lab, Cluster& c, sigset_t& stop) {
                           .run_dir = c.run_dir};
   if (IsNumber(placement)) spec.planner = planner;
   spec.host = [&lab, per_host](int r) { return lab.Address(1 + r / per_host); };
-  spec.launcher = [&lab, per_host](int r) { return lab.Exec(1 + r / per_host); };
+  const bool pin = absl::GetFlag(FLAGS_pin_cores);
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  spec.launcher = [&lab, per_host, pin, cores](int r) {
+    std::vector<std::string> prefix = lab.Exec(1 + r / per_host);
+    if (pin) prefix.insert(prefix.end(), {"taskset", "-c", absl::StrCat(r % cores)});
+    return prefix;
+  };
   std::cout << "starting " << g << " engine ranks on " << absl::GetFlag(FLAGS_hosts) << " hosts ("
             << attn << ", placement " << placement << ") ... logs in " << c.run_dir << std::endl;
   c.groups.emplace_back();

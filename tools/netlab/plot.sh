@@ -2,7 +2,8 @@
 # The network lab's plots, from tools/netlab/bench.sh's JSON, drawn by gnuplot (SVG):
 #   netlab_goodput.svg     goodput under the SLO against request rate, one curve per setting
 #   netlab_ttft_p99.svg    p99 TTFT against request rate
-#   netlab_moe_layer.svg   MoE-layer time per call of the slowest rank: dispatch, experts, combine
+#   netlab_moe_layer.svg   MoE-layer time per call of the slowest rank: the wait for the slowest
+#                          peer, dispatch, experts, combine
 #   netlab_lar_layers.svg  LAR per MoE layer
 #
 #   tools/netlab/plot.sh BENCH.json OUT_DIR      (needs jq and gnuplot: ./semmoe setup)
@@ -23,7 +24,7 @@ for s in "${settings[@]}"; do
   ttft_curves+="'$T/$s.rate' using 1:3 with linespoints title '${s//_/\\_}', "
   lar_curves+="'$T/$s.lar' using 1:2 with linespoints title '${s//_/\\_}', "
 done
-jq -r 'to_entries[] | "\(.key) \(.value.dispatch_ms) \(.value.experts_ms) \(.value.combine_ms)"' \
+jq -r 'to_entries[] | "\(.key) \(.value.wait_ms // 0) \(.value.dispatch_ms) \(.value.experts_ms) \(.value.combine_ms)"' \
   "$J" | sed 's/_/\\\\_/g' >"$T/moe.dat"
 link="$(jq -r '[.[] | .link_mbit] | first' "$J")"
 
@@ -56,6 +57,7 @@ set style histogram rowstacked
 set style fill solid 0.8 border -1
 set boxwidth 0.7
 set xtics rotate by -30
-plot '$T/moe.dat' using 2:xtic(1) title 'dispatch', '' using 3 title 'experts', '' using 4 title 'combine'
+plot '$T/moe.dat' using 2:xtic(1) title 'wait for the slowest peer', '' using 3 title 'dispatch', \
+     '' using 4 title 'experts', '' using 5 title 'combine'
 GNUPLOT
 echo "plot.sh: wrote $O/netlab_{goodput,ttft_p99,moe_layer,lar_layers}.svg"
