@@ -28,6 +28,12 @@ if ! ip netns add "$probe" 2>"$TMP/probe.err"; then
   echo "SKIPPED: cannot make a network namespace here: $(cat "$TMP/probe.err")"
   exit 0
 fi
+# Shaped links need the tbf qdisc; without it the hosts still test correctness, unshaped.
+LINK=200
+if ! tc -n "$probe" qdisc add dev lo root tbf rate 100mbit burst 16k latency 50ms 2>/dev/null; then
+  echo "note: no tbf qdisc here; the emulated links are not shaped"
+  LINK=0
+fi
 ip netns del "$probe"
 
 "$MAKE_TINY" --arch=qwen3_moe --out="$TMP/model" --seed=5 --experts=8 --top_k=2 >/dev/null
@@ -40,7 +46,7 @@ start_lab() {  # start_lab NAME FLAGS... ; sets PID, EP
   EP="$TMP/$name.endpoints"
   "$NETLAB" --model="$TMP/model" --engine_binary="$ENGINE" --planner_binary="$PLANNER" \
     --router_binary="$ROUTER" --run_dir="$TMP/$name" --endpoints_file="$EP" --kv_cache_mb=16 \
-    --link_mbit=200 --subnet="$SUBNET" "$@" >"$TMP/$name.out" 2>&1 &
+    --link_mbit="$LINK" --subnet="$SUBNET" "$@" >"$TMP/$name.out" 2>&1 &
   PID=$!
   for _ in $(seq 1 1200); do
     [[ -s "$EP" ]] && return 0
