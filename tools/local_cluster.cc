@@ -135,14 +135,7 @@ absl::Status Start(Cluster& c, sigset_t& stop_signals) {
     return absl::InvalidArgumentError("--experiment needs --db and Attention-DP");
   }
 
-  c.run_dir = UserPath(absl::GetFlag(FLAGS_run_dir));
-  if (c.run_dir.empty()) {
-    char pattern[] = "/tmp/semmoe-cluster-XXXXXX";
-    if (mkdtemp(pattern) == nullptr) return absl::UnavailableError("cannot create a run directory");
-    c.run_dir = pattern;
-  } else if (mkdir(c.run_dir.c_str(), 0755) != 0 && errno != EEXIST) {
-    return absl::UnavailableError(absl::StrCat("cannot create ", c.run_dir));
-  }
+  ASSIGN_OR_RETURN(c.run_dir, MakeRunDir(UserPath(absl::GetFlag(FLAGS_run_dir)), "cluster"));
 
   // The engine groups: one, or one per arm of the experiment, with their versions' files.
   std::vector<EngineGroupSpec> specs;
@@ -304,12 +297,7 @@ int Main() {
     std::cerr << "local_cluster: --ranks must be ≥ 1 and --attn dp or tp\n";
     return 2;
   }
-  sigset_t stop;
-  sigemptyset(&stop);
-  sigaddset(&stop, SIGINT);
-  sigaddset(&stop, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &stop, nullptr);
-
+  sigset_t stop = BlockStopSignals();
   Cluster c;
   absl::Status started = Start(c, stop);
   if (!started.ok()) {

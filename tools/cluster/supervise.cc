@@ -1,13 +1,41 @@
 #include "tools/cluster/supervise.h"
 
+#include <pthread.h>
+#include <stdlib.h>
+#include <sys/stat.h>
 #include <time.h>
 
+#include <cerrno>
 #include <iostream>
 
 #include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 
 namespace semmoe::tools {
+
+sigset_t BlockStopSignals() {
+  sigset_t stop;
+  sigemptyset(&stop);
+  sigaddset(&stop, SIGINT);
+  sigaddset(&stop, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop, nullptr);
+  return stop;
+}
+
+absl::StatusOr<std::string> MakeRunDir(const std::string& dir, const std::string& name) {
+  if (dir.empty()) {
+    std::string pattern = absl::StrCat("/tmp/semmoe-", name, "-XXXXXX");
+    if (mkdtemp(pattern.data()) == nullptr) {
+      return absl::UnavailableError("cannot create a run directory in /tmp");
+    }
+    return pattern;
+  }
+  if (mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST) {
+    return absl::UnavailableError(absl::StrCat("cannot create ", dir));
+  }
+  return dir;
+}
 
 bool StopAll(Cluster& c) {
   if (c.router != nullptr) {

@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "tools/cluster/launch.h"
 #include "tools/cluster/process.h"
 
@@ -24,6 +25,13 @@ struct Cluster {
   std::unique_ptr<Process> router;
   int router_port = 0;
 };
+
+// Blocks SIGINT and SIGTERM in this thread (and the threads it starts) before any starts; the
+// set, for Supervise and LaunchEngines to wait on.
+sigset_t BlockStopSignals();
+
+// `dir` (created if missing), or a fresh /tmp/semmoe-NAME-XXXXXX when `dir` is empty.
+absl::StatusOr<std::string> MakeRunDir(const std::string& dir, const std::string& name);
 
 // SIGTERM to the router, then every engine (each asks its group to stop), then the planner;
 // SIGKILL stragglers. True if every rank stopped cleanly.

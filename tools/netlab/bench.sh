@@ -115,24 +115,40 @@ with_link_share() {  # with_link_share FILE: adds a2a_link_ms and a2a_share
 # Calibrate: vanilla DP at G = 4 on unshaped links (the baseline), then slower links until the
 # link's share reaches 50-60%; the rate nearest 55%.
 RATES_SAVE="$RATES" POINT_SAVE="$POINT_S"
-RATES="2"; POINT_S=8
+RATES="2"; POINT_S=15
 LINK=0
 run calibrate_unshaped 4 vanilla round_robin dp
 BASE_A2A="$(jq '.dispatch_ms + .combine_ms' "$W/calibrate_unshaped.json")"
 log "calibration: unshaped all-to-all $BASE_A2A ms per MoE-layer call"
 if [[ -z "${FIXED_LINK:-}" ]]; then
-  best="" best_gap=""
-  for rate in 800 400 200 100 50; do
-    LINK="$rate"
-    run "calibrate_$rate" 4 vanilla round_robin dp
-    with_link_share "$W/calibrate_$rate.json"
-    share="$(jq '.a2a_share' "$W/calibrate_$rate.json")"
+  best="" best_gap="" faster="" slower=""
+  try_rate() {  # try_rate RATE: measures the link's share at RATE; keeps the nearest to 55%
+    LINK="$1"
+    run "calibrate_$1" 4 vanilla round_robin dp
+    with_link_share "$W/calibrate_$1.json"
+    share="$(jq '.a2a_share' "$W/calibrate_$1.json")"
+    local gap
     gap="$(awk -v s="$share" 'BEGIN { d = s - 0.55; print (d < 0 ? -d : d) }')"
-    log "calibration: $rate Mbit/s → the link's share $share"
+    log "calibration: $1 Mbit/s → the link's share $share"
     if [[ -z "$best" ]] || awk -v a="$gap" -v b="$best_gap" 'BEGIN { exit !(a < b) }'; then
-      best="$rate"; best_gap="$gap"
+      best="$1"; best_gap="$gap"
     fi
-    awk -v s="$share" 'BEGIN { exit !(s >= 0.6) }' && break  # Slower links only grow it.
+  }
+  for rate in 800 400 200 100 50; do
+    try_rate "$rate"
+    if awk -v s="$share" 'BEGIN { exit !(s >= 0.6) }'; then  # Slower links only grow it.
+      slower="$rate"
+      break
+    fi
+    faster="$rate"
+  done
+  # Twice between the last rate under 50% and the first over 60% (geometric means).
+  for _ in 1 2; do
+    [[ -n "$faster" && -n "$slower" ]] || break
+    awk -v g="$best_gap" 'BEGIN { exit !(g > 0.05) }' || break
+    mid="$(awk -v a="$faster" -v b="$slower" 'BEGIN { printf "%d", sqrt(a * b) }')"
+    try_rate "$mid"
+    if awk -v s="$share" 'BEGIN { exit !(s >= 0.6) }'; then slower="$mid"; else faster="$mid"; fi
   done
   LINK="$best"
 else

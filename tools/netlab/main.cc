@@ -183,25 +183,15 @@ int Main() {
     std::cerr << "netlab: --hosts and --ranks_per_host must be ≥ 1, --attn dp or tp\n";
     return 2;
   }
-  sigset_t stop;
-  sigemptyset(&stop);
-  sigaddset(&stop, SIGINT);
-  sigaddset(&stop, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &stop, nullptr);
-
+  sigset_t stop = BlockStopSignals();
   Cluster c;
-  c.run_dir = UserPath(absl::GetFlag(FLAGS_run_dir));
-  if (c.run_dir.empty()) {
-    char pattern[] = "/tmp/semmoe-netlab-XXXXXX";
-    if (mkdtemp(pattern) == nullptr) {
-      std::cerr << "netlab: cannot create a run directory\n";
-      return 1;
-    }
-    c.run_dir = pattern;
-  } else if (mkdir(c.run_dir.c_str(), 0755) != 0 && errno != EEXIST) {
-    std::cerr << "netlab: cannot create " << c.run_dir << "\n";
+  absl::StatusOr<std::string> run_dir =
+      MakeRunDir(UserPath(absl::GetFlag(FLAGS_run_dir)), "netlab");
+  if (!run_dir.ok()) {
+    std::cerr << "netlab: " << run_dir.status().message() << "\n";
     return 1;
   }
+  c.run_dir = *run_dir;
   absl::StatusOr<std::unique_ptr<LabNetwork>> lab =
       LabNetwork::Create({.hosts = absl::GetFlag(FLAGS_hosts) + 1,
                           .link_mbit = absl::GetFlag(FLAGS_link_mbit),
