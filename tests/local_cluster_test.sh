@@ -120,6 +120,7 @@ grep -q -- "--placement 1 .*--planner 127.0.0.1:" <<<"$(pgrep -af -- "$TMP/tp/")
 grep -q "predicts tokens' devices with version 1 (planner .*)'s affinity tables and version 1 .*layer tables" \
   "$TMP/tp/rank0.log" || fail "rank 0 has no tables: $(cat "$TMP/tp/rank0.log")"
 expect_single_device_tokens 0 "The router sends request 3 to"
+expect_single_device_tokens_via_router "The router sends request 4 to"  # The router fronts rank 0.
 expect_error 1 "Attention-TP follower" -- "$CLIENT" generate --target="$(address 1)" --prompt=x
 kill -INT "$PID"
 rc=0

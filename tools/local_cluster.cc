@@ -9,7 +9,8 @@
 // Starts G `engine serve` processes on loopback (plus `planner serve --db DB` when a database is
 // given: the ranks then meet through the planner's gRPC rendezvous store, as ranks on several
 // hosts would; without one they meet in a file store in the run directory), waits until every
-// rank serves, then (Attention-DP) starts the router in front of them — placing requests with the
+// rank serves, then starts the router in front of them (under Attention-TP, in front of rank 0,
+// which takes the requests) — under Attention-DP placing requests with the
 // placement's affinity tables when it has some — prints the endpoints and how to send a
 // request, and runs until Ctrl-C, which stops
 // the group cleanly. No process is left behind: the children die with this process, and if one
@@ -74,7 +75,8 @@ ABSL_FLAG(std::string, router_binary, "", "router binary (default: from the runf
 ABSL_FLAG(int64_t, experiment, 0,
           "A/B: a running experiment in --db; one Attention-DP group of --ranks per arm");
 ABSL_FLAG(std::string, router_policy, "semantic",
-          "Attention-DP: the router's policy (semantic, round_robin, least_loaded); none: no "
+          "the router's policy (semantic, round_robin, least_loaded; Attention-TP: one rank takes "
+          "requests, so any); none: no "
           "router");
 
 namespace semmoe::tools {
@@ -217,7 +219,9 @@ absl::Status Start(Cluster& c, sigset_t& stop_signals) {
   }
 
   const std::string policy = absl::GetFlag(FLAGS_router_policy);
-  if (attn != "dp" || policy == "none") return absl::OkStatus();
+  if (policy == "none") return absl::OkStatus();
+  // Attention-TP: rank 0 takes every request; the router fronts it (one rank: placement is moot,
+  // but clients, loadgen and the console talk to the router as under Attention-DP).
   if (experiment > 0) {
     std::string arms;
     for (const EngineGroup& group : c.groups) {
@@ -229,6 +233,10 @@ absl::Status Start(Cluster& c, sigset_t& stop_signals) {
                        deadline);
   }
   std::vector<std::string> extra = {"--engines", c.groups[0].Addresses()};
+  if (attn == "tp") {  // One rank takes requests: nothing to place, no tables.
+    extra.insert(extra.end(), {"--policy", "least_loaded"});
+    return StartRouter(c, model, extra, deadline);
+  }
   // The tables of the placement the engines run (not the planner's active version, which the
   // engines do not follow).
   if (IsNumber(placement) && version_has_tables) {

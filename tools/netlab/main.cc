@@ -129,10 +129,14 @@ absl::Status Start(LabNetwork& lab, Cluster& c, sigset_t& stop) {
   ASSIGN_OR_RETURN(const std::string router_bin,
                    FindBinary(argv0, absl::GetFlag(FLAGS_router_binary), "router/router"));
   argv = lab.Exec(0);
-  argv.insert(argv.end(), {router_bin, "--model", model, "--listen", front, "--port", "0",
-                           "--port_file", JoinPath(c.run_dir, "router.port"), "--policy", policy,
-                           "--engines", c.groups[0].Addresses()});
-  if (IsNumber(placement)) argv.insert(argv.end(), {"--planner", planner, "--version", placement});
+  // Attention-TP: rank 0 takes every request and the router fronts it; nothing to place.
+  argv.insert(argv.end(),
+              {router_bin, "--model", model, "--listen", front, "--port", "0", "--port_file",
+               JoinPath(c.run_dir, "router.port"), "--policy",
+               attn == "tp" ? "least_loaded" : policy, "--engines", c.groups[0].Addresses()});
+  if (IsNumber(placement) && attn == "dp") {
+    argv.insert(argv.end(), {"--planner", planner, "--version", placement});
+  }
   ASSIGN_OR_RETURN(c.router, Process::Spawn(argv, JoinPath(c.run_dir, "router.log")));
   ASSIGN_OR_RETURN(c.router_port, WaitForPort(*c.router, JoinPath(c.run_dir, "router.port"),
                                               "the router", deadline));
