@@ -136,8 +136,11 @@ absl::Status LabNetwork::Shape(const std::vector<std::string>& where, const std:
                           options_.latency_us, " ignored)");
     if (options_.link_mbit <= 0) return absl::OkStatus();
   }
-  // Token bucket: bursts of 10 ms worth of the rate (at least 16 KiB), up to 100 ms queued.
-  const long burst = std::max(16384L, static_cast<long>(options_.link_mbit * 1e6 / 8 / 100));
+  // Token bucket with a small bucket: 200 µs worth of the rate (at least two 1514-byte frames),
+  // up to 100 ms queued. A collective sends kilobytes per call; a bucket of milliseconds would
+  // let every call through at the veth's speed and shape only the sustained rate. (tbf splits
+  // GSO packets larger than the bucket.)
+  const long burst = std::max(3028L, static_cast<long>(options_.link_mbit * 1e6 / 8 * 200e-6));
   tc.insert(tc.end(), {"tbf", "rate", rate, "burst", absl::StrCat(burst), "latency", "100ms"});
   return Run(tc);
 }

@@ -93,6 +93,7 @@ int Summary() {
     // ms per MoE-layer call; `wait` is the part of dispatch spent in the row-count exchange
     // (waiting for the slowest peer), `dispatch` the rest (the payload).
     double wait = 0, dispatch = 0, experts = 0, combine = 0;
+    double bytes = 0;  // Sent to peers per MoE-layer call (dispatch + combine).
     double total() const { return wait + dispatch + experts + combine; }
   };
   std::vector<RankTime> times;
@@ -110,8 +111,10 @@ int Summary() {
       remote += x.remote_activations() - y.remote_activations();
       per_layer[x.layer()].first += x.local_activations() - y.local_activations();
       per_layer[x.layer()].second += x.remote_activations() - y.remote_activations();
-      bytes += (x.dispatch_bytes_sent() - y.dispatch_bytes_sent()) +
-               (x.combine_bytes_sent() - y.combine_bytes_sent());
+      const int64_t sent = (x.dispatch_bytes_sent() - y.dispatch_bytes_sent()) +
+                           (x.combine_bytes_sent() - y.combine_bytes_sent());
+      bytes += sent;
+      t.bytes += static_cast<double>(sent);
       const double wait = x.dispatch_wait_seconds() - y.dispatch_wait_seconds();
       t.wait += wait;
       t.dispatch += x.dispatch_seconds() - y.dispatch_seconds() - wait;
@@ -119,6 +122,7 @@ int Summary() {
       t.combine += x.combine_seconds() - y.combine_seconds();
     }
     const double calls = std::max<double>(1, static_cast<double>(passes) * a.layers_size());
+    t.bytes /= calls;
     t.wait *= 1e3 / calls;
     t.dispatch *= 1e3 / calls;
     t.experts *= 1e3 / calls;
@@ -128,7 +132,8 @@ int Summary() {
   const RankTime slowest =
       *std::max_element(times.begin(), times.end(),
                         [](const RankTime& x, const RankTime& y) { return x.total() < y.total(); });
-  double experts_max = 0, experts_sum = 0;
+  double experts_max = 0, experts_sum = 0, bytes_max = 0;
+  for (const RankTime& t : times) bytes_max = std::max(bytes_max, t.bytes);
   for (const RankTime& t : times) {
     experts_max = std::max(experts_max, t.experts);
     experts_sum += t.experts;
@@ -152,9 +157,12 @@ int Summary() {
       // The all-to-all's share of the MoE layer, leaving out the wait for the slowest peer
       // (on this 2-core machine mostly CPU sharing, not the network). bench.sh adds the share
       // of the link's own cost ("a2a_share") against an unshaped baseline.
-      {"a2a_share_raw", slowest.total() - slowest.wait <= 0
-                        ? 0.0
-                        : (slowest.dispatch + slowest.combine) / (slowest.total() - slowest.wait)},
+      {"a2a_share_raw", slowest.total() - slowest.wait <= 0 ? 0.0
+                                                            : (slowest.dispatch + slowest.combine) /
+                                                                  (slowest.total() - slowest.wait)},
+      // The most any rank sent to its peers per MoE-layer call (what its link carries, less
+      // what goes to ranks on its own host).
+      {"peer_bytes_per_call_max", bytes_max},
       {"experts_busiest_over_mean",
        experts_sum == 0 ? 0.0 : experts_max / (experts_sum / times.size())}};
   if (!absl::GetFlag(FLAGS_loadgen).empty()) {
