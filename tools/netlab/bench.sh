@@ -5,7 +5,8 @@
 # than a GPU, so the link is slowed in proportion: what is emulated is the compute-to-
 # communication ratio, not the absolute speeds.
 #
-#   sudo tools/netlab/bench.sh [--quick] --json OUT [--link_mbit M] [--model DIR] [--prompts F]
+#   sudo tools/netlab/bench.sh [--quick] --json OUT [--link_mbit M] [--only S1,S2] [--model DIR]
+#       [--prompts F]
 #
 # --quick: G = 4 (2 hosts × 2 ranks), short load points (under 15 minutes here); otherwise G = 4
 # and 8. --link_mbit skips the calibration (the unshaped baseline still runs). The share
@@ -24,6 +25,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 ROOT="$PWD"
 
 QUICK=""
+ONLY=""
 OUT=""
 LINK=""
 FIXED_LINK=""
@@ -36,6 +38,7 @@ while (($#)); do
     --link_mbit) FIXED_LINK="$2"; shift ;;
     --model) MODEL="$2"; shift ;;
     --prompts) PROMPTS="$2"; shift ;;
+    --only) ONLY=",$2,"; shift ;;
     *) echo "bench.sh: unknown flag $1" >&2; exit 2 ;;
   esac
   shift
@@ -73,6 +76,7 @@ version() {  # version G ARGS... → prints the new version number
 # run NAME G PLACEMENT POLICY ATTN → one summary JSON line in $W/NAME.json
 run() {
   local name="$1" g="$2" placement="$3" policy="$4" attn="$5"
+  if [[ -n "$ONLY" && "$name" != calibrate_* && "$ONLY" != *",$name,"* ]]; then return 0; fi
   local hosts=$((g / 2)) ep="$W/$name.endpoints"
   log "$name: G = $g ($hosts hosts × 2 ranks, $attn, placement $placement, $policy, $LINK Mbit/s)"
   "$B/tools/netlab/netlab" --model="$MODEL" --hosts="$hosts" --ranks_per_host=2 --attn="$attn" \
@@ -153,7 +157,7 @@ for g in $GS; do
   run "${prefix}dp_vanilla_rr" "$g" vanilla round_robin dp
   run "${prefix}dp_eplb_ll" "$g" "$eplb" least_loaded dp
   run "${prefix}dp_semantic" "$g" "$sem" semantic dp
-  if [[ -z "$QUICK" ]]; then
+  if [[ -z "$QUICK" || -n "$ONLY" ]]; then  # Quick runs them only when --only names them.
     rep="$(version "$g" --mode=dp --replicas=1)"
     bal="$(version "$g" --mode=dp --expert_balance_eps=0.1)"
     run "${prefix}dp_semantic_replicas" "$g" "$rep" semantic dp
