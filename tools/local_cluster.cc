@@ -24,7 +24,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <cctype>
 #include <cerrno>
 #include <iostream>
 #include <memory>
@@ -83,14 +82,6 @@ namespace semmoe::tools {
 namespace {
 
 std::string argv0;
-
-bool IsNumber(const std::string& s) {
-  if (s.empty()) return false;
-  for (char c : s) {
-    if (!std::isdigit(static_cast<unsigned char>(c))) return false;
-  }
-  return true;
-}
 
 // A fresh file rendezvous (Gloo's file store refuses keys of an earlier run).
 absl::StatusOr<std::string> FileRendezvous(const std::string& run_dir) {
@@ -171,7 +162,8 @@ absl::Status Start(Cluster& c, sigset_t& stop_signals) {
                 << "\n";
     }
   } else {
-    if (IsNumber(placement)) {  // A version in the database: the ranks fetch it from the planner.
+    if (IsVersionNumber(
+            placement)) {  // A version in the database: the ranks fetch it from the planner.
       if (db.empty()) return absl::InvalidArgumentError("--placement VERSION needs --db");
       if (!affinity.empty()) {
         return absl::InvalidArgumentError(
@@ -210,7 +202,7 @@ absl::Status Start(Cluster& c, sigset_t& stop_signals) {
     } else {
       ASSIGN_OR_RETURN(spec.rendezvous, FileRendezvous(c.run_dir));
     }
-    if (IsNumber(spec.placement)) spec.planner = absl::StrCat("127.0.0.1:", c.planner_port);
+    if (IsVersionNumber(spec.placement)) spec.planner = absl::StrCat("127.0.0.1:", c.planner_port);
     std::cout << "starting " << g << " engine ranks" << (spec.name.empty() ? "" : " for arm ")
               << spec.name << " (" << attn << ", placement " << spec.placement << ") ... logs in "
               << c.run_dir << std::endl;
@@ -239,10 +231,10 @@ absl::Status Start(Cluster& c, sigset_t& stop_signals) {
   }
   // The tables of the placement the engines run (not the planner's active version, which the
   // engines do not follow).
-  if (IsNumber(placement) && version_has_tables) {
+  if (IsVersionNumber(placement) && version_has_tables) {
     extra.insert(extra.end(),
                  {"--planner", absl::StrCat("127.0.0.1:", c.planner_port), "--version", placement});
-  } else if (!affinity.empty() && placement != "vanilla" && !IsNumber(placement)) {
+  } else if (!affinity.empty() && placement != "vanilla" && !IsVersionNumber(placement)) {
     extra.insert(extra.end(), {"--affinity", affinity, "--placement", placement});
   } else if (policy == "semantic") {
     std::cout << "router: WARNING: policy semantic without affinity tables (placement "

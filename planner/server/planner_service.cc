@@ -121,12 +121,17 @@ grpc::Status PlannerServiceImpl::GetLayerTables(grpc::ServerContext*,
 absl::StatusOr<std::shared_ptr<const std::string>> PlannerServiceImpl::PromptScores(int64_t version,
                                                                                     uint32_t vocab,
                                                                                     int ranks) {
-  const std::pair<int64_t, uint32_t> key = {version, vocab};
-  std::shared_ptr<const std::string> cached;
+  auto wrong_ranks = [&](int devices) {
+    return absl::FailedPreconditionError(absl::StrCat("version ", version, " places experts on ",
+                                                      devices, " devices; the router serves ",
+                                                      ranks, " ranks"));
+  };
   {
     absl::MutexLock lock(&cache_mu_);
-    for (const auto& [k, bytes] : cache_) {
-      if (k == key) cached = bytes;
+    for (const CachedScores& c : cache_) {
+      if (c.version != version || c.vocab != vocab) continue;
+      if (c.devices != ranks) return wrong_ranks(c.devices);
+      return c.bytes;
     }
   }
   std::optional<Placement> placement;
@@ -135,16 +140,9 @@ absl::StatusOr<std::shared_ptr<const std::string>> PlannerServiceImpl::PromptSco
     absl::MutexLock lock(&mu_);
     ASSIGN_OR_RETURN(planner::PlacementVersion v, store_->Get(version));
     placement = std::move(v.placement);
-    if (cached == nullptr) {
-      ASSIGN_OR_RETURN(tables, store_->GetAffinityTables(version));
-    }
+    ASSIGN_OR_RETURN(tables, store_->GetAffinityTables(version));
   }
-  if (placement->num_devices() != ranks) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("version ", version, " places experts on ", placement->num_devices(),
-                     " devices; the router serves ", ranks, " ranks"));
-  }
-  if (cached != nullptr) return cached;
+  if (placement->num_devices() != ranks) return wrong_ranks(placement->num_devices());
   absl::StatusOr<TokenAffinity> affinity = TokenAffinity::Deserialize(tables);
   if (!affinity.ok()) {
     return absl::DataLossError(absl::StrCat(
@@ -154,7 +152,7 @@ absl::StatusOr<std::shared_ptr<const std::string>> PlannerServiceImpl::PromptSco
                    PromptScoreTable::FromAffinity(*affinity, *placement, vocab));
   auto bytes = std::make_shared<const std::string>(table.Serialize());
   absl::MutexLock lock(&cache_mu_);
-  cache_.emplace_back(key, bytes);
+  cache_.push_back({version, vocab, placement->num_devices(), bytes});
   if (cache_.size() > kCachedScoreTables) cache_.pop_front();
   return bytes;
 }

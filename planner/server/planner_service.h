@@ -96,11 +96,17 @@ class PlannerServiceImpl final : public rpc::PlannerService::Service {
   absl::Mutex mu_;
   std::unique_ptr<PlacementStore> store_ ABSL_GUARDED_BY(mu_);
   const Options options_;
-  // The last few prompt-score tables served, newest last: (version, vocab) → bytes.
+  // The last few prompt-score tables served, newest last, with their version's device count (a
+  // hit needs no store read).
+  struct CachedScores {
+    int64_t version = 0;
+    uint32_t vocab = 0;
+    int devices = 0;
+    std::shared_ptr<const std::string> bytes;
+  };
   static constexpr size_t kCachedScoreTables = 4;
   absl::Mutex cache_mu_;
-  std::deque<std::pair<std::pair<int64_t, uint32_t>, std::shared_ptr<const std::string>>> cache_
-      ABSL_GUARDED_BY(cache_mu_);
+  std::deque<CachedScores> cache_ ABSL_GUARDED_BY(cache_mu_);
 };
 
 }  // namespace semmoe::planner

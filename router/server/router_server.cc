@@ -21,6 +21,20 @@ constexpr char kNoTables[] =
     "no affinity tables (give --affinity and --placement, or --planner): the semantic policy "
     "places by load alone";
 
+// Puts a version's fetched tables in `holder`. Without them the semantic policy would place
+// blind: the fetch's error comes back (the caller says whose). Other policies place by load
+// anyway; the holder keeps the reason for the stats.
+absl::Status HoldFetched(absl::StatusOr<std::shared_ptr<const RouterTables>> fetched, Policy policy,
+                         TablesHolder& holder) {
+  if (fetched.ok()) {
+    holder.Set(*std::move(fetched));
+    return absl::OkStatus();
+  }
+  if (policy == Policy::kSemantic) return fetched.status();
+  holder.Set(nullptr, std::string(fetched.status().message()));
+  return absl::OkStatus();
+}
+
 // The experiment's arms from the planner, each with its engines (options.arms) and its version's
 // tables (held in `tables`).
 absl::StatusOr<std::vector<GroupOptions>> ExperimentGroups(
@@ -51,19 +65,15 @@ absl::StatusOr<std::vector<GroupOptions>> ExperimentGroups(
     }
     tables.push_back(std::make_unique<TablesHolder>());
     const int ranks = static_cast<int>(it->second.size());
-    absl::StatusOr<std::shared_ptr<const RouterTables>> fetched =
-        FetchRouterTables(*stub, arm.version(), ranks, vocab);
-    if (fetched.ok()) {
-      tables.back()->Set(*std::move(fetched));
-    } else if (o.rebatch.policy == Policy::kSemantic) {
+    if (absl::Status held = HoldFetched(FetchRouterTables(*stub, arm.version(), ranks, vocab),
+                                        o.rebatch.policy, *tables.back());
+        !held.ok()) {
       // Routed blind, the arm would not be the version as it serves alone: no experiment.
       return absl::FailedPreconditionError(
           absl::StrCat("experiment ", o.experiment, ": arm ", arm.name(),
-                       " cannot be routed as planned (", fetched.status().message(),
+                       " cannot be routed as planned (", held.message(),
                        "); not starting it. Give the version affinity tables, or "
                        "compare the placements without affinity routing (--policy least_loaded)"));
-    } else {
-      tables.back()->Set(nullptr, std::string(fetched.status().message()));
     }
     groups.push_back({.name = arm.name(),
                       .share_percent = arm.share_percent(),
@@ -153,15 +163,10 @@ absl::StatusOr<std::unique_ptr<RouterServer>> RouterServer::Start(const RouterSe
   } else if (o.experiment == 0 && !o.planner.empty() && o.version > 0) {
     auto stub = planner::rpc::PlannerService::NewStub(
         grpc::CreateChannel(o.planner, grpc::InsecureChannelCredentials()));
-    absl::StatusOr<std::shared_ptr<const RouterTables>> fetched =
-        FetchRouterTables(*stub, o.version, ranks, vocab);
-    if (fetched.ok()) {
-      s->tables_.Set(*std::move(fetched));
-    } else if (o.rebatch.policy == Policy::kSemantic) {
-      return absl::Status(fetched.status().code(),
-                          absl::StrCat("planner ", o.planner, ": ", fetched.status().message()));
-    } else {
-      s->tables_.Set(nullptr, std::string(fetched.status().message()));
+    if (absl::Status held = HoldFetched(FetchRouterTables(*stub, o.version, ranks, vocab),
+                                        o.rebatch.policy, s->tables_);
+        !held.ok()) {
+      return absl::Status(held.code(), absl::StrCat("planner ", o.planner, ": ", held.message()));
     }
   } else if (o.experiment == 0 && !o.planner.empty()) {
     s->watch_ = std::make_unique<PlannerWatch>(o.planner, o.model_name, ranks, vocab, s->tables_);

@@ -36,6 +36,10 @@ absl::StatusOr<int> WaitForPort(Process& process, const std::string& port_file,
   }
 }
 
+bool IsVersionNumber(const std::string& placement) {
+  return !placement.empty() && placement.find_first_not_of("0123456789") == std::string::npos;
+}
+
 absl::StatusOr<VersionInfo> CheckVersion(planner::PlacementStore& store, int64_t version,
                                          int ranks) {
   ASSIGN_OR_RETURN(planner::PlacementVersion v, store.Get(version));

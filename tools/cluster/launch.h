@@ -22,6 +22,9 @@ namespace semmoe::tools {
 absl::StatusOr<int> WaitForPort(Process& process, const std::string& port_file,
                                 const std::string& what, absl::Time deadline);
 
+// Whether a --placement value names a version (all digits) rather than a file or "vanilla".
+bool IsVersionNumber(const std::string& placement);
+
 // A version in the database the engines will fetch from the planner: checked against the group
 // size (InvalidArgument naming both), described for the operator.
 struct VersionInfo {

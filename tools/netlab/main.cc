@@ -70,10 +70,6 @@ namespace {
 
 std::string argv0;
 
-bool IsNumber(const std::string& s) {
-  return !s.empty() && s.find_first_not_of("0123456789") == std::string::npos;
-}
-
 absl::Status Start(LabNetwork& lab, Cluster& c, sigset_t& stop) {
   const std::string model = UserPath(absl::GetFlag(FLAGS_model));
   const int per_host = absl::GetFlag(FLAGS_ranks_per_host);
@@ -86,11 +82,11 @@ absl::Status Start(LabNetwork& lab, Cluster& c, sigset_t& stop) {
   ASSIGN_OR_RETURN(const std::string planner_bin,
                    FindBinary(argv0, absl::GetFlag(FLAGS_planner_binary), "planner/planner"));
   std::string db = UserPath(absl::GetFlag(FLAGS_db));
-  if (IsNumber(placement) && db.empty()) {
+  if (IsVersionNumber(placement) && db.empty()) {
     return absl::InvalidArgumentError("--placement VERSION needs --db");
   }
   if (db.empty()) db = JoinPath(c.run_dir, "planner.db");
-  if (!IsNumber(placement) && placement != "vanilla") placement = UserPath(placement);
+  if (!IsVersionNumber(placement) && placement != "vanilla") placement = UserPath(placement);
 
   // The front host: the planner (placement versions and the ranks' rendezvous).
   const std::string front = lab.Address(0);
@@ -110,7 +106,7 @@ absl::Status Start(LabNetwork& lab, Cluster& c, sigset_t& stop) {
                           .ranks = g,
                           .kv_cache_mb = absl::GetFlag(FLAGS_kv_cache_mb),
                           .run_dir = c.run_dir};
-  if (IsNumber(placement)) spec.planner = planner;
+  if (IsVersionNumber(placement)) spec.planner = planner;
   spec.host = [&lab, per_host](int r) { return lab.Address(1 + r / per_host); };
   const bool pin = absl::GetFlag(FLAGS_pin_cores);
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -134,7 +130,7 @@ absl::Status Start(LabNetwork& lab, Cluster& c, sigset_t& stop) {
               {router_bin, "--model", model, "--listen", front, "--port", "0", "--port_file",
                JoinPath(c.run_dir, "router.port"), "--policy",
                attn == "tp" ? "least_loaded" : policy, "--engines", c.groups[0].Addresses()});
-  if (IsNumber(placement) && attn == "dp") {
+  if (IsVersionNumber(placement) && attn == "dp") {
     argv.insert(argv.end(), {"--planner", planner, "--version", placement});
   }
   ASSIGN_OR_RETURN(c.router, Process::Spawn(argv, JoinPath(c.run_dir, "router.log")));
