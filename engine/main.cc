@@ -80,6 +80,9 @@ ABSL_FLAG(std::string, affinity, "",
 ABSL_FLAG(std::string, layer_tables, "",
           "serve: the placement's A tables (with --affinity): "
           "predict from the devices of the previous layers too");
+ABSL_FLAG(bool, tp_layer_tables, true,
+          "serve (tp): predict from the A tables too when the placement has them; false: from "
+          "the token (T) tables alone");
 ABSL_FLAG(std::string, host, "127.0.0.1", "serve: address to listen on");
 ABSL_FLAG(int, port, 0, "serve: EngineService port (0: any free port)");
 ABSL_FLAG(std::string, port_file, "", "serve: write the bound port here once serving");
@@ -307,6 +310,7 @@ int Serve(int device) {
   }
   o.affinity = UserPath(absl::GetFlag(FLAGS_affinity));
   o.layer_tables = UserPath(absl::GetFlag(FLAGS_layer_tables));
+  o.use_layer_tables = absl::GetFlag(FLAGS_tp_layer_tables);
   o.host = absl::GetFlag(FLAGS_host);
   o.port = absl::GetFlag(FLAGS_port);
   o.port_file = UserPath(absl::GetFlag(FLAGS_port_file));

@@ -3,7 +3,8 @@
 # process started with `ip netns exec`): the ranks meet through the planner's rendezvous on the
 # front host; greedy outputs through the router (Attention-DP: 2 hosts × 2 ranks, so ranks talk
 # both over a host's loopback and over the links) and from rank 0 (Attention-TP: 2 hosts × 1
-# rank) equal the single device; a host whose link goes down is reported by the router within
+# rank, plain and shuffled with a semantic version's T tables through the router) equal the single
+# device; a host whose link goes down is reported by the router within
 # 5 s and no request outlives its deadline; nothing is left behind after Ctrl-C, and a lab killed
 # with SIGKILL is cleaned up by the next one. Skips (saying why) only where namespaces cannot be
 # made.
@@ -97,6 +98,28 @@ for prompt in "The planner reads the traces" "Hello"; do
   [[ -n "$want" && "$got" == "$want" ]] || fail "TP '$prompt': got $got, want $want"
 done
 stop_lab tp
+
+# --- Attention-TP shuffled across hosts: a semantic TP version fetched from the front host's
+# planner, predicting from its T tables alone (--tp_layer_tables=false), through the router.
+: >"$TMP/prompts.jsonl"
+for i in $(seq 1 16); do
+  printf '{"id": "p%d", "text": "The router sends request %d to the rank that holds its experts."}\n' \
+    "$i" "$i" >>"$TMP/prompts.jsonl"
+done
+"$ENGINE" trace --model="$TMP/model" --prompts="$TMP/prompts.jsonl" --out="$TMP/t.trace" 2>/dev/null
+"$PLANNER" build --db="$TMP/p.db" --model=tiny --traces="$TMP/t.trace" --devices=2 --mode=tp \
+  >/dev/null
+start_lab tpsem --hosts=2 --ranks_per_host=1 --attn=tp --db="$TMP/p.db" --placement=1 \
+  --tp_layer_tables=false
+grep -q "predicts tokens' devices with version 1 .*affinity tables alone (--tp_layer_tables=false" \
+  "$TMP/tpsem/rank0.log" || fail "rank 0 does not predict from T alone: $(cat "$TMP/tpsem/rank0.log")"
+for prompt in "The planner reads the traces" "Hello"; do
+  want="$(single_device "$prompt")"
+  got="$("$RCLIENT" generate --target="$(router_of)" --prompt="$prompt" --max_tokens=8 --json |
+    tokens_of)"
+  [[ -n "$want" && "$got" == "$want" ]] || fail "TP shuffled '$prompt': got $got, want $want"
+done
+stop_lab tpsem
 
 # --- A host's link goes down: the router says so within 5 s; requests end by their deadline.
 start_lab down --hosts=2 --ranks_per_host=1 --attn=dp --down_after_s=4 --down_host=2

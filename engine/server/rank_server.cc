@@ -123,7 +123,7 @@ absl::Status RunRankServer(const RankServerOptions& o, absl::Notification& stop)
     }
     affinity = std::make_unique<planner::TokenAffinity>(std::move(*a));
     planner::TransitionTable transitions;
-    if (!bytes.layer_tables.empty()) {
+    if (!bytes.layer_tables.empty() && o.use_layer_tables) {
       absl::StatusOr<planner::TransitionTable> t =
           planner::TransitionTable::Deserialize(bytes.layer_tables);
       if (!t.ok()) {
@@ -140,7 +140,10 @@ absl::Status RunRankServer(const RankServerOptions& o, absl::Notification& stop)
     }
     absl::StrAppend(&serving_with, "; Attention-TP predicts tokens' devices with ",
                     bytes.affinity_name,
-                    transitions.layers.empty() ? "" : absl::StrCat(" and ", bytes.layers_name));
+                    transitions.layers.empty() ? "" : absl::StrCat(" and ", bytes.layers_name),
+                    !bytes.layer_tables.empty() && !o.use_layer_tables
+                        ? " alone (--tp_layer_tables=false: its layer tables are unused)"
+                        : "");
     predictor = std::make_unique<DevicePredictor>(*affinity, placement, std::move(transitions));
   }
 

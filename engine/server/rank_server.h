@@ -32,6 +32,9 @@ struct RankServerOptions {
   // The A tables (TransitionTable::Serialize bytes) for the placement: with `affinity`, tokens'
   // devices are also predicted from the devices their experts used at the previous two layers.
   std::string layer_tables;
+  // False: predict from the T tables alone even when the placement has A tables (planner
+  // versions bring both), to measure what the A tables add.
+  bool use_layer_tables = true;
   // Shuffled Attention-TP: a rank's chunk of a batch may reach (1 + eps) × the mean.
   double token_balance_eps = 0.05;
   std::string host = "127.0.0.1";  // EngineService and the Gloo mesh listen here.

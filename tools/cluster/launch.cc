@@ -83,6 +83,7 @@ absl::Status LaunchEngines(const EngineGroupSpec& spec, absl::Time deadline, sig
                                      "--kv_cache_mb",    absl::StrCat(spec.kv_cache_mb)};
     if (!spec.affinity.empty()) argv.insert(argv.end(), {"--affinity", spec.affinity});
     if (!spec.layer_tables.empty()) argv.insert(argv.end(), {"--layer_tables", spec.layer_tables});
+    if (!spec.use_layer_tables) argv.push_back("--tp_layer_tables=false");
     if (!spec.planner.empty()) argv.insert(argv.end(), {"--planner", spec.planner});
     if (spec.host) argv.insert(argv.end(), {"--host", out.hosts[r]});
     if (spec.launcher) {

@@ -38,6 +38,7 @@ struct EngineGroupSpec {
   std::string name;  // Prefix of its files ("" for the only group; an arm's name in A/B).
   std::string engine_binary, model, attn = "dp", placement = "vanilla";
   std::string affinity, layer_tables;  // Optional files.
+  bool use_layer_tables = true;        // false: Attention-TP predicts from the T tables alone.
   std::string planner;     // HOST:PORT: `placement` is a version the ranks fetch (with its tables).
   std::string rendezvous;  // "file:DIR" or "grpc:HOST:PORT".
   int ranks = 1;

@@ -5,21 +5,25 @@
 # than a GPU, so the link is slowed in proportion: what is emulated is the compute-to-
 # communication ratio, not the absolute speeds.
 #
-#   sudo tools/netlab/bench.sh [--quick] --json OUT [--link_mbit M] [--only S1,S2] [--model DIR]
-#       [--prompts F]
+#   sudo tools/netlab/bench.sh [--quick] --json OUT [--gs 2,4,8] [--link_mbit M] [--only S1,S2]
+#       [--model DIR] [--prompts F]
 #
-# --quick: G = 4 (2 hosts × 2 ranks), short load points (under 15 minutes here); otherwise G = 4
-# and 8. --link_mbit skips the calibration (the unshaped baseline still runs). The share
-# calibrated is the link's own: (dispatch + combine) above the unshaped lab's, against itself plus
-# the experts' time; on this machine a CPU collective through veths costs ~1 ms a call at any
-# rate, which is not the network being emulated ("a2a_share_raw" keeps the whole).
+# --quick: G = 4 (2 hosts × 2 ranks), short load points (under 15 minutes here); otherwise
+# G = 2, 4 and 8 (--gs picks some). G = 2 runs 2 hosts × 1 rank with each rank pinned to its own
+# core (netlab --pin_cores); G = 4 and 8 run 2 ranks per host. Each G is calibrated on its own
+# unshaped vanilla run (its expert time and bytes per call); --link_mbit skips that. The share
+# calibrated is the link's own transfer against itself plus the experts' time; on this machine
+# a CPU collective through veths costs ~1 ms a call at any rate, which is not the network being
+# emulated ("a2a_share_raw" keeps the whole).
 #
 # Writes one JSON object keyed by setting
-# (dp_vanilla_rr, dp_eplb_ll, dp_semantic, ..., tp_plain_vanilla, tp_shuffled_semantic), each
-# with ranks, lar, a2a_bytes_per_token, a2a_share, moe_layer_ms (+ dispatch_ms, experts_ms,
-# combine_ms, wait_ms, a2a_link_ms), goodput_rps, max_rate_in_slo, ttft_p99_ms, tpot_p50_ms,
-# link_mbit and the sweep;
-# keys of the form gN_... at G = 8 in the full run.
+# (dp_vanilla_rr, dp_eplb_ll, dp_semantic, dp_semantic_replicas, dp_semantic_balanced,
+# tp_plain_vanilla, tp_shuffled_semantic (T + A tables), tp_shuffled_t (T tables alone),
+# tp_shuffled_replicas), each with ranks, lar, a2a_bytes_per_token, a2a_share, moe_layer_ms
+# (+ dispatch_ms, experts_ms, combine_ms, wait_ms, a2a_link_ms), goodput_rps, max_rate_in_slo,
+# ttft_p99_ms, tpot_p50_ms, link_mbit and the sweep; keys of G = 4 have no prefix, the others
+# gN_ (g8_dp_semantic, g2_tp_plain_vanilla, ...). --quick runs the first three DP and the first
+# two TP settings unless --only names others.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/../.."
 ROOT="$PWD"
@@ -29,6 +33,7 @@ ONLY=""
 OUT=""
 LINK=""
 FIXED_LINK=""
+GS_FLAG=""
 MODEL="${SEMMOE_SHARED_DIR:-$ROOT/../shared}/models/qwen3-moe-a"
 PROMPTS="${SEMMOE_SHARED_DIR:-$ROOT/../shared}/data/prompts.jsonl"
 while (($#)); do
@@ -39,11 +44,12 @@ while (($#)); do
     --model) MODEL="$2"; shift ;;
     --prompts) PROMPTS="$2"; shift ;;
     --only) ONLY=",$2,"; shift ;;
+    --gs) GS_FLAG="${2//,/ }"; shift ;;
     *) echo "bench.sh: unknown flag $1" >&2; exit 2 ;;
   esac
   shift
 done
-[[ -n "$OUT" ]] || { echo "usage: bench.sh [--quick] --json OUT [--link_mbit M]" >&2; exit 2; }
+[[ -n "$OUT" ]] || { echo "usage: bench.sh [--quick] --json OUT [--gs 2,4,8] [--link_mbit M]" >&2; exit 2; }
 [[ "$(id -u)" == 0 ]] || { echo "bench.sh: the network lab needs root" >&2; exit 1; }
 [[ -f "$MODEL/config.json" && -f "$PROMPTS" ]] || { echo "bench.sh: no model/prompts" >&2; exit 1; }
 OUT="$(realpath -m "$OUT")"
@@ -58,8 +64,13 @@ log() { echo "[bench $(date +%T)] $*" >&2; }
 if [[ -n "$QUICK" ]]; then
   PROFILE_N=200; SERVE_N=200; RATES="1,2,4,6"; POINT_S=12; GS="4"
 else
-  PROFILE_N=600; SERVE_N=600; RATES="1,2,3,4,6,8"; POINT_S=25; GS="4 8"
+  PROFILE_N=600; SERVE_N=600; RATES="2,4,6,8,10"; POINT_S=20; GS="2 4 8"
 fi
+[[ -n "$GS_FLAG" ]] && GS="$GS_FLAG"
+for g in $GS; do
+  [[ "$g" =~ ^[0-9]+$ && "$g" -ge 2 && $((g % 2)) == 0 ]] ||
+    { echo "bench.sh: --gs takes even group sizes ≥ 2, got $g" >&2; exit 2; }
+done
 # Odd lines profile, even lines serve (as docs/PERFORMANCE.md's router comparison).
 awk -v n="$PROFILE_N" 'NR % 2 == 1 && ++c <= n' "$PROMPTS" >"$W/profile.jsonl"
 awk -v n="$SERVE_N" 'NR % 2 == 0 && ++c <= n' "$PROMPTS" >"$W/serve.jsonl"
@@ -73,15 +84,23 @@ version() {  # version G ARGS... → prints the new version number
     "${@:2}" | grep -o '^version [0-9]*' | cut -d' ' -f2
 }
 
-# run NAME G PLACEMENT POLICY ATTN → one summary JSON line in $W/NAME.json
+# run NAME G PLACEMENT POLICY ATTN [NETLAB FLAGS...] → one summary JSON line in $W/NAME.json,
+# on $HOSTS hosts × $PER_HOST ranks ($PIN: pinned) with links of $LINK Mbit/s.
 run() {
   local name="$1" g="$2" placement="$3" policy="$4" attn="$5"
-  if [[ -n "$ONLY" && "$name" != calibrate_* && "$ONLY" != *",$name,"* ]]; then return 0; fi
-  local hosts=$((g / 2)) ep="$W/$name.endpoints"
-  log "$name: G = $g ($hosts hosts × 2 ranks, $attn, placement $placement, $policy, $LINK Mbit/s)"
-  "$B/tools/netlab/netlab" --model="$MODEL" --hosts="$hosts" --ranks_per_host=2 --attn="$attn" \
-    --placement="$placement" --db="$DB" --router_policy="$policy" --link_mbit="$LINK" \
-    --kv_cache_mb=128 --run_dir="$W/$name" --endpoints_file="$ep" >"$W/$name.out" 2>&1 &
+  shift 5
+  if [[ -n "$ONLY" && "$name" != calibrate_* && "$ONLY" != *",${name#g[0-9]*_},"* &&
+        "$ONLY" != *",$name,"* ]]; then
+    return 0
+  fi
+  local ep="$W/$name.endpoints" pinned=false
+  [[ -n "$PIN" ]] && pinned=true
+  log "$name: G = $g ($HOSTS hosts × $PER_HOST ranks${PIN:+, pinned}, $attn, placement" \
+    "$placement, $policy, $LINK Mbit/s${*:+, $*})"
+  "$B/tools/netlab/netlab" --model="$MODEL" --hosts="$HOSTS" --ranks_per_host="$PER_HOST" \
+    --attn="$attn" --placement="$placement" --db="$DB" --router_policy="$policy" \
+    --link_mbit="$LINK" --kv_cache_mb=128 --run_dir="$W/$name" --endpoints_file="$ep" $PIN "$@" \
+    >"$W/$name.out" 2>&1 &
   local pid=$!
   for _ in $(seq 1 1800); do [[ -s "$ep" ]] && break; sleep 0.1; done
   [[ -s "$ep" ]] || { cat "$W/$name.out" >&2; kill -INT "$pid"; wait "$pid" || true; return 1; }
@@ -97,67 +116,76 @@ run() {
     --out="$W/$name.sweep.json" >"$W/$name.loadgen.out" 2>&1
   "$B/tools/netlab/lab_report" snapshot --engines="$engines" --out="$W/$name.after.json"
   "$B/tools/netlab/lab_report" summary --before="$W/$name.before.json" \
-    --after="$W/$name.after.json" --loadgen="$W/$name.sweep.json" --setting="$name" \
-    >"$W/$name.json"
+    --after="$W/$name.after.json" --loadgen="$W/$name.sweep.json" --setting="$name" |
+    jq -c --argjson per_host "$PER_HOST" --argjson link "$LINK" --argjson pinned "$pinned" \
+      '.ranks_per_host = $per_host | .link_mbit = $link | .pinned = $pinned' >"$W/$name.json"
   kill -INT "$pid"
   wait "$pid" || true
-  log "$name: $(jq -c '{lar, a2a_bytes_per_token, moe_layer_ms, dispatch_ms, experts_ms, combine_ms, max_rate_in_slo}' "$W/$name.json")"
+  [[ "$name" == calibrate_*_unshaped ]] || with_link_share "$W/$name.json"
+  log "$name: $(jq -c '{lar, a2a_bytes_per_token, moe_layer_ms, dispatch_ms, experts_ms, combine_ms, a2a_share, max_rate_in_slo}' "$W/$name.json")"
 }
 
 # The link's own cost: (dispatch + combine) over that of the same group on unshaped links
 # (the fixed cost of a CPU collective through veths, ~1 ms a call here, is not the network's),
 # and its share of (that cost + the experts): the compute-to-communication ratio emulated.
-BASE_A2A=""
-with_link_share() {  # with_link_share FILE: adds a2a_link_ms and a2a_share
-  jq -c --argjson base "$BASE_A2A" --argjson link "$LINK" '
-    .a2a_link_ms = ([.dispatch_ms + .combine_ms - $base, 0] | max)
-    | .link_transfer_ms = (if $link > 0
-                           then (.peer_bytes_per_call_max * (.ranks - 2) / (.ranks - 1)) * 8
-                                / ($link * 1e6) * 1000
+# A rank's peers on other hosts are (ranks - ranks_per_host) / (ranks - 1) of its peers, and its
+# link carries that share of the bytes it sends them.
+BASE_A2A=0
+LINK_FRACTION='(.ranks - .ranks_per_host) / (.ranks - 1)'
+with_link_share() {  # with_link_share FILE: adds a2a_link_ms, link_transfer_ms and a2a_share
+  jq -c --argjson base "$BASE_A2A" "
+    .a2a_link_ms = ([.dispatch_ms + .combine_ms - \$base, 0] | max)
+    | .link_transfer_ms = (if .link_mbit > 0
+                           then .peer_bytes_per_call_max * $LINK_FRACTION * 8
+                                / (.link_mbit * 1e6) * 1000
                            else 0 end)
     | .a2a_share = (if .a2a_link_ms + .experts_ms > 0
-                    then .a2a_link_ms / (.a2a_link_ms + .experts_ms) else 0 end)' "$1" >"$1.tmp"
+                    then .a2a_link_ms / (.a2a_link_ms + .experts_ms) else 0 end)" "$1" >"$1.tmp"
   mv "$1.tmp" "$1"
 }
 
-# Calibrate: vanilla DP at G = 4 on unshaped links measures the experts' time per MoE-layer call
-# and the bytes a rank sends its peers per call; with 2 ranks per host, (G - 2) / (G - 1) of its
-# peers are on other hosts, and its link carries that share (2/3 at G = 4). The rate that makes the link's transfer
-# time 55% of (transfer + experts) follows; a run at that rate checks it. (Subtracting the
+# Calibrate one G: vanilla DP on unshaped links measures the experts' time per MoE-layer call
+# and the bytes a rank sends its peers per call; the rate that makes the link's share of them
+# take 55% of (transfer + experts) follows, and a run at that rate checks it. (Subtracting the
 # unshaped lab's all-to-all time from a shaped one's, as the first version of this did, is
 # dominated by noise: the link adds ~0.1-0.5 ms to a ~5 ms, jittery collective.)
-RATES_SAVE="$RATES" POINT_SAVE="$POINT_S"
-RATES="2"; POINT_S=15
-LINK=0
-run calibrate_unshaped 4 vanilla round_robin dp
-BASE_A2A="$(jq '.dispatch_ms + .combine_ms' "$W/calibrate_unshaped.json")"
-if [[ -z "${FIXED_LINK:-}" ]]; then
-  LINK="$(jq '(.peer_bytes_per_call_max * (.ranks - 2) / (.ranks - 1)) * 8
-              / ((.experts_ms * 0.55 / 0.45) / 1000) / 1e6
-              | if . < 1 then 1 else . end | floor' "$W/calibrate_unshaped.json")"
-  log "calibration: experts $(jq .experts_ms "$W/calibrate_unshaped.json") ms and" \
-    "$(jq .peer_bytes_per_call_max "$W/calibrate_unshaped.json") B to peers per call → $LINK Mbit/s"
-  run "calibrate_$LINK" 4 vanilla round_robin dp
-  with_link_share "$W/calibrate_$LINK.json"
-  log "calibration check at $LINK Mbit/s: the link's measured share" \
-    "$(jq .a2a_share "$W/calibrate_$LINK.json") (noisy: a difference of two ~5 ms times)"
-else
-  LINK="$FIXED_LINK"
-fi
-RATES="$RATES_SAVE"; POINT_S="$POINT_SAVE"
-log "link: $LINK Mbit/s"
-
-if [[ -n "${CALIBRATE_ONLY:-}" ]]; then exit 0; fi
+calibrate() {  # calibrate G: sets LINK and BASE_A2A
+  local g="$1" rates="$RATES" point="$POINT_S"
+  RATES="2"; POINT_S=15
+  LINK=0
+  run "calibrate_g${g}_unshaped" "$g" vanilla round_robin dp
+  BASE_A2A="$(jq '.dispatch_ms + .combine_ms' "$W/calibrate_g${g}_unshaped.json")"
+  if [[ -z "$FIXED_LINK" ]]; then
+    LINK="$(jq ".peer_bytes_per_call_max * $LINK_FRACTION * 8
+                / ((.experts_ms * 0.55 / 0.45) / 1000) / 1e6
+                | if . < 1 then 1 else . end | floor" "$W/calibrate_g${g}_unshaped.json")"
+    log "calibration G = $g: experts $(jq .experts_ms "$W/calibrate_g${g}_unshaped.json") ms and" \
+      "$(jq .peer_bytes_per_call_max "$W/calibrate_g${g}_unshaped.json") B to peers per call" \
+      "→ $LINK Mbit/s"
+    run "calibrate_g${g}_$LINK" "$g" vanilla round_robin dp
+    log "calibration check at $LINK Mbit/s: the link's measured share" \
+      "$(jq .a2a_share "$W/calibrate_g${g}_$LINK.json") (noisy: a difference of two ~5 ms times)"
+  else
+    LINK="$FIXED_LINK"
+  fi
+  RATES="$rates"; POINT_S="$point"
+  log "G = $g: links of $LINK Mbit/s"
+}
 
 for g in $GS; do
-  prefix=""; [[ "$g" != 4 ]] && prefix="g${g}_"
+  prefix="g${g}_"; [[ "$g" == 4 ]] && prefix=""
+  HOSTS=$((g / 2)); PER_HOST=2; PIN=""
+  if [[ "$g" == 2 ]]; then HOSTS=2; PER_HOST=1; PIN="--pin_cores"; fi
+  calibrate "$g"
+  if [[ -n "${CALIBRATE_ONLY:-}" ]]; then continue; fi
+  full=""; [[ -z "$QUICK" || -n "$ONLY" ]] && full=1  # Quick runs the rest only when --only names them.
   eplb="$(version "$g" --mode=dp --algo=eplb)"
   sem="$(version "$g" --mode=dp)"
   tp="$(version "$g" --mode=tp)"
   run "${prefix}dp_vanilla_rr" "$g" vanilla round_robin dp
   run "${prefix}dp_eplb_ll" "$g" "$eplb" least_loaded dp
   run "${prefix}dp_semantic" "$g" "$sem" semantic dp
-  if [[ -z "$QUICK" || -n "$ONLY" ]]; then  # Quick runs them only when --only names them.
+  if [[ -n "$full" ]]; then
     rep="$(version "$g" --mode=dp --replicas=1)"
     bal="$(version "$g" --mode=dp --expert_balance_eps=0.1)"
     run "${prefix}dp_semantic_replicas" "$g" "$rep" semantic dp
@@ -165,19 +193,22 @@ for g in $GS; do
   fi
   run "${prefix}tp_plain_vanilla" "$g" vanilla least_loaded tp
   run "${prefix}tp_shuffled_semantic" "$g" "$tp" least_loaded tp
+  if [[ -n "$full" ]]; then
+    tprep="$(version "$g" --mode=tp --replicas=1)"
+    run "${prefix}tp_shuffled_t" "$g" "$tp" least_loaded tp --tp_layer_tables=false
+    run "${prefix}tp_shuffled_replicas" "$g" "$tprep" least_loaded tp
+  fi
 done
 
-# One object keyed by setting (calibration runs left out), each with the link rate.
+# One object keyed by setting (calibration runs left out), each with its G's link rate.
 {
   echo "{"
   first=1
   for f in "$W"/*.json; do
     case "$f" in *.before.json|*.after.json|*.sweep.json|*/calibrate_*) continue ;; esac
-    name="$(basename "$f" .json)"
-    with_link_share "$f"
     [[ -n "$first" ]] || echo ","
     first=""
-    printf '"%s": %s' "$name" "$(sed "s/^{/{\"link_mbit\":$LINK,/" "$f")"
+    printf '"%s": %s' "$(basename "$f" .json)" "$(cat "$f")"
   done
   echo "}"
 } >"$OUT"

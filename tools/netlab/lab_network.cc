@@ -53,7 +53,18 @@ bool Alive(pid_t pid) { return kill(pid, 0) == 0 || errno == EPERM; }
 
 int RemoveStaleLabs(const std::string& ip) {
   int removed = 0;
-  const std::regex netns(R"(^smlab(\d+)h\d+)"), bridge(R"(^\d+: (sl(\d+)br)[:@])");
+  // Links first: the root ends of the veths (removing both ends at once, where a deleted
+  // namespace's veths would go later, asynchronously) and the bridges.
+  const std::regex link(R"(^\d+: (sl(\d+)(h\d+|br))[:@])"), netns(R"(^smlab(\d+)h\d+)");
+  if (absl::StatusOr<std::string> links = Capture({ip, "-o", "link", "show"}); links.ok()) {
+    for (absl::string_view line : absl::StrSplit(*links, '\n')) {
+      std::cmatch m;
+      const std::string l(line);
+      if (std::regex_search(l.c_str(), m, link) && !Alive(std::stoi(m[2].str()))) {
+        if (Capture({ip, "link", "del", m[1].str()}).ok()) ++removed;
+      }
+    }
+  }
   if (absl::StatusOr<std::string> list = Capture({ip, "netns", "list"}); list.ok()) {
     for (absl::string_view line : absl::StrSplit(*list, '\n')) {
       std::cmatch m;
@@ -61,16 +72,6 @@ int RemoveStaleLabs(const std::string& ip) {
       if (std::regex_search(l.c_str(), m, netns) && !Alive(std::stoi(m[1].str()))) {
         const std::string name = l.substr(0, l.find(' '));
         if (Capture({ip, "netns", "del", name}).ok()) ++removed;
-      }
-    }
-  }
-  if (absl::StatusOr<std::string> links = Capture({ip, "-o", "link", "show", "type", "bridge"});
-      links.ok()) {
-    for (absl::string_view line : absl::StrSplit(*links, '\n')) {
-      std::cmatch m;
-      const std::string l(line);
-      if (std::regex_search(l.c_str(), m, bridge) && !Alive(std::stoi(m[2].str()))) {
-        if (Capture({ip, "link", "del", m[1].str()}).ok()) ++removed;
       }
     }
   }
@@ -184,6 +185,9 @@ std::string LabNetwork::Describe() const {
 }
 
 LabNetwork::~LabNetwork() {
+  // Each veth pair goes first, by its root end: that removes both ends before returning, whereas
+  // a deleted namespace's veths go later, in the kernel's asynchronous namespace clean-up.
+  for (int h = 0; h < options_.hosts; ++h) (void)Run({ip_, "link", "del", RootVeth(h)});
   for (int h = 0; h < options_.hosts; ++h) (void)Run({ip_, "netns", "del", Namespace(h)});
   (void)Run({ip_, "link", "del", Bridge()});
 }

@@ -59,7 +59,7 @@ class LabNetwork {
   std::string notes_;  // What was asked but this kernel cannot do.
 };
 
-// Removes the namespaces and bridges of labs whose process is gone. Returns how many.
+// Removes the veths, bridges and namespaces of labs whose process is gone. Returns how many.
 int RemoveStaleLabs(const std::string& ip);
 
 }  // namespace semmoe::tools

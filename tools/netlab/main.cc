@@ -4,6 +4,7 @@
 //   netlab --model DIR [--hosts 2] [--ranks_per_host 1] [--link_mbit 1000] [--latency_us 0]
 //          [--attn dp|tp] [--placement vanilla|FILE|VERSION --db DB] [--router_policy semantic]
 //          [--run_dir DIR] [--endpoints_file F] [--down_after_s S --down_host H] [--pin_cores]
+//          [--tp_layer_tables=false]
 //
 // Host 0 is the front host: `planner serve` (the placement store and the ranks' rendezvous) and,
 // under Attention-DP, the router. Hosts 1..H run --ranks_per_host engine ranks each (rank r on
@@ -58,6 +59,8 @@ ABSL_FLAG(std::string, run_dir, "", "logs and ports (default: a fresh /tmp dir)"
 ABSL_FLAG(std::string, endpoints_file, "", "write the endpoints here as JSON once serving");
 ABSL_FLAG(bool, pin_cores, false,
           "pin engine rank r to CPU core r mod cores (taskset), so ranks do not share a core");
+ABSL_FLAG(bool, tp_layer_tables, true,
+          "Attention-TP with a version: predict from its A tables too (false: T tables alone)");
 ABSL_FLAG(int, startup_timeout_s, 180, "seconds to wait for every process to serve");
 ABSL_FLAG(double, down_after_s, 0, "take --down_host's link down this long after serving");
 ABSL_FLAG(int, down_host, 1, "with --down_after_s: the host whose link fails");
@@ -107,6 +110,7 @@ absl::Status Start(LabNetwork& lab, Cluster& c, sigset_t& stop) {
                           .kv_cache_mb = absl::GetFlag(FLAGS_kv_cache_mb),
                           .run_dir = c.run_dir};
   if (IsVersionNumber(placement)) spec.planner = planner;
+  spec.use_layer_tables = absl::GetFlag(FLAGS_tp_layer_tables);
   spec.host = [&lab, per_host](int r) { return lab.Address(1 + r / per_host); };
   const bool pin = absl::GetFlag(FLAGS_pin_cores);
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
