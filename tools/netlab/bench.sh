@@ -64,8 +64,19 @@ log() { echo "[bench $(date +%T)] $*" >&2; }
 if [[ -n "$QUICK" ]]; then
   PROFILE_N=200; SERVE_N=200; RATES="1,2,4,6"; POINT_S=12; GS="4"
 else
-  PROFILE_N=600; SERVE_N=600; RATES="2,4,6,8,10"; POINT_S=20; GS="2 4 8"
+  PROFILE_N=600; SERVE_N=600; RATES=""; POINT_S=15; GS="2 4 8"
 fi
+# The full run's sweep for G ranks: past the knee (where p50 TPOT nears the SLO's 200 ms), which
+# moves up with G here because a step's time is mostly collectives whose cost hardly grows with
+# the batch.
+sweep_rates() {
+  if [[ -n "$QUICK" ]]; then echo "$RATES"; return; fi
+  case "$1" in
+    2) echo "1,2,3,4,5,6,7,8" ;;
+    4) echo "2,4,6,8,10,12,14" ;;
+    *) echo "2,4,6,8,10,12,14,16,18,20" ;;
+  esac
+}
 [[ -n "$GS_FLAG" ]] && GS="$GS_FLAG"
 for g in $GS; do
   [[ "$g" =~ ^[0-9]+$ && "$g" -ge 2 && $((g % 2)) == 0 ]] ||
@@ -112,8 +123,8 @@ run() {
     --duration_s=3 --max_tokens=16 --max_prompt_chars=600 >/dev/null 2>&1 || true
   "$B/tools/netlab/lab_report" snapshot --engines="$engines" --out="$W/$name.before.json"
   "$B/tools/loadgen/loadgen" --target="$router" --prompts="$W/serve.jsonl" --sweep \
-    --rates="$RATES" --duration_s="$POINT_S" --max_tokens=32 --max_prompt_chars=600 \
-    --out="$W/$name.sweep.json" >"$W/$name.loadgen.out" 2>&1
+    --rates="$RATES" --duration_s="$POINT_S" --drain_s=30 --max_tokens=32 \
+    --max_prompt_chars=600 --out="$W/$name.sweep.json" >"$W/$name.loadgen.out" 2>&1
   "$B/tools/netlab/lab_report" snapshot --engines="$engines" --out="$W/$name.after.json"
   "$B/tools/netlab/lab_report" summary --before="$W/$name.before.json" \
     --after="$W/$name.after.json" --loadgen="$W/$name.sweep.json" --setting="$name" |
@@ -176,6 +187,7 @@ for g in $GS; do
   prefix="g${g}_"; [[ "$g" == 4 ]] && prefix=""
   HOSTS=$((g / 2)); PER_HOST=2; PIN=""
   if [[ "$g" == 2 ]]; then HOSTS=2; PER_HOST=1; PIN="--pin_cores"; fi
+  RATES="$(sweep_rates "$g")"
   calibrate "$g"
   if [[ -n "${CALIBRATE_ONLY:-}" ]]; then continue; fi
   full=""; [[ -z "$QUICK" || -n "$ONLY" ]] && full=1  # Quick runs the rest only when --only names them.
