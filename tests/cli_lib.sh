@@ -11,3 +11,19 @@ expect_error() {  # expect_error CODE SUBSTRING -- command...
   [[ "$rc" == "$code" ]] || fail "exit $rc (want $code) from: $* -- $out"
   grep -qF -- "$text" <<<"$out" || fail "no '$text' in: $out"
 }
+
+# tp_version ENGINE PLANNER MODEL DB: traces 16 short prompts on MODEL and builds a semantic
+# Attention-TP version for 2 devices (version 1 in a fresh DB) with its affinity and A tables;
+# the trace stays in $TMP/t.trace.
+tp_version() {
+  local engine="$1" planner="$2" model="$3" db="$4"
+  : >"$TMP/tp_prompts.jsonl"
+  for i in $(seq 1 16); do
+    printf '{"id": "p%d", "text": "The router sends request %d to the rank that holds its experts."}\n' \
+      "$i" "$i" >>"$TMP/tp_prompts.jsonl"
+  done
+  "$engine" trace --model="$model" --prompts="$TMP/tp_prompts.jsonl" --out="$TMP/t.trace" \
+    2>/dev/null
+  "$planner" build --db="$db" --model=tiny --traces="$TMP/t.trace" --devices=2 --mode=tp \
+    >/dev/null
+}

@@ -104,14 +104,7 @@ grep -q "rank 1 exited (signal 9)" "$TMP/crash.out" || fail "cause: $(cat "$TMP/
 no_processes_left crash
 
 # --- Attention-TP with the planner: a semantic TP version and its affinity tables.
-: >"$TMP/prompts.jsonl"
-for i in $(seq 1 16); do
-  printf '{"id": "p%d", "text": "The router sends request %d to the rank that holds its experts."}\n' \
-    "$i" "$i" >>"$TMP/prompts.jsonl"
-done
-"$ENGINE" trace --model="$TMP/model" --prompts="$TMP/prompts.jsonl" --out="$TMP/t.trace" 2>/dev/null
-"$PLANNER" build --db="$TMP/p.db" --model=tiny --traces="$TMP/t.trace" --devices=2 --mode=tp \
-  >/dev/null
+tp_version "$ENGINE" "$PLANNER" "$TMP/model" "$TMP/p.db"
 start_cluster tp --ranks=2 --attn=tp --db="$TMP/p.db" --placement=1
 grep -q "placement: version 1" "$TMP/tp.out" || fail "version: $(cat "$TMP/tp.out")"
 grep -q "planner   127.0.0.1:" "$TMP/tp.out" || fail "planner endpoint: $(cat "$TMP/tp.out")"

@@ -73,6 +73,16 @@ single_device() {
   "$ENGINE" generate --model="$TMP/model" --prompt="$1" --max_tokens=8 --greedy --ignore_eos \
     --json 2>/dev/null | tokens_of
 }
+router_equals_single_device() {  # router_equals_single_device WHAT PROMPT...: via $EP's router
+  local what="$1" prompt want got
+  shift
+  for prompt in "$@"; do
+    want="$(single_device "$prompt")"
+    got="$("$RCLIENT" generate --target="$(router_of)" --prompt="$prompt" --max_tokens=8 --json |
+      tokens_of)"
+    [[ -n "$want" && "$got" == "$want" ]] || fail "$what '$prompt': got $got, want $want"
+  done
+}
 
 # --- Attention-DP, 2 hosts × 2 ranks (G = 4): through the router from this machine.
 start_lab dp --hosts=2 --ranks_per_host=2 --attn=dp
@@ -81,12 +91,8 @@ grep -q "rank 3 on host 2" "$TMP/dp.out" || fail "placement of ranks: $(cat "$TM
   fail "ranks not on two hosts: $(cat "$EP")"
 grep -q -- "--rendezvous grpc:$SUBNET.1:" <<<"$(pgrep -af -- "$TMP/dp/")" ||
   fail "the ranks do not meet through the front host's planner"
-for prompt in "The planner reads the traces" "def forward(self, x): return" "Hello" "Experts move"; do
-  want="$(single_device "$prompt")"
-  got="$("$RCLIENT" generate --target="$(router_of)" --prompt="$prompt" --max_tokens=8 --json |
-    tokens_of)"
-  [[ -n "$want" && "$got" == "$want" ]] || fail "DP '$prompt': got $got, want $want"
-done
+router_equals_single_device DP "The planner reads the traces" "def forward(self, x): return" \
+  "Hello" "Experts move"
 stop_lab dp
 
 # --- Attention-TP, 2 hosts × 1 rank: rank 0 takes requests; heads split across the link.
@@ -101,24 +107,12 @@ stop_lab tp
 
 # --- Attention-TP shuffled across hosts: a semantic TP version fetched from the front host's
 # planner, predicting from its T tables alone (--tp_layer_tables=false), through the router.
-: >"$TMP/prompts.jsonl"
-for i in $(seq 1 16); do
-  printf '{"id": "p%d", "text": "The router sends request %d to the rank that holds its experts."}\n' \
-    "$i" "$i" >>"$TMP/prompts.jsonl"
-done
-"$ENGINE" trace --model="$TMP/model" --prompts="$TMP/prompts.jsonl" --out="$TMP/t.trace" 2>/dev/null
-"$PLANNER" build --db="$TMP/p.db" --model=tiny --traces="$TMP/t.trace" --devices=2 --mode=tp \
-  >/dev/null
+tp_version "$ENGINE" "$PLANNER" "$TMP/model" "$TMP/p.db"
 start_lab tpsem --hosts=2 --ranks_per_host=1 --attn=tp --db="$TMP/p.db" --placement=1 \
   --tp_layer_tables=false
 grep -q "predicts tokens' devices with version 1 .*affinity tables alone (--tp_layer_tables=false" \
   "$TMP/tpsem/rank0.log" || fail "rank 0 does not predict from T alone: $(cat "$TMP/tpsem/rank0.log")"
-for prompt in "The planner reads the traces" "Hello"; do
-  want="$(single_device "$prompt")"
-  got="$("$RCLIENT" generate --target="$(router_of)" --prompt="$prompt" --max_tokens=8 --json |
-    tokens_of)"
-  [[ -n "$want" && "$got" == "$want" ]] || fail "TP shuffled '$prompt': got $got, want $want"
-done
+router_equals_single_device "TP shuffled" "The planner reads the traces" "Hello"
 stop_lab tpsem
 
 # --- A host's link goes down: the router says so within 5 s; requests end by their deadline.

@@ -248,6 +248,7 @@ struct RankResult {
   std::vector<std::vector<Routing>> routing;  // [forward][moe layer], rows this rank routed.
   std::vector<MoeLayerCounters> counters;
   CommCounters comm;
+  std::vector<int32_t> tp_devices;  // TpLayerStage::last_devices() after the last forward.
 };
 
 using Param = std::tuple<std::string, int, Mode, Layout>;
@@ -312,6 +313,9 @@ TEST_P(ParallelForwardTest, MatchesOneDeviceAndCountsBytesExactly) {
       mine.outputs = std::move(*outputs);
       mine.counters = (*rank_model)->ffn().counters();
       mine.comm = (*comm)->counters();
+      if ((*rank_model)->tp_stage() != nullptr) {
+        mine.tp_devices = (*rank_model)->tp_stage()->last_devices();
+      }
     });
   }
   for (std::thread& t : threads) t.join();
@@ -359,6 +363,32 @@ TEST_P(ParallelForwardTest, MatchesOneDeviceAndCountsBytesExactly) {
     }
     if (mode == Mode::kTpPlain) EXPECT_EQ(uneven, 0);
     if (mode == Mode::kTpShuffled) EXPECT_GT(uneven, 0) << "the slack was never used";
+  }
+
+  // With the A tables, the all-gather also tells every rank each token's home device at the latest
+  // MoE layer: every rank must hold the same list, and it must be the home devices of the rows
+  // the ranks routed there (as a multiset: the chunks' order is the shuffle's).
+  if (predictor != nullptr && predictor->uses_history() && !results[0].routing.empty()) {
+    std::vector<int32_t> homes;
+    const int last = static_cast<int>(results[0].routing.back().size()) - 1;
+    for (int r = 0; r < g; ++r) {
+      const Routing& routed = results[r].routing.back()[last];
+      for (int t = 0; t < routed.tokens(); ++t) {
+        std::vector<int> count(g, 0);
+        for (int j = 0; j < routed.top_k; ++j) {
+          ++count[placement->Device(last, routed.expert_ids[t * routed.top_k + j])];
+        }
+        homes.push_back(static_cast<int32_t>(std::max_element(count.begin(), count.end()) -
+                                             count.begin()));
+      }
+    }
+    std::sort(homes.begin(), homes.end());
+    for (int r = 0; r < g; ++r) {
+      EXPECT_EQ(results[r].tp_devices, results[0].tp_devices) << "rank " << r;
+      std::vector<int32_t> got = results[r].tp_devices;
+      std::sort(got.begin(), got.end());
+      EXPECT_EQ(got, homes) << "rank " << r << ": the devices the all-gather carried";
+    }
   }
 
   // Bytes: recompute each rank's dispatch/combine traffic from the routing it ran.

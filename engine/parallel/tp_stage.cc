@@ -61,24 +61,35 @@ absl::Status TpLayerStage::Run(int layer, const model::BatchTokens& tokens, Matr
   RETURN_IF_ERROR(ffn_.Run(layer, chunk, ffn, routing));
   chunk += ffn;
 
-  // Where each token's experts were, for the next layers' predictions (only the chunk's owner
-  // knows; a small all-gather of one i32 per token shares it).
+  // Shuffled all-gather: every rank gets every chunk and unpacks it into batch order. With the A
+  // tables each row also carries, after its hidden state, the device that served its experts
+  // here (only the chunk's owner knows it), for the next layers' predictions: one collective
+  // rather than a second all-gather of one i32 per token, whose fixed cost is that of a whole
+  // collective.
   start = absl::Now();
   if (predictor_ != nullptr && predictor_->uses_history() && moe_index_[layer] >= 0) {
-    std::vector<int64_t> token_counts(plan.counts.begin(), plan.counts.end());
-    std::vector<int32_t> devices(total);
-    RETURN_IF_ERROR(comm_.AllGatherV(absl::MakeConstSpan(ffn_.last_devices()), token_counts,
-                                     absl::MakeSpan(devices)));
+    const int width = hidden_ + 1;
+    const std::vector<int32_t>& served = ffn_.last_devices();
+    Matrix mine(rows, width), all(total, width);
+    for (int64_t i = 0; i < rows; ++i) {
+      mine.row(i).head(hidden_) = chunk.row(i);
+      mine(i, hidden_) = static_cast<float>(served[i]);  // Exact: a device index or −1.
+    }
+    std::vector<int64_t> wide(g);
+    for (int r = 0; r < g; ++r) wide[r] = plan.counts[r] * width;
+    RETURN_IF_ERROR(comm_.AllGatherV(absl::Span<const float>(mine.data(), mine.size()), wide,
+                                     absl::Span<float>(all.data(), all.size())));
     for (int64_t i = 0; i < total; ++i) {
       const int32_t t = plan.order[i];
+      x.row(t) = all.row(i).head(hidden_);
       prev2_[t] = prev1_[t];
-      prev1_[t] = devices[i];
+      prev1_[t] = static_cast<int32_t>(all(i, hidden_));
     }
+  } else {
+    RETURN_IF_ERROR(comm_.AllGatherV(absl::Span<const float>(chunk.data(), chunk.size()), counts,
+                                     absl::Span<float>(packed.data(), packed.size())));
+    for (int64_t i = 0; i < total; ++i) x.row(plan.order[i]) = packed.row(i);
   }
-  // Shuffled all-gather: every rank gets every chunk and unpacks it into batch order.
-  RETURN_IF_ERROR(comm_.AllGatherV(absl::Span<const float>(chunk.data(), chunk.size()), counts,
-                                   absl::Span<float>(packed.data(), packed.size())));
-  for (int64_t i = 0; i < total; ++i) x.row(plan.order[i]) = packed.row(i);
   const double sag = absl::ToDoubleSeconds(absl::Now() - start);
   counters_.sag_seconds += sag;
   counters_.sag_seconds_per_layer[layer] += sag;

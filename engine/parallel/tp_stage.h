@@ -45,6 +45,10 @@ class TpLayerStage final : public model::LayerStage {
                    model::Matrix& attn, model::Routing* routing) override;
 
   const TpStageCounters& counters() const { return counters_; }
+  // Per token of the latest batch (batch order): the device holding the homes of most of its
+  // experts at the latest MoE layer, as this rank learned it from the all-gather. Only kept with
+  // the A tables (the predictor uses history); otherwise −1.
+  const std::vector<int32_t>& last_devices() const { return prev1_; }
 
  private:
   ShufflePlan Plan(int layer, const model::BatchTokens& tokens);

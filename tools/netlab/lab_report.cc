@@ -7,8 +7,8 @@
 //       one JSON object for the run between the snapshots: ranks, LAR (and per MoE layer),
 //       all-to-all bytes per token, the MoE-layer time per call of the slowest rank (the wait
 //       for the slowest peer, dispatch, experts, combine) and its all-to-all share without the
-//       wait, the busiest rank's expert time against the
-//       mean; with a loadgen sweep, its highest rate in SLO and, at that rate, goodput, p99 TTFT
+//       wait, the busiest rank's expert time against the mean; per model layer and forward
+//       pass the ranks' mean attention, SRS and SAG time (Attention-TP); with a loadgen sweep, its highest rate in SLO and, at that rate, goodput, p99 TTFT
 //       and p50 TPOT.
 //
 // Exit status: 0 on success, 1 when a rank or file could not be read, 2 for bad usage.
@@ -97,12 +97,25 @@ int Summary() {
     double total() const { return wait + dispatch + experts + combine; }
   };
   std::vector<RankTime> times;
+  // ms per model layer and forward pass, summed over ranks (divided by their count below): the
+  // attention, and under Attention-TP the shuffled reduce-scatter and all-gather around the FFN.
+  double attention_ms = 0, srs_ms = 0, sag_ms = 0;
   for (size_t r = 0; r < after->size(); ++r) {
     const EngineStats& a = (*after)[r];
     const EngineStats& b = (*before)[r];
     if (a.layers_size() != b.layers_size()) return Fail("the snapshots' layers differ");
     tokens += (a.prefill_tokens() - b.prefill_tokens()) + (a.decode_tokens() - b.decode_tokens());
     const int64_t passes = a.forward_passes() - b.forward_passes();
+    if (a.layer_times_size() != b.layer_times_size()) return Fail("the snapshots' layers differ");
+    const double layer_passes =
+        std::max<double>(1, static_cast<double>(passes) * a.layer_times_size());
+    for (int l = 0; l < a.layer_times_size(); ++l) {
+      const auto& x = a.layer_times(l);
+      const auto& y = b.layer_times(l);
+      attention_ms += (x.attention_seconds() - y.attention_seconds()) * 1e3 / layer_passes;
+      srs_ms += (x.srs_seconds() - y.srs_seconds()) * 1e3 / layer_passes;
+      sag_ms += (x.sag_seconds() - y.sag_seconds()) * 1e3 / layer_passes;
+    }
     RankTime t;
     for (int l = 0; l < a.layers_size(); ++l) {
       const auto& x = a.layers(l);
@@ -154,6 +167,10 @@ int Summary() {
       {"experts_ms", slowest.experts},
       {"combine_ms", slowest.combine},
       {"wait_ms", slowest.wait},
+      // Per model layer and forward pass, the mean over ranks: the rest of a layer's time.
+      {"attention_ms", attention_ms / after->size()},
+      {"srs_ms", srs_ms / after->size()},
+      {"sag_ms", sag_ms / after->size()},
       // The all-to-all's share of the MoE layer, leaving out the wait for the slowest peer
       // (on this 2-core machine mostly CPU sharing, not the network). bench.sh adds the share
       // of the link's own cost ("a2a_share") against an unshaped baseline.

@@ -2,7 +2,8 @@
 # The network lab's results as Markdown tables, from tools/netlab/bench.sh's JSON, for one group
 # size (keys as bench.sh writes them: G = 4 without a prefix, others gN_), plus each setting's
 # change against its baseline (DP settings against dp_vanilla_rr, TP ones against
-# tp_plain_vanilla), so docs/PERFORMANCE.md copies figures rather than retyping them.
+# tp_plain_vanilla) and the Attention-TP layer's parts, so docs/PERFORMANCE.md copies figures
+# rather than retyping them.
 #
 #   tools/netlab/table.sh BENCH.json [G]      (needs jq)
 set -euo pipefail
@@ -27,6 +28,13 @@ jq -r --arg p "$P" '
     "| setting | LAR | a2a B/token | MoE layer (ms) | wait | dispatch | experts | combine | link share | busiest experts / mean | max rate in SLO | goodput there | p99 TTFT there | p50 TPOT there |",
     "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ($s[] | .value as $v | "| \(.key) | \(f3($v.lar)) | \($v.a2a_bytes_per_token | round) | \(f($v.moe_layer_ms)) | \(f($v.wait_ms)) | \(f($v.dispatch_ms)) | \(f($v.experts_ms)) | \(f($v.combine_ms)) | \(f($v.a2a_share)) | \(f($v.experts_busiest_over_mean)) | \($v.max_rate_in_slo) | \(f($v.goodput_rps)) | \($v.ttft_p99_ms | round) ms | \($v.tpot_p50_ms | round) ms |"),
+    "",
+    "Attention-TP, ms per model layer and forward pass (mean over ranks; the MoE layer is the slowest rank'"'"'s per call):",
+    "",
+    "| setting | attention | SRS | MoE layer | SAG |",
+    "|---|---|---|---|---|",
+    ($s[] | select(.key | startswith("tp_")) | .value as $v
+     | "| \(.key) | \(f($v.attention_ms)) | \(f($v.srs_ms)) | \(f($v.moe_layer_ms)) | \(f($v.sag_ms)) |"),
     "",
     "| setting | against | MoE layer | goodput | p99 TTFT (at the baseline'"'"'s highest rate in SLO) |",
     "|---|---|---|---|---|",
