@@ -12,9 +12,9 @@
 # G = 2, 4 and 8 (--gs picks some). G = 2 runs 2 hosts × 1 rank with each rank pinned to its own
 # core (netlab --pin_cores); G = 4 and 8 run 2 ranks per host. Each G is calibrated on its own
 # unshaped vanilla run (its expert time and bytes per call); --link_mbit skips that. The share
-# calibrated is the link's own transfer against itself plus the experts' time; on this machine
-# a CPU collective through veths costs ~1 ms a call at any rate, which is not the network being
-# emulated ("a2a_share_raw" keeps the whole).
+# calibrated ("a2a_share") is the link's own transfer against itself plus the experts' time; on
+# this machine a CPU collective through veths costs ~1 ms a call at any rate, which is not the
+# network being emulated ("a2a_share_raw" keeps the whole all-to-all's share).
 #
 # Writes one JSON object keyed by setting
 # (dp_vanilla_rr, dp_eplb_ll, dp_semantic, dp_semantic_replicas, dp_semantic_balanced,
@@ -136,11 +136,15 @@ run() {
   log "$name: $(jq -c '{lar, a2a_bytes_per_token, moe_layer_ms, dispatch_ms, experts_ms, combine_ms, a2a_share, max_rate_in_slo}' "$W/$name.json")"
 }
 
-# The link's own cost: (dispatch + combine) over that of the same group on unshaped links
-# (the fixed cost of a CPU collective through veths, ~1 ms a call here, is not the network's),
-# and its share of (that cost + the experts): the compute-to-communication ratio emulated.
-# A rank's peers on other hosts are (ranks - ranks_per_host) / (ranks - 1) of its peers, and its
-# link carries that share of the bytes it sends them.
+# The link's share, as emulated: the busiest rank's bytes per MoE-layer call that cross its link
+# (a rank's peers on other hosts are (ranks - ranks_per_host) / (ranks - 1) of its peers) over
+# the link rate ("link_transfer_ms"), against itself plus the experts' time measured in the same
+# run ("a2a_share"): the compute-to-communication ratio the calibration aims at 55%. Also kept:
+# the all-to-all time above the unshaped lab's ("a2a_link_ms"; the unshaped run is at a light
+# load, so under a sweep this holds the load's CPU sharing as well as the link) and the whole
+# all-to-all's measured share of the MoE layer ("a2a_share_raw", from lab_report): on this
+# machine a CPU collective through veths costs ~1 ms a call and more with more ranks than cores,
+# which is not the network being emulated.
 BASE_A2A=0
 LINK_FRACTION='(.ranks - .ranks_per_host) / (.ranks - 1)'
 with_link_share() {  # with_link_share FILE: adds a2a_link_ms, link_transfer_ms and a2a_share
@@ -150,8 +154,9 @@ with_link_share() {  # with_link_share FILE: adds a2a_link_ms, link_transfer_ms 
                            then .peer_bytes_per_call_max * $LINK_FRACTION * 8
                                 / (.link_mbit * 1e6) * 1000
                            else 0 end)
-    | .a2a_share = (if .a2a_link_ms + .experts_ms > 0
-                    then .a2a_link_ms / (.a2a_link_ms + .experts_ms) else 0 end)" "$1" >"$1.tmp"
+    | .a2a_share = (if .link_transfer_ms + .experts_ms > 0
+                    then .link_transfer_ms / (.link_transfer_ms + .experts_ms) else 0 end)" "$1" \
+    >"$1.tmp"
   mv "$1.tmp" "$1"
 }
 
@@ -174,8 +179,9 @@ calibrate() {  # calibrate G: sets LINK and BASE_A2A
       "$(jq .peer_bytes_per_call_max "$W/calibrate_g${g}_unshaped.json") B to peers per call" \
       "→ $LINK Mbit/s"
     run "calibrate_g${g}_$LINK" "$g" vanilla round_robin dp
-    log "calibration check at $LINK Mbit/s: the link's measured share" \
-      "$(jq .a2a_share "$W/calibrate_g${g}_$LINK.json") (noisy: a difference of two ~5 ms times)"
+    log "calibration check at $LINK Mbit/s: the link's share $(jq .a2a_share \
+      "$W/calibrate_g${g}_$LINK.json"); the whole all-to-all's share of the MoE layer" \
+      "$(jq .a2a_share_raw "$W/calibrate_g${g}_$LINK.json")"
   else
     LINK="$FIXED_LINK"
   fi

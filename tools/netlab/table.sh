@@ -25,9 +25,9 @@ jq -r --arg p "$P" '
   | ($s | from_entries) as $by
   | if ($s | length) == 0 then error("no settings for this G") else . end
   | "link \($s[0].value.link_mbit) Mbit/s, \($s[0].value.ranks) ranks, \($s[0].value.ranks_per_host // 2) per host\(if $s[0].value.pinned then ", pinned" else "" end)\n",
-    "| setting | LAR | a2a B/token | MoE layer (ms) | wait | dispatch | experts | combine | link share | busiest experts / mean | max rate in SLO | goodput there | p99 TTFT there | p50 TPOT there |",
-    "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
-    ($s[] | .value as $v | "| \(.key) | \(f3($v.lar)) | \($v.a2a_bytes_per_token | round) | \(f($v.moe_layer_ms)) | \(f($v.wait_ms)) | \(f($v.dispatch_ms)) | \(f($v.experts_ms)) | \(f($v.combine_ms)) | \(f($v.a2a_share)) | \(f($v.experts_busiest_over_mean)) | \($v.max_rate_in_slo) | \(f($v.goodput_rps)) | \($v.ttft_p99_ms | round) ms | \($v.tpot_p50_ms | round) ms |"),
+    "| setting | LAR | a2a B/token | MoE layer (ms) | wait | dispatch | experts | combine | link transfer (model) | link share (model) | whole a2a share | busiest experts / mean | max rate in SLO | goodput there | p99 TTFT there | p50 TPOT there |",
+    "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+    ($s[] | .value as $v | "| \(.key) | \(f3($v.lar)) | \($v.a2a_bytes_per_token | round) | \(f($v.moe_layer_ms)) | \(f($v.wait_ms)) | \(f($v.dispatch_ms)) | \(f($v.experts_ms)) | \(f($v.combine_ms)) | \(f3($v.link_transfer_ms)) ms | \(f($v.a2a_share)) | \(f($v.a2a_share_raw)) | \(f($v.experts_busiest_over_mean)) | \($v.max_rate_in_slo) | \(f($v.goodput_rps)) | \($v.ttft_p99_ms | round) ms | \($v.tpot_p50_ms | round) ms |"),
     "",
     "Attention-TP, ms per model layer and forward pass (mean over ranks; the MoE layer is the slowest rank'"'"'s per call):",
     "",
