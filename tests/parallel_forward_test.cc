@@ -378,8 +378,8 @@ TEST_P(ParallelForwardTest, MatchesOneDeviceAndCountsBytesExactly) {
         for (int j = 0; j < routed.top_k; ++j) {
           ++count[placement->Device(last, routed.expert_ids[t * routed.top_k + j])];
         }
-        homes.push_back(static_cast<int32_t>(std::max_element(count.begin(), count.end()) -
-                                             count.begin()));
+        homes.push_back(
+            static_cast<int32_t>(std::max_element(count.begin(), count.end()) - count.begin()));
       }
     }
     std::sort(homes.begin(), homes.end());

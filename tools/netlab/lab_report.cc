@@ -8,8 +8,8 @@
 //       all-to-all bytes per token, the MoE-layer time per call of the slowest rank (the wait
 //       for the slowest peer, dispatch, experts, combine) and its all-to-all share without the
 //       wait, the busiest rank's expert time against the mean; per model layer and forward
-//       pass the ranks' mean attention, SRS and SAG time (Attention-TP); with a loadgen sweep, its highest rate in SLO and, at that rate, goodput, p99 TTFT
-//       and p50 TPOT.
+//       pass the ranks' mean attention, SRS and SAG time (Attention-TP); with a loadgen sweep,
+//       its highest rate in SLO and, at that rate, goodput, p99 TTFT and p50 TPOT.
 //
 // Exit status: 0 on success, 1 when a rank or file could not be read, 2 for bad usage.
 #include <algorithm>
@@ -172,8 +172,9 @@ int Summary() {
       {"srs_ms", srs_ms / after->size()},
       {"sag_ms", sag_ms / after->size()},
       // The all-to-all's share of the MoE layer, leaving out the wait for the slowest peer
-      // (on this 2-core machine mostly CPU sharing, not the network). bench.sh adds the share
-      // of the link's own cost ("a2a_share") against an unshaped baseline.
+      // (on this 2-core machine mostly CPU sharing, not the network). bench.sh adds the link's
+      // modelled share ("a2a_share": peer_bytes_per_call_max over the rate, against that plus
+      // the experts' time).
       {"a2a_share_raw", slowest.total() - slowest.wait <= 0 ? 0.0
                                                             : (slowest.dispatch + slowest.combine) /
                                                                   (slowest.total() - slowest.wait)},
