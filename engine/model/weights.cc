@@ -120,6 +120,27 @@ std::vector<std::string> ExpertProjectionNames(const ModelConfig& config) {
   return {"gate_proj", "up_proj", "down_proj"};
 }
 
+absl::StatusOr<MlpWeights> LoadExpert(const ModelConfig& c, const kernels::Checkpoint& checkpoint,
+                                      int layer, int expert) {
+  if (layer < 0 || layer >= c.num_layers || !c.IsMoeLayer(layer) || expert < 0 ||
+      expert >= c.num_experts) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("layer ", layer, " has no expert ", expert, " in this model"));
+  }
+  Loader l(checkpoint);
+  const std::vector<std::string> proj = ExpertProjectionNames(c);
+  return l.ReadMlp(ExpertPrefix(c, layer, expert), proj[0], proj[1], proj[2], c.hidden_size,
+                   c.moe_intermediate_size);
+}
+
+int64_t WeightBytes(const MlpWeights& m) {
+  int64_t bytes = 0;
+  for (const LinearWeight* w : {&m.gate, &m.up, &m.down}) {
+    bytes += static_cast<int64_t>(w->w.size()) * 4 + static_cast<int64_t>(w->bf16.size()) * 2;
+  }
+  return bytes;
+}
+
 absl::StatusOr<std::unique_ptr<ModelWeights>> LoadWeights(const ModelConfig& c,
                                                           const kernels::Checkpoint& checkpoint,
                                                           const LoadOptions& options) {

@@ -73,6 +73,13 @@ absl::StatusOr<std::unique_ptr<ModelWeights>> LoadWeights(const ModelConfig& con
                                                           const kernels::Checkpoint& checkpoint,
                                                           const LoadOptions& options = {});
 
+// One expert's projections, as LoadWeights loads them: for experts a rank gains while it serves
+// (a new placement). Errors as LoadWeights'.
+absl::StatusOr<MlpWeights> LoadExpert(const ModelConfig& config,
+                                      const kernels::Checkpoint& checkpoint, int layer, int expert);
+// Bytes an expert's weights take in memory (f32, plus the bf16 copy when there is one).
+int64_t WeightBytes(const MlpWeights& mlp);
+
 // The HF tensor-name prefix of an expert's projections, e.g. "model.layers.3.mlp.experts.7." and
 // the names of its three projections ({gate, up, down}: gate_proj/up_proj/down_proj, or
 // w1/w3/w2 for mixtral).

@@ -20,15 +20,16 @@ double SecondsSince(absl::Time start) { return absl::ToDoubleSeconds(absl::Now()
 ExpertParallelFfn::ExpertParallelFfn(const model::ModelConfig& config,
                                      const model::ModelWeights& weights,
                                      const planner::Placement& placement, Communicator& comm)
-    : config_(config), weights_(weights), placement_(placement), comm_(comm) {
+    : config_(config), weights_(weights), placement_(&placement), comm_(comm) {
   moe_index_.assign(config.num_layers, -1);
   for (int i = 0; i < placement.num_layers(); ++i) moe_index_[placement.moe_layers()[i]] = i;
   counters_.resize(placement.num_layers());
 }
 
-absl::StatusOr<std::unique_ptr<ExpertParallelFfn>> ExpertParallelFfn::Create(
-    const model::ModelConfig& config, const model::ModelWeights& weights,
-    const planner::Placement& placement, Communicator& comm) {
+absl::Status ExpertParallelFfn::Check(const model::ModelConfig& config,
+                                      const model::ModelWeights& weights,
+                                      const planner::Placement& placement,
+                                      const Communicator& comm) {
   if (placement.moe_layers() != config.MoeLayers()) {
     return absl::InvalidArgumentError("the placement's MoE layers are not the model's");
   }
@@ -52,8 +53,21 @@ absl::StatusOr<std::unique_ptr<ExpertParallelFfn>> ExpertParallelFfn::Create(
       }
     }
   }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<ExpertParallelFfn>> ExpertParallelFfn::Create(
+    const model::ModelConfig& config, const model::ModelWeights& weights,
+    const planner::Placement& placement, Communicator& comm) {
+  RETURN_IF_ERROR(Check(config, weights, placement, comm));
   return std::unique_ptr<ExpertParallelFfn>(
       new ExpertParallelFfn(config, weights, placement, comm));
+}
+
+absl::Status ExpertParallelFfn::SetPlacement(const planner::Placement& placement) {
+  RETURN_IF_ERROR(Check(config_, weights_, placement, comm_));
+  placement_ = &placement;
+  return absl::OkStatus();
 }
 
 int ExpertParallelFfn::row_bytes() const {
@@ -88,7 +102,7 @@ absl::Status ExpertParallelFfn::RunExpertsEp(int layer, int moe_index, const Mat
 
   // Which rows go where (dispatch_plan.h): a token once per rank serving any of its experts.
   const DispatchPlan plan =
-      PlanDispatch(placement_, moe_index, me, k, routing.expert_ids, routing.weights);
+      PlanDispatch(*placement_, moe_index, me, k, routing.expert_ids, routing.weights);
   last_devices_ = plan.home_device;
   if (moe_index == 0 || static_cast<int64_t>(row_local_.size()) != tokens) {
     row_local_.assign(tokens, 0);
@@ -145,7 +159,7 @@ absl::Status ExpertParallelFfn::RunExpertsEp(int layer, int moe_index, const Mat
     for (int j = 0; j < k; ++j) {
       const int32_t e = local.expert_ids[i * k + j];
       if (e != plan.served_elsewhere &&
-          (e < 0 || e >= config_.num_experts || !placement_.Holds(moe_index, me, e))) {
+          (e < 0 || e >= config_.num_experts || !placement_->Holds(moe_index, me, e))) {
         return absl::InternalError(absl::StrCat("layer ", layer, ": rank ", me, " was sent expert ",
                                                 e, " which it does not hold"));
       }

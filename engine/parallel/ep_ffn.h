@@ -46,6 +46,11 @@ class ExpertParallelFfn {
   // the layer is MoE, the rows' routing.
   absl::Status Run(int layer, const model::Matrix& x, model::Matrix& ffn, model::Routing* routing);
 
+  // Serves by `placement` from the next Run (a rollout's switch, between passes; borrowed like
+  // the first). InvalidArgument, and the current placement kept, unless it fits the model and
+  // group and this rank's weights hold every expert it puts here.
+  absl::Status SetPlacement(const planner::Placement& placement);
+
   // Indexed like placement.moe_layers().
   const std::vector<MoeLayerCounters>& counters() const { return counters_; }
   // The home device of most of each row's experts at the last MoE layer run (lowest id on ties);
@@ -60,12 +65,14 @@ class ExpertParallelFfn {
  private:
   ExpertParallelFfn(const model::ModelConfig& config, const model::ModelWeights& weights,
                     const planner::Placement& placement, Communicator& comm);
+  static absl::Status Check(const model::ModelConfig& config, const model::ModelWeights& weights,
+                            const planner::Placement& placement, const Communicator& comm);
   absl::Status RunExpertsEp(int layer, int moe_index, const model::Matrix& h,
                             const model::Routing& routing, model::Matrix& out);
 
   const model::ModelConfig& config_;
   const model::ModelWeights& weights_;
-  const planner::Placement& placement_;
+  const planner::Placement* placement_;
   Communicator& comm_;
   std::vector<int> moe_index_;  // Model layer → index into placement layers, or −1.
   std::vector<MoeLayerCounters> counters_;

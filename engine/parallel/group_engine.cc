@@ -115,8 +115,13 @@ absl::Status GroupEngine::Wait() {
 }
 
 GroupEngineStats GroupEngine::stats() const {
-  absl::MutexLock lock(&mu_);
-  return stats_;
+  GroupEngineStats s;
+  {
+    absl::MutexLock lock(&mu_);
+    s = stats_;
+  }
+  if (options_.rollout != nullptr) s.rollout = options_.rollout->stats();
+  return s;
 }
 
 void GroupEngine::DrainInbox() {
@@ -161,23 +166,29 @@ absl::Status GroupEngine::Loop() {
   Communicator& comm = model_.comm();
   const int g = comm.size();
   const bool tp = model_.attention() == AttentionMode::kTp;
-  const std::vector<int64_t> twos(g, 2);
-  std::vector<int64_t> all(2 * g);
+  // Per rank: busy, stopping, then the rollout's words (zeros without one).
+  constexpr int kWords = 2 + PlacementRollout::kWords;
+  const std::vector<int64_t> counts(g, kWords);
+  std::vector<int64_t> all(kWords * g), rollout(PlacementRollout::kWords * g);
   int idle_rounds = 0;
-  while (true) {
+  for (int64_t round = 1;; ++round) {
     if (batch_ != nullptr) DrainInbox();
-    int64_t mine[2] = {batch_ != nullptr && !batch_->idle() ? 1 : 0, 0};
+    int64_t mine[kWords] = {batch_ != nullptr && !batch_->idle() ? 1 : 0, 0};
     {
       absl::MutexLock lock(&mu_);
       mine[1] = stop_requested_ ? 1 : 0;
     }
-    RETURN_IF_ERROR(comm.AllGatherV(absl::MakeConstSpan(mine, 2), twos, absl::MakeSpan(all)));
+    if (options_.rollout != nullptr) options_.rollout->Local(absl::MakeSpan(mine + 2, kWords - 2));
+    RETURN_IF_ERROR(
+        comm.AllGatherV(absl::MakeConstSpan(mine, kWords), counts, absl::MakeSpan(all)));
     bool busy = false, stop = false;
     for (int r = 0; r < g; ++r) {
-      busy |= all[2 * r] != 0 && (!tp || r == kLeader);
-      stop |= all[2 * r + 1] != 0;
+      busy |= all[kWords * r] != 0 && (!tp || r == kLeader);
+      stop |= all[kWords * r + 1] != 0;
+      for (int w = 2; w < kWords; ++w) rollout[(kWords - 2) * r + w - 2] = all[kWords * r + w];
     }
     if (stop) return absl::OkStatus();
+    if (options_.rollout != nullptr) RETURN_IF_ERROR(options_.rollout->Agree(rollout, round));
     if (!busy) {
       if (idle_rounds == 0) Snapshot();  // The gauges (running, waiting) settle at idle too.
       absl::SleepFor(++idle_rounds > 50 ? options_.max_idle_poll : options_.idle_poll);

@@ -6,9 +6,11 @@
 //   Attention-TP  rank 0 (the leader) runs the batch; before each pass it broadcasts the batch —
 //                 tokens, positions and KV page tables — and the followers run the same pass over
 //                 their heads, their KV cache mirroring the leader's pages.
-// When no rank has work they sleep `idle_poll` and agree again. A rank asking to stop stops the
-// group at the next agreement. A failed collective (a peer died or hung) ends the loop on every
-// rank with that error; the in-flight requests fail with it — no hang.
+// With a PlacementRollout, the same agreement carries its words and the group switches placements
+// in one round on every rank (placement_rollout.h). When no rank has work they sleep `idle_poll`
+// and agree again. A rank asking to stop stops the group at the next agreement. A failed collective
+// (a peer died or hung) ends the loop on every rank with that error; the in-flight requests fail
+// with it — no hang.
 //
 // Thread-safety: Submit, Cancel, RequestStop and stats are thread-safe; the sinks are called on
 // the loop's thread.
@@ -29,6 +31,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
+#include "engine/parallel/placement_rollout.h"
 #include "engine/parallel/rank_model.h"
 #include "engine/runtime/batch_engine.h"
 #include "engine/runtime/kv_cache.h"
@@ -60,6 +63,9 @@ struct GroupEngineOptions {
   // activation counts alone (one device holds every expert).
   std::function<absl::StatusOr<model::ForwardOutput>(absl::Span<const model::SequenceInput>)>
       local_forward;
+  // Borrowed, outlives the engine: moves the group to other placements while it serves
+  // (placement_rollout.h); its words join every agreement round. Null: the placement is fixed.
+  PlacementRollout* rollout = nullptr;
   // With local_forward: fills in what that forward measures (its EP layer counters, its own
   // collectives) over the CPU stage's. Called on the engine's loop thread, between passes.
   std::function<void(GroupEngineStats&)> local_stats;
@@ -80,6 +86,7 @@ struct GroupEngineStats {
   std::vector<MoeLayerCounters> layers;             // Per MoE layer.
   TpStageCounters tp;
   CommCounters comm;
+  RolloutStats rollout;  // The placement served and any rollout (live, not a snapshot).
 };
 
 class GroupEngine {

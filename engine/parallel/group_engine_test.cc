@@ -9,72 +9,18 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "common/file.h"
-#include "engine/model/model.h"
 #include "engine/parallel/gloo_communicator.h"
+#include "engine/parallel/testing/tiny_group.h"
 #include "gloo/rendezvous/hash_store.h"
 #include "gtest/gtest.h"
-#include "tools/tiny_model/tiny_model.h"
 
 namespace semmoe::engine {
 namespace {
 
-// Collects one request's output; Wait() blocks until it finished.
-class Collect : public RequestSink {
- public:
-  void OnToken(int32_t token) override {
-    tokens.push_back(token);
-    count.fetch_add(1);
-  }
-  void OnDone(const runtime::GenerationResult& r) override {
-    result = r;
-    done.Notify();
-  }
-  void OnError(const absl::Status& s) override {
-    status = s;
-    done.Notify();
-  }
-  std::vector<int32_t> tokens;  // Read only after `done`.
-  std::atomic<int> count{0};    // Tokens so far, readable any time.
-  runtime::GenerationResult result;
-  absl::Status status;
-  absl::Notification done;
-};
-
-std::string TinyDir() {
-  static const std::string* dir = [] {
-    auto* d = new std::string(JoinPath(std::getenv("TEST_TMPDIR"), "tiny_group"));
-    tools::TinyModelOptions o;
-    o.seed = 3;
-    EXPECT_TRUE(tools::WriteTinyModel(o, *d).ok());
-    return d;
-  }();
-  return *dir;
-}
-
-std::vector<int32_t> Prompt(int length, int salt) {
-  std::vector<int32_t> p;
-  for (int i = 0; i < length; ++i) p.push_back((i * 31 + salt * 17) % 250);
-  return p;
-}
-
-// What one device produces for each prompt (greedy).
-std::map<std::string, std::vector<int32_t>> Expected(int requests, int max_tokens) {
-  auto m = model::LoadModel(TinyDir());
-  auto engine = runtime::BatchEngine::Create(*(*m)->transformer, {});
-  for (int i = 0; i < requests; ++i) {
-    EXPECT_TRUE((*engine)
-                    ->Submit({.id = absl::StrCat("r", i),
-                              .prompt = Prompt(3 + i % 7, i),
-                              .max_tokens = max_tokens,
-                              .ignore_eos = true})
-                    .ok());
-  }
-  std::map<std::string, std::vector<int32_t>> out;
-  auto results = (*engine)->RunUntilIdle();
-  EXPECT_TRUE(results.ok()) << results.status();
-  for (auto& r : *results) out[r.id] = r.tokens;
-  return out;
-}
+using testing::Collect;
+using testing::Expected;
+using testing::Prompt;
+using testing::TinyDir;
 
 struct Rank {
   std::unique_ptr<Communicator> comm;

@@ -17,6 +17,8 @@ absl::StatusOr<std::unique_ptr<RankModel>> RankModel::Create(const std::string& 
                                                              Communicator& comm,
                                                              const RankModelOptions& options) {
   std::unique_ptr<RankModel> m(new RankModel(comm, options));
+  m->dir_ = dir;
+  m->placement_ = &placement;
   ASSIGN_OR_RETURN(m->config_, model::LoadModelConfig(dir));
   const model::ModelConfig& c = m->config_;
   if (placement.moe_layers() != c.MoeLayers() || placement.num_experts() != c.num_experts) {
@@ -66,6 +68,84 @@ absl::StatusOr<std::unique_ptr<RankModel>> RankModel::Create(const std::string& 
   ASSIGN_OR_RETURN(m->transformer_,
                    model::Transformer::Create(m->local_config_, *m->weights_, stage));
   return m;
+}
+
+absl::StatusOr<std::unique_ptr<RankModel>> RankModel::Create(
+    const std::string& dir, std::unique_ptr<RankPlacement> placement, Communicator& comm,
+    RankModelOptions options) {
+  options.predictor = placement->predictor.get();
+  ASSIGN_OR_RETURN(std::unique_ptr<RankModel> m, Create(dir, placement->placement, comm, options));
+  m->owned_ = std::move(placement);
+  m->placement_ = &m->owned_->placement;
+  return m;
+}
+
+std::vector<std::pair<int, int>> GainedExperts(const planner::Placement& current,
+                                               const planner::Placement& next, int rank) {
+  std::vector<std::pair<int, int>> gained;
+  for (int i = 0; i < next.num_layers(); ++i) {
+    for (int e = 0; e < next.num_experts(); ++e) {
+      if (next.Holds(i, rank, e) && !current.Holds(i, rank, e)) {
+        gained.emplace_back(next.moe_layers()[i], e);
+      }
+    }
+  }
+  return gained;
+}
+
+absl::StatusOr<RankModel::Switched> RankModel::SwitchPlacement(std::unique_ptr<RankPlacement> next,
+                                                               std::vector<StagedExpert> gained) {
+  const int rank = comm_.rank();
+  const planner::Placement& p = next->placement;
+  if (p.num_devices() != comm_.size() || p.moe_layers() != placement_->moe_layers() ||
+      p.num_experts() != placement_->num_experts()) {
+    return absl::InvalidArgumentError("the new placement is for another model or group size");
+  }
+  if (options_.attention == AttentionMode::kTp && next->predictor != nullptr &&
+      next->predictor->num_devices() != comm_.size()) {
+    return absl::InvalidArgumentError("the new device predictor is for another group size");
+  }
+  const std::vector<std::pair<int, int>> want = GainedExperts(*placement_, p, rank);
+  if (want.size() != gained.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("the new placement gives rank ", rank, " ",
+                                                   want.size(), " experts; ", gained.size(),
+                                                   " were loaded"));
+  }
+  for (size_t i = 0; i < want.size(); ++i) {
+    if (want[i] != std::make_pair(gained[i].layer, gained[i].expert) ||
+        !gained[i].weights.loaded()) {
+      return absl::InvalidArgumentError(absl::StrCat("expert ", want[i].second, " of layer ",
+                                                     want[i].first,
+                                                     " was not loaded for the switch"));
+    }
+  }
+  // Install the gained experts (the old placement does not use them), then rebind: only now
+  // does any pass see the new placement. If the FFN refuses it, take them out again.
+  for (StagedExpert& s : gained) {
+    weights_->layers[s.layer].experts[s.expert] = std::move(s.weights);
+  }
+  if (absl::Status set = ffn_->SetPlacement(p); !set.ok()) {
+    for (const auto& [layer, expert] : want) weights_->layers[layer].experts[expert] = {};
+    return set;
+  }
+  if (tp_stage_ != nullptr) tp_stage_->SetPredictor(next->predictor.get());
+  // Free what the new placement no longer puts here.
+  Switched out;
+  const planner::Placement& old = *placement_;
+  for (int i = 0; i < p.num_layers(); ++i) {
+    for (int e = 0; e < p.num_experts(); ++e) {
+      if (old.Holds(i, rank, e) && !p.Holds(i, rank, e)) {
+        model::MlpWeights& w = weights_->layers[p.moe_layers()[i]].experts[e];
+        out.bytes_freed += model::WeightBytes(w);
+        ++out.experts_freed;
+        w = {};
+      }
+    }
+  }
+  std::unique_ptr<RankPlacement> previous = std::move(owned_);  // Freed after the rebinding.
+  owned_ = std::move(next);
+  placement_ = &owned_->placement;
+  return out;
 }
 
 }  // namespace semmoe::engine

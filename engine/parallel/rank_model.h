@@ -9,6 +9,8 @@
 
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "engine/model/config.h"
@@ -18,6 +20,7 @@
 #include "engine/parallel/communicator.h"
 #include "engine/parallel/device_predictor.h"
 #include "engine/parallel/ep_ffn.h"
+#include "engine/parallel/rank_placement.h"
 #include "engine/parallel/tp_stage.h"
 #include "planner/placement/placement.h"
 
@@ -36,6 +39,17 @@ struct RankModelOptions {
   double token_balance_eps = 0.05;
 };
 
+// An expert a rank gains in a rollout, loaded before the switch. `layer` is the model layer.
+struct StagedExpert {
+  int layer = 0, expert = 0;
+  model::MlpWeights weights;
+};
+
+// The (model layer, expert) pairs `next` puts on `rank` (home or replica) that `current` does
+// not, ascending. REQUIRES: both for the same model.
+std::vector<std::pair<int, int>> GainedExperts(const planner::Placement& current,
+                                               const planner::Placement& next, int rank);
+
 class RankModel {
  public:
   // Loads `dir` for `comm.rank()` of `comm.size()` under `placement` (borrowed like `comm`; both
@@ -44,6 +58,30 @@ class RankModel {
                                                            const planner::Placement& placement,
                                                            Communicator& comm,
                                                            const RankModelOptions& options);
+
+  // The same, serving with an owned placement (and its predictor, which replaces
+  // options.predictor): what a rollout can replace.
+  static absl::StatusOr<std::unique_ptr<RankModel>> Create(const std::string& dir,
+                                                           std::unique_ptr<RankPlacement> placement,
+                                                           Communicator& comm,
+                                                           RankModelOptions options);
+
+  // Serves with `next` from the next pass: installs `gained` (exactly GainedExperts(placement(),
+  // next->placement, rank)), rebinds the FFN and the Attention-TP predictor, then frees the
+  // experts `next` no longer puts here. On error nothing changed. Called between passes, on the
+  // thread that runs them. Returns the experts freed and their bytes.
+  struct Switched {
+    int64_t experts_freed = 0, bytes_freed = 0;
+  };
+  absl::StatusOr<Switched> SwitchPlacement(std::unique_ptr<RankPlacement> next,
+                                           std::vector<StagedExpert> gained);
+
+  const std::string& dir() const { return dir_; }
+  const planner::Placement& placement() const { return *placement_; }
+  // The planner version served (0: a file, vanilla, or a borrowed placement).
+  int64_t placement_version() const { return owned_ == nullptr ? 0 : owned_->version; }
+  // What the rank serves with, for the operator ("" for a borrowed placement).
+  std::string placement_description() const { return owned_ == nullptr ? "" : owned_->description; }
 
   // The model's own config (heads of the whole model).
   const model::ModelConfig& config() const { return config_; }
@@ -65,6 +103,9 @@ class RankModel {
 
   Communicator& comm_;
   RankModelOptions options_;
+  std::string dir_;
+  std::unique_ptr<RankPlacement> owned_;  // Null when the placement is borrowed.
+  const planner::Placement* placement_ = nullptr;
   model::ModelConfig config_, local_config_;
   std::unique_ptr<model::ModelWeights> weights_;
   std::unique_ptr<model::Tokenizer> tokenizer_;

@@ -44,6 +44,9 @@ class TpLayerStage final : public model::LayerStage {
   absl::Status Run(int layer, const model::BatchTokens& tokens, model::Matrix& x,
                    model::Matrix& attn, model::Routing* routing) override;
 
+  // Predicts with `predictor` from the next Run (a rollout's switch, between passes; borrowed).
+  void SetPredictor(const DevicePredictor* predictor) { predictor_ = predictor; }
+
   const TpStageCounters& counters() const { return counters_; }
   // Per token of the latest batch (batch order): the device holding the homes of most of its
   // experts at the latest MoE layer, as this rank learned it from the all-gather. Only kept with

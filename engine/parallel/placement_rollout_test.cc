@@ -1,0 +1,227 @@
+#include "engine/parallel/placement_rollout.h"
+
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "engine/model/config.h"
+#include "engine/parallel/gloo_communicator.h"
+#include "engine/parallel/group_engine.h"
+#include "engine/parallel/testing/tiny_group.h"
+#include "gloo/rendezvous/hash_store.h"
+#include "gtest/gtest.h"
+
+namespace semmoe::engine {
+namespace {
+
+using testing::Collect;
+using testing::Expected;
+using testing::Prompt;
+using testing::TinyDir;
+
+constexpr int kRanks = 2, kExperts = 8;
+
+// Version v's placement: vanilla for 1, seeded random ones after; version 9 is for 4 devices.
+std::string PlacementJson(int64_t v) {
+  const int devices = v == 9 ? 4 : kRanks;
+  auto p = v == 1 ? planner::Placement::Vanilla({0, 1}, kExperts, devices)
+                  : planner::Placement::Random({0, 1}, kExperts, devices, /*seed=*/v);
+  return p->ToJson();
+}
+
+absl::StatusOr<std::unique_ptr<RankPlacement>> Build(int64_t v) {
+  auto config = model::LoadModelConfig(TinyDir());
+  if (!config.ok()) return config.status();
+  return BuildRankPlacement({.version = v,
+                             .placement_json = PlacementJson(v),
+                             .placement_name = absl::StrCat("version ", v)},
+                            *config, kRanks);
+}
+
+struct Rank {
+  std::unique_ptr<Communicator> comm;
+  std::unique_ptr<RankModel> model;
+  std::unique_ptr<PlacementRollout> rollout;
+  std::unique_ptr<GroupEngine> engine;
+};
+
+class PlacementRolloutTest : public ::testing::TestWithParam<AttentionMode> {
+ protected:
+  void Start(AttentionMode mode) {
+    gloo::rendezvous::HashStore store;
+    ranks_.resize(kRanks);
+    std::vector<std::thread> threads;
+    for (int r = 0; r < kRanks; ++r) {
+      threads.emplace_back([&, r] {
+        Rank& rank = ranks_[r];
+        rank.comm = *GlooCommunicator::Create(store, {.rank = r, .size = kRanks, .prefix = "pr"});
+        auto model = RankModel::Create(TinyDir(), *Build(1), *rank.comm, {.attention = mode});
+        ASSERT_TRUE(model.ok()) << model.status();
+        rank.model = std::move(*model);
+        rank.rollout = std::make_unique<PlacementRollout>(*rank.model, [this, r](int64_t v) {
+          // Rank 1 cannot load version 7 (say, its disk failed).
+          if (v == 7 && r == 1) {
+            return absl::StatusOr<std::unique_ptr<RankPlacement>>(
+                absl::UnavailableError("checkpoint unreadable"));
+          }
+          ++stages_;
+          return Build(v);
+        });
+        auto engine = GroupEngine::Create(*rank.model, {.rollout = rank.rollout.get()});
+        ASSERT_TRUE(engine.ok()) << engine.status();
+        rank.engine = std::move(*engine);
+      });
+    }
+    for (auto& t : threads) t.join();
+    for (Rank& r : ranks_) ASSERT_NE(r.engine, nullptr);
+    for (Rank& r : ranks_) r.engine->Start();
+  }
+
+  void TearDown() override {
+    if (ranks_.empty() || ranks_[0].engine == nullptr) return;
+    ranks_[0].engine->RequestStop();
+    for (Rank& r : ranks_) EXPECT_TRUE(r.engine->Wait().ok());
+  }
+
+  // Waits until every rank serves `version` (or refused it, with `refused`).
+  void WaitFor(int64_t version, bool refused = false) {
+    const absl::Time deadline = absl::Now() + absl::Seconds(60);
+    for (;;) {
+      bool all = true;
+      for (Rank& r : ranks_) {
+        const RolloutStats s = r.rollout->stats();
+        all &= refused ? s.refused_version == version : s.serving_version == version;
+      }
+      if (all) return;
+      ASSERT_LT(absl::Now(), deadline) << "version " << version << " never reached every rank";
+      absl::SleepFor(absl::Milliseconds(2));
+    }
+  }
+
+  // Each rank holds exactly the experts of the version it serves.
+  void ExpectHoldsOnly(int64_t version) {
+    auto p = planner::Placement::FromJson(PlacementJson(version));
+    for (int r = 0; r < kRanks; ++r) {
+      const model::ModelWeights& w = ranks_[r].model->weights();
+      for (int i = 0; i < p->num_layers(); ++i) {
+        for (int e = 0; e < kExperts; ++e) {
+          EXPECT_EQ(w.layers[p->moe_layers()[i]].experts[e].loaded(), p->Holds(i, r, e))
+              << "rank " << r << " layer " << i << " expert " << e;
+        }
+      }
+    }
+  }
+
+  std::vector<Rank> ranks_;
+  std::atomic<int> stages_{0};
+};
+
+// Requests keep flowing while the group moves 1 → 2 → 7 (refused) → 1: none fails, every output
+// equals one device's, and every rank switches in the same agreement round.
+TEST_P(PlacementRolloutTest, SwitchesUnderLoadWithoutChangingOutputs) {
+  constexpr int kRequests = 24, kTokens = 6;
+  const auto expected = Expected(kRequests, kTokens);
+  Start(GetParam());
+  std::vector<std::shared_ptr<Collect>> sinks;
+  auto submit = [&](int i) {
+    auto sink = std::make_shared<Collect>();
+    sinks.push_back(sink);
+    const int rank = GetParam() == AttentionMode::kDp ? i % kRanks : 0;
+    ASSERT_TRUE(ranks_[rank]
+                    .engine
+                    ->Submit({.id = absl::StrCat("r", i),
+                              .prompt = Prompt(3 + i % 7, i),
+                              .max_tokens = kTokens,
+                              .ignore_eos = true},
+                             sink)
+                    .ok());
+  };
+  for (int i = 0; i < 6; ++i) submit(i);
+  ranks_[1].rollout->Propose(2);  // Not the leader: ignored.
+  absl::SleepFor(absl::Milliseconds(30));
+  EXPECT_EQ(ranks_[0].rollout->stats().target_version, 0);
+  ranks_[0].rollout->Propose(2);
+  for (int i = 6; i < 12; ++i) submit(i);
+  WaitFor(2);
+  ExpectHoldsOnly(2);
+  const RolloutStats a = ranks_[0].rollout->stats(), b = ranks_[1].rollout->stats();
+  EXPECT_EQ(a.epoch, 1);
+  EXPECT_EQ(a.switch_round, b.switch_round);
+  auto one = planner::Placement::FromJson(PlacementJson(1));
+  auto two = planner::Placement::FromJson(PlacementJson(2));
+  for (int r = 0; r < kRanks; ++r) {
+    const RolloutStats s = ranks_[r].rollout->stats();
+    const int64_t gained = static_cast<int64_t>(GainedExperts(*one, *two, r).size());
+    EXPECT_GT(gained, 0);
+    EXPECT_EQ(s.last_experts_loaded, gained);
+    EXPECT_EQ(s.last_experts_freed, gained);  // Balanced: as many leave as arrive.
+    EXPECT_GT(s.last_bytes_loaded, 0);
+    EXPECT_EQ(s.peak_staged_bytes, s.last_bytes_loaded);  // Only the moved experts.
+    EXPECT_EQ(s.target_version, 0);
+  }
+
+  // Version 7: rank 1 cannot stage it; every rank says so and stays on 2.
+  ranks_[0].rollout->Propose(7);
+  for (int i = 12; i < 18; ++i) submit(i);
+  WaitFor(7, /*refused=*/true);
+  for (Rank& r : ranks_) {
+    const RolloutStats s = r.rollout->stats();
+    EXPECT_EQ(s.serving_version, 2);
+    EXPECT_EQ(s.last_error,
+              "version 7 refused: rank 1: checkpoint unreadable; the group stays on version 2");
+  }
+  ExpectHoldsOnly(2);
+  // Version 9 is for 4 devices: refused by BuildRankPlacement's check, naming it.
+  ranks_[0].rollout->Propose(9);
+  WaitFor(9, /*refused=*/true);
+  EXPECT_NE(ranks_[1].rollout->stats().last_error.find("places experts on 4 devices but the "
+                                                       "group has 2 ranks"),
+            std::string::npos)
+      << ranks_[1].rollout->stats().last_error;
+
+  // Back to 1 (a rollback), under load.
+  ranks_[0].rollout->Propose(1);
+  for (int i = 18; i < kRequests; ++i) submit(i);
+  WaitFor(1);
+  ExpectHoldsOnly(1);
+  EXPECT_EQ(ranks_[1].rollout->stats().epoch, 2);
+  for (int i = 0; i < kRequests; ++i) {
+    sinks[i]->done.WaitForNotification();
+    ASSERT_TRUE(sinks[i]->status.ok()) << i << ": " << sinks[i]->status;
+    EXPECT_EQ(sinks[i]->result.tokens, expected.at(absl::StrCat("r", i))) << i;
+  }
+  // GroupEngine's stats carry the rollout's.
+  EXPECT_EQ(ranks_[0].engine->stats().rollout.serving_version, 1);
+}
+
+TEST_P(PlacementRolloutTest, WithoutAStagerEveryProposalIsRefused) {
+  gloo::rendezvous::HashStore store;
+  ranks_.resize(kRanks);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < kRanks; ++r) {
+    threads.emplace_back([&, r] {
+      Rank& rank = ranks_[r];
+      rank.comm = *GlooCommunicator::Create(store, {.rank = r, .size = kRanks, .prefix = "ns"});
+      rank.model = *RankModel::Create(TinyDir(), *Build(1), *rank.comm, {.attention = GetParam()});
+      rank.rollout =
+          std::make_unique<PlacementRollout>(*rank.model, nullptr, "this group serves from GPUs");
+      rank.engine = *GroupEngine::Create(*rank.model, {.rollout = rank.rollout.get()});
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (Rank& r : ranks_) r.engine->Start();
+  ranks_[0].rollout->Propose(2);
+  WaitFor(2, /*refused=*/true);
+  EXPECT_EQ(ranks_[1].rollout->stats().last_error,
+            "version 2 refused: rank 0: this group serves from GPUs; the group stays on version 1");
+  ExpectHoldsOnly(1);
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, PlacementRolloutTest,
+                         ::testing::Values(AttentionMode::kDp, AttentionMode::kTp),
+                         [](const auto& info) { return AttentionModeName(info.param); });
+
+}  // namespace
+}  // namespace semmoe::engine
