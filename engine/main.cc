@@ -7,6 +7,7 @@
 //                   [--attn dp|tp] [--placement vanilla|FILE] [--affinity FILE] [--port P]
 //                   [--placement VERSION --planner HOST:PORT]  (a version and its tables from
 //                                                               the planner)
+//                   [--follow_active MODEL]  (with --planner: roll out each new active version)
 //
 // Exit status: 0 on success, 1 when the work failed (the error is printed), 2 for bad usage.
 #include <pthread.h>
@@ -80,6 +81,11 @@ ABSL_FLAG(std::string, affinity, "",
 ABSL_FLAG(std::string, layer_tables, "",
           "serve: the placement's A tables (with --affinity): "
           "predict from the devices of the previous layers too");
+ABSL_FLAG(std::string, follow_active, "",
+          "serve (with --planner): follow the planner's active version of this model (its name "
+          "in the planner): the group rolls out each new one while serving");
+ABSL_FLAG(double, rollout_mb_per_s, 0,
+          "serve: cap how fast a rollout loads the experts a rank gains (MB/s; 0: no cap)");
 ABSL_FLAG(bool, tp_layer_tables, true,
           "serve (tp): predict from the A tables too when the placement has them; false: from "
           "the token (T) tables alone");
@@ -103,7 +109,7 @@ constexpr char kUsage[] =
     "  trace    --model DIR --prompts PROMPTS.jsonl --out TRACE\n"
     "  serve    --model DIR --rank R --ranks G --rendezvous file:DIR|grpc:HOST:PORT\n"
     "           [--attn dp|tp] [--placement vanilla|FILE] [--affinity FILE] [--port P]\n"
-    "           [--placement VERSION --planner HOST:PORT]\n\n"
+    "           [--placement VERSION --planner HOST:PORT [--follow_active MODEL]]\n\n"
     "Run `engine --help` for every flag.";
 
 int Usage(const std::string& message) {
@@ -311,6 +317,9 @@ int Serve(int device) {
   o.affinity = UserPath(absl::GetFlag(FLAGS_affinity));
   o.layer_tables = UserPath(absl::GetFlag(FLAGS_layer_tables));
   o.use_layer_tables = absl::GetFlag(FLAGS_tp_layer_tables);
+  o.follow_model = absl::GetFlag(FLAGS_follow_active);
+  o.rollout_mb_per_s = absl::GetFlag(FLAGS_rollout_mb_per_s);
+  if (o.rollout_mb_per_s < 0) return Usage("--rollout_mb_per_s must be ≥ 0");
   o.host = absl::GetFlag(FLAGS_host);
   o.port = absl::GetFlag(FLAGS_port);
   o.port_file = UserPath(absl::GetFlag(FLAGS_port_file));

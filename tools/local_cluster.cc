@@ -73,6 +73,11 @@ ABSL_FLAG(std::string, planner_binary, "", "planner binary (default: from the ru
 ABSL_FLAG(std::string, router_binary, "", "router binary (default: from the runfiles)");
 ABSL_FLAG(int64_t, experiment, 0,
           "A/B: a running experiment in --db; one Attention-DP group of --ranks per arm");
+ABSL_FLAG(bool, follow_active, true,
+          "with --placement VERSION (the active one): the group follows the planner's active "
+          "version, rolling out each one activated while it serves; false: the placement stays");
+ABSL_FLAG(double, rollout_mb_per_s, 0,
+          "cap how fast a rollout loads experts on each rank (MB/s of weights; 0: no cap)");
 ABSL_FLAG(std::string, router_policy, "semantic",
           "the router's policy (semantic, round_robin, least_loaded; Attention-TP: one rank takes "
           "requests, so any); none: no "
@@ -122,6 +127,7 @@ absl::Status Start(Cluster& c, sigset_t& stop_signals) {
   std::string placement = absl::GetFlag(FLAGS_placement);
   std::string affinity = UserPath(absl::GetFlag(FLAGS_affinity));
   bool version_has_tables = false;
+  std::string follow;  // The model whose active version the group follows ("": none).
   ASSIGN_OR_RETURN(const std::string engine_bin,
                    FindBinary(argv0, absl::GetFlag(FLAGS_engine_binary), "engine/engine"));
   if (experiment > 0 && (db.empty() || attn != "dp")) {
@@ -138,7 +144,8 @@ absl::Status Start(Cluster& c, sigset_t& stop_signals) {
                                 .ranks = g,
                                 .kv_cache_mb = absl::GetFlag(FLAGS_kv_cache_mb),
                                 .run_dir = c.run_dir,
-                                .cuda = absl::GetFlag(FLAGS_device) == "cuda"};
+                                .cuda = absl::GetFlag(FLAGS_device) == "cuda",
+                                .rollout_mb_per_s = absl::GetFlag(FLAGS_rollout_mb_per_s)};
   if (absl::GetFlag(FLAGS_device) != "cpu" && absl::GetFlag(FLAGS_device) != "cuda") {
     return absl::InvalidArgumentError("--device must be cpu or cuda");
   }
@@ -174,12 +181,24 @@ absl::Status Start(Cluster& c, sigset_t& stop_signals) {
       version_has_tables = info.has_tables;
       std::cout << "placement: " << info.description << " from " << db
                 << (info.has_tables ? "" : " (no affinity tables stored with it)") << "\n";
+      if (absl::GetFlag(FLAGS_follow_active) && info.active &&
+          absl::GetFlag(FLAGS_device) == "cpu") {
+        follow = info.model;
+        std::cout << "the group follows the active version of '" << follow
+                  << "': `console placements activate V` rolls V out while it serves\n";
+      } else if (absl::GetFlag(FLAGS_follow_active)) {
+        std::cout << "the group serves this version fixed ("
+                  << (info.active ? "live rollouts run on CPU groups only"
+                                  : "it is not the active version of '" + info.model + "'")
+                  << ")\n";
+      }
     } else if (placement != "vanilla") {
       placement = UserPath(placement);
     }
     EngineGroupSpec spec = base;
     spec.placement = placement;
     spec.affinity = affinity;
+    spec.follow_active = follow;
     specs.push_back(spec);
   }
 

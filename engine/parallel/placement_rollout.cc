@@ -31,10 +31,12 @@ absl::Status BroadcastString(Communicator& comm, std::string& text, int root) {
 
 }  // namespace
 
-PlacementRollout::PlacementRollout(RankModel& model, Stager stager, std::string no_stager_reason)
+PlacementRollout::PlacementRollout(RankModel& model, Stager stager, std::string no_stager_reason,
+                                   double load_mb_per_s)
     : model_(model),
       stager_(std::move(stager)),
       no_stager_reason_(std::move(no_stager_reason)),
+      load_mb_per_s_(load_mb_per_s),
       rank_(model.comm().rank()) {
   absl::MutexLock lock(&mu_);
   stats_.serving_version = model.placement_version();
@@ -79,11 +81,19 @@ absl::StatusOr<PlacementRollout::Staged> PlacementRollout::Stage(int64_t version
   if (gained.empty()) return staged;
   ASSIGN_OR_RETURN(std::unique_ptr<kernels::Checkpoint> checkpoint,
                    kernels::Checkpoint::Open(model_.dir()));
+  const absl::Time start = absl::Now();
+  int64_t loaded_bytes = 0;
   for (const auto& [layer, expert] : gained) {
+    // The cap: wait until the bytes so far fit the rate (a cancel ends the wait).
+    if (load_mb_per_s_ > 0) {
+      const absl::Time due = start + absl::Seconds(loaded_bytes / (load_mb_per_s_ * 1e6));
+      while (!cancel_.load() && absl::Now() < due) absl::SleepFor(absl::Milliseconds(5));
+    }
     if (cancel_.load()) return absl::CancelledError("another version was proposed");
     ASSIGN_OR_RETURN(model::MlpWeights w,
                      model::LoadExpert(model_.config(), *checkpoint, layer, expert));
     const int64_t bytes = model::WeightBytes(w);
+    loaded_bytes += bytes;
     staged.experts.push_back({.layer = layer, .expert = expert, .weights = std::move(w)});
     absl::MutexLock lock(&mu_);
     ++stats_.experts_loaded;

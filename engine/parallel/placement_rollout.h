@@ -63,7 +63,10 @@ class PlacementRollout {
 
   // `model` is borrowed and outlives this; its placement must be owned (RankModel::Create with a
   // RankPlacement). `stager` null: every proposal is refused with `no_stager_reason`.
-  PlacementRollout(RankModel& model, Stager stager, std::string no_stager_reason = "");
+  // `load_mb_per_s` > 0 caps the rate experts are loaded at (MB of weights per second), to bound
+  // what staging takes from serving; 0: as fast as the low-priority thread gets.
+  PlacementRollout(RankModel& model, Stager stager, std::string no_stager_reason = "",
+                   double load_mb_per_s = 0);
   ~PlacementRollout();  // Stops staging.
 
   // The leader's next target (ignored on other ranks, and when it repeats the last proposal).
@@ -92,6 +95,7 @@ class PlacementRollout {
   RankModel& model_;
   const Stager stager_;
   const std::string no_stager_reason_;
+  const double load_mb_per_s_;
   const int rank_;
   int64_t target_ = 0;  // Loop thread.
   absl::Time staging_started_;

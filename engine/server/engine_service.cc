@@ -212,6 +212,13 @@ grpc::ServerUnaryReactor* EngineServiceImpl::GetStats(grpc::CallbackServerContex
                                                       const rpc::GetStatsRequest* request,
                                                       rpc::EngineStats* response) {
   ToProto(engine_.stats(), options_.moe_layers, *response);
+  if (options_.watch_error) {
+    response->mutable_rollout()->set_follows_active(true);
+    // A refused version's reason first; else whether the watch is down.
+    if (response->rollout().error().empty()) {
+      response->mutable_rollout()->set_error(options_.watch_error());
+    }
+  }
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   reactor->Finish(grpc::Status::OK);
   return reactor;
@@ -267,6 +274,25 @@ void ToProto(const GroupEngineStats& s, const std::vector<int>& moe_layers, rpc:
       t->set_sag_seconds(s.tp.sag_seconds_per_layer[l]);
     }
   }
+  const RolloutStats& r = s.rollout;
+  out.set_placement_version(r.serving_version);
+  rpc::RolloutStats* ro = out.mutable_rollout();
+  ro->set_target_version(r.target_version);
+  ro->set_experts_to_load(r.experts_to_load);
+  ro->set_experts_loaded(r.experts_loaded);
+  ro->set_staged_bytes(r.staged_bytes);
+  ro->set_staged(r.staged);
+  ro->set_epoch(r.epoch);
+  ro->set_switch_round(r.switch_round);
+  ro->set_refused_version(r.refused_version);
+  ro->set_error(r.last_error);
+  ro->set_last_stage_seconds(r.last_stage_seconds);
+  ro->set_last_switch_ms(r.last_switch_ms);
+  ro->set_last_experts_loaded(r.last_experts_loaded);
+  ro->set_last_experts_freed(r.last_experts_freed);
+  ro->set_last_bytes_loaded(r.last_bytes_loaded);
+  ro->set_last_bytes_freed(r.last_bytes_freed);
+  ro->set_peak_staged_bytes(r.peak_staged_bytes);
   for (int k = 0; k < kNumCollectiveKinds; ++k) {
     const CollectiveCounters& c = s.comm.by_kind[k];
     rpc::CollectiveStats* cs = out.add_collectives();

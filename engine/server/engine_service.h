@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "engine/model/tokenizer.h"
@@ -24,6 +25,8 @@ class EngineServiceImpl final : public rpc::EngineService::CallbackService {
     int vocab_size = 0;
     int max_prompt_tokens = 0;    // Longer prompts are INVALID_ARGUMENT; 0: no limit here.
     std::vector<int> moe_layers;  // Model layer index of each MoE layer (for GetStats).
+    // Set on a rank that follows the planner's active version: why the watch is down ("": up).
+    std::function<std::string()> watch_error;
   };
   // `engine` is borrowed and outlives the service.
   EngineServiceImpl(GroupEngine& engine, const Options& options)

@@ -8,8 +8,10 @@
 #include "common/file.h"
 #include "common/status_macros.h"
 #include "engine/model/config.h"
-#include "engine/parallel/device_predictor.h"
+#include "engine/parallel/placement_rollout.h"
+#include "engine/parallel/rank_placement.h"
 #include "engine/parallel/rendezvous.h"
+#include "engine/server/active_watch.h"
 #include "engine/server/device_backend.h"
 #include "engine/server/engine_service.h"
 #include "engine/server/planner_fetch.h"
@@ -19,23 +21,25 @@
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server.h"
 #include "grpcpp/server_builder.h"
-#include "planner/affinity/token_affinity.h"
-#include "planner/affinity/transition_table.h"
-#include "planner/placement/placement.h"
 
 namespace semmoe::engine {
 namespace {
 
 // The placement's and tables' bytes, from files or from the planner, named for errors.
-struct PlacementBytes {
-  std::string placement;               // JSON; "" for vanilla.
-  std::string affinity, layer_tables;  // "" when none (or not Attention-TP).
-  std::string placement_name, affinity_name, layers_name;
-};
-
-absl::StatusOr<PlacementBytes> ReadPlacement(const RankServerOptions& o) {
+absl::StatusOr<PlacementSource> FetchVersion(const RankServerOptions& o, int64_t version) {
   const bool tables = o.attention == AttentionMode::kTp;
-  PlacementBytes b;
+  ASSIGN_OR_RETURN(FetchedVersion v, FetchPlacementVersion(o.planner, version, tables));
+  const std::string name = absl::StrCat("version ", version, " (planner ", o.planner, ")");
+  return PlacementSource{.version = version,
+                         .placement_json = std::move(v.placement_json),
+                         .affinity = std::move(v.affinity),
+                         .layer_tables = std::move(v.layer_tables),
+                         .placement_name = absl::StrCat(name, "'s placement"),
+                         .affinity_name = absl::StrCat(name, "'s affinity tables"),
+                         .layers_name = absl::StrCat(name, "'s layer tables")};
+}
+
+absl::StatusOr<PlacementSource> ReadPlacement(const RankServerOptions& o) {
   if (!o.planner.empty()) {
     int64_t version = 0;
     if (!absl::SimpleAtoi(o.placement, &version) || version <= 0) {
@@ -43,21 +47,14 @@ absl::StatusOr<PlacementBytes> ReadPlacement(const RankServerOptions& o) {
           absl::StrCat("with --planner, --placement names a placement version (a number); got '",
                        o.placement, "'"));
     }
-    ASSIGN_OR_RETURN(FetchedVersion v, FetchPlacementVersion(o.planner, version, tables));
-    const std::string name = absl::StrCat("version ", version, " (planner ", o.planner, ")");
-    b.placement = std::move(v.placement_json);
-    b.affinity = std::move(v.affinity);
-    b.layer_tables = std::move(v.layer_tables);
-    b.placement_name = absl::StrCat(name, "'s placement");
-    b.affinity_name = absl::StrCat(name, "'s affinity tables");
-    b.layers_name = absl::StrCat(name, "'s layer tables");
-    return b;
+    return FetchVersion(o, version);
   }
+  PlacementSource b;
   if (o.placement != "vanilla") {
-    ASSIGN_OR_RETURN(b.placement, ReadFile(o.placement));
+    ASSIGN_OR_RETURN(b.placement_json, ReadFile(o.placement));
     b.placement_name = o.placement;
   }
-  if (tables && !o.affinity.empty()) {
+  if (o.attention == AttentionMode::kTp && !o.affinity.empty()) {
     ASSIGN_OR_RETURN(b.affinity, ReadFile(o.affinity));
     b.affinity_name = o.affinity;
     if (!o.layer_tables.empty()) {
@@ -66,24 +63,6 @@ absl::StatusOr<PlacementBytes> ReadPlacement(const RankServerOptions& o) {
     }
   }
   return b;
-}
-
-absl::StatusOr<planner::Placement> LoadPlacement(const RankServerOptions& o,
-                                                 const PlacementBytes& b,
-                                                 const model::ModelConfig& config) {
-  if (b.placement_name.empty()) {
-    return planner::Placement::Vanilla(config.MoeLayers(), config.num_experts, o.ranks);
-  }
-  absl::StatusOr<planner::Placement> p = planner::Placement::FromJson(b.placement);
-  if (!p.ok()) {
-    return absl::InvalidArgumentError(absl::StrCat(b.placement_name, ": ", p.status().message()));
-  }
-  if (p->num_devices() != o.ranks) {
-    return absl::InvalidArgumentError(absl::StrCat(b.placement_name, " places experts on ",
-                                                   p->num_devices(), " devices but the group has ",
-                                                   o.ranks, " ranks"));
-  }
-  return p;
 }
 
 }  // namespace
@@ -103,49 +82,13 @@ absl::Status RunRankServer(const RankServerOptions& o, absl::Notification& stop)
     ASSIGN_OR_RETURN(cuda, GetDeviceBackend("cuda"));
   }
   ASSIGN_OR_RETURN(model::ModelConfig config, model::LoadModelConfig(o.model_dir));
-  ASSIGN_OR_RETURN(const PlacementBytes bytes, ReadPlacement(o));
-  ASSIGN_OR_RETURN(planner::Placement placement, LoadPlacement(o, bytes, config));
-  // What this rank serves with, for the operator.
-  std::string serving_with =
-      bytes.placement_name.empty() ? "placement vanilla" : bytes.placement_name;
-  std::unique_ptr<planner::TokenAffinity> affinity;
-  std::unique_ptr<DevicePredictor> predictor;
-  if (!bytes.affinity.empty()) {
-    absl::StatusOr<planner::TokenAffinity> a = planner::TokenAffinity::Deserialize(bytes.affinity);
-    if (!a.ok()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(bytes.affinity_name, ": ", a.status().message()));
-    }
-    if (a->num_layers() != placement.num_layers() || a->num_experts() != placement.num_experts()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(bytes.affinity_name, ": tables for ", a->num_layers(), " layers × ",
-                       a->num_experts(), " experts do not match the placement"));
-    }
-    affinity = std::make_unique<planner::TokenAffinity>(std::move(*a));
-    planner::TransitionTable transitions;
-    if (!bytes.layer_tables.empty() && o.use_layer_tables) {
-      absl::StatusOr<planner::TransitionTable> t =
-          planner::TransitionTable::Deserialize(bytes.layer_tables);
-      if (!t.ok()) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(bytes.layers_name, ": ", t.status().message()));
-      }
-      if (static_cast<int>(t->layers.size()) != placement.num_layers() ||
-          t->num_devices != placement.num_devices()) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(bytes.layers_name, ": tables for ", t->layers.size(), " layers × ",
-                         t->num_devices, " devices do not match the placement"));
-      }
-      transitions = std::move(*t);
-    }
-    absl::StrAppend(&serving_with, "; Attention-TP predicts tokens' devices with ",
-                    bytes.affinity_name,
-                    transitions.layers.empty() ? "" : absl::StrCat(" and ", bytes.layers_name),
-                    !bytes.layer_tables.empty() && !o.use_layer_tables
-                        ? " alone (--tp_layer_tables=false: its layer tables are unused)"
-                        : "");
-    predictor = std::make_unique<DevicePredictor>(*affinity, placement, std::move(transitions));
+  if (!o.follow_model.empty() && o.planner.empty()) {
+    return absl::InvalidArgumentError("--follow_active needs --planner");
   }
+  ASSIGN_OR_RETURN(const PlacementSource source, ReadPlacement(o));
+  ASSIGN_OR_RETURN(std::unique_ptr<RankPlacement> placement,
+                   BuildRankPlacement(source, config, o.ranks, o.use_layer_tables));
+  const std::string serving_with = placement->description;
 
   LOG(INFO) << "rank " << o.rank << "/" << o.ranks << ": joining the group via " << o.rendezvous;
   ASSIGN_OR_RETURN(std::unique_ptr<Communicator> comm, ConnectGloo({.address = o.rendezvous,
@@ -153,17 +96,31 @@ absl::Status RunRankServer(const RankServerOptions& o, absl::Notification& stop)
                                                                     .size = o.ranks,
                                                                     .hostname = o.host,
                                                                     .timeout = o.connect_timeout}));
-  ASSIGN_OR_RETURN(std::unique_ptr<RankModel> model,
-                   RankModel::Create(o.model_dir, placement, *comm,
-                                     {.attention = o.attention,
-                                      .predictor = predictor.get(),
-                                      .token_balance_eps = o.token_balance_eps}));
+  ASSIGN_OR_RETURN(
+      std::unique_ptr<RankModel> model,
+      RankModel::Create(o.model_dir, std::move(placement), *comm,
+                        {.attention = o.attention, .token_balance_eps = o.token_balance_eps}));
+  // Every rank takes part in rollouts (the leader proposes); each fetches the version itself.
+  PlacementRollout::Stager stager;
+  std::string no_stager;
+  if (cuda != nullptr) {
+    no_stager = "this group serves from GPUs, where live rollouts are not implemented yet";
+  } else if (o.planner.empty()) {
+    no_stager = "this group was started without --planner";
+  } else {
+    stager = [&o, &config](int64_t version) -> absl::StatusOr<std::unique_ptr<RankPlacement>> {
+      ASSIGN_OR_RETURN(const PlacementSource source, FetchVersion(o, version));
+      return BuildRankPlacement(source, config, o.ranks, o.use_layer_tables);
+    };
+  }
+  PlacementRollout rollout(*model, std::move(stager), no_stager, o.rollout_mb_per_s);
   GroupEngineOptions engine_options = o.engine;
+  engine_options.rollout = &rollout;
   engine_options.batch.tokenizer = model->tokenizer();
   if (engine_options.batch.eos_ids.empty()) engine_options.batch.eos_ids = config.eos_token_ids;
   std::unique_ptr<DeviceSession> device;  // Outlives the engine (declared first).
   if (cuda != nullptr) {
-    ASSIGN_OR_RETURN(device, cuda->UseForServing(config, model->weights(), placement,
+    ASSIGN_OR_RETURN(device, cuda->UseForServing(config, model->weights(), model->placement(),
                                                  {.address = o.rendezvous,
                                                   .rank = o.rank,
                                                   .size = o.ranks,
@@ -175,10 +132,18 @@ absl::Status RunRankServer(const RankServerOptions& o, absl::Notification& stop)
   ASSIGN_OR_RETURN(std::unique_ptr<GroupEngine> engine,
                    GroupEngine::Create(*model, engine_options));
 
+  std::unique_ptr<ActiveWatch> watch;  // The leader follows the active version.
+  std::function<std::string()> watch_error;
+  if (!o.follow_model.empty() && o.rank == 0) {
+    watch = std::make_unique<ActiveWatch>(o.planner, o.follow_model,
+                                          [&rollout](int64_t v) { rollout.Propose(v); });
+    watch_error = [&watch] { return watch->error(); };
+  }
   EngineServiceImpl service(*engine, {.tokenizer = model->tokenizer(),
                                       .vocab_size = config.vocab_size,
                                       .max_prompt_tokens = config.max_position_embeddings,
-                                      .moe_layers = config.MoeLayers()});
+                                      .moe_layers = config.MoeLayers(),
+                                      .watch_error = watch_error});
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;

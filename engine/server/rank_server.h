@@ -26,6 +26,12 @@ struct RankServerOptions {
   // HOST:PORT of the planner: the placement (and with Attention-TP its tables) is the version
   // `placement` names, fetched from there; `affinity` and `layer_tables` are then unused.
   std::string planner;
+  // With `planner`: rank 0 watches the planner's active version of this model (the planner's
+  // model name) and the group rolls out each new one while it serves
+  // (engine/parallel/placement_rollout.h). "": the placement stays.
+  std::string follow_model;
+  // Caps how fast a rollout loads experts (MB/s of weights); 0: no cap.
+  double rollout_mb_per_s = 0;
   // Token affinities (TokenAffinity::Serialize bytes, e.g. from `planner export`): with
   // Attention-TP they enable the shuffled reduce-scatter / all-gather. Empty: plain order.
   std::string affinity;

@@ -28,6 +28,7 @@ std::shared_ptr<const RouterTables> EngineGroup::tables() const {
 }
 
 void EngineGroup::Poll() {
+  std::vector<int64_t> serving(size(), -1), targets(size(), 0);
   for (int r = 0; r < size(); ++r) {
     grpc::ClientContext context;
     context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(1));
@@ -44,10 +45,15 @@ void EngineGroup::Poll() {
       c.a2a_bytes += l.dispatch_bytes_sent() + l.combine_bytes_sent();
     }
     c.tokens = stats.prefill_tokens() + stats.decode_tokens();
+    c.placement_version = stats.placement_version();
+    c.rollout = stats.rollout();
+    serving[r] = stats.placement_version();
+    targets[r] = stats.rollout().target_version();
     absl::MutexLock lock(&mu_);
     rank_lar_[r] = stats.lar();
     counters_[r] = c;
   }
+  if (options_.follow != nullptr) options_.follow->Observe(serving, targets);
 }
 
 double EngineGroup::rank_lar(int rank) const {
@@ -100,6 +106,11 @@ void EngineGroup::Fill(rpc::ArmStats& out) const {
     s->set_remote_activations(c.remote);
     s->set_a2a_bytes(c.a2a_bytes);
     s->set_tokens(c.tokens);
+    s->set_placement_version(c.placement_version);
+    *s->mutable_rollout() = c.rollout;
+    if (r == 0) out.set_engines_version(c.placement_version);
+    if (c.placement_version != out.engines_version()) out.set_engines_version(0);  // Mid-switch.
+    if (c.rollout.target_version() > 0) out.set_rollout_target(c.rollout.target_version());
     local += c.local;
     remote += c.remote;
     bytes += c.a2a_bytes;

@@ -19,6 +19,7 @@
 #include "router/proto/router.pb.h"
 #include "router/rebatch/rebatcher.h"
 #include "router/server/latency_window.h"
+#include "router/tables/engine_follow.h"
 #include "router/tables/router_tables.h"
 
 namespace semmoe::router {
@@ -28,6 +29,8 @@ struct GroupOptions {
   int share_percent = 100;
   std::vector<std::string> ranks;  // Engine addresses, rank order.
   TablesHolder* tables = nullptr;  // Borrowed; null: placement by load alone.
+  // Borrowed; keeps `tables` on the version the engines serve (null: the tables are fixed).
+  EngineFollow* follow = nullptr;
   RebatcherOptions rebatch;
   double slo_ttft_ms = 1000, slo_tpot_ms = 200;  // For goodput.
 };
@@ -59,6 +62,8 @@ class EngineGroup {
  private:
   struct EngineCounters {
     int64_t local = 0, remote = 0, a2a_bytes = 0, tokens = 0;
+    int64_t placement_version = 0;
+    engine::rpc::RolloutStats rollout;
   };
 
   const GroupOptions options_;

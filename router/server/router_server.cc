@@ -174,6 +174,15 @@ absl::StatusOr<std::unique_ptr<RouterServer>> RouterServer::Start(const RouterSe
     s->tables_.Set(nullptr, kNoTables);
   }
 
+  // A group placed with one version's tables from the planner follows the version its engines
+  // serve: they may roll out another (engine serve --follow_active).
+  if (!o.planner.empty() && (o.experiment > 0 || o.version > 0)) {
+    for (GroupOptions& g : s->groups_) {
+      s->follows_.push_back(std::make_unique<EngineFollow>(
+          o.planner, static_cast<int>(g.ranks.size()), vocab, *g.tables));
+      g.follow = s->follows_.back().get();
+    }
+  }
   s->service_ =
       std::make_unique<RouterServiceImpl>(RouterOptions{.groups = s->groups_,
                                                         .tokenizer = s->tokenizer_.get(),
@@ -212,7 +221,8 @@ std::string RouterServer::Describe() const {
                     watch_ != nullptr          ? ", following the planner's active version"
                     : !o.affinity_file.empty() ? ", fixed tables"
                     : !o.planner.empty()
-                        ? absl::StrCat(", version ", o.version, "'s tables from the planner")
+                        ? absl::StrCat(", version ", o.version,
+                                       "'s tables from the planner, then the engines' version")
                         : ", no tables (load only)");
   }
   for (const GroupOptions& g : groups_) {

@@ -19,6 +19,7 @@
 #include "grpcpp/grpcpp.h"
 #include "router/rebatch/rebatcher.h"
 #include "router/server/router_service.h"
+#include "router/tables/engine_follow.h"
 #include "router/tables/planner_watch.h"
 #include "router/tables/router_tables.h"
 
@@ -81,7 +82,8 @@ class RouterServer {
   std::vector<std::unique_ptr<TablesHolder>> arm_tables_;
   std::vector<GroupOptions> groups_;
   std::unique_ptr<PlannerWatch> watch_;
-  std::unique_ptr<RouterServiceImpl> service_;  // Destroyed after the server below.
+  std::vector<std::unique_ptr<EngineFollow>> follows_;  // Per group, when it follows its engines.
+  std::unique_ptr<RouterServiceImpl> service_;          // Destroyed after the server below.
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
 };

@@ -2,6 +2,8 @@
 
 #include <unistd.h>
 
+#include <optional>
+
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -51,6 +53,9 @@ absl::StatusOr<VersionInfo> CheckVersion(planner::PlacementStore& store, int64_t
   VersionInfo info;
   info.description = absl::StrCat("version ", version, " (", v.name, ", ", v.algorithm, ")");
   info.has_tables = store.GetAffinityTables(version).ok();
+  info.model = v.model;
+  ASSIGN_OR_RETURN(std::optional<planner::PlacementVersion> active, store.Active(v.model));
+  info.active = active.has_value() && active->version == version;
   return info;
 }
 
@@ -84,6 +89,12 @@ absl::Status LaunchEngines(const EngineGroupSpec& spec, absl::Time deadline, sig
     if (!spec.affinity.empty()) argv.insert(argv.end(), {"--affinity", spec.affinity});
     if (!spec.layer_tables.empty()) argv.insert(argv.end(), {"--layer_tables", spec.layer_tables});
     if (!spec.use_layer_tables) argv.push_back("--tp_layer_tables=false");
+    if (!spec.follow_active.empty()) {
+      argv.insert(argv.end(), {"--follow_active", spec.follow_active});
+    }
+    if (spec.rollout_mb_per_s > 0) {
+      argv.push_back(absl::StrCat("--rollout_mb_per_s=", spec.rollout_mb_per_s));
+    }
     if (!spec.planner.empty()) argv.insert(argv.end(), {"--planner", spec.planner});
     if (spec.host) argv.insert(argv.end(), {"--host", out.hosts[r]});
     if (spec.launcher) {

@@ -30,6 +30,8 @@ bool IsVersionNumber(const std::string& placement);
 struct VersionInfo {
   std::string description;  // "version 3 (semantic-dp-g4, semantic)".
   bool has_tables = false;  // Whether affinity tables are stored with it.
+  std::string model;        // The planner's model name.
+  bool active = false;      // Whether it is the model's active version.
 };
 absl::StatusOr<VersionInfo> CheckVersion(planner::PlacementStore& store, int64_t version,
                                          int ranks);
@@ -39,13 +41,15 @@ struct EngineGroupSpec {
   std::string engine_binary, model, attn = "dp", placement = "vanilla";
   std::string affinity, layer_tables;  // Optional files.
   bool use_layer_tables = true;        // false: Attention-TP predicts from the T tables alone.
-  std::string planner;     // HOST:PORT: `placement` is a version the ranks fetch (with its tables).
-  std::string rendezvous;  // "file:DIR" or "grpc:HOST:PORT".
+  std::string planner;  // HOST:PORT: `placement` is a version the ranks fetch (with its tables).
+  std::string follow_active;  // With `planner`: the model whose active version the group follows.
+  std::string rendezvous;     // "file:DIR" or "grpc:HOST:PORT".
   int ranks = 1;
   int kv_cache_mb = 256;
   std::string run_dir;  // Logs and port files.
   bool cuda = false;    // Rank r runs its forward on CUDA device first_cuda_device + r.
   int first_cuda_device = 0;
+  double rollout_mb_per_s = 0;  // engine serve --rollout_mb_per_s.
   // Where rank r runs, for emulated hosts (tools/netlab): its address (EngineService and the
   // Gloo mesh listen there; unset: 127.0.0.1) and the argv prefix that starts it there (e.g.
   // `ip netns exec NS`; unset: none).
