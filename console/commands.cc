@@ -196,6 +196,18 @@ absl::Status Console::PlacementsDiff(int64_t from, int64_t to) {
 
 absl::Status Console::PlacementsActivate(int64_t version) {
   if (absl::Status s = Confirm(absl::StrCat("activate version ", version, "?")); !s.ok()) return s;
+  // What is active now, to return to if the engines refuse the version.
+  prpc::GetVersionRequest get;
+  get.set_version(version);
+  prpc::PlacementVersion v, before;
+  PLANNER(GetVersion, get, &v);
+  prpc::GetActiveRequest active;
+  active.set_model(v.model());
+  {
+    grpc::ClientContext context;
+    context.set_deadline(absl::ToChronoTime(absl::Now() + o_.deadline));
+    if (!planner_->GetActive(&context, active, &before).ok()) before.Clear();  // None yet.
+  }
   prpc::ActivateRequest request;
   request.set_version(version);
   prpc::ActivateResponse response;
@@ -203,7 +215,7 @@ absl::Status Console::PlacementsActivate(int64_t version) {
   out_ << (o_.json ? absl::StrCat("{\"active\":", version, "}")
                    : absl::StrCat("version ", version, " is active"))
        << "\n";
-  return absl::OkStatus();
+  return Rollout(version, before.version() == version ? 0 : before.version());
 }
 
 absl::Status Console::PlacementsRollback() {
@@ -214,13 +226,14 @@ absl::Status Console::PlacementsRollback() {
   }
   prpc::GetActiveRequest request;
   request.set_model(o_.model);
-  prpc::PlacementVersion v;
+  prpc::PlacementVersion before, v;
+  PLANNER(GetActive, request, &before);
   PLANNER(Rollback, request, &v);
   out_ << (o_.json ? Json(v)
                    : absl::StrCat("rolled back: version ", v.version(), " (", v.name(),
                                   ") is active again"))
        << "\n";
-  return absl::OkStatus();
+  return Rollout(v.version(), before.version());
 }
 
 absl::Status Console::PlacementsEval(const std::vector<int64_t>& versions) {

@@ -35,6 +35,9 @@ struct ConsoleOptions {
   int64_t a = 0, b = 0;
   int share = 0;
   std::string name, arm;
+  // activate, rollback, promote: wait until the engine groups serve the version.
+  bool wait = true;
+  absl::Duration rollout_timeout = absl::Minutes(10);
 };
 
 class Console {
@@ -59,6 +62,12 @@ class Console {
   absl::Status ExperimentsPromote(int64_t id);
   absl::Status ClusterStatus();
 
+  // Waits (unless !wait) until every group following the active version serves `version`; on a
+  // refusal or a dead group re-activates `previous` (> 0) and says so.
+  absl::Status Rollout(int64_t version, int64_t previous);
+  // Waits until the groups serve `version`: those following the active version, or with `push`
+  // every group, each told by a Rollout call to its rank 0.
+  absl::Status AwaitRollout(int64_t version, bool push);
   absl::Status Confirm(const std::string& question);
   void PrintExperiment(const planner::rpc::Experiment& e);
 

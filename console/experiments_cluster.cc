@@ -163,7 +163,8 @@ absl::Status Console::ExperimentsPromote(int64_t id) {
                    : absl::StrCat("experiment ", id, ": arm ", arm, " promoted; version ", version,
                                   " is active (experiment ", done.status(), ")"))
        << "\n";
-  return absl::OkStatus();
+  // Every group behind the router, the other arm's too, serves the winner.
+  return o_.wait ? AwaitRollout(version, /*push=*/true) : absl::OkStatus();
 }
 
 absl::Status Console::ClusterStatus() {

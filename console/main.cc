@@ -39,6 +39,10 @@ ABSL_FLAG(int, share, 0, "experiments create: arm B's percent of the traffic");
 ABSL_FLAG(std::string, name, "", "experiments create: a name");
 ABSL_FLAG(std::string, arm, "", "experiments promote: the arm (default: the most goodput)");
 ABSL_FLAG(int, deadline_ms, 30000, "RPC deadline");
+ABSL_FLAG(bool, wait, true,
+          "activate, rollback, promote: wait until the engine groups serve the version "
+          "(--no-wait: return once the planner has it)");
+ABSL_FLAG(int, rollout_timeout_s, 600, "activate, rollback, promote: how long to wait");
 
 namespace {
 
@@ -47,13 +51,22 @@ constexpr char kUsage[] =
     "        console experiments create --a V1 --b V2 --share P|list|status ID|stop ID|promote ID\n"
     "        console cluster status\n"
     "        console tui --model M\n"
-    "        [--planner HOST:PORT] [--router HOST:PORT] [--model M] [--json] [--yes]";
+    "        [--planner HOST:PORT] [--router HOST:PORT] [--model M] [--json] [--yes]\n"
+    "        [--no-wait] [--rollout_timeout_s S]   (activate, rollback, promote)";
 
 }  // namespace
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(kUsage);
-  std::vector<char*> positional = absl::ParseCommandLine(argc, argv);
+  // `--no-wait` as the operators type it; Abseil spells a false bool --nowait.
+  std::vector<std::string> words(argv, argv + argc);
+  std::vector<char*> args_in;
+  for (std::string& w : words) {
+    if (w == "--no-wait") w = "--nowait";
+    args_in.push_back(w.data());
+  }
+  std::vector<char*> positional =
+      absl::ParseCommandLine(static_cast<int>(args_in.size()), args_in.data());
   std::vector<std::string> args(positional.begin() + 1, positional.end());
   semmoe::console::ConsoleOptions o;
   o.planner = absl::GetFlag(FLAGS_planner);
@@ -82,6 +95,8 @@ int main(int argc, char** argv) {
   o.share = absl::GetFlag(FLAGS_share);
   o.name = absl::GetFlag(FLAGS_name);
   o.arm = absl::GetFlag(FLAGS_arm);
+  o.wait = absl::GetFlag(FLAGS_wait);
+  o.rollout_timeout = absl::Seconds(absl::GetFlag(FLAGS_rollout_timeout_s));
   absl::Status status;
   if (args.size() == 1 && args[0] == "tui") {
     status = semmoe::console::RunTui(o);

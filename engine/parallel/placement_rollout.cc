@@ -46,8 +46,7 @@ PlacementRollout::~PlacementRollout() { StopStaging(); }
 
 void PlacementRollout::Propose(int64_t version) {
   absl::MutexLock lock(&mu_);
-  if (rank_ != kLeader || version == last_proposed_) return;
-  last_proposed_ = version;
+  if (rank_ != kLeader) return;
   proposal_ = version;
 }
 
@@ -188,6 +187,7 @@ absl::Status PlacementRollout::Agree(absl::Span<const int64_t> words, int64_t ro
     {
       absl::MutexLock lock(&mu_);
       stats_.refused_version = target;
+      ++stats_.refusals;
       stats_.last_error = error;
       stats_.target_version = 0;
     }

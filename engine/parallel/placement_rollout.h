@@ -47,6 +47,7 @@ struct RolloutStats {
   int64_t epoch = 0;            // Switches since the group started.
   int64_t switch_round = 0;     // The agreement round of the latest switch (equal on every rank).
   int64_t refused_version = 0;  // The latest version refused, and why.
+  int64_t refusals = 0;         // Versions refused since the group started.
   std::string last_error;
   // The latest switch: staging time (proposal seen → staged), the switch's own time, what moved.
   double last_stage_seconds = 0, last_switch_ms = 0;
@@ -69,7 +70,8 @@ class PlacementRollout {
                    double load_mb_per_s = 0);
   ~PlacementRollout();  // Stops staging.
 
-  // The leader's next target (ignored on other ranks, and when it repeats the last proposal).
+  // The leader's next target (ignored on other ranks). A refused version proposed again is staged
+  // again.
   void Propose(int64_t version);
 
   // This rank's words for the agreement round.
@@ -104,7 +106,6 @@ class PlacementRollout {
 
   mutable absl::Mutex mu_;
   int64_t proposal_ ABSL_GUARDED_BY(mu_) = 0;
-  int64_t last_proposed_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t staged_version_ ABSL_GUARDED_BY(mu_) = 0;  // Ready in staged_.
   int64_t failed_version_ ABSL_GUARDED_BY(mu_) = 0;  // Failed, with failed_error_.
   std::string failed_error_ ABSL_GUARDED_BY(mu_);

@@ -208,6 +208,24 @@ grpc::ServerWriteReactor<Response>* EngineServiceImpl::Generate(
   return reactor;
 }
 
+grpc::ServerUnaryReactor* EngineServiceImpl::Rollout(grpc::CallbackServerContext* context,
+                                                     const rpc::RolloutRequest* request,
+                                                     rpc::RolloutResponse* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  if (!options_.rollout) {
+    reactor->Finish(grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
+                                 "this rank does not take rollouts (only rank 0 of a group "
+                                 "started with --planner does)"));
+  } else if (request->version() <= 0) {
+    reactor->Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                                 "Rollout needs a placement version (a positive number)"));
+  } else {
+    options_.rollout(request->version());
+    reactor->Finish(grpc::Status::OK);
+  }
+  return reactor;
+}
+
 grpc::ServerUnaryReactor* EngineServiceImpl::GetStats(grpc::CallbackServerContext* context,
                                                       const rpc::GetStatsRequest* request,
                                                       rpc::EngineStats* response) {
@@ -285,6 +303,7 @@ void ToProto(const GroupEngineStats& s, const std::vector<int>& moe_layers, rpc:
   ro->set_epoch(r.epoch);
   ro->set_switch_round(r.switch_round);
   ro->set_refused_version(r.refused_version);
+  ro->set_refusals(r.refusals);
   ro->set_error(r.last_error);
   ro->set_last_stage_seconds(r.last_stage_seconds);
   ro->set_last_switch_ms(r.last_switch_ms);

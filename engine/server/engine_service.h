@@ -27,6 +27,8 @@ class EngineServiceImpl final : public rpc::EngineService::CallbackService {
     std::vector<int> moe_layers;  // Model layer index of each MoE layer (for GetStats).
     // Set on a rank that follows the planner's active version: why the watch is down ("": up).
     std::function<std::string()> watch_error;
+    // Rank 0 of a group that can roll out: proposes a version (Rollout). Null: refused.
+    std::function<void(int64_t version)> rollout;
   };
   // `engine` is borrowed and outlives the service.
   EngineServiceImpl(GroupEngine& engine, const Options& options)
@@ -34,6 +36,9 @@ class EngineServiceImpl final : public rpc::EngineService::CallbackService {
 
   grpc::ServerWriteReactor<rpc::GenerateResponse>* Generate(
       grpc::CallbackServerContext* context, const rpc::GenerateRequest* request) override;
+  grpc::ServerUnaryReactor* Rollout(grpc::CallbackServerContext* context,
+                                    const rpc::RolloutRequest* request,
+                                    rpc::RolloutResponse* response) override;
   grpc::ServerUnaryReactor* GetStats(grpc::CallbackServerContext* context,
                                      const rpc::GetStatsRequest* request,
                                      rpc::EngineStats* response) override;

@@ -135,15 +135,24 @@ absl::Status RunRankServer(const RankServerOptions& o, absl::Notification& stop)
   std::unique_ptr<ActiveWatch> watch;  // The leader follows the active version.
   std::function<std::string()> watch_error;
   if (!o.follow_model.empty() && o.rank == 0) {
+    // Each version once: the planner announces the active one again after a reconnect.
     watch = std::make_unique<ActiveWatch>(o.planner, o.follow_model,
-                                          [&rollout](int64_t v) { rollout.Propose(v); });
+                                          [&rollout, last = int64_t{0}](int64_t v) mutable {
+                                            if (v != last) rollout.Propose(v);
+                                            last = v;
+                                          });
     watch_error = [&watch] { return watch->error(); };
+  }
+  std::function<void(int64_t)> propose;
+  if (o.rank == 0 && !o.planner.empty() && cuda == nullptr) {
+    propose = [&rollout](int64_t v) { rollout.Propose(v); };
   }
   EngineServiceImpl service(*engine, {.tokenizer = model->tokenizer(),
                                       .vocab_size = config.vocab_size,
                                       .max_prompt_tokens = config.max_position_embeddings,
                                       .moe_layers = config.MoeLayers(),
-                                      .watch_error = watch_error});
+                                      .watch_error = watch_error,
+                                      .rollout = propose});
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
