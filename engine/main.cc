@@ -84,8 +84,10 @@ ABSL_FLAG(std::string, layer_tables, "",
 ABSL_FLAG(std::string, follow_active, "",
           "serve (with --planner): follow the planner's active version of this model (its name "
           "in the planner): the group rolls out each new one while serving");
-ABSL_FLAG(double, rollout_mb_per_s, 0,
-          "serve: cap how fast a rollout loads the experts a rank gains (MB/s; 0: no cap)");
+ABSL_FLAG(double, rollout_mb_per_s, 100,
+          "serve: cap how fast a rollout loads the experts a rank gains (MB/s of f32 + bf16 "
+          "weights; 0: no cap); the default keeps serving's steps within 2x the median on 2 "
+          "cores (docs/PERFORMANCE.md, \"Live rollout\")");
 ABSL_FLAG(bool, tp_layer_tables, true,
           "serve (tp): predict from the A tables too when the placement has them; false: from "
           "the token (T) tables alone");

@@ -76,8 +76,9 @@ ABSL_FLAG(int64_t, experiment, 0,
 ABSL_FLAG(bool, follow_active, true,
           "with --placement VERSION (the active one): the group follows the planner's active "
           "version, rolling out each one activated while it serves; false: the placement stays");
-ABSL_FLAG(double, rollout_mb_per_s, 0,
-          "cap how fast a rollout loads experts on each rank (MB/s of weights; 0: no cap)");
+ABSL_FLAG(double, rollout_mb_per_s, -1,
+          "cap how fast a rollout loads experts on each rank (MB/s of weights; 0: no cap; "
+          "-1: the engine's default)");
 ABSL_FLAG(std::string, router_policy, "semantic",
           "the router's policy (semantic, round_robin, least_loaded; Attention-TP: one rank takes "
           "requests, so any); none: no "

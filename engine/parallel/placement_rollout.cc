@@ -84,8 +84,8 @@ absl::StatusOr<PlacementRollout::Staged> PlacementRollout::Stage(int64_t version
   int64_t loaded_bytes = 0;
   for (const auto& [layer, expert] : gained) {
     // The cap: wait until the bytes so far fit the rate (a cancel ends the wait).
-    if (load_mb_per_s_ > 0) {
-      const absl::Time due = start + absl::Seconds(loaded_bytes / (load_mb_per_s_ * 1e6));
+    if (const double cap = load_mb_per_s_.load(); cap > 0) {
+      const absl::Time due = start + absl::Seconds(loaded_bytes / (cap * 1e6));
       while (!cancel_.load() && absl::Now() < due) absl::SleepFor(absl::Milliseconds(5));
     }
     if (cancel_.load()) return absl::CancelledError("another version was proposed");
@@ -109,6 +109,7 @@ void PlacementRollout::StartStaging(int64_t version) {
     absl::MutexLock lock(&mu_);
     stats_.target_version = version;
     stats_.experts_to_load = stats_.experts_loaded = stats_.staged_bytes = 0;
+    stats_.peak_staged_bytes = 0;
     stats_.staged = false;
   }
   if (!stager_) {  // Refused at once, by every rank in the same round.

@@ -53,7 +53,7 @@ struct RolloutStats {
   double last_stage_seconds = 0, last_switch_ms = 0;
   int64_t last_experts_loaded = 0, last_experts_freed = 0;
   int64_t last_bytes_loaded = 0, last_bytes_freed = 0;
-  int64_t peak_staged_bytes = 0;  // Most extra expert bytes held at once.
+  int64_t peak_staged_bytes = 0;  // Most extra expert bytes held at once, latest rollout.
 };
 
 class PlacementRollout {
@@ -69,6 +69,9 @@ class PlacementRollout {
   PlacementRollout(RankModel& model, Stager stager, std::string no_stager_reason = "",
                    double load_mb_per_s = 0);
   ~PlacementRollout();  // Stops staging.
+
+  // Changes the loading cap (takes effect from the next rollout's next expert).
+  void set_load_mb_per_s(double mb_per_s) { load_mb_per_s_ = mb_per_s; }
 
   // The leader's next target (ignored on other ranks). A refused version proposed again is staged
   // again.
@@ -97,7 +100,7 @@ class PlacementRollout {
   RankModel& model_;
   const Stager stager_;
   const std::string no_stager_reason_;
-  const double load_mb_per_s_;
+  std::atomic<double> load_mb_per_s_;
   const int rank_;
   int64_t target_ = 0;  // Loop thread.
   absl::Time staging_started_;

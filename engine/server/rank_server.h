@@ -31,7 +31,7 @@ struct RankServerOptions {
   // (engine/parallel/placement_rollout.h). "": the placement stays.
   std::string follow_model;
   // Caps how fast a rollout loads experts (MB/s of weights); 0: no cap.
-  double rollout_mb_per_s = 0;
+  double rollout_mb_per_s = 100;
   // Token affinities (TokenAffinity::Serialize bytes, e.g. from `planner export`): with
   // Attention-TP they enable the shuffled reduce-scatter / all-gather. Empty: plain order.
   std::string affinity;

@@ -92,7 +92,7 @@ absl::Status LaunchEngines(const EngineGroupSpec& spec, absl::Time deadline, sig
     if (!spec.follow_active.empty()) {
       argv.insert(argv.end(), {"--follow_active", spec.follow_active});
     }
-    if (spec.rollout_mb_per_s > 0) {
+    if (spec.rollout_mb_per_s >= 0) {
       argv.push_back(absl::StrCat("--rollout_mb_per_s=", spec.rollout_mb_per_s));
     }
     if (!spec.planner.empty()) argv.insert(argv.end(), {"--planner", spec.planner});
