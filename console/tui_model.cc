@@ -41,7 +41,26 @@ std::vector<std::string> Banners(const Snapshot& s, const std::string& planner,
   } else if (!s.router.tables_error().empty()) {
     out.push_back(absl::StrCat("!! router tables: ", s.router.tables_error()));
   }
+  // A group's latest rollout that failed (every rank says the same; rank 0 speaks for it).
+  for (const auto& k : s.router.ranks()) {
+    if (k.rank() == 0 && !k.rollout().error().empty()) {
+      out.push_back(absl::StrCat("!! rollout", k.arm().empty() ? "" : " (arm " + k.arm() + ")",
+                                 ": ", k.rollout().error()));
+    }
+  }
   return out;
+}
+
+std::string PlacementCell(const router::rpc::RankStats& k) {
+  const auto& r = k.rollout();
+  std::string cell = k.placement_version() > 0 ? absl::StrCat("v", k.placement_version()) : "-";
+  if (r.target_version() > 0) {
+    absl::StrAppend(&cell, "->v", r.target_version(), " ",
+                    r.staged() ? std::string("staged")
+                               : absl::StrCat(r.experts_loaded(), "/", r.experts_to_load()));
+  }
+  if (r.epoch() > 0) absl::StrAppend(&cell, " e", r.epoch());
+  return cell;
 }
 
 std::string Verdict(const planner::rpc::Experiment& e) {
@@ -159,17 +178,17 @@ std::vector<std::string> ClusterLines(const Snapshot& s, const std::deque<double
                           r.policy(), r.received(), r.completed(), r.failed(), r.rejected(),
                           r.lar(), r.a2a_bytes_per_token()),
           width),
-      absl::StrFormat("%-4s %-4s %-21s %-7s %9s %8s %6s  %s", "arm", "rank", "address", "health",
-                      "in flight", "assigned", "LAR", "load")};
+      absl::StrFormat("%-4s %-4s %-21s %-7s %-18s %9s %8s %6s  %s", "arm", "rank", "address",
+                      "health", "placement", "in flight", "assigned", "LAR", "load")};
   int64_t most = 1;
   for (const auto& k : r.ranks()) most = std::max(most, k.tokens_in_flight());
   for (const auto& k : r.ranks()) {
-    out.push_back(
-        Cut(absl::StrFormat("%-4s %-4d %-21s %-7s %9d %8d %6.3f  %s",
-                            k.arm().empty() ? "-" : k.arm(), k.rank(), k.address(),
-                            k.usable() ? "serving" : "DOWN", k.requests_in_flight(), k.assigned(),
-                            k.lar(), Bar(static_cast<double>(k.tokens_in_flight()) / most, 20)),
-            width));
+    out.push_back(Cut(absl::StrFormat("%-4s %-4d %-21s %-7s %-18s %9d %8d %6.3f  %s",
+                                      k.arm().empty() ? "-" : k.arm(), k.rank(), k.address(),
+                                      k.usable() ? "serving" : "DOWN", PlacementCell(k),
+                                      k.requests_in_flight(), k.assigned(), k.lar(),
+                                      Bar(static_cast<double>(k.tokens_in_flight()) / most, 20)),
+                      width));
   }
   out.push_back("");
   out.push_back("LAR per MoE layer (bar = local share of expert activations, all ranks):");

@@ -38,6 +38,10 @@ std::string NotRoutedAsPlanned(const planner::rpc::ExperimentArm& arm);
 std::vector<std::string> Banners(const Snapshot& s, const std::string& planner,
                                  const std::string& router);
 
+// A rank's placement for the cluster pane: "v2", during a rollout "v2->v3 4/10" (experts loaded
+// of those to load) or "v2->v3 staged", then " e1" with the switches so far (the epoch).
+std::string PlacementCell(const router::rpc::RankStats& rank);
+
 // "▁▂▃▅▇"-style sparkline of the values (scaled to their max), one character each; with
 // `unicode` false, ASCII " .:-=+*#".
 std::string Sparkline(const std::deque<double>& values, bool unicode = true);

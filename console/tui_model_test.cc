@@ -63,6 +63,36 @@ TEST(TuiModelTest, SparklineAndBar) {
   EXPECT_EQ(Bar(2, 3), "###");
 }
 
+TEST(TuiModelTest, ClusterShowsEachRanksRolloutAndRefusals) {
+  Snapshot s;
+  s.router_ok = s.planner_ok = true;
+  router::rpc::RankStats* r0 = s.router.add_ranks();
+  r0->set_address("h:1");
+  r0->set_placement_version(2);
+  r0->mutable_rollout()->set_target_version(3);
+  r0->mutable_rollout()->set_experts_loaded(4);
+  r0->mutable_rollout()->set_experts_to_load(10);
+  r0->mutable_rollout()->set_epoch(1);
+  EXPECT_EQ(PlacementCell(*r0), "v2->v3 4/10 e1");
+  router::rpc::RankStats* r1 = s.router.add_ranks();
+  r1->set_rank(1);
+  r1->set_placement_version(2);
+  r1->mutable_rollout()->set_target_version(3);
+  r1->mutable_rollout()->set_staged(true);
+  EXPECT_EQ(PlacementCell(*r1), "v2->v3 staged");
+  r1->clear_rollout();
+  EXPECT_EQ(PlacementCell(*r1), "v2");
+  bool shown = false;
+  for (const std::string& line : ClusterLines(s, {}, 200)) {
+    shown |= line.find("v2->v3 4/10 e1") != std::string::npos;
+  }
+  EXPECT_TRUE(shown);
+  EXPECT_TRUE(Banners(s, "p", "r").empty());
+  r0->mutable_rollout()->set_error("version 3 refused: rank 1: no disk");
+  ASSERT_EQ(Banners(s, "p", "r").size(), 1u);
+  EXPECT_EQ(Banners(s, "p", "r")[0], "!! rollout: version 3 refused: rank 1: no disk");
+}
+
 TEST(TuiModelTest, PanesMarkTheSelectionAndShowBanners) {
   Snapshot s;
   s.versions.resize(2);

@@ -4,11 +4,11 @@
 // A 2-rank Attention-DP group (threads, each with its own Gloo communicator over loopback)
 // serves a closed loop of greedy requests. It is rolled from vanilla to placements that swap
 // `m` experts per MoE layer between the ranks, and back, for each m of --moved. Per rollout:
-// for each loading cap of --caps: the time from the proposal to the switch, the switch's own time, the experts and bytes loaded
-// per rank, the peak of staged bytes against the moved experts' bytes, the process's peak RSS
-// growth, and the serving stall: the largest gap between two tokens of one request during the
-// rollout against the median gap before it (a gap is one decode step of that request).
-// Then the two sources for a gained expert, side by side: the rank's checkpoint (mmap'd
+// for each loading cap of --caps: the time from the proposal to the switch, the switch's own time,
+// the experts and bytes loaded per rank, the peak of staged bytes against the moved experts' bytes,
+// the process's peak RSS growth, and the serving stall: the largest gap between two tokens of one
+// request during the rollout against the median gap before it (a gap is one decode step of that
+// request). Then the two sources for a gained expert, side by side: the rank's checkpoint (mmap'd
 // safetensors, BF16 → f32 + the BF16 copy) and its peer over a Gloo pair (the same bytes).
 //
 //   bazel run -c opt //tools:bench_rollout -- [--model DIR] [--moved 2,4,8] [--caps 0,100]
@@ -19,9 +19,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -41,8 +41,8 @@
 #include "engine/parallel/gloo_communicator.h"
 #include "engine/parallel/group_engine.h"
 #include "engine/parallel/placement_rollout.h"
-#include "gloo/rendezvous/hash_store.h"
 #include "glog/logging.h"
+#include "gloo/rendezvous/hash_store.h"
 #include "kernels/safetensors.h"
 #include "nlohmann/json.hpp"
 #include "tools/tiny_model/tiny_model.h"
@@ -106,8 +106,7 @@ planner::Placement Swapped(const planner::Placement& vanilla, int m) {
 // Token arrival times per request; the gaps between them are decode steps.
 class Gaps : public engine::RequestSink {
  public:
-  Gaps(absl::Mutex* mu, std::vector<std::pair<absl::Time, double>>* gaps,
-       absl::Notification* done)
+  Gaps(absl::Mutex* mu, std::vector<std::pair<absl::Time, double>>* gaps, absl::Notification* done)
       : mu_(mu), gaps_(gaps), done_(done) {}
   void OnToken(int32_t) override {
     const absl::Time now = absl::Now();
@@ -174,7 +173,8 @@ int Main() {
   std::vector<std::thread> threads;
   for (int r = 0; r < kRanks; ++r) {
     threads.emplace_back([&, r] {
-      auto comm = engine::GlooCommunicator::Create(store, {.rank = r, .size = kRanks, .prefix = "b"});
+      auto comm =
+          engine::GlooCommunicator::Create(store, {.rank = r, .size = kRanks, .prefix = "b"});
       MUST(comm.status());
       ranks[r].comm = std::move(*comm);
       auto model = RankModel::Create(dir, *build(1), *ranks[r].comm, {});
@@ -203,10 +203,10 @@ int Main() {
           for (int i = 0; i < 16; ++i) prompt.push_back((i * 37 + n * 11 + c * 101 + r) % 200);
           auto sink = std::make_shared<Gaps>(&mu, &gaps, &done);
           MUST(ranks[r].engine->Submit({.id = absl::StrCat("r", r, "c", c, "n", n),
-                                            .prompt = prompt,
-                                            .max_tokens = absl::GetFlag(FLAGS_max_tokens),
-                                            .ignore_eos = true},
-                                           sink));
+                                        .prompt = prompt,
+                                        .max_tokens = absl::GetFlag(FLAGS_max_tokens),
+                                        .ignore_eos = true},
+                                       sink));
           done.WaitForNotification();
         }
       });
@@ -260,9 +260,9 @@ int Main() {
     auto p99 = [](const std::vector<double>& v) { return v.empty() ? 0 : v[v.size() * 99 / 100]; };
     const double worst = during.empty() ? 0 : *std::max_element(during.begin(), during.end());
     // The same number of steps just before the rollout: what serving's own jitter gives.
-    const double worst_before =
-        before.size() < during.size() ? 0 : *std::max_element(before.end() - during.size(),
-                                                               before.end());
+    const double worst_before = before.size() < during.size()
+                                    ? 0
+                                    : *std::max_element(before.end() - during.size(), before.end());
     const engine::RolloutStats s = ranks[0].rollout->stats();
     int64_t loaded = 0, peak = 0;
     for (Rank& r : ranks) {
@@ -272,10 +272,10 @@ int Main() {
     const double seconds = absl::ToDoubleSeconds(t1 - t0);
     std::printf(
         "%-5.0f %-8s %6lld %7.3f %9.3f %9s %10s %9s %9.2f %10.2f %9.2f %7.2f %10.2f %8.2f %6zu\n",
-        cap, name.c_str(), static_cast<long long>(s.last_experts_loaded), seconds,
-        s.last_switch_ms, Mb(loaded).c_str(), Mb(peak).c_str(), Mb(peak_rss.load() - rss0).c_str(),
-        median, worst_before, worst, median > 0 ? worst / median : 0.0, p99(sorted),
-        p99(sorted_during), during.size());
+        cap, name.c_str(), static_cast<long long>(s.last_experts_loaded), seconds, s.last_switch_ms,
+        Mb(loaded).c_str(), Mb(peak).c_str(), Mb(peak_rss.load() - rss0).c_str(), median,
+        worst_before, worst, median > 0 ? worst / median : 0.0, p99(sorted), p99(sorted_during),
+        during.size());
     rows.push_back({{"cap_mb_per_s", cap},
                     {"rollout", name},
                     {"experts_moved_per_rank", s.last_experts_loaded},
@@ -312,12 +312,14 @@ int Main() {
     std::fprintf(stderr, "bench_rollout: a request failed\n");
     return 1;
   }
-  std::printf("(cap: the loading cap, MB/s per rank (0: none); moved: experts each rank gained; loaded_MB, peak_stage: over both ranks; "
-              "anon_rss+: the process's peak anonymous resident growth during the rollout; "
-              "median_ms: a request's median gap between tokens (a decode step) before it; "
-              "max_before: the largest of as many steps just before; max_ms: the largest during "
-              "it (to 300 ms after the switch); ratio: max_ms / median_ms; p99: of the steps before "
-              "and during)\n");
+  std::printf(
+      "(cap: the loading cap, MB/s per rank (0: none); moved: experts each rank gained; loaded_MB, "
+      "peak_stage: over both ranks; "
+      "anon_rss+: the process's peak anonymous resident growth during the rollout; "
+      "median_ms: a request's median gap between tokens (a decode step) before it; "
+      "max_before: the largest of as many steps just before; max_ms: the largest during "
+      "it (to 300 ms after the switch); ratio: max_ms / median_ms; p99: of the steps before "
+      "and during)\n");
 
   // The two sources of a gained expert, for the same experts.
   auto checkpoint = kernels::Checkpoint::Open(dir);
@@ -337,9 +339,8 @@ int Main() {
   std::vector<char> wire;
   for (const auto& w : experts) {
     for (const auto* l : {&w.gate, &w.up, &w.down}) {
-      const char* p = reinterpret_cast<const char*>(l->bf16.empty() ? static_cast<const void*>(
-                                                                          l->w.data())
-                                                                    : l->bf16.data());
+      const char* p = reinterpret_cast<const char*>(
+          l->bf16.empty() ? static_cast<const void*>(l->w.data()) : l->bf16.data());
       wire.insert(wire.end(), p, p + (l->bf16.empty() ? l->w.size() * 4 : l->bf16.size() * 2));
     }
   }
@@ -348,7 +349,8 @@ int Main() {
   std::vector<std::thread> pair;
   for (int r = 0; r < kRanks; ++r) {
     pair.emplace_back([&, r] {
-      auto comm = *engine::GlooCommunicator::Create(pair_store, {.rank = r, .size = 2, .prefix = "p"});
+      auto comm =
+          *engine::GlooCommunicator::Create(pair_store, {.rank = r, .size = 2, .prefix = "p"});
       std::vector<char> buffer = r == 0 ? wire : std::vector<char>(wire.size());
       MUST(comm->Barrier());
       const absl::Time t = absl::Now();

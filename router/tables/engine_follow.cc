@@ -46,6 +46,11 @@ void EngineFollow::Observe(const std::vector<int64_t>& serving,
   ApplyLocked();
 }
 
+bool EngineFollow::Cached(int64_t version) const {
+  absl::MutexLock lock(&mu_);
+  return cache_.count(version) > 0;
+}
+
 void EngineFollow::ApplyLocked() {
   const std::shared_ptr<const RouterTables> now = holder_.Get();
   if (now != nullptr && now->version == serving_) return;

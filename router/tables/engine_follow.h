@@ -34,6 +34,8 @@ class EngineFollow {
   // From the poller, per rank: the version served and the one being rolled out (0: none; −1: the
   // rank did not answer). Acts once every answering rank serves the same version.
   void Observe(const std::vector<int64_t>& serving, const std::vector<int64_t>& targets);
+  // Whether `version`'s tables are fetched and cached.
+  bool Cached(int64_t version) const;
 
  private:
   void Run();
