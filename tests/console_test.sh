@@ -56,10 +56,14 @@ grep -q "lar_affinity" <<<"$out" || fail "diff metrics: $out"
 grep -q "^a2a_rows_per_token " <<<"$out" || fail "diff bytes: $out"
 grep -q "^bound " <<<"$out" || fail "diff bound: $out"
 expect_error 1 "pass --yes" -- "${C[@]}" placements activate 2 </dev/null
-"${C[@]}" placements activate 2 --yes | grep -q "version 2 is active" || fail "activate"
+# The cluster follows the active version: activate and rollback wait for the rollout.
+out="$("${C[@]}" placements activate 2 --yes)" || fail "activate: $out"
+grep -q "version 2 is active" <<<"$out" || fail "activate: $out"
+grep -q "the group serves version 2 on every rank" <<<"$out" || fail "activate's rollout: $out"
 "$PLANNER" list --db="$DB" --model=tiny | grep -q "^2 .*active" || fail "not active in the DB"
-"${C[@]}" placements rollback --model=tiny --yes | grep -q "version 1 (semantic-dp-g2) is active" ||
-  fail "rollback"
+out="$("${C[@]}" placements rollback --model=tiny --yes)" || fail "rollback: $out"
+grep -q "version 1 (semantic-dp-g2) is active" <<<"$out" || fail "rollback: $out"
+grep -q "the group serves version 1 on every rank" <<<"$out" || fail "rollback's rollout: $out"
 out="$("${C[@]}" placements eval 1 2 --traces="$TMP/t.trace")"
 [[ "$(grep -c "dp-g2" <<<"$out")" == 2 ]] || fail "eval: $out"
 expect_error 1 "planner: " -- "${C[@]}" placements show 99

@@ -10,6 +10,7 @@
 #     the previous version is active again; `--no-wait` returns at once and the rollout finishes;
 #   - under Attention-TP (shuffled, with the versions' tables) the same, and the shuffle tables
 #     switch with the placement;
+#   - `experiments promote` rolls the winner out to the other arm's group too;
 #   - a rank killed mid-rollout: the console says so, the group stops, no rank switched.
 set -euo pipefail
 
@@ -116,9 +117,9 @@ wait_requests() {  # wait_requests N: until N more answers arrived
   done
   fail "load stalled"
 }
-switch_rounds() {  # switch_rounds NAME VERSION: the agreement round each rank switched in
-  grep -ho "serving placement version $2 from round [0-9]*" "$TMP/$1"/rank*.log | awk '{print $NF}' |
-    sort -u
+switch_rounds() {  # switch_rounds NAME VERSION [ARM]: the agreement rounds the ranks switched in
+  grep -ho "serving placement version $2 from round [0-9]*" "$TMP/$1"/${3:+$3-}rank*.log |
+    awk '{print $NF}' | sort -u
 }
 # One prompt at a time through the router: "rank LAR" per prompt, from the final records (JSON
 # leaves out a zero).
@@ -218,6 +219,31 @@ wait_requests 4
 stop_load "TP activate 5 under load"
 [[ "$(switch_rounds tp 5 | wc -l)" == 1 ]] || fail "TP: ranks switched in different rounds"
 stop_cluster tp
+
+# --- An A/B experiment (versions 1 and 2), then `experiments promote --arm B`: arm A's group rolls
+# out version 2 while serving (B's already serves it), and the router places each with version 2's tables.
+"$PLANNER" experiment create --db="$DB" --model=tiny --a=1 --b=2 --share=50 >/dev/null
+"$PLANNER" experiment start --db="$DB" --id=1 >/dev/null
+start_cluster ab --experiment=1
+start_load
+wait_requests 4
+console experiments promote 1 --arm=B >"$TMP/promote.out" ||
+  fail "promote: $(cat "$TMP/promote.out")"
+grep -q "arm A's group serves version 2 on every rank" "$TMP/promote.out" &&
+  grep -q "arm B's group serves version 2 on every rank" "$TMP/promote.out" ||
+  fail "promote did not roll out to both groups: $(cat "$TMP/promote.out")"
+wait_requests 4
+stop_load "promote under load"
+# Arm A switched (both ranks in one round); arm B already served version 2.
+[[ "$(switch_rounds ab 2 A | wc -l)" == 1 ]] || fail "arm A's ranks switched in different rounds"
+[[ -z "$(switch_rounds ab 2 B)" ]] || fail "arm B switched to the version it served"
+for _ in $(seq 1 50); do  # Both arms' tables follow at the router's next poll.
+  [[ "$("$RCLIENT" stats --target="$RADDR" --json | grep -o '"placement_version":"2"' | wc -l)" -ge 2 ]] && break
+  sleep 0.1
+done
+[[ "$("$RCLIENT" stats --target="$RADDR" --json | grep -o '"engines_version":"2"' | wc -l)" == 2 ]] ||
+  fail "router after promote: $("$RCLIENT" stats --target="$RADDR" --json)"
+stop_cluster ab
 
 # --- A rank killed mid-rollout (loading capped, so it takes seconds): the console says so, the
 # group stops, and no rank served version 2.
