@@ -121,6 +121,10 @@ GroupEngineStats GroupEngine::stats() const {
     s = stats_;
   }
   if (options_.rollout != nullptr) s.rollout = options_.rollout->stats();
+  if (options_.routing_sampler != nullptr) {
+    s.samples_routing = true;
+    s.routing_samples = options_.routing_sampler->stats();
+  }
   return s;
 }
 
@@ -214,9 +218,15 @@ absl::StatusOr<model::ForwardOutput> GroupEngine::Forward(absl::Span<const Seque
     RETURN_IF_ERROR(model_.comm().Broadcast(absl::MakeSpan(size), kLeader));
     RETURN_IF_ERROR(model_.comm().Broadcast(absl::MakeSpan(wire), kLeader));
   }
-  ASSIGN_OR_RETURN(model::ForwardOutput out, options_.local_forward
-                                                 ? options_.local_forward(batch)
-                                                 : model_.transformer().Forward(batch));
+  RoutingSampler* sampler =
+      model_.attention() == AttentionMode::kDp && !options_.local_forward
+          ? options_.routing_sampler
+          : nullptr;
+  ASSIGN_OR_RETURN(model::ForwardOutput out,
+                   options_.local_forward
+                       ? options_.local_forward(batch)
+                       : model_.transformer().Forward(batch, {.collect_routing = sampler != nullptr}));
+  if (sampler != nullptr) sampler->Observe(batch, out);
   ++forward_passes_;
   AddAttentionTimes(out);
   if (model_.attention() == AttentionMode::kDp && !options_.local_forward) {

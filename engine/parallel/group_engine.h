@@ -33,6 +33,7 @@
 #include "absl/time/time.h"
 #include "engine/parallel/placement_rollout.h"
 #include "engine/parallel/rank_model.h"
+#include "engine/parallel/routing_sampler.h"
 #include "engine/runtime/batch_engine.h"
 #include "engine/runtime/kv_cache.h"
 
@@ -66,6 +67,9 @@ struct GroupEngineOptions {
   // Borrowed, outlives the engine: moves the group to other placements while it serves
   // (placement_rollout.h); its words join every agreement round. Null: the placement is fixed.
   PlacementRollout* rollout = nullptr;
+  // Borrowed, outlives the engine: Attention-DP passes collect their routing for it (a live
+  // routing trace, routing_sampler.h). Null: none.
+  RoutingSampler* routing_sampler = nullptr;
   // With local_forward: fills in what that forward measures (its EP layer counters, its own
   // collectives) over the CPU stage's. Called on the engine's loop thread, between passes.
   std::function<void(GroupEngineStats&)> local_stats;
@@ -87,6 +91,8 @@ struct GroupEngineStats {
   TpStageCounters tp;
   CommCounters comm;
   RolloutStats rollout;  // The placement served and any rollout (live, not a snapshot).
+  bool samples_routing = false;
+  RoutingSampleStats routing_samples;  // Live, when samples_routing.
 };
 
 class GroupEngine {
