@@ -51,6 +51,12 @@ absl::Status Console::Run(const std::vector<std::string>& args) {
   if (group == "placements") {
     if (verb == "list") return need(2).ok() ? PlacementsList() : need(2);
     if (verb == "rollback") return need(2).ok() ? PlacementsRollback() : need(2);
+    if (verb == "drift") {
+      if (absl::Status s = need(3); !s.ok()) return s;
+      absl::StatusOr<int64_t> v = Number(args[2], "version");
+      if (!v.ok()) return v.status();
+      return PlacementsDrift(*v);
+    }
     if (verb == "show" || verb == "activate") {
       if (absl::Status s = need(3); !s.ok()) return s;
       absl::StatusOr<int64_t> v = Number(args[2], "version");
@@ -234,6 +240,26 @@ absl::Status Console::PlacementsRollback() {
                                   ") is active again"))
        << "\n";
   return Rollout(v.version(), before.version());
+}
+
+absl::Status Console::PlacementsDrift(int64_t version) {
+  if (o_.traces.empty()) {
+    return absl::InvalidArgumentError(
+        "'placements drift' needs --traces (live routing traces, paths on the planner's host)");
+  }
+  prpc::DriftRequest request;
+  request.set_version(version);
+  for (const std::string& t : o_.traces) request.add_traces(t);
+  prpc::Report report;
+  PLANNER(GetDrift, request, &report);
+  if (o_.json) {
+    out_ << report.json() << "\n";
+    return absl::OkStatus();
+  }
+  nlohmann::json d = nlohmann::json::parse(report.json(), nullptr, false);
+  d["arm"] = "";
+  PrintDrift(d, "the live traces");
+  return absl::OkStatus();
 }
 
 absl::Status Console::PlacementsEval(const std::vector<int64_t>& versions) {

@@ -17,6 +17,7 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "nlohmann/json.hpp"
 #include "planner/proto/planner.grpc.pb.h"
 #include "router/proto/router.grpc.pb.h"
 
@@ -61,6 +62,10 @@ class Console {
   absl::Status ExperimentsStop(int64_t id);
   absl::Status ExperimentsPromote(int64_t id);
   absl::Status ClusterStatus();
+  absl::Status PlacementsDrift(int64_t version);
+  // One drift report (planner/cli/drift.h) as a line and a per-layer table; `who` names the
+  // group.
+  void PrintDrift(const nlohmann::json& report, const std::string& who);
 
   // Waits (unless !wait) until every group following the active version serves `version`; on a
   // refusal or a dead group re-activates `previous` (> 0) and says so.

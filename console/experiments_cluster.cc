@@ -167,12 +167,36 @@ absl::Status Console::ExperimentsPromote(int64_t id) {
   return o_.wait ? AwaitRollout(version, /*push=*/true) : absl::OkStatus();
 }
 
+void Console::PrintDrift(const nlohmann::json& d, const std::string& who) {
+  if (d.contains("error")) {
+    out_ << "!! drift of " << who << " (version " << d["version"]
+         << "): " << d["error"].get<std::string>() << "\n";
+    return;
+  }
+  out_ << "drift of " << who << ", version " << d["version"] << " on " << d["live_tokens"]
+       << " live tokens: LAR " << Fixed(Get(d, "live_lar"), 3) << " live vs "
+       << Fixed(Get(d, "planned_lar"), 3) << " planned (drift " << Fixed(Get(d, "lar_drift"), 3)
+       << "), expert load " << Fixed(Get(d, "live_expert_load"), 2) << " vs "
+       << Fixed(Get(d, "planned_expert_load"), 2) << "\n";
+  Table t({"MoE layer", "planned LAR", "live LAR", "drift", "planned load", "live load"});
+  for (const auto& l : d["layers"]) {
+    auto f = [&](const char* key, int digits) {
+      return l[key].is_number() ? Fixed(l[key].get<double>(), digits) : std::string("-");
+    };
+    t.Add({l["layer"].dump(), f("planned_lar", 3), f("live_lar", 3), f("lar_drift", 3),
+           f("planned_expert_load", 2), f("live_expert_load", 2)});
+  }
+  out_ << t.Render();
+}
+
 absl::Status Console::ClusterStatus() {
   rrpc::RouterStats stats;
   ROUTER(GetStats, rrpc::GetStatsRequest(), &stats);
   // LAR per MoE layer over every rank, from the engines themselves.
   std::map<int, std::pair<int64_t, int64_t>> layers;  // layer → (local, remote)
   int reachable = 0;
+  // Per group (arm): the version its engines serve and their live routing traces, for drift.
+  std::map<std::string, std::pair<int64_t, std::vector<std::string>>> live;
   for (const rrpc::RankStats& r : stats.ranks()) {
     auto stub = engine::rpc::EngineService::NewStub(
         grpc::CreateChannel(r.address(), grpc::InsecureChannelCredentials()));
@@ -181,13 +205,39 @@ absl::Status Console::ClusterStatus() {
     engine::rpc::EngineStats e;
     if (!stub->GetStats(&context, engine::rpc::GetStatsRequest(), &e).ok()) continue;
     ++reachable;
+    auto& [version, traces] = live[r.arm()];
+    version = e.placement_version();
+    if (e.has_routing_samples() && e.routing_samples().flushes() > 0 &&
+        e.routing_samples().error().empty()) {
+      traces.push_back(e.routing_samples().path());
+    }
     for (const engine::rpc::MoeLayerStats& l : e.layers()) {
       layers[l.layer()].first += l.local_activations();
       layers[l.layer()].second += l.remote_activations();
     }
   }
+  // Drift: each group's version over its engines' live traces (planner/cli/drift.h).
+  nlohmann::json drift = nlohmann::json::array();
+  for (const auto& [arm, group] : live) {
+    const auto& [version, traces] = group;
+    if (version <= 0 || traces.empty()) continue;
+    prpc::DriftRequest request;
+    request.set_version(version);
+    for (const std::string& t : traces) request.add_traces(t);
+    prpc::Report report;
+    grpc::ClientContext context;
+    context.set_deadline(absl::ToChronoTime(absl::Now() + o_.deadline));
+    const absl::Status got =
+        Rpc(planner_->GetDrift(&context, request, &report), "planner", o_.planner);
+    nlohmann::json d =
+        got.ok() ? nlohmann::json::parse(report.json(), nullptr, false)
+                 : nlohmann::json{{"version", version}, {"error", std::string(got.message())}};
+    d["arm"] = arm;
+    drift.push_back(d);
+  }
   if (o_.json) {
     nlohmann::json j = nlohmann::json::parse(Json(stats));
+    j["drift"] = drift;
     nlohmann::json per_layer = nlohmann::json::array();
     for (const auto& [layer, c] : layers) {
       const int64_t all = c.first + c.second;
@@ -233,6 +283,12 @@ absl::Status Console::ClusterStatus() {
         {absl::StrCat(layer), Fixed(lar, 3), std::string(static_cast<int>(lar * 40), '#')});
   }
   if (!per_layer.empty()) out_ << per_layer.Render();
+  for (const nlohmann::json& d : drift) {
+    const std::string who = d["arm"].get<std::string>().empty()
+                                ? std::string("the group")
+                                : absl::StrCat("arm ", d["arm"].get<std::string>());
+    PrintDrift(d, who);
+  }
   return absl::OkStatus();
 }
 

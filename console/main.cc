@@ -47,7 +47,8 @@ ABSL_FLAG(int, rollout_timeout_s, 600, "activate, rollback, promote: how long to
 namespace {
 
 constexpr char kUsage[] =
-    "console placements list|show V|diff V1 V2|activate V|rollback|eval V... --traces T\n"
+    "console placements list|show V|diff V1 V2|activate V|rollback|eval V... --traces T|\n"
+    "        drift V --traces LIVE\n"
     "        console experiments create --a V1 --b V2 --share P|list|status ID|stop ID|promote ID\n"
     "        console cluster status\n"
     "        console tui --model M\n"

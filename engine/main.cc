@@ -88,6 +88,12 @@ ABSL_FLAG(double, rollout_mb_per_s, 100,
           "serve: cap how fast a rollout loads the experts a rank gains (MB/s of f32 + bf16 "
           "weights; 0: no cap); the default keeps serving's steps within 2x the median on 2 "
           "cores (docs/PERFORMANCE.md, \"Live rollout\")");
+ABSL_FLAG(double, sample_routing, 0,
+          "serve (dp): sample this share of requests' routing into --routing_trace, a live trace "
+          "for `planner build --traces` (0: off)");
+ABSL_FLAG(std::string, routing_trace, "", "serve: the live routing trace file (--sample_routing)");
+ABSL_FLAG(int64_t, routing_sample_tokens, 1 << 18,
+          "serve: tokens the live trace keeps at most (the oldest are dropped)");
 ABSL_FLAG(bool, tp_layer_tables, true,
           "serve (tp): predict from the A tables too when the placement has them; false: from "
           "the token (T) tables alone");
@@ -321,6 +327,12 @@ int Serve(int device) {
   o.use_layer_tables = absl::GetFlag(FLAGS_tp_layer_tables);
   o.follow_model = absl::GetFlag(FLAGS_follow_active);
   o.rollout_mb_per_s = absl::GetFlag(FLAGS_rollout_mb_per_s);
+  o.sample_routing = absl::GetFlag(FLAGS_sample_routing);
+  o.routing_trace = UserPath(absl::GetFlag(FLAGS_routing_trace));
+  o.routing_sample_tokens = absl::GetFlag(FLAGS_routing_sample_tokens);
+  if (o.sample_routing > 0 && o.routing_trace.empty()) {
+    return Usage("--sample_routing needs --routing_trace");
+  }
   if (o.rollout_mb_per_s < 0) return Usage("--rollout_mb_per_s must be ≥ 0");
   o.host = absl::GetFlag(FLAGS_host);
   o.port = absl::GetFlag(FLAGS_port);

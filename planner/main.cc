@@ -6,6 +6,7 @@
 //                    [--expert_balance_eps E]   (expert compute balance)
 //                    [--replicas R]   (R replicated hot experts per device per layer)
 //                    [--router tokens|knn]   (DP: the request router to plan for)
+//   planner drift    --db DB --version V --traces LIVE[,...] [--json]   (live vs planned, per layer)
 //   planner eval     --db DB --versions V[,V...] --traces HELDOUT[,...] [--profile T,...] [--json]
 //                    [--balanced_bound]   (the TP bound under the balance constraint too)
 //   planner list     --db DB --model NAME
@@ -39,6 +40,7 @@
 #include "common/file.h"
 #include "common/logging.h"
 #include "planner/cli/commands.h"
+#include "planner/cli/drift.h"
 #include "planner/cli/experiments.h"
 #include "planner/server/serve.h"
 
@@ -66,7 +68,7 @@ ABSL_FLAG(double, balance_eps, 0.05,
 ABSL_FLAG(std::vector<std::string>, versions, {}, "eval: comma-separated versions");
 ABSL_FLAG(int64_t, version, 0, "show/activate/export: version");
 ABSL_FLAG(int64_t, hidden_size, 0, "eval: hidden size for all-to-all bytes (0: not reported)");
-ABSL_FLAG(bool, json, false, "eval: one JSON line");
+ABSL_FLAG(bool, json, false, "eval, drift: one JSON line");
 ABSL_FLAG(bool, balanced_bound, false,
           "eval: also the TP bound under the token balance constraint (slower)");
 ABSL_FLAG(std::string, out, "", "export: output file");
@@ -85,7 +87,7 @@ namespace {
 
 constexpr char kUsage[] =
     "planner <command> [flags]\n\n"
-    "commands: build, eval, list, show, diff, activate, rollback, export, import, serve,\n"
+    "commands: build, eval, drift, list, show, diff, activate, rollback, export, import, serve,\n"
     "          experiment create|start|stop|show|list|promote\n"
     "Run `planner --help` for every flag; docs/PLANNER.md for what they do.";
 
@@ -159,6 +161,18 @@ int Run(const std::string& command, const std::string& sub) {
                            std::cout)
                     .status());
   }
+  if (command == "drift") {
+    if (absl::GetFlag(FLAGS_version) <= 0 || absl::GetFlag(FLAGS_traces).empty()) {
+      return Usage("drift needs --version and --traces (live routing traces)");
+    }
+    std::vector<std::string> traces;
+    for (const std::string& t : absl::GetFlag(FLAGS_traces)) traces.push_back(UserPath(t));
+    return Done(cli::Drift({.db = db,
+                            .version = absl::GetFlag(FLAGS_version),
+                            .live = traces,
+                            .json = absl::GetFlag(FLAGS_json)},
+                           std::cout));
+  }
   if (command == "eval") {
     std::vector<int64_t> versions;
     for (const std::string& v : absl::GetFlag(FLAGS_versions)) {
@@ -190,6 +204,12 @@ int Run(const std::string& command, const std::string& sub) {
     PlannerServiceImpl::Options service;
     service.diff = [db](int64_t from, int64_t to) -> absl::StatusOr<std::string> {
       absl::StatusOr<nlohmann::ordered_json> d = cli::DiffReport(db, from, to);
+      if (!d.ok()) return d.status();
+      return d->dump();
+    };
+    service.drift = [db](const rpc::DriftRequest& r) -> absl::StatusOr<std::string> {
+      absl::StatusOr<nlohmann::ordered_json> d = cli::DriftReport(
+          {.db = db, .version = r.version(), .live = {r.traces().begin(), r.traces().end()}});
       if (!d.ok()) return d.status();
       return d->dump();
     };

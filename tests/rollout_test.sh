@@ -11,6 +11,8 @@
 #   - under Attention-TP (shuffled, with the versions' tables) the same, and the shuffle tables
 #     switch with the placement;
 #   - `experiments promote` rolls the winner out to the other arm's group too;
+#   - live routing traces (--sample_routing): their drift in `cluster status`, `planner drift`,
+#     and a version planned from them (`planner build`) rolled out live;
 #   - a rank killed mid-rollout: the console says so, the group stops, no rank switched.
 set -euo pipefail
 
@@ -244,6 +246,45 @@ done
 [[ "$("$RCLIENT" stats --target="$RADDR" --json | grep -o '"engines_version":"2"' | wc -l)" == 2 ]] ||
   fail "router after promote: $("$RCLIENT" stats --target="$RADDR" --json)"
 stop_cluster ab
+
+# --- Live routing traces: a cluster sampling every request; `cluster status` shows the drift of
+# the version it serves; `planner build` plans a version from the live traffic (its drift on the
+# same traffic is 0 at every layer: the plan is that traffic), and it is rolled out live.
+"$PLANNER" activate --db="$DB" --version=1 >/dev/null
+start_cluster live --attn=dp --placement=1 --sample_routing=1
+for p in "${PROMPTS[@]}"; do
+  "$RCLIENT" generate --target="$RADDR" --prompt="$p" --max_tokens=6 >/dev/null
+done
+for _ in $(seq 1 300); do  # The ranks flush their traces every 10 s.
+  st="$(console cluster status --json)"
+  grep -q '"live_tokens"' <<<"$st" && break
+  sleep 0.1
+done
+grep -q '"live_tokens"' <<<"$st" || fail "no drift in cluster status --json: $st"
+out="$(console cluster status)"
+grep -q "drift of the group, version 1 on [1-9][0-9]* live tokens: LAR" <<<"$out" ||
+  fail "cluster status: $out"
+LIVE="$TMP/live/rank0.trace,$TMP/live/rank1.trace"
+out="$("$PLANNER" drift --db="$DB" --version=1 --traces="$LIVE")"
+grep -q "^layer .*planned LAR" <<<"$out" && [[ "$(grep -c '^[01] ' <<<"$out")" == 2 ]] ||
+  fail "planner drift: $out"
+out="$(console placements drift 1 --traces="$LIVE")"
+grep -q "drift of the live traces, version 1" <<<"$out" || fail "console drift: $out"
+expect_error 1 "version 99" -- "$PLANNER" drift --db="$DB" --version=99 --traces="$LIVE"
+expect_error 1 "$TMP/none.trace" -- "$PLANNER" drift --db="$DB" --version=1 --traces="$TMP/none.trace"
+"$PLANNER" build --db="$DB" --model=tiny --devices=2 --mode=dp --name=from-live --traces="$LIVE" \
+  >/dev/null
+v="$("$PLANNER" list --db="$DB" --model=tiny | grep from-live | awk '{print $1}')"
+[[ -n "$v" ]] || fail "no version built from the live traces"
+json="$("$PLANNER" drift --db="$DB" --version="$v" --traces="$LIVE" --json)"
+[[ "$(grep -o '"lar_drift":[-0-9.e]*' <<<"$json" | cut -d: -f2 | sort -u)" == 0 ||
+   "$(grep -o '"lar_drift":[-0-9.e]*' <<<"$json" | cut -d: -f2 | sort -u)" == 0.0 ]] ||
+  fail "in-sample drift of the live-planned version is not 0: $json"
+console placements activate "$v" >"$TMP/activate_live.out" ||
+  fail "activate $v: $(cat "$TMP/activate_live.out")"
+grep -q "the group serves version $v on every rank" "$TMP/activate_live.out" ||
+  fail "live-planned version not rolled out: $(cat "$TMP/activate_live.out")"
+stop_cluster live
 
 # --- A rank killed mid-rollout (loading capped, so it takes seconds): the console says so, the
 # group stops, and no rank served version 2.

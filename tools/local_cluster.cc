@@ -79,6 +79,9 @@ ABSL_FLAG(bool, follow_active, true,
 ABSL_FLAG(double, rollout_mb_per_s, -1,
           "cap how fast a rollout loads experts on each rank (MB/s of weights; 0: no cap; "
           "-1: the engine's default)");
+ABSL_FLAG(double, sample_routing, 0,
+          "sample this share of requests' routing on every rank into RUN_DIR/rank<r>.trace (live "
+          "traces for `planner build --traces`; Attention-DP)");
 ABSL_FLAG(std::string, router_policy, "semantic",
           "the router's policy (semantic, round_robin, least_loaded; Attention-TP: one rank takes "
           "requests, so any); none: no "
@@ -146,7 +149,8 @@ absl::Status Start(Cluster& c, sigset_t& stop_signals) {
                                 .kv_cache_mb = absl::GetFlag(FLAGS_kv_cache_mb),
                                 .run_dir = c.run_dir,
                                 .cuda = absl::GetFlag(FLAGS_device) == "cuda",
-                                .rollout_mb_per_s = absl::GetFlag(FLAGS_rollout_mb_per_s)};
+                                .rollout_mb_per_s = absl::GetFlag(FLAGS_rollout_mb_per_s),
+                                .sample_routing = absl::GetFlag(FLAGS_sample_routing)};
   if (absl::GetFlag(FLAGS_device) != "cpu" && absl::GetFlag(FLAGS_device) != "cuda") {
     return absl::InvalidArgumentError("--device must be cpu or cuda");
   }

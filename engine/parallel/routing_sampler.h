@@ -35,9 +35,9 @@
 namespace semmoe::engine {
 
 struct RoutingSampleOptions {
-  double share = 0;            // Of requests, in (0, 1].
+  double share = 0;              // Of requests, in (0, 1].
   int64_t max_tokens = 1 << 18;  // Kept at most (each L × K experts and weights).
-  std::string path;            // The trace file Flush writes.
+  std::string path;              // The trace file Flush writes.
   absl::Duration flush_interval = absl::Seconds(10);
   uint64_t seed = 1;
   std::string name_prefix = "live";  // Requests are named "<prefix>-<n>".

@@ -112,8 +112,8 @@ TEST(RoutingSamplerTest, TracesWhatEachRankServes) {
       }
       // The prompt's routing as one device computes it.
       model::DenseKvSequence kv(config->num_layers, config->kv_size(), 64);
-      auto out = (*one)->transformer->Forward({{.tokens = prompt, .kv = &kv}},
-                                              {.collect_routing = true});
+      auto out =
+          (*one)->transformer->Forward({{.tokens = prompt, .kv = &kv}}, {.collect_routing = true});
       ASSERT_TRUE(out.ok()) << out.status();
       const int k = config->top_k;
       for (size_t l = 0; l < out->routing.size(); ++l) {

@@ -312,6 +312,17 @@ void ToProto(const GroupEngineStats& s, const std::vector<int>& moe_layers, rpc:
   ro->set_last_bytes_loaded(r.last_bytes_loaded);
   ro->set_last_bytes_freed(r.last_bytes_freed);
   ro->set_peak_staged_bytes(r.peak_staged_bytes);
+  if (s.samples_routing) {
+    const RoutingSampleStats& rs = s.routing_samples;
+    rpc::RoutingSampleStats* o = out.mutable_routing_samples();
+    o->set_path(rs.path);
+    o->set_share(rs.share);
+    o->set_requests(rs.requests);
+    o->set_tokens(rs.tokens);
+    o->set_dropped_tokens(rs.dropped_tokens);
+    o->set_flushes(rs.flushes);
+    o->set_error(rs.error);
+  }
   for (int k = 0; k < kNumCollectiveKinds; ++k) {
     const CollectiveCounters& c = s.comm.by_kind[k];
     rpc::CollectiveStats* cs = out.add_collectives();

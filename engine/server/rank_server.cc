@@ -11,6 +11,7 @@
 #include "engine/parallel/placement_rollout.h"
 #include "engine/parallel/rank_placement.h"
 #include "engine/parallel/rendezvous.h"
+#include "engine/parallel/routing_sampler.h"
 #include "engine/server/active_watch.h"
 #include "engine/server/device_backend.h"
 #include "engine/server/engine_service.h"
@@ -114,8 +115,22 @@ absl::Status RunRankServer(const RankServerOptions& o, absl::Notification& stop)
     };
   }
   PlacementRollout rollout(*model, std::move(stager), no_stager, o.rollout_mb_per_s);
+  std::unique_ptr<RoutingSampler> sampler;
+  if (o.sample_routing > 0) {
+    if (o.attention != AttentionMode::kDp || cuda != nullptr) {
+      return absl::InvalidArgumentError(
+          "--sample_routing samples Attention-DP ranks on the CPU forward only");
+    }
+    ASSIGN_OR_RETURN(sampler,
+                     RoutingSampler::Create(config, {.share = o.sample_routing,
+                                                     .max_tokens = o.routing_sample_tokens,
+                                                     .path = o.routing_trace,
+                                                     .seed = static_cast<uint64_t>(o.rank) + 1,
+                                                     .name_prefix = absl::StrCat("rank", o.rank)}));
+  }
   GroupEngineOptions engine_options = o.engine;
   engine_options.rollout = &rollout;
+  engine_options.routing_sampler = sampler.get();
   engine_options.batch.tokenizer = model->tokenizer();
   if (engine_options.batch.eos_ids.empty()) engine_options.batch.eos_ids = config.eos_token_ids;
   std::unique_ptr<DeviceSession> device;  // Outlives the engine (declared first).

@@ -32,6 +32,12 @@ struct RankServerOptions {
   std::string follow_model;
   // Caps how fast a rollout loads experts (MB/s of weights); 0: no cap.
   double rollout_mb_per_s = 100;
+  // > 0: this share of requests' routing goes to a live trace at `routing_trace`
+  // (engine/parallel/routing_sampler.h; Attention-DP on the CPU forward), at most
+  // `routing_sample_tokens` tokens kept.
+  double sample_routing = 0;
+  std::string routing_trace;
+  int64_t routing_sample_tokens = 1 << 18;
   // Token affinities (TokenAffinity::Serialize bytes, e.g. from `planner export`): with
   // Attention-TP they enable the shuffled reduce-scatter / all-gather. Empty: plain order.
   std::string affinity;

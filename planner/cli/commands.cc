@@ -181,7 +181,9 @@ absl::StatusOr<int64_t> Build(const BuildOptions& o, std::ostream& out) {
                {"bound", DpRequestBound(trace, o.devices)},
                {"expert_load_imbalance", aff.expert_load_imbalance},
                {"token_load_imbalance", aff.token_load_imbalance},
-               {"a2a_rows_per_token", aff.a2a_bytes_per_token}};
+               {"a2a_rows_per_token", aff.a2a_bytes_per_token},
+               {"lar_affinity_per_layer", aff.lar_per_layer},
+               {"expert_load_imbalance_per_layer", aff.expert_load_imbalance_per_layer}};
     if (index.has_value()) {
       ASSIGN_OR_RETURN(Metrics knn, EvaluateDp(trace, placement,
                                                KnnRequests(RequestPrompts(trace), *index,
@@ -200,7 +202,9 @@ absl::StatusOr<int64_t> Build(const BuildOptions& o, std::ostream& out) {
                {"bound", TpTokenOracle(trace, placement)},
                {"expert_load_imbalance", srs.expert_load_imbalance},
                {"token_load_imbalance", srs.token_load_imbalance},
-               {"a2a_rows_per_token", srs.a2a_bytes_per_token}};
+               {"a2a_rows_per_token", srs.a2a_bytes_per_token},
+               {"lar_affinity_per_layer", srs.lar_per_layer},
+               {"expert_load_imbalance_per_layer", srs.expert_load_imbalance_per_layer}};
   }
   ASSIGN_OR_RETURN(auto store, PlacementStore::Open(o.db));
   RETURN_IF_ERROR(store->AddModel(o.model, trace.num_layers(), trace.header.num_experts));

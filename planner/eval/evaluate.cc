@@ -62,6 +62,7 @@ Metrics Evaluate(const TraceSet& trace, const Placement& placement,
     }
     local_total += local;
     m.lar_per_layer.push_back(tokens == 0 ? 0.0 : static_cast<double>(local) / (tokens * k));
+    m.expert_load_imbalance_per_layer.push_back(MaxOverMean(load));
     m.expert_load_imbalance = std::max(m.expert_load_imbalance, MaxOverMean(load));
     m.token_load_imbalance = std::max(m.token_load_imbalance, MaxOverMean(token_load));
   }

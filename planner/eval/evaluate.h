@@ -23,8 +23,9 @@ struct Metrics {
   // Bytes moved per token by dispatch + combine over all MoE layers: a token goes once to each
   // remote device holding at least one of its experts (per-rank dedup) and comes back once.
   double a2a_bytes_per_token = 0;
-  // Max over layers of (activations on the busiest device / mean per device).
+  // Max over layers of (activations on the busiest device / mean per device), and per layer.
   double expert_load_imbalance = 0;
+  std::vector<double> expert_load_imbalance_per_layer;
   // Max over layers of (tokens on the busiest device / mean per device).
   double token_load_imbalance = 0;
 };

@@ -280,6 +280,15 @@ grpc::Status PlannerServiceImpl::DiffVersions(grpc::ServerContext*, const rpc::D
   return grpc::Status::OK;
 }
 
+grpc::Status PlannerServiceImpl::GetDrift(grpc::ServerContext*, const rpc::DriftRequest* request,
+                                          rpc::Report* response) {
+  if (!options_.drift) return grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "no drift here");
+  absl::StatusOr<std::string> json = options_.drift(*request);
+  if (!json.ok()) return ToGrpcStatus(json.status());
+  response->set_json(*json);
+  return grpc::Status::OK;
+}
+
 grpc::Status PlannerServiceImpl::EvaluateVersions(grpc::ServerContext*,
                                                   const rpc::EvaluateRequest* request,
                                                   rpc::Report* response) {

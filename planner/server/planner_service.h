@@ -31,6 +31,7 @@ class PlannerServiceImpl final : public rpc::PlannerService::Service {
     // binary that serves; unset: UNIMPLEMENTED.
     std::function<absl::StatusOr<std::string>(int64_t from, int64_t to)> diff;
     std::function<absl::StatusOr<std::string>(const rpc::EvaluateRequest&)> evaluate;
+    std::function<absl::StatusOr<std::string>(const rpc::DriftRequest&)> drift;  // DriftReport.
   };
   // Takes the store.
   PlannerServiceImpl(std::unique_ptr<PlacementStore> store, const Options& options)
@@ -48,6 +49,8 @@ class PlannerServiceImpl final : public rpc::PlannerService::Service {
                         rpc::PlacementVersion* response) override;
   grpc::Status DiffVersions(grpc::ServerContext* context, const rpc::DiffRequest* request,
                             rpc::Report* response) override;
+  grpc::Status GetDrift(grpc::ServerContext* context, const rpc::DriftRequest* request,
+                        rpc::Report* response) override;
   grpc::Status EvaluateVersions(grpc::ServerContext* context, const rpc::EvaluateRequest* request,
                                 rpc::Report* response) override;
   grpc::Status WatchActive(grpc::ServerContext* context, const rpc::GetActiveRequest* request,

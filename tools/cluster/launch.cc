@@ -92,6 +92,10 @@ absl::Status LaunchEngines(const EngineGroupSpec& spec, absl::Time deadline, sig
     if (!spec.follow_active.empty()) {
       argv.insert(argv.end(), {"--follow_active", spec.follow_active});
     }
+    if (spec.sample_routing > 0) {
+      argv.push_back(absl::StrCat("--sample_routing=", spec.sample_routing));
+      argv.insert(argv.end(), {"--routing_trace", file(r, ".trace")});
+    }
     if (spec.rollout_mb_per_s >= 0) {
       argv.push_back(absl::StrCat("--rollout_mb_per_s=", spec.rollout_mb_per_s));
     }

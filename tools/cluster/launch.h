@@ -50,6 +50,7 @@ struct EngineGroupSpec {
   bool cuda = false;    // Rank r runs its forward on CUDA device first_cuda_device + r.
   int first_cuda_device = 0;
   double rollout_mb_per_s = -1;  // engine serve --rollout_mb_per_s; < 0: its default.
+  double sample_routing = 0;      // > 0: rank r writes its live trace to run_dir/rank<r>.trace.
   // Where rank r runs, for emulated hosts (tools/netlab): its address (EngineService and the
   // Gloo mesh listen there; unset: 127.0.0.1) and the argv prefix that starts it there (e.g.
   // `ip netns exec NS`; unset: none).
