@@ -25,11 +25,13 @@ nlohmann::ordered_json At(const nlohmann::json& metrics, const char* key, size_t
 
 absl::StatusOr<nlohmann::ordered_json> DriftReport(const DriftOptions& o) {
   if (o.live.empty()) return absl::InvalidArgumentError("drift needs --traces (live traces)");
-  ASSIGN_OR_RETURN(trace::TraceSet live, LoadTraces(o.live));
-  if (live.num_tokens() == 0) {
-    return absl::FailedPreconditionError(
-        "the live traces hold no tokens yet (are the engines sampling, --sample_routing?)");
+  absl::StatusOr<trace::TraceSet> loaded = LoadTraces(o.live);
+  if (!loaded.ok()) {  // E.g. no tokens yet: say where live traces come from.
+    return absl::Status(loaded.status().code(),
+                        absl::StrCat("live traces: ", loaded.status().message(),
+                                     " (engines write them with --sample_routing)"));
   }
+  trace::TraceSet live = *std::move(loaded);
   ASSIGN_OR_RETURN(auto store, PlacementStore::Open(o.db));
   ASSIGN_OR_RETURN(PlacementVersion v, store->Get(o.version));
   const Placement& p = v.placement;

@@ -29,7 +29,7 @@ struct DriftOptions {
 //  "planned_expert_load", "live_expert_load", "layers": [{"layer", "planned_lar", "live_lar",
 //  "lar_drift", "planned_expert_load", "live_expert_load"}]} — per-layer planned figures are
 // null for versions built before they were recorded. Errors name the version or the trace: no
-// affinity tables, a trace of another model, an empty trace.
+// affinity tables, a trace of another model, an empty or unreadable trace.
 absl::StatusOr<nlohmann::ordered_json> DriftReport(const DriftOptions& options);
 absl::Status Drift(const DriftOptions& options, std::ostream& out);
 
