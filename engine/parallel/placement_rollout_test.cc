@@ -49,7 +49,8 @@ struct Rank {
 
 class PlacementRolloutTest : public ::testing::TestWithParam<AttentionMode> {
  protected:
-  void Start(AttentionMode mode) {
+  // `with_stager` false: the ranks cannot stage (as GPU groups), every proposal is refused.
+  void Start(AttentionMode mode, bool with_stager = true) {
     gloo::rendezvous::HashStore store;
     ranks_.resize(kRanks);
     std::vector<std::thread> threads;
@@ -60,15 +61,16 @@ class PlacementRolloutTest : public ::testing::TestWithParam<AttentionMode> {
         auto model = RankModel::Create(TinyDir(), *Build(1), *rank.comm, {.attention = mode});
         ASSERT_TRUE(model.ok()) << model.status();
         rank.model = std::move(*model);
-        rank.rollout = std::make_unique<PlacementRollout>(*rank.model, [this, r](int64_t v) {
+        PlacementRollout::Stager stager = [this, r](int64_t v) {
           // Rank 1 cannot load version 7 (say, its disk failed).
           if (v == 7 && r == 1) {
             return absl::StatusOr<std::unique_ptr<RankPlacement>>(
                 absl::UnavailableError("checkpoint unreadable"));
           }
-          ++stages_;
           return Build(v);
-        });
+        };
+        rank.rollout = std::make_unique<PlacementRollout>(
+            *rank.model, with_stager ? stager : nullptr, "this group serves from GPUs");
         auto engine = GroupEngine::Create(*rank.model, {.rollout = rank.rollout.get()});
         ASSERT_TRUE(engine.ok()) << engine.status();
         rank.engine = std::move(*engine);
@@ -115,7 +117,6 @@ class PlacementRolloutTest : public ::testing::TestWithParam<AttentionMode> {
   }
 
   std::vector<Rank> ranks_;
-  std::atomic<int> stages_{0};
 };
 
 // Requests keep flowing while the group moves 1 → 2 → 7 (refused) → 1: none fails, every output
@@ -197,21 +198,7 @@ TEST_P(PlacementRolloutTest, SwitchesUnderLoadWithoutChangingOutputs) {
 }
 
 TEST_P(PlacementRolloutTest, WithoutAStagerEveryProposalIsRefused) {
-  gloo::rendezvous::HashStore store;
-  ranks_.resize(kRanks);
-  std::vector<std::thread> threads;
-  for (int r = 0; r < kRanks; ++r) {
-    threads.emplace_back([&, r] {
-      Rank& rank = ranks_[r];
-      rank.comm = *GlooCommunicator::Create(store, {.rank = r, .size = kRanks, .prefix = "ns"});
-      rank.model = *RankModel::Create(TinyDir(), *Build(1), *rank.comm, {.attention = GetParam()});
-      rank.rollout =
-          std::make_unique<PlacementRollout>(*rank.model, nullptr, "this group serves from GPUs");
-      rank.engine = *GroupEngine::Create(*rank.model, {.rollout = rank.rollout.get()});
-    });
-  }
-  for (auto& t : threads) t.join();
-  for (Rank& r : ranks_) r.engine->Start();
+  Start(GetParam(), /*with_stager=*/false);
   ranks_[0].rollout->Propose(2);
   WaitFor(2, /*refused=*/true);
   EXPECT_EQ(ranks_[1].rollout->stats().last_error,
