@@ -41,6 +41,7 @@
 #include "engine/parallel/gloo_communicator.h"
 #include "engine/parallel/group_engine.h"
 #include "engine/parallel/placement_rollout.h"
+#include "engine/parallel/routing_sampler.h"
 #include "glog/logging.h"
 #include "gloo/rendezvous/hash_store.h"
 #include "kernels/safetensors.h"
@@ -56,6 +57,7 @@ ABSL_FLAG(double, baseline_s, 2.0, "Seconds of serving measured before each roll
 ABSL_FLAG(std::vector<std::string>, caps, std::vector<std::string>({"0", "100"}),
           "PlacementRollout's loading caps (MB/s per rank; 0: none), each run with every --moved.");
 ABSL_FLAG(bool, json, false, "End with one JSON line holding the rows.");
+ABSL_FLAG(int, sampling_rounds, 3, "Rounds of serving with routing sampling paused / on.");
 
 #define MUST(expr)                   \
   do {                               \
@@ -135,6 +137,7 @@ struct Rank {
   std::unique_ptr<Communicator> comm;
   std::unique_ptr<RankModel> model;
   std::unique_ptr<PlacementRollout> rollout;
+  std::unique_ptr<engine::RoutingSampler> sampler;
   std::unique_ptr<GroupEngine> engine;
 };
 
@@ -181,7 +184,16 @@ int Main() {
       MUST(model.status());
       ranks[r].model = std::move(*model);
       ranks[r].rollout = std::make_unique<PlacementRollout>(*ranks[r].model, build);
-      auto engine = GroupEngine::Create(*ranks[r].model, {.rollout = ranks[r].rollout.get()});
+      auto sampler = engine::RoutingSampler::Create(
+          *config, {.share = 1,
+                    .path = absl::StrCat("/tmp/bench_rollout_live_", getpid(), "_", r, ".trace"),
+                    .flush_interval = absl::Seconds(2)});
+      MUST(sampler.status());
+      ranks[r].sampler = std::move(*sampler);
+      ranks[r].sampler->set_paused(true);
+      auto engine = GroupEngine::Create(
+          *ranks[r].model,
+          {.rollout = ranks[r].rollout.get(), .routing_sampler = ranks[r].sampler.get()});
       MUST(engine.status());
       ranks[r].engine = std::move(*engine);
     });
@@ -303,11 +315,53 @@ int Main() {
       measure(1, absl::StrCat(v, "->1"));
     }
   }
+  // What sampling every request's routing (engine serve --sample_routing 1) costs serving: rounds
+  // of the same closed loop with the samplers paused and on, alternating.
+  std::printf("\nrouting sampling (every request, flushed every 2 s), %d rounds of %.1f s each:\n",
+              absl::GetFlag(FLAGS_sampling_rounds), absl::GetFlag(FLAGS_baseline_s));
+  std::printf("%-8s %10s %10s %12s\n", "sampling", "median_ms", "p99_ms", "tokens/s");
+  nlohmann::json sampling = nlohmann::json::array();
+  for (int round = 0; round < absl::GetFlag(FLAGS_sampling_rounds); ++round) {
+    for (bool on : {false, true}) {
+      for (Rank& r : ranks) r.sampler->set_paused(!on);
+      {
+        absl::MutexLock lock(&mu);
+        gaps.clear();
+      }
+      absl::SleepFor(absl::Seconds(absl::GetFlag(FLAGS_baseline_s)));
+      std::vector<double> v;
+      {
+        absl::MutexLock lock(&mu);
+        for (const auto& g : gaps) v.push_back(g.second);
+      }
+      std::sort(v.begin(), v.end());
+      const double median = v.empty() ? 0 : v[v.size() / 2];
+      const double p99 = v.empty() ? 0 : v[v.size() * 99 / 100];
+      const double rate = v.size() / absl::GetFlag(FLAGS_baseline_s);
+      std::printf("%-8s %10.2f %10.2f %12.1f\n", on ? "on" : "paused", median, p99, rate);
+      sampling.push_back({{"sampling", on},
+                          {"median_step_ms", median},
+                          {"p99_step_ms", p99},
+                          {"tokens_per_s", rate}});
+    }
+  }
+  int64_t sampled = 0;
+  for (Rank& r : ranks) sampled += r.sampler->stats().requests;
+  std::printf(
+      "(%lld requests sampled; median/p99: gaps between a request's tokens; tokens/s: "
+      "over both ranks)\n",
+      static_cast<long long>(sampled));
   stop = true;
   for (auto& t : clients) t.join();
   sampler.join();
   ranks[0].engine->RequestStop();
   for (Rank& r : ranks) MUST(r.engine->Wait());
+  for (Rank& r : ranks) {  // Its last flush, then its file goes.
+    const std::string trace = r.sampler->stats().path;
+    r.engine.reset();
+    r.sampler.reset();
+    std::filesystem::remove(trace);
+  }
   if (Gaps::failed.load()) {
     std::fprintf(stderr, "bench_rollout: a request failed\n");
     return 1;
@@ -375,6 +429,7 @@ int Main() {
               peer_s * 1e3, bytes / 1e6 / peer_s, disk_s / peer_s);
   if (absl::GetFlag(FLAGS_json)) {
     std::printf("%s\n", nlohmann::json({{"rows", rows},
+                                        {"sampling", sampling},
                                         {"checkpoint_ms", disk_s * 1e3},
                                         {"peer_ms", peer_s * 1e3},
                                         {"expert_bytes", bytes}})

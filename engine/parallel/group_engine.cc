@@ -218,14 +218,15 @@ absl::StatusOr<model::ForwardOutput> GroupEngine::Forward(absl::Span<const Seque
     RETURN_IF_ERROR(model_.comm().Broadcast(absl::MakeSpan(size), kLeader));
     RETURN_IF_ERROR(model_.comm().Broadcast(absl::MakeSpan(wire), kLeader));
   }
-  RoutingSampler* sampler =
-      model_.attention() == AttentionMode::kDp && !options_.local_forward
-          ? options_.routing_sampler
-          : nullptr;
+  RoutingSampler* sampler = model_.attention() == AttentionMode::kDp && !options_.local_forward &&
+                                    options_.routing_sampler != nullptr &&
+                                    !options_.routing_sampler->paused()
+                                ? options_.routing_sampler
+                                : nullptr;
   ASSIGN_OR_RETURN(model::ForwardOutput out,
-                   options_.local_forward
-                       ? options_.local_forward(batch)
-                       : model_.transformer().Forward(batch, {.collect_routing = sampler != nullptr}));
+                   options_.local_forward ? options_.local_forward(batch)
+                                          : model_.transformer().Forward(
+                                                batch, {.collect_routing = sampler != nullptr}));
   if (sampler != nullptr) sampler->Observe(batch, out);
   ++forward_passes_;
   AddAttentionTimes(out);

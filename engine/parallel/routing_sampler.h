@@ -15,6 +15,7 @@
 #ifndef SEMMOE_ENGINE_PARALLEL_ROUTING_SAMPLER_H_
 #define SEMMOE_ENGINE_PARALLEL_ROUTING_SAMPLER_H_
 
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <memory>
@@ -64,6 +65,9 @@ class RoutingSampler {
   void Observe(absl::Span<const model::SequenceInput> batch, const model::ForwardOutput& out);
   absl::Status Flush();
   RoutingSampleStats stats() const;
+  // Paused: passes do not collect routing for it (what sampling costs is measured against this).
+  void set_paused(bool paused) { paused_ = paused; }
+  bool paused() const { return paused_; }
 
  private:
   RoutingSampler(const model::ModelConfig& config, const RoutingSampleOptions& o);
@@ -77,6 +81,7 @@ class RoutingSampler {
   };
   absl::flat_hash_map<const void*, Seen> sequences_;  // Loop thread.
   int64_t passes_ = 0;
+  std::atomic<bool> paused_{false};
 
   mutable absl::Mutex mu_;
   std::deque<planner::trace::TraceToken> kept_ ABSL_GUARDED_BY(mu_);
