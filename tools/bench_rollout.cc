@@ -8,8 +8,10 @@
 // the experts and bytes loaded per rank, the peak of staged bytes against the moved experts' bytes,
 // the process's peak RSS growth, and the serving stall: the largest gap between two tokens of one
 // request during the rollout against the median gap before it (a gap is one decode step of that
-// request). Then the two sources for a gained expert, side by side: the rank's checkpoint (mmap'd
-// safetensors, BF16 → f32 + the BF16 copy) and its peer over a Gloo pair (the same bytes).
+// request). Then what sampling every request's routing (RoutingSampler) costs serving, in
+// alternating rounds with the samplers paused and on; and the two sources for a gained expert,
+// side by side: the rank's checkpoint (mmap'd safetensors, BF16 → f32 + the BF16 copy) and its
+// peer over a Gloo pair (the same bytes).
 //
 //   bazel run -c opt //tools:bench_rollout -- [--model DIR] [--moved 2,4,8] [--caps 0,100]
 //       [--json]
