@@ -56,6 +56,14 @@ void EngineGroup::Poll() {
   if (options_.follow != nullptr) options_.follow->Observe(serving, targets);
 }
 
+bool EngineGroup::rolling_out() const {
+  absl::MutexLock lock(&mu_);
+  for (const EngineCounters& c : counters_) {
+    if (c.rollout.target_version() > 0) return true;
+  }
+  return false;
+}
+
 double EngineGroup::rank_lar(int rank) const {
   absl::MutexLock lock(&mu_);
   return rank_lar_[rank];

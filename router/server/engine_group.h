@@ -50,6 +50,8 @@ class EngineGroup {
   // Asks every rank for its stats: whether it is usable, its LAR and counters.
   void Poll();
   double rank_lar(int rank) const;
+  // Whether a rank reported, at the last poll, a placement rollout under way.
+  bool rolling_out() const;
 
   void Received() { received_.fetch_add(1); }
   void Failed() { failed_.fetch_add(1); }

@@ -16,6 +16,11 @@
 #include "router/server/router_state.h"
 
 namespace semmoe::router {
+namespace {
+
+constexpr absl::Duration kRolloutPoll = absl::Milliseconds(20);
+
+}  // namespace
 
 using EngineRequest = engine::rpc::GenerateRequest;
 using Response = rpc::GenerateResponse;
@@ -47,13 +52,17 @@ RouterServiceImpl::~RouterServiceImpl() {
 
 void RouterServiceImpl::Poll() {
   for (;;) {
-    for (auto& g : shared_->groups) g->Poll();
-    shared_->polls.fetch_add(1);
-    absl::MutexLock lock(&shared_->mu);
-    if (shared_->mu.AwaitWithTimeout(absl::Condition(&shared_->stop),
-                                     shared_->options.poll_interval)) {
-      return;
+    bool rolling_out = false;
+    for (auto& g : shared_->groups) {
+      g->Poll();
+      rolling_out |= g->rolling_out();
     }
+    shared_->polls.fetch_add(1);
+    // While a group rolls out a placement, poll often: its tables follow the switch sooner.
+    const absl::Duration wait = rolling_out ? std::min(shared_->options.poll_interval, kRolloutPoll)
+                                            : shared_->options.poll_interval;
+    absl::MutexLock lock(&shared_->mu);
+    if (shared_->mu.AwaitWithTimeout(absl::Condition(&shared_->stop), wait)) return;
   }
 }
 
