@@ -42,7 +42,21 @@ PlacementRollout::PlacementRollout(RankModel& model, Stager stager, std::string 
   stats_.serving_version = model.placement_version();
 }
 
-PlacementRollout::~PlacementRollout() { StopStaging(); }
+PlacementRollout::~PlacementRollout() {
+  StopStaging();
+  JoinRetired(/*all=*/true);
+}
+
+void PlacementRollout::JoinRetired(bool all) {
+  for (auto it = retired_.begin(); it != retired_.end();) {
+    if (all || it->done->load()) {
+      it->thread.join();
+      it = retired_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
 
 void PlacementRollout::Propose(int64_t version) {
   absl::MutexLock lock(&mu_);
@@ -67,13 +81,13 @@ void PlacementRollout::Local(absl::Span<int64_t> words) {
   words[2] = failed_version_;
 }
 
-absl::StatusOr<PlacementRollout::Staged> PlacementRollout::Stage(int64_t version) {
+absl::StatusOr<PlacementRollout::Staged> PlacementRollout::Stage(
+    int64_t version, int64_t generation, const planner::Placement& current) {
   ASSIGN_OR_RETURN(std::unique_ptr<RankPlacement> next, stager_(version));
-  const std::vector<std::pair<int, int>> gained =
-      GainedExperts(model_.placement(), next->placement, rank_);
+  const std::vector<std::pair<int, int>> gained = GainedExperts(current, next->placement, rank_);
   {
     absl::MutexLock lock(&mu_);
-    stats_.experts_to_load = static_cast<int64_t>(gained.size());
+    if (!Cancelled(generation)) stats_.experts_to_load = static_cast<int64_t>(gained.size());
   }
   Staged staged;
   staged.placement = std::move(next);
@@ -86,15 +100,16 @@ absl::StatusOr<PlacementRollout::Staged> PlacementRollout::Stage(int64_t version
     // The cap: wait until the bytes so far fit the rate (a cancel ends the wait).
     if (const double cap = load_mb_per_s_.load(); cap > 0) {
       const absl::Time due = start + absl::Seconds(loaded_bytes / (cap * 1e6));
-      while (!cancel_.load() && absl::Now() < due) absl::SleepFor(absl::Milliseconds(5));
+      while (!Cancelled(generation) && absl::Now() < due) absl::SleepFor(absl::Milliseconds(5));
     }
-    if (cancel_.load()) return absl::CancelledError("another version was proposed");
+    if (Cancelled(generation)) return absl::CancelledError("another version was proposed");
     ASSIGN_OR_RETURN(model::MlpWeights w,
                      model::LoadExpert(model_.config(), *checkpoint, layer, expert));
     const int64_t bytes = model::WeightBytes(w);
     loaded_bytes += bytes;
     staged.experts.push_back({.layer = layer, .expert = expert, .weights = std::move(w)});
     absl::MutexLock lock(&mu_);
+    if (Cancelled(generation)) continue;
     ++stats_.experts_loaded;
     stats_.staged_bytes += bytes;
     stats_.peak_staged_bytes = std::max(stats_.peak_staged_bytes, stats_.staged_bytes);
@@ -103,7 +118,8 @@ absl::StatusOr<PlacementRollout::Staged> PlacementRollout::Stage(int64_t version
 }
 
 void PlacementRollout::StartStaging(int64_t version) {
-  cancel_ = false;
+  JoinRetired(/*all=*/false);
+  const int64_t generation = ++generation_;
   staging_started_ = absl::Now();
   {
     absl::MutexLock lock(&mu_);
@@ -119,17 +135,21 @@ void PlacementRollout::StartStaging(int64_t version) {
     return;
   }
   LOG(INFO) << "rank " << rank_ << ": staging placement version " << version;
-  staging_ = std::thread([this, version] {
+  auto done = std::make_shared<std::atomic<bool>>(false);
+  staging_.done = done;
+  staging_.thread = std::thread([this, version, generation, done, current = model_.placement()] {
     // Below the serving loop: loading must not stall the passes.
     setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), 19);
-    absl::StatusOr<Staged> staged = Stage(version);
+    absl::StatusOr<Staged> staged = Stage(version, generation, current);
     absl::MutexLock lock(&mu_);
+    done->store(true);
+    if (Cancelled(generation)) return;  // Dropped (staged's experts go with it).
     if (staged.ok()) {
       staged_ = *std::move(staged);
       staged_version_ = version;
       stats_.staged = true;
       stats_.last_stage_seconds = absl::ToDoubleSeconds(absl::Now() - staging_started_);
-    } else if (!cancel_.load()) {
+    } else {
       failed_version_ = version;
       failed_error_ = std::string(staged.status().message());
       LOG(WARNING) << "rank " << rank_ << ": cannot stage placement version " << version << ": "
@@ -139,8 +159,9 @@ void PlacementRollout::StartStaging(int64_t version) {
 }
 
 void PlacementRollout::StopStaging() {
-  cancel_ = true;
-  if (staging_.joinable()) staging_.join();
+  ++generation_;
+  if (staging_.thread.joinable()) retired_.push_back(std::move(staging_));
+  staging_ = {};
   Staged dropped;
   absl::MutexLock lock(&mu_);
   dropped = std::move(staged_);
@@ -202,7 +223,8 @@ absl::Status PlacementRollout::Agree(absl::Span<const int64_t> words, int64_t ro
 }
 
 absl::Status PlacementRollout::Switch(int64_t round) {
-  if (staging_.joinable()) staging_.join();  // It has staged: it is done.
+  if (staging_.thread.joinable()) staging_.thread.join();  // It has staged: it is done.
+  staging_ = {};
   Staged staged;
   int64_t bytes = 0;
   {

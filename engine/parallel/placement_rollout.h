@@ -92,8 +92,16 @@ class PlacementRollout {
     std::vector<StagedExpert> experts;
   };
   void StartStaging(int64_t version);
-  void StopStaging();  // Joins the thread and drops what it staged.
-  absl::StatusOr<Staged> Stage(int64_t version);
+  // Drops what was staged and cancels the staging without waiting for it (the loop must not
+  // block on a fetch): the thread is retired, to be joined once done.
+  void StopStaging();
+  void JoinRetired(bool all);
+  // On the staging thread: `current` is the placement served when staging began (a copy: the
+  // loop may switch meanwhile only to what this thread staged). Gives up once `generation` is
+  // not the current one.
+  absl::StatusOr<Staged> Stage(int64_t version, int64_t generation,
+                               const planner::Placement& current);
+  bool Cancelled(int64_t generation) const { return generation_.load() != generation; }
   absl::Status Switch(int64_t round);
   void ClearProposal(int64_t version);
 
@@ -104,8 +112,13 @@ class PlacementRollout {
   const int rank_;
   int64_t target_ = 0;  // Loop thread.
   absl::Time staging_started_;
-  std::thread staging_;
-  std::atomic<bool> cancel_{false};
+  struct Worker {
+    std::thread thread;
+    std::shared_ptr<std::atomic<bool>> done;
+  };
+  Worker staging_;
+  std::vector<Worker> retired_;         // Cancelled stagings still finishing.
+  std::atomic<int64_t> generation_{0};  // Of the staging whose result counts.
 
   mutable absl::Mutex mu_;
   int64_t proposal_ ABSL_GUARDED_BY(mu_) = 0;

@@ -67,6 +67,7 @@ class PlacementRolloutTest : public ::testing::TestWithParam<AttentionMode> {
             return absl::StatusOr<std::unique_ptr<RankPlacement>>(
                 absl::UnavailableError("checkpoint unreadable"));
           }
+          if (v == 8) release_.WaitForNotification();  // A planner that hangs on version 8.
           return Build(v);
         };
         rank.rollout = std::make_unique<PlacementRollout>(
@@ -82,6 +83,7 @@ class PlacementRolloutTest : public ::testing::TestWithParam<AttentionMode> {
   }
 
   void TearDown() override {
+    if (!release_.HasBeenNotified()) release_.Notify();  // No stager left waiting.
     if (ranks_.empty() || ranks_[0].engine == nullptr) return;
     ranks_[0].engine->RequestStop();
     for (Rank& r : ranks_) EXPECT_TRUE(r.engine->Wait().ok());
@@ -117,6 +119,7 @@ class PlacementRolloutTest : public ::testing::TestWithParam<AttentionMode> {
   }
 
   std::vector<Rank> ranks_;
+  absl::Notification release_;
 };
 
 // Requests keep flowing while the group moves 1 → 2 → 7 (refused) → 1: none fails, every output
@@ -195,6 +198,39 @@ TEST_P(PlacementRolloutTest, SwitchesUnderLoadWithoutChangingOutputs) {
   }
   // GroupEngine's stats carry the rollout's.
   EXPECT_EQ(ranks_[0].engine->stats().rollout.serving_version, 1);
+}
+
+// A new proposal while a rank is still fetching the last one (its planner hangs): the group
+// moves on to the new one at once — the serving loop never waits for the stale fetch — and
+// what that fetch brings later is dropped.
+TEST_P(PlacementRolloutTest, ANewProposalDropsAStalledOne) {
+  Start(GetParam());
+  ranks_[0].rollout->Propose(8);
+  const absl::Time deadline = absl::Now() + absl::Seconds(60);
+  while (ranks_[1].rollout->stats().target_version != 8) {
+    ASSERT_LT(absl::Now(), deadline);
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  ranks_[0].rollout->Propose(2);
+  WaitFor(2);
+  auto sink = std::make_shared<Collect>();  // Serving goes on.
+  ASSERT_TRUE(
+      ranks_[0]
+          .engine
+          ->Submit({.id = "r0", .prompt = Prompt(3, 0), .max_tokens = 4, .ignore_eos = true}, sink)
+          .ok());
+  sink->done.WaitForNotification();
+  EXPECT_TRUE(sink->status.ok()) << sink->status;
+  EXPECT_EQ(sink->result.tokens, Expected(1, 4).at("r0"));
+  release_.Notify();  // Version 8's fetch returns now; nobody wants it any more.
+  absl::SleepFor(absl::Milliseconds(50));
+  for (Rank& r : ranks_) {
+    const RolloutStats s = r.rollout->stats();
+    EXPECT_EQ(s.serving_version, 2);
+    EXPECT_EQ(s.target_version, 0);
+    EXPECT_FALSE(s.staged);
+  }
+  ExpectHoldsOnly(2);
 }
 
 TEST_P(PlacementRolloutTest, WithoutAStagerEveryProposalIsRefused) {
