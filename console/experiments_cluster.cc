@@ -255,13 +255,14 @@ absl::Status Console::ClusterStatus() {
        << (stats.experiment_id() > 0 ? absl::StrCat(", experiment ", stats.experiment_id()) : "")
        << "\n";
   if (!stats.tables_error().empty()) out_ << "!! tables: " << stats.tables_error() << "\n";
-  Table ranks({"arm", "rank", "address", "health", "in flight", "tokens in flight", "assigned",
-               "KV free", "LAR"});
+  for (const std::string& line : RolloutBanners(stats)) out_ << line << "\n";
+  Table ranks({"arm", "rank", "address", "health", "placement", "in flight", "tokens in flight",
+               "assigned", "KV free", "LAR"});
   for (const rrpc::RankStats& r : stats.ranks()) {
     ranks.Add({r.arm().empty() ? "-" : r.arm(), absl::StrCat(r.rank()), r.address(),
-               r.usable() ? "serving" : "DOWN", absl::StrCat(r.requests_in_flight()),
-               absl::StrCat(r.tokens_in_flight()), absl::StrCat(r.assigned()),
-               absl::StrCat(r.kv_free_tokens()), Fixed(r.lar(), 3)});
+               r.usable() ? "serving" : "DOWN", PlacementCell(r),
+               absl::StrCat(r.requests_in_flight()), absl::StrCat(r.tokens_in_flight()),
+               absl::StrCat(r.assigned()), absl::StrCat(r.kv_free_tokens()), Fixed(r.lar(), 3)});
   }
   out_ << ranks.Render();
   Table arms({"arm", "share", "tables", "throughput/s", "goodput/s", "TTFT p50", "TTFT p99",

@@ -41,8 +41,14 @@ std::vector<std::string> Banners(const Snapshot& s, const std::string& planner,
   } else if (!s.router.tables_error().empty()) {
     out.push_back(absl::StrCat("!! router tables: ", s.router.tables_error()));
   }
-  // A group's latest rollout that failed (every rank says the same; rank 0 speaks for it).
-  for (const auto& k : s.router.ranks()) {
+  for (std::string& line : RolloutBanners(s.router)) out.push_back(std::move(line));
+  return out;
+}
+
+std::vector<std::string> RolloutBanners(const router::rpc::RouterStats& stats) {
+  std::vector<std::string> out;
+  // Every rank of a group says the same; rank 0 speaks for it.
+  for (const auto& k : stats.ranks()) {
     if (k.rank() == 0 && !k.rollout().error().empty()) {
       out.push_back(absl::StrCat("!! rollout", k.arm().empty() ? "" : " (arm " + k.arm() + ")",
                                  ": ", k.rollout().error()));

@@ -38,6 +38,10 @@ std::string NotRoutedAsPlanned(const planner::rpc::ExperimentArm& arm);
 std::vector<std::string> Banners(const Snapshot& s, const std::string& planner,
                                  const std::string& router);
 
+// Per group whose latest rollout failed (or whose rank 0 lost the planner's watch): a
+// "!! rollout: …" line with the reason. Part of Banners; `console cluster status` prints them too.
+std::vector<std::string> RolloutBanners(const router::rpc::RouterStats& stats);
+
 // A rank's placement for the cluster pane: "v2", during a rollout "v2->v3 4/10" (experts loaded
 // of those to load) or "v2->v3 staged", then " e1" with the switches so far (the epoch).
 std::string PlacementCell(const router::rpc::RankStats& rank);
