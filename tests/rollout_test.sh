@@ -264,6 +264,7 @@ grep -q '"live_tokens"' <<<"$st" || fail "no drift in cluster status --json: $st
 out="$(console cluster status)"
 grep -q "drift of the group, version 1 on [1-9][0-9]* live tokens: LAR" <<<"$out" ||
   fail "cluster status: $out"
+[[ "$(grep -c "  serving  v1 " <<<"$out")" == 2 ]] || fail "cluster status placements: $out"
 LIVE="$TMP/live/rank0.trace,$TMP/live/rank1.trace"
 out="$("$PLANNER" drift --db="$DB" --version=1 --traces="$LIVE")"
 grep -q "^layer .*planned LAR" <<<"$out" && [[ "$(grep -c '^[01] ' <<<"$out")" == 2 ]] ||
