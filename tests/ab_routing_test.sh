@@ -40,28 +40,13 @@ DB="$TMP/ab.db"
 "$PLANNER" experiment create --db="$DB" --model=qwen3 --a=1 --b=2 --share=50 >/dev/null
 "$PLANNER" experiment start --db="$DB" --id=1 >/dev/null
 
-start_cluster() {  # start_cluster NAME FLAGS... ; sets PID and ROUTER_AT
+start_cluster() {  # start_cluster NAME FLAGS... ; sets PID and ROUTER_AT (cli_lib.sh)
   local name="$1"
   shift
-  local ep="$TMP/$name.endpoints"
-  "$CLUSTER" --model="$MODEL" --ranks=2 --db="$DB" --engine_binary="$ENGINE" \
-    --planner_binary="$PLANNER" --router_binary="$ROUTER" --run_dir="$TMP/$name" \
-    --endpoints_file="$ep" --kv_cache_mb=64 "$@" >"$TMP/$name.out" 2>&1 &
-  PID=$!
-  for _ in $(seq 1 1200); do
-    [[ -s "$ep" ]] && break
-    kill -0 "$PID" 2>/dev/null || fail "cluster $name exited early: $(cat "$TMP/$name.out")"
-    sleep 0.1
-  done
-  [[ -s "$ep" ]] || fail "cluster $name did not start: $(cat "$TMP/$name.out")"
-  ROUTER_AT="$(grep -o '"router":"[^"]*"' "$ep" | cut -d'"' -f4)"
-}
-
-stop_cluster() {
-  kill -INT "$PID"
-  local rc=0
-  wait "$PID" || rc=$?
-  [[ "$rc" == 0 ]] || fail "cluster exit $rc"
+  launch_cluster "$name" "$CLUSTER" --model="$MODEL" --ranks=2 --db="$DB" \
+    --engine_binary="$ENGINE" --planner_binary="$PLANNER" --router_binary="$ROUTER" \
+    --kv_cache_mb=64 "$@"
+  ROUTER_AT="$RADDR"
 }
 
 field() {  # field NAME < final JSON: the value (proto3 leaves zeros out: "0")
@@ -96,7 +81,7 @@ grep -q '"tables_error":"[^"]' <<<"$stats" && fail "tables error in the experime
 text="$("$RCLIENT" stats --target="$ROUTER_AT")"
 grep -q "arm A: tables of version 1, arm B: tables of version 2" <<<"$text" ||
   fail "stats do not name the arms' tables: $text"
-stop_cluster
+stop_cluster ab
 grep -q " A " "$TMP/experiment.rec" && grep -q " B " "$TMP/experiment.rec" ||
   fail "one arm got everything: $(cat "$TMP/experiment.rec")"
 awk '$2 == "A" && $5 != 1 || $2 == "B" && $5 != 2 { exit 1 }' "$TMP/experiment.rec" ||
@@ -107,7 +92,7 @@ for arm in A B; do
   version=$([[ "$arm" == A ]] && echo 1 || echo 2)
   start_cluster "alone$version" --placement="$version" --router_policy=semantic
   send "$arm" "$TMP/alone$version.rec"
-  stop_cluster
+  stop_cluster "alone$version"
   grep " $arm " "$TMP/experiment.rec" | awk '{ print $1, $3, $4, $5 }' >"$TMP/want$version"
   awk '{ print $1, $3, $4, $5 }' "$TMP/alone$version.rec" >"$TMP/got$version"
   # LAR per request within 0.005 (the same rank runs the same tokens; only float noise).

@@ -27,3 +27,30 @@ tp_version() {
   "$planner" build --db="$db" --model=tiny --traces="$TMP/t.trace" --devices=2 --mode=tp \
     >/dev/null
 }
+
+# launch_cluster NAME COMMAND...: runs a local_cluster COMMAND (the binary and its flags) in the
+# background with --run_dir $TMP/NAME and an endpoints file, and waits until it serves; sets PID,
+# EP (the endpoints file) and RADDR (the router's address). Fails with the cluster's output if it
+# exits or does not start in 2 minutes.
+launch_cluster() {
+  local name="$1"
+  shift
+  EP="$TMP/$name.endpoints"
+  "$@" --run_dir="$TMP/$name" --endpoints_file="$EP" >"$TMP/$name.out" 2>&1 &
+  PID=$!
+  for _ in $(seq 1 1200); do
+    [[ -s "$EP" ]] && break
+    kill -0 "$PID" 2>/dev/null || fail "cluster $name exited early: $(cat "$TMP/$name.out")"
+    sleep 0.1
+  done
+  [[ -s "$EP" ]] || fail "cluster $name did not start: $(cat "$TMP/$name.out")"
+  RADDR="$(grep -o '"router":"[^"]*"' "$EP" | cut -d'"' -f4)"
+}
+
+# stop_cluster NAME: Ctrl-C to the cluster launch_cluster started; it must exit 0.
+stop_cluster() {
+  kill -INT "$PID"
+  local rc=0
+  wait "$PID" || rc=$?
+  [[ "$rc" == 0 ]] || fail "cluster $1: Ctrl-C: exit $rc: $(cat "$TMP/$1.out")"
+}

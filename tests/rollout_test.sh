@@ -16,7 +16,7 @@
 #   - a rank killed mid-rollout: the console says so, the group stops, no rank switched.
 set -euo pipefail
 
-source "$1"  # tests/cli_lib.sh: TMP, fail, expect_error
+source "$1"  # tests/cli_lib.sh: TMP, fail, expect_error, launch_cluster, stop_cluster
 shift
 CLUSTER="$1"
 ENGINE="$2"
@@ -53,27 +53,12 @@ for p in "${PROMPTS[@]}"; do
   [[ -n "${WANT[$p]}" ]] || fail "no single-device tokens for '$p'"
 done
 
-start_cluster() {  # start_cluster NAME FLAGS... ; sets PID, EP, RADDR
+start_cluster() {  # start_cluster NAME FLAGS... ; sets PID, EP, RADDR (cli_lib.sh)
   local name="$1"
   shift
-  EP="$TMP/$name.endpoints"
-  "$CLUSTER" --model="$TMP/model" --engine_binary="$ENGINE" --planner_binary="$PLANNER" \
-    --router_binary="$ROUTER" --db="$DB" --ranks=2 --run_dir="$TMP/$name" \
-    --endpoints_file="$EP" --kv_cache_mb=16 "$@" >"$TMP/$name.out" 2>&1 &
-  PID=$!
-  for _ in $(seq 1 1200); do
-    [[ -s "$EP" ]] && break
-    kill -0 "$PID" 2>/dev/null || fail "cluster $name exited early: $(cat "$TMP/$name.out")"
-    sleep 0.1
-  done
-  [[ -s "$EP" ]] || fail "cluster $name did not start: $(cat "$TMP/$name.out")"
-  RADDR="$(grep -o '"router":"[^"]*"' "$EP" | cut -d'"' -f4)"
-}
-stop_cluster() {
-  kill -INT "$PID"
-  local rc=0
-  wait "$PID" || rc=$?
-  [[ "$rc" == 0 ]] || fail "Ctrl-C: exit $rc: $(cat "$TMP/$1.out")"
+  launch_cluster "$name" "$CLUSTER" --model="$TMP/model" --engine_binary="$ENGINE" \
+    --planner_binary="$PLANNER" --router_binary="$ROUTER" --db="$DB" --ranks=2 --kv_cache_mb=16 \
+    "$@"
 }
 console() { "$CONSOLE" --endpoints="$EP" --yes "$@"; }
 

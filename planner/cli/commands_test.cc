@@ -1,59 +1,38 @@
 #include "planner/cli/commands.h"
 
-#include <random>
 #include <sstream>
 
 #include "common/file.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "planner/cli/testing/topic_trace.h"
 #include "planner/store/testing/temp_database_path.h"
-#include "planner/trace/trace_writer.h"
 
 namespace semmoe::planner::cli {
 namespace {
 
-// A trace with four topics: each uses its own tokens and, per layer, its own 4 of 16 experts.
-std::string WriteTrace(const std::string& name, uint64_t seed) {
-  const std::string path = JoinPath(std::getenv("TEST_TMPDIR"), name);
-  trace::TraceHeader h;
-  h.num_experts = 16;
-  h.vocab_size = 1000;
-  h.top_k = 2;
-  h.moe_layers = {0, 1};
-  auto w = trace::TraceWriter::Create(path, h);
-  EXPECT_TRUE(w.ok());
-  std::mt19937 rng(seed);
-  for (int r = 0; r < 40; ++r) {
-    const int topic = r % 4;
-    const uint64_t id = *(*w)->AddRequest("r" + std::to_string(r));
-    for (uint32_t p = 0; p < 12; ++p) {
-      std::vector<int32_t> experts;
-      for (int l = 0; l < 2; ++l) {
-        const int a = rng() % 4, b = (a + 1 + rng() % 3) % 4;
-        experts.push_back(((topic + l) % 4) * 4 + a);
-        experts.push_back(((topic + l) % 4) * 4 + b);
-      }
-      EXPECT_TRUE((*w)->AddToken(id, p, topic * 100 + rng() % 30, experts, {0.5f, 0.5f, 0.5f, 0.5f}).ok());
-    }
-  }
-  EXPECT_TRUE((*w)->Close().ok());
-  return path;
-}
+using testing::WriteTopicTrace;
 
 TEST(CommandsTest, BuildEvalAndVersionLifecycle) {
   const std::string db = TempDatabasePath("cli.db");
-  const std::string profile = WriteTrace("profile.trace", 1), heldout = WriteTrace("heldout.trace", 2);
+  const std::string profile = WriteTopicTrace("profile.trace", 1),
+                    heldout = WriteTopicTrace("heldout.trace", 2);
   std::ostringstream out;
   auto semantic = Build({.db = db, .model = "m", .traces = {profile}, .devices = 4}, out);
   ASSERT_TRUE(semantic.ok()) << semantic.status();
-  auto vanilla = Build({.db = db, .model = "m", .traces = {profile}, .devices = 4, .algo = "vanilla"}, out);
+  auto vanilla =
+      Build({.db = db, .model = "m", .traces = {profile}, .devices = 4, .algo = "vanilla"}, out);
   ASSERT_TRUE(vanilla.ok());
   auto tp = Build({.db = db, .model = "m", .traces = {profile}, .devices = 4, .mode = "tp"}, out);
   ASSERT_TRUE(tp.ok()) << tp.status();
 
   std::ostringstream json;
-  ASSERT_TRUE(Eval({.db = db, .versions = {*semantic, *vanilla, *tp}, .traces = {heldout},
-                    .profile = {profile}, .hidden_size = 8, .json = true},
+  ASSERT_TRUE(Eval({.db = db,
+                    .versions = {*semantic, *vanilla, *tp},
+                    .traces = {heldout},
+                    .profile = {profile},
+                    .hidden_size = 8,
+                    .json = true},
                    json)
                   .ok());
   auto rows = nlohmann::json::parse(json.str());
@@ -84,7 +63,9 @@ TEST(CommandsTest, BuildEvalAndVersionLifecycle) {
   auto imported = Import(db, "m", file, "copy", text);
   ASSERT_TRUE(imported.ok()) << imported.status();
   std::ostringstream again;
-  ASSERT_TRUE(Eval({.db = db, .versions = {*semantic, *imported}, .traces = {heldout}, .json = true}, again).ok());
+  ASSERT_TRUE(
+      Eval({.db = db, .versions = {*semantic, *imported}, .traces = {heldout}, .json = true}, again)
+          .ok());
   auto two = nlohmann::json::parse(again.str());
   EXPECT_EQ(two[0]["dp_lar_blind"], two[1]["dp_lar_blind"]);
   // Without --profile the built version uses its stored affinity (same as profiling on its own
@@ -95,19 +76,31 @@ TEST(CommandsTest, BuildEvalAndVersionLifecycle) {
 
 TEST(CommandsTest, Errors) {
   const std::string db = TempDatabasePath("cli_errors.db");
-  const std::string t = WriteTrace("e.trace", 3);
+  const std::string t = WriteTopicTrace("e.trace", 3);
   std::ostringstream out;
-  EXPECT_NE(Build({.db = db, .model = "m", .traces = {t}, .algo = "magic"}, out).status().message().find("--algo 'magic'"),
+  EXPECT_NE(Build({.db = db, .model = "m", .traces = {t}, .algo = "magic"}, out)
+                .status()
+                .message()
+                .find("--algo 'magic'"),
             std::string::npos);
-  EXPECT_NE(Build({.db = db, .model = "m", .traces = {t}, .mode = "pp"}, out).status().message().find("--mode 'pp'"),
+  EXPECT_NE(Build({.db = db, .model = "m", .traces = {t}, .mode = "pp"}, out)
+                .status()
+                .message()
+                .find("--mode 'pp'"),
             std::string::npos);
-  EXPECT_NE(Build({.db = db, .model = "m", .traces = {t}, .devices = 3}, out).status().message().find("3 devices do not divide"),
+  EXPECT_NE(Build({.db = db, .model = "m", .traces = {t}, .devices = 3}, out)
+                .status()
+                .message()
+                .find("3 devices do not divide"),
             std::string::npos);
   EXPECT_EQ(Build({.db = db, .model = "m", .traces = {"/nonexistent.trace"}}, out).status().code(),
             absl::StatusCode::kNotFound);
   const std::string corrupt = JoinPath(std::getenv("TEST_TMPDIR"), "corrupt.trace");
   ASSERT_TRUE(WriteFile(corrupt, ReadFile(t)->substr(0, 100)).ok());
-  EXPECT_NE(Build({.db = db, .model = "m", .traces = {corrupt}}, out).status().message().find("truncated"),
+  EXPECT_NE(Build({.db = db, .model = "m", .traces = {corrupt}}, out)
+                .status()
+                .message()
+                .find("truncated"),
             std::string::npos);
   const std::string not_db = JoinPath(std::getenv("TEST_TMPDIR"), "not.db");
   ASSERT_TRUE(WriteFile(not_db, std::string(4096, 'x')).ok());

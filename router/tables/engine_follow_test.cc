@@ -11,29 +11,14 @@
 #include "planner/server/serve.h"
 #include "planner/store/placement_store.h"
 #include "planner/store/testing/temp_database_path.h"
+#include "router/tables/testing/tables_testing.h"
 
 namespace semmoe::router {
 namespace {
 
-std::string Tables() {
-  planner::trace::TraceSet t;
-  t.header.num_experts = 4;
-  t.header.top_k = 1;
-  t.header.moe_layers = {0, 1};
-  EXPECT_TRUE(t.AddRequest("r", {5, 6}, {0, 1, 3, 2}).ok());
-  return planner::BuildTokenAffinity(t).Serialize();
-}
+using testing::Eventually;
 
-// Polls `done` until it holds or 10 s of real time passed (a bound on scheduling and RPCs).
-template <typename F>
-bool Eventually(F done) {
-  const absl::Time until = absl::Now() + absl::Seconds(10);
-  while (absl::Now() < until) {
-    if (done()) return true;
-    absl::SleepFor(absl::Milliseconds(5));
-  }
-  return done();
-}
+std::string Tables() { return testing::TinyAffinityTables(); }
 
 int64_t HeldVersion(const TablesHolder& holder) {
   auto t = holder.Get();

@@ -14,30 +14,14 @@
 #include "planner/server/serve.h"
 #include "planner/store/placement_store.h"
 #include "planner/store/testing/temp_database_path.h"
+#include "router/tables/testing/tables_testing.h"
 
 namespace semmoe::router {
 namespace {
 
-std::string Tables() {
-  planner::trace::TraceSet t;
-  t.header.num_experts = 4;
-  t.header.top_k = 1;
-  t.header.moe_layers = {0, 1};
-  EXPECT_TRUE(t.AddRequest("r", {5, 6}, {0, 1, 3, 2}).ok());
-  return planner::BuildTokenAffinity(t).Serialize();
-}
+using testing::Eventually;
 
-// Polls `done` until it holds or `limit` of real time passed (a bound on scheduling and RPCs,
-// not a measure of anything under test).
-template <typename F>
-bool Eventually(F done, absl::Duration limit = absl::Seconds(10)) {
-  const absl::Time until = absl::Now() + limit;
-  while (absl::Now() < until) {
-    if (done()) return true;
-    absl::SleepFor(absl::Milliseconds(10));
-  }
-  return done();
-}
+std::string Tables() { return testing::TinyAffinityTables(); }
 
 TEST(PlannerWatchTest, FollowsTheActiveVersion) {
   const std::string db = planner::TempDatabasePath("watch.db");
