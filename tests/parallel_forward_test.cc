@@ -58,12 +58,12 @@ const char* LayoutName(Layout l) {
 using SeqOutput = GreedyOutput;
 
 absl::StatusOr<std::vector<SeqOutput>> RunGreedy(
-    const model::Transformer& transformer, int kv_size,
+    const model::Transformer& transformer, model::KvShape kv,
     const std::vector<std::vector<int32_t>>& prompts,
     std::vector<std::vector<Routing>>* routing = nullptr) {
   return RunLockstepGreedy(
       transformer, prompts,
-      {.decode_steps = kDecodeSteps, .kv_size = kv_size, .keep_logits = true, .routing = routing});
+      {.decode_steps = kDecodeSteps, .kv = kv, .keep_logits = true, .routing = routing});
 }
 
 double RelL2(const std::vector<float>& a, const std::vector<float>& b) {
@@ -158,7 +158,7 @@ const Reference& GetReference(const ModelCase& c) {
     EXPECT_TRUE(model.ok()) << model.status();
     ref->model = std::move(*model);
     auto outputs =
-        RunGreedy(*ref->model->transformer, ref->model->config.kv_size(), c.prompts, &ref->routing);
+        RunGreedy(*ref->model->transformer, ref->model->config.kv_shape(), c.prompts, &ref->routing);
     EXPECT_TRUE(outputs.ok()) << outputs.status();
     ref->outputs = std::move(*outputs);
   }
@@ -307,7 +307,7 @@ TEST_P(ParallelForwardTest, MatchesOneDeviceAndCountsBytesExactly) {
           mine.prompt_ids.push_back(i);
         }
       }
-      auto outputs = RunGreedy((*rank_model)->transformer(), (*rank_model)->local_kv_size(),
+      auto outputs = RunGreedy((*rank_model)->transformer(), (*rank_model)->local_kv_shape(),
                                prompts, &mine.routing);
       ASSERT_TRUE(outputs.ok()) << outputs.status();
       mine.outputs = std::move(*outputs);

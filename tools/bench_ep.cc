@@ -118,7 +118,7 @@ absl::StatusOr<planner::trace::TraceSet> Profile(const engine::model::Model& m,
   for (size_t i = 0; i < prompts.size(); ++i) {
     std::vector<std::vector<engine::model::Routing>> routing;
     RETURN_IF_ERROR(engine::RunLockstepGreedy(*m.transformer, {prompts[i]},
-                                              {.kv_size = c.kv_size(), .routing = &routing})
+                                              {.kv = c.kv_shape(), .routing = &routing})
                         .status());
     std::vector<uint16_t> experts;
     for (size_t t = 0; t < prompts[i].size(); ++t) {
@@ -160,7 +160,7 @@ absl::StatusOr<Row> RunConfig(const std::string& dir,
         RETURN_IF_ERROR(
             engine::RunLockstepGreedy(model->transformer(), mine,
                                       {.decode_steps = absl::GetFlag(FLAGS_decode_steps),
-                                       .kv_size = model->local_kv_size()})
+                                       .kv = model->local_kv_shape()})
                 .status());
         counters[r] = model->ffn().counters();
         comm_counters[r] = comm->counters();

@@ -101,7 +101,7 @@ Measurement Prefill(const engine::model::Model& m, int batch, int tokens, double
     std::vector<std::unique_ptr<DenseKvSequence>> kvs;
     std::vector<SequenceInput> in;
     for (int b = 0; b < batch; ++b) {
-      kvs.push_back(std::make_unique<DenseKvSequence>(c.num_layers, c.kv_size(), tokens));
+      kvs.push_back(std::make_unique<DenseKvSequence>(c.num_layers, c.kv_shape(), tokens));
       in.push_back({prompts[b], 0, kvs.back().get(), LogitsMode::kLast});
     }
     auto start = Clock::now();
@@ -129,7 +129,7 @@ Measurement Decode(const engine::model::Model& m, int batch, int context, int st
     std::vector<std::vector<int32_t>> prompts;
     std::vector<SequenceInput> in;
     for (int b = 0; b < batch; ++b) {
-      kvs.push_back(std::make_unique<DenseKvSequence>(c.num_layers, c.kv_size(), context + steps));
+      kvs.push_back(std::make_unique<DenseKvSequence>(c.num_layers, c.kv_shape(), context + steps));
       prompts.push_back(RandomTokens(context, c.vocab_size, rng));
       in.push_back({prompts.back(), 0, kvs.back().get(), LogitsMode::kNone});
     }

@@ -84,7 +84,7 @@ int main(int argc, char** argv) {
       OrDie(GpuTransformer::Create(config, *weights, {.num_pages = pages, .page_size = page_size}),
             "GPU forward");
   const auto cache = OrDie(PagedKvCache::Create({.num_layers = config.num_layers,
-                                                 .kv_size = config.kv_size(),
+                                                 .shape = config.kv_shape(),
                                                  .page_size = page_size,
                                                  .num_pages = pages}),
                            "KV cache");

@@ -101,7 +101,7 @@ TEST_P(EpForwardRunnerTest, EveryRankMatchesTheSingleDevice) {
                                    {.placement = &placement, .comm = comm->get()});
       ASSERT_TRUE(runner.Init().ok());
       auto cache = runtime::PagedKvCache::Create({.num_layers = c.num_layers,
-                                                  .kv_size = c.kv_size(),
+                                                  .shape = c.kv_shape(),
                                                   .page_size = kPageSize,
                                                   .num_pages = kPages});
       ASSERT_TRUE(cache.ok());

@@ -32,7 +32,7 @@ class ForwardRunnerTest : public ::testing::TestWithParam<Arch> {
     ASSERT_TRUE(cpu.ok()) << cpu.status();
     cpu_ = std::move(*cpu);
     auto cache = runtime::PagedKvCache::Create({.num_layers = config_.num_layers,
-                                                .kv_size = config_.kv_size(),
+                                                .shape = config_.kv_shape(),
                                                 .page_size = 4,
                                                 .num_pages = kPages});
     ASSERT_TRUE(cache.ok());
@@ -64,7 +64,7 @@ TEST_P(ForwardRunnerTest, EmptyBatchAndErrors) {
   ASSERT_TRUE(empty.ok()) << empty.status();
   EXPECT_EQ(empty->logits.rows(), 0);
   const std::vector<int32_t> tokens = {1, 2, 3};
-  model::DenseKvSequence dense(config_.num_layers, config_.kv_size(), 8);
+  model::DenseKvSequence dense(config_.num_layers, config_.kv_shape(), 8);
   auto unpaged = runner_->Forward({{tokens, 0, &dense, LogitsMode::kLast}}, {});
   EXPECT_EQ(unpaged.status().code(), absl::StatusCode::kInvalidArgument);
   auto seq = cache_->NewSequence();

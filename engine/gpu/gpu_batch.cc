@@ -11,7 +11,7 @@ absl::StatusOr<std::unique_ptr<GpuTransformer>> CreateGpuForward(
     Communicator* comm) {
   // The same page count BatchEngine::Create gives its host cache.
   const int pages = runtime::PagedKvCache::PagesForBytes({.num_layers = config.num_layers,
-                                                          .kv_size = config.kv_size(),
+                                                          .shape = config.kv_shape(),
                                                           .page_size = options.page_size},
                                                          options.kv_cache_bytes);
   return GpuTransformer::Create(config, weights,

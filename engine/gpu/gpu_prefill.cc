@@ -16,7 +16,7 @@ absl::StatusOr<std::unique_ptr<GpuPrefill>> GpuPrefill::Create(const model::Mode
       GpuTransformer::Create(config, weights,
                              {.device = device, .num_pages = pages, .page_size = kPageSize}));
   ASSIGN_OR_RETURN(p->pages_, runtime::PagedKvCache::Create({.num_layers = config.num_layers,
-                                                             .kv_size = config.kv_size(),
+                                                             .shape = config.kv_shape(),
                                                              .page_size = kPageSize,
                                                              .num_pages = pages,
                                                              .host_arena = false}));

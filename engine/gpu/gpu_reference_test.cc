@@ -84,7 +84,7 @@ TEST_F(GpuReferenceTest, SharedModelFinalLogitsAndGreedyDecoding) {
       GpuTransformer::Create(config_, *weights_, {.num_pages = pages, .page_size = page_size});
   ASSERT_TRUE(gpu.ok()) << gpu.status();
   auto cache = runtime::PagedKvCache::Create({.num_layers = config_.num_layers,
-                                              .kv_size = config_.kv_size(),
+                                              .shape = config_.kv_shape(),
                                               .page_size = page_size,
                                               .num_pages = pages});
   ASSERT_TRUE(cache.ok());

@@ -42,7 +42,7 @@ class GpuTransformerTest : public ::testing::TestWithParam<Arch> {
     ASSERT_TRUE(cpu.ok()) << cpu.status();
     cpu_ = std::move(*cpu);
     auto cache = runtime::PagedKvCache::Create({.num_layers = config_.num_layers,
-                                                .kv_size = config_.kv_size(),
+                                                .shape = config_.kv_shape(),
                                                 .page_size = kPageSize,
                                                 .num_pages = kPages});
     ASSERT_TRUE(cache.ok());
@@ -108,7 +108,7 @@ TEST_P(GpuTransformerTest, EmptyBatchAndErrors) {
   EXPECT_EQ(empty->logits.rows(), 0);
 
   const std::vector<int32_t> tokens = {1, 2, 3};
-  model::DenseKvSequence dense(config_.num_layers, config_.kv_size(), 8);
+  model::DenseKvSequence dense(config_.num_layers, config_.kv_shape(), 8);
   auto unpaged = gpu_->Forward({{tokens, 0, &dense, LogitsMode::kLast}});
   EXPECT_EQ(unpaged.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(unpaged.status().message().find("paged KV"), std::string::npos) << unpaged.status();
@@ -122,7 +122,7 @@ TEST_P(GpuTransformerTest, EmptyBatchAndErrors) {
 
   // A page outside the GPU arena (a host cache bigger than the GPU's).
   auto big = runtime::PagedKvCache::Create({.num_layers = config_.num_layers,
-                                            .kv_size = config_.kv_size(),
+                                            .shape = config_.kv_shape(),
                                             .page_size = kPageSize,
                                             .num_pages = 2 * kPages});
   ASSERT_TRUE(big.ok());

@@ -231,7 +231,7 @@ TEST_P(ArchitecturesTest, MatchesNaiveFloat64Forward) {
   ASSERT_GT(ids->size(), 5u);
   EXPECT_EQ(*(*model)->tokenizer->Decode(*ids), "The experts live on the same device.\n");
 
-  DenseKvSequence kv((*model)->config.num_layers, (*model)->config.kv_size(), ids->size());
+  DenseKvSequence kv((*model)->config.num_layers, (*model)->config.kv_shape(), ids->size());
   SequenceInput in{*ids, 0, &kv, LogitsMode::kLast};
   auto out = (*model)->transformer->Forward({&in, 1});
   ASSERT_TRUE(out.ok()) << out.status();

@@ -7,16 +7,20 @@
 #include "common/file.h"
 #include "common/json_fields.h"
 #include "common/status_macros.h"
+#include "engine/model/deepseek_config.h"
 
 namespace semmoe::engine::model {
 namespace {
 
 constexpr int64_t kMaxDim = 1 << 20;
 
+bool IsDeepseek(Arch arch) { return arch == Arch::kDeepseekV2 || arch == Arch::kDeepseekV3; }
+
 absl::Status RejectUnsupported(const JsonFields& f, Arch arch) {
   ASSIGN_OR_RETURN(std::string act, f.String("hidden_act", "silu"));
   if (act != "silu")
     return f.Error("hidden_act", absl::StrCat("'", act, "' is not supported (only silu)"));
+  if (IsDeepseek(arch)) return absl::OkStatus();  // rope_scaling: ParseDeepseek.
   if (f.Has("rope_scaling")) return f.Error("rope_scaling", "rope scaling is not supported");
   if (arch == Arch::kMixtral) {
     if (f.Has("sliding_window")) {
@@ -40,9 +44,12 @@ absl::Status ParseCommon(const JsonFields& f, ModelConfig& c) {
         "num_key_value_heads",
         absl::StrCat(c.num_kv_heads, " does not divide num_attention_heads ", c.num_heads));
   }
-  int default_head_dim = c.hidden_size / c.num_heads;
-  ASSIGN_OR_RETURN(c.head_dim, f.Int("head_dim", default_head_dim, 2, 4096));
-  if (c.head_dim % 2 != 0) return f.Error("head_dim", "must be even for RoPE");
+  if (!IsDeepseek(c.arch)) {  // MLA's head sizes: ParseDeepseek.
+    int default_head_dim = c.hidden_size / c.num_heads;
+    ASSIGN_OR_RETURN(c.head_dim, f.Int("head_dim", default_head_dim, 2, 4096));
+    if (c.head_dim % 2 != 0) return f.Error("head_dim", "must be even for RoPE");
+    c.v_head_dim = c.head_dim;
+  }
   ASSIGN_OR_RETURN(double eps, f.Number("rms_norm_eps", c.arch == Arch::kMixtral ? 1e-5 : 1e-6));
   if (eps <= 0) return f.Error("rms_norm_eps", "must be positive");
   c.rms_norm_eps = static_cast<float>(eps);
@@ -87,6 +94,7 @@ absl::Status ParseQwen(const JsonFields& f, const nlohmann::json& j, ModelConfig
     c.attention_bias = true;  // Qwen2MoeAttention always has q/k/v biases.
     ASSIGN_OR_RETURN(c.shared_expert_intermediate_size,
                      f.Int("shared_expert_intermediate_size", {}, 0, kMaxDim));
+    c.shared_expert_gated = true;
   }
   for (int layer = 0; layer < c.num_layers; ++layer) {
     if (!c.IsMoeLayer(layer) && c.intermediate_size <= 0) {
@@ -117,25 +125,38 @@ absl::string_view ArchName(Arch arch) {
       return "qwen2_moe";
     case Arch::kMixtral:
       return "mixtral";
+    case Arch::kDeepseekV2:
+      return "deepseek_v2";
+    case Arch::kDeepseekV3:
+      return "deepseek_v3";
   }
   return "unknown";
 }
 
 absl::StatusOr<Arch> ParseArch(absl::string_view model_type) {
-  for (Arch arch : {Arch::kQwen3Moe, Arch::kQwen2Moe, Arch::kMixtral}) {
+  for (Arch arch : {Arch::kQwen3Moe, Arch::kQwen2Moe, Arch::kMixtral, Arch::kDeepseekV2,
+                    Arch::kDeepseekV3}) {
     if (model_type == ArchName(arch)) return arch;
   }
-  return absl::InvalidArgumentError(
-      absl::StrCat("config.json: model_type: '", model_type,
-                   "' is not supported (supported: qwen3_moe, qwen2_moe, mixtral)"));
+  return absl::InvalidArgumentError(absl::StrCat(
+      "config.json: model_type: '", model_type,
+      "' is not supported (supported: qwen3_moe, qwen2_moe, mixtral, deepseek_v2, deepseek_v3)"));
 }
 
 bool ModelConfig::IsMoeLayer(int layer) const {
   if (arch == Arch::kMixtral) return true;
+  if (IsDeepseek(arch)) {
+    return num_experts > 0 && layer >= first_k_dense_replace && layer % moe_layer_freq == 0;
+  }
   if (std::find(mlp_only_layers.begin(), mlp_only_layers.end(), layer) != mlp_only_layers.end()) {
     return false;
   }
   return num_experts > 0 && (layer + 1) % decoder_sparse_step == 0;
+}
+
+KvShape ModelConfig::kv_shape() const {
+  if (mla) return {mla_dims.kv_lora_rank + mla_dims.qk_rope_head_dim, 0};
+  return {kv_size(), kv_size()};
 }
 
 std::vector<int> ModelConfig::MoeLayers() const {
@@ -157,6 +178,8 @@ absl::StatusOr<ModelConfig> ParseModelConfig(absl::string_view json_text) {
   RETURN_IF_ERROR(ParseCommon(f, c));
   if (c.arch == Arch::kMixtral) {
     RETURN_IF_ERROR(ParseMixtral(f, c));
+  } else if (IsDeepseek(c.arch)) {
+    RETURN_IF_ERROR(ParseDeepseek(f, j, c));
   } else {
     RETURN_IF_ERROR(ParseQwen(f, j, c));
   }

@@ -12,12 +12,22 @@
 
 namespace semmoe::engine::model {
 
+// Floats per position per layer: the key row and the value row. Standard attention stores K and
+// V of the KV heads (both kv_heads × head_dim); MLA stores one key row (the latent and the
+// rotary key) and no values.
+struct KvShape {
+  int key_size = 0;
+  int value_size = 0;
+  int floats() const { return key_size + value_size; }
+};
+
 class KvSequence {
  public:
   virtual ~KvSequence() = default;
   // Positions [0, capacity()) are writable.
   virtual int capacity() const = 0;
-  // The [kv_heads × head_dim] row of `layer` at `position`. REQUIRES: position < capacity().
+  // The [key_size] / [value_size] row of `layer` at `position` (KvShape). REQUIRES: position <
+  // capacity(). Value() of a shape without values is not called.
   virtual float* Key(int layer, int position) = 0;
   virtual float* Value(int layer, int position) = 0;
   // A paged sequence's page table (position p is in page page_table()[p / page_size]); empty
@@ -28,21 +38,21 @@ class KvSequence {
 
 class DenseKvSequence : public KvSequence {
  public:
-  DenseKvSequence(int num_layers, int kv_size, int capacity)
-      : kv_size_(kv_size),
+  DenseKvSequence(int num_layers, KvShape shape, int capacity)
+      : shape_(shape),
         capacity_(capacity),
-        keys_(static_cast<size_t>(num_layers) * capacity * kv_size),
-        values_(keys_.size()) {}
+        keys_(static_cast<size_t>(num_layers) * capacity * shape.key_size),
+        values_(static_cast<size_t>(num_layers) * capacity * shape.value_size) {}
   int capacity() const override { return capacity_; }
   float* Key(int layer, int position) override {
-    return keys_.data() + (static_cast<size_t>(layer) * capacity_ + position) * kv_size_;
+    return keys_.data() + (static_cast<size_t>(layer) * capacity_ + position) * shape_.key_size;
   }
   float* Value(int layer, int position) override {
-    return values_.data() + (static_cast<size_t>(layer) * capacity_ + position) * kv_size_;
+    return values_.data() + (static_cast<size_t>(layer) * capacity_ + position) * shape_.value_size;
   }
 
  private:
-  int kv_size_;
+  KvShape shape_;
   int capacity_;
   std::vector<float> keys_;
   std::vector<float> values_;

@@ -12,7 +12,8 @@
 
 namespace semmoe::engine::model {
 
-// Per token, the top-k experts by router probability (descending) and the weights applied.
+// Per token, the top-k experts in descending order of what chose them (the router score; under
+// noaux_tc score + correction bias) and the weights applied.
 struct Routing {
   int top_k = 0;
   std::vector<int32_t> expert_ids;  // [tokens, top_k]
@@ -20,7 +21,9 @@ struct Routing {
   int tokens() const { return top_k == 0 ? 0 : static_cast<int>(expert_ids.size()) / top_k; }
 };
 
-// Softmax over all experts (f32), top-k, then renormalise to sum 1 if config.norm_topk_prob.
+// Scores every expert (softmax or sigmoid, f32), limits to the best groups (group_limited_greedy,
+// noaux_tc), takes the top-k and weights them: renormalised when norm_topk_prob, and for DeepSeek
+// times routed_scaling_factor (config.h states both versions' rules).
 // `h`: [tokens, hidden] (post-attention-norm hidden states).
 Routing Route(const ModelConfig& config, const LayerWeights& layer, const Matrix& h);
 
@@ -30,7 +33,8 @@ Routing Route(const ModelConfig& config, const LayerWeights& layer, const Matrix
 // REQUIRES: every other routed expert is loaded in `layer`.
 void RunExperts(const LayerWeights& layer, const Matrix& h, const Routing& routing, Matrix& out);
 
-// out += sigmoid(h · shared_gateᵀ) ⊙ shared_expert(h) (qwen2_moe; no-op without a shared expert).
+// out += sigmoid(h · shared_gateᵀ) ⊙ shared_expert(h) (qwen2_moe), or out += shared_expert(h)
+// (DeepSeek's ungated shared experts); a no-op without a shared expert.
 void RunSharedExpert(const LayerWeights& layer, const Matrix& h, Matrix& out);
 
 // out = down(silu(gate(h)) ⊙ up(h)).

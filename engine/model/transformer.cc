@@ -91,6 +91,10 @@ Transformer::Transformer(const ModelConfig& config, const ModelWeights& weights,
     local_stage_ = std::make_unique<LocalLayerStage>(config_, weights_);
     stage_ = local_stage_.get();
   }
+  if (config.mla) {
+    mla_ = std::make_unique<MlaAttention>(config_);
+    return;
+  }
   const size_t half = config.head_dim / 2;
   rope_cos_.resize(static_cast<size_t>(config.max_position_embeddings) * half);
   rope_sin_.resize(rope_cos_.size());
@@ -175,6 +179,7 @@ Matrix Transformer::Attention(int layer, absl::Span<const SequenceInput> batch,
   const LayerWeights& w = weights_.layers[layer];
   const int hd = c.head_dim;
   Matrix h = Normed(x, w.input_norm, c.rms_norm_eps);
+  if (mla_ != nullptr) return mla_->Forward(w, layer, batch, positions, h);
   Matrix q = Linear(h, w.q, w.q_bias);  // [T, heads·hd]
   Matrix k = Linear(h, w.k, w.k_bias);  // [T, kv_heads·hd]
   Matrix v = Linear(h, w.v, w.v_bias);

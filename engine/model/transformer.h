@@ -1,5 +1,6 @@
-// Transformer: the f32 CPU forward pass of qwen3_moe, qwen2_moe and mixtral, with the semantics
-// of transformers' eager implementations (docs/ENGINE.md, "The forward pass").
+// Transformer: the f32 CPU forward pass of qwen3_moe, qwen2_moe, mixtral, deepseek_v2 and
+// deepseek_v3, with the semantics of transformers' eager implementations (DeepSeek: of DeepSeek's
+// released modeling code; docs/ENGINE.md, "The forward pass"). MLA attention: mla_attention.h.
 //
 // A batch holds any mix of sequences, each with new tokens appended after the positions its
 // KvSequence already holds: a prefill is many new tokens, a decode step one, a chunked prefill
@@ -20,6 +21,7 @@
 #include "absl/types/span.h"
 #include "engine/model/config.h"
 #include "engine/model/kv_sequence.h"
+#include "engine/model/mla_attention.h"
 #include "engine/model/moe.h"
 #include "engine/model/weights.h"
 
@@ -138,7 +140,8 @@ class Transformer {
   const ModelWeights& weights_;
   std::unique_ptr<LocalLayerStage> local_stage_;  // Set when no stage was given.
   LayerStage* stage_;
-  std::vector<float> rope_cos_, rope_sin_;  // [max_position, head_dim / 2]
+  std::unique_ptr<MlaAttention> mla_;       // config.mla only.
+  std::vector<float> rope_cos_, rope_sin_;  // [max_position, head_dim / 2]; not under MLA.
 };
 
 }  // namespace semmoe::engine::model

@@ -28,16 +28,6 @@ class ReferenceTest : public ::testing::TestWithParam<std::string> {
   void SetUp() override {
     SEMMOE_REQUIRE_SHARED_DIR(shared);
     dir_ = JoinPath(shared, "models/" + GetParam());
-    // Shared fixtures of architectures the engine does not run yet (deepseek_v2/v3: issue 19)
-    // are skipped by name, not failed; every supported one must load and match.
-    auto config_text = ReadFile(JoinPath(dir_, "config.json"));
-    ASSERT_TRUE(config_text.ok()) << config_text.status();
-    const nlohmann::json config = nlohmann::json::parse(*config_text, nullptr, false);
-    ASSERT_TRUE(config.is_object() && config.contains("model_type")) << dir_;
-    const std::string model_type = config["model_type"].get<std::string>();
-    if (!ParseArch(model_type).ok()) {
-      GTEST_SKIP() << GetParam() << ": model_type " << model_type << " is not supported yet";
-    }
     auto model = LoadModel(dir_, {.require_tokenizer = true});
     ASSERT_TRUE(model.ok()) << model.status();
     model_ = std::move(*model);
@@ -47,7 +37,7 @@ class ReferenceTest : public ::testing::TestWithParam<std::string> {
   }
 
   ForwardOutput Run(const std::vector<int32_t>& ids, LogitsMode mode) {
-    DenseKvSequence kv(model_->config.num_layers, model_->config.kv_size(),
+    DenseKvSequence kv(model_->config.num_layers, model_->config.kv_shape(),
                        static_cast<int>(ids.size()));
     SequenceInput in{ids, 0, &kv, mode};
     auto out = model_->transformer->Forward({&in, 1}, {.collect_routing = true});
@@ -71,8 +61,13 @@ TEST_P(ReferenceTest, TokenizerReproducesThePromptIds) {
 
 TEST_P(ReferenceTest, FinalLogitsNextTokenLogprobsAndRouting) {
   const int vocab = model_->config.vocab_size;
-  const int layers = meta_["num_layers"], k = model_->config.top_k;
+  // The router files hold the MoE layers only (`moe_layer_indices`; qwen3-moe-a: every layer).
+  const int layers = meta_.value("num_moe_layers", meta_["num_layers"].get<int>());
+  const int k = model_->config.top_k;
   ASSERT_EQ(static_cast<size_t>(layers), model_->config.MoeLayers().size());
+  if (meta_.contains("moe_layer_indices")) {
+    EXPECT_EQ(meta_["moe_layer_indices"].get<std::vector<int>>(), model_->config.MoeLayers());
+  }
   auto final_logits = ReadBinary<float>(JoinPath(dir_, "reference/final_logits.f32"));
   auto logprobs = ReadBinary<float>(JoinPath(dir_, "reference/next_token_logprob.f32"));
   auto ref_ids = ReadBinary<int32_t>(JoinPath(dir_, "reference/router_topk_ids.i32"));
@@ -132,7 +127,13 @@ TEST_P(ReferenceTest, FinalLogitsNextTokenLogprobsAndRouting) {
             << ", worst |Δ log p| " << worst_logprob << ", router sets " << set_matches << "/"
             << pairs << ", worst |Δ weight| " << worst_weight << "\n";
   EXPECT_EQ(pairs, meta_["total_prompt_tokens"].get<int64_t>() * layers);
-  EXPECT_GE(static_cast<double>(set_matches) / pairs, 0.999);
+  // The random-initialised exactness fixtures were seeded so that no routing decision is within
+  // fp32 error of a tie: every set must match. A trained model may have a rare near-tie.
+  if (meta_.value("random_init", false)) {
+    EXPECT_EQ(set_matches, pairs);
+  } else {
+    EXPECT_GE(static_cast<double>(set_matches) / pairs, 0.999);
+  }
   EXPECT_LT(worst_logprob, 1e-3);
   EXPECT_LT(worst_weight, 1e-4);
 }
@@ -144,7 +145,7 @@ TEST_P(ReferenceTest, GreedyContinuationsThroughTheKvCache) {
   for (const auto& p : prompts()) {
     std::vector<int32_t> ids = p["token_ids"].get<std::vector<int32_t>>();
     std::vector<int32_t> expected = p["greedy_continuation_ids"].get<std::vector<int32_t>>();
-    DenseKvSequence kv(model_->config.num_layers, model_->config.kv_size(),
+    DenseKvSequence kv(model_->config.num_layers, model_->config.kv_shape(),
                        static_cast<int>(ids.size() + expected.size()));
     std::vector<int32_t> generated;
     std::vector<int32_t> step = ids;
@@ -174,7 +175,7 @@ TEST_P(ReferenceTest, BatchedAndChunkedEqualsAlone) {
   std::vector<SequenceInput> batch;
   for (const auto& ids : all) {
     kvs.push_back(std::make_unique<DenseKvSequence>(model_->config.num_layers,
-                                                    model_->config.kv_size(), ids.size()));
+                                                    model_->config.kv_shape(), ids.size()));
     // First chunk: all but the last 3 tokens (at least 1), no logits.
     const int first = std::max<int>(1, static_cast<int>(ids.size()) - 3);
     batch.push_back(
@@ -205,7 +206,7 @@ TEST_P(ReferenceTest, BatchedAndChunkedEqualsAlone) {
 }
 
 TEST_P(ReferenceTest, BadInputsAreErrors) {
-  DenseKvSequence kv(model_->config.num_layers, model_->config.kv_size(), 4);
+  DenseKvSequence kv(model_->config.num_layers, model_->config.kv_shape(), 4);
   std::vector<int32_t> bad = {1, model_->config.vocab_size};
   SequenceInput in{bad, 0, &kv, LogitsMode::kLast};
   auto out = model_->transformer->Forward({&in, 1});

@@ -59,11 +59,34 @@ class Loader {
   const kernels::Checkpoint& checkpoint_;
 };
 
+absl::Status LoadMla(const ModelConfig& c, const std::string& a, Loader& l, LayerWeights& w) {
+  const MlaConfig& m = c.mla_dims;
+  const int64_t q_rows = c.q_size();
+  MlaWeights& mla = w.mla;
+  if (m.q_lora_rank > 0) {
+    ASSIGN_OR_RETURN(mla.q_a, l.ReadLinear(a + "q_a_proj.weight", m.q_lora_rank, c.hidden_size));
+    ASSIGN_OR_RETURN(mla.q_a_norm, l.ReadVector(a + "q_a_layernorm.weight", m.q_lora_rank));
+    ASSIGN_OR_RETURN(mla.q_b, l.ReadLinear(a + "q_b_proj.weight", q_rows, m.q_lora_rank));
+  } else {
+    ASSIGN_OR_RETURN(w.q, l.ReadLinear(a + "q_proj.weight", q_rows, c.hidden_size));
+  }
+  ASSIGN_OR_RETURN(mla.kv_a, l.ReadLinear(a + "kv_a_proj_with_mqa.weight",
+                                          m.kv_lora_rank + m.qk_rope_head_dim, c.hidden_size));
+  ASSIGN_OR_RETURN(mla.kv_a_norm, l.ReadVector(a + "kv_a_layernorm.weight", m.kv_lora_rank));
+  ASSIGN_OR_RETURN(mla.kv_b,
+                   l.ReadLinear(a + "kv_b_proj.weight",
+                                static_cast<int64_t>(c.num_heads) * (m.qk_nope_head_dim + c.v_head_dim),
+                                m.kv_lora_rank));
+  ASSIGN_OR_RETURN(w.o, l.ReadLinear(a + "o_proj.weight", c.hidden_size, c.attn_out_size()));
+  return absl::OkStatus();
+}
+
 absl::Status LoadAttention(const ModelConfig& c, const std::string& p, Loader& l, LayerWeights& w) {
   ASSIGN_OR_RETURN(w.input_norm, l.ReadVector(p + "input_layernorm.weight", c.hidden_size));
   ASSIGN_OR_RETURN(w.post_attention_norm,
                    l.ReadVector(p + "post_attention_layernorm.weight", c.hidden_size));
   const std::string a = p + "self_attn.";
+  if (c.mla) return LoadMla(c, a, l, w);
   ASSIGN_OR_RETURN(w.q, l.ReadLinear(a + "q_proj.weight", c.q_size(), c.hidden_size));
   ASSIGN_OR_RETURN(w.k, l.ReadLinear(a + "k_proj.weight", c.kv_size(), c.hidden_size));
   ASSIGN_OR_RETURN(w.v, l.ReadLinear(a + "v_proj.weight", c.kv_size(), c.hidden_size));
@@ -90,6 +113,10 @@ absl::Status LoadFeedForward(const ModelConfig& c, int layer, const std::string&
   }
   const std::string block = c.arch == Arch::kMixtral ? p + "block_sparse_moe." : p + "mlp.";
   ASSIGN_OR_RETURN(w.router, l.Read(block + "gate.weight", c.num_experts, c.hidden_size));
+  if (c.topk_method == TopkMethod::kNoauxTc) {
+    ASSIGN_OR_RETURN(w.router_bias,
+                     l.ReadVector(block + "gate.e_score_correction_bias", c.num_experts));
+  }
   std::vector<std::string> proj = ExpertProjectionNames(c);
   w.experts.resize(c.num_experts);
   for (int e = 0; e < c.num_experts; ++e) {
@@ -97,12 +124,16 @@ absl::Status LoadFeedForward(const ModelConfig& c, int layer, const std::string&
     ASSIGN_OR_RETURN(w.experts[e], l.ReadMlp(ExpertPrefix(c, layer, e), proj[0], proj[1], proj[2],
                                              c.hidden_size, c.moe_intermediate_size));
   }
-  if (c.arch == Arch::kQwen2Moe && c.shared_expert_intermediate_size > 0) {
+  if (c.shared_expert_intermediate_size > 0) {
+    // qwen2_moe: mlp.shared_expert + its gate; deepseek: mlp.shared_experts, ungated.
+    const std::string shared = c.shared_expert_gated ? "shared_expert." : "shared_experts.";
     ASSIGN_OR_RETURN(w.shared_expert,
-                     l.ReadMlp(block + "shared_expert.", "gate_proj", "up_proj", "down_proj",
-                               c.hidden_size, c.shared_expert_intermediate_size));
-    ASSIGN_OR_RETURN(w.shared_expert_gate,
-                     l.Read(block + "shared_expert_gate.weight", 1, c.hidden_size));
+                     l.ReadMlp(block + shared, "gate_proj", "up_proj", "down_proj", c.hidden_size,
+                               c.shared_expert_intermediate_size));
+    if (c.shared_expert_gated) {
+      ASSIGN_OR_RETURN(w.shared_expert_gate,
+                       l.Read(block + "shared_expert_gate.weight", 1, c.hidden_size));
+    }
   }
   return absl::OkStatus();
 }

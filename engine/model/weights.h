@@ -40,20 +40,33 @@ struct MlpWeights {   // SwiGLU: down(silu(gate(x)) ⊙ up(x)).
   bool loaded() const { return gate.w.size() > 0; }
 };
 
+// Multi-head latent attention (config.mla). Per head the query is [q_nope | q_rope] and kv_b's
+// output [k_nope | v]; see ModelConfig::mla_dims.
+struct MlaWeights {
+  LinearWeight q_a;  // [q_lora_rank, hidden]; empty without q LoRA (LayerWeights::q is q_proj).
+  Vector q_a_norm;   // [q_lora_rank]
+  LinearWeight q_b;  // [heads × (nope + rope), q_lora_rank]
+  LinearWeight kv_a;  // kv_a_proj_with_mqa [kv_lora_rank + rope, hidden]: latent | rotary key.
+  Vector kv_a_norm;   // [kv_lora_rank]
+  LinearWeight kv_b;  // [heads × (nope + v_head_dim), kv_lora_rank]
+};
+
 struct LayerWeights {
   Vector input_norm;              // [hidden]
-  LinearWeight q, k, v;           // [q_size | kv_size, hidden]
+  LinearWeight q, k, v;           // [q_size | kv_size, hidden]; MLA: q is q_proj (no q LoRA).
   Vector q_bias, k_bias, v_bias;  // Empty unless config.attention_bias.
-  LinearWeight o;                 // [hidden, q_size]
+  LinearWeight o;                 // [hidden, attn_out_size]
   Vector q_norm, k_norm;          // [head_dim]; empty unless config.qk_norm.
+  MlaWeights mla;                 // config.mla only.
   Vector post_attention_norm;     // [hidden]
 
   bool is_moe = false;
   MlpWeights dense;                 // Dense layers only.
   Matrix router;                    // [num_experts, hidden]
+  Vector router_bias;               // e_score_correction_bias [num_experts]; noaux_tc only.
   std::vector<MlpWeights> experts;  // [num_experts]; unloaded entries are empty (see filter).
-  MlpWeights shared_expert;         // qwen2_moe only.
-  Matrix shared_expert_gate;        // [1, hidden]; qwen2_moe only.
+  MlpWeights shared_expert;         // qwen2_moe, deepseek (n_shared_experts wide).
+  Matrix shared_expert_gate;        // [1, hidden]; qwen2_moe only (DeepSeek's are ungated).
 };
 
 struct ModelWeights {

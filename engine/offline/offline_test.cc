@@ -189,7 +189,7 @@ TEST_F(TinyOfflineTest, APagedBackendScoresAndTracesTheSameBytes) {
   const int pages = PrefillPagesNeeded(budget, c.max_position_embeddings, page_size);
   EXPECT_EQ(pages, c.max_position_embeddings / page_size + c.max_position_embeddings);
   auto cache = runtime::PagedKvCache::Create({.num_layers = c.num_layers,
-                                              .kv_size = c.kv_size(),
+                                              .shape = c.kv_shape(),
                                               .page_size = page_size,
                                               .num_pages = pages});
   ASSERT_TRUE(cache.ok());

@@ -40,7 +40,7 @@ absl::Status PrefillRunner::Flush() {
       RETURN_IF_ERROR(backend_.cache->Reserve(*seq, n));
       kvs.push_back(std::move(seq));
     } else {
-      kvs.push_back(std::make_unique<model::DenseKvSequence>(c.num_layers, c.kv_size(), n));
+      kvs.push_back(std::make_unique<model::DenseKvSequence>(c.num_layers, c.kv_shape(), n));
     }
     batch.push_back({tokens, 0, kvs.back().get(), model::LogitsMode::kLast});
   }

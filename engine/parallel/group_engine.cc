@@ -50,7 +50,7 @@ absl::StatusOr<std::unique_ptr<GroupEngine>> GroupEngine::Create(
     ASSIGN_OR_RETURN(engine->batch_, runtime::BatchEngine::Create(model.transformer(), batch));
   } else {
     runtime::PagedKvCache::Options kv{.num_layers = model.local_num_layers(),
-                                      .kv_size = model.local_kv_size(),
+                                      .shape = model.local_kv_shape(),
                                       .page_size = options.batch.page_size};
     kv.num_pages = runtime::PagedKvCache::PagesForBytes(kv, options.batch.kv_cache_bytes);
     ASSIGN_OR_RETURN(engine->mirror_kv_, runtime::PagedKvCache::Create(kv));

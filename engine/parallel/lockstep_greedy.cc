@@ -13,7 +13,7 @@ absl::StatusOr<std::vector<GreedyOutput>> RunLockstepGreedy(
   std::vector<std::unique_ptr<model::DenseKvSequence>> kv;
   for (const auto& p : prompts) {
     kv.push_back(std::make_unique<model::DenseKvSequence>(
-        layers, options.kv_size, static_cast<int>(p.size()) + options.decode_steps));
+        layers, options.kv, static_cast<int>(p.size()) + options.decode_steps));
   }
   std::vector<GreedyOutput> out(prompts.size());
   std::vector<std::vector<int32_t>> next(prompts.size());

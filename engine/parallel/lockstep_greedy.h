@@ -21,7 +21,7 @@ struct GreedyOutput {
 
 struct LockstepGreedyOptions {
   int decode_steps = 0;
-  int kv_size = 0;  // KV floats per position per layer (the rank's KV heads × head_dim).
+  model::KvShape kv;  // The KV cache rows (the rank's: RankModel::local_kv_shape()).
   bool keep_logits = false;
   // If set, the routing of every forward (per MoE layer, the rows this process routed).
   std::vector<std::vector<model::Routing>>* routing = nullptr;

@@ -91,8 +91,8 @@ class RankModel {
   // Null if the directory has no tokenizer.json.
   const model::Tokenizer* tokenizer() const { return tokenizer_.get(); }
   AttentionMode attention() const { return options_.attention; }
-  // KV floats per position per layer this rank stores (its KV heads × head_dim).
-  int local_kv_size() const { return local_config_.kv_size(); }
+  // The KV cache rows this rank stores (its KV heads; under MLA the whole latent).
+  model::KvShape local_kv_shape() const { return local_config_.kv_shape(); }
   int local_num_layers() const { return local_config_.num_layers; }
   const ExpertParallelFfn& ffn() const { return *ffn_; }
   const TpLayerStage* tp_stage() const { return tp_stage_.get(); }

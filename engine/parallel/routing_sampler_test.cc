@@ -111,7 +111,7 @@ TEST(RoutingSamplerTest, TracesWhatEachRankServes) {
         EXPECT_EQ(static_cast<int32_t>(tokens[p].token), ran[p]);
       }
       // The prompt's routing as one device computes it.
-      model::DenseKvSequence kv(config->num_layers, config->kv_size(), 64);
+      model::DenseKvSequence kv(config->num_layers, config->kv_shape(), 64);
       auto out =
           (*one)->transformer->Forward({{.tokens = prompt, .kv = &kv}}, {.collect_routing = true});
       ASSERT_TRUE(out.ok()) << out.status();
@@ -141,7 +141,7 @@ TEST(RoutingSamplerTest, SamplesAShareAndKeepsAtMostMaxTokens) {
       *config, {.share = 0.5, .max_tokens = 40, .path = TracePath(9), .seed = 3});
   ASSERT_TRUE(sampler.ok());
   // 200 one-token requests, each a fresh sequence at position 0.
-  std::vector<model::DenseKvSequence> dummies(200, model::DenseKvSequence(1, 1, 1));
+  std::vector<model::DenseKvSequence> dummies(200, model::DenseKvSequence(1, {1, 1}, 1));
   for (int i = 0; i < 200; ++i) {
     const int32_t token = i % 100;
     model::ForwardOutput out;

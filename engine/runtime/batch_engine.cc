@@ -56,7 +56,7 @@ absl::StatusOr<std::unique_ptr<BatchEngine>> BatchEngine::Create(
   }
   const model::ModelConfig& c = transformer.config();
   PagedKvCache::Options kv{.num_layers = c.num_layers,
-                           .kv_size = c.kv_size(),
+                           .shape = c.kv_shape(),
                            .page_size = options.page_size,
                            .host_arena = options.host_kv_arena};
   kv.num_pages = PagedKvCache::PagesForBytes(kv, options.kv_cache_bytes);

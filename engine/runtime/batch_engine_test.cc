@@ -32,7 +32,7 @@ std::unique_ptr<Model> TinyModel() {
 
 // Greedy continuation of one prompt alone, one token at a time (the reference for batching).
 std::vector<int32_t> GreedyAlone(const Model& m, const std::vector<int32_t>& prompt, int n) {
-  DenseKvSequence kv(m.config.num_layers, m.config.kv_size(), prompt.size() + n);
+  DenseKvSequence kv(m.config.num_layers, m.config.kv_shape(), prompt.size() + n);
   std::vector<int32_t> out, step = prompt;
   int pos = 0;
   for (int i = 0; i < n; ++i) {

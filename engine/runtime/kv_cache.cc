@@ -17,8 +17,13 @@ float* PagedKvCache::Row(absl::Span<const int32_t> pages, int layer, int positio
   if (arena_ == nullptr) return nullptr;  // No host arena (Options::host_arena).
   const int page = pages[position / o.page_size];
   const int slot = position % o.page_size;
-  return arena_.get() + page * page_floats_ +
-         ((static_cast<int64_t>(layer) * 2 + kind) * o.page_size + slot) * o.kv_size;
+  // A page holds, per layer, page_size key rows then page_size value rows.
+  const model::KvShape& shape = o.shape;
+  float* layer_block = arena_.get() + page * page_floats_ +
+                       static_cast<int64_t>(layer) * o.page_size * shape.floats();
+  return kind == 0 ? layer_block + static_cast<int64_t>(slot) * shape.key_size
+                   : layer_block + static_cast<int64_t>(o.page_size) * shape.key_size +
+                         static_cast<int64_t>(slot) * shape.value_size;
 }
 
 float* PagedSequence::Key(int layer, int position) {
@@ -50,12 +55,12 @@ absl::StatusOr<std::unique_ptr<PageTableView>> PagedKvCache::View(std::vector<in
 
 PagedKvCache::PagedKvCache(const Options& options)
     : options_(options),
-      page_floats_(static_cast<int64_t>(options.num_layers) * 2 * options.page_size *
-                   options.kv_size) {}
+      page_floats_(static_cast<int64_t>(options.num_layers) * options.page_size *
+                   options.shape.floats()) {}
 
 absl::StatusOr<std::unique_ptr<PagedKvCache>> PagedKvCache::Create(const Options& options) {
-  if (options.num_layers <= 0 || options.kv_size <= 0 || options.page_size <= 0 ||
-      options.num_pages <= 0) {
+  if (options.num_layers <= 0 || options.shape.key_size <= 0 || options.shape.value_size < 0 ||
+      options.page_size <= 0 || options.num_pages <= 0) {
     return absl::InvalidArgumentError("PagedKvCache: every size must be positive");
   }
   std::unique_ptr<PagedKvCache> cache(new PagedKvCache(options));
@@ -72,7 +77,7 @@ absl::StatusOr<std::unique_ptr<PagedKvCache>> PagedKvCache::Create(const Options
 
 int PagedKvCache::PagesForBytes(const Options& options, int64_t max_bytes) {
   const int64_t page_bytes =
-      static_cast<int64_t>(options.num_layers) * 2 * options.page_size * options.kv_size * 4;
+      static_cast<int64_t>(options.num_layers) * options.page_size * options.shape.floats() * 4;
   return static_cast<int>(std::max<int64_t>(1, max_bytes / std::max<int64_t>(1, page_bytes)));
 }
 

@@ -69,7 +69,7 @@ class PagedKvCache {
  public:
   struct Options {
     int num_layers = 0;
-    int kv_size = 0;     // kv_heads × head_dim floats per position per layer.
+    model::KvShape shape;  // Floats per position per layer (ModelConfig::kv_shape()).
     int page_size = 16;  // Positions per page (> 0).
     int num_pages = 0;   // > 0.
     // False: only pages and page tables are managed here; the keys and values live where the
@@ -104,12 +104,12 @@ class PagedKvCache {
   friend class PagedSequence;
   friend class PageTableView;
   explicit PagedKvCache(const Options& options);
-  // The [kv_size] row of `kind` (0 keys, 1 values) for `position` in a sequence with `pages`.
+  // The key (kind 0) or value (kind 1) row for `position` in a sequence with `pages`.
   float* Row(absl::Span<const int32_t> pages, int layer, int position, int kind);
   void Release(std::vector<int32_t>& pages);
 
   const Options options_;
-  const int64_t page_floats_;  // num_layers × 2 × page_size × kv_size.
+  const int64_t page_floats_;  // num_layers × page_size × shape.floats().
   std::unique_ptr<float[]> arena_;
   mutable absl::Mutex mu_;
   std::vector<int32_t> free_ ABSL_GUARDED_BY(mu_);

@@ -6,7 +6,7 @@ namespace semmoe::engine::runtime {
 namespace {
 
 PagedKvCache::Options Small() {
-  return {.num_layers = 2, .kv_size = 3, .page_size = 4, .num_pages = 5};
+  return {.num_layers = 2, .shape = {3, 3}, .page_size = 4, .num_pages = 5};
 }
 
 TEST(PagedKvCacheTest, ReserveGrowsByPagesAndReleasesOnDestruction) {
@@ -36,31 +36,35 @@ TEST(PagedKvCacheTest, ExhaustionIsAllOrNothing) {
 }
 
 TEST(PagedKvCacheTest, RowsOfDifferentSequencesLayersAndKindsNeverAlias) {
-  auto cache = PagedKvCache::Create(Small());
-  auto a = (*cache)->NewSequence(), b = (*cache)->NewSequence();
-  ASSERT_TRUE((*cache)->Reserve(*a, 8).ok());
-  ASSERT_TRUE((*cache)->Reserve(*b, 8).ok());
-  float value = 0;
-  for (auto* seq : {a.get(), b.get()}) {
-    for (int l = 0; l < 2; ++l) {
-      for (int p = 0; p < 8; ++p) {
-        for (int i = 0; i < 3; ++i) {
-          seq->Key(l, p)[i] = value++;
-          seq->Value(l, p)[i] = value++;
+  // K/V of one size, of different sizes, and MLA's key-only rows (no values).
+  for (model::KvShape shape : {model::KvShape{3, 3}, model::KvShape{5, 2}, model::KvShape{4, 0}}) {
+    SCOPED_TRACE(testing::Message() << shape.key_size << "+" << shape.value_size);
+    auto o = Small();
+    o.shape = shape;
+    auto cache = PagedKvCache::Create(o);
+    ASSERT_TRUE(cache.ok());
+    auto a = (*cache)->NewSequence(), b = (*cache)->NewSequence();
+    ASSERT_TRUE((*cache)->Reserve(*a, 8).ok());
+    ASSERT_TRUE((*cache)->Reserve(*b, 8).ok());
+    auto fill = [&](bool check) {
+      float value = 0;
+      for (auto* seq : {a.get(), b.get()}) {
+        for (int l = 0; l < 2; ++l) {
+          for (int p = 0; p < 8; ++p) {
+            for (int i = 0; i < shape.key_size; ++i) {
+              float& k = seq->Key(l, p)[i];
+              if (check) EXPECT_EQ(k, value++); else k = value++;
+            }
+            for (int i = 0; i < shape.value_size; ++i) {
+              float& v = seq->Value(l, p)[i];
+              if (check) EXPECT_EQ(v, value++); else v = value++;
+            }
+          }
         }
       }
-    }
-  }
-  value = 0;
-  for (auto* seq : {a.get(), b.get()}) {
-    for (int l = 0; l < 2; ++l) {
-      for (int p = 0; p < 8; ++p) {
-        for (int i = 0; i < 3; ++i) {
-          EXPECT_EQ(seq->Key(l, p)[i], value++);
-          EXPECT_EQ(seq->Value(l, p)[i], value++);
-        }
-      }
-    }
+    };
+    fill(false);
+    fill(true);
   }
 }
 
@@ -103,7 +107,7 @@ TEST(PagedKvCacheTest, WithoutAHostArenaItStillHandsOutPagesAndPageTables) {
   ASSERT_TRUE(view.ok());
   EXPECT_EQ((*view)->page_table().size(), 2u);
   EXPECT_EQ((*view)->page_table()[1], 2);
-  EXPECT_TRUE(model::DenseKvSequence(1, 1, 1).page_table().empty());
+  EXPECT_TRUE(model::DenseKvSequence(1, {1, 1}, 1).page_table().empty());
 }
 
 TEST(PagedKvCacheTest, BadOptions) {

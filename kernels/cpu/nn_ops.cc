@@ -46,6 +46,39 @@ void ApplyRope(const RopeArgs& a) {
   }
 }
 
+void ApplyPartialRope(const PartialRopeArgs& a) {
+  const int half = a.rope_dim / 2;
+  // Interleaved: the pair of frequency i is (2i, 2i+1); halves: (i, i + half).
+  const int first_step = a.interleaved ? 2 : 1;
+  const int second_offset = a.interleaved ? 1 : half;
+  for (int64_t r = 0; r < a.rows; ++r) {
+    const float* c = a.cos + static_cast<int64_t>(a.positions[r]) * half;
+    const float* s = a.sin + static_cast<int64_t>(a.positions[r]) * half;
+    for (int h = 0; h < a.heads; ++h) {
+      float* x = a.x + r * a.row_stride + h * a.head_stride;
+      for (int i = 0; i < half; ++i) {
+        float* x1 = x + i * first_step;
+        float* x2 = x1 + second_offset;
+        const float v1 = *x1, v2 = *x2;
+        *x1 = v1 * c[i] - v2 * s[i];
+        *x2 = v2 * c[i] + v1 * s[i];
+      }
+    }
+  }
+}
+
+void RopeTablesFromInvFreq(int max_position, absl::Span<const float> inv_freq, float scale,
+                           float* cos, float* sin) {
+  const int64_t half = static_cast<int64_t>(inv_freq.size());
+  for (int p = 0; p < max_position; ++p) {
+    for (int64_t i = 0; i < half; ++i) {
+      const double angle = static_cast<double>(static_cast<float>(p) * inv_freq[i]);
+      cos[p * half + i] = static_cast<float>(std::cos(angle)) * scale;
+      sin[p * half + i] = static_cast<float>(std::sin(angle)) * scale;
+    }
+  }
+}
+
 void SiluMul(float* gate, const float* up, int64_t n) {
   for (int64_t i = 0; i < n; ++i) {
     const float g = gate[i];

@@ -30,6 +30,30 @@ struct RopeArgs {
 };
 void ApplyRope(const RopeArgs& args);
 
+// RoPE on part of each head (MLA's rotary dims): for each row and head, the `rope_dim` floats at
+// x + r·row_stride + h·head_stride rotate by positions[r] · inv_freq[i], either as interleaved
+// pairs (2i, 2i+1) (DeepSeek) or as halves (i, i + rope_dim/2). `cos`/`sin` are
+// [max_position, rope_dim/2] (RopeTablesFromInvFreq).
+struct PartialRopeArgs {
+  float* x = nullptr;
+  int64_t rows = 0;
+  int64_t row_stride = 0;
+  int heads = 0;
+  int64_t head_stride = 0;
+  int rope_dim = 0;
+  bool interleaved = true;
+  const int32_t* positions = nullptr;  // [rows]
+  const float* cos = nullptr;
+  const float* sin = nullptr;
+};
+void ApplyPartialRope(const PartialRopeArgs& args);
+
+// cos/sin tables for positions [0, max_position) from the given frequencies (f32 angle
+// p · inv_freq[i], as HF computes it), each multiplied by `scale` (YaRN's attention factor).
+// `cos`/`sin` must hold max_position × inv_freq.size() floats.
+void RopeTablesFromInvFreq(int max_position, absl::Span<const float> inv_freq, float scale,
+                           float* cos, float* sin);
+
 // cos/sin tables for positions [0, max_position): angle = p · theta^(-2i/head_dim), computed in
 // double and rounded once. `cos`/`sin` must hold max_position × head_dim/2 floats.
 void RopeTables(int max_position, int head_dim, double theta, float* cos, float* sin);

@@ -40,6 +40,37 @@ TEST(NnOpsTest, RopeRotatesPairsAndKeepsNorms) {
   EXPECT_NEAR(n0, n1, 1e-3);
 }
 
+TEST(NnOpsTest, PartialRopeRotatesOnlyTheRotaryDimsOfEachHead) {
+  // Two heads of 6 floats, the rotary part being the last 4 (MLA's [nope | rope]); rows 13 apart.
+  const int rope = 4, half = 2, max_pos = 8;
+  const std::vector<float> inv_freq = {1.0f, 0.25f};
+  std::vector<float> cos(max_pos * half), sin(max_pos * half);
+  RopeTablesFromInvFreq(max_pos, inv_freq, 2.0f, cos.data(), sin.data());
+  EXPECT_FLOAT_EQ(cos[0], 2.0f);  // Scaled (YaRN's attention factor).
+  for (bool interleaved : {true, false}) {
+    std::vector<float> x(13);
+    for (int i = 0; i < 13; ++i) x[i] = static_cast<float>(i + 1);
+    const std::vector<float> original = x;
+    int32_t pos = 3;
+    ApplyPartialRope({.x = x.data() + 2, .rows = 1, .row_stride = 13, .heads = 2,
+                      .head_stride = 6, .rope_dim = rope, .interleaved = interleaved,
+                      .positions = &pos, .cos = cos.data(), .sin = sin.data()});
+    for (int i : {0, 1, 6, 7, 12}) EXPECT_EQ(x[i], original[i]) << "not rotary: " << i;
+    for (int head = 0; head < 2; ++head) {
+      const int base = 2 + 6 * head;
+      for (int f = 0; f < half; ++f) {
+        // Frequency f's pair: (2f, 2f+1) interleaved, (f, f + 2) as halves.
+        const int a = base + (interleaved ? 2 * f : f), b = interleaved ? a + 1 : a + half;
+        const double angle = pos * inv_freq[f];
+        EXPECT_NEAR(x[a], 2 * (original[a] * std::cos(angle) - original[b] * std::sin(angle)),
+                    1e-5);
+        EXPECT_NEAR(x[b], 2 * (original[b] * std::cos(angle) + original[a] * std::sin(angle)),
+                    1e-5);
+      }
+    }
+  }
+}
+
 TEST(NnOpsTest, SiluMul) {
   std::vector<float> g = {0.0f, 1.0f, -2.0f};
   std::vector<float> u = {3.0f, 2.0f, 1.0f};
