@@ -1,0 +1,237 @@
+// deepseek_v2 / deepseek_v3 config.json parsing: the published configs, the derived MLA and YaRN
+// quantities, dense-layer placement and the errors.
+#include <random>
+#include <string>
+
+#include "engine/model/config.h"
+#include "engine/model/deepseek_config.h"
+#include "engine/model/mla_attention.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+
+namespace semmoe::engine::model {
+namespace {
+
+using ::testing::HasSubstr;
+
+// deepseek-ai/DeepSeek-V2-Lite (the keys the engine reads, as published).
+constexpr char kV2Lite[] = R"({
+  "model_type": "deepseek_v2", "vocab_size": 102400, "hidden_size": 2048,
+  "num_hidden_layers": 27, "num_attention_heads": 16, "num_key_value_heads": 16,
+  "q_lora_rank": null, "kv_lora_rank": 512, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64,
+  "v_head_dim": 128, "n_routed_experts": 64, "num_experts_per_tok": 6, "n_shared_experts": 2,
+  "moe_intermediate_size": 1408, "intermediate_size": 10944, "first_k_dense_replace": 1,
+  "moe_layer_freq": 1, "topk_method": "greedy", "n_group": 1, "topk_group": 1,
+  "norm_topk_prob": false, "routed_scaling_factor": 1.0, "scoring_func": "softmax",
+  "aux_loss_alpha": 0.001, "seq_aux": true, "hidden_act": "silu", "attention_bias": false,
+  "max_position_embeddings": 163840, "rope_theta": 10000, "rms_norm_eps": 1e-06,
+  "rope_scaling": {"beta_fast": 32, "beta_slow": 1, "factor": 40, "mscale": 0.707,
+                   "mscale_all_dim": 0.707, "original_max_position_embeddings": 4096,
+                   "type": "yarn"},
+  "tie_word_embeddings": false, "bos_token_id": 100000, "eos_token_id": 100001})";
+
+// deepseek-ai/DeepSeek-V3 without its quantization_config (FP8 is refused, below).
+constexpr char kV3[] = R"({
+  "model_type": "deepseek_v3", "vocab_size": 129280, "hidden_size": 7168,
+  "num_hidden_layers": 61, "num_attention_heads": 128, "num_key_value_heads": 128,
+  "q_lora_rank": 1536, "kv_lora_rank": 512, "qk_nope_head_dim": 128, "qk_rope_head_dim": 64,
+  "v_head_dim": 128, "n_routed_experts": 256, "num_experts_per_tok": 8, "n_shared_experts": 1,
+  "moe_intermediate_size": 2048, "intermediate_size": 18432, "first_k_dense_replace": 3,
+  "moe_layer_freq": 1, "topk_method": "noaux_tc", "n_group": 8, "topk_group": 4,
+  "norm_topk_prob": true, "routed_scaling_factor": 2.5, "scoring_func": "sigmoid",
+  "num_nextn_predict_layers": 1, "hidden_act": "silu", "max_position_embeddings": 163840,
+  "rope_theta": 10000, "rms_norm_eps": 1e-06,
+  "rope_scaling": {"beta_fast": 32, "beta_slow": 1, "factor": 40, "mscale": 1.0,
+                   "mscale_all_dim": 1.0, "original_max_position_embeddings": 4096,
+                   "type": "yarn"},
+  "tie_word_embeddings": false, "bos_token_id": 0, "eos_token_id": 1})";
+
+std::string Set(const char* base, const std::string& key, const nlohmann::json& value) {
+  nlohmann::json j = nlohmann::json::parse(base);
+  if (value.is_discarded()) {
+    j.erase(key);
+  } else {
+    j[key] = value;
+  }
+  return j.dump();
+}
+
+TEST(DeepseekConfigTest, ParsesDeepseekV2Lite) {
+  auto c = ParseModelConfig(kV2Lite);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->arch, Arch::kDeepseekV2);
+  EXPECT_TRUE(c->mla);
+  EXPECT_EQ(c->mla_dims.q_lora_rank, 0);
+  EXPECT_EQ(c->head_dim, 192);  // nope + rope, not hidden / heads (128).
+  EXPECT_EQ(c->v_head_dim, 128);
+  EXPECT_EQ(c->attn_out_size(), 16 * 128);
+  EXPECT_EQ(c->kv_shape().key_size, 512 + 64);  // The latent and the rotary key.
+  EXPECT_EQ(c->kv_shape().value_size, 0);
+  EXPECT_TRUE(c->rope_interleave);
+  EXPECT_EQ(c->scoring, ScoringFunc::kSoftmax);
+  EXPECT_EQ(c->topk_method, TopkMethod::kGreedy);
+  EXPECT_FALSE(c->scale_after_norm);
+  EXPECT_EQ(c->shared_expert_intermediate_size, 2 * 1408);
+  EXPECT_FALSE(c->shared_expert_gated);
+  EXPECT_FALSE(c->IsMoeLayer(0));
+  EXPECT_EQ(c->MoeLayers().size(), 26u);
+  ASSERT_TRUE(c->yarn.enabled);
+  EXPECT_EQ(c->yarn.original_max_position_embeddings, 4096);
+  EXPECT_DOUBLE_EQ(c->yarn.attention_factor, 1.0);  // mscale == mscale_all_dim.
+  const double m = 0.1 * 0.707 * std::log(40.0) + 1.0;
+  EXPECT_NEAR(c->yarn.softmax_mscale, m * m, 1e-12);
+}
+
+TEST(DeepseekConfigTest, ParsesDeepseekV3) {
+  auto c = ParseModelConfig(kV3);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->arch, Arch::kDeepseekV3);
+  EXPECT_EQ(c->mla_dims.q_lora_rank, 1536);
+  EXPECT_EQ(c->scoring, ScoringFunc::kSigmoid);
+  EXPECT_EQ(c->topk_method, TopkMethod::kNoauxTc);
+  EXPECT_EQ(c->n_group, 8);
+  EXPECT_EQ(c->topk_group, 4);
+  EXPECT_TRUE(c->scale_after_norm);
+  EXPECT_DOUBLE_EQ(c->routed_scaling_factor, 2.5);
+  EXPECT_EQ(c->num_layers, 61);  // The MTP layer (num_nextn_predict_layers) is not served.
+  EXPECT_FALSE(c->IsMoeLayer(2));
+  EXPECT_TRUE(c->IsMoeLayer(3));
+  EXPECT_EQ(c->MoeLayers().size(), 58u);
+  // A full KV cache would hold 128 heads × (192 + 128) floats per token and layer.
+  EXPECT_EQ(c->kv_shape().floats(), 576);
+}
+
+TEST(DeepseekConfigTest, DefaultsFollowDeepseeksCode) {
+  // Without the routing keys: v2 softmax greedy, v3 sigmoid noaux_tc; no rope_scaling: no YaRN.
+  std::string v2 = Set(kV2Lite, "scoring_func", nlohmann::json::value_t::discarded);
+  v2 = Set(v2.c_str(), "topk_method", nlohmann::json::value_t::discarded);
+  v2 = Set(v2.c_str(), "rope_scaling", nullptr);
+  auto c = ParseModelConfig(v2);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->scoring, ScoringFunc::kSoftmax);
+  EXPECT_EQ(c->topk_method, TopkMethod::kGreedy);
+  EXPECT_FALSE(c->yarn.enabled);
+  EXPECT_DOUBLE_EQ(c->yarn.softmax_mscale, 1.0);
+  std::string v3 = Set(kV3, "scoring_func", nlohmann::json::value_t::discarded);
+  v3 = Set(v3.c_str(), "topk_method", nlohmann::json::value_t::discarded);
+  auto d = ParseModelConfig(v3);
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(d->scoring, ScoringFunc::kSigmoid);
+  EXPECT_EQ(d->topk_method, TopkMethod::kNoauxTc);
+  // mscale without mscale_all_dim: the attention factor is get_mscale(factor, mscale).
+  nlohmann::json j = nlohmann::json::parse(kV2Lite);
+  j["rope_scaling"].erase("mscale_all_dim");
+  auto e = ParseModelConfig(j.dump());
+  ASSERT_TRUE(e.ok()) << e.status();
+  EXPECT_NEAR(e->yarn.attention_factor, YarnMscale(40, 0.707), 1e-12);
+  EXPECT_DOUBLE_EQ(e->yarn.softmax_mscale, 1.0);
+}
+
+TEST(DeepseekConfigTest, DenseLayersFromFirstKAndFrequency) {
+  std::string text = Set(kV2Lite, "first_k_dense_replace", 3);
+  text = Set(text.c_str(), "moe_layer_freq", 2);
+  auto c = ParseModelConfig(text);
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->MoeLayers(), (std::vector<int>{4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26}));
+}
+
+TEST(DeepseekConfigTest, YarnFrequenciesOfTheV2Fixture) {
+  // The values ../shared/models/deepseek-v2-tiny/README.md §3.5 states (rope dim 16, factor 4,
+  // original context 512): an independent computation.
+  nlohmann::json j = nlohmann::json::parse(kV2Lite);
+  j["qk_rope_head_dim"] = 16;
+  j["rope_scaling"]["factor"] = 4;
+  j["rope_scaling"]["original_max_position_embeddings"] = 512;
+  j["max_position_embeddings"] = 2048;
+  auto c = ParseModelConfig(j.dump());
+  ASSERT_TRUE(c.ok()) << c.status();
+  const std::vector<float> expected = {1, 0.25693506f, 0.0625f, 0.013834965f, 0.0025f,
+                                       0.00079056947f, 0.00025f, 7.9056947e-05f};
+  const std::vector<float> got = MlaRopeInvFreq(*c);
+  ASSERT_EQ(got.size(), expected.size());
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i] / expected[i], 1.0, 1e-6) << i;
+  EXPECT_NEAR(c->yarn.softmax_mscale, 1.205628, 1e-6);
+}
+
+struct Bad {
+  std::string name, text, error;
+};
+class DeepseekBadConfigTest : public ::testing::TestWithParam<Bad> {};
+
+TEST_P(DeepseekBadConfigTest, IsAClearError) {
+  auto c = ParseModelConfig(GetParam().text);
+  ASSERT_FALSE(c.ok());
+  EXPECT_EQ(c.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(c.status().message()), HasSubstr(GetParam().error));
+}
+
+nlohmann::json RopeScaling(const std::string& key, const nlohmann::json& value) {
+  nlohmann::json rs = nlohmann::json::parse(kV2Lite)["rope_scaling"];
+  rs[key] = value;
+  return rs;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Errors, DeepseekBadConfigTest,
+    ::testing::Values(
+        Bad{"fp8", Set(kV3, "quantization_config", {{"quant_method", "fp8"}}),
+            "quantization_config: quantized checkpoints are not supported"},
+        Bad{"no_kv_lora", Set(kV3, "kv_lora_rank", nlohmann::json::value_t::discarded),
+            "kv_lora_rank: missing"},
+        Bad{"odd_rope", Set(kV3, "qk_rope_head_dim", 63), "qk_rope_head_dim: must be even"},
+        Bad{"topk_method", Set(kV3, "topk_method", "auxfree"), "topk_method: 'auxfree'"},
+        Bad{"scoring", Set(kV3, "scoring_func", "relu"), "scoring_func: 'relu'"},
+        Bad{"groups", Set(kV3, "n_group", 7), "n_group: 7 does not divide n_routed_experts 256"},
+        Bad{"topk_group", Set(kV3, "topk_group", 9), "topk_group: value 9 is outside"},
+        Bad{"too_few_kept", Set(Set(kV3, "topk_group", 1).c_str(), "n_group", 64),
+            "1 groups of 4 experts cannot hold num_experts_per_tok 8"},
+        Bad{"noaux_singletons", Set(Set(kV3, "n_group", 256).c_str(), "topk_group", 8),
+            "groups need >= 2 experts"},
+        Bad{"linear_rope", Set(kV2Lite, "rope_scaling", RopeScaling("type", "linear")),
+            "rope_scaling: type: 'linear' is not supported"},
+        Bad{"factor", Set(kV2Lite, "rope_scaling", RopeScaling("factor", 0.5)),
+            "factor: must be >= 1"},
+        Bad{"no_dense_width", Set(kV2Lite, "intermediate_size", nlohmann::json::value_t::discarded),
+            "layer 0 is dense but intermediate_size is not set"},
+        Bad{"bias", Set(kV2Lite, "attention_bias", true), "MLA projection biases"},
+        Bad{"scale", Set(kV3, "routed_scaling_factor", 0), "routed_scaling_factor: must be positive"}),
+    [](const ::testing::TestParamInfo<Bad>& info) { return info.param.name; });
+
+// Fuzz-style, as ConfigFuzzTest: random byte edits and every field set to each wrong JSON type
+// give a Status, never an exception or a crash.
+TEST(DeepseekConfigFuzzTest, CorruptedConfigsNeverCrash) {
+  std::mt19937 rng(19);
+  int rejected = 0;
+  for (const char* base : {kV2Lite, kV3}) {
+    for (int iter = 0; iter < 300; ++iter) {
+      std::string text = base;
+      for (int e = 0, edits = 1 + rng() % 3; e < edits; ++e) {
+        if (rng() % 4 == 0) {
+          text.resize(rng() % (text.size() + 1));
+        } else if (!text.empty()) {
+          text[rng() % text.size()] = "{}[]\":,0-9e. "[rng() % 14];
+        }
+      }
+      rejected += !ParseModelConfig(text).ok();
+    }
+    const nlohmann::json good = nlohmann::json::parse(base);
+    for (auto it = good.begin(); it != good.end(); ++it) {
+      for (const nlohmann::json& value :
+           {nlohmann::json(nullptr), nlohmann::json(-7), nlohmann::json(1e300),
+            nlohmann::json(0.5), nlohmann::json(true), nlohmann::json("x"),
+            nlohmann::json::array({1, "a"}), nlohmann::json::object()}) {
+        nlohmann::json j = good;
+        j[it.key()] = value;
+        (void)ParseModelConfig(j.dump());
+        nlohmann::json k = good;
+        k["rope_scaling"][it.key()] = value;  // Inside rope_scaling too.
+        (void)ParseModelConfig(k.dump());
+      }
+    }
+  }
+  EXPECT_GT(rejected, 400);
+}
+
+}  // namespace
+}  // namespace semmoe::engine::model
