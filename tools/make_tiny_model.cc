@@ -15,7 +15,8 @@
 #include "kernels/dtype.h"
 #include "tools/tiny_model/tiny_model.h"
 
-ABSL_FLAG(std::string, arch, "qwen3_moe", "qwen3_moe, qwen2_moe or mixtral");
+ABSL_FLAG(std::string, arch, "qwen3_moe",
+          "qwen3_moe, qwen2_moe, mixtral, deepseek_v2 or deepseek_v3");
 ABSL_FLAG(std::string, out, "", "output directory (created if missing)");
 ABSL_FLAG(uint64_t, seed, 0, "random seed: the same flags always give the same bytes");
 ABSL_FLAG(int, vocab, 0, "vocab_size (0: the tokenizer's 256 + merges + 3 ids)");
@@ -36,6 +37,22 @@ ABSL_FLAG(bool, tie_embeddings, false, "tie lm_head to the embeddings");
 ABSL_FLAG(int, max_positions, 512, "max_position_embeddings");
 ABSL_FLAG(std::string, dtype, "BF16", "BF16, F16 or F32");
 ABSL_FLAG(int, shards, 1, "number of safetensors shards (> 1 writes an index)");
+// deepseek_v2 / deepseek_v3 only.
+ABSL_FLAG(int, q_lora_rank, 0, "deepseek: q LoRA rank (0: a plain q_proj)");
+ABSL_FLAG(int, kv_lora_rank, 32, "deepseek: the MLA latent size");
+ABSL_FLAG(int, qk_nope_dim, 16, "deepseek: qk_nope_head_dim");
+ABSL_FLAG(int, qk_rope_dim, 8, "deepseek: qk_rope_head_dim (even)");
+ABSL_FLAG(int, v_head_dim, 12, "deepseek: v_head_dim");
+ABSL_FLAG(int, shared_experts, 1, "deepseek: n_shared_experts (each moe_intermediate wide)");
+ABSL_FLAG(int, first_dense, 1, "deepseek: first_k_dense_replace");
+ABSL_FLAG(int, moe_layer_freq, 1, "deepseek: moe_layer_freq");
+ABSL_FLAG(std::string, scoring_func, "", "deepseek: softmax or sigmoid (default: the version's)");
+ABSL_FLAG(std::string, topk_method, "",
+          "deepseek: greedy, group_limited_greedy or noaux_tc (default: the version's)");
+ABSL_FLAG(int, groups, 4, "deepseek: n_group");
+ABSL_FLAG(int, topk_groups, 2, "deepseek: topk_group");
+ABSL_FLAG(double, routed_scaling, 1.0, "deepseek: routed_scaling_factor");
+ABSL_FLAG(bool, yarn, false, "deepseek: YaRN rope scaling (factor 4)");
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage("Writes a seeded random MoE checkpoint in Hugging Face layout.");
@@ -73,6 +90,21 @@ int main(int argc, char** argv) {
   o.tie_word_embeddings = absl::GetFlag(FLAGS_tie_embeddings);
   o.max_position_embeddings = absl::GetFlag(FLAGS_max_positions);
   o.num_shards = absl::GetFlag(FLAGS_shards);
+  TinyModelOptions::Deepseek& d = o.deepseek;
+  d.q_lora_rank = absl::GetFlag(FLAGS_q_lora_rank);
+  d.kv_lora_rank = absl::GetFlag(FLAGS_kv_lora_rank);
+  d.qk_nope_head_dim = absl::GetFlag(FLAGS_qk_nope_dim);
+  d.qk_rope_head_dim = absl::GetFlag(FLAGS_qk_rope_dim);
+  d.v_head_dim = absl::GetFlag(FLAGS_v_head_dim);
+  d.n_shared_experts = absl::GetFlag(FLAGS_shared_experts);
+  d.first_k_dense_replace = absl::GetFlag(FLAGS_first_dense);
+  d.moe_layer_freq = absl::GetFlag(FLAGS_moe_layer_freq);
+  d.scoring_func = absl::GetFlag(FLAGS_scoring_func);
+  d.topk_method = absl::GetFlag(FLAGS_topk_method);
+  d.n_group = absl::GetFlag(FLAGS_groups);
+  d.topk_group = absl::GetFlag(FLAGS_topk_groups);
+  d.routed_scaling_factor = absl::GetFlag(FLAGS_routed_scaling);
+  d.yarn = absl::GetFlag(FLAGS_yarn);
   for (absl::string_view part :
        absl::StrSplit(absl::GetFlag(FLAGS_dense_layers), ',', absl::SkipEmpty())) {
     int layer;

@@ -153,6 +153,85 @@ nlohmann::ordered_json TokenizerJson(const TinyModelOptions& o) {
   };
 }
 
+void DeepseekConfig(const TinyModelOptions& o, nlohmann::ordered_json& c) {
+  const TinyModelOptions::Deepseek& d = o.deepseek;
+  const bool v3 = o.arch == Arch::kDeepseekV3;
+  c["architectures"] = {v3 ? "DeepseekV3ForCausalLM" : "DeepseekV2ForCausalLM"};
+  c["model_type"] = v3 ? "deepseek_v3" : "deepseek_v2";
+  c["q_lora_rank"] = d.q_lora_rank > 0 ? nlohmann::ordered_json(d.q_lora_rank) : nullptr;
+  c["kv_lora_rank"] = d.kv_lora_rank;
+  c["qk_nope_head_dim"] = d.qk_nope_head_dim;
+  c["qk_rope_head_dim"] = d.qk_rope_head_dim;
+  c["v_head_dim"] = d.v_head_dim;
+  c["attention_bias"] = false;
+  c["n_routed_experts"] = o.num_experts;
+  c["num_experts_per_tok"] = o.top_k;
+  c["n_shared_experts"] = d.n_shared_experts;
+  c["moe_intermediate_size"] = o.moe_intermediate_size;
+  c["intermediate_size"] = o.intermediate_size;
+  c["first_k_dense_replace"] = d.first_k_dense_replace;
+  c["moe_layer_freq"] = d.moe_layer_freq;
+  c["scoring_func"] = !d.scoring_func.empty() ? d.scoring_func : v3 ? "sigmoid" : "softmax";
+  c["topk_method"] = !d.topk_method.empty() ? d.topk_method
+                     : v3                   ? "noaux_tc"
+                                            : "group_limited_greedy";
+  c["n_group"] = d.n_group;
+  c["topk_group"] = d.topk_group;
+  c["norm_topk_prob"] = o.norm_topk_prob;
+  c["routed_scaling_factor"] = d.routed_scaling_factor;
+  if (v3) c["rope_interleave"] = d.rope_interleave;
+  if (d.yarn) {
+    c["rope_scaling"] = {{"type", "yarn"},
+                         {"factor", 4},
+                         {"original_max_position_embeddings", o.max_position_embeddings / 4},
+                         {"beta_fast", 32},
+                         {"beta_slow", 1},
+                         {"mscale", 0.707},
+                         {"mscale_all_dim", 0.707}};
+  }
+}
+
+// The MLA projections of layer prefix `a` ("model.layers.i.self_attn.").
+template <typename Add>
+absl::Status AddMla(const engine::model::ModelConfig& c, const std::string& a, float s, Add& add) {
+  const engine::model::MlaConfig& m = c.mla_dims;
+  const int64_t h = c.hidden_size, heads = c.num_heads;
+  if (m.q_lora_rank > 0) {
+    RETURN_IF_ERROR(add(a + "q_a_proj.weight", {m.q_lora_rank, h}, 0, s));
+    RETURN_IF_ERROR(add(a + "q_a_layernorm.weight", {m.q_lora_rank}, 1, 0.1f));
+    RETURN_IF_ERROR(add(a + "q_b_proj.weight", {c.q_size(), m.q_lora_rank}, 0, s));
+  } else {
+    RETURN_IF_ERROR(add(a + "q_proj.weight", {c.q_size(), h}, 0, s));
+  }
+  RETURN_IF_ERROR(
+      add(a + "kv_a_proj_with_mqa.weight", {m.kv_lora_rank + m.qk_rope_head_dim, h}, 0, s));
+  RETURN_IF_ERROR(add(a + "kv_a_layernorm.weight", {m.kv_lora_rank}, 1, 0.1f));
+  RETURN_IF_ERROR(add(a + "kv_b_proj.weight",
+                      {heads * (m.qk_nope_head_dim + c.v_head_dim), m.kv_lora_rank}, 0, s));
+  return add(a + "o_proj.weight", {h, c.attn_out_size()}, 0, s);
+}
+
+// q/k/v/o projections (with biases and q/k norms where the config has them).
+template <typename Add>
+absl::Status AddAttention(const engine::model::ModelConfig& c, const std::string& a, float s,
+                          Add& add) {
+  const int64_t h = c.hidden_size;
+  RETURN_IF_ERROR(add(a + "q_proj.weight", {c.q_size(), h}, 0, s));
+  RETURN_IF_ERROR(add(a + "k_proj.weight", {c.kv_size(), h}, 0, s));
+  RETURN_IF_ERROR(add(a + "v_proj.weight", {c.kv_size(), h}, 0, s));
+  RETURN_IF_ERROR(add(a + "o_proj.weight", {h, c.q_size()}, 0, s));
+  if (c.attention_bias) {
+    RETURN_IF_ERROR(add(a + "q_proj.bias", {c.q_size()}, 0, s));
+    RETURN_IF_ERROR(add(a + "k_proj.bias", {c.kv_size()}, 0, s));
+    RETURN_IF_ERROR(add(a + "v_proj.bias", {c.kv_size()}, 0, s));
+  }
+  if (c.qk_norm) {
+    RETURN_IF_ERROR(add(a + "q_norm.weight", {c.head_dim}, 1, 0.1f));
+    RETURN_IF_ERROR(add(a + "k_norm.weight", {c.head_dim}, 1, 0.1f));
+  }
+  return absl::OkStatus();
+}
+
 nlohmann::ordered_json ConfigJson(const TinyModelOptions& o, int eos) {
   nlohmann::ordered_json c;
   c["vocab_size"] = o.vocab_size;
@@ -183,6 +262,10 @@ nlohmann::ordered_json ConfigJson(const TinyModelOptions& o, int eos) {
       c["model_type"] = "qwen2_moe";
       c["shared_expert_intermediate_size"] = o.shared_expert_intermediate_size;
       break;
+    case Arch::kDeepseekV2:
+    case Arch::kDeepseekV3:
+      DeepseekConfig(o, c);
+      return c;
     case Arch::kMixtral:
       c["architectures"] = {"MixtralForCausalLM"};
       c["model_type"] = "mixtral";
@@ -217,7 +300,8 @@ absl::Status WriteTinyModel(const TinyModelOptions& options, const std::string& 
     return absl::InvalidArgumentError(
         absl::StrCat("vocab_size ", o.vocab_size, " < the tokenizer's ", tokenizer_ids, " ids"));
   }
-  if (o.arch != Arch::kQwen3Moe && o.head_dim * o.num_heads != o.hidden_size) {
+  const bool deepseek = o.arch == Arch::kDeepseekV2 || o.arch == Arch::kDeepseekV3;
+  if (o.arch != Arch::kQwen3Moe && !deepseek && o.head_dim * o.num_heads != o.hidden_size) {
     return absl::InvalidArgumentError(
         absl::StrCat(engine::model::ArchName(o.arch), " needs head_dim × heads == hidden_size (",
                      o.head_dim, " × ", o.num_heads, " != ", o.hidden_size, ")"));
@@ -250,18 +334,10 @@ absl::Status WriteTinyModel(const TinyModelOptions& options, const std::string& 
     const std::string p = absl::StrCat("model.layers.", i, ".");
     RETURN_IF_ERROR(add(p + "input_layernorm.weight", {h}, 1, 0.1f));
     RETURN_IF_ERROR(add(p + "post_attention_layernorm.weight", {h}, 1, 0.1f));
-    RETURN_IF_ERROR(add(p + "self_attn.q_proj.weight", {c.q_size(), h}, 0, s));
-    RETURN_IF_ERROR(add(p + "self_attn.k_proj.weight", {c.kv_size(), h}, 0, s));
-    RETURN_IF_ERROR(add(p + "self_attn.v_proj.weight", {c.kv_size(), h}, 0, s));
-    RETURN_IF_ERROR(add(p + "self_attn.o_proj.weight", {h, c.q_size()}, 0, s));
-    if (c.attention_bias) {
-      RETURN_IF_ERROR(add(p + "self_attn.q_proj.bias", {c.q_size()}, 0, s));
-      RETURN_IF_ERROR(add(p + "self_attn.k_proj.bias", {c.kv_size()}, 0, s));
-      RETURN_IF_ERROR(add(p + "self_attn.v_proj.bias", {c.kv_size()}, 0, s));
-    }
-    if (c.qk_norm) {
-      RETURN_IF_ERROR(add(p + "self_attn.q_norm.weight", {c.head_dim}, 1, 0.1f));
-      RETURN_IF_ERROR(add(p + "self_attn.k_norm.weight", {c.head_dim}, 1, 0.1f));
+    if (c.mla) {
+      RETURN_IF_ERROR(AddMla(c, p + "self_attn.", s, add));
+    } else {
+      RETURN_IF_ERROR(AddAttention(c, p + "self_attn.", s, add));
     }
     auto mlp = [&](const std::string& prefix, const std::vector<std::string>& names,
                    int64_t inter) -> absl::Status {
@@ -275,14 +351,20 @@ absl::Status WriteTinyModel(const TinyModelOptions& options, const std::string& 
     }
     const std::string block = c.arch == Arch::kMixtral ? p + "block_sparse_moe." : p + "mlp.";
     RETURN_IF_ERROR(add(block + "gate.weight", {c.num_experts, h}, 0, 0.5f));
+    if (c.topk_method == engine::model::TopkMethod::kNoauxTc) {
+      RETURN_IF_ERROR(add(block + "gate.e_score_correction_bias", {c.num_experts}, 0, 0.05f));
+    }
     for (int e = 0; e < c.num_experts; ++e) {
       RETURN_IF_ERROR(mlp(engine::model::ExpertPrefix(c, i, e),
                           engine::model::ExpertProjectionNames(c), c.moe_intermediate_size));
     }
-    if (c.arch == Arch::kQwen2Moe && c.shared_expert_intermediate_size > 0) {
-      RETURN_IF_ERROR(mlp(block + "shared_expert.", {"gate_proj", "up_proj", "down_proj"},
+    if (c.shared_expert_intermediate_size > 0) {
+      const std::string shared = c.shared_expert_gated ? "shared_expert." : "shared_experts.";
+      RETURN_IF_ERROR(mlp(block + shared, {"gate_proj", "up_proj", "down_proj"},
                           c.shared_expert_intermediate_size));
-      RETURN_IF_ERROR(add(block + "shared_expert_gate.weight", {1, h}, 0, s));
+      if (c.shared_expert_gated) {
+        RETURN_IF_ERROR(add(block + "shared_expert_gate.weight", {1, h}, 0, s));
+      }
     }
   }
   RETURN_IF_ERROR(add("model.norm.weight", {h}, 1, 0.1f));

@@ -38,6 +38,21 @@ struct TinyModelOptions {
   bool tie_word_embeddings = false;
   int max_position_embeddings = 512;
   double rope_theta = 10000.0;
+  // deepseek_v2 / deepseek_v3: MLA attention and DeepSeekMoE (docs/ENGINE.md).
+  struct Deepseek {
+    int q_lora_rank = 0;  // 0: a plain q_proj.
+    int kv_lora_rank = 32;
+    int qk_nope_head_dim = 16, qk_rope_head_dim = 8, v_head_dim = 12;
+    int n_shared_experts = 1;  // Each moe_intermediate_size wide.
+    int first_k_dense_replace = 1, moe_layer_freq = 1;
+    // "" picks the version's own: v2 softmax + group_limited_greedy, v3 sigmoid + noaux_tc
+    // (with a random e_score_correction_bias).
+    std::string scoring_func, topk_method;
+    int n_group = 4, topk_group = 2;
+    double routed_scaling_factor = 1.0;
+    bool yarn = false;  // rope_scaling yarn: factor 4 over max_position_embeddings / 4.
+    bool rope_interleave = true;  // deepseek_v3's key (v2 is always interleaved).
+  } deepseek;
   kernels::DType dtype = kernels::DType::kBF16;
   int num_shards = 1;  // > 1 writes model-0000i-of-0000n.safetensors + index.
   uint64_t seed = 0;
