@@ -1,4 +1,5 @@
-// The invariant of docs/PARALLEL.md: placement never changes the math. G ranks (threads, each with
+// The invariant of docs/PARALLEL.md: placement never changes the math (every architecture:
+// qwen3_moe, qwen2_moe, mixtral, and deepseek_v2/v3 with MLA on the shared fixtures). G ranks (threads, each with
 // its own Gloo communicator, weights and KV) run prompts through prefill and greedy decoding in
 // Attention-DP, Attention-TP plain and Attention-TP shuffled, under vanilla, random, skewed and
 // replicated (hot experts copied to other devices) placements; the tokens must equal one device's,
@@ -105,11 +106,13 @@ ModelCase TinyCase(const std::string& name, tools::TinyModelOptions options) {
   return c;
 }
 
-ModelCase SharedCase() {
-  ModelCase c{"shared_qwen3_moe_a", "", {}};
+// A shared model with reference prompts: qwen3-moe-a (trained), deepseek-v2-tiny and
+// deepseek-v3-tiny (MLA, a dense first layer, group-limited / bias-corrected routing).
+ModelCase SharedCase(const std::string& name, const std::string& folder) {
+  ModelCase c{name, "", {}};
   const std::string shared = testing::EnvPath("SEMMOE_SHARED_DIR");
   if (shared.empty()) return c;
-  c.dir = JoinPath(shared, "models/qwen3-moe-a");
+  c.dir = JoinPath(shared, "models/" + folder);
   auto meta = ReadFile(JoinPath(c.dir, "reference/prompts.json"));
   EXPECT_TRUE(meta.ok()) << meta.status();
   if (!meta.ok()) return {};
@@ -137,7 +140,12 @@ const ModelCase& GetModelCase(const std::string& name) {
     mx.num_kv_heads = 4;  // KV heads split (not replicated) under TP.
     mx.dtype = kernels::DType::kF32;
     (*m)["tiny_mixtral"] = TinyCase("tiny_mixtral", mx);
-    (*m)["shared_qwen3_moe_a"] = SharedCase();
+    for (const auto& [name, folder] : std::vector<std::pair<std::string, std::string>>{
+             {"shared_qwen3_moe_a", "qwen3-moe-a"},
+             {"shared_deepseek_v2_tiny", "deepseek-v2-tiny"},
+             {"shared_deepseek_v3_tiny", "deepseek-v3-tiny"}}) {
+      (*m)[name] = SharedCase(name, folder);
+    }
     return m;
   }();
   return cases->at(name);
@@ -465,6 +473,27 @@ TEST(RankModelTest, MismatchedPlacementsAndHeadSplitsAreErrors) {
   EXPECT_EQ(CheckTpSplit(*config, 8).code(), absl::StatusCode::kInvalidArgument);
 }
 
+TEST(RankModelTest, MlaSplitsOnlyItsQueryHeads) {
+  const ModelCase& c = GetModelCase("shared_deepseek_v3_tiny");
+  if (c.dir.empty()) GTEST_SKIP() << "SEMMOE_SHARED_DIR is not set (./semmoe test sets it)";
+  auto config = model::LoadModelConfig(c.dir);
+  ASSERT_TRUE(config.ok()) << config.status();
+  // 8 query heads; the latent is shared, so no KV-head rule: 8 ranks hold one head each.
+  EXPECT_TRUE(CheckTpSplit(*config, 8).ok());
+  EXPECT_EQ(CheckTpSplit(*config, 3).code(), absl::StatusCode::kInvalidArgument);
+  auto weights = model::LoadModel(c.dir);
+  ASSERT_TRUE(weights.ok());
+  auto local = SliceForTp(*config, *(*weights)->weights, 1, 4);
+  ASSERT_TRUE(local.ok()) << local.status();
+  EXPECT_EQ(local->num_heads, 2);
+  const model::LayerWeights& layer = (*weights)->weights->layers[1];
+  EXPECT_EQ(layer.mla.q_b.rows(), 2 * 48);  // Two heads of [nope 32 | rope 16].
+  EXPECT_EQ(layer.mla.kv_b.rows(), 2 * 64);  // Two heads of [k_nope 32 | v 32].
+  EXPECT_EQ(layer.o.cols(), 2 * 32);
+  EXPECT_EQ(layer.mla.kv_a.rows(), 64 + 16);  // The latent stays whole.
+  EXPECT_EQ(local->kv_shape().key_size, 80);
+}
+
 std::string ParamName(const ::testing::TestParamInfo<Param>& info) {
   const auto& [name, g, mode, layout] = info.param;
   return absl::StrCat(name, "_g", g, "_", ModeName(mode), "_", LayoutName(layout));
@@ -473,7 +502,8 @@ std::string ParamName(const ::testing::TestParamInfo<Param>& info) {
 INSTANTIATE_TEST_SUITE_P(
     Matrix, ParallelForwardTest,
     ::testing::Combine(
-        ::testing::Values("tiny_qwen3_moe", "tiny_qwen2_moe", "tiny_mixtral", "shared_qwen3_moe_a"),
+        ::testing::Values("tiny_qwen3_moe", "tiny_qwen2_moe", "tiny_mixtral", "shared_qwen3_moe_a",
+                          "shared_deepseek_v2_tiny", "shared_deepseek_v3_tiny"),
         ::testing::Values(2, 4), ::testing::Values(Mode::kDp, Mode::kTpPlain, Mode::kTpShuffled),
         ::testing::Values(Layout::kVanilla, Layout::kRandom, Layout::kSkewed, Layout::kReplicated)),
     ParamName);

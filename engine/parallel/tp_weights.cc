@@ -42,10 +42,37 @@ void KeepSegment(model::Vector& v, int64_t begin, int64_t count) {
   v = std::move(kept);
 }
 
+// MLA: a rank keeps its heads' rows of the query projection (q_proj or q_b_proj) and of kv_b,
+// and their columns of o_proj. q_a, kv_a and their norms stay whole: every rank computes (and
+// caches) the full latent, as vLLM and SGLang do under tensor parallelism.
+model::ModelConfig SliceMla(const model::ModelConfig& config, model::ModelWeights& weights,
+                            int rank, int size) {
+  const int heads = config.num_heads / size;
+  const int64_t q_head = config.head_dim;  // nope + rope
+  const int64_t kv_head = config.mla_dims.qk_nope_head_dim + config.v_head_dim;
+  const int64_t first = static_cast<int64_t>(rank) * heads;
+  for (model::LayerWeights& layer : weights.layers) {
+    model::LinearWeight& q = config.mla_dims.q_lora_rank > 0 ? layer.mla.q_b : layer.q;
+    KeepRows(q, first * q_head, heads * q_head);
+    KeepRows(layer.mla.kv_b, first * kv_head, heads * kv_head);
+    KeepCols(layer.o, first * config.v_head_dim, heads * config.v_head_dim);
+  }
+  model::ModelConfig local = config;
+  local.num_heads = heads;
+  return local;
+}
+
 }  // namespace
 
 absl::Status CheckTpSplit(const model::ModelConfig& config, int size) {
   const int h = config.num_heads, kv = config.num_kv_heads;
+  if (config.mla) {  // The latent is shared by every head: only the query heads split.
+    if (size < 1 || h % size != 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "Attention-TP over ", size, " ranks needs the ", h, " query heads to split evenly"));
+    }
+    return absl::OkStatus();
+  }
   if (size < 1 || h % size != 0 || (kv % size != 0 && size % kv != 0)) {
     return absl::InvalidArgumentError(absl::StrCat("Attention-TP over ", size, " ranks needs the ",
                                                    h, " query heads to split evenly and ", "the ",
@@ -60,6 +87,7 @@ absl::StatusOr<model::ModelConfig> SliceForTp(const model::ModelConfig& config,
   if (rank < 0 || rank >= size) {
     return absl::InvalidArgumentError(absl::StrCat("rank ", rank, " of ", size));
   }
+  if (config.mla) return SliceMla(config, weights, rank, size);
   const int hd = config.head_dim;
   const int heads = config.num_heads / size;
   const int kv_heads = std::max(1, config.num_kv_heads / size);
