@@ -4,6 +4,7 @@
 #include "common/status_macros.h"
 #include "engine/gpu/cuda_ops.h"
 #include "engine/gpu/forward_runner.h"
+#include "engine/gpu/gpu_support.h"
 #include "engine/gpu/gpu_weights.h"
 
 namespace semmoe::engine::gpu {
@@ -31,18 +32,7 @@ absl::StatusOr<std::unique_ptr<GpuTransformer>> GpuTransformer::Create(
   if (options.num_pages <= 0 || options.page_size <= 0) {
     return absl::InvalidArgumentError("the GPU KV cache needs num_pages and page_size > 0");
   }
-  if (c.head_dim % 32 != 0 || c.head_dim > 256 || c.num_kv_heads <= 0 ||
-      c.num_heads % c.num_kv_heads != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "the GPU attention needs head_dim a multiple of 32 up to 256 and whole GQA groups "
-        "(head_dim ",
-        c.head_dim, ", ", c.num_heads, " heads, ", c.num_kv_heads, " KV heads)"));
-  }
-  if (!c.MoeLayers().empty() && (c.num_experts > 1024 || c.top_k > 32 || c.top_k <= 0)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("the GPU gating takes up to 1024 experts and top_k up to 32 (", c.num_experts,
-                     " experts, top_k ", c.top_k, ")"));
-  }
+  RETURN_IF_ERROR(CheckGpuSupport(c));  // Before anything is uploaded.
   auto impl = std::make_unique<Impl>();
   impl->config = c;
   ASSIGN_OR_RETURN(impl->ops, CudaOps::Create(options.device));

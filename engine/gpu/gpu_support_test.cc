@@ -1,0 +1,49 @@
+#include "engine/gpu/gpu_support.h"
+
+#include <cstdlib>
+
+#include "common/file.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tools/tiny_model/tiny_model.h"
+
+namespace semmoe::engine::gpu {
+namespace {
+
+using ::testing::HasSubstr;
+
+model::ModelConfig Config(model::Arch arch, int head_dim) {
+  tools::TinyModelOptions o;
+  o.arch = arch;
+  o.head_dim = head_dim;
+  o.hidden_size = 4 * head_dim;
+  const std::string dir =
+      JoinPath(std::getenv("TEST_TMPDIR"), std::string(model::ArchName(arch)) + "_" +
+                                               std::to_string(head_dim));
+  EXPECT_TRUE(tools::WriteTinyModel(o, dir).ok());
+  auto config = model::LoadModelConfig(dir);
+  EXPECT_TRUE(config.ok()) << config.status();
+  return *config;
+}
+
+TEST(GpuSupportTest, StandardAttentionIsSupported) {
+  EXPECT_TRUE(CheckGpuSupport(Config(model::Arch::kQwen3Moe, 32)).ok());
+  EXPECT_TRUE(CheckGpuSupport(Config(model::Arch::kMixtral, 32)).ok());
+}
+
+TEST(GpuSupportTest, DeepseekIsRefusedWithTheReason) {
+  for (model::Arch arch : {model::Arch::kDeepseekV2, model::Arch::kDeepseekV3}) {
+    const absl::Status s = CheckGpuSupport(Config(arch, 32));
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(s.message()), HasSubstr("multi-head latent attention"));
+    EXPECT_THAT(std::string(s.message()), HasSubstr("serve this model on the CPU"));
+  }
+}
+
+TEST(GpuSupportTest, HeadDimOutsideTheKernelsIsRefused) {
+  EXPECT_THAT(std::string(CheckGpuSupport(Config(model::Arch::kQwen3Moe, 16)).message()),
+              HasSubstr("head_dim a multiple of 32"));
+}
+
+}  // namespace
+}  // namespace semmoe::engine::gpu
