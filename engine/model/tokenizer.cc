@@ -34,43 +34,57 @@ bool BoolOr(const nlohmann::json& object, const char* key, bool fallback) {
   return it != object.end() && it->is_boolean() ? it->get<bool>() : fallback;
 }
 
-absl::Status CheckNormalizer(const nlohmann::json& n) {
+// OK if `n` is supported; sets `nfc` when it normalises (an empty Sequence does not).
+absl::Status CheckNormalizer(const nlohmann::json& n, bool& nfc) {
   if (n.is_null()) return absl::OkStatus();
   const std::string type = StringOr(n, "type", "");
-  if (type == "NFC") return absl::OkStatus();
+  if (type == "NFC") {
+    nfc = true;
+    return absl::OkStatus();
+  }
   if (type == "Sequence" && n.contains("normalizers") && n["normalizers"].is_array()) {
-    for (const auto& inner : n["normalizers"]) RETURN_IF_ERROR(CheckNormalizer(inner));
+    for (const auto& inner : n["normalizers"]) RETURN_IF_ERROR(CheckNormalizer(inner, nfc));
     return absl::OkStatus();
   }
   return Bad(absl::StrCat("normalizer '", type, "' is not supported (only NFC)"));
 }
 
-absl::Status CheckPretokenizer(const nlohmann::json& p) {
+// Whether `split` is Split(Regex `pattern`, Isolated, not inverted).
+bool IsIsolatedSplit(const nlohmann::json& split, absl::string_view pattern) {
+  return StringOr(split, "type", "") == "Split" && split.contains("pattern") &&
+         split["pattern"].is_object() && split["pattern"].contains("Regex") &&
+         split["pattern"]["Regex"].is_string() &&
+         split["pattern"]["Regex"].get<std::string>() == pattern &&
+         StringOr(split, "behavior", "") == "Isolated" && !BoolOr(split, "invert", true);
+}
+
+absl::StatusOr<PretokenizerKind> CheckPretokenizer(const nlohmann::json& p) {
   const char* expected =
       "pre_tokenizer: only Sequence[Split(Qwen2 pattern, Isolated), ByteLevel(use_regex=false)] "
-      "is supported";
+      "and DeepSeek-V3's Sequence[Split x 3, ByteLevel(use_regex=false)] are supported";
   if (StringOr(p, "type", "") != "Sequence" || !p.contains("pretokenizers") ||
-      !p["pretokenizers"].is_array() || p["pretokenizers"].size() != 2) {
+      !p["pretokenizers"].is_array() || p["pretokenizers"].empty()) {
     return Bad(expected);
   }
-  const nlohmann::json& split = p["pretokenizers"][0];
-  const nlohmann::json& byte_level = p["pretokenizers"][1];
-  if (StringOr(split, "type", "") != "Split" || !split.contains("pattern") ||
-      !split["pattern"].is_object() || !split["pattern"].contains("Regex") ||
-      !split["pattern"]["Regex"].is_string()) {
-    return Bad(expected);
-  }
-  if (split["pattern"]["Regex"].get<std::string>() != kQwen2PretokenizerPattern) {
-    return Bad("pre_tokenizer: the Split regex is not the Qwen2 pattern (unsupported)");
-  }
-  if (StringOr(split, "behavior", "") != "Isolated" || BoolOr(split, "invert", true)) {
-    return Bad("pre_tokenizer: Split must be behavior Isolated, invert false");
-  }
+  const nlohmann::json& list = p["pretokenizers"];
+  const nlohmann::json& byte_level = list.back();
   if (StringOr(byte_level, "type", "") != "ByteLevel" || BoolOr(byte_level, "use_regex", true) ||
       BoolOr(byte_level, "add_prefix_space", true)) {
     return Bad(expected);
   }
-  return absl::OkStatus();
+  if (list.size() == 2 && IsIsolatedSplit(list[0], kQwen2PretokenizerPattern)) {
+    return PretokenizerKind::kQwen2;
+  }
+  if (list.size() == 4 && IsIsolatedSplit(list[0], kDeepseekV3PretokenizerPatterns[0]) &&
+      IsIsolatedSplit(list[1], kDeepseekV3PretokenizerPatterns[1]) &&
+      IsIsolatedSplit(list[2], kDeepseekV3PretokenizerPatterns[2])) {
+    return PretokenizerKind::kDeepseekV3;
+  }
+  if (list.size() == 2 && StringOr(list[0], "type", "") == "Split") {
+    return Bad("pre_tokenizer: the Split regex is not the Qwen2 pattern, or not Isolated "
+               "(unsupported)");
+  }
+  return Bad(expected);
 }
 
 }  // namespace
@@ -95,9 +109,8 @@ absl::StatusOr<std::unique_ptr<Tokenizer>> Tokenizer::FromDirectory(const std::s
 absl::Status Tokenizer::Load(absl::string_view json_text) {
   ASSIGN_OR_RETURN(nlohmann::json j, ParseJson(json_text, "tokenizer.json"));
   if (!j.is_object()) return Bad("expected a JSON object");
-  RETURN_IF_ERROR(CheckNormalizer(j.value("normalizer", nlohmann::json())));
-  nfc_ = !j.value("normalizer", nlohmann::json()).is_null();
-  RETURN_IF_ERROR(CheckPretokenizer(j.value("pre_tokenizer", nlohmann::json())));
+  RETURN_IF_ERROR(CheckNormalizer(j.value("normalizer", nlohmann::json()), nfc_));
+  ASSIGN_OR_RETURN(pretokenizer_, CheckPretokenizer(j.value("pre_tokenizer", nlohmann::json())));
 
   if (!j.contains("model") || !j["model"].is_object()) return Bad("missing 'model'");
   const nlohmann::json& m = j["model"];
@@ -118,17 +131,27 @@ absl::Status Tokenizer::Load(absl::string_view json_text) {
   if (!m.contains("vocab") || !m["vocab"].is_object()) return Bad("model.vocab must be an object");
   int32_t max_id = -1;
   std::vector<std::pair<std::string, int32_t>> vocab;
+  struct NotByteLevel {
+    std::string text;
+    int32_t id;
+    std::string error;
+  };
+  std::vector<NotByteLevel> not_byte_level;
   for (auto it = m["vocab"].begin(); it != m["vocab"].end(); ++it) {
     if (!it->is_number_integer() || it->get<int64_t>() < 0 || it->get<int64_t>() >= kMaxId) {
       return Bad(
           absl::StrCat("model.vocab['", it.key(), "']: expected an id in [0, ", kMaxId, ")"));
     }
-    auto bytes_or = TokenTextToBytes(it.key());
-    if (!bytes_or.ok()) return Bad(bytes_or.status().message());
-    std::string bytes = std::move(*bytes_or);
     int32_t id = it->get<int32_t>();
+    auto bytes_or = TokenTextToBytes(it.key());
+    if (!bytes_or.ok()) {
+      // DeepSeek's vocab repeats some added tokens verbatim (not byte-level text): BPE cannot
+      // reach them, and the added token defines the id. Anything else is refused below.
+      not_byte_level.push_back({it.key(), id, std::string(bytes_or.status().message())});
+      continue;
+    }
     max_id = std::max(max_id, id);
-    vocab.emplace_back(std::move(bytes), id);
+    vocab.emplace_back(std::move(*bytes_or), id);
   }
   std::vector<std::pair<std::string, int32_t>> added;
   std::vector<bool> added_special;
@@ -151,6 +174,12 @@ absl::Status Tokenizer::Load(absl::string_view json_text) {
       added_special.push_back(special);
     }
   }
+  for (const NotByteLevel& v : not_byte_level) {
+    const bool is_added = std::any_of(added.begin(), added.end(), [&](const auto& a) {
+      return a.first == v.text && a.second == v.id;
+    });
+    if (!is_added) return Bad(v.error);
+  }
   id_to_bytes_.assign(max_id + 1, "");
   special_.assign(max_id + 1, false);
   std::vector<bool> present(max_id + 1, false);
@@ -166,6 +195,7 @@ absl::Status Tokenizer::Load(absl::string_view json_text) {
     special_[id] = added_special[i];
     present[id] = true;
     added_.push_back(Added{content, id});
+    added_first_byte_[static_cast<unsigned char>(content[0])] = true;
   }
   std::stable_sort(added_.begin(), added_.end(), [](const Added& a, const Added& b) {
     return a.content.size() > b.content.size();
@@ -274,7 +304,7 @@ absl::Status Tokenizer::EncodeOrdinary(absl::string_view text, std::vector<int32
     text = normalized;
   }
   ASSIGN_OR_RETURN(std::vector<CodePoint> cps, DecodeUtf8(text));
-  for (const Piece& piece : PretokenizeQwen2(cps)) {
+  for (const Piece& piece : Pretokenize(pretokenizer_, cps)) {
     size_t begin = cps[piece.begin].byte_offset;
     size_t end = cps[piece.end - 1].byte_offset + cps[piece.end - 1].byte_length;
     EncodeWord(text.substr(begin, end - begin), out);
@@ -291,6 +321,10 @@ absl::StatusOr<std::vector<int32_t>> Tokenizer::Encode(absl::string_view text,
     size_t i = 0;
     while (i < text.size()) {
       const Added* match = nullptr;
+      if (!added_first_byte_[static_cast<unsigned char>(text[i])]) {
+        ++i;
+        continue;
+      }
       for (const Added& a : added_) {  // Longest first.
         if (text.compare(i, a.content.size(), a.content) == 0) {
           match = &a;

@@ -1,8 +1,10 @@
-// Byte-level BPE tokenizer read from a Hugging Face `tokenizer.json` (GPT-2/Qwen2/Qwen3 style).
+// Byte-level BPE tokenizer read from a Hugging Face `tokenizer.json` (GPT-2/Qwen2/Qwen3/DeepSeek
+// style).
 //
-// Supported: normalizer null or NFC; pre_tokenizer Sequence[Split(Qwen2 pattern, Isolated),
-// ByteLevel(use_regex=false)] (a bare ByteLevel pre-tokenizer means GPT-2's pattern, which is
-// not implemented and is refused); model BPE with `vocab`, `merges` as "a b" strings or ["a", "b"] pairs, no
+// Supported: normalizer null, NFC or an empty Sequence; pre_tokenizer
+// Sequence[Split(Qwen2 pattern, Isolated), ByteLevel(use_regex=false)] or DeepSeek-V3's
+// Sequence[Split × 3 (its patterns, Isolated), ByteLevel(use_regex=false)] (pretokenizer.h; a
+// bare ByteLevel pre-tokenizer means GPT-2's pattern, which is not implemented and is refused); model BPE with `vocab`, `merges` as "a b" strings or ["a", "b"] pairs, no
 // dropout, no unk token, no byte fallback; `added_tokens` (special or not) matched on the raw
 // text before normalisation, longest first. Anything else is an InvalidArgument naming the
 // field, so a tokenizer we would get wrong is refused at load, not at serving time.
@@ -20,6 +22,8 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+
+#include "engine/model/pretokenizer.h"
 
 namespace semmoe::engine::model {
 
@@ -65,6 +69,7 @@ class Tokenizer {
   }
 
   bool nfc_ = false;
+  PretokenizerKind pretokenizer_ = PretokenizerKind::kQwen2;
   std::vector<std::string> id_to_bytes_;        // Raw bytes of each id ("" for holes).
   std::vector<bool> special_;                   // Per id.
   absl::flat_hash_map<std::string, int32_t> bytes_to_id_;
@@ -75,6 +80,7 @@ class Tokenizer {
     int32_t id;
   };
   std::vector<Added> added_;  // Longest content first.
+  bool added_first_byte_[256] = {};  // Whether some added token starts with this byte.
 };
 
 }  // namespace semmoe::engine::model

@@ -1,5 +1,5 @@
-// UTF-8 decoding, NFC normalisation and the character classes the tokenizer's pre-tokenizer
-// pattern uses (\p{L}, \p{N}, \s), backed by ICU.
+// UTF-8 decoding, NFC normalisation and the character classes the tokenizers' pre-tokenizer
+// patterns use (\p{L}, \p{N}, \p{M}, \p{P}, \p{S}, \s), backed by ICU.
 #ifndef SEMMOE_ENGINE_MODEL_UNICODE_H_
 #define SEMMOE_ENGINE_MODEL_UNICODE_H_
 
@@ -38,6 +38,9 @@ absl::StatusOr<std::string> NormalizeNfc(absl::string_view text);
 bool IsLetter(char32_t c);      // General category L*.
 bool IsNumber(char32_t c);      // General category N*.
 bool IsWhitespace(char32_t c);  // White_Space property (what \s matches).
+bool IsMark(char32_t c);        // General category M*.
+bool IsPunctuation(char32_t c); // General category P*.
+bool IsSymbol(char32_t c);      // General category S*.
 
 }  // namespace semmoe::engine::model
 
