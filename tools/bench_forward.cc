@@ -5,9 +5,14 @@
 //   bazel run -c opt --config=opt //tools:bench_forward --
 //   --model=$PWD/../shared/models/qwen3-moe-a
 //
+// Several comma-separated models are measured interleaved (each batch size, each model in turn)
+// and compared side by side at the end: tokens/s against the first model's, and KV-cache bytes
+// per token (MLA caches the latent, not per-head K and V).
+//
 // FLOPs are counted analytically per token: 2 × (attention projections + the k routed experts +
 // router [+ shared expert]) + attention (QKᵀ and PV over the context) + lm_head where logits are
-// produced. Prefill runs `--prompt_tokens` per sequence; decode runs `--decode_steps` one-token
+// produced. MLA is counted in its absorbed form (what a decode step runs): q/kv_a/o projections,
+// kv_b folded into the query and output per head, scores and PV over the cached latent. Prefill runs `--prompt_tokens` per sequence; decode runs `--decode_steps` one-token
 // steps per sequence after a prefill of `--context` tokens.
 #include <chrono>
 #include <cstdio>
@@ -23,7 +28,8 @@
 #include "absl/strings/str_split.h"
 #include "engine/model/model.h"
 
-ABSL_FLAG(std::string, model, "", "checkpoint directory");
+ABSL_FLAG(std::vector<std::string>, model, {},
+          "checkpoint directory, or several (comma-separated) to compare side by side");
 ABSL_FLAG(std::vector<std::string>, batches, std::vector<std::string>({"1", "16", "64"}),
           "batch sizes");
 ABSL_FLAG(int, prompt_tokens, 128, "prefill: tokens per sequence");
@@ -59,11 +65,23 @@ double GemmGflops(int n, double min_seconds) {
 }
 
 // FLOPs of one token at context length `context` (attends to `context` positions).
+// Multiply-adds of one token's attention at `context`: projections and QKᵀ/PV.
+double AttentionMacs(const ModelConfig& c, double context) {
+  const double h = c.hidden_size;
+  if (!c.mla) return h * (2 * c.q_size() + 2 * c.kv_size()) + 2.0 * context * c.num_heads * c.head_dim;
+  const engine::model::MlaConfig& m = c.mla_dims;
+  const double r = m.kv_lora_rank, dr = m.qk_rope_head_dim, heads = c.num_heads;
+  double macs = m.q_lora_rank > 0 ? h * m.q_lora_rank + m.q_lora_rank * c.q_size() : h * c.q_size();
+  macs += h * (r + dr) + c.attn_out_size() * h;                // kv_a, o_proj
+  macs += heads * (m.qk_nope_head_dim + c.v_head_dim) * r;     // kv_b absorbed
+  macs += context * heads * (r + dr) + context * heads * r;    // scores, PV over the latent
+  return macs;
+}
+
 double TokenFlops(const ModelConfig& c, double context, bool logits) {
-  double per_layer_params = static_cast<double>(c.hidden_size) * (2 * c.q_size() + 2 * c.kv_size());
   double flops = 0;
   for (int l = 0; l < c.num_layers; ++l) {
-    double params = per_layer_params;
+    double params = 0;
     if (c.IsMoeLayer(l)) {
       params += static_cast<double>(c.num_experts) * c.hidden_size;  // Router.
       params += 3.0 * c.top_k * c.hidden_size * c.moe_intermediate_size;
@@ -71,7 +89,7 @@ double TokenFlops(const ModelConfig& c, double context, bool logits) {
     } else {
       params += 3.0 * c.hidden_size * c.intermediate_size;
     }
-    flops += 2 * params + 4.0 * context * c.num_heads * c.head_dim;
+    flops += 2 * params + 2 * AttentionMacs(c, context);
   }
   if (logits) flops += 2.0 * c.hidden_size * c.vocab_size;
   return flops;
@@ -155,53 +173,84 @@ Measurement Decode(const engine::model::Model& m, int batch, int context, int st
 }
 
 int Main() {
-  const std::string dir = absl::GetFlag(FLAGS_model);
-  if (dir.empty()) {
+  const std::vector<std::string> dirs = absl::GetFlag(FLAGS_model);
+  if (dirs.empty()) {
     std::fprintf(stderr, "bench_forward: --model is required\n");
     return 2;
   }
-  auto model = engine::model::LoadModel(dir);
-  if (!model.ok()) {
-    std::fprintf(stderr, "bench_forward: %s\n", model.status().ToString().c_str());
-    return 1;
+  std::vector<std::unique_ptr<engine::model::Model>> models;
+  for (const std::string& dir : dirs) {
+    auto model = engine::model::LoadModel(dir);
+    if (!model.ok()) {
+      std::fprintf(stderr, "bench_forward: %s\n", model.status().ToString().c_str());
+      return 1;
+    }
+    const ModelConfig& c = (*model)->config;
+    const engine::model::KvShape kv = c.kv_shape();
+    std::printf("model %zu %s: %s, hidden %d, %d layers (%zu MoE), %d experts top-%d, expert ffn "
+                "%d, shared ffn %d; KV cache %d floats per token per layer%s\n",
+                models.size(), dir.c_str(), std::string(engine::model::ArchName(c.arch)).c_str(),
+                c.hidden_size, c.num_layers, c.MoeLayers().size(), c.num_experts, c.top_k,
+                c.moe_intermediate_size, c.shared_expert_intermediate_size, kv.floats(),
+                c.mla ? " (MLA latent + rotary key)" : " (K and V)");
+    models.push_back(std::move(*model));
   }
   const double min_s = absl::GetFlag(FLAGS_min_seconds);
-  const ModelConfig& c = (*model)->config;
-  std::printf("model %s: %s, hidden %d, %d layers, %d experts top-%d, expert ffn %d\n", dir.c_str(),
-              std::string(engine::model::ArchName(c.arch)).c_str(), c.hidden_size, c.num_layers,
-              c.num_experts, c.top_k, c.moe_intermediate_size);
   // Each row gets its own GEMM reference, measured right before and right after it and
   // averaged: on a shared VM the clock drifts by ±15% within a minute (more at times), and a
   // share should compare like with like.
   std::vector<int> batches;
   for (const std::string& b : absl::GetFlag(FLAGS_batches)) batches.push_back(std::stoi(b));
   struct Row {
-    std::string name;
+    std::string phase;
+    int batch;
+    size_t model;
     Measurement m;
     double gemm;
   };
   std::vector<Row> rows;
-  auto measure = [&](const std::string& name, const std::function<Measurement()>& run) {
+  auto measure = [&](const std::string& phase, int batch, size_t model,
+                     const std::function<Measurement()>& run) {
     const double before = GemmGflops(1024, min_s / 2);
     const Measurement m = run();
     const double after = GemmGflops(1024, min_s / 2);
-    rows.push_back({name, m, (before + after) / 2});
+    rows.push_back({phase, batch, model, m, (before + after) / 2});
   };
   for (int batch : batches) {
-    measure("prefill " + std::to_string(batch),
-            [&] { return Prefill(**model, batch, absl::GetFlag(FLAGS_prompt_tokens), min_s); });
+    for (size_t i = 0; i < models.size(); ++i) {
+      measure("prefill", batch, i, [&] {
+        return Prefill(*models[i], batch, absl::GetFlag(FLAGS_prompt_tokens), min_s);
+      });
+    }
   }
   for (int batch : batches) {
-    measure("decode " + std::to_string(batch), [&] {
-      return Decode(**model, batch, absl::GetFlag(FLAGS_context), absl::GetFlag(FLAGS_decode_steps),
-                    min_s);
-    });
+    for (size_t i = 0; i < models.size(); ++i) {
+      measure("decode", batch, i, [&] {
+        return Decode(*models[i], batch, absl::GetFlag(FLAGS_context),
+                      absl::GetFlag(FLAGS_decode_steps), min_s);
+      });
+    }
   }
-  std::printf("%-14s %12s %10s %16s %14s\n", "phase batch", "tokens/s", "GFLOP/s", "GEMM GFLOP/s",
-              "share of GEMM");
+  std::printf("%-6s %-14s %12s %10s %16s %14s\n", "model", "phase batch", "tokens/s", "GFLOP/s",
+              "GEMM GFLOP/s", "share of GEMM");
   for (const Row& r : rows) {
-    std::printf("%-14s %12.0f %10.2f %16.1f %13.0f%%\n", r.name.c_str(), r.m.tokens_per_s,
-                r.m.gflops, r.gemm, 100 * r.m.gflops / r.gemm);
+    std::printf("%-6zu %-14s %12.0f %10.2f %16.1f %13.0f%%\n", r.model,
+                (r.phase + " " + std::to_string(r.batch)).c_str(), r.m.tokens_per_s, r.m.gflops,
+                r.gemm, 100 * r.m.gflops / r.gemm);
+  }
+  if (models.size() > 1) {
+    // Side by side: each model's tokens/s over model 0's, measured next to each other.
+    std::printf("\nagainst model 0 (tokens/s ratio, same phase and batch):\n");
+    for (const Row& r : rows) {
+      if (r.model == 0) continue;
+      for (const Row& base : rows) {
+        if (base.model == 0 && base.phase == r.phase && base.batch == r.batch) {
+          std::printf("  model %zu %-14s %.2fx\n", r.model,
+                      (r.phase + " " + std::to_string(r.batch)).c_str(),
+                      r.m.tokens_per_s / base.m.tokens_per_s);
+        }
+      }
+    }
   }
   std::printf("\n(prefill: %d tokens per sequence; decode: context %d, %d steps per run)\n",
               absl::GetFlag(FLAGS_prompt_tokens), absl::GetFlag(FLAGS_context),
