@@ -12,6 +12,20 @@ expect_error() {  # expect_error CODE SUBSTRING -- command...
   grep -qF -- "$text" <<<"$out" || fail "no '$text' in: $out"
 }
 
+# tokens_of: the first "token_ids" array of a client's JSON on stdin.
+tokens_of() { grep -o '"token_ids":\[[0-9,]*\]' | head -1; }
+
+# want_tokens ENGINE MODEL: WANT[prompt] (an associative array the caller declared) = the single
+# device's 6 greedy tokens for every prompt in PROMPTS.
+want_tokens() {
+  local p
+  for p in "${PROMPTS[@]}"; do
+    WANT["$p"]="$("$1" generate --model="$2" --prompt="$p" --max_tokens=6 --greedy \
+      --ignore_eos --json 2>/dev/null | tokens_of)"
+    [[ -n "${WANT[$p]}" ]] || fail "no single-device tokens for '$p'"
+  done
+}
+
 # tp_version ENGINE PLANNER MODEL DB: traces 16 short prompts on MODEL and builds a semantic
 # Attention-TP version for 2 devices (version 1 in a fresh DB) with its affinity and A tables;
 # the trace stays in $TMP/t.trace.
@@ -45,6 +59,16 @@ launch_cluster() {
   done
   [[ -s "$EP" ]] || fail "cluster $name did not start: $(cat "$TMP/$name.out")"
   RADDR="$(grep -o '"router":"[^"]*"' "$EP" | cut -d'"' -f4)"
+}
+
+# start_cluster NAME FLAGS...: launch_cluster of $CLUSTER on $TMP/model, 2 ranks, 16 MiB of KV
+# cache, with the binaries $ENGINE, $PLANNER, $ROUTER and the planner database $DB.
+start_cluster() {
+  local name="$1"
+  shift
+  launch_cluster "$name" "$CLUSTER" --model="$TMP/model" --engine_binary="$ENGINE" \
+    --planner_binary="$PLANNER" --router_binary="$ROUTER" --db="$DB" --ranks=2 --kv_cache_mb=16 \
+    "$@"
 }
 
 # stop_cluster NAME: Ctrl-C to the cluster launch_cluster started; it must exit 0.

@@ -6,7 +6,8 @@
 # live rollout (`placements activate`) that loads the gained experts from the checkpoint.
 set -euo pipefail
 
-source "$1"  # tests/cli_lib.sh: TMP, fail, expect_error, launch_cluster, stop_cluster
+source "$1"  # tests/cli_lib.sh: TMP, fail, expect_error, tokens_of, want_tokens, start_cluster,
+             # stop_cluster
 shift
 CLUSTER="$1"
 ENGINE="$2"
@@ -44,20 +45,8 @@ out="$("$PLANNER" drift --db="$DB" --version=1 --traces="$TMP/t.trace")"
 
 PROMPTS=()
 for i in $(seq 1 6); do PROMPTS+=("Request $i: the router sends it to rank $((i % 2))"); done
-tokens_of() { grep -o '"token_ids":\[[0-9,]*\]' | head -1; }
 declare -A WANT
-for p in "${PROMPTS[@]}"; do
-  WANT["$p"]="$("$ENGINE" generate --model="$TMP/model" --prompt="$p" --max_tokens=6 --greedy \
-    --ignore_eos --json 2>/dev/null | tokens_of)"
-  [[ -n "${WANT[$p]}" ]] || fail "no single-device tokens for '$p'"
-done
-start_cluster() {  # start_cluster NAME FLAGS... ; sets PID, EP, RADDR (cli_lib.sh)
-  local name="$1"
-  shift
-  launch_cluster "$name" "$CLUSTER" --model="$TMP/model" --engine_binary="$ENGINE" \
-    --planner_binary="$PLANNER" --router_binary="$ROUTER" --db="$DB" --ranks=2 --kv_cache_mb=16 \
-    "$@"
-}
+want_tokens "$ENGINE" "$TMP/model"
 console() { "$CONSOLE" --endpoints="$EP" --yes "$@"; }
 check_answers() {  # check_answers WHAT: every prompt through the router equals the single device
   local p got

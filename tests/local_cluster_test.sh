@@ -40,7 +40,6 @@ address() {  # address RANK
   grep -o '"address":"[^"]*"' "$EP" | sed -n "$(($1 + 1))p" | cut -d'"' -f4
 }
 
-tokens_of() { grep -o '"token_ids":\[[0-9,]*\]' | head -1; }
 
 expect_single_device_tokens() {  # expect_single_device_tokens RANK PROMPT
   local want got

@@ -68,7 +68,6 @@ stop_lab() {  # stop_lab NAME: Ctrl-C, exit 0, no namespace of that lab left
 }
 
 router_of() { grep -o '"router":"[^"]*"' "$EP" | cut -d'"' -f4; }
-tokens_of() { grep -o '"token_ids":\[[0-9,]*\]' | head -1; }
 single_device() {
   "$ENGINE" generate --model="$TMP/model" --prompt="$1" --max_tokens=8 --greedy --ignore_eos \
     --json 2>/dev/null | tokens_of

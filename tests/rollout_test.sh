@@ -16,7 +16,8 @@
 #   - a rank killed mid-rollout: the console says so, the group stops, no rank switched.
 set -euo pipefail
 
-source "$1"  # tests/cli_lib.sh: TMP, fail, expect_error, launch_cluster, stop_cluster
+source "$1"  # tests/cli_lib.sh: TMP, fail, expect_error, tokens_of, want_tokens, start_cluster,
+             # stop_cluster
 shift
 CLUSTER="$1"
 ENGINE="$2"
@@ -45,21 +46,9 @@ build --model=tinytp --devices=2 --mode=tp --algo=random  # 5
 
 PROMPTS=()
 for i in $(seq 1 8); do PROMPTS+=("Request $i: the router sends it to rank $((i % 2))"); done
-tokens_of() { grep -o '"token_ids":\[[0-9,]*\]' | head -1; }
 declare -A WANT
-for p in "${PROMPTS[@]}"; do
-  WANT["$p"]="$("$ENGINE" generate --model="$TMP/model" --prompt="$p" --max_tokens=6 --greedy \
-    --ignore_eos --json 2>/dev/null | tokens_of)"
-  [[ -n "${WANT[$p]}" ]] || fail "no single-device tokens for '$p'"
-done
+want_tokens "$ENGINE" "$TMP/model"
 
-start_cluster() {  # start_cluster NAME FLAGS... ; sets PID, EP, RADDR (cli_lib.sh)
-  local name="$1"
-  shift
-  launch_cluster "$name" "$CLUSTER" --model="$TMP/model" --engine_binary="$ENGINE" \
-    --planner_binary="$PLANNER" --router_binary="$ROUTER" --db="$DB" --ranks=2 --kv_cache_mb=16 \
-    "$@"
-}
 console() { "$CONSOLE" --endpoints="$EP" --yes "$@"; }
 
 # Closed-loop load: two clients, each sends the prompts in turn, one request at a time, and

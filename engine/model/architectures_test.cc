@@ -9,13 +9,14 @@
 #include "absl/strings/str_cat.h"
 #include "common/file.h"
 #include "engine/model/model.h"
+#include "engine/model/testing/naive_checkpoint.h"
 #include "gtest/gtest.h"
 #include "tools/tiny_model/tiny_model.h"
 
 namespace semmoe::engine::model {
 namespace {
 
-using Vec = std::vector<double>;
+using testing::Vec;
 
 class Naive {
  public:
@@ -73,43 +74,9 @@ class Naive {
   }
 
  private:
-  const std::vector<float>& T(const std::string& name) {
-    auto it = cache_.find(name);
-    if (it != cache_.end()) return it->second;
-    auto t = ckpt_.ReadF32(name);
-    EXPECT_TRUE(t.ok()) << t.status();
-    std::vector<float> values(t->data<float>(), t->data<float>() + t->numel());
-    return cache_[name] = std::move(values);
-  }
-  Vec Row(const std::string& name, int row) {
-    const auto& w = T(name);
-    Vec out(c_.hidden_size);
-    for (int i = 0; i < c_.hidden_size; ++i)
-      out[i] = w[static_cast<size_t>(row) * c_.hidden_size + i];
-    return out;
-  }
-  Vec Linear(const Vec& x, const std::string& prefix) {
-    const auto& w = T(prefix + ".weight");
-    const size_t out_dim = w.size() / x.size();
-    Vec y(out_dim, 0.0);
-    for (size_t o = 0; o < out_dim; ++o) {
-      for (size_t i = 0; i < x.size(); ++i) y[o] += w[o * x.size() + i] * x[i];
-    }
-    if (ckpt_.Info(prefix + ".bias").ok()) {
-      const auto& b = T(prefix + ".bias");
-      for (size_t o = 0; o < out_dim; ++o) y[o] += b[o];
-    }
-    return y;
-  }
-  Vec Rms(const Vec& x, const std::string& weight) {
-    const auto& w = T(weight);
-    double ss = 0;
-    for (double v : x) ss += v * v;
-    const double inv = 1.0 / std::sqrt(ss / x.size() + c_.rms_norm_eps);
-    Vec out(x.size());
-    for (size_t i = 0; i < x.size(); ++i) out[i] = w[i] * x[i] * inv;
-    return out;
-  }
+  Vec Row(const std::string& name, int row) { return n_.Row(name, row, c_.hidden_size); }
+  Vec Linear(const Vec& x, const std::string& prefix) { return n_.Linear(x, prefix); }
+  Vec Rms(const Vec& x, const std::string& weight) { return n_.Rms(x, weight, c_.rms_norm_eps); }
   void HeadRms(Vec& x, const std::string& weight) {
     const int d = c_.head_dim;
     for (size_t h = 0; h < x.size() / d; ++h) {
@@ -130,20 +97,11 @@ class Naive {
       }
     }
   }
-  static void SoftmaxInPlace(Vec& v) {
-    const double m = *std::max_element(v.begin(), v.end());
-    double sum = 0;
-    for (double& x : v) sum += (x = std::exp(x - m));
-    for (double& x : v) x /= sum;
-  }
-  static void Add(Vec& a, const Vec& b) {
-    for (size_t i = 0; i < a.size(); ++i) a[i] += b[i];
-  }
+  static void SoftmaxInPlace(Vec& v) { testing::NaiveCheckpoint::Softmax(v); }
+  static void Add(Vec& a, const Vec& b) { testing::NaiveCheckpoint::Add(a, b); }
   Vec Mlp(const Vec& h, const std::string& prefix, const std::string& gate, const std::string& up,
           const std::string& down) {
-    Vec g = Linear(h, prefix + gate), u = Linear(h, prefix + up);
-    for (size_t i = 0; i < g.size(); ++i) g[i] = g[i] / (1 + std::exp(-g[i])) * u[i];
-    return Linear(g, prefix + down);
+    return n_.Mlp(h, prefix, gate, up, down);
   }
   Vec Moe(const Vec& h, int layer, const std::string& p) {
     const bool mixtral = c_.arch == Arch::kMixtral;
@@ -174,7 +132,7 @@ class Naive {
 
   const ModelConfig& c_;
   const kernels::Checkpoint& ckpt_;
-  std::map<std::string, std::vector<float>> cache_;
+  testing::NaiveCheckpoint n_{ckpt_};
 };
 
 struct ArchCase {

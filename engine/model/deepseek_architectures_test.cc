@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/file.h"
 #include "engine/model/model.h"
+#include "engine/model/testing/naive_checkpoint.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "tools/tiny_model/tiny_model.h"
@@ -20,14 +21,14 @@
 namespace semmoe::engine::model {
 namespace {
 
-using Vec = std::vector<double>;
+using testing::Vec;
 
 double Mscale(double scale, double m) { return scale <= 1 ? 1.0 : 0.1 * m * std::log(scale) + 1; }
 
 class NaiveDeepseek {
  public:
   NaiveDeepseek(const nlohmann::json& config, const kernels::Checkpoint& ckpt)
-      : j_(config), ckpt_(ckpt) {
+      : j_(config), n_(ckpt) {
     v3_ = j_["model_type"] == "deepseek_v3";
     heads_ = j_["num_attention_heads"];
     dn_ = j_["qk_nope_head_dim"];
@@ -185,59 +186,20 @@ class NaiveDeepseek {
     return out;
   }
 
-  const std::vector<float>& T(const std::string& name) {
-    auto it = cache_.find(name);
-    if (it != cache_.end()) return it->second;
-    auto t = ckpt_.ReadF32(name);
-    EXPECT_TRUE(t.ok()) << t.status();
-    std::vector<float> values(t->data<float>(), t->data<float>() + t->numel());
-    return cache_[name] = std::move(values);
-  }
-  Vec Row(const std::string& name, int row) {
-    const int hidden = j_["hidden_size"];
-    const auto& w = T(name);
-    return Vec(w.begin() + static_cast<size_t>(row) * hidden,
-               w.begin() + static_cast<size_t>(row + 1) * hidden);
-  }
-  Vec Linear(const Vec& x, const std::string& prefix) {
-    const auto& w = T(prefix + ".weight");
-    Vec y(w.size() / x.size(), 0.0);
-    for (size_t o = 0; o < y.size(); ++o) {
-      for (size_t i = 0; i < x.size(); ++i) y[o] += w[o * x.size() + i] * x[i];
-    }
-    return y;
-  }
-  Vec Rms(const Vec& x, const std::string& weight, double eps) {
-    const auto& w = T(weight);
-    double ss = 0;
-    for (double z : x) ss += z * z;
-    const double inv = 1.0 / std::sqrt(ss / x.size() + eps);
-    Vec out(x.size());
-    for (size_t i = 0; i < x.size(); ++i) out[i] = w[i] * x[i] * inv;
-    return out;
-  }
-  Vec Mlp(const Vec& h, const std::string& prefix) {
-    Vec g = Linear(h, prefix + "gate_proj"), u = Linear(h, prefix + "up_proj");
-    for (size_t i = 0; i < g.size(); ++i) g[i] = g[i] / (1 + std::exp(-g[i])) * u[i];
-    return Linear(g, prefix + "down_proj");
-  }
-  static void Softmax(Vec& v) {
-    const double m = *std::max_element(v.begin(), v.end());
-    double sum = 0;
-    for (double& z : v) sum += (z = std::exp(z - m));
-    for (double& z : v) z /= sum;
-  }
-  static void Add(Vec& a, const Vec& b) {
-    for (size_t i = 0; i < a.size(); ++i) a[i] += b[i];
-  }
+  const std::vector<float>& T(const std::string& name) { return n_.T(name); }
+  Vec Row(const std::string& name, int row) { return n_.Row(name, row, j_["hidden_size"]); }
+  Vec Linear(const Vec& x, const std::string& prefix) { return n_.Linear(x, prefix); }
+  Vec Rms(const Vec& x, const std::string& weight, double eps) { return n_.Rms(x, weight, eps); }
+  Vec Mlp(const Vec& h, const std::string& prefix) { return n_.Mlp(h, prefix); }
+  static void Softmax(Vec& v) { testing::NaiveCheckpoint::Softmax(v); }
+  static void Add(Vec& a, const Vec& b) { testing::NaiveCheckpoint::Add(a, b); }
 
   const nlohmann::json& j_;
-  const kernels::Checkpoint& ckpt_;
+  testing::NaiveCheckpoint n_;
   bool v3_ = false, lora_ = false, interleave_ = true;
   int heads_ = 0, dn_ = 0, dr_ = 0, dv_ = 0, r_ = 0;
   double scale_ = 0, rope_factor_ = 1.0;
   Vec inv_freq_;
-  std::map<std::string, std::vector<float>> cache_;
 };
 
 struct Variant {

@@ -1,11 +1,11 @@
 // deepseek_v2 / deepseek_v3 config.json parsing: the published configs, the derived MLA and YaRN
 // quantities, dense-layer placement and the errors.
-#include <random>
 #include <string>
 
 #include "engine/model/config.h"
 #include "engine/model/deepseek_config.h"
 #include "engine/model/mla_attention.h"
+#include "engine/model/testing/config_fuzz.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -198,37 +198,11 @@ INSTANTIATE_TEST_SUITE_P(
         Bad{"scale", Set(kV3, "routed_scaling_factor", 0), "routed_scaling_factor: must be positive"}),
     [](const ::testing::TestParamInfo<Bad>& info) { return info.param.name; });
 
-// Fuzz-style, as ConfigFuzzTest: random byte edits and every field set to each wrong JSON type
-// give a Status, never an exception or a crash.
+// Fuzz-style (testing/config_fuzz.h), inside rope_scaling too.
 TEST(DeepseekConfigFuzzTest, CorruptedConfigsNeverCrash) {
-  std::mt19937 rng(19);
   int rejected = 0;
   for (const char* base : {kV2Lite, kV3}) {
-    for (int iter = 0; iter < 300; ++iter) {
-      std::string text = base;
-      for (int e = 0, edits = 1 + rng() % 3; e < edits; ++e) {
-        if (rng() % 4 == 0) {
-          text.resize(rng() % (text.size() + 1));
-        } else if (!text.empty()) {
-          text[rng() % text.size()] = "{}[]\":,0-9e. "[rng() % 14];
-        }
-      }
-      rejected += !ParseModelConfig(text).ok();
-    }
-    const nlohmann::json good = nlohmann::json::parse(base);
-    for (auto it = good.begin(); it != good.end(); ++it) {
-      for (const nlohmann::json& value :
-           {nlohmann::json(nullptr), nlohmann::json(-7), nlohmann::json(1e300),
-            nlohmann::json(0.5), nlohmann::json(true), nlohmann::json("x"),
-            nlohmann::json::array({1, "a"}), nlohmann::json::object()}) {
-        nlohmann::json j = good;
-        j[it.key()] = value;
-        (void)ParseModelConfig(j.dump());
-        nlohmann::json k = good;
-        k["rope_scaling"][it.key()] = value;  // Inside rope_scaling too.
-        (void)ParseModelConfig(k.dump());
-      }
-    }
+    rejected += testing::FuzzConfig(base, 19, 300, {"rope_scaling"});
   }
   EXPECT_GT(rejected, 400);
 }
