@@ -369,8 +369,12 @@ TEST_P(ParallelForwardTest, MatchesOneDeviceAndCountsBytesExactly) {
         }
       }
     }
-    if (mode == Mode::kTpPlain) EXPECT_EQ(uneven, 0);
-    if (mode == Mode::kTpShuffled) EXPECT_GT(uneven, 0) << "the slack was never used";
+    if (mode == Mode::kTpPlain) {
+      EXPECT_EQ(uneven, 0);
+    }
+    if (mode == Mode::kTpShuffled) {
+      EXPECT_GT(uneven, 0) << "the slack was never used";
+    }
   }
 
   // With the A tables, the all-gather also tells every rank each token's home device at the latest
