@@ -30,10 +30,12 @@
 #include "absl/synchronization/notification.h"
 #include "common/file.h"
 #include "common/logging.h"
+#include "common/progress.h"
 #include "common/status_macros.h"
 #include "engine/model/generation_config.h"
 #include "engine/model/model.h"
 #include "engine/model/unicode.h"
+#include "engine/offline/jsonl.h"
 #include "engine/offline/score.h"
 #include "engine/offline/trace_run.h"
 #include "engine/runtime/batch_engine.h"
@@ -59,6 +61,8 @@ ABSL_FLAG(uint64_t, seed, 0, "generate: sampling seed");
 ABSL_FLAG(std::vector<std::string>, stop, {}, "generate: comma-separated stop strings");
 ABSL_FLAG(bool, ignore_eos, false, "generate: keep going past EOS");
 ABSL_FLAG(bool, json, false, "generate: print one JSON object instead of the text");
+ABSL_FLAG(bool, quiet, false,
+          "score/trace: no progress line on stderr (it is shown only on a terminal anyway)");
 ABSL_FLAG(std::string, input, "", "score: input JSONL ({\"id\", \"token_ids\"} per line)");
 ABSL_FLAG(std::string, prompts, "", "trace: prompts JSONL ({\"id\", \"text\" or \"token_ids\"})");
 ABSL_FLAG(std::string, out, "", "score/trace: output file");
@@ -259,6 +263,17 @@ absl::StatusOr<std::unique_ptr<DeviceSession>> PrefillOn(const model::Model& mod
   return session;
 }
 
+// A progress line over the lines of `path` (stderr, on a terminal, unless --quiet).
+std::unique_ptr<Progress> ProgressOver(const std::string& path, const std::string& label,
+                                       const std::string& unit) {
+  ProgressOptions o;
+  o.label = label;
+  o.unit = unit;
+  o.enabled = ProgressEnabled(absl::GetFlag(FLAGS_quiet));
+  if (o.enabled) o.total = offline::CountJsonlLines(path).value_or(0);
+  return std::make_unique<Progress>(o);
+}
+
 int Score(int device) {
   if (absl::GetFlag(FLAGS_input).empty() || absl::GetFlag(FLAGS_out).empty()) {
     return Usage("score needs --input and --out");
@@ -268,11 +283,15 @@ int Score(int device) {
   offline::PrefillBackend backend;
   auto on_device = PrefillOn(**m, device, &backend);
   if (!on_device.ok()) return Fail(on_device.status());
+  const std::string input = UserPath(absl::GetFlag(FLAGS_input));
+  std::unique_ptr<Progress> progress = ProgressOver(input, "engine score", "inputs");
   auto n = offline::RunScore(*(*m)->transformer,
-                             {.input = UserPath(absl::GetFlag(FLAGS_input)),
+                             {.input = input,
                               .output = UserPath(absl::GetFlag(FLAGS_out)),
                               .max_batch_tokens = absl::GetFlag(FLAGS_max_batch_tokens),
-                              .backend = backend});
+                              .backend = backend,
+                              .progress = progress.get()});
+  progress.reset();  // Its last line before the summary.
   if (!n.ok()) return Fail(n.status());
   std::cerr << "scored " << *n << " inputs into " << absl::GetFlag(FLAGS_out) << "\n";
   return 0;
@@ -288,12 +307,16 @@ int Trace(int device) {
   auto on_device = PrefillOn(**m, device, &backend);
   if (!on_device.ok()) return Fail(on_device.status());
   const auto start = std::chrono::steady_clock::now();
+  const std::string prompts = UserPath(absl::GetFlag(FLAGS_prompts));
+  std::unique_ptr<Progress> progress = ProgressOver(prompts, "engine trace", "prompts");
   auto summary = offline::RunTrace(*(*m)->transformer, (*m)->tokenizer.get(),
-                                   {.prompts = UserPath(absl::GetFlag(FLAGS_prompts)),
+                                   {.prompts = prompts,
                                     .output = UserPath(absl::GetFlag(FLAGS_out)),
                                     .max_batch_tokens = absl::GetFlag(FLAGS_max_batch_tokens),
                                     .max_prompt_tokens = absl::GetFlag(FLAGS_max_prompt_tokens),
-                                    .backend = backend});
+                                    .backend = backend,
+                                    .progress = progress.get()});
+  progress.reset();
   if (!summary.ok()) return Fail(summary.status());
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -9,9 +9,10 @@ ENGINE="$1"
 MAKE_TINY="$2"
 BUILD_HAS_CUDA="$3"  # "cuda" or "nocuda": whether this build linked the CUDA backend.
 
-for arch in qwen3_moe qwen2_moe mixtral; do
+for arch in qwen3_moe qwen2_moe mixtral deepseek_v2 deepseek_v3; do
   dir="$TMP/$arch"
-  "$MAKE_TINY" --arch="$arch" --out="$dir" --seed=3 --layers=2 --experts=4 --top_k=2 >/dev/null
+  "$MAKE_TINY" --arch="$arch" --out="$dir" --seed=3 --layers=2 --experts=4 --top_k=2 \
+    --groups=2 --topk_groups=1 >/dev/null  # (the group flags: deepseek only)
 
   # generate: greedy is deterministic; --json carries the fields a client needs.
   a="$("$ENGINE" generate --model="$dir" --prompt="The planner reads" --max_tokens=12 --greedy \
@@ -39,6 +40,25 @@ for arch in qwen3_moe qwen2_moe mixtral; do
 done
 
 dir="$TMP/qwen3_moe"
+# Progress: a line on stderr when it is a terminal (`script` gives the command one), none with
+# --quiet, none when stderr is not a terminal; stdout never gets it.
+for _ in 1 2 3; do cat "$TMP/prompts.jsonl"; done >"$TMP/six.jsonl"
+run_tty() { script -qec "$*" /dev/null </dev/null | tr '\r' '\n'; }
+if script -qec true /dev/null </dev/null >/dev/null 2>&1; then
+  out="$(run_tty "$ENGINE" trace --model="$dir" --prompts="$TMP/six.jsonl" --out="$TMP/six.trace")"
+  grep -q "^engine trace: 6/6 prompts (100.0%), .* prompts/s, took " <<<"$out" ||
+    fail "no progress line on a terminal: $out"
+  out="$(run_tty "$ENGINE" score --model="$dir" --input="$TMP/in.jsonl" --out="$TMP/s.jsonl")"
+  grep -q "^engine score: 2/2 inputs (100.0%)" <<<"$out" || fail "score progress: $out"
+  out="$(run_tty "$ENGINE" trace --quiet --model="$dir" --prompts="$TMP/six.jsonl" \
+    --out="$TMP/six.trace")"
+  ! grep -q "engine trace:" <<<"$out" || fail "--quiet still shows progress: $out"
+else
+  echo "no pseudo-terminal here (script failed): progress on a terminal not checked"
+fi
+out="$("$ENGINE" trace --model="$dir" --prompts="$TMP/six.jsonl" --out="$TMP/six.trace" 2>&1)"
+! grep -q "engine trace:" <<<"$out" || fail "progress on a non-terminal: $out"
+
 expect_error 2 "expected exactly one command" -- "$ENGINE" --model="$dir"
 expect_error 2 "unknown command 'serve-all'" -- "$ENGINE" serve-all --model="$dir"
 expect_error 2 "--model is required" -- "$ENGINE" generate --prompt=x

@@ -28,6 +28,17 @@ absl::StatusOr<bool> JsonlReader::Next(nlohmann::json& out) {
   return false;
 }
 
+absl::StatusOr<int64_t> CountJsonlLines(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", path));
+  int64_t lines = 0;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.find_first_not_of(" \t\r") != std::string::npos) ++lines;
+  }
+  return lines;
+}
+
 absl::StatusOr<nlohmann::json> ReadId(const nlohmann::json& line, const std::string& where) {
   auto it = line.find("id");
   if (it == line.end() || !(it->is_string() || it->is_number_integer())) {

@@ -30,6 +30,9 @@ class JsonlReader {
   int line_ = 0;
 };
 
+// How many non-blank lines `path` has (a progress total); NotFound if it cannot be read.
+absl::StatusOr<int64_t> CountJsonlLines(const std::string& path);
+
 // The "id" of a line (a string or an integer, echoed back as given), else InvalidArgument.
 absl::StatusOr<nlohmann::json> ReadId(const nlohmann::json& line, const std::string& where);
 

@@ -42,6 +42,7 @@ absl::StatusOr<int> ScoreInto(const model::Transformer& transformer, const Score
         }
         line += "]}\n";
         out << line;
+        if (options.progress != nullptr) options.progress->Add(1);
         return out ? absl::OkStatus() : absl::InternalError(absl::StrCat("writing ", partial));
       },
       options.backend);

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "common/progress.h"
 #include "engine/model/transformer.h"
 #include "engine/offline/prefill_runner.h"
 
@@ -20,6 +21,7 @@ struct ScoreOptions {
   std::string output;
   int max_batch_tokens = 2048;
   PrefillBackend backend;  // Default: the transformer's own forward.
+  Progress* progress = nullptr;  // Borrowed; when set, Add(1) per prompt done.
 };
 
 // Returns the number of lines scored. Errors name the input line at fault.

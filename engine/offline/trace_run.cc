@@ -39,6 +39,7 @@ absl::StatusOr<TraceSummary> RunTrace(const model::Transformer& transformer,
                                            experts, weights));
         }
         summary.tokens += static_cast<int64_t>(r.tokens.size());
+        if (options.progress != nullptr) options.progress->Add(1);
         return absl::OkStatus();
       },
       options.backend);

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "common/progress.h"
 #include "engine/model/tokenizer.h"
 #include "engine/model/transformer.h"
 #include "engine/offline/prefill_runner.h"
@@ -22,6 +23,7 @@ struct TraceOptions {
   // Prompts longer than this are cut to their first tokens (0: the model's positions).
   int max_prompt_tokens = 0;
   PrefillBackend backend;  // Default: the transformer's own forward.
+  Progress* progress = nullptr;  // Borrowed; when set, Add(1) per prompt done.
 };
 
 struct TraceSummary {
