@@ -14,8 +14,6 @@ namespace {
 
 constexpr int64_t kMaxDim = 1 << 20;
 
-bool IsDeepseek(Arch arch) { return arch == Arch::kDeepseekV2 || arch == Arch::kDeepseekV3; }
-
 absl::Status RejectUnsupported(const JsonFields& f, Arch arch) {
   ASSIGN_OR_RETURN(std::string act, f.String("hidden_act", "silu"));
   if (act != "silu")

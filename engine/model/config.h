@@ -31,6 +31,8 @@ enum class Arch { kQwen3Moe, kQwen2Moe, kMixtral, kDeepseekV2, kDeepseekV3 };
 // "qwen3_moe", "qwen2_moe", "mixtral", "deepseek_v2", "deepseek_v3".
 absl::string_view ArchName(Arch arch);
 absl::StatusOr<Arch> ParseArch(absl::string_view model_type);
+// deepseek_v2 or deepseek_v3.
+inline bool IsDeepseek(Arch arch) { return arch == Arch::kDeepseekV2 || arch == Arch::kDeepseekV3; }
 
 // How a router scores experts and picks the top-k (DeepSeek's MoEGate; Qwen and Mixtral use
 // softmax + greedy).

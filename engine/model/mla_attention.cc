@@ -12,10 +12,7 @@ namespace semmoe::engine::model {
 
 std::vector<float> MlaRopeInvFreq(const ModelConfig& c) {
   const int dim = c.mla_dims.qk_rope_head_dim, half = dim / 2;
-  std::vector<float> inv_freq(half);
-  for (int i = 0; i < half; ++i) {
-    inv_freq[i] = static_cast<float>(1.0 / std::pow(c.rope_theta, static_cast<double>(2 * i) / dim));
-  }
+  std::vector<float> inv_freq = kernels::cpu::RopeInvFreq(dim, c.rope_theta);
   if (!c.yarn.enabled) return inv_freq;
   // DeepSeek's YaRN (HF _compute_yarn_parameters): dims whose wavelength is short against the
   // original context keep their frequency (extrapolation), long ones are divided by `factor`
@@ -64,15 +61,6 @@ void MlaAttention::GatherCache(int layer, const SequenceInput& seq, int context,
   }
 }
 
-// Causal softmax of each row t of `scores` over its first start + t + 1 columns; the rest 0.
-static void CausalSoftmax(Matrix& scores, int start) {
-  for (int t = 0; t < scores.rows(); ++t) {
-    const int visible = start + t + 1;
-    kernels::cpu::Softmax(absl::Span<float>(scores.row(t).data(), visible));
-    for (int p = visible; p < scores.cols(); ++p) scores(t, p) = 0.0f;
-  }
-}
-
 void MlaAttention::Expanded(const LayerWeights& w, int layer, const SequenceInput& seq,
                             const Matrix& q, int64_t row, Matrix& attn) const {
   const MlaConfig& m = config_.mla_dims;
@@ -88,7 +76,8 @@ void MlaAttention::Expanded(const LayerWeights& w, int layer, const SequenceInpu
     scores.noalias() = q.block(row, q0, n, dn) * kv.block(0, kv0, context, dn).transpose();
     scores.noalias() += q.block(row, q0 + dn, n, dr) * rope_keys.transpose();
     scores *= scale_;
-    CausalSoftmax(scores, seq.start_position);
+    kernels::cpu::CausalSoftmax(
+        {scores.data(), scores.rows(), scores.cols(), scores.cols(), seq.start_position});
     attn.block(row, static_cast<int64_t>(head) * dv, n, dv).noalias() =
         scores * kv.block(0, kv0 + dn, context, dv);
   }
@@ -112,7 +101,8 @@ void MlaAttention::Absorbed(const LayerWeights& w, int layer, const SequenceInpu
     scores.noalias() = q_latent * latent.transpose();
     scores.noalias() += q.block(row, q0 + dn, n, dr) * rope_keys.transpose();
     scores *= scale_;
-    CausalSoftmax(scores, seq.start_position);
+    kernels::cpu::CausalSoftmax(
+        {scores.data(), scores.rows(), scores.cols(), scores.cols(), seq.start_position});
     // P · v = P · latent · W_uvᵀ.
     out_latent.noalias() = scores * latent;  // [n, r]
     attn.block(row, static_cast<int64_t>(head) * dv, n, dv).noalias() =

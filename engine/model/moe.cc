@@ -11,10 +11,6 @@ namespace semmoe::engine::model {
 
 namespace {
 
-bool IsDeepseek(const ModelConfig& c) {
-  return c.arch == Arch::kDeepseekV2 || c.arch == Arch::kDeepseekV3;
-}
-
 // Sets choice[e] = -inf for every expert outside the topk_group best groups. A group scores
 // its max (group_limited_greedy) or the sum of its two best (noaux_tc). −inf, as DeepSeek's
 // inference code, vLLM and SGLang mask; transformers masks with 0, which differs only when
@@ -56,7 +52,7 @@ void FinishWeights(const ModelConfig& c, float* w) {
   const int k = c.top_k;
   float sum = 0.0f;
   for (int j = 0; j < k; ++j) sum += w[j];
-  if (!IsDeepseek(c)) {  // Qwen, Mixtral: renormalise or not; no scaling.
+  if (!IsDeepseek(c.arch)) {  // Qwen, Mixtral: renormalise or not; no scaling.
     if (c.norm_topk_prob) {
       for (int j = 0; j < k; ++j) w[j] /= sum;
     }

@@ -164,11 +164,8 @@ void Transformer::GemmAttention(int layer, const SequenceInput& seq, const Matri
     auto kh = keys.block(0, static_cast<int64_t>(kvh) * hd, context, hd);
     auto vh = values.block(0, static_cast<int64_t>(kvh) * hd, context, hd);
     scores.noalias() = (qh * kh.transpose()) * scale;  // [n, context]
-    for (int t = 0; t < n; ++t) {
-      const int visible = seq.start_position + t + 1;
-      kernels::cpu::Softmax(absl::Span<float>(scores.row(t).data(), visible));
-      for (int p = visible; p < context; ++p) scores(t, p) = 0.0f;
-    }
+    kernels::cpu::CausalSoftmax(
+        {scores.data(), scores.rows(), scores.cols(), scores.cols(), seq.start_position});
     attn.block(row, static_cast<int64_t>(head) * hd, n, hd).noalias() = scores * vh;
   }
 }

@@ -16,18 +16,17 @@ void RmsNorm(const RmsNormArgs& a) {
   }
 }
 
-void RopeTables(int max_position, int head_dim, double theta, float* cos, float* sin) {
-  const int half = head_dim / 2;
-  for (int p = 0; p < max_position; ++p) {
-    for (int i = 0; i < half; ++i) {
-      // HF computes inv_freq in f32 from theta^(2i/d); match that rounding, then the angle.
-      const float inv_freq =
-          static_cast<float>(1.0 / std::pow(theta, static_cast<double>(2 * i) / head_dim));
-      const double angle = static_cast<double>(static_cast<float>(p) * inv_freq);
-      cos[p * half + i] = static_cast<float>(std::cos(angle));
-      sin[p * half + i] = static_cast<float>(std::sin(angle));
-    }
+std::vector<float> RopeInvFreq(int dim, double theta) {
+  // HF computes inv_freq in f32 from theta^(2i/d); match that rounding.
+  std::vector<float> inv_freq(dim / 2);
+  for (int i = 0; i < dim / 2; ++i) {
+    inv_freq[i] = static_cast<float>(1.0 / std::pow(theta, static_cast<double>(2 * i) / dim));
   }
+  return inv_freq;
+}
+
+void RopeTables(int max_position, int head_dim, double theta, float* cos, float* sin) {
+  RopeTablesFromInvFreq(max_position, RopeInvFreq(head_dim, theta), 1.0f, cos, sin);
 }
 
 void ApplyRope(const RopeArgs& a) {
@@ -76,6 +75,15 @@ void RopeTablesFromInvFreq(int max_position, absl::Span<const float> inv_freq, f
       cos[p * half + i] = static_cast<float>(std::cos(angle)) * scale;
       sin[p * half + i] = static_cast<float>(std::sin(angle)) * scale;
     }
+  }
+}
+
+void CausalSoftmax(const CausalSoftmaxArgs& a) {
+  for (int64_t t = 0; t < a.rows; ++t) {
+    float* row = a.scores + t * a.row_stride;
+    const int64_t visible = std::min(a.cols, a.start + t + 1);
+    Softmax(absl::Span<float>(row, visible));
+    std::fill(row + visible, row + a.cols, 0.0f);
   }
 }
 

@@ -5,6 +5,7 @@
 #define SEMMOE_KERNELS_CPU_NN_OPS_H_
 
 #include <cstdint>
+#include <vector>
 
 #include "absl/types/span.h"
 #include "kernels/op_args.h"
@@ -63,6 +64,21 @@ void SiluMul(float* gate, const float* up, int64_t n);
 
 // In-place softmax of one row (max-subtracted, f32).
 void Softmax(absl::Span<float> row);
+
+// Causal attention weights in place: row t of `scores` ([rows, cols], rows `row_stride` apart)
+// is the softmax of its first start + t + 1 entries, the rest set to 0 (query t sits at
+// position start + t and sees positions up to its own).
+struct CausalSoftmaxArgs {
+  float* scores = nullptr;
+  int64_t rows = 0;
+  int64_t cols = 0;
+  int64_t row_stride = 0;
+  int64_t start = 0;
+};
+void CausalSoftmax(const CausalSoftmaxArgs& args);
+
+// HF's rotary frequencies inv_freq[i] = theta^(-2i/dim) for i < dim/2, rounded to f32.
+std::vector<float> RopeInvFreq(int dim, double theta);
 
 // The k largest entries of `values` in descending order (ties: lower index first).
 // REQUIRES: 0 < k <= values.size(); out_ids/out_values hold k entries.

@@ -80,6 +80,22 @@ TEST(NnOpsTest, SiluMul) {
   EXPECT_NEAR(g[2], -2.0f / (1 + std::exp(2.0f)), 1e-6);
 }
 
+TEST(NnOpsTest, CausalSoftmaxSeesOnlyPositionsUpToItsOwn) {
+  // Two queries at positions 1 and 2 over 4 keys, rows 5 floats apart (the 5th untouched).
+  std::vector<float> s = {0, 0, 7, 7, 9, /*row 2*/ 1, 1, 1, 7, 9};
+  CausalSoftmax({.scores = s.data(), .rows = 2, .cols = 4, .row_stride = 5, .start = 1});
+  EXPECT_THAT(s, ::testing::Pointwise(::testing::FloatNear(1e-6),
+                                      std::vector<float>{0.5f, 0.5f, 0, 0, 9, 1 / 3.0f, 1 / 3.0f,
+                                                         1 / 3.0f, 0, 9}));
+}
+
+TEST(NnOpsTest, RopeInvFreqIsHfs) {
+  const std::vector<float> f = RopeInvFreq(8, 10000.0);
+  ASSERT_EQ(f.size(), 4u);
+  EXPECT_FLOAT_EQ(f[0], 1.0f);
+  EXPECT_FLOAT_EQ(f[3], static_cast<float>(std::pow(10000.0, -0.75)));
+}
+
 TEST(NnOpsTest, SoftmaxIsStableForLargeValues) {
   std::vector<float> row = {1000.0f, 1000.0f, 999.0f};
   Softmax(absl::MakeSpan(row));

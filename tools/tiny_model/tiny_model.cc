@@ -300,7 +300,7 @@ absl::Status WriteTinyModel(const TinyModelOptions& options, const std::string& 
     return absl::InvalidArgumentError(
         absl::StrCat("vocab_size ", o.vocab_size, " < the tokenizer's ", tokenizer_ids, " ids"));
   }
-  const bool deepseek = o.arch == Arch::kDeepseekV2 || o.arch == Arch::kDeepseekV3;
+  const bool deepseek = engine::model::IsDeepseek(o.arch);
   if (o.arch != Arch::kQwen3Moe && !deepseek && o.head_dim * o.num_heads != o.hidden_size) {
     return absl::InvalidArgumentError(
         absl::StrCat(engine::model::ArchName(o.arch), " needs head_dim × heads == hidden_size (",
