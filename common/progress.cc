@@ -27,7 +27,8 @@ Progress::Progress(ProgressOptions options)
 
 Progress::~Progress() { Finish(); }
 
-std::string Progress::Line(const ProgressOptions& o, int64_t done, absl::Duration elapsed) {
+std::string Progress::Line(const ProgressOptions& o, int64_t done, absl::Duration elapsed,
+                           const std::string& detail) {
   const double seconds = absl::ToDoubleSeconds(elapsed);
   const double rate = seconds > 0 ? done / seconds : 0;
   std::string line = absl::StrCat(o.label, ": ", done);
@@ -40,12 +41,13 @@ std::string Progress::Line(const ProgressOptions& o, int64_t done, absl::Duratio
   } else if (o.total > 0 && done >= o.total) {
     absl::StrAppend(&line, ", took ", ShortDuration(seconds));
   }
+  if (!detail.empty()) absl::StrAppend(&line, " [", detail, "]");
   return line;
 }
 
 void Progress::DrawLocked(absl::Time now) {
   // \r and clear-to-end-of-line: the line is redrawn in place.
-  std::fprintf(options_.out, "\r%s\x1b[K", Line(options_, done_, now - start_).c_str());
+  std::fprintf(options_.out, "\r%s\x1b[K", Line(options_, done_, now - start_, detail_).c_str());
   std::fflush(options_.out);
   last_draw_ = now;
 }
@@ -59,11 +61,20 @@ void Progress::Add(int64_t n) {
   if (now - last_draw_ >= options_.interval) DrawLocked(now);
 }
 
+void Progress::SetDetail(std::string detail) {
+  if (!options_.enabled) return;
+  absl::MutexLock lock(&mu_);
+  if (finished_) return;
+  detail_ = std::move(detail);
+  DrawLocked(options_.clock->Now());
+}
+
 void Progress::Finish() {
   if (!options_.enabled) return;
   absl::MutexLock lock(&mu_);
   if (finished_) return;
   finished_ = true;
+  detail_.clear();
   DrawLocked(options_.clock->Now());
   std::fputc('\n', options_.out);
   std::fflush(options_.out);

@@ -24,8 +24,8 @@ struct ProgressOptions {
   std::string unit;   // What is counted, e.g. "prompts".
   int64_t total = 0;  // 0: unknown (no percentage, no ETA).
   bool enabled = true;
-  std::FILE* out = stderr;          // Not owned.
-  Clock* clock = Clock::Real();     // Not owned.
+  std::FILE* out = stderr;       // Not owned.
+  Clock* clock = Clock::Real();  // Not owned.
   absl::Duration interval = absl::Milliseconds(250);
 };
 
@@ -41,12 +41,17 @@ class Progress {
 
   // `n` more units done; redraws when `interval` passed since the last draw.
   void Add(int64_t n = 1);
+  // What runs now (e.g. "solving"), shown in brackets after the line until the next call;
+  // redraws at once. For work counted in steps of unequal length (`planner build`).
+  void SetDetail(std::string detail);
   // Draws the final line and ends it with a newline (once; later calls do nothing).
   void Finish();
 
   // The line for `done` units after `elapsed` (no control characters), e.g.
-  // "engine trace: 312/1500 prompts (20.8%), 17.3 prompts/s, ETA 1m8s".
-  static std::string Line(const ProgressOptions& options, int64_t done, absl::Duration elapsed);
+  // "engine trace: 312/1500 prompts (20.8%), 17.3 prompts/s, ETA 1m8s"; a non-empty `detail`
+  // is appended as " [detail]".
+  static std::string Line(const ProgressOptions& options, int64_t done, absl::Duration elapsed,
+                          const std::string& detail = "");
 
  private:
   void DrawLocked(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -57,6 +62,7 @@ class Progress {
   int64_t done_ ABSL_GUARDED_BY(mu_) = 0;
   absl::Time last_draw_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   bool finished_ ABSL_GUARDED_BY(mu_) = false;
+  std::string detail_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace semmoe

@@ -71,6 +71,31 @@ TEST(ProgressTest, RedrawsAtMostEveryIntervalAndEndsWithANewline) {
   EXPECT_EQ(out.back(), '\n');
 }
 
+TEST(ProgressTest, DetailShowsWhatRunsNowAndRedrawsAtOnce) {
+  EXPECT_EQ(Progress::Line(Options(5), 1, absl::Seconds(2), "solving"),
+            "engine trace: 1/5 prompts (20.0%), 0.5 prompts/s, ETA 8s [solving]");
+  FakeClock clock;
+  std::FILE* f = std::tmpfile();
+  ASSERT_NE(f, nullptr);
+  ProgressOptions o = Options(2);
+  o.out = f;
+  o.clock = &clock;
+  o.interval = absl::Hours(1);
+  {
+    Progress p(o);
+    p.SetDetail("loading traces");  // Drawn although the interval has not passed.
+    p.Add();
+    p.SetDetail("solving");
+    p.Add();
+  }
+  const std::string out = Contents(f);
+  std::fclose(f);
+  EXPECT_THAT(out, HasSubstr("0/2 prompts (0.0%), 0.0 prompts/s [loading traces]"));
+  EXPECT_THAT(out, HasSubstr("1/2 prompts (50.0%), 0.0 prompts/s [solving]"));
+  // The last line says it took, with no stale detail.
+  EXPECT_THAT(out, HasSubstr("2/2 prompts (100.0%), 0.0 prompts/s, took 0s\x1b[K\n"));
+}
+
 TEST(ProgressTest, DisabledWritesNothing) {
   std::FILE* f = std::tmpfile();
   ProgressOptions o = Options(3);

@@ -6,8 +6,9 @@
 //                    [--expert_balance_eps E]   (expert compute balance)
 //                    [--replicas R]   (R replicated hot experts per device per layer)
 //                    [--router tokens|knn]   (DP: the request router to plan for)
-//   planner drift    --db DB --version V --traces LIVE[,...] [--json]   (live vs planned, per layer)
-//   planner eval     --db DB --versions V[,V...] --traces HELDOUT[,...] [--profile T,...] [--json]
+//   planner drift    --db DB --version V --traces LIVE[,...] [--json]   (live vs planned, per
+//   layer) planner eval     --db DB --versions V[,V...] --traces HELDOUT[,...] [--profile T,...]
+//   [--json]
 //                    [--balanced_bound]   (the TP bound under the balance constraint too)
 //   planner list     --db DB --model NAME
 //   planner show     --db DB --version V
@@ -39,6 +40,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/file.h"
 #include "common/logging.h"
+#include "common/progress.h"
 #include "planner/cli/commands.h"
 #include "planner/cli/drift.h"
 #include "planner/cli/experiments.h"
@@ -81,6 +83,8 @@ ABSL_FLAG(int64_t, b, 0, "experiment create: arm B's version");
 ABSL_FLAG(int, share, 0, "experiment create: arm B's percent of the traffic (1-99)");
 ABSL_FLAG(int64_t, id, 0, "experiment: its id");
 ABSL_FLAG(std::string, arm, "", "experiment promote: the arm whose version to activate");
+ABSL_FLAG(bool, quiet, false,
+          "build/eval: no progress line on stderr (it is shown only on a terminal anyway)");
 
 namespace semmoe::planner {
 namespace {
@@ -145,6 +149,10 @@ int Run(const std::string& command, const std::string& sub) {
     if (model.empty() || absl::GetFlag(FLAGS_traces).empty()) {
       return Usage("build needs --model and --traces");
     }
+    Progress progress({.label = "planner build",
+                       .unit = "steps",
+                       .total = cli::kBuildSteps,
+                       .enabled = ProgressEnabled(absl::GetFlag(FLAGS_quiet))});
     return Done(cli::Build({.db = db,
                             .model = model,
                             .traces = UserPaths(absl::GetFlag(FLAGS_traces)),
@@ -157,7 +165,8 @@ int Run(const std::string& command, const std::string& sub) {
                             .expert_balance_eps = absl::GetFlag(FLAGS_expert_balance_eps),
                             .replicas = absl::GetFlag(FLAGS_replicas),
                             .router = absl::GetFlag(FLAGS_router),
-                            .model_dir = UserPath(absl::GetFlag(FLAGS_model_dir))},
+                            .model_dir = UserPath(absl::GetFlag(FLAGS_model_dir)),
+                            .progress = &progress},
                            std::cout)
                     .status());
   }
@@ -184,6 +193,11 @@ int Run(const std::string& command, const std::string& sub) {
     if (versions.empty() || absl::GetFlag(FLAGS_traces).empty()) {
       return Usage("eval needs --versions and --traces");
     }
+    cli::EvalOptions eval{.db = db, .versions = versions};
+    Progress progress({.label = "planner eval",
+                       .unit = "steps",
+                       .total = cli::EvalSteps(eval),
+                       .enabled = ProgressEnabled(absl::GetFlag(FLAGS_quiet))});
     return Done(cli::Eval({.db = db,
                            .versions = versions,
                            .traces = UserPaths(absl::GetFlag(FLAGS_traces)),
@@ -191,7 +205,8 @@ int Run(const std::string& command, const std::string& sub) {
                            .hidden_size = absl::GetFlag(FLAGS_hidden_size),
                            .token_balance_eps = absl::GetFlag(FLAGS_balance_eps),
                            .json = absl::GetFlag(FLAGS_json),
-                           .balanced_bound = absl::GetFlag(FLAGS_balanced_bound)},
+                           .balanced_bound = absl::GetFlag(FLAGS_balanced_bound),
+                           .progress = &progress},
                           std::cout));
   }
   if (command == "serve") {

@@ -3,6 +3,11 @@ TMP="${TEST_TMPDIR:-$(mktemp -d)}"
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
+# run_tty CMD...: the command on a pseudo-terminal (`script`), its output with \r as newlines;
+# have_tty: whether `script` works here.
+run_tty() { script -qec "$*" /dev/null </dev/null | tr '\r' '\n'; }
+have_tty() { script -qec true /dev/null </dev/null >/dev/null 2>&1; }
+
 expect_error() {  # expect_error CODE SUBSTRING -- command...
   local code="$1" text="$2"
   shift 3

@@ -43,8 +43,7 @@ dir="$TMP/qwen3_moe"
 # Progress: a line on stderr when it is a terminal (`script` gives the command one), none with
 # --quiet, none when stderr is not a terminal; stdout never gets it.
 for _ in 1 2 3; do cat "$TMP/prompts.jsonl"; done >"$TMP/six.jsonl"
-run_tty() { script -qec "$*" /dev/null </dev/null | tr '\r' '\n'; }
-if script -qec true /dev/null </dev/null >/dev/null 2>&1; then
+if have_tty; then
   out="$(run_tty "$ENGINE" trace --model="$dir" --prompts="$TMP/six.jsonl" --out="$TMP/six.trace")"
   grep -q "^engine trace: 6/6 prompts (100.0%), .* prompts/s, took " <<<"$out" ||
     fail "no progress line on a terminal: $out"

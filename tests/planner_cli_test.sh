@@ -30,6 +30,23 @@ out="$("$PLANNER" build --db="$DB" --model=tiny --traces="$TMP/t.trace" --device
 json="$("$PLANNER" eval --db="$DB" --versions=1,2,3 --traces="$TMP/t.trace" --profile="$TMP/t.trace" --json)"
 [[ "$json" == '[{"version":1'* ]] || fail "eval json: $json"
 [[ "$(grep -o '"dp_lar_affinity"' <<<"$json" | wc -l)" == 3 ]] || fail "eval rows: $json"
+# Progress: steps on a terminal (stderr), nothing with --quiet or off a terminal.
+if have_tty; then
+  out="$(run_tty "$PLANNER" build --db="$TMP/p.db" --model=tiny --traces="$TMP/t.trace" --devices=2)"
+  grep -q "^planner build: 5/5 steps (100.0%), .* steps/s, took " <<<"$out" ||
+    fail "no build progress on a terminal: $out"
+  grep -q "planner build: 1/5 steps .*\[solving (semantic, dp)\]" <<<"$out" ||
+    fail "build progress does not name the step: $out"
+  out="$(run_tty "$PLANNER" eval --db="$DB" --versions=1,2 --traces="$TMP/t.trace")"
+  grep -q "^planner eval: 3/3 steps (100.0%)" <<<"$out" || fail "no eval progress: $out"
+  out="$(run_tty "$PLANNER" eval --quiet --db="$DB" --versions=1 --traces="$TMP/t.trace")"
+  ! grep -q "planner eval:" <<<"$out" || fail "--quiet still shows progress: $out"
+else
+  echo "no pseudo-terminal here (script failed): progress on a terminal not checked"
+fi
+out="$("$PLANNER" eval --db="$DB" --versions=1 --traces="$TMP/t.trace" 2>&1)"
+! grep -q "planner eval:" <<<"$out" || fail "progress on a non-terminal: $out"
+
 "$PLANNER" activate --db="$DB" --version=2 | grep -q "version 2 is active" || fail "activate"
 "$PLANNER" activate --db="$DB" --version=1 >/dev/null
 "$PLANNER" rollback --db="$DB" --model=tiny | grep -q "version 2 is active again" || fail "rollback"

@@ -27,6 +27,32 @@
 namespace semmoe::planner::cli {
 namespace {
 
+// The steps of a command on its Progress (if any): Next() ends the running step and names the
+// next; Done() ends the last one.
+class Step {
+ public:
+  explicit Step(Progress* progress) : progress_(progress) {}
+  // On an error return too: the line ends before the caller prints the error.
+  ~Step() {
+    if (progress_ != nullptr) progress_->Finish();
+  }
+  void Next(std::string what) {
+    if (progress_ == nullptr) return;
+    if (running_) progress_->Add(1);
+    running_ = true;
+    progress_->SetDetail(std::move(what));
+  }
+  void Done() {
+    if (progress_ == nullptr) return;
+    if (running_) progress_->Add(1);
+    running_ = false;
+  }
+
+ private:
+  Progress* const progress_;
+  bool running_ = false;
+};
+
 bool IsDirectory(const std::string& path) {
   struct stat st;
   return stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
@@ -136,9 +162,13 @@ absl::StatusOr<int64_t> Build(const BuildOptions& o, std::ostream& out) {
   if (o.mode != "dp" && o.mode != "tp") {
     return absl::InvalidArgumentError(absl::StrCat("--mode '", o.mode, "' is not dp or tp"));
   }
+  Step step(o.progress);
+  step.Next("loading traces");
   ASSIGN_OR_RETURN(trace::TraceSet trace, LoadTraces(o.traces));
+  step.Next(absl::StrCat("solving (", o.algo, ", ", o.mode, ")"));
   std::vector<int> co_schedule;  // Semantic DP: the solver's request → device choices.
   ASSIGN_OR_RETURN(Placement placement, BuildPlacement(trace, o, &co_schedule));
+  step.Next("affinity tables");
   // In-sample metrics under the blind and the affinity data policies of the chosen mode.
   TokenAffinity affinity = BuildTokenAffinity(trace);
   uint32_t vocab = 0;
@@ -167,6 +197,7 @@ absl::StatusOr<int64_t> Build(const BuildOptions& o, std::ostream& out) {
     request_index = built.Serialize();
     index = std::move(built);
   }
+  step.Next("in-sample metrics");
   nlohmann::ordered_json metrics;
   if (o.mode == "dp") {
     ASSIGN_OR_RETURN(Metrics blind,
@@ -206,6 +237,7 @@ absl::StatusOr<int64_t> Build(const BuildOptions& o, std::ostream& out) {
                {"lar_affinity_per_layer", srs.lar_per_layer},
                {"expert_load_imbalance_per_layer", srs.expert_load_imbalance_per_layer}};
   }
+  step.Next("storing");
   ASSIGN_OR_RETURN(auto store, PlacementStore::Open(o.db));
   RETURN_IF_ERROR(store->AddModel(o.model, trace.num_layers(), trace.header.num_experts));
   PlacementVersion v;
@@ -230,6 +262,7 @@ absl::StatusOr<int64_t> Build(const BuildOptions& o, std::ostream& out) {
   const std::string layer_tables = LayerAffinity::Build(trace, placement).Table().Serialize();
   ASSIGN_OR_RETURN(int64_t version,
                    store->Create(v, affinity.Serialize(), layer_tables, request_index));
+  step.Done();
   out << "version " << version << " (" << v.name << ", draft): in-sample " << o.mode
       << " LAR blind " << Pct(metrics["lar_blind"]) << ", affinity " << Pct(metrics["lar_affinity"])
       << (metrics.contains("lar_knn") ? ", kNN " + Pct(metrics["lar_knn"]) : std::string())
@@ -239,6 +272,8 @@ absl::StatusOr<int64_t> Build(const BuildOptions& o, std::ostream& out) {
 
 absl::StatusOr<nlohmann::ordered_json> EvalRows(const EvalOptions& o) {
   if (o.versions.empty()) return absl::InvalidArgumentError("--versions is required");
+  Step step(o.progress);
+  step.Next("loading traces");
   ASSIGN_OR_RETURN(trace::TraceSet trace, LoadTraces(o.traces));
   std::optional<TokenAffinity> affinity;
   if (!o.profile.empty()) {
@@ -250,6 +285,7 @@ absl::StatusOr<nlohmann::ordered_json> EvalRows(const EvalOptions& o) {
   ASSIGN_OR_RETURN(auto store, PlacementStore::Open(o.db));
   nlohmann::ordered_json rows = nlohmann::ordered_json::array();
   for (int64_t version : o.versions) {
+    step.Next(absl::StrCat("version ", version));
     ASSIGN_OR_RETURN(PlacementVersion v, store->Get(version));
     const Placement& p = v.placement;
     const int g = p.num_devices();
@@ -318,6 +354,7 @@ absl::StatusOr<nlohmann::ordered_json> EvalRows(const EvalOptions& o) {
     }
     rows.push_back(std::move(row));
   }
+  step.Done();
   return rows;
 }
 

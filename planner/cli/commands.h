@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/progress.h"
 #include "nlohmann/json.hpp"
 #include "planner/trace/trace_set.h"
 
@@ -37,7 +38,11 @@ struct BuildOptions {
   // The checkpoint (HF layout): unseen tokens then borrow the affinity of their nearest seen
   // token in its embedding space. Empty: the layer marginal.
   std::string model_dir;
+  // Shows the steps (kBuildSteps: load, solve, tables, metrics, store) as they run; not owned,
+  // may be null.
+  Progress* progress = nullptr;
 };
+inline constexpr int kBuildSteps = 5;
 // Builds a placement from traces and stores it as a draft version; returns the version.
 absl::StatusOr<int64_t> Build(const BuildOptions& options, std::ostream& out);
 
@@ -56,7 +61,13 @@ struct EvalOptions {
   bool json = false;
   // Also the TP balanced bound (TpBalancedBound; a few seconds per version at 500k tokens).
   bool balanced_bound = false;
+  // Shows the steps (EvalSteps: loading, then one per version) as they run; not owned, may be
+  // null.
+  Progress* progress = nullptr;
 };
+inline int64_t EvalSteps(const EvalOptions& o) {
+  return 1 + static_cast<int64_t>(o.versions.size());
+}
 // Evaluates versions side by side: DP and TP, blind and affinity data policies, with the
 // bounds.
 absl::Status Eval(const EvalOptions& options, std::ostream& out);

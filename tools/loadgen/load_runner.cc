@@ -1,14 +1,17 @@
 #include "tools/loadgen/load_runner.h"
 
 #include <algorithm>
+#include <cmath>
 #include <memory>
 #include <optional>
 #include <random>
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
+#include "common/progress.h"
 #include "grpcpp/grpcpp.h"
 
 namespace semmoe::tools {
@@ -60,7 +63,18 @@ class Runner {
  public:
   Runner(router::rpc::RouterService::Stub& stub, const std::vector<Prompt>& prompts,
          const LoadOptions& o)
-      : stub_(stub), prompts_(prompts), o_(o), rng_(o.seed) {}
+      : stub_(stub), prompts_(prompts), o_(o), rng_(o.seed), progress_(ProgressFor(o)) {}
+
+  // Open loop: of the requests the rate implies over the duration; closed loop: no total.
+  static ProgressOptions ProgressFor(const LoadOptions& o) {
+    ProgressOptions p;
+    p.label = o.rate > 0 ? absl::StrFormat("loadgen %g req/s", o.rate)
+                         : absl::StrFormat("loadgen %d in flight", o.concurrency);
+    p.unit = "requests";
+    p.total = o.rate > 0 ? std::llround(o.rate * absl::ToDoubleSeconds(o.duration)) : 0;
+    p.enabled = o.progress;
+    return p;
+  }
 
   LoadResult Run() {
     const absl::Time start = absl::Now();
@@ -100,6 +114,7 @@ class Runner {
     absl::MutexLock lock(&mu_);
     auto idle = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return live_.empty(); };
     mu_.Await(absl::Condition(&idle));
+    progress_.Finish();
     result_.options = o_;
     result_.seconds = absl::ToDoubleSeconds(std::max(last_end_, end) - start);
     if (result_.seconds > 0) {
@@ -121,6 +136,7 @@ class Runner {
     absl::MutexLock lock(&mu_);
     live_.erase(call);
     last_end_ = std::max(last_end_, now);
+    progress_.Add(1);
     if (!status.ok()) {
       if (status.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED) {
         ++result_.rejected;
@@ -175,6 +191,7 @@ class Runner {
   const std::vector<Prompt>& prompts_;
   const LoadOptions o_;
   std::mt19937_64 rng_;
+  Progress progress_;  // Thread-safe.
   size_t next_prompt_ = 0;
   absl::Mutex mu_;
   std::vector<std::unique_ptr<Call>> all_ ABSL_GUARDED_BY(mu_);

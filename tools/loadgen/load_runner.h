@@ -37,6 +37,9 @@ struct LoadOptions {
   double slo_ttft_ms = 1000;
   double slo_tpot_ms = 200;
   uint64_t seed = 0;
+  // A progress line on stderr while the run goes (requests ended of those expected, rate,
+  // ETA); callers enable it on a terminal only (common/progress.h ProgressEnabled).
+  bool progress = false;
 };
 
 struct LoadResult {

@@ -56,6 +56,25 @@ class LoadRunnerTest : public ::testing::Test {
   std::vector<Prompt> prompts_;
 };
 
+TEST_F(LoadRunnerTest, ProgressLineCountsEndedRequestsOnStderr) {
+  ::testing::internal::CaptureStderr();
+  auto r = RunLoad(*stub_, prompts_,
+                   {.rate = 10,
+                    .duration = absl::Seconds(1),
+                    .max_tokens = 2,
+                    .slo_ttft_ms = 60000,
+                    .slo_tpot_ms = 60000,
+                    .progress = true});
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  ASSERT_TRUE(r.ok()) << r.status();
+  // The last line: every request that ended, of the 10 the rate implies over the second.
+  EXPECT_NE(err.find(absl::StrCat("\rloadgen 10 req/s: ", r->completed + r->failed + r->rejected,
+                                  "/10 requests")),
+            std::string::npos)
+      << err;
+  EXPECT_EQ(err.back(), '\n');
+}
+
 TEST_F(LoadRunnerTest, ClosedLoopMeasuresEveryRequest) {
   auto r = RunLoad(*stub_, prompts_,
                    {.concurrency = 3,

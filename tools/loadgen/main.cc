@@ -20,6 +20,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/file.h"
+#include "common/progress.h"
 #include "grpcpp/grpcpp.h"
 #include "tools/loadgen/load_runner.h"
 #include "tools/loadgen/workload.h"
@@ -43,6 +44,7 @@ ABSL_FLAG(double, max_rate, 256, "sweep without --rates: the search's highest ra
 ABSL_FLAG(int, bisect_steps, 3, "sweep without --rates: halvings after the doubling");
 ABSL_FLAG(uint64_t, seed, 0, "arrival process seed");
 ABSL_FLAG(std::string, out, "", "write the result(s) here as JSON");
+ABSL_FLAG(bool, quiet, false, "no progress line on stderr (it is shown only on a terminal anyway)");
 
 namespace semmoe::tools {
 namespace {
@@ -89,7 +91,8 @@ int Main() {
                 .max_tokens = absl::GetFlag(FLAGS_max_tokens),
                 .slo_ttft_ms = absl::GetFlag(FLAGS_slo_ttft_ms),
                 .slo_tpot_ms = absl::GetFlag(FLAGS_slo_tpot_ms),
-                .seed = absl::GetFlag(FLAGS_seed)};
+                .seed = absl::GetFlag(FLAGS_seed),
+                .progress = ProgressEnabled(absl::GetFlag(FLAGS_quiet))};
   auto stub = router::rpc::RouterService::NewStub(
       grpc::CreateChannel(absl::GetFlag(FLAGS_target), grpc::InsecureChannelCredentials()));
   std::cout << "loadgen: " << prompts->size() << " prompts → " << absl::GetFlag(FLAGS_target)
