@@ -388,7 +388,17 @@ absl::Status WriteTinyModel(const TinyModelOptions& options, const std::string& 
       {"bos_token_id", eos}, {"eos_token_id", eos}, {"do_sample", false}};
   RETURN_IF_ERROR(
       WriteFileAtomically(JoinPath(dir, "generation_config.json"), generation.dump(2) + "\n"));
-  return WriteFileAtomically(JoinPath(dir, "tokenizer.json"), tokenizer.dump(2) + "\n");
+  RETURN_IF_ERROR(WriteFileAtomically(JoinPath(dir, "tokenizer.json"), tokenizer.dump(2) + "\n"));
+  // The ChatML chat template of Qwen's instruct models, over the same special tokens.
+  const nlohmann::ordered_json tokenizer_config = {
+      {"chat_template",
+       "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\\n' + "
+       "message['content'] + '<|im_end|>' + '\\n'}}{% endfor %}{% if add_generation_prompt %}"
+       "{{ '<|im_start|>assistant\\n' }}{% endif %}"},
+      {"bos_token", nullptr},
+      {"eos_token", tokenizer["added_tokens"][0]["content"]}};
+  return WriteFileAtomically(JoinPath(dir, "tokenizer_config.json"),
+                             tokenizer_config.dump(2) + "\n");
 }
 
 }  // namespace semmoe::tools

@@ -1,0 +1,62 @@
+// The OpenAI-compatible request bodies the router's HTTP frontend takes (POST /v1/completions and
+// /v1/chat/completions), parsed and checked into what RouterService.Generate needs. Every field
+// the API defines that we do not implement (n > 1, logprobs, echo, best_of, penalties,
+// logit_bias, tools, suffix, non-text response formats, non-text content parts) and every
+// unknown field is refused with an ApiError naming it — never ignored. docs/OPENAI.md lists the
+// fields.
+#ifndef SEMMOE_ROUTER_OPENAI_OPENAI_REQUEST_H_
+#define SEMMOE_ROUTER_OPENAI_OPENAI_REQUEST_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "nlohmann/json.hpp"
+
+namespace semmoe::router::openai {
+
+// An error as OpenAI returns it: the HTTP status and {"error": {message, type, param, code}}.
+struct ApiError {
+  int http_status = 400;
+  std::string message;
+  std::string type = "invalid_request_error";
+  std::string param;  // The offending field ("" when none).
+  std::string code;   // e.g. "model_not_found" ("" when none).
+
+  nlohmann::ordered_json ToJson() const;
+};
+
+enum class Endpoint { kCompletions, kChatCompletions };
+
+struct OpenAiRequest {
+  Endpoint endpoint = Endpoint::kCompletions;
+  std::string model;  // As the client named it ("" when absent).
+  // Completions: the prompt as text, or as token ids. Chat: the messages (normalised: content a
+  // string or null), rendered by the caller with the model's chat template.
+  std::string prompt;
+  std::vector<int32_t> prompt_ids;
+  nlohmann::ordered_json messages;
+  nlohmann::ordered_json template_kwargs;  // chat_template_kwargs (e.g. enable_thinking).
+  bool add_generation_prompt = true;
+  int max_tokens = 16;      // Completions' default as OpenAI's; chat: until EOS or the limit.
+  bool max_tokens_set = false;
+  double temperature = 1.0;
+  double top_p = 1.0;
+  int top_k = 0;            // Extension (vLLM, SGLang): 0 off.
+  std::optional<uint64_t> seed;
+  std::vector<std::string> stop;
+  bool ignore_eos = false;  // Extension.
+  bool stream = false;
+  bool include_usage = false;  // stream_options.include_usage.
+  std::string user;
+};
+
+// Parses the request body of `endpoint`. `served_model` is the one model name the router serves:
+// a different `model` is a 404 model_not_found.
+std::optional<ApiError> ParseRequest(Endpoint endpoint, const std::string& body,
+                                     const std::string& served_model, OpenAiRequest* out);
+
+}  // namespace semmoe::router::openai
+
+#endif  // SEMMOE_ROUTER_OPENAI_OPENAI_REQUEST_H_

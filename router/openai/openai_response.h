@@ -1,0 +1,50 @@
+// The OpenAI-compatible response bodies: whole completions, streamed chunks (server-sent events),
+// usage, and the mapping of the engine's finish reasons.
+#ifndef SEMMOE_ROUTER_OPENAI_OPENAI_RESPONSE_H_
+#define SEMMOE_ROUTER_OPENAI_OPENAI_RESPONSE_H_
+
+#include <cstdint>
+#include <string>
+
+#include "nlohmann/json.hpp"
+#include "router/openai/openai_request.h"
+
+namespace semmoe::router::openai {
+
+// What every object of one response shares.
+struct ResponseHeader {
+  Endpoint endpoint = Endpoint::kCompletions;
+  std::string id;  // "cmpl-…" / "chatcmpl-…"
+  int64_t created = 0;  // Unix seconds.
+  std::string model;
+};
+
+struct Usage {
+  int64_t prompt_tokens = 0;
+  int64_t completion_tokens = 0;
+};
+
+// The engine's "eos" and "stop" are OpenAI's "stop"; "length" stays.
+std::string FinishReason(const std::string& engine_reason);
+
+// The response id for a router request id.
+std::string ResponseId(Endpoint endpoint, const std::string& request_id);
+
+// A non-streamed response: "text_completion" or "chat.completion" with its usage.
+nlohmann::ordered_json FullResponse(const ResponseHeader& h, const std::string& text,
+                                    const std::string& finish_reason, const Usage& usage);
+
+// One streamed chunk: `text` new text, `finish_reason` "" until the last; chat's first chunk
+// carries the assistant role (`first`). With include_usage every chunk has "usage": null.
+nlohmann::ordered_json Chunk(const ResponseHeader& h, const std::string& text,
+                             const std::string& finish_reason, bool first, bool include_usage);
+// The closing usage chunk (stream_options.include_usage): no choices.
+nlohmann::ordered_json UsageChunk(const ResponseHeader& h, const Usage& usage);
+
+// "data: <json>\n\n" — one server-sent event.
+std::string SseEvent(const nlohmann::ordered_json& data);
+inline constexpr char kSseDone[] = "data: [DONE]\n\n";
+
+}  // namespace semmoe::router::openai
+
+#endif  // SEMMOE_ROUTER_OPENAI_OPENAI_RESPONSE_H_
