@@ -3,6 +3,7 @@
 // placement's affinity tables (rebatching), and streams the tokens back.
 //
 //   router --engines HOST:PORT[,...] --model DIR [--port 8000] [--listen 127.0.0.1]
+//          [--http_port 8080]     (OpenAI-compatible HTTP beside gRPC; docs/OPENAI.md)
 //          [--policy semantic|round_robin|least_loaded] [--balance_eps 0.05]
 //          [--window_ms 2] [--max_queue_ms 20] [--max_in_flight 4096]
 //          [--planner HOST:PORT --model_name NAME]     (follow the active version's tables)
@@ -35,6 +36,13 @@ ABSL_FLAG(std::string, model, "", "model directory (tokenizer.json, config.json)
 ABSL_FLAG(std::string, listen, "127.0.0.1", "address to listen on");
 ABSL_FLAG(int, port, 8000, "port (0: pick a free one)");
 ABSL_FLAG(std::string, port_file, "", "write the bound port here once serving");
+ABSL_FLAG(int, http_port, -1,
+          "OpenAI-compatible HTTP (/v1/completions, /v1/chat/completions, /v1/models, /health) "
+          "on this port (0: a free one; -1: off)");
+ABSL_FLAG(std::string, http_port_file, "", "write the bound HTTP port here once serving");
+ABSL_FLAG(std::string, served_model_name, "",
+          "the model's name for HTTP clients (\"model\"); default: the model directory's name");
+ABSL_FLAG(int, default_chat_max_tokens, 1024, "HTTP chat requests without max_tokens");
 ABSL_FLAG(std::string, policy, "semantic", "semantic, round_robin or least_loaded");
 ABSL_FLAG(double, balance_eps, 0.05, "semantic: rank load ≤ (1 + eps) × mean + one request");
 ABSL_FLAG(double, window_ms, 2, "rebatching window, ms");
@@ -74,6 +82,9 @@ int Run() {
   o.model_dir = UserPath(absl::GetFlag(FLAGS_model));
   o.listen = absl::GetFlag(FLAGS_listen);
   o.port = absl::GetFlag(FLAGS_port);
+  o.http_port = absl::GetFlag(FLAGS_http_port);
+  o.served_model_name = absl::GetFlag(FLAGS_served_model_name);
+  o.default_chat_max_tokens = absl::GetFlag(FLAGS_default_chat_max_tokens);
   absl::StatusOr<Policy> policy = ParsePolicy(absl::GetFlag(FLAGS_policy));
   if (!policy.ok()) return Usage(std::string(policy.status().message()));
   o.rebatch = {.policy = *policy,
@@ -111,6 +122,11 @@ int Run() {
   if (!absl::GetFlag(FLAGS_port_file).empty()) {
     absl::Status written = WriteFileAtomically(UserPath(absl::GetFlag(FLAGS_port_file)),
                                                absl::StrCat((*server)->port(), "\n"));
+    if (!written.ok()) return Fail(written);
+  }
+  if (!absl::GetFlag(FLAGS_http_port_file).empty()) {
+    absl::Status written = WriteFileAtomically(UserPath(absl::GetFlag(FLAGS_http_port_file)),
+                                               absl::StrCat((*server)->http_port(), "\n"));
     if (!written.ok()) return Fail(written);
   }
   int signal = 0;

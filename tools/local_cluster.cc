@@ -82,6 +82,7 @@ ABSL_FLAG(double, rollout_mb_per_s, -1,
 ABSL_FLAG(double, sample_routing, 0,
           "sample this share of requests' routing on every rank into RUN_DIR/rank<r>.trace (live "
           "traces for `planner build --traces`; Attention-DP)");
+ABSL_FLAG(int, http_port, 0, "the router's OpenAI-compatible HTTP port (0: a free one; -1: none)");
 ABSL_FLAG(std::string, router_policy, "semantic",
           "the router's policy (semantic, round_robin, least_loaded; Attention-TP: one rank takes "
           "requests, so any); none: no "
@@ -114,11 +115,21 @@ absl::Status StartRouter(Cluster& c, const std::string& model, std::vector<std::
                                    JoinPath(c.run_dir, "router.port"),
                                    "--policy",
                                    absl::GetFlag(FLAGS_router_policy)};
+  const int http = absl::GetFlag(FLAGS_http_port);
+  if (http >= 0) {
+    argv.insert(argv.end(), {"--http_port", absl::StrCat(http), "--http_port_file",
+                             JoinPath(c.run_dir, "router.http_port")});
+  }
   argv.insert(argv.end(), extra.begin(), extra.end());
   unlink(JoinPath(c.run_dir, "router.port").c_str());
+  unlink(JoinPath(c.run_dir, "router.http_port").c_str());
   ASSIGN_OR_RETURN(c.router, Process::Spawn(argv, JoinPath(c.run_dir, "router.log")));
   ASSIGN_OR_RETURN(c.router_port, WaitForPort(*c.router, JoinPath(c.run_dir, "router.port"),
                                               "the router", deadline));
+  if (http >= 0) {
+    ASSIGN_OR_RETURN(c.http_port, WaitForPort(*c.router, JoinPath(c.run_dir, "router.http_port"),
+                                              "the router's HTTP frontend", deadline));
+  }
   return absl::OkStatus();
 }
 
@@ -296,6 +307,12 @@ void PrintEndpoints(const Cluster& c) {
               << c.router_port << " --prompt 'The history of' --max_tokens 32\n"
               << "stats:  bazel run //tools:router_client -- stats --target 127.0.0.1:"
               << c.router_port << "\n";
+    if (c.http_port > 0) {
+      std::cout << "  OpenAI-compatible HTTP: http://127.0.0.1:" << c.http_port << "/v1\n"
+                << "  curl http://127.0.0.1:" << c.http_port
+                << "/v1/completions -H 'Content-Type: application/json' -d '{\"prompt\": "
+                   "\"The history of\", \"max_tokens\": 32}'\n";
+    }
   } else {
     std::cout << "\nsend a request:\n  bazel run //tools:engine_client -- generate --target "
               << first << " --prompt 'The history of' --max_tokens 32\n"
@@ -307,6 +324,7 @@ void PrintEndpoints(const Cluster& c) {
     nlohmann::json j = {{"engines", engines}, {"run_dir", c.run_dir}};
     if (c.planner_port > 0) j["planner"] = absl::StrCat("127.0.0.1:", c.planner_port);
     if (c.router_port > 0) j["router"] = absl::StrCat("127.0.0.1:", c.router_port);
+    if (c.http_port > 0) j["http"] = absl::StrCat("127.0.0.1:", c.http_port);
     (void)WriteFileAtomically(file, j.dump() + "\n");
   }
 }

@@ -101,8 +101,8 @@ class Completion {
   bool Run(httplib::DataSink& sink) {
     auto write = [&sink](const std::string& s) { return sink.write(s.data(), s.size()); };
     const bool chat = header_.endpoint == Endpoint::kChatCompletions;
-    if (stream_ && chat && !write(openai::SseEvent(openai::Chunk(header_, "", "", true,
-                                                                 include_usage_)))) {
+    if (stream_ && chat &&
+        !write(openai::SseEvent(openai::Chunk(header_, "", "", true, include_usage_)))) {
       return Abandon();
     }
     GenerateCall::Event event = first_event_;
@@ -203,8 +203,7 @@ absl::StatusOr<std::unique_ptr<HttpFrontend>> HttpFrontend::Start(HttpFrontendOp
     f->port_ = o.port;
   }
   if (f->port_ <= 0) {
-    return absl::UnavailableError(
-        absl::StrCat("HTTP: cannot listen on ", o.listen, ":", o.port));
+    return absl::UnavailableError(absl::StrCat("HTTP: cannot listen on ", o.listen, ":", o.port));
   }
   httplib::Server* server = f->server_.get();
   f->thread_ = std::thread([server] { server->listen_after_bind(); });
@@ -254,14 +253,16 @@ void HttpFrontend::Register() {
       g.set_request_id(NewRequestId());
       if (endpoint == Endpoint::kChatCompletions) {
         if (options_.chat_template == nullptr) {
-          return Reply(res, ApiError{.message = absl::StrCat(
-                                         "the model '", options_.served_model,
-                                         "' has no chat template (tokenizer_config.json); use "
-                                         "/v1/completions"),
+          return Reply(res, ApiError{.message = absl::StrCat("the model '", options_.served_model,
+                                                             "' has no usable chat template (",
+                                                             options_.chat_template_error.empty()
+                                                                 ? "tokenizer_config.json"
+                                                                 : options_.chat_template_error,
+                                                             "); use /v1/completions"),
                                      .code = "chat_template_missing"});
         }
-        absl::StatusOr<std::string> prompt = options_.chat_template->Apply(
-            r.messages, r.add_generation_prompt, r.template_kwargs);
+        absl::StatusOr<std::string> prompt =
+            options_.chat_template->Apply(r.messages, r.add_generation_prompt, r.template_kwargs);
         if (!prompt.ok()) {
           return Reply(res, ApiError{.message = std::string(prompt.status().message()),
                                      .param = "messages"});
@@ -272,7 +273,7 @@ void HttpFrontend::Register() {
       } else {
         g.set_text(r.prompt);
       }
-      g.set_max_tokens(r.max_tokens_set ? r.max_tokens
+      g.set_max_tokens(r.max_tokens_set                         ? r.max_tokens
                        : endpoint == Endpoint::kChatCompletions ? options_.default_chat_max_tokens
                                                                 : r.max_tokens);
       g.mutable_sampling()->set_temperature(static_cast<float>(r.temperature));
@@ -298,9 +299,9 @@ void HttpFrontend::Register() {
                                     .id = openai::ResponseId(endpoint, g.request_id()),
                                     .created = absl::ToUnixSeconds(absl::Now()),
                                     .model = options_.served_model};
-      auto done = std::make_shared<Completion>(std::move(call), std::move(header), r,
-                                               *options_.tokenizer, options_.poll_interval,
-                                               stopping_);
+      auto done =
+          std::make_shared<Completion>(std::move(call), std::move(header), r, *options_.tokenizer,
+                                       options_.poll_interval, stopping_);
       done->SetFirst(event, std::move(message), std::move(status));
       res.status = 200;
       if (r.stream) {
@@ -319,9 +320,9 @@ void HttpFrontend::Register() {
     if (!res.body.empty()) return;
     Reply(res, res.status,
           ApiError{.http_status = res.status,
-                   .message = absl::StrCat(req.method, " ", req.path,
-                                           res.status == 404 ? ": no such endpoint"
-                                                             : ": request refused"),
+                   .message =
+                       absl::StrCat(req.method, " ", req.path,
+                                    res.status == 404 ? ": no such endpoint" : ": request refused"),
                    .code = res.status == 404 ? "not_found" : ""}
               .ToJson());
   });

@@ -36,13 +36,14 @@ namespace semmoe::router::http {
 
 struct HttpFrontendOptions {
   std::string listen = "127.0.0.1";
-  int port = 0;  // 0: any free port (port()).
+  int port = 0;              // 0: any free port (port()).
   std::string served_model;  // The name clients send as "model" and /v1/models lists.
   const engine::model::Tokenizer* tokenizer = nullptr;  // Borrowed; required (streamed text).
   // Borrowed; null: the model has no chat template and chat completions get a 400 saying so.
   const engine::model::ChatTemplate* chat_template = nullptr;
+  std::string chat_template_error;                 // Why there is none (told to chat clients).
   std::shared_ptr<grpc::ChannelInterface> router;  // RouterService.
-  int default_chat_max_tokens = 1024;  // Chat requests without max_tokens.
+  int default_chat_max_tokens = 1024;              // Chat requests without max_tokens.
   absl::Duration request_timeout = absl::Minutes(10);
   absl::Duration poll_interval = absl::Milliseconds(100);
   int threads = 128;  // Connections served at once.

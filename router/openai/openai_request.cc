@@ -80,11 +80,14 @@ std::optional<ApiError> CheckUnsupported(const Json& body, Endpoint endpoint) {
     if ((e = off("logprobs", is_false, "'logprobs'"))) return e;
     if ((e = off("top_logprobs", is_zero, "'top_logprobs'"))) return e;
   } else {
-    if ((e = off("logprobs", [](const Json&) { return false; }, "'logprobs'"))) return e;
+    if ((e = off(
+             "logprobs", [](const Json&) { return false; }, "'logprobs'")))
+      return e;
     if ((e = off("echo", is_false, "'echo'"))) return e;
     if ((e = off("best_of", is_one, "'best_of' other than 1"))) return e;
-    if ((e = off("suffix", [](const Json& v) { return v.is_string() && v.empty(); },
-                 "'suffix' (insertion)"))) {
+    if ((e = off(
+             "suffix", [](const Json& v) { return v.is_string() && v.empty(); },
+             "'suffix' (insertion)"))) {
       return e;
     }
   }
@@ -93,17 +96,20 @@ std::optional<ApiError> CheckUnsupported(const Json& body, Endpoint endpoint) {
   if ((e = off("logit_bias", is_empty, "'logit_bias'"))) return e;
   if ((e = off("tools", is_empty, "tool calling ('tools')"))) return e;
   if ((e = off("functions", is_empty, "function calling ('functions')"))) return e;
-  if ((e = off("function_call", [](const Json& v) { return v == "none"; },
-               "'function_call' other than \"none\""))) {
+  if ((e = off(
+           "function_call", [](const Json& v) { return v == "none"; },
+           "'function_call' other than \"none\""))) {
     return e;
   }
-  if ((e = off("tool_choice", [](const Json& v) { return v == "none"; },
-               "'tool_choice' other than \"none\""))) {
+  if ((e = off(
+           "tool_choice", [](const Json& v) { return v == "none"; },
+           "'tool_choice' other than \"none\""))) {
     return e;
   }
-  if ((e = off("response_format",
-               [](const Json& v) { return v.is_object() && v.value("type", "") == "text"; },
-               "'response_format' other than {\"type\": \"text\"}"))) {
+  if ((e = off(
+           "response_format",
+           [](const Json& v) { return v.is_object() && v.value("type", "") == "text"; },
+           "'response_format' other than {\"type\": \"text\"}"))) {
     return e;
   }
   return std::nullopt;
@@ -137,14 +143,14 @@ std::optional<ApiError> ParseMessages(const Json& body, OpenAiRequest* out) {
   if (!messages.is_array() || messages.empty()) {
     return Invalid("messages", "'messages' must be a non-empty array");
   }
-  static const std::set<std::string> kRoles = {"system", "developer", "user", "assistant",
-                                               "tool"};
+  static const std::set<std::string> kRoles = {"system", "developer", "user", "assistant", "tool"};
   out->messages = Json::array();
   for (size_t i = 0; i < messages.size(); ++i) {
     Json m = messages[i];
     const std::string param = absl::StrCat("messages[", i, "]");
     if (!m.is_object()) return Invalid(param, "each message must be an object");
-    if (!m.contains("role") || !m["role"].is_string() || !kRoles.count(m["role"].get<std::string>())) {
+    if (!m.contains("role") || !m["role"].is_string() ||
+        !kRoles.count(m["role"].get<std::string>())) {
       return Invalid(param + ".role",
                      "role must be one of system, developer, user, assistant, tool");
     }
@@ -205,8 +211,8 @@ std::optional<ApiError> ParseStop(const Json& body, OpenAiRequest* out) {
     return std::nullopt;
   }
   if (!stop.is_array() || stop.size() > kMaxStops) {
-    return Invalid("stop", absl::StrCat("'stop' must be a string or up to ", kMaxStops,
-                                        " strings"));
+    return Invalid("stop",
+                   absl::StrCat("'stop' must be a string or up to ", kMaxStops, " strings"));
   }
   for (const Json& s : stop) {
     if (!s.is_string() || s.get<std::string>().empty()) {
@@ -241,12 +247,37 @@ std::optional<ApiError> ParseRequest(Endpoint endpoint, const std::string& body_
   if (too_deep) return Invalid("", absl::StrCat("the request nests deeper than ", kMaxJsonDepth));
   if (!body.is_object()) return Invalid("", "the request body must be a JSON object");
   const bool chat = endpoint == Endpoint::kChatCompletions;
-  static const std::set<std::string> kKnown = {
-      "model", "prompt", "messages", "max_tokens", "max_completion_tokens", "temperature",
-      "top_p", "top_k", "stop", "seed", "stream", "stream_options", "user", "n", "logprobs",
-      "top_logprobs", "echo", "best_of", "suffix", "presence_penalty", "frequency_penalty",
-      "logit_bias", "tools", "functions", "tool_choice", "parallel_tool_calls", "function_call",
-      "response_format", "ignore_eos", "chat_template_kwargs", "add_generation_prompt"};
+  static const std::set<std::string> kKnown = {"model",
+                                               "prompt",
+                                               "messages",
+                                               "max_tokens",
+                                               "max_completion_tokens",
+                                               "temperature",
+                                               "top_p",
+                                               "top_k",
+                                               "stop",
+                                               "seed",
+                                               "stream",
+                                               "stream_options",
+                                               "user",
+                                               "n",
+                                               "logprobs",
+                                               "top_logprobs",
+                                               "echo",
+                                               "best_of",
+                                               "suffix",
+                                               "presence_penalty",
+                                               "frequency_penalty",
+                                               "logit_bias",
+                                               "tools",
+                                               "functions",
+                                               "tool_choice",
+                                               "parallel_tool_calls",
+                                               "function_call",
+                                               "response_format",
+                                               "ignore_eos",
+                                               "chat_template_kwargs",
+                                               "add_generation_prompt"};
   for (const auto& [key, unused] : body.items()) {
     if (!kKnown.count(key)) {
       return Invalid(key, absl::StrCat("unrecognized request argument '", key, "'"));
@@ -264,15 +295,16 @@ std::optional<ApiError> ParseRequest(Endpoint endpoint, const std::string& body_
     if (!body["model"].is_string()) return Invalid("model", "'model' must be a string");
     out->model = body["model"].get<std::string>();
     if (out->model != served_model) {
-      return ApiError{.http_status = 404,
-                      .message = absl::StrCat("The model '", out->model,
-                                              "' does not exist; this server serves '",
-                                              served_model, "'"),
-                      .param = "model",
-                      .code = "model_not_found"};
+      return ApiError{
+          .http_status = 404,
+          .message = absl::StrCat("The model '", out->model,
+                                  "' does not exist; this server serves '", served_model, "'"),
+          .param = "model",
+          .code = "model_not_found"};
     }
   }
-  if (std::optional<ApiError> e = chat ? ParseMessages(body, out) : ParsePrompt(body, out)) return e;
+  if (std::optional<ApiError> e = chat ? ParseMessages(body, out) : ParsePrompt(body, out))
+    return e;
   int64_t max_tokens = -1;
   for (const char* key : {"max_tokens", "max_completion_tokens"}) {
     if (std::optional<ApiError> e = Int(body, key, 1, 1 << 20, &max_tokens)) return e;

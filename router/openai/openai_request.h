@@ -39,11 +39,11 @@ struct OpenAiRequest {
   nlohmann::ordered_json messages;
   nlohmann::ordered_json template_kwargs;  // chat_template_kwargs (e.g. enable_thinking).
   bool add_generation_prompt = true;
-  int max_tokens = 16;      // Completions' default as OpenAI's; chat: until EOS or the limit.
+  int max_tokens = 16;  // Completions' default as OpenAI's; chat: until EOS or the limit.
   bool max_tokens_set = false;
   double temperature = 1.0;
   double top_p = 1.0;
-  int top_k = 0;            // Extension (vLLM, SGLang): 0 off.
+  int top_k = 0;  // Extension (vLLM, SGLang): 0 off.
   std::optional<uint64_t> seed;
   std::vector<std::string> stop;
   bool ignore_eos = false;  // Extension.

@@ -91,18 +91,23 @@ TEST(OpenAiRequestTest, UnsupportedFieldsAreRefusedByName) {
       {Endpoint::kCompletions, R"({"prompt": "x", "logit_bias": {"5": 1}})", "logit_bias"},
       {Endpoint::kCompletions, R"({"prompt": ["a", "b"]})", "prompt"},
       {Endpoint::kChatCompletions, R"({"messages": [{"role": "user", "content": "x"}],
-                                       "logprobs": true})", "logprobs"},
+                                       "logprobs": true})",
+       "logprobs"},
       {Endpoint::kChatCompletions, R"({"messages": [{"role": "user", "content": "x"}],
-                                       "top_logprobs": 2})", "top_logprobs"},
+                                       "top_logprobs": 2})",
+       "top_logprobs"},
       {Endpoint::kChatCompletions, R"({"messages": [{"role": "user", "content": "x"}],
-                                       "tools": [{"type": "function"}]})", "tools"},
+                                       "tools": [{"type": "function"}]})",
+       "tools"},
       {Endpoint::kChatCompletions, R"({"messages": [{"role": "user", "content": "x"}],
-                                       "tool_choice": "auto"})", "tool_choice"},
+                                       "tool_choice": "auto"})",
+       "tool_choice"},
       {Endpoint::kChatCompletions, R"({"messages": [{"role": "user", "content": "x"}],
                                        "response_format": {"type": "json_object"}})",
        "response_format"},
       {Endpoint::kChatCompletions, R"({"messages": [{"role": "user", "content":
-          [{"type": "image_url", "image_url": {"url": "x"}}]}]})", "messages[0].content"},
+          [{"type": "image_url", "image_url": {"url": "x"}}]}]})",
+       "messages[0].content"},
   };
   for (const Case& c : cases) {
     std::optional<ApiError> e = Parse(c.e, c.body);
@@ -126,9 +131,11 @@ TEST(OpenAiRequestTest, BadValuesAreNamed) {
       {Endpoint::kCompletions, "{}", "'prompt' is required"},
       {Endpoint::kCompletions, R"({"prompt": ""})", "must not be empty"},
       {Endpoint::kCompletions, R"({"prompt": [-1]})", "non-negative integers"},
-      {Endpoint::kCompletions, R"({"prompt": "x", "max_tokens": 0})", "'max_tokens' must be between 1"},
+      {Endpoint::kCompletions, R"({"prompt": "x", "max_tokens": 0})",
+       "'max_tokens' must be between 1"},
       {Endpoint::kCompletions, R"({"prompt": "x", "max_tokens": "8"})", "must be an integer"},
-      {Endpoint::kCompletions, R"({"prompt": "x", "temperature": 3})", "'temperature' must be between 0 and 2"},
+      {Endpoint::kCompletions, R"({"prompt": "x", "temperature": 3})",
+       "'temperature' must be between 0 and 2"},
       {Endpoint::kCompletions, R"({"prompt": "x", "top_p": 0})", "'top_p' must be between"},
       {Endpoint::kCompletions, R"({"prompt": "x", "stop": [1]})", "non-empty string"},
       {Endpoint::kCompletions, R"({"prompt": "x", "stream": "yes"})", "'stream' must be a boolean"},
@@ -141,7 +148,8 @@ TEST(OpenAiRequestTest, BadValuesAreNamed) {
       {Endpoint::kChatCompletions, R"({"messages": [{"role": "wizard", "content": "x"}]})",
        "role must be one of"},
       {Endpoint::kChatCompletions, R"({"messages": [{"role": "user"}]})", "content is required"},
-      {Endpoint::kChatCompletions, R"({"prompt": "x", "messages": [{"role": "user", "content": "x"}]})",
+      {Endpoint::kChatCompletions,
+       R"({"prompt": "x", "messages": [{"role": "user", "content": "x"}]})",
        "take 'messages', not 'prompt'"},
   };
   for (const Case& c : cases) {
@@ -150,18 +158,21 @@ TEST(OpenAiRequestTest, BadValuesAreNamed) {
     EXPECT_EQ(e->http_status, 400) << c.body;
     EXPECT_THAT(e->message, HasSubstr(c.says)) << c.body;
   }
-  std::optional<ApiError> model = Parse(Endpoint::kCompletions, R"({"model": "gpt-4", "prompt": "x"})");
+  std::optional<ApiError> model =
+      Parse(Endpoint::kCompletions, R"({"model": "gpt-4", "prompt": "x"})");
   ASSERT_TRUE(model.has_value());
   EXPECT_EQ(model->http_status, 404);
   EXPECT_EQ(model->code, "model_not_found");
-  std::string deep = R"({"prompt": "x", "user": )" + std::string(100, '[') + std::string(100, ']') + "}";
+  std::string deep =
+      R"({"prompt": "x", "user": )" + std::string(100, '[') + std::string(100, ']') + "}";
   EXPECT_THAT(Parse(Endpoint::kCompletions, deep)->message, HasSubstr("nests deeper"));
 }
 
 TEST(OpenAiRequestTest, ErrorJsonHasOpenAisShape) {
   ApiError e{.message = "bad", .param = "n", .code = "unsupported_parameter"};
-  EXPECT_EQ(e.ToJson().dump(),
-            R"({"error":{"message":"bad","type":"invalid_request_error","param":"n","code":"unsupported_parameter"}})");
+  EXPECT_EQ(
+      e.ToJson().dump(),
+      R"({"error":{"message":"bad","type":"invalid_request_error","param":"n","code":"unsupported_parameter"}})");
   EXPECT_EQ(ApiError{.message = "x"}.ToJson()["error"]["param"], nullptr);
 }
 
@@ -179,9 +190,14 @@ TEST(OpenAiRequestTest, MutatedBodiesNeverCrash) {
     for (int j = 0; j < edits; ++j) {
       const size_t at = rng() % body.size();
       switch (rng() % 3) {
-        case 0: body[at] = alphabet[rng() % alphabet.size()]; break;
-        case 1: body.erase(at, 1 + rng() % 8); break;
-        default: body.insert(at, 1, alphabet[rng() % alphabet.size()]);
+        case 0:
+          body[at] = alphabet[rng() % alphabet.size()];
+          break;
+        case 1:
+          body.erase(at, 1 + rng() % 8);
+          break;
+        default:
+          body.insert(at, 1, alphabet[rng() % alphabet.size()]);
       }
       if (body.empty()) body = "{";
     }

@@ -11,8 +11,8 @@ bool Chat(const ResponseHeader& h) { return h.endpoint == Endpoint::kChatComplet
 
 Json Base(const ResponseHeader& h, bool chunk) {
   return {{"id", h.id},
-          {"object", Chat(h) ? (chunk ? "chat.completion.chunk" : "chat.completion")
-                             : "text_completion"},
+          {"object",
+           Chat(h) ? (chunk ? "chat.completion.chunk" : "chat.completion") : "text_completion"},
           {"created", h.created},
           {"model", h.model}};
 }

@@ -14,7 +14,7 @@ namespace semmoe::router::openai {
 // What every object of one response shares.
 struct ResponseHeader {
   Endpoint endpoint = Endpoint::kCompletions;
-  std::string id;  // "cmpl-…" / "chatcmpl-…"
+  std::string id;       // "cmpl-…" / "chatcmpl-…"
   int64_t created = 0;  // Unix seconds.
   std::string model;
 };

@@ -7,7 +7,8 @@ namespace {
 
 const ResponseHeader kChat{
     .endpoint = Endpoint::kChatCompletions, .id = "chatcmpl-1", .created = 5, .model = "m"};
-const ResponseHeader kText{.endpoint = Endpoint::kCompletions, .id = "cmpl-1", .created = 5, .model = "m"};
+const ResponseHeader kText{
+    .endpoint = Endpoint::kCompletions, .id = "cmpl-1", .created = 5, .model = "m"};
 
 TEST(OpenAiResponseTest, FullResponses) {
   EXPECT_EQ(FullResponse(kChat, "Hi", "stop", {.prompt_tokens = 3, .completion_tokens = 2}).dump(),

@@ -10,9 +10,14 @@ absl::StatusOr<std::string> TextStream::Add(absl::Span<const int32_t> ids) {
   for (int32_t id : ids) {
     if (!tokenizer_.IsSpecial(id)) ids_.push_back(id);
   }
-  absl::StatusOr<std::string> text = tokenizer_.Decode(ids_, /*skip_special=*/true);
-  if (!text.ok()) return text.status();
-  size_t ready = engine::model::CompleteUtf8Prefix(*text);
+  absl::StatusOr<std::string> decoded = tokenizer_.Decode(ids_, /*skip_special=*/true);
+  if (!decoded.ok()) return decoded.status();
+  // Up to the last complete character, with invalid bytes replaced as the engine's final text
+  // has them (U+FFFD), so what is sent is always a prefix of that text.
+  const std::string whole = engine::model::ToValidUtf8(
+      absl::string_view(*decoded).substr(0, engine::model::CompleteUtf8Prefix(*decoded)));
+  const std::string* text = &whole;
+  size_t ready = whole.size();
   // Cut at the first stop string; hold back a tail that may still become one.
   for (const std::string& s : stop_) {
     const size_t at = text->find(s);

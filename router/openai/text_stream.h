@@ -2,8 +2,8 @@
 // output is decoded each time (so characters spread over several tokens come out whole) and only
 // what is new is sent; held back are an incomplete UTF-8 tail and any tail that could be the start
 // of a stop string, and nothing past a stop string is ever sent. Special tokens (EOS) are not
-// text. At the end the engine's final text (cut at the stop string) is authoritative: Finish
-// sends what is left of it.
+// text; bytes that are not UTF-8 become U+FFFD, as in the engine's text. At the end the engine's
+// final text (cut at the stop string) is authoritative: Finish sends what is left of it.
 //
 // Not thread-safe: one per request.
 #ifndef SEMMOE_ROUTER_OPENAI_TEXT_STREAM_H_

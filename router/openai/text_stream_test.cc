@@ -52,6 +52,23 @@ TEST_F(TextStreamTest, MultiByteCharactersAreNeverSplit) {
   EXPECT_TRUE(s.consistent());
 }
 
+// Byte tokens that are not UTF-8 (a random model makes them): replaced as the engine replaces
+// them in its final text, so the stream stays a prefix of that text.
+TEST_F(TextStreamTest, InvalidBytesBecomeReplacementCharacters) {
+  TextStream s(*tokenizer_, {});
+  const int32_t ff = *tokenizer_->TokenId("\xff");  // Byte-level BPE's token for byte 0xFF.
+  std::string joined = *s.Add(*tokenizer_->Encode("a"));
+  joined += *s.Add({ff});
+  joined += *s.Add(*tokenizer_->Encode("b"));
+  EXPECT_EQ(joined,
+            "a\xEF\xBF\xBD"
+            "b");
+  EXPECT_EQ(s.Finish("a\xEF\xBF\xBD"
+                     "b"),
+            "");
+  EXPECT_TRUE(s.consistent());
+}
+
 TEST_F(TextStreamTest, StopsAtAStopStringAndHoldsBackItsPrefix) {
   TextStream s(*tokenizer_, {"END", "\n\n"});
   std::string joined;

@@ -203,7 +203,36 @@ absl::StatusOr<std::unique_ptr<RouterServer>> RouterServer::Start(const RouterSe
   if (s->server_ == nullptr || s->port_ <= 0) {
     return absl::UnavailableError(absl::StrCat("cannot listen on ", o.listen, ":", o.port));
   }
+  if (o.http_port >= 0) RETURN_IF_ERROR(s->StartHttp());
   return s;
+}
+
+absl::Status RouterServer::StartHttp() {
+  const RouterServerOptions& o = options_;
+  // A model without a usable chat template still serves completions; chat requests are told
+  // why not (and Describe warns).
+  absl::StatusOr<engine::model::ChatTemplate> chat = engine::model::ChatTemplate::Load(o.model_dir);
+  if (chat.ok()) {
+    chat_template_ = std::make_unique<engine::model::ChatTemplate>(*std::move(chat));
+  } else {
+    chat_error_ = std::string(chat.status().message());
+  }
+  std::string name = o.served_model_name;
+  if (name.empty()) {
+    std::string dir = o.model_dir;
+    while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+    name = dir.substr(dir.find_last_of('/') + 1);
+  }
+  ASSIGN_OR_RETURN(http_, http::HttpFrontend::Start(
+                              {.listen = o.listen,
+                               .port = o.http_port,
+                               .served_model = name,
+                               .tokenizer = tokenizer_.get(),
+                               .chat_template = chat_template_.get(),
+                               .chat_template_error = chat_error_,
+                               .router = server_->InProcessChannel(grpc::ChannelArguments()),
+                               .default_chat_max_tokens = o.default_chat_max_tokens}));
+  return absl::OkStatus();
 }
 
 std::string RouterServer::Describe() const {
@@ -225,6 +254,14 @@ std::string RouterServer::Describe() const {
                                        "'s tables from the planner, then the engines' version")
                         : ", no tables (load only)");
   }
+  if (http_ != nullptr) {
+    absl::StrAppend(&line, "\nrouter: OpenAI-compatible HTTP on http://", o.listen, ":",
+                    http_->port(), "/v1 (",
+                    chat_template_ != nullptr ? "completions and chat" : "completions only", ")");
+    if (chat_template_ == nullptr) {
+      absl::StrAppend(&line, "\nrouter: WARNING: no chat completions: ", chat_error_);
+    }
+  }
   for (const GroupOptions& g : groups_) {
     const std::string error = g.tables->error();
     if (!error.empty()) {
@@ -236,6 +273,7 @@ std::string RouterServer::Describe() const {
 }
 
 void RouterServer::Shutdown() {
+  if (http_ != nullptr) http_->Shutdown();
   if (server_ != nullptr) {
     server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
   }

@@ -15,8 +15,10 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
+#include "engine/model/chat_template.h"
 #include "engine/model/tokenizer.h"
 #include "grpcpp/grpcpp.h"
+#include "router/http/http_frontend.h"
 #include "router/rebatch/rebatcher.h"
 #include "router/server/router_service.h"
 #include "router/tables/engine_follow.h"
@@ -30,6 +32,10 @@ struct RouterServerOptions {
   std::vector<std::string> engines;  // The one group's engine ranks, rank order (no experiment).
   std::string listen = "127.0.0.1";
   int port = 8000;  // 0: any free port (port()).
+  // The OpenAI-compatible HTTP frontend (router/http): −1 off, 0 any free port (http_port()).
+  int http_port = -1;
+  std::string served_model_name;  // What HTTP clients call the model; "": the model dir's name.
+  int default_chat_max_tokens = 1024;
   RebatcherOptions rebatch;
   int max_in_flight = 4096;
   absl::Duration default_max_queue = absl::Milliseconds(20);
@@ -66,6 +72,7 @@ class RouterServer {
   ~RouterServer();
 
   int port() const { return port_; }
+  int http_port() const { return http_ != nullptr ? http_->port() : -1; }
   // One line for the operator: address, policy, groups and where their tables come from.
   std::string Describe() const;
   // What GetStats answers.
@@ -75,6 +82,7 @@ class RouterServer {
 
  private:
   RouterServer() = default;
+  absl::Status StartHttp();
 
   RouterServerOptions options_;
   std::unique_ptr<engine::model::Tokenizer> tokenizer_;
@@ -85,6 +93,9 @@ class RouterServer {
   std::vector<std::unique_ptr<EngineFollow>> follows_;  // Per group, when it follows its engines.
   std::unique_ptr<RouterServiceImpl> service_;          // Destroyed after the server below.
   std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<engine::model::ChatTemplate> chat_template_;  // Null: none (chat_error_).
+  std::string chat_error_;
+  std::unique_ptr<http::HttpFrontend> http_;  // Stopped before the server above.
   int port_ = 0;
 };
 

@@ -9,6 +9,7 @@ ABSL_FLAG(std::vector<std::string>, token_ids, {}, "generate: prompt token ids (
 ABSL_FLAG(int, max_tokens, 32, "generate: tokens to generate at most");
 ABSL_FLAG(float, temperature, 0, "generate: 0 for greedy");
 ABSL_FLAG(uint64_t, seed, 0, "generate: sampling seed");
+ABSL_FLAG(bool, ignore_eos, false, "generate: run max_tokens whatever the model says");
 ABSL_FLAG(std::string, id, "", "generate: request id (empty: the server names it)");
 ABSL_FLAG(int, deadline_ms, 60000, "RPC deadline");
 ABSL_FLAG(bool, json, false, "print protobuf JSON");

@@ -22,6 +22,7 @@ ABSL_DECLARE_FLAG(std::vector<std::string>, token_ids);
 ABSL_DECLARE_FLAG(int, max_tokens);
 ABSL_DECLARE_FLAG(float, temperature);
 ABSL_DECLARE_FLAG(uint64_t, seed);
+ABSL_DECLARE_FLAG(bool, ignore_eos);
 ABSL_DECLARE_FLAG(std::string, id);
 ABSL_DECLARE_FLAG(int, deadline_ms);
 ABSL_DECLARE_FLAG(bool, json);
@@ -60,6 +61,7 @@ absl::Status FillGenerateRequest(Request& request) {
   request.set_max_tokens(absl::GetFlag(FLAGS_max_tokens));
   request.mutable_sampling()->set_temperature(absl::GetFlag(FLAGS_temperature));
   request.mutable_sampling()->set_seed(absl::GetFlag(FLAGS_seed));
+  request.set_ignore_eos(absl::GetFlag(FLAGS_ignore_eos));
   return absl::OkStatus();
 }
 

@@ -24,6 +24,7 @@ struct Cluster {
   std::vector<EngineGroup> groups;  // One; or one per A/B arm.
   std::unique_ptr<Process> router;
   int router_port = 0;
+  int http_port = 0;  // The router's OpenAI-compatible HTTP (0: off).
 };
 
 // Blocks SIGINT and SIGTERM in this thread (and the threads it starts) before any starts; the

@@ -37,6 +37,8 @@ class LocalEngine {
     auto model = RankModel::Create(model_dir, *e->placement_, *e->comm_, {});
     if (!model.ok()) return model.status();
     e->model_ = std::move(*model);
+    // As the rank server does: results carry their text, and stop strings work.
+    if (options.batch.tokenizer == nullptr) options.batch.tokenizer = e->model_->tokenizer();
     auto engine = GroupEngine::Create(*e->model_, options);
     if (!engine.ok()) return engine.status();
     e->engine_ = std::move(*engine);

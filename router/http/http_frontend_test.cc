@@ -1,0 +1,285 @@
+// The HTTP frontend against a real router service in front of a real one-rank engine (loopback):
+// every answer is compared with what the router's gRPC service gives for the same request.
+#include "router/http/http_frontend.h"
+
+#include <memory>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "common/file.h"
+#include "engine/model/config.h"
+#include "engine/server/testing/local_engine.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
+#include "router/server/router_service.h"
+#include "tools/tiny_model/tiny_model.h"
+// After Eigen (via local_engine.h): httplib brings <resolv.h>, whose `_res` macro breaks Eigen.
+#include <httplib.h>  // NOLINT(build/include_order)
+
+namespace semmoe::router::http {
+namespace {
+
+using ::testing::HasSubstr;
+using Json = nlohmann::json;
+
+class HttpFrontendTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = JoinPath(std::getenv("TEST_TMPDIR"), "tiny_http");
+    ASSERT_TRUE(tools::WriteTinyModel({.seed = 4}, dir_).ok());
+    auto e = engine::testing::LocalEngine::Start(dir_);
+    ASSERT_TRUE(e.ok()) << e.status();
+    engine_ = std::move(*e);
+    RouterOptions o;
+    o.groups = {
+        GroupOptions{.ranks = {engine_->target()}, .rebatch = {.policy = Policy::kRoundRobin}}};
+    o.tokenizer = engine_->tokenizer();
+    o.vocab_size = engine::model::LoadModelConfig(dir_)->vocab_size;
+    o.poll_interval = absl::Milliseconds(50);
+    service_ = std::make_unique<RouterServiceImpl>(o);
+    grpc::ServerBuilder builder;
+    builder.RegisterService(service_.get());
+    server_ = builder.BuildAndStart();
+    channel_ = server_->InProcessChannel(grpc::ChannelArguments());
+    stub_ = rpc::RouterService::NewStub(channel_);
+    auto chat = engine::model::ChatTemplate::Load(dir_);
+    ASSERT_TRUE(chat.ok()) << chat.status();
+    chat_ = std::make_unique<engine::model::ChatTemplate>(*std::move(chat));
+    auto f = HttpFrontend::Start({.served_model = "tiny",
+                                  .tokenizer = engine_->tokenizer(),
+                                  .chat_template = chat_.get(),
+                                  .router = channel_,
+                                  .poll_interval = absl::Milliseconds(20)});
+    ASSERT_TRUE(f.ok()) << f.status();
+    frontend_ = std::move(*f);
+    client_ = std::make_unique<httplib::Client>("127.0.0.1", frontend_->port());
+    client_->set_read_timeout(60, 0);
+  }
+  void TearDown() override {
+    frontend_.reset();
+    if (server_ != nullptr) server_->Shutdown(std::chrono::system_clock::now());
+    service_.reset();
+    engine_.reset();
+  }
+
+  // The router's own answer (gRPC) for greedy text.
+  std::string Grpc(const std::string& text, int max_tokens) {
+    rpc::GenerateRequest r;
+    r.set_text(text);
+    r.set_max_tokens(max_tokens);
+    r.set_ignore_eos(true);
+    grpc::ClientContext context;
+    auto reader = stub_->Generate(&context, r);
+    rpc::GenerateResponse m;
+    std::string final_text;
+    while (reader->Read(&m)) {
+      if (m.has_final()) final_text = m.final().text();
+    }
+    EXPECT_TRUE(reader->Finish().ok());
+    return final_text;
+  }
+
+  Json PostJson(const std::string& path, const Json& body, int want_status = 200) {
+    auto res = client_->Post(path.c_str(), body.dump(), "application/json");
+    EXPECT_TRUE(res) << path;
+    if (!res) return Json();
+    EXPECT_EQ(res->status, want_status) << res->body;
+    Json parsed = Json::parse(res->body, nullptr, false);
+    EXPECT_FALSE(parsed.is_discarded()) << res->body;
+    return parsed;
+  }
+
+  // The SSE events of a streamed request (the "data: " payloads, [DONE] included).
+  std::vector<std::string> Events(const std::string& path, const Json& body) {
+    auto res = client_->Post(path.c_str(), body.dump(), "application/json");
+    EXPECT_TRUE(res);
+    if (!res) return {};
+    EXPECT_EQ(res->status, 200) << res->body;
+    EXPECT_EQ(res->get_header_value("Content-Type"), "text/event-stream");
+    std::vector<std::string> events;
+    for (absl::string_view block : absl::StrSplit(res->body, "\n\n", absl::SkipEmpty())) {
+      EXPECT_TRUE(absl::StartsWith(block, "data: ")) << block;
+      events.emplace_back(block.substr(6));
+    }
+    return events;
+  }
+
+  std::string dir_;
+  std::unique_ptr<engine::testing::LocalEngine> engine_;
+  std::unique_ptr<RouterServiceImpl> service_;
+  std::unique_ptr<grpc::Server> server_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<rpc::RouterService::Stub> stub_;
+  std::unique_ptr<engine::model::ChatTemplate> chat_;
+  std::unique_ptr<HttpFrontend> frontend_;
+  std::unique_ptr<httplib::Client> client_;
+};
+
+TEST_F(HttpFrontendTest, CompletionEqualsTheRoutersAnswer) {
+  const std::string want = Grpc("the cat sat", 6);
+  Json r = PostJson("/v1/completions", {{"model", "tiny"},
+                                        {"prompt", "the cat sat"},
+                                        {"max_tokens", 6},
+                                        {"temperature", 0},
+                                        {"ignore_eos", true}});
+  EXPECT_EQ(r["object"], "text_completion");
+  EXPECT_THAT(r["id"].get<std::string>(), ::testing::StartsWith("cmpl-"));
+  EXPECT_EQ(r["model"], "tiny");
+  EXPECT_EQ(r["choices"][0]["text"], want);
+  EXPECT_EQ(r["choices"][0]["finish_reason"], "length");
+  EXPECT_EQ(r["usage"]["completion_tokens"], 6);
+  EXPECT_GT(r["usage"]["prompt_tokens"].get<int>(), 0);
+  EXPECT_EQ(r["usage"]["total_tokens"].get<int>(), r["usage"]["prompt_tokens"].get<int>() + 6);
+}
+
+TEST_F(HttpFrontendTest, StreamedDeltasAddUpToTheWholeAnswer) {
+  const std::string want = Grpc("on the mat", 12);
+  std::vector<std::string> events =
+      Events("/v1/completions", {{"prompt", "on the mat"},
+                                 {"max_tokens", 12},
+                                 {"temperature", 0},
+                                 {"ignore_eos", true},
+                                 {"stream", true},
+                                 {"stream_options", {{"include_usage", true}}}});
+  ASSERT_GE(events.size(), 3u);
+  EXPECT_EQ(events.back(), "[DONE]");
+  std::string text;
+  std::string finish;
+  for (size_t i = 0; i + 2 < events.size(); ++i) {
+    Json e = Json::parse(events[i]);
+    EXPECT_EQ(e["object"], "text_completion");
+    EXPECT_TRUE(e["usage"].is_null());
+    text += e["choices"][0]["text"].get<std::string>();
+    if (!e["choices"][0]["finish_reason"].is_null()) finish = e["choices"][0]["finish_reason"];
+  }
+  EXPECT_EQ(text, want);
+  EXPECT_EQ(finish, "length");
+  Json usage = Json::parse(events[events.size() - 2]);
+  EXPECT_TRUE(usage["choices"].empty());
+  EXPECT_EQ(usage["usage"]["completion_tokens"], 12);
+}
+
+TEST_F(HttpFrontendTest, ChatRendersTheTemplateStreamedOrNot) {
+  const Json messages = {{{"role", "system"}, {"content", "Be brief."}},
+                         {{"role", "user"}, {"content", "Hello"}}};
+  const std::string prompt = *chat_->Apply(messages, true);
+  const std::string want = Grpc(prompt, 8);
+  Json body = {{"messages", messages}, {"max_tokens", 8}, {"temperature", 0}, {"ignore_eos", true}};
+  Json r = PostJson("/v1/chat/completions", body);
+  EXPECT_EQ(r["object"], "chat.completion");
+  EXPECT_EQ(r["choices"][0]["message"]["role"], "assistant");
+  EXPECT_EQ(r["choices"][0]["message"]["content"], want);
+  body["stream"] = true;
+  std::vector<std::string> events = Events("/v1/chat/completions", body);
+  ASSERT_GE(events.size(), 3u);
+  EXPECT_EQ(Json::parse(events[0])["choices"][0]["delta"]["role"], "assistant");
+  std::string text;
+  for (size_t i = 0; i + 1 < events.size(); ++i) {
+    Json e = Json::parse(events[i]);
+    EXPECT_EQ(e["object"], "chat.completion.chunk");
+    if (e["choices"][0]["delta"].contains("content")) {
+      text += e["choices"][0]["delta"]["content"].get<std::string>();
+    }
+  }
+  EXPECT_EQ(text, want);
+  EXPECT_EQ(Json::parse(events[events.size() - 2])["choices"][0]["finish_reason"], "length");
+}
+
+TEST_F(HttpFrontendTest, StopStringsEndTheAnswerInBothModes) {
+  const std::string free = Grpc("the cat sat", 16);
+  ASSERT_GE(free.size(), 4u);
+  const std::string stop = free.substr(2, 2);  // Appears in the free-running answer.
+  Json body = {{"prompt", "the cat sat"},
+               {"max_tokens", 16},
+               {"temperature", 0},
+               {"ignore_eos", true},
+               {"stop", stop}};
+  Json r = PostJson("/v1/completions", body);
+  const std::string cut = free.substr(0, free.find(stop));
+  EXPECT_EQ(r["choices"][0]["text"], cut);
+  EXPECT_EQ(r["choices"][0]["finish_reason"], "stop");
+  body["stream"] = true;
+  std::string text;
+  for (const std::string& e : Events("/v1/completions", body)) {
+    if (e != "[DONE]") text += Json::parse(e)["choices"][0]["text"].get<std::string>();
+  }
+  EXPECT_EQ(text, cut);
+}
+
+TEST_F(HttpFrontendTest, ErrorsUseOpenAisShapeAndStatus) {
+  Json e = PostJson("/v1/completions", {{"prompt", "x"}, {"n", 2}}, 400);
+  EXPECT_EQ(e["error"]["param"], "n");
+  EXPECT_EQ(e["error"]["code"], "unsupported_parameter");
+  e = PostJson("/v1/completions", {{"prompt", "x"}, {"model", "other"}}, 404);
+  EXPECT_EQ(e["error"]["code"], "model_not_found");
+  e = PostJson("/v1/chat/completions", {{"messages", {{{"role", "user"}}}}}, 400);
+  EXPECT_THAT(e["error"]["message"].get<std::string>(), HasSubstr("content is required"));
+  // The router refuses (a token id outside the vocabulary): its gRPC status, mapped.
+  e = PostJson("/v1/completions", {{"prompt", {999999}}}, 400);
+  EXPECT_THAT(e["error"]["message"].get<std::string>(), HasSubstr("999999"));
+  auto res = client_->Get("/v1/nothing");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 404);
+  EXPECT_EQ(Json::parse(res->body)["error"]["code"], "not_found");
+  res = client_->Post("/v1/completions", "{bad", "application/json");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 400);
+  EXPECT_THAT(res->body, HasSubstr("not valid JSON"));
+}
+
+TEST_F(HttpFrontendTest, ModelsAndHealth) {
+  auto res = client_->Get("/v1/models");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(Json::parse(res->body)["data"][0]["id"], "tiny");
+  // Healthy once the router has polled its rank.
+  int status = 0;
+  for (int i = 0; i < 100 && status != 200; ++i) {
+    res = client_->Get("/health");
+    ASSERT_TRUE(res);
+    status = res->status;
+    if (status != 200) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_EQ(status, 200) << res->body;
+  engine_->Shutdown();  // The only rank dies: unhealthy, with the reason.
+  for (int i = 0; i < 200 && status == 200; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    res = client_->Get("/health");
+    ASSERT_TRUE(res);
+    status = res->status;
+  }
+  EXPECT_EQ(status, 503);
+  EXPECT_THAT(res->body, HasSubstr("no engine rank can take requests"));
+}
+
+// A client that goes away mid-stream: its request is cancelled in the engine, long before its
+// max_tokens would have run.
+TEST_F(HttpFrontendTest, DisconnectCancelsTheRequestInTheEngine) {
+  const int64_t cancelled_before = engine_->engine().stats().cancelled;
+  Json body = {
+      {"prompt", "a long one"}, {"max_tokens", 400}, {"ignore_eos", true}, {"stream", true}};
+  httplib::Request req;
+  req.method = "POST";
+  req.path = "/v1/completions";
+  req.body = body.dump();
+  req.set_header("Content-Type", "application/json");
+  int chunks = 0;
+  req.content_receiver = [&](const char*, size_t, uint64_t, uint64_t) {
+    return ++chunks < 3;  // Hang up after the first few events.
+  };
+  httplib::Client c("127.0.0.1", frontend_->port());
+  auto res = c.send(req);
+  EXPECT_FALSE(res);  // The client cancelled the read.
+  c.stop();
+  int64_t cancelled = cancelled_before;
+  for (int i = 0; i < 250 && cancelled == cancelled_before; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    cancelled = engine_->engine().stats().cancelled;
+  }
+  EXPECT_EQ(cancelled, cancelled_before + 1);
+  EXPECT_LT(engine_->engine().stats().batch.decode_tokens, 400);
+}
+
+}  // namespace
+}  // namespace semmoe::router::http
