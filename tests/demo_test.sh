@@ -25,7 +25,7 @@ done
 run_demo() {
   "$DEMO" --model="$TMP/model" --db="$TMP/p.db" --run_dir="$TMP/run" --corpus="$TMP/corpus" \
     --num_prompts=40 --prompt_chars=120 --duration_s=2 --concurrency=4 --max_tokens=8 \
-    --noserve --local_cluster_binary="$CLUSTER" --engine_binary="$ENGINE" \
+    --noserve --http_port=0 --local_cluster_binary="$CLUSTER" --engine_binary="$ENGINE" \
     --planner_binary="$PLANNER" "$@"
 }
 

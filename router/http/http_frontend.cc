@@ -195,6 +195,9 @@ absl::StatusOr<std::unique_ptr<HttpFrontend>> HttpFrontend::Start(HttpFrontendOp
   const int threads = f->options_.threads;
   f->server_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   f->server_->set_payload_max_length(f->options_.max_body_bytes);
+  // Streamed events are small writes: without TCP_NODELAY, Nagle's algorithm holds each one
+  // until the client's delayed ACK (~40 ms per event).
+  f->server_->set_tcp_nodelay(true);
   f->Register();
   const HttpFrontendOptions& o = f->options_;
   if (o.port == 0) {

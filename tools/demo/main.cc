@@ -54,6 +54,9 @@ ABSL_FLAG(int, max_tokens, 32, "tokens generated per request");
 ABSL_FLAG(double, slo_ttft_ms, 1000, "goodput SLO: time to first token");
 ABSL_FLAG(double, slo_tpot_ms, 200, "goodput SLO: time per output token");
 ABSL_FLAG(bool, serve, true, "keep the semantic cluster serving after the table");
+ABSL_FLAG(int, http_port, 8080,
+          "the semantic cluster's OpenAI-compatible HTTP port (0: a free one; the vanilla "
+          "cluster's is always a free one)");
 ABSL_FLAG(std::string, local_cluster_binary, "", "default: from the runfiles / bazel-bin");
 ABSL_FLAG(std::string, engine_binary, "", "default: from the runfiles / bazel-bin");
 ABSL_FLAG(std::string, planner_binary, "", "default: from the runfiles / bazel-bin");
@@ -135,10 +138,18 @@ absl::StatusOr<int64_t> SemanticVersion(const std::string& model, const std::str
   return version;
 }
 
+// The name the router serves the model under: its directory's name.
+std::string ServedName() {
+  std::string dir = absl::GetFlag(FLAGS_model);
+  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+  return dir.substr(dir.find_last_of('/') + 1);
+}
+
 struct Arm {
   std::string label;
   std::unique_ptr<Process> cluster;
   std::string router;
+  std::string http;  // host:port of the router's OpenAI-compatible HTTP ("" if none).
   LoadResult load;
 };
 
@@ -175,6 +186,7 @@ absl::Status StartCluster(Arm& arm, const std::vector<std::string>& extra, const
       nlohmann::json j = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
       if (j.is_object() && j.contains("router") && j["router"].is_string()) {
         arm.router = j["router"].get<std::string>();
+        if (j.contains("http") && j["http"].is_string()) arm.http = j["http"].get<std::string>();
         return absl::OkStatus();
       }
     }
@@ -290,10 +302,11 @@ absl::Status Main(Arm& vanilla, Arm& semantic) {
   if (Interrupted()) return absl::CancelledError("interrupted");
   Say(absl::StrCat("starting the semantic cluster (version ", version,
                    ", affinity-aware rebatching) ..."));
-  RETURN_IF_ERROR(StartCluster(semantic,
-                               {"--db", absl::GetFlag(FLAGS_db), "--placement",
-                                absl::StrCat(version), "--router_policy", "semantic"},
-                               JoinPath(run_dir, "semantic")));
+  RETURN_IF_ERROR(StartCluster(
+      semantic,
+      {"--db", absl::GetFlag(FLAGS_db), "--placement", absl::StrCat(version), "--router_policy",
+       "semantic", "--http_port", absl::StrCat(absl::GetFlag(FLAGS_http_port))},
+      JoinPath(run_dir, "semantic")));
   RETURN_IF_ERROR(RunArm(semantic, serve));
 
   // 4. The table; then serve.
@@ -303,7 +316,14 @@ absl::Status Main(Arm& vanilla, Arm& semantic) {
             << "\n  bazel run //tools:router_client -- generate --target " << semantic.router
             << " --prompt 'The history of' --max_tokens 32\n  bazel run //tools:router_client -- "
                "stats --target "
-            << semantic.router << "\nCtrl-C stops it." << std::endl;
+            << semantic.router << "\n";
+  if (!semantic.http.empty()) {
+    std::cout << "OpenAI-compatible HTTP: http://" << semantic.http << "/v1 (model '"
+              << ServedName() << "')\n  curl http://" << semantic.http
+              << "/v1/chat/completions -H 'Content-Type: application/json' -d '{\"messages\": "
+                 "[{\"role\": \"user\", \"content\": \"Hello\"}], \"max_tokens\": 32}'\n";
+  }
+  std::cout << "Ctrl-C stops it." << std::endl;
   while (true) {
     timespec tick = {0, 200 * 1000 * 1000};
     if (sigtimedwait(&stop_signals, nullptr, &tick) > 0) return absl::OkStatus();
