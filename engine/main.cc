@@ -104,6 +104,9 @@ ABSL_FLAG(bool, tp_layer_tables, true,
 ABSL_FLAG(std::string, host, "127.0.0.1", "serve: address to listen on");
 ABSL_FLAG(int, port, 0, "serve: EngineService port (0: any free port)");
 ABSL_FLAG(std::string, port_file, "", "serve: write the bound port here once serving");
+ABSL_FLAG(int, metrics_port, -1,
+          "serve: Prometheus GET /metrics on this port (0: a free one; -1: off)");
+ABSL_FLAG(std::string, metrics_port_file, "", "serve: write the bound metrics port here");
 ABSL_FLAG(int, kv_cache_mb, 256, "serve: KV cache per rank, MiB");
 ABSL_FLAG(double, token_balance_eps, 0.05,
           "serve (tp with --affinity): a rank's share of a batch may reach (1 + eps) x the mean");
@@ -360,6 +363,8 @@ int Serve(int device) {
   o.host = absl::GetFlag(FLAGS_host);
   o.port = absl::GetFlag(FLAGS_port);
   o.port_file = UserPath(absl::GetFlag(FLAGS_port_file));
+  o.metrics_port = absl::GetFlag(FLAGS_metrics_port);
+  o.metrics_port_file = UserPath(absl::GetFlag(FLAGS_metrics_port_file));
   if (absl::GetFlag(FLAGS_kv_cache_mb) <= 0 || absl::GetFlag(FLAGS_max_running) <= 0 ||
       absl::GetFlag(FLAGS_max_waiting) <= 0 || absl::GetFlag(FLAGS_max_batch_tokens) <= 0) {
     return Usage("--kv_cache_mb, --max_running, --max_waiting and --max_batch_tokens must be > 0");

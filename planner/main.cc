@@ -83,6 +83,9 @@ ABSL_FLAG(int64_t, b, 0, "experiment create: arm B's version");
 ABSL_FLAG(int, share, 0, "experiment create: arm B's percent of the traffic (1-99)");
 ABSL_FLAG(int64_t, id, 0, "experiment: its id");
 ABSL_FLAG(std::string, arm, "", "experiment promote: the arm whose version to activate");
+ABSL_FLAG(int, metrics_port, -1,
+          "serve: Prometheus GET /metrics on this port (0: a free one; -1: off)");
+ABSL_FLAG(std::string, metrics_port_file, "", "serve: write the bound metrics port here");
 ABSL_FLAG(bool, quiet, false,
           "build/eval: no progress line on stderr (it is shown only on a terminal anyway)");
 
@@ -242,6 +245,8 @@ int Run(const std::string& command, const std::string& sub) {
     auto server = PlannerServer::Start(
         {.db = db,
          .address = absl::StrCat(absl::GetFlag(FLAGS_listen), ":", absl::GetFlag(FLAGS_port)),
+         .metrics_port = absl::GetFlag(FLAGS_metrics_port),
+         .metrics_listen = absl::GetFlag(FLAGS_listen),
          .service = service});
     if (!server.ok()) return Done(server.status());
     std::cout << "planner serving " << db << " on " << absl::GetFlag(FLAGS_listen) << ":"
@@ -249,6 +254,15 @@ int Run(const std::string& command, const std::string& sub) {
     if (!absl::GetFlag(FLAGS_port_file).empty()) {
       absl::Status written = WriteFileAtomically(UserPath(absl::GetFlag(FLAGS_port_file)),
                                                  absl::StrCat((*server)->port(), "\n"));
+      if (!written.ok()) return Done(written);
+    }
+    if ((*server)->metrics_port() > 0) {
+      std::cout << "planner: Prometheus metrics on http://" << absl::GetFlag(FLAGS_listen) << ":"
+                << (*server)->metrics_port() << "/metrics" << std::endl;
+    }
+    if (!absl::GetFlag(FLAGS_metrics_port_file).empty()) {
+      absl::Status written = WriteFileAtomically(UserPath(absl::GetFlag(FLAGS_metrics_port_file)),
+                                                 absl::StrCat((*server)->metrics_port(), "\n"));
       if (!written.ok()) return Done(written);
     }
     int signal = 0;

@@ -224,10 +224,15 @@ absl::Status Start(Cluster& c, sigset_t& stop_signals) {
                      FindBinary(argv0, absl::GetFlag(FLAGS_planner_binary), "planner/planner"));
     const std::string port_file = JoinPath(c.run_dir, "planner.port");
     unlink(port_file.c_str());
+    const std::string metrics_file = JoinPath(c.run_dir, "planner.metrics_port");
+    unlink(metrics_file.c_str());
     ASSIGN_OR_RETURN(c.planner, Process::Spawn({planner_bin, "serve", "--db", db, "--port", "0",
-                                                "--port_file", port_file},
+                                                "--port_file", port_file, "--metrics_port", "0",
+                                                "--metrics_port_file", metrics_file},
                                                JoinPath(c.run_dir, "planner.log")));
     ASSIGN_OR_RETURN(c.planner_port, WaitForPort(*c.planner, port_file, "the planner", deadline));
+    ASSIGN_OR_RETURN(c.planner_metrics_port,
+                     WaitForPort(*c.planner, metrics_file, "the planner's metrics", deadline));
   }
   for (EngineGroupSpec& spec : specs) {
     // One group meets through the planner's rendezvous when there is one, as ranks on several
@@ -295,6 +300,9 @@ void PrintEndpoints(const Cluster& c) {
                 << "\n";
       nlohmann::json e = {
           {"rank", r}, {"address", address}, {"accepts_requests", bool(g.accepts[r])}};
+      if (r < static_cast<int>(g.metrics_ports.size())) {
+        e["metrics"] = absl::StrCat(g.hosts[r], ":", g.metrics_ports[r]);
+      }
       if (!g.name.empty()) e["arm"] = g.name;
       engines.push_back(e);
       if (first.empty() && g.accepts[r]) first = address;
@@ -323,6 +331,9 @@ void PrintEndpoints(const Cluster& c) {
   if (!file.empty()) {
     nlohmann::json j = {{"engines", engines}, {"run_dir", c.run_dir}};
     if (c.planner_port > 0) j["planner"] = absl::StrCat("127.0.0.1:", c.planner_port);
+    if (c.planner_metrics_port > 0) {
+      j["planner_metrics"] = absl::StrCat("127.0.0.1:", c.planner_metrics_port);
+    }
     if (c.router_port > 0) j["router"] = absl::StrCat("127.0.0.1:", c.router_port);
     if (c.http_port > 0) j["http"] = absl::StrCat("127.0.0.1:", c.http_port);
     (void)WriteFileAtomically(file, j.dump() + "\n");

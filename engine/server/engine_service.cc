@@ -229,17 +229,21 @@ grpc::ServerUnaryReactor* EngineServiceImpl::Rollout(grpc::CallbackServerContext
 grpc::ServerUnaryReactor* EngineServiceImpl::GetStats(grpc::CallbackServerContext* context,
                                                       const rpc::GetStatsRequest* request,
                                                       rpc::EngineStats* response) {
-  ToProto(engine_.stats(), options_.moe_layers, *response);
-  if (options_.watch_error) {
-    response->mutable_rollout()->set_follows_active(true);
-    // A refused version's reason first; else whether the watch is down.
-    if (response->rollout().error().empty()) {
-      response->mutable_rollout()->set_error(options_.watch_error());
-    }
-  }
+  *response = Stats();
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   reactor->Finish(grpc::Status::OK);
   return reactor;
+}
+
+rpc::EngineStats EngineServiceImpl::Stats() const {
+  rpc::EngineStats out;
+  ToProto(engine_.stats(), options_.moe_layers, out);
+  if (options_.watch_error) {
+    out.mutable_rollout()->set_follows_active(true);
+    // A refused version's reason first; else whether the watch is down.
+    if (out.rollout().error().empty()) out.mutable_rollout()->set_error(options_.watch_error());
+  }
+  return out;
 }
 
 void ToProto(const GroupEngineStats& s, const std::vector<int>& moe_layers, rpc::EngineStats& out) {

@@ -43,6 +43,9 @@ class EngineServiceImpl final : public rpc::EngineService::CallbackService {
                                      const rpc::GetStatsRequest* request,
                                      rpc::EngineStats* response) override;
 
+  // What GetStats answers (also /metrics).
+  rpc::EngineStats Stats() const;
+
   // The request as the engine takes it; InvalidArgument naming the field at fault.
   absl::StatusOr<runtime::GenerationRequest> Convert(const rpc::GenerateRequest& request);
 

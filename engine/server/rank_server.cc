@@ -6,6 +6,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "common/file.h"
+#include "common/metrics_server.h"
 #include "common/status_macros.h"
 #include "engine/model/config.h"
 #include "engine/parallel/placement_rollout.h"
@@ -14,6 +15,7 @@
 #include "engine/parallel/routing_sampler.h"
 #include "engine/server/active_watch.h"
 #include "engine/server/device_backend.h"
+#include "engine/server/engine_metrics.h"
 #include "engine/server/engine_service.h"
 #include "engine/server/planner_fetch.h"
 #include "glog/logging.h"
@@ -179,6 +181,16 @@ absl::Status RunRankServer(const RankServerOptions& o, absl::Notification& stop)
   if (server == nullptr || port == 0) {
     return absl::UnavailableError(absl::StrCat("cannot listen on ", o.host, ":", o.port));
   }
+  std::unique_ptr<metrics::MetricsServer> metrics;  // Stopped before `service` goes.
+  if (o.metrics_port >= 0) {
+    ASSIGN_OR_RETURN(metrics, metrics::MetricsServer::Start(o.host, o.metrics_port, [&service] {
+                       return EngineMetricsText(service.Stats());
+                     }));
+    if (!o.metrics_port_file.empty()) {
+      RETURN_IF_ERROR(
+          WriteFileAtomically(o.metrics_port_file, absl::StrCat(metrics->port(), "\n")));
+    }
+  }
   engine->Start();
   if (!o.port_file.empty())
     RETURN_IF_ERROR(WriteFileAtomically(o.port_file, absl::StrCat(port, "\n")));
@@ -201,6 +213,7 @@ absl::Status RunRankServer(const RankServerOptions& o, absl::Notification& stop)
     engine->RequestStop();
   }
   waiter.join();
+  metrics.reset();
   server->GetHealthCheckService()->SetServingStatus(false);
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   if (!loop_status.ok()) {

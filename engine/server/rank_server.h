@@ -52,6 +52,10 @@ struct RankServerOptions {
   std::string host = "127.0.0.1";  // EngineService and the Gloo mesh listen here.
   int port = 0;                    // 0: any free port (written to port_file).
   std::string port_file;           // If set, the bound port is written here once serving.
+  // Prometheus GET /metrics (engine_metrics.h) on `host`: −1 off, 0 any free port (written to
+  // metrics_port_file if set).
+  int metrics_port = -1;
+  std::string metrics_port_file;
   absl::Duration connect_timeout = absl::Seconds(60);
   GroupEngineOptions engine;
   // ≥ 0: the forward passes run on this CUDA device (engine/gpu), the experts' exchange over

@@ -8,6 +8,7 @@
 #include "planner/affinity/prompt_score_table.h"
 #include "planner/affinity/token_affinity.h"
 #include "planner/proto/table_chunks.h"
+#include "planner/server/planner_metrics.h"
 #include "planner/store/experiment_store.h"
 
 namespace semmoe::planner {
@@ -30,6 +31,11 @@ void ToProto(const planner::PlacementVersion& v, bool with_assignment, Proto& ou
 }
 
 }  // namespace
+
+absl::StatusOr<std::string> PlannerServiceImpl::MetricsText() {
+  absl::MutexLock lock(&mu_);
+  return PlannerMetricsText(*store_);
+}
 
 grpc::Status PlannerServiceImpl::ListVersions(grpc::ServerContext*,
                                               const rpc::ListVersionsRequest* request,

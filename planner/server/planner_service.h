@@ -37,6 +37,9 @@ class PlannerServiceImpl final : public rpc::PlannerService::Service {
   PlannerServiceImpl(std::unique_ptr<PlacementStore> store, const Options& options)
       : store_(std::move(store)), options_(options) {}
 
+  // What GET /metrics answers (planner_metrics.h), read under the store's lock.
+  absl::StatusOr<std::string> MetricsText();
+
   grpc::Status ListVersions(grpc::ServerContext* context, const rpc::ListVersionsRequest* request,
                             rpc::ListVersionsResponse* response) override;
   grpc::Status GetVersion(grpc::ServerContext* context, const rpc::GetVersionRequest* request,

@@ -1,11 +1,24 @@
 #include "planner/server/serve.h"
 
 #include "absl/strings/str_cat.h"
+#include "common/metrics.h"
 #include "common/status_macros.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
 
 namespace semmoe::planner {
+
+namespace {
+
+// One gauge saying the database could not be read, with why.
+std::string MetricsError(const absl::Status& s) {
+  metrics::Families f;
+  f.Gauge("semmoe_planner_database_ok", "0 when the planner cannot read its database.",
+          {{"error", std::string(s.message())}}, 0);
+  return f.Text();
+}
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<PlannerServer>> PlannerServer::Start(const Options& options) {
   ASSIGN_OR_RETURN(std::unique_ptr<PlacementStore> store, PlacementStore::Open(options.db));
@@ -22,10 +35,22 @@ absl::StatusOr<std::unique_ptr<PlannerServer>> PlannerServer::Start(const Option
   if (server->server_ == nullptr || server->port_ == 0) {
     return absl::UnavailableError(absl::StrCat("cannot listen on ", options.address));
   }
+  if (options.metrics_port >= 0) {
+    PlannerServiceImpl* planner = server->planner_.get();
+    ASSIGN_OR_RETURN(server->metrics_,
+                     metrics::MetricsServer::Start(
+                         options.metrics_listen, options.metrics_port, [planner]() -> std::string {
+                           absl::StatusOr<std::string> text = planner->MetricsText();
+                           // A scrape of a broken database still
+                           // says so, as a metric.
+                           return text.ok() ? *text : MetricsError(text.status());
+                         }));
+  }
   return server;
 }
 
 void PlannerServer::Shutdown() {
+  metrics_.reset();
   if (server_) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
 }
 

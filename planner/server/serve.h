@@ -8,6 +8,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "common/metrics_server.h"
 #include "common/rendezvous/kv_store.h"
 #include "common/rendezvous/rendezvous_service.h"
 #include "grpcpp/grpcpp.h"
@@ -20,6 +21,10 @@ class PlannerServer {
   struct Options {
     std::string db;
     std::string address = "127.0.0.1:0";  // Port 0: pick a free one (see port()).
+    // Prometheus GET /metrics (planner_metrics.h) on `metrics_listen`: −1 off, 0 any free port
+    // (metrics_port()).
+    int metrics_port = -1;
+    std::string metrics_listen = "127.0.0.1";
     PlannerServiceImpl::Options service;
   };
   // Opens the database and starts serving. Unavailable if the address cannot be bound.
@@ -27,6 +32,7 @@ class PlannerServer {
   ~PlannerServer();
 
   int port() const { return port_; }
+  int metrics_port() const { return metrics_ != nullptr ? metrics_->port() : -1; }
   void Wait() { server_->Wait(); }
   void Shutdown();
 
@@ -36,6 +42,7 @@ class PlannerServer {
   rendezvous::KvStore kv_;
   std::unique_ptr<rendezvous::RendezvousService> rendezvous_;
   std::unique_ptr<grpc::Server> server_;
+  std::unique_ptr<metrics::MetricsServer> metrics_;
   int port_ = 0;
 };
 

@@ -238,9 +238,9 @@ absl::StatusOr<int64_t> PlacementStore::Create(const PlacementVersion& v,
                                affinity_tables.size())));
     RETURN_IF_ERROR(tables.Run());
   }
-  for (const auto& [table, blob] : {std::pair<const char*, absl::string_view>{"layer_tables",
-                                                                              layer_tables},
-                                    {"request_index", request_index}}) {
+  for (const auto& [table, blob] :
+       {std::pair<const char*, absl::string_view>{"layer_tables", layer_tables},
+        {"request_index", request_index}}) {
     if (blob.empty()) continue;
     ASSIGN_OR_RETURN(Statement insert_blob,
                      db_->Prepare(absl::StrCat("INSERT INTO ", table,
@@ -325,6 +325,17 @@ absl::StatusOr<PlacementVersion> PlacementStore::Get(int64_t version) {
   ASSIGN_OR_RETURN(bool found, row.Step());
   if (!found) return absl::NotFoundError(absl::StrCat("no placement version ", version));
   return ReadVersion(row);
+}
+
+absl::StatusOr<std::vector<std::string>> PlacementStore::Models() {
+  ASSIGN_OR_RETURN(Statement rows, db_->Prepare("SELECT name FROM models ORDER BY name"));
+  std::vector<std::string> out;
+  while (true) {
+    ASSIGN_OR_RETURN(bool more, rows.Step());
+    if (!more) break;
+    out.push_back(rows.ColumnText(0));
+  }
+  return out;
 }
 
 absl::StatusOr<std::vector<PlacementVersion>> PlacementStore::List(const std::string& model) {

@@ -75,6 +75,8 @@ class PlacementStore {
   absl::StatusOr<std::string> GetRequestIndex(int64_t version);
 
   absl::StatusOr<PlacementVersion> Get(int64_t version);
+  // The models' names, sorted.
+  absl::StatusOr<std::vector<std::string>> Models();
   // Every version of `model`, oldest first.
   absl::StatusOr<std::vector<PlacementVersion>> List(const std::string& model);
   // The active version of `model`, if any.

@@ -237,6 +237,11 @@ void HttpFrontend::Register() {
     }
     Reply(res, 200, {{"status", "ok"}, {"ranks", stats.ranks_size()}, {"ranks_usable", usable}});
   });
+  if (options_.metrics) {
+    server_->Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+      res.set_content(options_.metrics(), "text/plain; version=0.0.4; charset=utf-8");
+    });
+  }
   server_->Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
     Reply(res, 200,
           {{"object", "list"},

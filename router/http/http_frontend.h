@@ -4,6 +4,7 @@
 //   POST /v1/chat/completions   messages, rendered with the model's chat template
 //   GET  /v1/models             the one model served
 //   GET  /health                200 when some engine rank can take requests, else 503
+//   GET  /metrics               Prometheus text (`metrics`), when set
 //
 // Each request becomes one RouterService.Generate call on `router` (the router's own service,
 // over an in-process channel), so admission, rebatching, A/B arms and statistics are the same
@@ -17,6 +18,7 @@
 #define SEMMOE_ROUTER_HTTP_HTTP_FRONTEND_H_
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -43,6 +45,7 @@ struct HttpFrontendOptions {
   const engine::model::ChatTemplate* chat_template = nullptr;
   std::string chat_template_error;                 // Why there is none (told to chat clients).
   std::shared_ptr<grpc::ChannelInterface> router;  // RouterService.
+  std::function<std::string()> metrics;            // GET /metrics (null: 404).
   int default_chat_max_tokens = 1024;              // Chat requests without max_tokens.
   absl::Duration request_timeout = absl::Minutes(10);
   absl::Duration poll_interval = absl::Milliseconds(100);

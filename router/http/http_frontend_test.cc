@@ -51,6 +51,7 @@ class HttpFrontendTest : public ::testing::Test {
                                   .tokenizer = engine_->tokenizer(),
                                   .chat_template = chat_.get(),
                                   .router = channel_,
+                                  .metrics = [this] { return service_->MetricsText(); },
                                   .poll_interval = absl::Milliseconds(20)});
     ASSERT_TRUE(f.ok()) << f.status();
     frontend_ = std::move(*f);
@@ -227,6 +228,21 @@ TEST_F(HttpFrontendTest, ErrorsUseOpenAisShapeAndStatus) {
   ASSERT_TRUE(res);
   EXPECT_EQ(res->status, 400);
   EXPECT_THAT(res->body, HasSubstr("not valid JSON"));
+}
+
+TEST_F(HttpFrontendTest, MetricsCountWhatWasServed) {
+  PostJson("/v1/completions", {{"prompt", "the cat"}, {"max_tokens", 3}, {"ignore_eos", true}});
+  PostJson("/v1/completions", {{"prompt", {999999}}}, 400);
+  auto res = client_->Get("/metrics");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200);
+  EXPECT_THAT(res->get_header_value("Content-Type"), HasSubstr("version=0.0.4"));
+  EXPECT_THAT(res->body, HasSubstr("semmoe_router_requests_total{outcome=\"completed\"} 1"));
+  EXPECT_THAT(res->body, HasSubstr("semmoe_router_requests_total{outcome=\"invalid\"} 1"));
+  EXPECT_THAT(res->body, HasSubstr("semmoe_router_requests_total{outcome=\"failed\"} 0"));
+  EXPECT_THAT(res->body, HasSubstr("semmoe_router_generation_tokens_total{arm=\"default\"} 3"));
+  EXPECT_THAT(res->body,
+              HasSubstr("semmoe_router_time_to_first_token_seconds_count{arm=\"default\"} 1"));
 }
 
 TEST_F(HttpFrontendTest, ModelsAndHealth) {

@@ -72,12 +72,29 @@ double EngineGroup::rank_lar(int rank) const {
 void EngineGroup::Completed(const rpc::FinalRecord& f) {
   completed_.fetch_add(1);
   completion_tokens_.fetch_add(f.completion_tokens());
-  if (f.completion_tokens() > 0) ttft_.Add(f.ttft_ms());
-  if (f.completion_tokens() > 1) tpot_.Add(f.tpot_ms());
+  prompt_tokens_.fetch_add(f.prompt_tokens());
+  if (f.completion_tokens() > 0) {
+    ttft_.Add(f.ttft_ms());
+    ttft_s_.Observe(f.ttft_ms() / 1000);
+  }
+  if (f.completion_tokens() > 1) {
+    tpot_.Add(f.tpot_ms());
+    tpot_s_.Observe(f.tpot_ms() / 1000);
+  }
   e2e_.Add(f.e2e_ms());
+  e2e_s_.Observe(f.e2e_ms() / 1000);
+  queue_s_.Observe(f.queue_ms() / 1000);
   if (f.ttft_ms() <= options_.slo_ttft_ms && f.tpot_ms() <= options_.slo_tpot_ms) {
     within_slo_.fetch_add(1);
   }
+}
+
+EngineGroup::Telemetry EngineGroup::telemetry() const {
+  return {.ttft = ttft_s_.Snapshot(),
+          .tpot = tpot_s_.Snapshot(),
+          .e2e = e2e_s_.Snapshot(),
+          .queue = queue_s_.Snapshot(),
+          .prompt_tokens = prompt_tokens_.load()};
 }
 
 void EngineGroup::Fill(rpc::ArmStats& out) const {

@@ -14,6 +14,7 @@
 
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "common/metrics.h"
 #include "engine/proto/engine.grpc.pb.h"
 #include "nlohmann/json.hpp"
 #include "router/proto/router.pb.h"
@@ -58,6 +59,13 @@ class EngineGroup {
   void Completed(const rpc::FinalRecord& final);
 
   void Fill(rpc::ArmStats& out) const;
+
+  // Since the router started, for /metrics: latency histograms (seconds) and prompt tokens.
+  struct Telemetry {
+    metrics::HistogramSnapshot ttft, tpot, e2e, queue;
+    int64_t prompt_tokens = 0;
+  };
+  Telemetry telemetry() const;
   // The arm's metrics as recorded in the planner's experiment (RecordArmMetrics).
   nlohmann::json MetricsJson() const;
 
@@ -73,8 +81,10 @@ class EngineGroup {
   std::vector<std::unique_ptr<engine::rpc::EngineService::Stub>> stubs_;
   std::unique_ptr<Rebatcher> rebatcher_;
   std::atomic<int64_t> received_{0}, completed_{0}, failed_{0}, within_slo_{0},
-      completion_tokens_{0};
+      completion_tokens_{0}, prompt_tokens_{0};
   LatencyWindow ttft_, tpot_, e2e_;
+  metrics::Histogram ttft_s_{metrics::LatencyBuckets()}, tpot_s_{metrics::LatencyBuckets()},
+      e2e_s_{metrics::LatencyBuckets()}, queue_s_{metrics::LatencyBuckets()};
   mutable absl::Mutex mu_;
   std::vector<double> rank_lar_ ABSL_GUARDED_BY(mu_);
   std::vector<EngineCounters> counters_ ABSL_GUARDED_BY(mu_);

@@ -223,15 +223,17 @@ absl::Status RouterServer::StartHttp() {
     while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
     name = dir.substr(dir.find_last_of('/') + 1);
   }
-  ASSIGN_OR_RETURN(http_, http::HttpFrontend::Start(
-                              {.listen = o.listen,
-                               .port = o.http_port,
-                               .served_model = name,
-                               .tokenizer = tokenizer_.get(),
-                               .chat_template = chat_template_.get(),
-                               .chat_template_error = chat_error_,
-                               .router = server_->InProcessChannel(grpc::ChannelArguments()),
-                               .default_chat_max_tokens = o.default_chat_max_tokens}));
+  ASSIGN_OR_RETURN(http_,
+                   http::HttpFrontend::Start(
+                       {.listen = o.listen,
+                        .port = o.http_port,
+                        .served_model = name,
+                        .tokenizer = tokenizer_.get(),
+                        .chat_template = chat_template_.get(),
+                        .chat_template_error = chat_error_,
+                        .router = server_->InProcessChannel(grpc::ChannelArguments()),
+                        .metrics = [service = service_.get()] { return service->MetricsText(); },
+                        .default_chat_max_tokens = o.default_chat_max_tokens}));
   return absl::OkStatus();
 }
 

@@ -13,6 +13,7 @@
 #include "planner/proto/planner.grpc.pb.h"
 #include "router/server/call_policy.h"
 #include "router/server/routed_call.h"
+#include "router/server/router_metrics.h"
 #include "router/server/router_state.h"
 
 namespace semmoe::router {
@@ -106,9 +107,13 @@ grpc::ServerWriteReactor<Response>* RouterServiceImpl::Generate(
                                  {.tokenizer = o.tokenizer,
                                   .vocab_size = o.vocab_size,
                                   .max_prompt_tokens = o.max_prompt_tokens});
-  if (!checked.ok()) return ErrorCall(checked.status());
+  if (!checked.ok()) {
+    shared_->invalid.fetch_add(1);
+    return ErrorCall(checked.status());
+  }
   const std::vector<int32_t> prompt = *std::move(checked);
   if (!(request->max_queue_ms() >= 0)) {
+    shared_->invalid.fetch_add(1);
     return ErrorCall(absl::InvalidArgumentError("max_queue_ms must be ≥ 0"));
   }
   if (absl::Status admitted = Admit(shared_->in_flight.fetch_add(1) + 1, o.max_in_flight);
@@ -149,6 +154,12 @@ grpc::ServerWriteReactor<Response>* RouterServiceImpl::Generate(
                          start + max_queue, deadline, version);
 }
 
+std::string RouterServiceImpl::MetricsText() const {
+  std::vector<EngineGroup::Telemetry> telemetry;
+  for (const auto& g : shared_->groups) telemetry.push_back(g->telemetry());
+  return RouterMetricsText(Stats(), telemetry);
+}
+
 rpc::RouterStats RouterServiceImpl::Stats() const {
   rpc::RouterStats out;
   const RouterOptions& o = shared_->options;
@@ -158,6 +169,7 @@ rpc::RouterStats RouterServiceImpl::Stats() const {
   out.set_completed(shared_->completed.load());
   out.set_failed(shared_->failed.load());
   out.set_rejected(shared_->rejected.load());
+  out.set_invalid(shared_->invalid.load());
   out.set_retried(shared_->retried.load());
   out.set_completion_tokens(shared_->completion_tokens.load());
   out.set_polls(shared_->polls.load());

@@ -68,6 +68,8 @@ class RouterServiceImpl final : public rpc::RouterService::CallbackService {
                                      rpc::RouterStats* response) override;
 
   rpc::RouterStats Stats() const;
+  // The Prometheus text for GET /metrics (router_metrics.h).
+  std::string MetricsText() const;
 
  private:
   void Poll();

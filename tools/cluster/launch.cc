@@ -74,7 +74,10 @@ absl::Status LaunchEngines(const EngineGroupSpec& spec, absl::Time deadline, sig
   auto file = [&](int r, const char* ext) {
     return JoinPath(spec.run_dir, absl::StrCat(prefix, "rank", r, ext));
   };
-  for (int r = 0; r < spec.ranks; ++r) unlink(file(r, ".port").c_str());  // A reused run dir.
+  for (int r = 0; r < spec.ranks; ++r) {  // A reused run dir.
+    unlink(file(r, ".port").c_str());
+    unlink(file(r, ".metrics_port").c_str());
+  }
   for (int r = 0; r < spec.ranks; ++r) {
     out.hosts.push_back(spec.host ? spec.host(r) : "127.0.0.1");
     std::vector<std::string> argv = {spec.engine_binary, "serve",
@@ -100,6 +103,10 @@ absl::Status LaunchEngines(const EngineGroupSpec& spec, absl::Time deadline, sig
       argv.push_back(absl::StrCat("--rollout_mb_per_s=", spec.rollout_mb_per_s));
     }
     if (!spec.planner.empty()) argv.insert(argv.end(), {"--planner", spec.planner});
+    if (spec.metrics) {
+      argv.insert(argv.end(),
+                  {"--metrics_port", "0", "--metrics_port_file", file(r, ".metrics_port")});
+    }
     if (spec.host) argv.insert(argv.end(), {"--host", out.hosts[r]});
     if (spec.launcher) {
       std::vector<std::string> prefix = spec.launcher(r);
@@ -119,6 +126,12 @@ absl::Status LaunchEngines(const EngineGroupSpec& spec, absl::Time deadline, sig
     ASSIGN_OR_RETURN(int port, WaitForPort(*out.processes[r], file(r, ".port"),
                                            absl::StrCat(prefix, "rank ", r), deadline));
     out.ports.push_back(port);
+    if (spec.metrics) {  // Written before the serving port.
+      ASSIGN_OR_RETURN(int metrics,
+                       WaitForPort(*out.processes[r], file(r, ".metrics_port"),
+                                   absl::StrCat(prefix, "rank ", r, "'s metrics"), deadline));
+      out.metrics_ports.push_back(metrics);
+    }
   }
   // Ready: every rank answers GetStats.
   for (int r = 0; r < spec.ranks; ++r) {

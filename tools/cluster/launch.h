@@ -50,7 +50,8 @@ struct EngineGroupSpec {
   bool cuda = false;    // Rank r runs its forward on CUDA device first_cuda_device + r.
   int first_cuda_device = 0;
   double rollout_mb_per_s = -1;  // engine serve --rollout_mb_per_s; < 0: its default.
-  double sample_routing = 0;      // > 0: rank r writes its live trace to run_dir/rank<r>.trace.
+  double sample_routing = 0;     // > 0: rank r writes its live trace to run_dir/rank<r>.trace.
+  bool metrics = true;  // Each rank serves Prometheus /metrics on a free port (metrics_ports).
   // Where rank r runs, for emulated hosts (tools/netlab): its address (EngineService and the
   // Gloo mesh listen there; unset: 127.0.0.1) and the argv prefix that starts it there (e.g.
   // `ip netns exec NS`; unset: none).
@@ -63,8 +64,9 @@ struct EngineGroup {
   std::vector<std::unique_ptr<Process>> processes;
   std::vector<std::string> hosts;  // Each rank's address.
   std::vector<int> ports;
-  std::vector<bool> accepts;      // Whether each rank takes requests (TP followers do not).
-  std::string Addresses() const;  // "HOST:P,HOST:Q,..." (accepting ranks).
+  std::vector<int> metrics_ports;  // Each rank's /metrics port (when the spec asked for them).
+  std::vector<bool> accepts;       // Whether each rank takes requests (TP followers do not).
+  std::string Addresses() const;   // "HOST:P,HOST:Q,..." (accepting ranks).
 };
 
 // Spawns the ranks (appending them to `out` as they start, so a failure can stop them), waits

@@ -21,6 +21,7 @@ struct Cluster {
   std::string run_dir;
   std::unique_ptr<Process> planner;
   int planner_port = 0;
+  int planner_metrics_port = 0;
   std::vector<EngineGroup> groups;  // One; or one per A/B arm.
   std::unique_ptr<Process> router;
   int router_port = 0;

@@ -1,0 +1,34 @@
+#include "common/metrics_server.h"
+
+#include <httplib.h>
+
+#include "absl/strings/str_cat.h"
+#include "common/metrics.h"
+
+namespace semmoe::metrics {
+
+MetricsServer::MetricsServer() : server_(std::make_unique<httplib::Server>()) {}
+
+MetricsServer::~MetricsServer() {
+  server_->stop();
+  if (thread_.joinable()) thread_.join();
+}
+
+absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(
+    const std::string& listen, int port, std::function<std::string()> render) {
+  std::unique_ptr<MetricsServer> s(new MetricsServer());
+  s->server_->new_task_queue = [] { return new httplib::ThreadPool(2); };
+  s->server_->Get("/metrics", [render](const httplib::Request&, httplib::Response& res) {
+    res.set_content(render(), kTextContentType);
+  });
+  s->port_ = port == 0 ? s->server_->bind_to_any_port(listen)
+                       : (s->server_->bind_to_port(listen, port) ? port : -1);
+  if (s->port_ <= 0) {
+    return absl::UnavailableError(absl::StrCat("metrics: cannot listen on ", listen, ":", port));
+  }
+  httplib::Server* server = s->server_.get();
+  s->thread_ = std::thread([server] { server->listen_after_bind(); });
+  return s;
+}
+
+}  // namespace semmoe::metrics

@@ -1,0 +1,97 @@
+#include "engine/server/engine_metrics.h"
+
+#include "absl/strings/str_cat.h"
+#include "common/metrics.h"
+
+namespace semmoe::engine {
+
+std::string EngineMetricsText(const rpc::EngineStats& s) {
+  metrics::Families f;
+  const std::string rank = absl::StrCat(s.rank());
+  const metrics::Labels r = {{"rank", rank}};
+  f.Gauge("semmoe_engine_info", "The rank's group: its size and attention mode (value 1).",
+          {{"rank", rank}, {"ranks", absl::StrCat(s.ranks())}, {"attention", s.attention()}}, 1);
+  f.Gauge("semmoe_engine_accepts_requests",
+          "1 when this rank takes requests (Attention-DP, or "
+          "TP rank 0).",
+          r, s.accepts_requests() ? 1 : 0);
+  const char* kRequests = "Requests that ended on this rank, by outcome.";
+  f.Counter("semmoe_engine_requests_total", kRequests, {{"rank", rank}, {"outcome", "completed"}},
+            s.completed());
+  f.Counter("semmoe_engine_requests_total", kRequests, {{"rank", rank}, {"outcome", "failed"}},
+            s.failed());
+  f.Counter("semmoe_engine_requests_total", kRequests, {{"rank", rank}, {"outcome", "cancelled"}},
+            s.cancelled());
+  f.Gauge("semmoe_engine_requests_running", "Requests in the running batch.", r, s.running());
+  f.Gauge("semmoe_engine_requests_waiting", "Requests queued for the batch (queue depth).", r,
+          s.waiting());
+  if (s.kv_free_tokens() >= 0) {
+    f.Gauge("semmoe_engine_kv_cache_free_tokens", "Free KV-cache room, in token positions.", r,
+            s.kv_free_tokens());
+    f.Gauge("semmoe_engine_kv_cache_usage_ratio", "Share of the KV cache in use (0-1).", r,
+            s.kv_total_tokens() > 0
+                ? 1.0 - static_cast<double>(s.kv_free_tokens()) / s.kv_total_tokens()
+                : 0.0);
+  }
+  f.Gauge("semmoe_engine_kv_cache_capacity_tokens", "KV-cache size, in token positions.", r,
+          s.kv_total_tokens());
+  f.Counter("semmoe_engine_prompt_tokens_total",
+            "Prompt tokens prefilled (recomputation after "
+            "preemption included).",
+            r, s.prefill_tokens());
+  f.Counter("semmoe_engine_generation_tokens_total", "Tokens decoded.", r, s.decode_tokens());
+  f.Counter("semmoe_engine_preemptions_total", "Sequences preempted for KV-cache room.", r,
+            s.preemptions());
+  f.Counter("semmoe_engine_forward_passes_total", "Forward passes run by the group.", r,
+            s.forward_passes());
+  f.Gauge("semmoe_engine_local_activation_ratio",
+          "Share of this rank's tokens' expert activations served on this rank (LAR), all MoE "
+          "layers.",
+          r, s.lar());
+  for (const rpc::MoeLayerStats& l : s.layers()) {
+    const std::string layer = absl::StrCat(l.layer());
+    auto labels = [&](std::initializer_list<std::pair<std::string, std::string>> more) {
+      metrics::Labels out = {{"rank", rank}, {"layer", layer}};
+      out.insert(out.end(), more.begin(), more.end());
+      return out;
+    };
+    f.Gauge("semmoe_engine_moe_local_activation_ratio",
+            "LAR per MoE layer: local expert activations over all of this rank's.", labels({}),
+            l.lar());
+    const char* kActivations =
+        "Expert activations of this rank's tokens, per MoE layer, by "
+        "where the expert ran.";
+    f.Counter("semmoe_engine_moe_activations_total", kActivations, labels({{"where", "local"}}),
+              l.local_activations());
+    f.Counter("semmoe_engine_moe_activations_total", kActivations, labels({{"where", "remote"}}),
+              l.remote_activations());
+    const char* kBytes = "All-to-all bytes per MoE layer, by phase and direction.";
+    f.Counter("semmoe_engine_all_to_all_bytes_total", kBytes,
+              labels({{"phase", "dispatch"}, {"direction", "sent"}}), l.dispatch_bytes_sent());
+    f.Counter("semmoe_engine_all_to_all_bytes_total", kBytes,
+              labels({{"phase", "dispatch"}, {"direction", "received"}}),
+              l.dispatch_bytes_received());
+    f.Counter("semmoe_engine_all_to_all_bytes_total", kBytes,
+              labels({{"phase", "combine"}, {"direction", "sent"}}), l.combine_bytes_sent());
+    f.Counter("semmoe_engine_all_to_all_bytes_total", kBytes,
+              labels({{"phase", "combine"}, {"direction", "received"}}),
+              l.combine_bytes_received());
+    const char* kSeconds = "Seconds spent per MoE layer, by phase.";
+    f.Counter("semmoe_engine_moe_seconds_total", kSeconds, labels({{"phase", "dispatch"}}),
+              l.dispatch_seconds());
+    f.Counter("semmoe_engine_moe_seconds_total", kSeconds, labels({{"phase", "experts"}}),
+              l.expert_seconds());
+    f.Counter("semmoe_engine_moe_seconds_total", kSeconds, labels({{"phase", "combine"}}),
+              l.combine_seconds());
+  }
+  f.Gauge("semmoe_engine_placement_version",
+          "The placement version this rank serves (0: vanilla or a file).", r,
+          s.placement_version());
+  f.Gauge("semmoe_engine_rollout_target_version",
+          "The version being rolled out to this rank (0: none).", r, s.rollout().target_version());
+  f.Counter("semmoe_engine_rollout_refusals_total", "Placement versions this group refused.", r,
+            s.rollout().refusals());
+  return f.Text();
+}
+
+}  // namespace semmoe::engine

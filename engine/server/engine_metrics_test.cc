@@ -1,0 +1,55 @@
+#include "engine/server/engine_metrics.h"
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace semmoe::engine {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST(EngineMetricsTest, StatsBecomeSeries) {
+  rpc::EngineStats s;
+  s.set_rank(1);
+  s.set_ranks(2);
+  s.set_attention("dp");
+  s.set_completed(7);
+  s.set_cancelled(2);
+  s.set_waiting(3);
+  s.set_kv_free_tokens(250);
+  s.set_kv_total_tokens(1000);
+  s.set_prefill_tokens(90);
+  s.set_decode_tokens(40);
+  s.set_placement_version(5);
+  rpc::MoeLayerStats* l = s.add_layers();
+  l->set_layer(3);
+  l->set_local_activations(30);
+  l->set_remote_activations(10);
+  l->set_lar(0.75);
+  l->set_dispatch_bytes_sent(4096);
+  const std::string text = EngineMetricsText(s);
+  EXPECT_THAT(text, HasSubstr("semmoe_engine_requests_total{rank=\"1\",outcome=\"completed\"} 7"));
+  EXPECT_THAT(text, HasSubstr("semmoe_engine_requests_total{rank=\"1\",outcome=\"cancelled\"} 2"));
+  EXPECT_THAT(text, HasSubstr("semmoe_engine_requests_waiting{rank=\"1\"} 3"));
+  EXPECT_THAT(text, HasSubstr("semmoe_engine_kv_cache_usage_ratio{rank=\"1\"} 0.75"));
+  EXPECT_THAT(text, HasSubstr("semmoe_engine_prompt_tokens_total{rank=\"1\"} 90"));
+  EXPECT_THAT(text, HasSubstr("semmoe_engine_generation_tokens_total{rank=\"1\"} 40"));
+  EXPECT_THAT(text,
+              HasSubstr("semmoe_engine_moe_local_activation_ratio{rank=\"1\",layer=\"3\"} 0.75"));
+  EXPECT_THAT(text, HasSubstr("semmoe_engine_moe_activations_total{rank=\"1\",layer=\"3\","
+                              "where=\"remote\"} 10"));
+  EXPECT_THAT(text, HasSubstr("semmoe_engine_all_to_all_bytes_total{rank=\"1\",layer=\"3\","
+                              "phase=\"dispatch\",direction=\"sent\"} 4096"));
+  EXPECT_THAT(text, HasSubstr("semmoe_engine_placement_version{rank=\"1\"} 5"));
+}
+
+TEST(EngineMetricsTest, ATpFollowerHasNoKvFreeSeries) {
+  rpc::EngineStats s;
+  s.set_kv_free_tokens(-1);
+  const std::string text = EngineMetricsText(s);
+  EXPECT_EQ(text.find("semmoe_engine_kv_cache_free_tokens"), std::string::npos);
+  EXPECT_EQ(text.find("semmoe_engine_kv_cache_usage_ratio"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace semmoe::engine
