@@ -4,10 +4,24 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/metrics.h"
+#include "common/security.h"
 
 namespace semmoe::metrics {
 
-MetricsServer::MetricsServer() : server_(std::make_unique<httplib::Server>()) {}
+namespace {
+
+// HTTPS with the process's TLS identity, requiring client certificates its CA signed when one is
+// installed (Prometheus' scrape configuration takes a client certificate); else plain HTTP.
+std::unique_ptr<httplib::Server> NewServer() {
+  const SecurityMaterial& m = Security();
+  if (!m.tls()) return std::make_unique<httplib::Server>();
+  return std::make_unique<httplib::SSLServer>(m.cert_file.c_str(), m.key_file.c_str(),
+                                              m.ca_file.empty() ? nullptr : m.ca_file.c_str());
+}
+
+}  // namespace
+
+MetricsServer::MetricsServer() : server_(NewServer()) {}
 
 MetricsServer::~MetricsServer() {
   server_->stop();
@@ -17,6 +31,10 @@ MetricsServer::~MetricsServer() {
 absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(
     const std::string& listen, int port, std::function<std::string()> render) {
   std::unique_ptr<MetricsServer> s(new MetricsServer());
+  if (!s->server_->is_valid()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("metrics: cannot use the TLS certificate ", Security().cert_file));
+  }
   s->server_->new_task_queue = [] { return new httplib::ThreadPool(2); };
   s->server_->Get("/metrics", [render](const httplib::Request&, httplib::Response& res) {
     res.set_content(render(), kTextContentType);

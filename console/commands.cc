@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
+#include "common/security.h"
 #include "console/rpc_util.h"
 #include "console/table.h"
 #include "engine/proto/engine.grpc.pb.h"
@@ -19,10 +20,8 @@ namespace semmoe::console {
 
 Console::Console(const ConsoleOptions& options, std::ostream& out, std::istream& in)
     : o_(options), out_(out), in_(in) {
-  planner_ = prpc::PlannerService::NewStub(
-      grpc::CreateChannel(o_.planner, grpc::InsecureChannelCredentials()));
-  router_ = rrpc::RouterService::NewStub(
-      grpc::CreateChannel(o_.router, grpc::InsecureChannelCredentials()));
+  planner_ = prpc::PlannerService::NewStub(semmoe::NewChannel(o_.planner));
+  router_ = rrpc::RouterService::NewStub(semmoe::NewChannel(o_.router));
 }
 
 absl::Status Console::Confirm(const std::string& question) {

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
+#include "common/security.h"
 #include "console/commands.h"
 #include "console/rpc_util.h"
 #include "console/table.h"
@@ -198,8 +199,7 @@ absl::Status Console::ClusterStatus() {
   // Per group (arm): the version its engines serve and their live routing traces, for drift.
   std::map<std::string, std::pair<int64_t, std::vector<std::string>>> live;
   for (const rrpc::RankStats& r : stats.ranks()) {
-    auto stub = engine::rpc::EngineService::NewStub(
-        grpc::CreateChannel(r.address(), grpc::InsecureChannelCredentials()));
+    auto stub = engine::rpc::EngineService::NewStub(semmoe::NewChannel(r.address()));
     grpc::ClientContext context;
     context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(2)));
     engine::rpc::EngineStats e;

@@ -21,6 +21,7 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "common/file.h"
+#include "common/security_flags.h"
 #include "console/commands.h"
 #include "console/tui.h"
 #include "nlohmann/json.hpp"
@@ -69,6 +70,10 @@ int main(int argc, char** argv) {
   std::vector<char*> positional =
       absl::ParseCommandLine(static_cast<int>(args_in.size()), args_in.data());
   std::vector<std::string> args(positional.begin() + 1, positional.end());
+  if (absl::Status security = semmoe::InstallSecurityFromFlags(); !security.ok()) {
+    std::cerr << "console: " << security.message() << "\n";
+    return 2;
+  }
   semmoe::console::ConsoleOptions o;
   o.planner = absl::GetFlag(FLAGS_planner);
   o.router = absl::GetFlag(FLAGS_router);

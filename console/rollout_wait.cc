@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/security.h"
 #include "console/commands.h"
 #include "console/rpc_util.h"
 #include "engine/proto/engine.grpc.pb.h"
@@ -41,8 +42,7 @@ absl::Status Console::AwaitRollout(int64_t version, bool push) {
     if (!push && !ranks[0]->rollout().follows_active()) continue;
     groups.insert(arm);
     if (!push) continue;
-    auto stub = engine::rpc::EngineService::NewStub(
-        grpc::CreateChannel(ranks[0]->address(), grpc::InsecureChannelCredentials()));
+    auto stub = engine::rpc::EngineService::NewStub(semmoe::NewChannel(ranks[0]->address()));
     engine::rpc::RolloutRequest request;
     request.set_version(version);
     engine::rpc::RolloutResponse response;

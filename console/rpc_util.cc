@@ -19,6 +19,15 @@ absl::Status Rpc(const grpc::Status& s, const std::string& service, const std::s
     return absl::UnavailableError(
         absl::StrCat("the ", service, " at ", address, " is unreachable (", message, ")"));
   }
+  if (s.error_code() == grpc::StatusCode::UNAUTHENTICATED ||
+      s.error_code() == grpc::StatusCode::PERMISSION_DENIED) {  // Say it is about credentials.
+    return absl::Status(
+        static_cast<absl::StatusCode>(s.error_code()),
+        absl::StrCat(service, ": ",
+                     s.error_code() == grpc::StatusCode::UNAUTHENTICATED ? "UNAUTHENTICATED"
+                                                                         : "PERMISSION_DENIED",
+                     ": ", message));
+  }
   return absl::Status(static_cast<absl::StatusCode>(s.error_code()),
                       absl::StrCat(service, ": ", message));
 }

@@ -14,6 +14,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/security.h"
 #include "console/tui_model.h"
 #include "engine/proto/engine.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
@@ -50,10 +51,8 @@ bool Utf8() {
 class Tui {
  public:
   explicit Tui(const ConsoleOptions& o) : o_(o) {
-    planner_ = prpc::PlannerService::NewStub(
-        grpc::CreateChannel(o.planner, grpc::InsecureChannelCredentials()));
-    router_ = rrpc::RouterService::NewStub(
-        grpc::CreateChannel(o.router, grpc::InsecureChannelCredentials()));
+    planner_ = prpc::PlannerService::NewStub(semmoe::NewChannel(o.planner));
+    router_ = rrpc::RouterService::NewStub(semmoe::NewChannel(o.router));
   }
 
   void Refresh() {
@@ -95,8 +94,7 @@ class Tui {
     // LAR per MoE layer, from the engines behind the router.
     std::map<int, std::pair<int64_t, int64_t>> layers;
     for (const rrpc::RankStats& r : s.router.ranks()) {
-      auto stub = engine::rpc::EngineService::NewStub(
-          grpc::CreateChannel(r.address(), grpc::InsecureChannelCredentials()));
+      auto stub = engine::rpc::EngineService::NewStub(semmoe::NewChannel(r.address()));
       grpc::ClientContext c;
       c.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(300));
       engine::rpc::EngineStats e;

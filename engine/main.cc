@@ -31,6 +31,8 @@
 #include "common/file.h"
 #include "common/logging.h"
 #include "common/progress.h"
+#include "common/security.h"
+#include "common/security_flags.h"
 #include "common/status_macros.h"
 #include "engine/model/generation_config.h"
 #include "engine/model/model.h"
@@ -395,6 +397,7 @@ int Serve(int device) {
     sigwait(&signals, &signal);
     stop.Notify();
   }).detach();
+  WarnIfPlaintext(o.host, absl::StrCat("engine rank ", o.rank));
   const absl::Status status = RunRankServer(o, stop);
   if (!status.ok()) return Fail(status);
   return 0;
@@ -409,6 +412,10 @@ int main(int argc, char** argv) {
   std::vector<char*> args = absl::ParseCommandLine(argc, argv);
   semmoe::InitLogging(argv[0],
                       {.verbosity = absl::GetFlag(FLAGS_verbosity), .stderr_threshold = 1});
+  if (absl::Status security = semmoe::InstallSecurityFromFlags(); !security.ok()) {
+    std::cerr << "engine: " << security.message() << "\n";
+    return 2;
+  }
   if (args.size() != 2) return semmoe::engine::Usage("expected exactly one command");
   const std::string command = args[1];
   if (absl::GetFlag(FLAGS_model).empty()) return Usage("--model is required");

@@ -41,6 +41,8 @@
 #include "common/file.h"
 #include "common/logging.h"
 #include "common/progress.h"
+#include "common/security.h"
+#include "common/security_flags.h"
 #include "planner/cli/commands.h"
 #include "planner/cli/drift.h"
 #include "planner/cli/experiments.h"
@@ -242,6 +244,7 @@ int Run(const std::string& command, const std::string& sub) {
       if (!rows.ok()) return rows.status();
       return rows->dump();
     };
+    WarnIfPlaintext(absl::GetFlag(FLAGS_listen), "the planner");
     auto server = PlannerServer::Start(
         {.db = db,
          .address = absl::StrCat(absl::GetFlag(FLAGS_listen), ":", absl::GetFlag(FLAGS_port)),
@@ -311,6 +314,10 @@ int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(semmoe::planner::kUsage);
   std::vector<char*> args = absl::ParseCommandLine(argc, argv);
   semmoe::InitLogging(argv[0], {.stderr_threshold = 1});
+  if (absl::Status security = semmoe::InstallSecurityFromFlags(); !security.ok()) {
+    std::cerr << "planner: " << security.message() << "\n";
+    return 2;
+  }
   const bool experiment = args.size() == 3 && std::string(args[1]) == "experiment";
   if (args.size() != 2 && !experiment) {
     return semmoe::planner::Usage("expected exactly one command");

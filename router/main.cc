@@ -29,6 +29,8 @@
 #include "absl/strings/str_cat.h"
 #include "common/file.h"
 #include "common/logging.h"
+#include "common/security.h"
+#include "common/security_flags.h"
 #include "router/server/router_server.h"
 
 ABSL_FLAG(std::vector<std::string>, engines, {}, "engine rank addresses, rank order");
@@ -116,6 +118,7 @@ int Run() {
   sigaddset(&stop, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stop, nullptr);
 
+  WarnIfPlaintext(o.listen, "the router");
   absl::StatusOr<std::unique_ptr<RouterServer>> server = RouterServer::Start(o);
   if (!server.ok()) return Fail(server.status());
   std::cout << (*server)->Describe() << std::endl;
@@ -143,5 +146,9 @@ int main(int argc, char** argv) {
   absl::SetProgramUsageMessage("router --engines HOST:PORT,... --model DIR [flags]");
   absl::ParseCommandLine(argc, argv);
   semmoe::InitLogging(argv[0], {.stderr_threshold = 1});
+  if (absl::Status security = semmoe::InstallSecurityFromFlags(); !security.ok()) {
+    std::cerr << "router: " << security.message() << "\n";
+    return 2;
+  }
   return semmoe::router::Run();
 }

@@ -23,6 +23,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "common/file.h"
+#include "common/security.h"
 #include "grpcpp/grpcpp.h"
 #include "nlohmann/json.hpp"
 #include "router/proto/router.grpc.pb.h"
@@ -125,8 +126,8 @@ void Run(const std::vector<Prompt>& prompts, Pairs& out) {
   std::vector<std::thread> workers;
   for (int w = 0; w < absl::GetFlag(FLAGS_concurrency); ++w) {
     workers.emplace_back([&] {
-      auto stub = router::rpc::RouterService::NewStub(
-          grpc::CreateChannel(absl::GetFlag(FLAGS_grpc), grpc::InsecureChannelCredentials()));
+      auto stub =
+          router::rpc::RouterService::NewStub(semmoe::NewChannel(absl::GetFlag(FLAGS_grpc)));
       std::vector<std::string> hp = absl::StrSplit(absl::GetFlag(FLAGS_http), ':');
       httplib::Client client(hp[0], std::stoi(hp[1]));
       client.set_read_timeout(120, 0);

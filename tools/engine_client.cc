@@ -14,6 +14,8 @@
 #include "absl/flags/parse.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/security.h"
+#include "common/security_flags.h"
 #include "engine/proto/engine.grpc.pb.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
@@ -74,10 +76,13 @@ int Stats(rpc::EngineService::Stub& stub, grpc::ClientContext& context) {
 
 int main(int argc, char** argv) {
   std::vector<char*> args = absl::ParseCommandLine(argc, argv);
+  if (absl::Status security = semmoe::InstallSecurityFromFlags(); !security.ok()) {
+    std::cerr << "engine_client: " << security.message() << "\n";
+    return 2;
+  }
   if (args.size() != 2) return Usage("expected one command");
   const std::string command = args[1];
-  auto channel =
-      grpc::CreateChannel(absl::GetFlag(FLAGS_target), grpc::InsecureChannelCredentials());
+  auto channel = semmoe::NewChannel(absl::GetFlag(FLAGS_target));
   auto stub = rpc::EngineService::NewStub(channel);
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() +

@@ -40,6 +40,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/file.h"
+#include "common/security_flags.h"
 #include "common/status_macros.h"
 #include "engine/proto/engine.grpc.pb.h"
 #include "grpcpp/create_channel.h"
@@ -121,6 +122,8 @@ absl::Status StartRouter(Cluster& c, const std::string& model, std::vector<std::
                              JoinPath(c.run_dir, "router.http_port")});
   }
   argv.insert(argv.end(), extra.begin(), extra.end());
+  const std::vector<std::string> security = SecurityFlagsForChild();
+  argv.insert(argv.end(), security.begin(), security.end());
   unlink(JoinPath(c.run_dir, "router.port").c_str());
   unlink(JoinPath(c.run_dir, "router.http_port").c_str());
   ASSIGN_OR_RETURN(c.router, Process::Spawn(argv, JoinPath(c.run_dir, "router.log")));
@@ -161,7 +164,8 @@ absl::Status Start(Cluster& c, sigset_t& stop_signals) {
                                 .run_dir = c.run_dir,
                                 .cuda = absl::GetFlag(FLAGS_device) == "cuda",
                                 .rollout_mb_per_s = absl::GetFlag(FLAGS_rollout_mb_per_s),
-                                .sample_routing = absl::GetFlag(FLAGS_sample_routing)};
+                                .sample_routing = absl::GetFlag(FLAGS_sample_routing),
+                                .extra_flags = SecurityFlagsForChild()};
   if (absl::GetFlag(FLAGS_device) != "cpu" && absl::GetFlag(FLAGS_device) != "cuda") {
     return absl::InvalidArgumentError("--device must be cpu or cuda");
   }
@@ -226,10 +230,21 @@ absl::Status Start(Cluster& c, sigset_t& stop_signals) {
     unlink(port_file.c_str());
     const std::string metrics_file = JoinPath(c.run_dir, "planner.metrics_port");
     unlink(metrics_file.c_str());
-    ASSIGN_OR_RETURN(c.planner, Process::Spawn({planner_bin, "serve", "--db", db, "--port", "0",
-                                                "--port_file", port_file, "--metrics_port", "0",
-                                                "--metrics_port_file", metrics_file},
-                                               JoinPath(c.run_dir, "planner.log")));
+    std::vector<std::string> argv = {planner_bin,
+                                     "serve",
+                                     "--db",
+                                     db,
+                                     "--port",
+                                     "0",
+                                     "--port_file",
+                                     port_file,
+                                     "--metrics_port",
+                                     "0",
+                                     "--metrics_port_file",
+                                     metrics_file};
+    const std::vector<std::string> security = SecurityFlagsForChild();
+    argv.insert(argv.end(), security.begin(), security.end());
+    ASSIGN_OR_RETURN(c.planner, Process::Spawn(argv, JoinPath(c.run_dir, "planner.log")));
     ASSIGN_OR_RETURN(c.planner_port, WaitForPort(*c.planner, port_file, "the planner", deadline));
     ASSIGN_OR_RETURN(c.planner_metrics_port,
                      WaitForPort(*c.planner, metrics_file, "the planner's metrics", deadline));
@@ -367,6 +382,10 @@ int Main() {
 
 int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
+  if (absl::Status security = semmoe::InstallSecurityFromFlags(); !security.ok()) {
+    std::cerr << "local_cluster: " << security.message() << "\n";
+    return 2;
+  }
   char resolved[PATH_MAX];
   semmoe::tools::argv0 = realpath(argv[0], resolved) != nullptr ? resolved : argv[0];
   return semmoe::tools::Main();

@@ -15,6 +15,8 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/security.h"
+#include "common/security_flags.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
 #include "router/proto/router.grpc.pb.h"
@@ -93,10 +95,13 @@ int Stats(rpc::RouterService::Stub& stub, grpc::ClientContext& context) {
 
 int main(int argc, char** argv) {
   std::vector<char*> args = absl::ParseCommandLine(argc, argv);
+  if (absl::Status security = semmoe::InstallSecurityFromFlags(); !security.ok()) {
+    std::cerr << "router_client: " << security.message() << "\n";
+    return 2;
+  }
   if (args.size() != 2) return Usage("expected one command");
   const std::string command = args[1];
-  auto stub = rpc::RouterService::NewStub(
-      grpc::CreateChannel(absl::GetFlag(FLAGS_target), grpc::InsecureChannelCredentials()));
+  auto stub = rpc::RouterService::NewStub(semmoe::NewChannel(absl::GetFlag(FLAGS_target)));
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() +
                        std::chrono::milliseconds(absl::GetFlag(FLAGS_deadline_ms)));

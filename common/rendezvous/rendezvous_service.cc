@@ -6,6 +6,7 @@
 
 #include "absl/time/clock.h"
 #include "common/grpc_status.h"
+#include "common/security.h"
 
 namespace semmoe::rendezvous {
 namespace {
@@ -15,8 +16,10 @@ constexpr absl::Duration kWaitSlice = absl::Milliseconds(100);
 
 }  // namespace
 
-grpc::Status RendezvousService::Set(grpc::ServerContext* /*context*/, const SetRequest* request,
+grpc::Status RendezvousService::Set(grpc::ServerContext* context, const SetRequest* request,
                                     SetResponse* /*response*/) {
+  // Ranks meet through this store: with a token configured, only its holders may write.
+  if (grpc::Status auth = CheckToken(*context); !auth.ok()) return auth;
   return ToGrpcStatus(store_.Set(request->key(), request->value()));
 }
 

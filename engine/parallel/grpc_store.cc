@@ -1,6 +1,7 @@
 #include "engine/parallel/grpc_store.h"
 
 #include "absl/strings/str_cat.h"
+#include "common/security.h"
 #include "gloo/common/error.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
@@ -19,8 +20,7 @@ constexpr std::chrono::milliseconds kRpcSlack(2000);
 }  // namespace
 
 GrpcStore::GrpcStore(const std::string& target)
-    : stub_(rendezvous::RendezvousStore::NewStub(
-          grpc::CreateChannel(target, grpc::InsecureChannelCredentials()))) {}
+    : stub_(rendezvous::RendezvousStore::NewStub(semmoe::NewChannel(target))) {}
 
 void GrpcStore::set(const std::string& key, const std::vector<char>& data) {
   rendezvous::SetRequest request;

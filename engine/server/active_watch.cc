@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/security.h"
 #include "glog/logging.h"
 #include "planner/proto/planner.grpc.pb.h"
 
@@ -31,8 +32,7 @@ std::string ActiveWatch::error() const {
 }
 
 void ActiveWatch::Run() {
-  auto stub = planner::rpc::PlannerService::NewStub(
-      grpc::CreateChannel(planner_, grpc::InsecureChannelCredentials()));
+  auto stub = planner::rpc::PlannerService::NewStub(semmoe::NewChannel(planner_));
   absl::Duration backoff = absl::Milliseconds(200);
   for (;;) {
     grpc::ClientContext context;

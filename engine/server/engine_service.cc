@@ -8,6 +8,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "common/grpc_status.h"
+#include "common/security.h"
 #include "common/status_macros.h"
 #include "engine/model/prompt.h"
 #include "engine/model/unicode.h"
@@ -212,6 +213,10 @@ grpc::ServerUnaryReactor* EngineServiceImpl::Rollout(grpc::CallbackServerContext
                                                      const rpc::RolloutRequest* request,
                                                      rpc::RolloutResponse* response) {
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  if (grpc::Status auth = CheckToken(*context); !auth.ok()) {  // A mutation.
+    reactor->Finish(auth);
+    return reactor;
+  }
   if (!options_.rollout) {
     reactor->Finish(grpc::Status(grpc::StatusCode::FAILED_PRECONDITION,
                                  "this rank does not take rollouts (only rank 0 of a group "

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/grpc_status.h"
+#include "common/security.h"
 #include "grpcpp/grpcpp.h"
 #include "planner/proto/planner.grpc.pb.h"
 #include "planner/proto/table_chunks.h"
@@ -35,8 +36,7 @@ absl::StatusOr<std::string> Table(
 
 absl::StatusOr<FetchedVersion> FetchPlacementVersion(const std::string& planner, int64_t version,
                                                      bool with_tables, absl::Duration timeout) {
-  auto stub = planner::rpc::PlannerService::NewStub(
-      grpc::CreateChannel(planner, grpc::InsecureChannelCredentials()));
+  auto stub = planner::rpc::PlannerService::NewStub(semmoe::NewChannel(planner));
   const absl::Time deadline = absl::Now() + timeout;
   auto failed = [&](const absl::Status& s, const char* what) {
     return absl::Status(s.code(), absl::StrCat("planner ", planner, ": version ", version, "'s ",

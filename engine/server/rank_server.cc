@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/file.h"
 #include "common/metrics_server.h"
+#include "common/security.h"
 #include "common/status_macros.h"
 #include "engine/model/config.h"
 #include "engine/parallel/placement_rollout.h"
@@ -174,8 +175,7 @@ absl::Status RunRankServer(const RankServerOptions& o, absl::Notification& stop)
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
   int port = 0;
-  builder.AddListeningPort(absl::StrCat(o.host, ":", o.port), grpc::InsecureServerCredentials(),
-                           &port);
+  builder.AddListeningPort(absl::StrCat(o.host, ":", o.port), semmoe::ServerCredentials(), &port);
   builder.RegisterService(&service);
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (server == nullptr || port == 0) {

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/grpc_status.h"
+#include "common/security.h"
 #include "common/status_macros.h"
 #include "planner/affinity/prompt_score_table.h"
 #include "planner/affinity/token_affinity.h"
@@ -70,8 +71,11 @@ grpc::Status PlannerServiceImpl::GetActive(grpc::ServerContext*,
   return grpc::Status::OK;
 }
 
-grpc::Status PlannerServiceImpl::Activate(grpc::ServerContext*, const rpc::ActivateRequest* request,
+grpc::Status PlannerServiceImpl::Activate(grpc::ServerContext* context,
+                                          const rpc::ActivateRequest* request,
                                           rpc::ActivateResponse*) {
+  // A mutation: the bearer token, when one is configured.
+  if (grpc::Status auth = CheckToken(*context); !auth.ok()) return auth;
   absl::MutexLock lock(&mu_);
   return ToGrpcStatus(store_->Activate(request->version()));
 }
@@ -195,9 +199,11 @@ grpc::Status PlannerServiceImpl::ExperimentProto(int64_t id, rpc::Experiment* ou
   return grpc::Status::OK;
 }
 
-grpc::Status PlannerServiceImpl::CreateExperiment(grpc::ServerContext*,
+grpc::Status PlannerServiceImpl::CreateExperiment(grpc::ServerContext* context,
                                                   const rpc::CreateExperimentRequest* request,
                                                   rpc::Experiment* response) {
+  // A mutation: the bearer token, when one is configured.
+  if (grpc::Status auth = CheckToken(*context); !auth.ok()) return auth;
   std::vector<ExperimentArm> arms;
   for (const rpc::ExperimentArm& a : request->arms()) {
     arms.push_back({.name = a.name(), .version = a.version(), .share_percent = a.share_percent()});
@@ -209,27 +215,33 @@ grpc::Status PlannerServiceImpl::CreateExperiment(grpc::ServerContext*,
   return ExperimentProto(*id, response);
 }
 
-grpc::Status PlannerServiceImpl::StartExperiment(grpc::ServerContext*,
+grpc::Status PlannerServiceImpl::StartExperiment(grpc::ServerContext* context,
                                                  const rpc::ExperimentId* request,
                                                  rpc::Experiment* response) {
+  // A mutation: the bearer token, when one is configured.
+  if (grpc::Status auth = CheckToken(*context); !auth.ok()) return auth;
   absl::MutexLock lock(&mu_);
   ExperimentStore experiments(*store_);
   if (absl::Status s = experiments.Start(request->id()); !s.ok()) return ToGrpcStatus(s);
   return ExperimentProto(request->id(), response);
 }
 
-grpc::Status PlannerServiceImpl::StopExperiment(grpc::ServerContext*,
+grpc::Status PlannerServiceImpl::StopExperiment(grpc::ServerContext* context,
                                                 const rpc::ExperimentId* request,
                                                 rpc::Experiment* response) {
+  // A mutation: the bearer token, when one is configured.
+  if (grpc::Status auth = CheckToken(*context); !auth.ok()) return auth;
   absl::MutexLock lock(&mu_);
   ExperimentStore experiments(*store_);
   if (absl::Status s = experiments.Stop(request->id()); !s.ok()) return ToGrpcStatus(s);
   return ExperimentProto(request->id(), response);
 }
 
-grpc::Status PlannerServiceImpl::PromoteExperiment(grpc::ServerContext*,
+grpc::Status PlannerServiceImpl::PromoteExperiment(grpc::ServerContext* context,
                                                    const rpc::PromoteExperimentRequest* request,
                                                    rpc::Experiment* response) {
+  // A mutation: the bearer token, when one is configured.
+  if (grpc::Status auth = CheckToken(*context); !auth.ok()) return auth;
   absl::MutexLock lock(&mu_);
   ExperimentStore experiments(*store_);
   absl::StatusOr<int64_t> version = experiments.Promote(request->id(), request->arm());
@@ -257,17 +269,21 @@ grpc::Status PlannerServiceImpl::ListExperiments(grpc::ServerContext*,
   return grpc::Status::OK;
 }
 
-grpc::Status PlannerServiceImpl::RecordArmMetrics(grpc::ServerContext*,
+grpc::Status PlannerServiceImpl::RecordArmMetrics(grpc::ServerContext* context,
                                                   const rpc::RecordArmMetricsRequest* request,
                                                   rpc::RecordArmMetricsResponse*) {
+  // A mutation: the bearer token, when one is configured.
+  if (grpc::Status auth = CheckToken(*context); !auth.ok()) return auth;
   absl::MutexLock lock(&mu_);
   ExperimentStore experiments(*store_);
   return ToGrpcStatus(
       experiments.RecordArmMetrics(request->id(), request->arm(), request->metrics_json()));
 }
 
-grpc::Status PlannerServiceImpl::Rollback(grpc::ServerContext*,
+grpc::Status PlannerServiceImpl::Rollback(grpc::ServerContext* context,
                                           const rpc::GetActiveRequest* request, Proto* response) {
+  // A mutation: the bearer token, when one is configured.
+  if (grpc::Status auth = CheckToken(*context); !auth.ok()) return auth;
   absl::MutexLock lock(&mu_);
   absl::StatusOr<int64_t> version = store_->Rollback(request->model());
   if (!version.ok()) return ToGrpcStatus(version.status());

@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/metrics.h"
+#include "common/security.h"
 #include "common/status_macros.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
@@ -28,7 +29,7 @@ absl::StatusOr<std::unique_ptr<PlannerServer>> PlannerServer::Start(const Option
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(options.address, grpc::InsecureServerCredentials(), &server->port_);
+  builder.AddListeningPort(options.address, semmoe::ServerCredentials(), &server->port_);
   builder.RegisterService(server->planner_.get());
   builder.RegisterService(server->rendezvous_.get());
   server->server_ = builder.BuildAndStart();

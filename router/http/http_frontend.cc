@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/synchronization/mutex.h"
+#include "common/security.h"
 #include "router/http/generate_call.h"
 #include "router/openai/openai_request.h"
 #include "router/openai/openai_response.h"
@@ -174,10 +175,22 @@ class Completion {
 
 }  // namespace
 
+namespace {
+
+// HTTPS with the process's TLS identity (common/security.h), else plain HTTP. Clients are not
+// asked for certificates: this is the door end users come through (docs/SECURITY.md).
+std::unique_ptr<httplib::Server> NewServer() {
+  const SecurityMaterial& m = Security();
+  if (!m.tls()) return std::make_unique<httplib::Server>();
+  return std::make_unique<httplib::SSLServer>(m.cert_file.c_str(), m.key_file.c_str());
+}
+
+}  // namespace
+
 HttpFrontend::HttpFrontend(HttpFrontendOptions options)
     : options_(std::move(options)),
       stub_(rpc::RouterService::NewStub(options_.router)),
-      server_(std::make_unique<httplib::Server>()) {}
+      server_(NewServer()) {}
 
 HttpFrontend::~HttpFrontend() { Shutdown(); }
 
@@ -192,6 +205,11 @@ absl::StatusOr<std::unique_ptr<HttpFrontend>> HttpFrontend::Start(HttpFrontendOp
     return absl::InvalidArgumentError("threads and default_chat_max_tokens must be ≥ 1");
   }
   std::unique_ptr<HttpFrontend> f(new HttpFrontend(std::move(options)));
+  if (!f->server_->is_valid()) {
+    return absl::InvalidArgumentError(absl::StrCat("HTTP: cannot use the TLS certificate ",
+                                                   Security().cert_file, " and key ",
+                                                   Security().key_file));
+  }
   const int threads = f->options_.threads;
   f->server_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   f->server_->set_payload_max_length(f->options_.max_body_bytes);

@@ -1,6 +1,7 @@
 #include "router/server/engine_group.h"
 
 #include "absl/time/clock.h"
+#include "common/security.h"
 #include "grpcpp/grpcpp.h"
 
 namespace semmoe::router {
@@ -15,8 +16,7 @@ nlohmann::json PercentilesJson(const LatencyWindow& w) {
 
 EngineGroup::EngineGroup(const GroupOptions& options) : options_(options), started_(absl::Now()) {
   for (const std::string& address : options.ranks) {
-    stubs_.push_back(engine::rpc::EngineService::NewStub(
-        grpc::CreateChannel(address, grpc::InsecureChannelCredentials())));
+    stubs_.push_back(engine::rpc::EngineService::NewStub(semmoe::NewChannel(address)));
   }
   rebatcher_ = std::make_unique<Rebatcher>(static_cast<int>(options.ranks.size()), options.rebatch);
   rank_lar_.assign(options.ranks.size(), 0.0);

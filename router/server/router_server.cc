@@ -7,6 +7,7 @@
 #include "absl/strings/str_split.h"
 #include "common/file.h"
 #include "common/grpc_status.h"
+#include "common/security.h"
 #include "common/status_macros.h"
 #include "engine/model/config.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
@@ -40,8 +41,7 @@ absl::Status HoldFetched(absl::StatusOr<std::shared_ptr<const RouterTables>> fet
 absl::StatusOr<std::vector<GroupOptions>> ExperimentGroups(
     const RouterServerOptions& o, uint32_t vocab,
     std::vector<std::unique_ptr<TablesHolder>>& tables) {
-  auto stub = planner::rpc::PlannerService::NewStub(
-      grpc::CreateChannel(o.planner, grpc::InsecureChannelCredentials()));
+  auto stub = planner::rpc::PlannerService::NewStub(semmoe::NewChannel(o.planner));
   auto deadline = [] { return std::chrono::system_clock::now() + std::chrono::seconds(10); };
   planner::rpc::ExperimentId eid;
   eid.set_id(o.experiment);
@@ -161,8 +161,7 @@ absl::StatusOr<std::unique_ptr<RouterServer>> RouterServer::Start(const RouterSe
     ASSIGN_OR_RETURN(auto built, BuildRouterTables(o.version, affinity, placement, ranks, vocab));
     s->tables_.Set(std::move(built));
   } else if (o.experiment == 0 && !o.planner.empty() && o.version > 0) {
-    auto stub = planner::rpc::PlannerService::NewStub(
-        grpc::CreateChannel(o.planner, grpc::InsecureChannelCredentials()));
+    auto stub = planner::rpc::PlannerService::NewStub(semmoe::NewChannel(o.planner));
     if (absl::Status held = HoldFetched(FetchRouterTables(*stub, o.version, ranks, vocab),
                                         o.rebatch.policy, s->tables_);
         !held.ok()) {
@@ -196,7 +195,7 @@ absl::StatusOr<std::unique_ptr<RouterServer>> RouterServer::Start(const RouterSe
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(absl::StrCat(o.listen, ":", o.port), grpc::InsecureServerCredentials(),
+  builder.AddListeningPort(absl::StrCat(o.listen, ":", o.port), semmoe::ServerCredentials(),
                            &s->port_);
   builder.RegisterService(s->service_.get());
   s->server_ = builder.BuildAndStart();

@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/grpc_status.h"
+#include "common/security.h"
 #include "engine/model/prompt.h"
 #include "glog/logging.h"
 #include "grpcpp/grpcpp.h"
@@ -68,8 +69,7 @@ void RouterServiceImpl::Poll() {
 }
 
 void RouterServiceImpl::Report() {
-  auto stub = planner::rpc::PlannerService::NewStub(
-      grpc::CreateChannel(shared_->options.planner, grpc::InsecureChannelCredentials()));
+  auto stub = planner::rpc::PlannerService::NewStub(semmoe::NewChannel(shared_->options.planner));
   for (bool last = false; !last;) {
     {
       absl::MutexLock lock(&shared_->mu);

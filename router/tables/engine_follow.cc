@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/security.h"
 #include "glog/logging.h"
 #include "grpcpp/grpcpp.h"
 #include "planner/proto/planner.grpc.pb.h"
@@ -69,8 +70,7 @@ void EngineFollow::ApplyLocked() {
 }
 
 void EngineFollow::Run() {
-  auto stub = planner::rpc::PlannerService::NewStub(
-      grpc::CreateChannel(address_, grpc::InsecureChannelCredentials()));
+  auto stub = planner::rpc::PlannerService::NewStub(semmoe::NewChannel(address_));
   absl::MutexLock lock(&mu_);
   for (;;) {
     // The version served first, then the one staged.

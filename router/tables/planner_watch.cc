@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/security.h"
 #include "glog/logging.h"
 #include "planner/proto/planner.grpc.pb.h"
 #include "router/tables/fetch_tables.h"
@@ -67,7 +68,7 @@ bool PlannerWatch::Apply(int64_t version,
 }
 
 void PlannerWatch::Run() {
-  auto channel = grpc::CreateChannel(address_, grpc::InsecureChannelCredentials());
+  auto channel = semmoe::NewChannel(address_);
   auto stub = planner::rpc::PlannerService::NewStub(channel);
   absl::Duration backoff = absl::Milliseconds(200);
   for (;;) {

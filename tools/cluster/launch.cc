@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/file.h"
+#include "common/security.h"
 #include "common/status_macros.h"
 #include "engine/proto/engine.grpc.pb.h"
 #include "grpcpp/create_channel.h"
@@ -108,6 +109,7 @@ absl::Status LaunchEngines(const EngineGroupSpec& spec, absl::Time deadline, sig
                   {"--metrics_port", "0", "--metrics_port_file", file(r, ".metrics_port")});
     }
     if (spec.host) argv.insert(argv.end(), {"--host", out.hosts[r]});
+    argv.insert(argv.end(), spec.extra_flags.begin(), spec.extra_flags.end());
     if (spec.launcher) {
       std::vector<std::string> prefix = spec.launcher(r);
       argv.insert(argv.begin(), prefix.begin(), prefix.end());
@@ -135,8 +137,8 @@ absl::Status LaunchEngines(const EngineGroupSpec& spec, absl::Time deadline, sig
   }
   // Ready: every rank answers GetStats.
   for (int r = 0; r < spec.ranks; ++r) {
-    auto stub = engine::rpc::EngineService::NewStub(grpc::CreateChannel(
-        absl::StrCat(out.hosts[r], ":", out.ports[r]), grpc::InsecureChannelCredentials()));
+    auto stub = engine::rpc::EngineService::NewStub(
+        semmoe::NewChannel(absl::StrCat(out.hosts[r], ":", out.ports[r])));
     grpc::ClientContext context;
     context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
     engine::rpc::EngineStats stats;

@@ -52,6 +52,7 @@ struct EngineGroupSpec {
   double rollout_mb_per_s = -1;  // engine serve --rollout_mb_per_s; < 0: its default.
   double sample_routing = 0;     // > 0: rank r writes its live trace to run_dir/rank<r>.trace.
   bool metrics = true;  // Each rank serves Prometheus /metrics on a free port (metrics_ports).
+  std::vector<std::string> extra_flags;  // Appended to every rank's command (e.g. TLS flags).
   // Where rank r runs, for emulated hosts (tools/netlab): its address (EngineService and the
   // Gloo mesh listen there; unset: 127.0.0.1) and the argv prefix that starts it there (e.g.
   // `ip netns exec NS`; unset: none).

@@ -26,6 +26,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "common/file.h"
+#include "common/security.h"
 #include "common/status_macros.h"
 #include "grpcpp/grpcpp.h"
 #include "nlohmann/json.hpp"
@@ -211,8 +212,7 @@ void StopCluster(Arm& arm) {
 }
 
 absl::Status RunArm(Arm& arm, const std::vector<Prompt>& serve) {
-  auto stub = router::rpc::RouterService::NewStub(
-      grpc::CreateChannel(arm.router, grpc::InsecureChannelCredentials()));
+  auto stub = router::rpc::RouterService::NewStub(semmoe::NewChannel(arm.router));
   Say(absl::StrCat(arm.label, ": ", absl::GetFlag(FLAGS_concurrency), " requests in flight for ",
                    absl::GetFlag(FLAGS_duration_s), " s ..."));
   ASSIGN_OR_RETURN(arm.load, RunLoad(*stub, serve,

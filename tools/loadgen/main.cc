@@ -21,6 +21,8 @@
 #include "absl/strings/str_cat.h"
 #include "common/file.h"
 #include "common/progress.h"
+#include "common/security.h"
+#include "common/security_flags.h"
 #include "grpcpp/grpcpp.h"
 #include "tools/loadgen/load_runner.h"
 #include "tools/loadgen/workload.h"
@@ -93,8 +95,7 @@ int Main() {
                 .slo_tpot_ms = absl::GetFlag(FLAGS_slo_tpot_ms),
                 .seed = absl::GetFlag(FLAGS_seed),
                 .progress = ProgressEnabled(absl::GetFlag(FLAGS_quiet))};
-  auto stub = router::rpc::RouterService::NewStub(
-      grpc::CreateChannel(absl::GetFlag(FLAGS_target), grpc::InsecureChannelCredentials()));
+  auto stub = router::rpc::RouterService::NewStub(semmoe::NewChannel(absl::GetFlag(FLAGS_target)));
   std::cout << "loadgen: " << prompts->size() << " prompts → " << absl::GetFlag(FLAGS_target)
             << ", " << o.max_tokens << " tokens each, SLO TTFT ≤ " << o.slo_ttft_ms
             << " ms and TPOT ≤ " << o.slo_tpot_ms << " ms" << std::endl;
@@ -157,5 +158,9 @@ int Main() {
 
 int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
+  if (absl::Status security = semmoe::InstallSecurityFromFlags(); !security.ok()) {
+    std::cerr << "loadgen: " << security.message() << "\n";
+    return 2;
+  }
   return semmoe::tools::Main();
 }

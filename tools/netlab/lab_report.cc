@@ -23,6 +23,7 @@
 #include "absl/flags/parse.h"
 #include "absl/strings/str_cat.h"
 #include "common/file.h"
+#include "common/security.h"
 #include "engine/proto/engine.grpc.pb.h"
 #include "google/protobuf/util/json_util.h"
 #include "grpcpp/grpcpp.h"
@@ -48,8 +49,7 @@ int Fail(const std::string& message) {
 int Snapshot() {
   nlohmann::json ranks = nlohmann::json::array();
   for (const std::string& address : absl::GetFlag(FLAGS_engines)) {
-    auto stub = engine::rpc::EngineService::NewStub(
-        grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+    auto stub = engine::rpc::EngineService::NewStub(semmoe::NewChannel(address));
     grpc::ClientContext context;
     context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
     EngineStats stats;
