@@ -85,7 +85,7 @@ cancelled() {
   echo "$sum"
 }
 before="$(cancelled)"
-curl -sSN --max-time 0.5 -H 'Content-Type: application/json' \
+curl -sSN --max-time 1.5 -H 'Content-Type: application/json' \
   -d '{"prompt": "Once upon a time", "max_tokens": 8000, "ignore_eos": true, "stream": true}' \
   "$HTTP/v1/completions" >"$TMP/hung_up" 2>&1 || true
 grep -q '"finish_reason":null' "$TMP/hung_up" || fail "the long request did not stream: $(head -c 300 "$TMP/hung_up")"
