@@ -2,6 +2,7 @@
 
 #include <httplib.h>
 
+#include <optional>
 #include <random>
 
 #include "absl/strings/str_cat.h"
@@ -9,6 +10,7 @@
 #include "absl/synchronization/mutex.h"
 #include "common/security.h"
 #include "router/http/generate_call.h"
+#include "router/http/peer_watch.h"
 #include "router/openai/openai_request.h"
 #include "router/openai/openai_response.h"
 #include "router/openai/text_stream.h"
@@ -312,13 +314,16 @@ void HttpFrontend::Register() {
 
       auto call = std::make_unique<GenerateCall>(*stub_, g, absl::Now() + options_.request_timeout);
       // Wait for the first event before answering: errors before the first token get their own
-      // HTTP status. The call's deadline bounds the wait.
+      // HTTP status. The call's deadline bounds the wait; a client that leaves meanwhile (in
+      // the queue, in prefill) has its call cancelled.
       rpc::GenerateResponse message;
       grpc::Status status;
       GenerateCall::Event event;
+      std::optional<PeerWatch> peer;
       while ((event = call->Next(options_.poll_interval, &message, &status)) ==
              GenerateCall::Event::kTimeout) {
-        if (stopping_.load()) call->Cancel();
+        if (!peer.has_value()) peer.emplace(req.remote_addr, req.remote_port, req.local_port);
+        if (stopping_.load() || peer->Closed()) call->Cancel();
       }
       if (event == GenerateCall::Event::kDone && !status.ok()) return Reply(res, FromGrpc(status));
       openai::ResponseHeader header{.endpoint = endpoint,

@@ -2,6 +2,7 @@
 // every answer is compared with what the router's gRPC service gives for the same request.
 #include "router/http/http_frontend.h"
 
+#include <atomic>
 #include <memory>
 #include <thread>
 
@@ -28,8 +29,9 @@ class HttpFrontendTest : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = JoinPath(std::getenv("TEST_TMPDIR"), "tiny_http");
-    ASSERT_TRUE(tools::WriteTinyModel({.seed = 4}, dir_).ok());
-    auto e = engine::testing::LocalEngine::Start(dir_);
+    // 8192 positions: room for requests long enough to be queued behind.
+    ASSERT_TRUE(tools::WriteTinyModel({.max_position_embeddings = 8192, .seed = 4}, dir_).ok());
+    auto e = engine::testing::LocalEngine::Start(dir_, EngineOptions());
     ASSERT_TRUE(e.ok()) << e.status();
     engine_ = std::move(*e);
     RouterOptions o;
@@ -58,6 +60,8 @@ class HttpFrontendTest : public ::testing::Test {
     client_ = std::make_unique<httplib::Client>("127.0.0.1", frontend_->port());
     client_->set_read_timeout(60, 0);
   }
+  virtual engine::GroupEngineOptions EngineOptions() { return {}; }
+
   void TearDown() override {
     frontend_.reset();
     if (server_ != nullptr) server_->Shutdown(std::chrono::system_clock::now());
@@ -295,6 +299,51 @@ TEST_F(HttpFrontendTest, DisconnectCancelsTheRequestInTheEngine) {
   }
   EXPECT_EQ(cancelled, cancelled_before + 1);
   EXPECT_LT(engine_->engine().stats().batch.decode_tokens, 400);
+}
+
+// One sequence at a time on the engine: a second request waits in the engine's queue.
+class HttpFrontendQueueTest : public HttpFrontendTest {
+ protected:
+  engine::GroupEngineOptions EngineOptions() override {
+    engine::GroupEngineOptions o;
+    o.batch.max_running = 1;
+    return o;
+  }
+};
+
+// A client that leaves before its first token (its request still queued) has its request
+// cancelled in the engine then, not when the request would have reached the batch.
+TEST_F(HttpFrontendQueueTest, ALeaveWhileQueuedCancelsTheRequest) {
+  std::atomic<bool> first_done{false};
+  httplib::Client holder("127.0.0.1", frontend_->port());
+  holder.set_read_timeout(120, 0);
+  std::thread first([&] {  // Holds the only batch slot for a while.
+    holder.Post(
+        "/v1/completions",
+        Json({{"prompt", "hold the slot"}, {"max_tokens", 2500}, {"ignore_eos", true}}).dump(),
+        "application/json");
+    first_done = true;
+  });
+  while (engine_->engine().stats().running == 0) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  const int64_t cancelled_before = engine_->engine().stats().cancelled;
+  {
+    httplib::Client c("127.0.0.1", frontend_->port());
+    c.set_read_timeout(0, 300'000);  // Gives up after 0.3 s: still queued behind the first.
+    auto res = c.Post("/v1/completions", Json({{"prompt", "queued"}, {"max_tokens", 5}}).dump(),
+                      "application/json");
+    EXPECT_FALSE(res);
+  }
+  int64_t cancelled = cancelled_before;
+  for (int i = 0; i < 100 && cancelled == cancelled_before; ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    cancelled = engine_->engine().stats().cancelled;
+  }
+  EXPECT_EQ(cancelled, cancelled_before + 1);
+  EXPECT_FALSE(first_done.load()) << "the first request ended before the check: not a queue test";
+  holder.stop();  // Hangs up on the first one too (cancelled after its first token).
+  first.join();
 }
 
 }  // namespace
