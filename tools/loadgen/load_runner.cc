@@ -17,6 +17,18 @@
 namespace semmoe::tools {
 namespace {
 
+// "UNAVAILABLE", "RESOURCE_EXHAUSTED", ... for a gRPC status code.
+std::string CodeName(grpc::StatusCode code) {
+  static const char* const kNames[] = {
+      "OK",        "CANCELLED",          "UNKNOWN",           "INVALID_ARGUMENT",
+      "DEADLINE_EXCEEDED", "NOT_FOUND",  "ALREADY_EXISTS",    "PERMISSION_DENIED",
+      "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION", "ABORTED", "OUT_OF_RANGE",
+      "UNIMPLEMENTED", "INTERNAL",       "UNAVAILABLE",       "DATA_LOSS",
+      "UNAUTHENTICATED"};
+  const int i = static_cast<int>(code);
+  return i >= 0 && i < 17 ? kNames[i] : absl::StrCat("CODE_", i);
+}
+
 using router::rpc::GenerateRequest;
 using router::rpc::GenerateResponse;
 
@@ -90,6 +102,7 @@ class Runner {
       }
     } else {
       while (absl::Now() < end) {
+        absl::Duration backoff;
         {
           absl::MutexLock lock(&mu_);
           auto room = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
@@ -97,6 +110,12 @@ class Runner {
           };
           mu_.AwaitWithDeadline(absl::Condition(&room), end);
           if (!room()) break;
+          backoff = Backoff();
+          result_.backoff_s += absl::ToDoubleSeconds(std::min(backoff, end - absl::Now()));
+        }
+        if (backoff > absl::ZeroDuration()) {
+          absl::SleepFor(std::min(backoff, end - absl::Now()));
+          if (absl::Now() >= end) break;
         }
         Issue();
       }
@@ -138,6 +157,8 @@ class Runner {
     last_end_ = std::max(last_end_, now);
     progress_.Add(1);
     if (!status.ok()) {
+      ++result_.errors_by_code[CodeName(status.error_code())];
+      ++consecutive_failures_;
       if (status.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED) {
         ++result_.rejected;
       } else {
@@ -148,6 +169,7 @@ class Runner {
       }
       return;
     }
+    consecutive_failures_ = 0;
     ++result_.completed;
     result_.output_tokens += call->tokens_;
     const absl::Time first = call->first_.value_or(now);
@@ -166,6 +188,16 @@ class Runner {
   }
 
  private:
+  // How long to hold the next request back after `consecutive_failures_` failures in a row.
+  absl::Duration Backoff() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (consecutive_failures_ == 0 || o_.backoff_initial <= absl::ZeroDuration()) {
+      return absl::ZeroDuration();
+    }
+    absl::Duration d = o_.backoff_initial;
+    for (int i = 1; i < consecutive_failures_ && d < o_.backoff_max; ++i) d *= 2;
+    return std::min(d, o_.backoff_max);
+  }
+
   void Issue() {
     GenerateRequest request;
     const Prompt& p = prompts_[next_prompt_++ % prompts_.size()];
@@ -199,6 +231,7 @@ class Runner {
   LoadResult result_ ABSL_GUARDED_BY(mu_);
   absl::Time last_end_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   double lar_sum_ ABSL_GUARDED_BY(mu_) = 0;
+  int consecutive_failures_ ABSL_GUARDED_BY(mu_) = 0;
   router::LatencyWindow ttft_, tpot_, e2e_;
 };
 
@@ -272,7 +305,9 @@ nlohmann::json LoadResult::ToJson() const {
           {"lar", lar},
           {"a2a_bytes_per_token", a2a_bytes_per_token},
           {"per_rank", ranks},
-          {"errors", errors}};
+          {"errors", errors},
+          {"errors_by_code", errors_by_code},
+          {"backoff_s", backoff_s}};
 }
 
 absl::StatusOr<LoadResult> RunLoad(router::rpc::RouterService::Stub& stub,

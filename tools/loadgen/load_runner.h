@@ -2,7 +2,9 @@
 //
 // Open loop (`rate` > 0): Poisson arrivals at `rate` requests/s for `duration`, whatever the
 // server does — the way to find where latency breaks. Closed loop (`concurrency` > 0): that many
-// requests in flight, each replaced as it ends. Then requests still in flight get `drain` to end
+// requests in flight, each replaced as it ends — after a failure or a rejection, only after a
+// backoff (doubling from `backoff_initial` to `backoff_max` while they go on, reset by a
+// success), as a well-behaved client does. Then requests still in flight get `drain` to end
 // (after which they are cancelled and count as failed).
 //
 // Per request: TTFT (sent → first token), TPOT (mean gap between tokens after the first), E2E.
@@ -37,6 +39,8 @@ struct LoadOptions {
   double slo_ttft_ms = 1000;
   double slo_tpot_ms = 200;
   uint64_t seed = 0;
+  absl::Duration backoff_initial = absl::Milliseconds(50);  // Closed loop; 0: no backoff.
+  absl::Duration backoff_max = absl::Seconds(2);
   // A progress line on stderr while the run goes (requests ended of those expected, rate,
   // ETA); callers enable it on a terminal only (common/progress.h ProgressEnabled).
   bool progress = false;
@@ -56,6 +60,10 @@ struct LoadResult {
   double a2a_bytes_per_token = -1;
   std::map<int, int64_t> per_rank;  // Completed requests per DP rank.
   std::vector<std::string> errors;  // The first few, for the report.
+  // Every request that did not complete, by its status code's name (RESOURCE_EXHAUSTED counts
+  // the rejections; the rest are failures).
+  std::map<std::string, int64_t> errors_by_code;
+  double backoff_s = 0;  // Closed loop: time the workers held back after failures.
 
   nlohmann::json ToJson() const;
 };

@@ -144,6 +144,30 @@ TEST_F(LoadRunnerTest, SearchDoublesWhileInSloThenBisects) {
   EXPECT_FALSE(SearchMaxRate(*stub_, prompts_, base, 0, 8, 2, 0.9).ok());
 }
 
+// With every rank gone, each request fails fast: the closed loop backs off instead of sending
+// hundreds a second, and counts every failure by its code.
+TEST_F(LoadRunnerTest, ClosedLoopBacksOffOnFailuresAndCountsThemByCode) {
+  for (auto& e : engines_) e->Shutdown();
+  auto r = RunLoad(*stub_, prompts_,
+                   {.concurrency = 2,
+                    .duration = absl::Seconds(1.5),
+                    .max_tokens = 2,
+                    .backoff_initial = absl::Milliseconds(50),
+                    .backoff_max = absl::Milliseconds(400)});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->completed, 0);
+  EXPECT_GT(r->failed, 0);
+  EXPECT_EQ(r->failed + r->rejected, r->sent);
+  int64_t counted = 0;
+  for (const auto& [code, n] : r->errors_by_code) counted += n;
+  EXPECT_EQ(counted, r->sent);
+  EXPECT_GT(r->errors_by_code["UNAVAILABLE"], 0) << r->ToJson().dump();
+  // 50 + 100 + 200 + 400 + 400 ms ... per worker: a handful of requests, not hundreds.
+  EXPECT_LT(r->sent, 30) << r->ToJson().dump();
+  EXPECT_GT(r->backoff_s, 1.0);
+  EXPECT_EQ(r->ToJson()["errors_by_code"]["UNAVAILABLE"], r->errors_by_code["UNAVAILABLE"]);
+}
+
 TEST_F(LoadRunnerTest, BadOptions) {
   EXPECT_FALSE(RunLoad(*stub_, prompts_, {.rate = 1, .concurrency = 1}).ok());
   EXPECT_FALSE(RunLoad(*stub_, prompts_, {}).ok());

@@ -8,8 +8,10 @@
 //               from R0 while in SLO, then bisection)
 //
 // Prints a table (and writes JSON with --out): throughput, TTFT/TPOT/E2E percentiles, goodput
-// and SLO attainment, requests per rank and the ranks' LAR. Exit status: 0 when it ran (even if
-// requests failed: the report says how many), 1 when it could not, 2 for bad usage.
+// and SLO attainment, requests per rank and the ranks' LAR, and every request that did not
+// complete by status code. Closed loop backs off after failures (--backoff_ms, doubling to
+// --backoff_max_ms). Exit status: 0 when every request completed or was rejected (the server
+// refusing load it cannot take), 1 when a request failed or it could not run, 2 for bad usage.
 #include <cstdio>
 #include <iostream>
 #include <string>
@@ -46,6 +48,10 @@ ABSL_FLAG(double, max_rate, 256, "sweep without --rates: the search's highest ra
 ABSL_FLAG(int, bisect_steps, 3, "sweep without --rates: halvings after the doubling");
 ABSL_FLAG(uint64_t, seed, 0, "arrival process seed");
 ABSL_FLAG(std::string, out, "", "write the result(s) here as JSON");
+ABSL_FLAG(double, backoff_ms, 50,
+          "closed loop: hold the next request back this long after a failure or rejection, "
+          "doubling while they go on (0: no backoff)");
+ABSL_FLAG(double, backoff_max_ms, 2000, "closed loop: the longest backoff");
 ABSL_FLAG(bool, quiet, false, "no progress line on stderr (it is shown only on a terminal anyway)");
 
 namespace semmoe::tools {
@@ -70,6 +76,22 @@ void PrintRow(const LoadResult& r) {
       r.output_tokens_per_s, r.ttft_ms.p50, r.ttft_ms.p99, r.tpot_ms.p50, r.e2e_ms.p99,
       r.goodput_rps, 100 * r.slo_attainment, r.lar, r.a2a_bytes_per_token);
   for (const std::string& e : r.errors) std::printf("    error: %s\n", e.c_str());
+  if (!r.errors_by_code.empty()) {
+    std::printf("    not completed:");
+    for (const auto& [code, n] : r.errors_by_code) {
+      std::printf(" %s %lld", code.c_str(), static_cast<long long>(n));
+    }
+    if (r.backoff_s > 0) std::printf("; held back %.1f s after failures", r.backoff_s);
+    std::printf("\n");
+  }
+}
+
+// Exit status 1 when any request failed (rejections are not failures: the server refused load
+// it could not take, as it should).
+int FailedExit(int64_t failed) {
+  if (failed == 0) return 0;
+  std::cerr << "loadgen: " << failed << " request(s) failed\n";
+  return 1;
 }
 
 int Main() {
@@ -94,12 +116,15 @@ int Main() {
                 .slo_ttft_ms = absl::GetFlag(FLAGS_slo_ttft_ms),
                 .slo_tpot_ms = absl::GetFlag(FLAGS_slo_tpot_ms),
                 .seed = absl::GetFlag(FLAGS_seed),
+                .backoff_initial = absl::Milliseconds(absl::GetFlag(FLAGS_backoff_ms)),
+                .backoff_max = absl::Milliseconds(absl::GetFlag(FLAGS_backoff_max_ms)),
                 .progress = ProgressEnabled(absl::GetFlag(FLAGS_quiet))};
   auto stub = router::rpc::RouterService::NewStub(semmoe::NewChannel(absl::GetFlag(FLAGS_target)));
   std::cout << "loadgen: " << prompts->size() << " prompts → " << absl::GetFlag(FLAGS_target)
             << ", " << o.max_tokens << " tokens each, SLO TTFT ≤ " << o.slo_ttft_ms
             << " ms and TPOT ≤ " << o.slo_tpot_ms << " ms" << std::endl;
   nlohmann::json report;
+  int64_t failed = 0;
   if (absl::GetFlag(FLAGS_sweep)) {
     std::vector<double> rates;
     for (const std::string& r : absl::GetFlag(FLAGS_rates)) {
@@ -131,7 +156,10 @@ int Main() {
     report = {{"best_rate", sweep.best_rate},
               {"target_attainment", absl::GetFlag(FLAGS_target_attainment)},
               {"points", nlohmann::json::array()}};
-    for (const LoadResult& p : sweep.points) report["points"].push_back(p.ToJson());
+    for (const LoadResult& p : sweep.points) {
+      report["points"].push_back(p.ToJson());
+      failed += p.failed;
+    }
   } else {
     absl::StatusOr<LoadResult> r = RunLoad(*stub, *prompts, o);
     if (!r.ok()) return Usage(std::string(r.status().message()));
@@ -142,6 +170,7 @@ int Main() {
       std::printf(" %d:%lld", rank, static_cast<long long>(n));
     std::printf("; mean LAR of the serving ranks %.3f\n", r->mean_rank_lar);
     report = r->ToJson();
+    failed = r->failed;
   }
   if (!absl::GetFlag(FLAGS_out).empty()) {
     absl::Status written = WriteFile(UserPath(absl::GetFlag(FLAGS_out)), report.dump(2) + "\n");
@@ -150,7 +179,7 @@ int Main() {
       return 1;
     }
   }
-  return 0;
+  return FailedExit(failed);
 }
 
 }  // namespace
