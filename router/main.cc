@@ -144,11 +144,15 @@ int Run() {
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage("router --engines HOST:PORT,... --model DIR [flags]");
+  // Logged before parsing: how this router was started, for whoever restarts it by hand.
+  std::string command_line;
+  for (int i = 0; i < argc; ++i) command_line += (i > 0 ? " " : "") + std::string(argv[i]);
   absl::ParseCommandLine(argc, argv);
   semmoe::InitLogging(argv[0], {.stderr_threshold = 1});
   if (absl::Status security = semmoe::InstallSecurityFromFlags(); !security.ok()) {
     std::cerr << "router: " << security.message() << "\n";
     return 2;
   }
+  std::cout << "router: started as: " << command_line << std::endl;
   return semmoe::router::Run();
 }
