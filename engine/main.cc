@@ -106,6 +106,9 @@ ABSL_FLAG(bool, tp_layer_tables, true,
 ABSL_FLAG(std::string, host, "127.0.0.1", "serve: address to listen on");
 ABSL_FLAG(int, port, 0, "serve: EngineService port (0: any free port)");
 ABSL_FLAG(std::string, port_file, "", "serve: write the bound port here once serving");
+ABSL_FLAG(double, collective_timeout_s, 60,
+          "serve: bound on the group's rendezvous and on every collective; a peer silent longer "
+          "fails the group (> 0)");
 ABSL_FLAG(int, metrics_port, -1,
           "serve: Prometheus GET /metrics on this port (0: a free one; -1: off)");
 ABSL_FLAG(std::string, metrics_port_file, "", "serve: write the bound metrics port here");
@@ -362,6 +365,10 @@ int Serve(int device) {
     return Usage("--sample_routing needs --routing_trace");
   }
   if (o.rollout_mb_per_s < 0) return Usage("--rollout_mb_per_s must be ≥ 0");
+  if (!(absl::GetFlag(FLAGS_collective_timeout_s) > 0)) {
+    return Usage("--collective_timeout_s must be > 0");
+  }
+  o.connect_timeout = absl::Seconds(absl::GetFlag(FLAGS_collective_timeout_s));
   o.host = absl::GetFlag(FLAGS_host);
   o.port = absl::GetFlag(FLAGS_port);
   o.port_file = UserPath(absl::GetFlag(FLAGS_port_file));

@@ -61,6 +61,8 @@ out="$("$ENGINE" trace --model="$dir" --prompts="$TMP/six.jsonl" --out="$TMP/six
 expect_error 2 "expected exactly one command" -- "$ENGINE" --model="$dir"
 expect_error 2 "unknown command 'serve-all'" -- "$ENGINE" serve-all --model="$dir"
 expect_error 2 "--model is required" -- "$ENGINE" generate --prompt=x
+expect_error 2 "--collective_timeout_s must be > 0" -- "$ENGINE" serve --model="$dir" --rendezvous=file:"$TMP" \
+  --collective_timeout_s=0
 expect_error 2 "generate needs --prompt" -- "$ENGINE" generate --model="$dir"
 expect_error 1 "config.json" -- "$ENGINE" generate --model="$TMP/nowhere" --prompt=x
 expect_error 1 "top_p must be in (0, 1]" -- "$ENGINE" generate --model="$dir" --prompt=x --top_p=3

@@ -56,6 +56,7 @@ struct RankServerOptions {
   // metrics_port_file if set).
   int metrics_port = -1;
   std::string metrics_port_file;
+  // Bounds the rendezvous and every collective (`engine serve --collective_timeout_s`).
   absl::Duration connect_timeout = absl::Seconds(60);
   GroupEngineOptions engine;
   // ≥ 0: the forward passes run on this CUDA device (engine/gpu), the experts' exchange over
