@@ -1,6 +1,7 @@
 #include "engine/model/jinja/template.h"
 
 #include <unordered_map>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -24,6 +25,13 @@ class Renderer {
     if (variables.is_dict()) {
       for (const auto& [k, v] : variables.dict()) scopes_.back()[k] = v;
     }
+  }
+
+  // Namespaces are the only values a template can change after making them, so every
+  // reference cycle (`{% set ns.me = ns %}`) runs through one: emptying them at the end frees
+  // everything the render made.
+  ~Renderer() {
+    for (Value& ns : namespaces_) ns.dict().clear();
   }
 
   absl::StatusOr<std::string> Run(const Body& body) {
@@ -344,7 +352,9 @@ class Renderer {
     }
     if (callee.kind == Expr::Kind::kName && Lookup(callee.name).is_undefined() &&
         IsFunction(callee.name)) {
-      return CallFunction(callee.name, *args);
+      absl::StatusOr<Value> v = CallFunction(callee.name, *args);
+      if (v.ok() && v->is_namespace()) namespaces_.push_back(*v);
+      return v;
     }
     return absl::InvalidArgumentError(absl::StrCat("'", Describe(callee), "' is not callable"));
   }
@@ -368,6 +378,7 @@ class Renderer {
   const RenderLimits limits_;
   std::vector<std::unordered_map<std::string, Value>> scopes_;
   std::string out_;
+  std::vector<Value> namespaces_;  // Made by this render (emptied at its end).
   int64_t steps_ = 0;
   int loops_ = 0;
 };

@@ -183,6 +183,11 @@ TEST(TemplateTest, LimitsStopRunawayTemplates) {
   std::string nots = "{{ " + std::string(1, ' ');
   for (int i = 0; i < 5000; ++i) nots += "not ";
   EXPECT_THAT(Err(nots + "1 }}"), HasSubstr("nested too deeply"));
+  // Reference cycles through a namespace are freed with the render (LeakSanitizer checks it
+  // under --config=asan).
+  EXPECT_TRUE(Render("{% set ns = namespace() %}{% set ns.me = ns %}{% set ns.l = [ns, ns] %}"
+                     "{{ ns.me.me.l | length }}")
+                  .ok());
   // A template that nests a list in itself many times still prints without overflowing.
   EXPECT_TRUE(Render("{% set ns = namespace(x=[]) %}{% for i in range(5000) %}"
                      "{% set ns.x = [ns.x] %}{% endfor %}{{ ns.x }}")
