@@ -265,6 +265,7 @@ absl::Status Console::ClusterStatus() {
                absl::StrCat(r.assigned()), absl::StrCat(r.kv_free_tokens()), Fixed(r.lar(), 3)});
   }
   out_ << ranks.Render();
+  for (const std::string& line : DownRankBanners(stats)) out_ << line << "\n";
   Table arms({"arm", "share", "tables", "throughput/s", "goodput/s", "TTFT p50", "TTFT p99",
               "TPOT p50", "E2E p99", "LAR", "a2a B/tok"});
   for (const rrpc::ArmStats& a : stats.arms()) {

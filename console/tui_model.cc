@@ -42,6 +42,18 @@ std::vector<std::string> Banners(const Snapshot& s, const std::string& planner,
     out.push_back(absl::StrCat("!! router tables: ", s.router.tables_error()));
   }
   for (std::string& line : RolloutBanners(s.router)) out.push_back(std::move(line));
+  for (std::string& line : DownRankBanners(s.router)) out.push_back(std::move(line));
+  return out;
+}
+
+std::vector<std::string> DownRankBanners(const router::rpc::RouterStats& stats) {
+  std::vector<std::string> out;
+  for (const auto& k : stats.ranks()) {
+    if (k.down_reason().empty()) continue;
+    out.push_back(absl::StrFormat("!! %srank %d (%s) down for %.1f s: %s",
+                                  k.arm().empty() ? "" : "arm " + k.arm() + " ", k.rank(),
+                                  k.address(), k.down_for_s(), k.down_reason()));
+  }
   return out;
 }
 

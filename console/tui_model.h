@@ -41,6 +41,10 @@ std::vector<std::string> Banners(const Snapshot& s, const std::string& planner,
 // Per group whose latest rollout failed (or whose rank 0 lost the planner's watch): a
 // "!! rollout: …" line with the reason. Part of Banners; `console cluster status` prints them too.
 std::vector<std::string> RolloutBanners(const router::rpc::RouterStats& stats);
+// Per rank the router cannot use: "!! rank 1 (HOST:PORT) down for 3.2 s: <why>" (its last stats
+// poll: no answer in time — stalled —, unreachable — dead —, ...). Part of Banners;
+// `console cluster status` prints them too.
+std::vector<std::string> DownRankBanners(const router::rpc::RouterStats& stats);
 
 // A rank's placement for the cluster pane: "v2", during a rollout "v2->v3 4/10" (experts loaded
 // of those to load) or "v2->v3 staged", then " e1" with the switches so far (the epoch).

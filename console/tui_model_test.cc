@@ -55,6 +55,23 @@ TEST(TuiModelTest, BannersNameUnreachableServicesAndTablesErrors) {
             "!! planner p:1 unreachable - retrying every second (connection refused)");
 }
 
+TEST(TuiModelTest, DownRanksGetABannerWithTheirReason) {
+  Snapshot s;
+  s.planner_ok = s.router_ok = true;
+  router::rpc::RankStats* up = s.router.add_ranks();
+  up->set_rank(0);
+  up->set_usable(true);
+  router::rpc::RankStats* down = s.router.add_ranks();
+  down->set_rank(1);
+  down->set_arm("B");
+  down->set_address("h:7");
+  down->set_down_reason("no answer to stats within 1 s (stalled?)");
+  down->set_down_for_s(3.25);
+  const std::vector<std::string> b = Banners(s, "p:1", "r:2");
+  ASSERT_EQ(b.size(), 1u);
+  EXPECT_EQ(b[0], "!! arm B rank 1 (h:7) down for 3.2 s: no answer to stats within 1 s (stalled?)");
+}
+
 TEST(TuiModelTest, SparklineAndBar) {
   EXPECT_EQ(Sparkline({0, 1, 2}), "▁▅█");
   EXPECT_EQ(Sparkline({}), "");

@@ -1,5 +1,6 @@
 #include "router/server/engine_group.h"
 
+#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/security.h"
 #include "grpcpp/grpcpp.h"
@@ -27,6 +28,23 @@ std::shared_ptr<const RouterTables> EngineGroup::tables() const {
   return options_.tables == nullptr ? nullptr : options_.tables->Get();
 }
 
+namespace {
+
+// Why a polled rank cannot take requests, in the operator's words ("" when it can).
+std::string DownReason(const grpc::Status& s, const engine::rpc::EngineStats& stats) {
+  if (s.ok()) return stats.accepts_requests() ? "" : "answers but takes no requests";
+  switch (s.error_code()) {
+    case grpc::StatusCode::DEADLINE_EXCEEDED:
+      return "no answer to stats within 1 s (stalled?)";
+    case grpc::StatusCode::UNAVAILABLE:
+      return absl::StrCat("unreachable (dead?): ", s.error_message());
+    default:
+      return absl::StrCat("stats failed: ", s.error_message());
+  }
+}
+
+}  // namespace
+
 void EngineGroup::Poll() {
   std::vector<int64_t> serving(size(), -1), targets(size(), 0);
   for (int r = 0; r < size(); ++r) {
@@ -36,9 +54,21 @@ void EngineGroup::Poll() {
     const grpc::Status status =
         stubs_[r]->GetStats(&context, engine::rpc::GetStatsRequest(), &stats);
     rebatcher_->SetUsable(r, status.ok() && stats.accepts_requests());
+    const std::string reason = DownReason(status, stats);
+    {
+      absl::MutexLock lock(&mu_);
+      EngineCounters& c = counters_[r];
+      if (reason.empty()) {
+        c.down_since = absl::InfinitePast();
+      } else if (c.down_reason.empty()) {
+        c.down_since = absl::Now();
+      }
+      c.down_reason = reason;
+    }
     if (!status.ok()) continue;
     rebatcher_->SetKvFree(r, stats.kv_total_tokens() > 0 ? stats.kv_free_tokens() : -1);
     EngineCounters c;
+    c.down_reason = reason;
     for (const engine::rpc::MoeLayerStats& l : stats.layers()) {
       c.local += l.local_activations();
       c.remote += l.remote_activations();
@@ -51,6 +81,7 @@ void EngineGroup::Poll() {
     targets[r] = stats.rollout().target_version();
     absl::MutexLock lock(&mu_);
     rank_lar_[r] = stats.lar();
+    c.down_since = counters_[r].down_since;
     counters_[r] = c;
   }
   if (options_.follow != nullptr) options_.follow->Observe(serving, targets);
@@ -133,6 +164,10 @@ void EngineGroup::Fill(rpc::ArmStats& out) const {
     s->set_tokens(c.tokens);
     s->set_placement_version(c.placement_version);
     *s->mutable_rollout() = c.rollout;
+    s->set_down_reason(c.down_reason);
+    if (!c.down_reason.empty() && c.down_since != absl::InfinitePast()) {
+      s->set_down_for_s(absl::ToDoubleSeconds(absl::Now() - c.down_since));
+    }
     if (r == 0) out.set_engines_version(c.placement_version);
     if (c.placement_version != out.engines_version()) out.set_engines_version(0);  // Mid-switch.
     if (c.rollout.target_version() > 0) out.set_rollout_target(c.rollout.target_version());

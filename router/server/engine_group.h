@@ -71,6 +71,8 @@ class EngineGroup {
 
  private:
   struct EngineCounters {
+    std::string down_reason;  // "" while the rank answers and takes requests.
+    absl::Time down_since = absl::InfinitePast();
     int64_t local = 0, remote = 0, a2a_bytes = 0, tokens = 0;
     int64_t placement_version = 0;
     engine::rpc::RolloutStats rollout;

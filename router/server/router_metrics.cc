@@ -77,6 +77,9 @@ std::string RouterMetricsText(const rpc::RouterStats& s,
       const metrics::Labels rl = {{"arm", arm}, {"rank", absl::StrCat(r.rank())}};
       f.Gauge("semmoe_router_rank_usable", "1 when the rank answered the last stats poll.", rl,
               r.usable() ? 1 : 0);
+      f.Gauge("semmoe_router_rank_down_seconds",
+              "How long the rank has been unusable (0: it is usable); why is in GetStats.", rl,
+              r.down_reason().empty() ? 0 : r.down_for_s());
       f.Gauge("semmoe_router_rank_requests_in_flight", "Requests the router has on the rank.", rl,
               r.requests_in_flight());
       f.Counter("semmoe_router_rank_requests_assigned_total", "Requests placed on the rank.", rl,

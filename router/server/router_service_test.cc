@@ -13,6 +13,7 @@
 #include "common/file.h"
 #include "engine/model/config.h"
 #include "engine/server/testing/local_engine.h"
+#include "gmock/gmock.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -254,6 +255,54 @@ TEST_F(RouterServiceTest, CancellationAndDeadlinesFreeTheEngineSlot) {
   EXPECT_EQ(late.status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
   ASSERT_TRUE(Eventually([&] { return engine_totals() == std::make_pair<int64_t, int64_t>(0, 2); }))
       << engine_totals().first << " running, " << engine_totals().second << " cancelled";
+}
+
+// An engine that answers nothing in time: GetStats hangs, as a SIGSTOPped process's would.
+class StalledEngine final : public engine::rpc::EngineService::Service {
+ public:
+  grpc::Status GetStats(grpc::ServerContext* context, const engine::rpc::GetStatsRequest*,
+                        engine::rpc::EngineStats*) override {
+    for (int i = 0; i < 300 && !context->IsCancelled(); ++i) absl::SleepFor(absl::Milliseconds(10));
+    return grpc::Status(grpc::StatusCode::UNAVAILABLE, "woke up");
+  }
+};
+
+// A dead rank and a stalled one are reported by rank and reason within a few polls.
+TEST_F(RouterServiceTest, DeadAndStalledRanksAreReportedWithTheirReasons) {
+  StalledEngine stalled;
+  grpc::ServerBuilder builder;
+  int port = 0;
+  builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
+  builder.RegisterService(&stalled);
+  std::unique_ptr<grpc::Server> stalled_server = builder.BuildAndStart();
+  ASSERT_GT(port, 0);
+  GroupOptions g{.tables = &tables_, .rebatch = {.policy = Policy::kRoundRobin}};
+  g.ranks = {engines_[0]->target(), engines_[1]->target(), absl::StrCat("127.0.0.1:", port)};
+  StartRouter({.groups = {g}, .poll_interval = absl::Milliseconds(50)});
+  engines_[1]->Shutdown();
+  const absl::Time start = absl::Now();
+  ASSERT_TRUE(Eventually([&] {
+    const rpc::RouterStats s = service_->Stats();
+    return !s.ranks(1).down_reason().empty() && !s.ranks(2).down_reason().empty();
+  }));
+  EXPECT_LT(absl::Now() - start, absl::Seconds(5));
+  const rpc::RouterStats s = service_->Stats();
+  EXPECT_TRUE(s.ranks(0).down_reason().empty()) << s.ranks(0).down_reason();
+  EXPECT_TRUE(s.ranks(0).usable());
+  EXPECT_THAT(s.ranks(1).down_reason(), ::testing::HasSubstr("unreachable (dead?)"));
+  EXPECT_THAT(s.ranks(2).down_reason(), ::testing::HasSubstr("no answer to stats within 1 s"));
+  EXPECT_FALSE(s.ranks(1).usable());
+  EXPECT_FALSE(s.ranks(2).usable());
+  EXPECT_GE(s.ranks(1).down_for_s(), 0.0);
+  ASSERT_TRUE(Eventually([&] { return service_->Stats().ranks(1).down_for_s() > 0.2; }));
+  // Requests avoid both.
+  for (int i = 0; i < 3; ++i) {
+    const Outcome got = Generate(Ids({kX, kY}, 2));
+    ASSERT_TRUE(got.status.ok()) << got.status.error_message();
+    EXPECT_EQ(got.final.rank(), 0);
+  }
+  service_.reset();  // Its poller may be waiting on the stalled server.
+  stalled_server->Shutdown(std::chrono::system_clock::now());
 }
 
 TEST_F(RouterServiceTest, ARankThatIsDownIsRetriedElsewhere) {
