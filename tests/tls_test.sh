@@ -84,8 +84,10 @@ curl -sS --fail --cacert "$TMP/ca1.crt" -H 'Content-Type: application/json' -d "
 
 # --- Metrics over HTTPS, client certificate required.
 M0="$(jq -r '.engines[0].metrics' "$EP")"
+# (Into a file first: `grep -q` leaving early would break curl's pipe under pipefail.)
 curl -sS --fail --cacert "$TMP/ca1.crt" --cert "$TMP/node.crt" --key "$TMP/node.key" \
-  "https://$M0/metrics" | grep -q '^semmoe_engine_requests_total' || fail "metrics over mTLS"
+  "https://$M0/metrics" >"$TMP/metrics.txt" || fail "metrics over mTLS: curl failed"
+grep -q '^semmoe_engine_requests_total' "$TMP/metrics.txt" || fail "metrics over mTLS"
 ! curl -sS -o /dev/null --cacert "$TMP/ca1.crt" "https://$M0/metrics" 2>/dev/null ||
   fail "metrics without a client certificate"
 
@@ -101,12 +103,14 @@ grep -q "PERMISSION_DENIED" <<<"$out" || fail "wrong token: $out"
 out="$(SEMMOE_AUTH_TOKEN=nope "${C[@]}" experiments create --model=tiny --a=1 --b=2 --share=10 \
   --yes 2>&1)" && fail "experiment with a wrong token: $out"
 [[ "$("$PLANNER" list --db="$DB" --model=tiny)" == "$before" ]] || fail "the database changed"
-"$PLANNER" experiment list --db="$DB" --model=tiny 2>/dev/null | grep -q "^1 " &&
-  fail "an experiment was created"
-"${C[@]}" placements list --model=tiny | grep -q "1  active" || fail "reads need no token"
+out="$("$PLANNER" experiment list --db="$DB" --model=tiny 2>/dev/null || true)"
+! grep -q "^1 " <<<"$out" || fail "an experiment was created: $out"
+out="$("${C[@]}" placements list --model=tiny)"
+grep -q "1  active" <<<"$out" || fail "reads need no token: $out"
 "${C[@]}" --auth_token_file="$TMP/token" placements activate 2 --yes --no-wait >/dev/null ||
   fail "activate with the token"
-"$PLANNER" list --db="$DB" --model=tiny | grep -q "^2 .*active" || fail "version 2 not active"
+out="$("$PLANNER" list --db="$DB" --model=tiny)"
+grep -q "^2 .*active" <<<"$out" || fail "version 2 not active: $out"
 
 trap - EXIT
 stop_cluster tls
