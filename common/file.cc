@@ -94,6 +94,12 @@ absl::Status WriteFileAtomically(const std::string& path, absl::string_view cont
   return absl::OkStatus();
 }
 
+std::string BaseName(absl::string_view path) {
+  while (path.size() > 1 && path.back() == '/') path.remove_suffix(1);
+  const size_t slash = path.rfind('/');
+  return std::string(slash == absl::string_view::npos ? path : path.substr(slash + 1));
+}
+
 std::string JoinPath(absl::string_view a, absl::string_view b) {
   if (a.empty() || (!b.empty() && b[0] == '/')) return std::string(b);
   if (a.back() == '/') return absl::StrCat(a, b);

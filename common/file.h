@@ -19,6 +19,10 @@ absl::Status WriteFile(const std::string& path, absl::string_view contents);
 // Writes `contents` to `path` atomically: a temporary file beside it, fsync, rename.
 absl::Status WriteFileAtomically(const std::string& path, absl::string_view contents);
 
+// The last component of `path`, trailing slashes ignored: "m" for "a/m/" (a model directory's
+// name, as the planner and the router call the model by default).
+std::string BaseName(absl::string_view path);
+
 // "a/b" from "a" and "b"; `b` absolute wins.
 std::string JoinPath(absl::string_view a, absl::string_view b);
 

@@ -16,6 +16,13 @@ TEST(FileTest, WriteThenReadRoundTrips) {
   EXPECT_EQ(*read, data);
 }
 
+TEST(FileTest, BaseNameIgnoresTrailingSlashes) {
+  EXPECT_EQ(BaseName("a/models/tiny-qwen3-moe/"), "tiny-qwen3-moe");
+  EXPECT_EQ(BaseName("/x/m"), "m");
+  EXPECT_EQ(BaseName("m"), "m");
+  EXPECT_EQ(BaseName("/"), "");  // The root has no name.
+}
+
 TEST(FileTest, WriteFileTruncates) {
   std::string path = JoinPath(std::getenv("TEST_TMPDIR"), "scratch.bin");
   ASSERT_TRUE(WriteFile(path, "longer contents").ok());

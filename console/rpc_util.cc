@@ -21,12 +21,9 @@ absl::Status Rpc(const grpc::Status& s, const std::string& service, const std::s
   }
   if (s.error_code() == grpc::StatusCode::UNAUTHENTICATED ||
       s.error_code() == grpc::StatusCode::PERMISSION_DENIED) {  // Say it is about credentials.
-    return absl::Status(
-        static_cast<absl::StatusCode>(s.error_code()),
-        absl::StrCat(service, ": ",
-                     s.error_code() == grpc::StatusCode::UNAUTHENTICATED ? "UNAUTHENTICATED"
-                                                                         : "PERMISSION_DENIED",
-                     ": ", message));
+    const auto code = static_cast<absl::StatusCode>(s.error_code());
+    return absl::Status(code,
+                        absl::StrCat(service, ": ", absl::StatusCodeToString(code), ": ", message));
   }
   return absl::Status(static_cast<absl::StatusCode>(s.error_code()),
                       absl::StrCat(service, ": ", message));

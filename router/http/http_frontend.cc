@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/synchronization/mutex.h"
+#include "common/metrics.h"
 #include "common/security.h"
 #include "router/http/generate_call.h"
 #include "router/http/peer_watch.h"
@@ -22,11 +23,9 @@ using Json = nlohmann::ordered_json;
 using openai::ApiError;
 using openai::Endpoint;
 
-std::string Dump(const Json& j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace); }
-
 void Reply(httplib::Response& res, int status, const Json& body) {
   res.status = status;
-  res.set_content(Dump(body), "application/json");
+  res.set_content(openai::JsonText(body), "application/json");
 }
 
 void Reply(httplib::Response& res, const ApiError& e) {
@@ -132,7 +131,7 @@ class Completion {
     if (!stream_) {
       const Json body = status.ok() ? openai::FullResponse(header_, final_.text(), reason, usage)
                                     : FromGrpc(status).ToJson();
-      if (!write(Dump(body))) return false;
+      if (!write(openai::JsonText(body))) return false;
       sink.done();
       return true;
     }
@@ -259,7 +258,7 @@ void HttpFrontend::Register() {
   });
   if (options_.metrics) {
     server_->Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
-      res.set_content(options_.metrics(), "text/plain; version=0.0.4; charset=utf-8");
+      res.set_content(options_.metrics(), metrics::kTextContentType);
     });
   }
   server_->Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {

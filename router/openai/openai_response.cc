@@ -23,10 +23,6 @@ Json UsageJson(const Usage& u) {
           {"total_tokens", u.prompt_tokens + u.completion_tokens}};
 }
 
-// Responses carry text the engine decoded; a byte sequence that is not UTF-8 must not make the
-// JSON writer throw.
-std::string Dump(const Json& j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace); }
-
 }  // namespace
 
 std::string FinishReason(const std::string& engine_reason) {
@@ -79,6 +75,12 @@ Json UsageChunk(const ResponseHeader& h, const Usage& usage) {
   return r;
 }
 
-std::string SseEvent(const Json& data) { return absl::StrCat("data: ", Dump(data), "\n\n"); }
+// Responses carry text the engine decoded; a byte sequence that is not UTF-8 must not make the
+// JSON writer throw.
+std::string JsonText(const Json& j) {
+  return j.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
+std::string SseEvent(const Json& data) { return absl::StrCat("data: ", JsonText(data), "\n\n"); }
 
 }  // namespace semmoe::router::openai

@@ -41,6 +41,9 @@ nlohmann::ordered_json Chunk(const ResponseHeader& h, const std::string& text,
 // The closing usage chunk (stream_options.include_usage): no choices.
 nlohmann::ordered_json UsageChunk(const ResponseHeader& h, const Usage& usage);
 
+// JSON text of a response body; text that is not UTF-8 is replaced, never thrown on.
+std::string JsonText(const nlohmann::ordered_json& j);
+
 // "data: <json>\n\n" — one server-sent event.
 std::string SseEvent(const nlohmann::ordered_json& data);
 inline constexpr char kSseDone[] = "data: [DONE]\n\n";

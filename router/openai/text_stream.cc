@@ -1,5 +1,8 @@
 #include "router/openai/text_stream.h"
 
+#include <algorithm>
+#include <vector>
+
 #include "absl/strings/match.h"
 #include "engine/model/unicode.h"
 
@@ -7,27 +10,37 @@ namespace semmoe::router::openai {
 
 absl::StatusOr<std::string> TextStream::Add(absl::Span<const int32_t> ids) {
   if (stopped_) return std::string();
-  for (int32_t id : ids) {
-    if (!tokenizer_.IsSpecial(id)) ids_.push_back(id);
-  }
-  absl::StatusOr<std::string> decoded = tokenizer_.Decode(ids_, /*skip_special=*/true);
-  if (!decoded.ok()) return decoded.status();
+  // Decoding is per-token bytes, concatenated: only the new tokens are decoded.
+  absl::StatusOr<std::string> bytes =
+      tokenizer_.Decode(std::vector<int32_t>(ids.begin(), ids.end()), /*skip_special=*/true);
+  if (!bytes.ok()) return bytes.status();
+  raw_ += *bytes;
   // Up to the last complete character, with invalid bytes replaced as the engine's final text
-  // has them (U+FFFD), so what is sent is always a prefix of that text.
-  const std::string whole = engine::model::ToValidUtf8(
-      absl::string_view(*decoded).substr(0, engine::model::CompleteUtf8Prefix(*decoded)));
-  const std::string* text = &whole;
-  size_t ready = whole.size();
-  // Cut at the first stop string; hold back a tail that may still become one.
+  // has them (U+FFFD), so what is sent is always a prefix of that text. Each converted piece
+  // starts where a complete character ended, so converting piece by piece equals converting
+  // the whole.
+  const size_t complete = engine::model::CompleteUtf8Prefix(raw_);
+  if (complete > converted_) {
+    text_ += engine::model::ToValidUtf8(
+        absl::string_view(raw_).substr(converted_, complete - converted_));
+    converted_ = complete;
+  }
+  size_t ready = text_.size();
+  // Cut at the first stop string; hold back a tail that may still become one. Nothing sent
+  // can hold the start of one (it would have been held back), so the search starts near the
+  // end of what was sent.
+  size_t longest = 0;
+  for (const std::string& s : stop_) longest = std::max(longest, s.size());
+  const size_t from = sent_.size() >= longest ? sent_.size() - longest + 1 : 0;
   for (const std::string& s : stop_) {
-    const size_t at = text->find(s);
+    const size_t at = text_.find(s, from);
     if (at != std::string::npos && at < ready) {
       ready = at;
       stopped_ = true;
     }
   }
   if (!stopped_) {
-    const absl::string_view done = absl::string_view(*text).substr(0, ready);
+    const absl::string_view done = absl::string_view(text_).substr(0, ready);
     size_t hold = 0;
     for (const std::string& s : stop_) {
       for (size_t k = std::min(s.size() - 1, ready); k > hold; --k) {
@@ -39,8 +52,8 @@ absl::StatusOr<std::string> TextStream::Add(absl::Span<const int32_t> ids) {
     }
     ready -= hold;
   }
-  if (ready <= sent_.size() || !absl::StartsWith(*text, sent_)) return std::string();
-  std::string piece = text->substr(sent_.size(), ready - sent_.size());
+  if (ready <= sent_.size()) return std::string();
+  std::string piece = text_.substr(sent_.size(), ready - sent_.size());
   sent_ += piece;
   return piece;
 }

@@ -1,9 +1,10 @@
-// Turns a request's generated token ids into the text pieces a streaming client gets. The whole
-// output is decoded each time (so characters spread over several tokens come out whole) and only
-// what is new is sent; held back are an incomplete UTF-8 tail and any tail that could be the start
-// of a stop string, and nothing past a stop string is ever sent. Special tokens (EOS) are not
-// text; bytes that are not UTF-8 become U+FFFD, as in the engine's text. At the end the engine's
-// final text (cut at the stop string) is authoritative: Finish sends what is left of it.
+// Turns a request's generated token ids into the text pieces a streaming client gets. The output
+// is decoded as it grows (work per token is the token's, not the output's: characters spread over
+// several tokens come out whole) and only what is new is sent; held back are an incomplete UTF-8
+// tail and any tail that could be the start of a stop string, and nothing past a stop string is
+// ever sent. Special tokens (EOS) are not text; bytes that are not UTF-8 become U+FFFD, as in the
+// engine's text. At the end the engine's final text (cut at the stop string) is authoritative:
+// Finish sends what is left of it.
 //
 // Not thread-safe: one per request.
 #ifndef SEMMOE_ROUTER_OPENAI_TEXT_STREAM_H_
@@ -38,8 +39,10 @@ class TextStream {
  private:
   const engine::model::Tokenizer& tokenizer_;
   const std::vector<std::string> stop_;
-  std::vector<int32_t> ids_;
-  std::string sent_;
+  std::string raw_;       // The output's bytes so far.
+  size_t converted_ = 0;  // raw_[0, converted_) is in text_.
+  std::string text_;      // Its complete characters, invalid bytes as U+FFFD.
+  std::string sent_;      // A prefix of text_.
   bool stopped_ = false;
   bool consistent_ = true;
 };

@@ -216,12 +216,8 @@ absl::Status RouterServer::StartHttp() {
   } else {
     chat_error_ = std::string(chat.status().message());
   }
-  std::string name = o.served_model_name;
-  if (name.empty()) {
-    std::string dir = o.model_dir;
-    while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
-    name = dir.substr(dir.find_last_of('/') + 1);
-  }
+  const std::string name =
+      o.served_model_name.empty() ? BaseName(o.model_dir) : o.served_model_name;
   ASSIGN_OR_RETURN(http_,
                    http::HttpFrontend::Start(
                        {.listen = o.listen,

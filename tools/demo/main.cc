@@ -139,13 +139,6 @@ absl::StatusOr<int64_t> SemanticVersion(const std::string& model, const std::str
   return version;
 }
 
-// The name the router serves the model under: its directory's name.
-std::string ServedName() {
-  std::string dir = absl::GetFlag(FLAGS_model);
-  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
-  return dir.substr(dir.find_last_of('/') + 1);
-}
-
 struct Arm {
   std::string label;
   std::unique_ptr<Process> cluster;
@@ -250,11 +243,7 @@ void PrintTable(const std::vector<Arm*>& arms) {
 absl::Status Main(Arm& vanilla, Arm& semantic) {
   const std::string model = absl::GetFlag(FLAGS_model);
   std::string name = absl::GetFlag(FLAGS_model_name);
-  if (name.empty()) {
-    std::string dir = model;
-    while (!dir.empty() && dir.back() == '/') dir.pop_back();
-    name = dir.substr(dir.rfind('/') + 1);
-  }
+  if (name.empty()) name = BaseName(model);
   const std::string run_dir = absl::GetFlag(FLAGS_run_dir);
   std::error_code ec;
   std::filesystem::create_directories(run_dir, ec);
@@ -319,7 +308,7 @@ absl::Status Main(Arm& vanilla, Arm& semantic) {
             << semantic.router << "\n";
   if (!semantic.http.empty()) {
     std::cout << "OpenAI-compatible HTTP: http://" << semantic.http << "/v1 (model '"
-              << ServedName() << "')\n  curl http://" << semantic.http
+              << BaseName(absl::GetFlag(FLAGS_model)) << "')\n  curl http://" << semantic.http
               << "/v1/chat/completions -H 'Content-Type: application/json' -d '{\"messages\": "
                  "[{\"role\": \"user\", \"content\": \"Hello\"}], \"max_tokens\": 32}'\n";
   }

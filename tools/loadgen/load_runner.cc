@@ -7,6 +7,7 @@
 #include <random>
 #include <set>
 
+#include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/synchronization/mutex.h"
@@ -16,29 +17,6 @@
 
 namespace semmoe::tools {
 namespace {
-
-// "UNAVAILABLE", "RESOURCE_EXHAUSTED", ... for a gRPC status code.
-std::string CodeName(grpc::StatusCode code) {
-  static const char* const kNames[] = {"OK",
-                                       "CANCELLED",
-                                       "UNKNOWN",
-                                       "INVALID_ARGUMENT",
-                                       "DEADLINE_EXCEEDED",
-                                       "NOT_FOUND",
-                                       "ALREADY_EXISTS",
-                                       "PERMISSION_DENIED",
-                                       "RESOURCE_EXHAUSTED",
-                                       "FAILED_PRECONDITION",
-                                       "ABORTED",
-                                       "OUT_OF_RANGE",
-                                       "UNIMPLEMENTED",
-                                       "INTERNAL",
-                                       "UNAVAILABLE",
-                                       "DATA_LOSS",
-                                       "UNAUTHENTICATED"};
-  const int i = static_cast<int>(code);
-  return i >= 0 && i < 17 ? kNames[i] : absl::StrCat("CODE_", i);
-}
 
 using router::rpc::GenerateRequest;
 using router::rpc::GenerateResponse;
@@ -168,7 +146,9 @@ class Runner {
     last_end_ = std::max(last_end_, now);
     progress_.Add(1);
     if (!status.ok()) {
-      ++result_.errors_by_code[CodeName(status.error_code())];
+      // "UNAVAILABLE", "RESOURCE_EXHAUSTED", ...: gRPC's codes are absl's.
+      ++result_.errors_by_code[absl::StatusCodeToString(
+          static_cast<absl::StatusCode>(status.error_code()))];
       ++consecutive_failures_;
       if (status.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED) {
         ++result_.rejected;
