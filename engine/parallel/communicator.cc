@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/time/clock.h"
 #include "common/status_macros.h"
 
 namespace semmoe::engine {
@@ -60,6 +61,18 @@ const char* CollectiveName(CollectiveKind kind) {
   return "unknown";
 }
 
+Communicator::Busy::Busy(Communicator& c) : c_(c) {
+  c_.busy_since_ns_.store(absl::GetCurrentTimeNanos(), std::memory_order_relaxed);
+}
+
+Communicator::Busy::~Busy() { c_.busy_since_ns_.store(0, std::memory_order_relaxed); }
+
+absl::Duration Communicator::InCollectiveFor() const {
+  const int64_t since = busy_since_ns_.load(std::memory_order_relaxed);
+  if (since == 0) return absl::ZeroDuration();
+  return absl::Nanoseconds(absl::GetCurrentTimeNanos() - since);
+}
+
 int64_t CommCounters::bytes_sent() const {
   int64_t total = 0;
   for (const CollectiveCounters& c : by_kind) total += c.bytes_sent;
@@ -80,7 +93,10 @@ absl::Status Communicator::AllToAllVBytes(const char* send, size_t send_size,
   RETURN_IF_ERROR(CheckCounts("all-to-all-v recv", recv_counts, size(), recv_size));
   const std::vector<int64_t> send_bytes = Scaled(send_counts, elem);
   const std::vector<int64_t> recv_bytes = Scaled(recv_counts, elem);
-  RETURN_IF_ERROR(DoAllToAllV(send, send_bytes, recv, recv_bytes));
+  {
+    Busy busy(*this);
+    RETURN_IF_ERROR(DoAllToAllV(send, send_bytes, recv, recv_bytes));
+  }
   CollectiveCounters& c = counters_[CollectiveKind::kAllToAll];
   ++c.calls;
   c.bytes_sent += Sum(send_bytes) - send_bytes[rank()];
@@ -98,7 +114,10 @@ absl::Status Communicator::AllGatherVBytes(const char* send, size_t send_size,
                                                    counts[rank()]));
   }
   const std::vector<int64_t> bytes = Scaled(counts, elem);
-  RETURN_IF_ERROR(DoAllGatherV(send, bytes[rank()], recv, bytes));
+  {
+    Busy busy(*this);
+    RETURN_IF_ERROR(DoAllGatherV(send, bytes[rank()], recv, bytes));
+  }
   CollectiveCounters& c = counters_[CollectiveKind::kAllGather];
   ++c.calls;
   c.bytes_sent += bytes[rank()] * (size() - 1);
@@ -112,6 +131,7 @@ absl::Status Communicator::BroadcastBytes(char* data, size_t size_bytes, int roo
         absl::StrCat("broadcast: root ", root, " is not in a group of ", size()));
   }
   if (size() > 1 && size_bytes > 0) {
+    Busy busy(*this);
     RETURN_IF_ERROR(DoBroadcast(data, static_cast<int64_t>(size_bytes), root));
   }
   CollectiveCounters& c = counters_[CollectiveKind::kBroadcast];
@@ -135,7 +155,10 @@ absl::Status Communicator::ReduceScatterV(absl::Span<const float> send,
                                                    recv.size()));
   }
   const std::vector<int64_t> elems(counts.begin(), counts.end());
-  RETURN_IF_ERROR(DoReduceScatterSum(send.data(), elems, recv.data()));
+  {
+    Busy busy(*this);
+    RETURN_IF_ERROR(DoReduceScatterSum(send.data(), elems, recv.data()));
+  }
   CollectiveCounters& c = counters_[CollectiveKind::kReduceScatter];
   ++c.calls;
   const int64_t f = sizeof(float);
@@ -146,6 +169,7 @@ absl::Status Communicator::ReduceScatterV(absl::Span<const float> send,
 
 absl::Status Communicator::AllReduce(absl::Span<float> data) {
   if (size() > 1 && !data.empty()) {
+    Busy busy(*this);
     RETURN_IF_ERROR(DoAllReduceSum(data.data(), static_cast<int64_t>(data.size())));
   }
   CollectiveCounters& c = counters_[CollectiveKind::kAllReduce];
@@ -158,7 +182,10 @@ absl::Status Communicator::AllReduce(absl::Span<float> data) {
 }
 
 absl::Status Communicator::Barrier() {
-  if (size() > 1) RETURN_IF_ERROR(DoBarrier());
+  if (size() > 1) {
+    Busy busy(*this);
+    RETURN_IF_ERROR(DoBarrier());
+  }
   ++counters_[CollectiveKind::kBarrier].calls;
   return absl::OkStatus();
 }

@@ -20,11 +20,13 @@
 #ifndef SEMMOE_ENGINE_PARALLEL_COMMUNICATOR_H_
 #define SEMMOE_ENGINE_PARALLEL_COMMUNICATOR_H_
 
+#include <atomic>
 #include <cstdint>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
+#include "absl/time/time.h"
 #include "absl/types/span.h"
 
 namespace semmoe::engine {
@@ -120,6 +122,11 @@ class Communicator {
 
   const CommCounters& counters() const { return counters_; }
 
+  // How long the collective under way has been waiting (zero when none is): a peer that is
+  // stalled, dead or far behind shows here long before the backend's timeout. Thread-safe (the
+  // only member that is: a stats thread reads it while the rank's thread runs collectives).
+  absl::Duration InCollectiveFor() const;
+
  protected:
   // Backends implement byte-level transfers; counts are in bytes and already validated.
   virtual absl::Status DoAllToAllV(const char* send, const std::vector<int64_t>& send_bytes,
@@ -153,7 +160,18 @@ class Communicator {
                                char* recv, size_t recv_size, size_t elem);
   absl::Status BroadcastBytes(char* data, size_t size, int root);
 
+  // Marks a backend call under way for InCollectiveFor.
+  class Busy {
+   public:
+    explicit Busy(Communicator& c);
+    ~Busy();
+
+   private:
+    Communicator& c_;
+  };
+
   CommCounters counters_;
+  std::atomic<int64_t> busy_since_ns_{0};  // absl::GetCurrentTimeNanos() at entry; 0: idle.
 };
 
 }  // namespace semmoe::engine

@@ -60,7 +60,9 @@ absl::StatusOr<std::unique_ptr<GlooCommunicator>> GlooCommunicator::Create(
     attr.hostname = options.hostname;
     auto device = gloo::transport::tcp::CreateDevice(attr);
     context = std::make_shared<gloo::rendezvous::Context>(options.rank, options.size);
-    context->setTimeout(std::chrono::milliseconds(absl::ToInt64Milliseconds(options.timeout)));
+    const absl::Duration connect =
+        options.connect_timeout > absl::ZeroDuration() ? options.connect_timeout : options.timeout;
+    context->setTimeout(std::chrono::milliseconds(absl::ToInt64Milliseconds(connect)));
     gloo::rendezvous::PrefixStore prefixed(options.prefix, store);
     context->connectFullMesh(prefixed, device);
     // connectFullMesh returns when this rank's side of every pair is up. A barrier makes Create
@@ -69,6 +71,7 @@ absl::StatusOr<std::unique_ptr<GlooCommunicator>> GlooCommunicator::Create(
     gloo::BarrierOptions barrier(context);
     barrier.setTag(0);
     gloo::barrier(barrier);
+    context->setTimeout(std::chrono::milliseconds(absl::ToInt64Milliseconds(options.timeout)));
   }));
   return std::unique_ptr<GlooCommunicator>(
       new GlooCommunicator(std::move(context), options.rank, options.size));

@@ -32,6 +32,8 @@ struct GlooOptions {
   std::string prefix = "semmoe";
   // Bound on rendezvous and on every collective. Must be positive.
   absl::Duration timeout = absl::Seconds(30);
+  // Bound on the rendezvous alone when positive (re-forming a group retries it in short rounds).
+  absl::Duration connect_timeout = absl::ZeroDuration();
 };
 
 class GlooCommunicator final : public Communicator {

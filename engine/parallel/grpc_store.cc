@@ -19,8 +19,9 @@ constexpr std::chrono::milliseconds kRpcSlack(2000);
 
 }  // namespace
 
-GrpcStore::GrpcStore(const std::string& target)
-    : stub_(rendezvous::RendezvousStore::NewStub(semmoe::NewChannel(target))) {}
+GrpcStore::GrpcStore(const std::string& target, std::chrono::milliseconds default_wait)
+    : stub_(rendezvous::RendezvousStore::NewStub(semmoe::NewChannel(target))),
+      default_wait_(default_wait) {}
 
 void GrpcStore::set(const std::string& key, const std::vector<char>& data) {
   rendezvous::SetRequest request;
@@ -55,10 +56,10 @@ std::vector<std::vector<char>> GrpcStore::Fetch(const std::vector<std::string>& 
 }
 
 std::vector<char> GrpcStore::get(const std::string& key) {
-  return Fetch({key}, kDefaultTimeout).front();
+  return Fetch({key}, default_wait_).front();
 }
 
-void GrpcStore::wait(const std::vector<std::string>& keys) { wait(keys, kDefaultTimeout); }
+void GrpcStore::wait(const std::vector<std::string>& keys) { wait(keys, default_wait_); }
 
 void GrpcStore::wait(const std::vector<std::string>& keys,
                      const std::chrono::milliseconds& timeout) {

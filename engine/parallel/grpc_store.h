@@ -22,7 +22,9 @@ namespace semmoe::engine {
 class GrpcStore final : public gloo::rendezvous::Store {
  public:
   // Connects lazily to `target` (e.g. "127.0.0.1:7700"); insecure channel (cluster-internal).
-  explicit GrpcStore(const std::string& target);
+  // `default_wait` bounds get() and wait() without a timeout (Gloo's connect uses them).
+  explicit GrpcStore(const std::string& target,
+                     std::chrono::milliseconds default_wait = kDefaultTimeout);
 
   void set(const std::string& key, const std::vector<char>& data) override;
   std::vector<char> get(const std::string& key) override;
@@ -35,6 +37,7 @@ class GrpcStore final : public gloo::rendezvous::Store {
                                        std::chrono::milliseconds timeout);
 
   std::unique_ptr<rendezvous::RendezvousStore::Stub> stub_;
+  const std::chrono::milliseconds default_wait_;
 };
 
 }  // namespace semmoe::engine

@@ -1,7 +1,7 @@
 // Connecting an EP group: a rendezvous address names the store the ranks meet in, so one binary
 // serves one host and several.
-//   file:DIR        Gloo's file store in DIR (one host; DIR must be fresh for every run, e.g.
-//                   local_cluster's per-run folder).
+//   file:DIR        a store in DIR (one host, dir_store.h; DIR should be fresh for every run,
+//                   e.g. local_cluster's per-run folder).
 //   grpc:HOST:PORT  a RendezvousStore service (hosted by `planner serve` or standalone).
 #ifndef SEMMOE_ENGINE_PARALLEL_RENDEZVOUS_H_
 #define SEMMOE_ENGINE_PARALLEL_RENDEZVOUS_H_
@@ -23,6 +23,7 @@ struct RendezvousOptions {
   std::string hostname = "127.0.0.1";  // Where this rank listens for its peers.
   std::string prefix = "semmoe";       // Namespace inside the store.
   absl::Duration timeout = absl::Seconds(60);
+  absl::Duration connect_timeout = absl::ZeroDuration();  // The rendezvous alone; zero: timeout.
 };
 
 // InvalidArgument for a malformed address or rank; DeadlineExceeded when peers do not arrive.
@@ -30,7 +31,9 @@ absl::StatusOr<std::unique_ptr<Communicator>> ConnectGloo(const RendezvousOption
 
 // The store an address names (what ConnectGloo meets in; the NCCL backend exchanges its unique
 // id through it). InvalidArgument for a malformed address or a missing directory.
-absl::StatusOr<std::unique_ptr<gloo::rendezvous::Store>> OpenStore(const std::string& address);
+// `wait` bounds the store's reads that take no timeout of their own.
+absl::StatusOr<std::unique_ptr<gloo::rendezvous::Store>> OpenStore(
+    const std::string& address, absl::Duration wait = absl::Seconds(30));
 
 }  // namespace semmoe::engine
 
