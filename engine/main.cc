@@ -106,6 +106,9 @@ ABSL_FLAG(bool, tp_layer_tables, true,
 ABSL_FLAG(std::string, host, "127.0.0.1", "serve: address to listen on");
 ABSL_FLAG(int, port, 0, "serve: EngineService port (0: any free port)");
 ABSL_FLAG(std::string, port_file, "", "serve: write the bound port here once serving");
+ABSL_FLAG(double, stall_s, 3,
+          "serve: a collective waiting longer than this for the other ranks marks the rank "
+          "unavailable (stats, router) and ends its calls with UNAVAILABLE");
 ABSL_FLAG(double, collective_timeout_s, 60,
           "serve: bound on the group's rendezvous and on every collective; a peer silent longer "
           "fails the group (> 0)");
@@ -369,6 +372,8 @@ int Serve(int device) {
     return Usage("--collective_timeout_s must be > 0");
   }
   o.connect_timeout = absl::Seconds(absl::GetFlag(FLAGS_collective_timeout_s));
+  if (!(absl::GetFlag(FLAGS_stall_s) > 0)) return Usage("--stall_s must be > 0");
+  o.stall_after = absl::Seconds(absl::GetFlag(FLAGS_stall_s));
   o.host = absl::GetFlag(FLAGS_host);
   o.port = absl::GetFlag(FLAGS_port);
   o.port_file = UserPath(absl::GetFlag(FLAGS_port_file));

@@ -15,6 +15,7 @@
 //           each arm's metrics in the experiment)
 //
 // Exit status: 0 after Ctrl-C / SIGTERM, 1 when serving failed, 2 for bad usage.
+#include <algorithm>
 #include <pthread.h>
 #include <signal.h>
 
@@ -52,6 +53,9 @@ ABSL_FLAG(int, max_window, 256, "requests per window at most");
 ABSL_FLAG(double, max_queue_ms, 20, "default longest wait in the window, ms");
 ABSL_FLAG(int, max_in_flight, 4096, "requests admitted at once; beyond: RESOURCE_EXHAUSTED");
 ABSL_FLAG(int, poll_ms, 500, "engine stats polling period, ms");
+ABSL_FLAG(double, requeue_s, 10,
+          "a request no engine rank can take (a group re-forming, a rank restarting) waits this "
+          "long, within its deadline, for one to come back; then UNAVAILABLE (0: at once)");
 ABSL_FLAG(std::string, planner, "", "planner address: follow the active version's tables");
 ABSL_FLAG(std::string, model_name, "", "with --planner: the model's name in the planner");
 ABSL_FLAG(std::string, affinity, "", "fixed tables: affinity file (planner export)");
@@ -96,6 +100,7 @@ int Run() {
   o.max_in_flight = absl::GetFlag(FLAGS_max_in_flight);
   o.default_max_queue = absl::Milliseconds(absl::GetFlag(FLAGS_max_queue_ms));
   o.poll_interval = absl::Milliseconds(absl::GetFlag(FLAGS_poll_ms));
+  o.requeue = absl::Seconds(std::max(0.0, absl::GetFlag(FLAGS_requeue_s)));
   o.slo_ttft_ms = absl::GetFlag(FLAGS_slo_ttft_ms);
   o.slo_tpot_ms = absl::GetFlag(FLAGS_slo_tpot_ms);
   o.planner = absl::GetFlag(FLAGS_planner);

@@ -13,9 +13,11 @@
 // which takes the requests) — under Attention-DP placing requests with the
 // placement's affinity tables when it has some — prints the endpoints and how to send a
 // request, and runs until Ctrl-C, which stops
-// the group cleanly. No process is left behind: the children die with this process, and if one
-// rank dies the others fail fast (their collectives break) and the cluster exits with the dead
-// rank's log.
+// the group cleanly. No process is left behind: the children die with this process. It is the
+// local supervisor: a rank, the router or the planner that exits is named with its log's tail and
+// restarted on its ports after a backoff (0.5 s doubling to 10 s); a restarted rank rejoins its
+// group, which re-forms (its peers never exit), and serving never needs the planner. With
+// --restart=false the first exit stops the cluster instead.
 //
 // Exit status: 0 after a clean stop, 1 when the cluster failed, 2 for bad usage.
 #include <limits.h>
@@ -84,6 +86,9 @@ ABSL_FLAG(double, sample_routing, 0,
           "sample this share of requests' routing on every rank into RUN_DIR/rank<r>.trace (live "
           "traces for `planner build --traces`; Attention-DP)");
 ABSL_FLAG(int, http_port, 0, "the router's OpenAI-compatible HTTP port (0: a free one; -1: none)");
+ABSL_FLAG(bool, restart, true,
+          "restart a rank, the router or the planner that exits (backoff 0.5 s doubling to 10 s); "
+          "false: the first exit stops the cluster");
 ABSL_FLAG(std::string, router_policy, "semantic",
           "the router's policy (semantic, round_robin, least_loaded; Attention-TP: one rank takes "
           "requests, so any); none: no "
@@ -374,7 +379,7 @@ int Main() {
     return 1;
   }
   PrintEndpoints(c);
-  return Supervise(c, stop, "local_cluster");
+  return Supervise(c, stop, "local_cluster", {.restart = absl::GetFlag(FLAGS_restart)});
 }
 
 }  // namespace

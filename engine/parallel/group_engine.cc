@@ -73,7 +73,9 @@ GroupEngine::~GroupEngine() {
 void GroupEngine::Start() {
   thread_ = std::thread([this] {
     result_ = Loop();
-    FailAll(result_.ok() ? absl::UnavailableError("the engine is stopping") : result_);
+    FailAll(result_.ok() ? absl::UnavailableError("the engine is stopping")
+                         : absl::UnavailableError(absl::StrCat(
+                               "the expert-parallel group failed: ", result_.message())));
     {
       absl::MutexLock lock(&mu_);
       ended_ = true;
@@ -90,7 +92,7 @@ absl::Status GroupEngine::Submit(runtime::GenerationRequest request,
         "this rank is an Attention-TP follower; send requests to rank 0");
   }
   absl::MutexLock lock(&mu_);
-  if (ended_ || stop_requested_) return absl::FailedPreconditionError("the engine is stopping");
+  if (ended_ || stop_requested_) return absl::UnavailableError("the engine is stopping");
   if (static_cast<int>(inbox_.size()) >= options_.max_inbox) {
     return absl::ResourceExhaustedError(
         absl::StrCat("the engine's queue is full (", options_.max_inbox, " requests)"));
@@ -121,6 +123,7 @@ GroupEngineStats GroupEngine::stats() const {
     s = stats_;
   }
   if (options_.rollout != nullptr) s.rollout = options_.rollout->stats();
+  s.collective_wait_s = absl::ToDoubleSeconds(model_.comm().InCollectiveFor());
   if (options_.routing_sampler != nullptr) {
     s.samples_routing = true;
     s.routing_samples = options_.routing_sampler->stats();

@@ -10,7 +10,7 @@
 // in one round on every rank (placement_rollout.h). When no rank has work they sleep `idle_poll`
 // and agree again. A rank asking to stop stops the group at the next agreement. A failed collective
 // (a peer died or hung) ends the loop on every rank with that error; the in-flight requests fail
-// with it — no hang.
+// with UNAVAILABLE naming it — no hang. A rank's server then re-forms the group (group_epoch.h).
 //
 // Thread-safety: Submit, Cancel, RequestStop and stats are thread-safe; the sinks are called on
 // the loop's thread.
@@ -91,6 +91,9 @@ struct GroupEngineStats {
   TpStageCounters tp;
   CommCounters comm;
   RolloutStats rollout;  // The placement served and any rollout (live, not a snapshot).
+  // How long the collective under way has waited for the other ranks (0: none under way). Seconds
+  // here mean a peer is stalled, dead or far behind.
+  double collective_wait_s = 0;
   bool samples_routing = false;
   RoutingSampleStats routing_samples;  // Live, when samples_routing.
 };
@@ -105,7 +108,7 @@ class GroupEngine {
   // Starts the loop thread.
   void Start();
   // Queues a request; its output goes to `sink`. FailedPrecondition on an Attention-TP
-  // follower or after the loop ended; ResourceExhausted when the inbox is full. Validation
+  // follower, Unavailable once the loop stops or ended; ResourceExhausted when the inbox is full. Validation
   // errors (bad prompt, duplicate id) reach the sink's OnError.
   absl::Status Submit(runtime::GenerationRequest request, std::shared_ptr<RequestSink> sink);
   // The request's sink gets OnError(CANCELLED) and its KV pages are freed (no-op if unknown).

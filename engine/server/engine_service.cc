@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
 #include "common/grpc_status.h"
@@ -14,7 +15,6 @@
 #include "engine/model/unicode.h"
 
 namespace semmoe::engine {
-namespace {
 
 using Response = rpc::GenerateResponse;
 
@@ -23,8 +23,13 @@ using Response = rpc::GenerateResponse;
 // and every reactor operation is issued outside it (a reaction may run inline).
 class GenerateStream : public RequestSink, public std::enable_shared_from_this<GenerateStream> {
  public:
-  GenerateStream(GroupEngine& engine, std::string id, int rank)
-      : engine_(engine), id_(std::move(id)), rank_(rank), start_(absl::Now()) {}
+  GenerateStream(std::shared_ptr<GroupEngine> engine, std::string id, int rank,
+                 std::function<void(const GenerateStream*)> on_done)
+      : engine_(std::move(engine)),
+        id_(std::move(id)),
+        rank_(rank),
+        start_(absl::Now()),
+        on_done_(std::move(on_done)) {}
 
   void Attach(grpc::ServerWriteReactor<Response>* reactor) {
     absl::MutexLock lock(&mu_);
@@ -79,14 +84,29 @@ class GenerateStream : public RequestSink, public std::enable_shared_from_this<G
         finish_now = true;
       }
     }
-    if (!ok) engine_.Cancel(id_);  // The client is gone; the engine's OnError ends the call.
+    if (!ok) engine_->Cancel(id_);  // The client is gone; the engine's OnError ends the call.
     if (finish_now) Finish(grpc::Status::OK);
     Pump();
   }
-  void Cancelled() { engine_.Cancel(id_); }
+  void Cancelled() { engine_->Cancel(id_); }
   void Done() {
-    absl::MutexLock lock(&mu_);
-    reactor_ = nullptr;
+    {
+      absl::MutexLock lock(&mu_);
+      reactor_ = nullptr;
+    }
+    if (on_done_) on_done_(this);
+  }
+
+  // Ends the call with `status` unless it already ended or sent its result; cancels the request.
+  bool Abort(const absl::Status& status) {
+    {
+      absl::MutexLock lock(&mu_);
+      if (finished_ || final_sent_ || error_.has_value()) return false;
+      error_ = status;
+    }
+    engine_->Cancel(id_);
+    Pump();
+    return true;
   }
 
   // Immediately ends the call (the engine never took the request).
@@ -135,10 +155,11 @@ class GenerateStream : public RequestSink, public std::enable_shared_from_this<G
     }
   }
 
-  GroupEngine& engine_;
+  const std::shared_ptr<GroupEngine> engine_;  // Keeps its group's incarnation alive.
   const std::string id_;
   const int rank_;
   const absl::Time start_;
+  const std::function<void(const GenerateStream*)> on_done_;
   absl::Mutex mu_;
   grpc::ServerWriteReactor<Response>* reactor_ ABSL_GUARDED_BY(mu_) = nullptr;
   std::vector<int32_t> pending_ ABSL_GUARDED_BY(mu_);
@@ -151,6 +172,8 @@ class GenerateStream : public RequestSink, public std::enable_shared_from_this<G
   bool broken_ ABSL_GUARDED_BY(mu_) = false;
   Response out_;  // The message in flight (only touched between StartWrite and WriteDone).
 };
+
+namespace {
 
 class GenerateReactor : public grpc::ServerWriteReactor<Response> {
  public:
@@ -198,13 +221,92 @@ absl::StatusOr<runtime::GenerationRequest> EngineServiceImpl::Convert(
   return out;
 }
 
+void EngineSlot::Serve(std::shared_ptr<GroupEngine> engine, int64_t epoch) {
+  absl::MutexLock lock(&mu_);
+  engine_ = std::move(engine);
+  epoch_ = epoch;
+  down_.clear();
+}
+
+void EngineSlot::Down(std::string reason) {
+  absl::MutexLock lock(&mu_);
+  engine_.reset();
+  down_ = std::move(reason);
+}
+
+std::shared_ptr<GroupEngine> EngineSlot::engine() const {
+  absl::MutexLock lock(&mu_);
+  return engine_;
+}
+
+std::string EngineSlot::down_reason() const {
+  absl::MutexLock lock(&mu_);
+  return down_;
+}
+
+int64_t EngineSlot::epoch() const {
+  absl::MutexLock lock(&mu_);
+  return epoch_;
+}
+
+EngineServiceImpl::EngineServiceImpl(GroupEngine& engine, const Options& options)
+    : slot_(own_slot_), options_(options) {
+  own_slot_.Serve(std::shared_ptr<GroupEngine>(&engine, [](GroupEngine*) {}), 0);
+}
+
+std::string EngineServiceImpl::Unavailable(const GroupEngine* engine,
+                                           const GroupEngineStats* stats) const {
+  if (engine == nullptr) return slot_.down_reason();
+  if (stats != nullptr && stats->collective_wait_s > absl::ToDoubleSeconds(options_.stall_after)) {
+    return absl::StrFormat(
+        "a collective has waited %.1f s for the group's other ranks (one stalled or dead?)",
+        stats->collective_wait_s);
+  }
+  return "";
+}
+
+void EngineServiceImpl::Forget(const GenerateStream* stream) {
+  absl::MutexLock lock(&streams_mu_);
+  streams_.erase(stream);
+}
+
+int EngineServiceImpl::AbortIfStalled() {
+  const std::shared_ptr<GroupEngine> engine = slot_.engine();
+  if (engine == nullptr) return 0;
+  const GroupEngineStats stats = engine->stats();
+  const std::string why = Unavailable(engine.get(), &stats);
+  if (why.empty()) return 0;
+  std::vector<std::shared_ptr<GenerateStream>> live;
+  {
+    absl::MutexLock lock(&streams_mu_);
+    for (auto& [key, weak] : streams_) {
+      if (auto s = weak.lock()) live.push_back(std::move(s));
+    }
+  }
+  int ended = 0;
+  const absl::Status status =
+      absl::UnavailableError(absl::StrCat("rank ", options_.rank, ": ", why));
+  for (const auto& s : live) ended += s->Abort(status) ? 1 : 0;
+  return ended;
+}
+
 grpc::ServerWriteReactor<Response>* EngineServiceImpl::Generate(
     grpc::CallbackServerContext* context, const rpc::GenerateRequest* request) {
   absl::StatusOr<runtime::GenerationRequest> converted = Convert(*request);
   if (!converted.ok()) return new ErrorReactor(converted.status());
-  auto stream = std::make_shared<GenerateStream>(engine_, converted->id, engine_.stats().rank);
+  std::shared_ptr<GroupEngine> engine = slot_.engine();
+  const GroupEngineStats stats = engine != nullptr ? engine->stats() : GroupEngineStats{};
+  if (const std::string why = Unavailable(engine.get(), &stats); !why.empty()) {
+    return new ErrorReactor(absl::UnavailableError(absl::StrCat("rank ", options_.rank, ": ", why)));
+  }
+  auto stream = std::make_shared<GenerateStream>(
+      engine, converted->id, stats.rank, [this](const GenerateStream* s) { Forget(s); });
+  {
+    absl::MutexLock lock(&streams_mu_);
+    streams_[stream.get()] = stream;
+  }
   auto* reactor = new GenerateReactor(stream);
-  const absl::Status submitted = engine_.Submit(std::move(*converted), stream);
+  const absl::Status submitted = engine->Submit(std::move(*converted), stream);
   if (!submitted.ok()) stream->Finish(ToGrpcStatus(submitted));
   return reactor;
 }
@@ -242,7 +344,23 @@ grpc::ServerUnaryReactor* EngineServiceImpl::GetStats(grpc::CallbackServerContex
 
 rpc::EngineStats EngineServiceImpl::Stats() const {
   rpc::EngineStats out;
-  ToProto(engine_.stats(), options_.moe_layers, out);
+  const std::shared_ptr<GroupEngine> engine = slot_.engine();
+  out.set_group_epoch(slot_.epoch());
+  if (engine == nullptr) {
+    out.set_rank(options_.rank);
+    out.set_ranks(options_.ranks);
+    out.set_attention(options_.attention);
+    out.set_accepts_requests(false);
+    out.set_unavailable(slot_.down_reason());
+    return out;
+  }
+  const GroupEngineStats stats = engine->stats();
+  ToProto(stats, options_.moe_layers, out);
+  out.set_collective_wait_s(stats.collective_wait_s);
+  if (const std::string why = Unavailable(engine.get(), &stats); !why.empty()) {
+    out.set_unavailable(why);
+    out.set_accepts_requests(false);
+  }
   if (options_.watch_error) {
     out.mutable_rollout()->set_follows_active(true);
     // A refused version's reason first; else whether the watch is down.

@@ -10,13 +10,37 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <memory>
+#include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "engine/model/tokenizer.h"
 #include "engine/parallel/group_engine.h"
 #include "engine/proto/engine.grpc.pb.h"
 
 namespace semmoe::engine {
+
+// What a rank serves with: its group's engine while the group is formed; else none, and why
+// (the group is re-forming after a rank failed). Thread-safe.
+class EngineSlot {
+ public:
+  void Serve(std::shared_ptr<GroupEngine> engine, int64_t epoch);
+  void Down(std::string reason);
+  std::shared_ptr<GroupEngine> engine() const;
+  std::string down_reason() const;
+  int64_t epoch() const;
+
+ private:
+  mutable absl::Mutex mu_;
+  std::shared_ptr<GroupEngine> engine_ ABSL_GUARDED_BY(mu_);
+  std::string down_ ABSL_GUARDED_BY(mu_) = "the group has not formed yet";
+  int64_t epoch_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+class GenerateStream;
 
 class EngineServiceImpl final : public rpc::EngineService::CallbackService {
  public:
@@ -29,10 +53,17 @@ class EngineServiceImpl final : public rpc::EngineService::CallbackService {
     std::function<std::string()> watch_error;
     // Rank 0 of a group that can roll out: proposes a version (Rollout). Null: refused.
     std::function<void(int64_t version)> rollout;
+    // Who answers while the slot is empty.
+    int rank = 0, ranks = 1;
+    std::string attention = "dp";
+    // A collective waiting longer than this marks the rank unavailable (a peer stalled or died)
+    // and AbortIfStalled ends its calls, long before the collective's own timeout.
+    absl::Duration stall_after = absl::Seconds(3);
   };
   // `engine` is borrowed and outlives the service.
-  EngineServiceImpl(GroupEngine& engine, const Options& options)
-      : engine_(engine), options_(options) {}
+  EngineServiceImpl(GroupEngine& engine, const Options& options);
+  // Serves whatever `slot` (borrowed, outlives the service) holds.
+  EngineServiceImpl(EngineSlot& slot, const Options& options) : slot_(slot), options_(options) {}
 
   grpc::ServerWriteReactor<rpc::GenerateResponse>* Generate(
       grpc::CallbackServerContext* context, const rpc::GenerateRequest* request) override;
@@ -49,10 +80,23 @@ class EngineServiceImpl final : public rpc::EngineService::CallbackService {
   // The request as the engine takes it; InvalidArgument naming the field at fault.
   absl::StatusOr<runtime::GenerationRequest> Convert(const rpc::GenerateRequest& request);
 
+  // When the group's collective has waited past stall_after: ends every call in progress with
+  // UNAVAILABLE (their requests are cancelled in the engine). Returns how many it ended. Called
+  // periodically by the rank's server.
+  int AbortIfStalled();
+
  private:
-  GroupEngine& engine_;
+  // Why `engine` (may be null) cannot take requests now ("": it can).
+  std::string Unavailable(const GroupEngine* engine, const GroupEngineStats* stats) const;
+  void Forget(const GenerateStream* stream);
+
+  EngineSlot own_slot_;  // With the GroupEngine& constructor.
+  EngineSlot& slot_;
   const Options options_;
   std::atomic<int64_t> next_id_{0};
+  absl::Mutex streams_mu_;
+  absl::flat_hash_map<const GenerateStream*, std::weak_ptr<GenerateStream>> streams_
+      ABSL_GUARDED_BY(streams_mu_);
 };
 
 // Stats as the proto (also used by tests and tools).

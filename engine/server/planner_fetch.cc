@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/grpc_status.h"
 #include "common/security.h"
+#include "common/status_macros.h"
 #include "grpcpp/grpcpp.h"
 #include "planner/proto/planner.grpc.pb.h"
 #include "planner/proto/table_chunks.h"
@@ -62,6 +63,19 @@ absl::StatusOr<FetchedVersion> FetchPlacementVersion(const std::string& planner,
   if (!layers.ok()) return failed(layers.status(), "layer tables");
   out.layer_tables = *std::move(layers);
   return out;
+}
+
+absl::StatusOr<PlacementSource> FetchPlacementSource(const std::string& planner, int64_t version,
+                                                     bool with_tables) {
+  ASSIGN_OR_RETURN(FetchedVersion v, FetchPlacementVersion(planner, version, with_tables));
+  const std::string name = absl::StrCat("version ", version, " (planner ", planner, ")");
+  return PlacementSource{.version = version,
+                         .placement_json = std::move(v.placement_json),
+                         .affinity = std::move(v.affinity),
+                         .layer_tables = std::move(v.layer_tables),
+                         .placement_name = absl::StrCat(name, "'s placement"),
+                         .affinity_name = absl::StrCat(name, "'s affinity tables"),
+                         .layers_name = absl::StrCat(name, "'s layer tables")};
 }
 
 }  // namespace semmoe::engine

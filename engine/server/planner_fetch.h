@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <string>
 
+#include "engine/parallel/rank_placement.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 
@@ -25,6 +26,10 @@ struct FetchedVersion {
 absl::StatusOr<FetchedVersion> FetchPlacementVersion(const std::string& planner, int64_t version,
                                                      bool with_tables,
                                                      absl::Duration timeout = absl::Seconds(60));
+
+// The same, as a rank builds its placement from it (each part named for errors).
+absl::StatusOr<PlacementSource> FetchPlacementSource(const std::string& planner, int64_t version,
+                                                     bool with_tables);
 
 }  // namespace semmoe::engine
 

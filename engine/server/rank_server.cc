@@ -5,20 +5,19 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "common/file.h"
 #include "common/metrics_server.h"
 #include "common/security.h"
 #include "common/status_macros.h"
 #include "engine/model/config.h"
-#include "engine/parallel/placement_rollout.h"
-#include "engine/parallel/rank_placement.h"
-#include "engine/parallel/rendezvous.h"
-#include "engine/parallel/routing_sampler.h"
+#include "engine/parallel/group_epoch.h"
 #include "engine/server/active_watch.h"
 #include "engine/server/device_backend.h"
 #include "engine/server/engine_metrics.h"
 #include "engine/server/engine_service.h"
 #include "engine/server/planner_fetch.h"
+#include "engine/server/rank_group.h"
 #include "glog/logging.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
@@ -30,19 +29,6 @@ namespace semmoe::engine {
 namespace {
 
 // The placement's and tables' bytes, from files or from the planner, named for errors.
-absl::StatusOr<PlacementSource> FetchVersion(const RankServerOptions& o, int64_t version) {
-  const bool tables = o.attention == AttentionMode::kTp;
-  ASSIGN_OR_RETURN(FetchedVersion v, FetchPlacementVersion(o.planner, version, tables));
-  const std::string name = absl::StrCat("version ", version, " (planner ", o.planner, ")");
-  return PlacementSource{.version = version,
-                         .placement_json = std::move(v.placement_json),
-                         .affinity = std::move(v.affinity),
-                         .layer_tables = std::move(v.layer_tables),
-                         .placement_name = absl::StrCat(name, "'s placement"),
-                         .affinity_name = absl::StrCat(name, "'s affinity tables"),
-                         .layers_name = absl::StrCat(name, "'s layer tables")};
-}
-
 absl::StatusOr<PlacementSource> ReadPlacement(const RankServerOptions& o) {
   if (!o.planner.empty()) {
     int64_t version = 0;
@@ -51,7 +37,7 @@ absl::StatusOr<PlacementSource> ReadPlacement(const RankServerOptions& o) {
           absl::StrCat("with --planner, --placement names a placement version (a number); got '",
                        o.placement, "'"));
     }
-    return FetchVersion(o, version);
+    return FetchPlacementSource(o.planner, version, o.attention == AttentionMode::kTp);
   }
   PlacementSource b;
   if (o.placement != "vanilla") {
@@ -69,6 +55,28 @@ absl::StatusOr<PlacementSource> ReadPlacement(const RankServerOptions& o) {
   return b;
 }
 
+// The formed group this rank serves with, shared with the watch and the Rollout RPC.
+class CurrentGroup {
+ public:
+  void Set(std::shared_ptr<RankGroup> group) {
+    absl::MutexLock lock(&mu_);
+    group_ = std::move(group);
+    if (group_ != nullptr && active_ > 0) group_->rollout->Propose(active_);
+  }
+  // The leader proposes `version` now and again to each later formation (which starts from the
+  // launch placement). 0: only now.
+  void Propose(int64_t version, bool remember) {
+    absl::MutexLock lock(&mu_);
+    if (remember) active_ = version;
+    if (group_ != nullptr) group_->rollout->Propose(version);
+  }
+
+ private:
+  absl::Mutex mu_;
+  std::shared_ptr<RankGroup> group_ ABSL_GUARDED_BY(mu_);
+  int64_t active_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
 }  // namespace
 
 absl::Status RunRankServer(const RankServerOptions& o, absl::Notification& stop) {
@@ -85,39 +93,17 @@ absl::Status RunRankServer(const RankServerOptions& o, absl::Notification& stop)
     }
     ASSIGN_OR_RETURN(cuda, GetDeviceBackend("cuda"));
   }
-  ASSIGN_OR_RETURN(model::ModelConfig config, model::LoadModelConfig(o.model_dir));
+  ASSIGN_OR_RETURN(const model::ModelConfig config, model::LoadModelConfig(o.model_dir));
   if (!o.follow_model.empty() && o.planner.empty()) {
     return absl::InvalidArgumentError("--follow_active needs --planner");
   }
   ASSIGN_OR_RETURN(const PlacementSource source, ReadPlacement(o));
-  ASSIGN_OR_RETURN(std::unique_ptr<RankPlacement> placement,
-                   BuildRankPlacement(source, config, o.ranks, o.use_layer_tables));
-  const std::string serving_with = placement->description;
-
-  LOG(INFO) << "rank " << o.rank << "/" << o.ranks << ": joining the group via " << o.rendezvous;
-  ASSIGN_OR_RETURN(std::unique_ptr<Communicator> comm, ConnectGloo({.address = o.rendezvous,
-                                                                    .rank = o.rank,
-                                                                    .size = o.ranks,
-                                                                    .hostname = o.host,
-                                                                    .timeout = o.connect_timeout}));
-  ASSIGN_OR_RETURN(
-      std::unique_ptr<RankModel> model,
-      RankModel::Create(o.model_dir, std::move(placement), *comm,
-                        {.attention = o.attention, .token_balance_eps = o.token_balance_eps}));
-  // Every rank takes part in rollouts (the leader proposes); each fetches the version itself.
-  PlacementRollout::Stager stager;
-  std::string no_stager;
-  if (cuda != nullptr) {
-    no_stager = "this group serves from GPUs, where live rollouts are not implemented yet";
-  } else if (o.planner.empty()) {
-    no_stager = "this group was started without --planner";
-  } else {
-    stager = [&o, &config](int64_t version) -> absl::StatusOr<std::unique_ptr<RankPlacement>> {
-      ASSIGN_OR_RETURN(const PlacementSource source, FetchVersion(o, version));
-      return BuildRankPlacement(source, config, o.ranks, o.use_layer_tables);
-    };
+  std::unique_ptr<model::Tokenizer> tokenizer;
+  if (auto t = model::Tokenizer::FromDirectory(o.model_dir); t.ok()) {
+    tokenizer = std::move(*t);
+  } else if (!absl::IsNotFound(t.status())) {
+    return t.status();
   }
-  PlacementRollout rollout(*model, std::move(stager), no_stager, o.rollout_mb_per_s);
   std::unique_ptr<RoutingSampler> sampler;
   if (o.sample_routing > 0) {
     if (o.attention != AttentionMode::kDp || cuda != nullptr) {
@@ -131,46 +117,55 @@ absl::Status RunRankServer(const RankServerOptions& o, absl::Notification& stop)
                                                      .seed = static_cast<uint64_t>(o.rank) + 1,
                                                      .name_prefix = absl::StrCat("rank", o.rank)}));
   }
-  GroupEngineOptions engine_options = o.engine;
-  engine_options.rollout = &rollout;
-  engine_options.routing_sampler = sampler.get();
-  engine_options.batch.tokenizer = model->tokenizer();
-  if (engine_options.batch.eos_ids.empty()) engine_options.batch.eos_ids = config.eos_token_ids;
-  std::unique_ptr<DeviceSession> device;  // Outlives the engine (declared first).
-  if (cuda != nullptr) {
-    ASSIGN_OR_RETURN(device, cuda->UseForServing(config, model->weights(), model->placement(),
-                                                 {.address = o.rendezvous,
-                                                  .rank = o.rank,
-                                                  .size = o.ranks,
-                                                  .hostname = o.host,
-                                                  .timeout = o.connect_timeout},
-                                                 o.cuda_device, engine_options));
-    LOG(INFO) << "rank " << o.rank << ": forward on " << device->Describe();
-  }
-  ASSIGN_OR_RETURN(std::unique_ptr<GroupEngine> engine,
-                   GroupEngine::Create(*model, engine_options));
+  const RankGroupInputs inputs = {.options = &o,
+                                  .config = &config,
+                                  .source = &source,
+                                  .tokenizer = tokenizer.get(),
+                                  .sampler = sampler.get(),
+                                  .cuda = cuda};
+  const RendezvousOptions rendezvous = {.address = o.rendezvous,
+                                        .rank = o.rank,
+                                        .size = o.ranks,
+                                        .hostname = o.host,
+                                        .timeout = o.connect_timeout};
 
+  LOG(INFO) << "rank " << o.rank << "/" << o.ranks << ": joining the group via " << o.rendezvous;
+  ASSIGN_OR_RETURN(EpochGroup first, JoinEpoch({.rendezvous = rendezvous,
+                                                .deadline = absl::Now() + o.connect_timeout,
+                                                .stop = [&stop] { return stop.HasBeenNotified(); }}));
+  ASSIGN_OR_RETURN(std::shared_ptr<RankGroup> group, FormRankGroup(inputs, std::move(first)));
+  const std::string serving_with = group->model->placement_description();
+
+  CurrentGroup current;
+  current.Set(group);
   std::unique_ptr<ActiveWatch> watch;  // The leader follows the active version.
   std::function<std::string()> watch_error;
   if (!o.follow_model.empty() && o.rank == 0) {
     // Each version once: the planner announces the active one again after a reconnect.
     watch = std::make_unique<ActiveWatch>(o.planner, o.follow_model,
-                                          [&rollout, last = int64_t{0}](int64_t v) mutable {
-                                            if (v != last) rollout.Propose(v);
+                                          [&current, last = int64_t{0}](int64_t v) mutable {
+                                            if (v != last) current.Propose(v, true);
                                             last = v;
                                           });
     watch_error = [&watch] { return watch->error(); };
   }
   std::function<void(int64_t)> propose;
   if (o.rank == 0 && !o.planner.empty() && cuda == nullptr) {
-    propose = [&rollout](int64_t v) { rollout.Propose(v); };
+    propose = [&current](int64_t v) { current.Propose(v, false); };
   }
-  EngineServiceImpl service(*engine, {.tokenizer = model->tokenizer(),
-                                      .vocab_size = config.vocab_size,
-                                      .max_prompt_tokens = config.max_position_embeddings,
-                                      .moe_layers = config.MoeLayers(),
-                                      .watch_error = watch_error,
-                                      .rollout = propose});
+  EngineSlot slot;
+  EngineServiceImpl service(slot, {.tokenizer = tokenizer.get(),
+                                   .vocab_size = config.vocab_size,
+                                   .max_prompt_tokens = config.max_position_embeddings,
+                                   .moe_layers = config.MoeLayers(),
+                                   .watch_error = watch_error,
+                                   .rollout = propose,
+                                   .rank = o.rank,
+                                   .ranks = o.ranks,
+                                   .attention = AttentionModeName(o.attention),
+                                   .stall_after = o.stall_after});
+  // The slot's engine keeps its whole group alive while calls still hold it.
+  slot.Serve(std::shared_ptr<GroupEngine>(group, group->engine.get()), group->epoch);
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
@@ -191,39 +186,83 @@ absl::Status RunRankServer(const RankServerOptions& o, absl::Notification& stop)
           WriteFileAtomically(o.metrics_port_file, absl::StrCat(metrics->port(), "\n")));
     }
   }
-  engine->Start();
+  group->engine->Start();
   if (!o.port_file.empty())
     RETURN_IF_ERROR(WriteFileAtomically(o.port_file, absl::StrCat(port, "\n")));
   LOG(INFO) << "rank " << o.rank << "/" << o.ranks << " (" << AttentionModeName(o.attention)
             << ") serving EngineService on " << o.host << ":" << port;
   if (o.on_serving) o.on_serving(port, serving_with);
 
-  // Wait for a stop request or the end of the group's loop (a peer failed or stopped it).
-  absl::Notification ended;
-  absl::Status loop_status;
-  std::thread waiter([&] {
-    loop_status = engine->Wait();
-    ended.Notify();
-  });
-  while (!stop.HasBeenNotified() && !ended.HasBeenNotified()) {
-    stop.WaitForNotificationWithTimeout(absl::Milliseconds(100));
+  absl::Status result;
+  while (true) {
+    // Wait for a stop request or the end of the group's loop (a peer failed or stopped it).
+    absl::Notification ended;
+    absl::Status loop_status;
+    std::thread waiter([&] {
+      loop_status = group->engine->Wait();
+      ended.Notify();
+    });
+    while (!stop.HasBeenNotified() && !ended.HasBeenNotified()) {
+      stop.WaitForNotificationWithTimeout(absl::Milliseconds(100));
+      if (int n = service.AbortIfStalled(); n > 0) {
+        LOG(WARNING) << "rank " << o.rank << ": the group stalled; ended " << n
+                     << " calls with UNAVAILABLE";
+      }
+    }
+    if (!ended.HasBeenNotified()) {
+      LOG(INFO) << "rank " << o.rank << ": stopping the group";
+      group->engine->RequestStop();
+    }
+    waiter.join();
+    if (loop_status.ok() || stop.HasBeenNotified()) break;  // An agreed stop, or ours.
+    LOG(ERROR) << "rank " << o.rank << ": the group (epoch " << group->epoch
+               << ") failed: " << loop_status;
+    result = absl::UnavailableError(absl::StrCat(
+        "rank ", o.rank, ": the expert-parallel group failed: ", loop_status.message()));
+    if (cuda != nullptr) break;  // A GPU group is not re-formed in place: the process restarts.
+    // Re-form: drop the broken group (calls still holding it keep it until they end) and meet
+    // the others — survivors and the restarted rank — in the next epoch.
+    const int64_t failed = group->epoch;
+    const std::string cause(loop_status.message());
+    slot.Down(absl::StrCat("re-forming the group after epoch ", failed, " failed (", cause, ")"));
+    current.Set(nullptr);
+    group.reset();
+    absl::StatusOr<EpochGroup> joined = JoinEpoch(
+        {.rendezvous = rendezvous,
+         .failed_epoch = failed,
+         .stop = [&stop] { return stop.HasBeenNotified(); },
+         .on_round = [&](int64_t epoch, const std::string& missing) {
+           slot.Down(absl::StrCat("re-forming the group as epoch ", epoch, " after epoch ", failed,
+                                  " failed (", cause, ")",
+                                  missing.empty() ? "" : absl::StrCat("; waiting for rank(s) ",
+                                                                      missing)));
+         }});
+    if (!joined.ok()) {
+      if (stop.HasBeenNotified()) {
+        result = absl::OkStatus();
+        break;
+      }
+      result = joined.status();
+      break;
+    }
+    absl::StatusOr<std::unique_ptr<RankGroup>> formed =
+        FormRankGroup(inputs, std::move(*joined));
+    if (!formed.ok()) {
+      result = formed.status();
+      break;
+    }
+    group = std::move(*formed);
+    current.Set(group);
+    slot.Serve(std::shared_ptr<GroupEngine>(group, group->engine.get()), group->epoch);
+    group->engine->Start();
+    result = absl::OkStatus();
+    LOG(INFO) << "rank " << o.rank << ": the group re-formed as epoch " << group->epoch
+              << "; serving again";
   }
-  if (!ended.HasBeenNotified()) {
-    LOG(INFO) << "rank " << o.rank << ": stopping the group";
-    engine->RequestStop();
-  }
-  waiter.join();
   metrics.reset();
   server->GetHealthCheckService()->SetServingStatus(false);
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
-  if (!loop_status.ok()) {
-    LOG(ERROR) << "rank " << o.rank << ": the group failed: " << loop_status;
-    return absl::UnavailableError(absl::StrCat("rank ", o.rank,
-                                               ": the expert-parallel group "
-                                               "failed: ",
-                                               loop_status.message()));
-  }
-  return absl::OkStatus();
+  return result;
 }
 
 }  // namespace semmoe::engine

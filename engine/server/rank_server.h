@@ -1,6 +1,7 @@
 // RankServer: everything `engine serve` runs — join the EP group through the rendezvous, load this
 // rank's share of the model under the placement, start the GroupEngine loop and serve
-// EngineService (+ gRPC health and reflection) — until asked to stop or until the group fails.
+// EngineService (+ gRPC health and reflection) — until asked to stop, re-forming the group when
+// a rank fails.
 #ifndef SEMMOE_ENGINE_SERVER_RANK_SERVER_H_
 #define SEMMOE_ENGINE_SERVER_RANK_SERVER_H_
 
@@ -58,6 +59,9 @@ struct RankServerOptions {
   std::string metrics_port_file;
   // Bounds the rendezvous and every collective (`engine serve --collective_timeout_s`).
   absl::Duration connect_timeout = absl::Seconds(60);
+  // A collective waiting longer than this for the other ranks marks this rank unavailable in its
+  // stats and ends its calls with UNAVAILABLE (`engine serve --stall_s`).
+  absl::Duration stall_after = absl::Seconds(3);
   GroupEngineOptions engine;
   // ≥ 0: the forward passes run on this CUDA device (engine/gpu), the experts' exchange over
   // NCCL when ranks > 1. Attention-DP only.
@@ -67,8 +71,11 @@ struct RankServerOptions {
   std::function<void(int port, const std::string& serving_with)> on_serving;
 };
 
-// Blocks until `stop` is notified (then stops the whole group cleanly) or the group fails (a
-// peer died: returns its error, UNAVAILABLE). Errors before serving name what is wrong.
+// Blocks until `stop` is notified (then stops the whole group cleanly). When the group fails (a
+// peer died or timed out) the rank stays up: its calls end with UNAVAILABLE, its stats say it is
+// re-forming, and it meets the other ranks — survivors and the restarted one — in the next epoch
+// (group_epoch.h), then serves again; a GPU rank instead returns the error (UNAVAILABLE). Errors
+// before serving name what is wrong.
 absl::Status RunRankServer(const RankServerOptions& options, absl::Notification& stop);
 
 }  // namespace semmoe::engine

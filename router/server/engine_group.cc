@@ -32,7 +32,10 @@ namespace {
 
 // Why a polled rank cannot take requests, in the operator's words ("" when it can).
 std::string DownReason(const grpc::Status& s, const engine::rpc::EngineStats& stats) {
-  if (s.ok()) return stats.accepts_requests() ? "" : "answers but takes no requests";
+  if (s.ok()) {
+    if (stats.accepts_requests()) return "";
+    return stats.unavailable().empty() ? "answers but takes no requests" : stats.unavailable();
+  }
   switch (s.error_code()) {
     case grpc::StatusCode::DEADLINE_EXCEEDED:
       return "no answer to stats within 1 s (stalled?)";
@@ -47,14 +50,29 @@ std::string DownReason(const grpc::Status& s, const engine::rpc::EngineStats& st
 
 void EngineGroup::Poll() {
   std::vector<int64_t> serving(size(), -1), targets(size(), 0);
+  std::vector<grpc::Status> statuses(size());
+  std::vector<engine::rpc::EngineStats> all(size());
+  std::vector<std::string> reasons(size());
+  // Every rank of a group runs every pass together: one rank down stops the group, so the others
+  // take no requests either until it is back (a stalled peer would hold them in a collective).
+  // The first down rank names why.
+  std::string group_down;
   for (int r = 0; r < size(); ++r) {
     grpc::ClientContext context;
     context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(1));
-    engine::rpc::EngineStats stats;
-    const grpc::Status status =
-        stubs_[r]->GetStats(&context, engine::rpc::GetStatsRequest(), &stats);
-    rebatcher_->SetUsable(r, status.ok() && stats.accepts_requests());
-    const std::string reason = DownReason(status, stats);
+    statuses[r] = stubs_[r]->GetStats(&context, engine::rpc::GetStatsRequest(), &all[r]);
+    reasons[r] = DownReason(statuses[r], all[r]);
+    if (!reasons[r].empty() && group_down.empty()) {
+      group_down = absl::StrCat("its group's rank ", r, " is down (", reasons[r], ")");
+    }
+  }
+  for (int r = 0; r < size(); ++r) {
+    const grpc::Status& status = statuses[r];
+    const engine::rpc::EngineStats& stats = all[r];
+    // (Engines that each form a group of one are independent: one down leaves the others be.)
+    const std::string reason =
+        !reasons[r].empty() ? reasons[r] : (stats.ranks() > 1 ? group_down : "");
+    rebatcher_->SetUsable(r, reason.empty());
     {
       absl::MutexLock lock(&mu_);
       EngineCounters& c = counters_[r];

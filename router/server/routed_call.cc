@@ -1,11 +1,14 @@
 #include "router/server/routed_call.h"
 
 #include <algorithm>
+#include <memory>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/grpc_status.h"
+#include "grpcpp/alarm.h"
 #include "router/server/call_policy.h"
 
 namespace semmoe::router {
@@ -77,6 +80,7 @@ class Call : public std::enable_shared_from_this<Call> {
       }
     }
     if (rank < 0) {
+      if (Requeue()) return;
       FinishWith(NoRankStatus(last_error_));
       return;
     }
@@ -204,6 +208,30 @@ class Call : public std::enable_shared_from_this<Call> {
   }
 
  private:
+  // No rank can take the request now: places it again shortly (every rank may be tried again)
+  // while the requeue window and its deadline allow. False: it is over.
+  bool Requeue() {
+    constexpr absl::Duration kStep = absl::Milliseconds(200);
+    const absl::Time now = absl::Now();
+    absl::Time until = start_ + shared_->options.requeue;
+    if (deadline_.has_value()) until = std::min(until, *deadline_);
+    grpc::Alarm* alarm;
+    {
+      absl::MutexLock lock(&mu_);
+      if (cancelled_ || now + kStep >= until) return false;
+      pending_.exclude.clear();
+      // Kept until the call ends (a handful per second of outage): never destroyed while set.
+      alarm = alarms_.emplace_back(std::make_unique<grpc::Alarm>()).get();
+    }
+    shared_->requeued.fetch_add(1);
+    // The reactor keeps the call alive until it finishes; a cancelled alarm finds it gone.
+    alarm->Set(absl::ToChronoTime(now + kStep),
+               [weak = std::weak_ptr<Call>(shared_from_this())](bool ok) {
+                 if (auto self = weak.lock(); self != nullptr) self->Place();
+               });
+    return true;
+  }
+
   // The router's final record from the engine's (under mu_).
   void Complete() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     final_ = MakeFinalRecord(*engine_final_,
@@ -269,6 +297,7 @@ class Call : public std::enable_shared_from_this<Call> {
   bool final_sent_ ABSL_GUARDED_BY(mu_) = false;
   bool finished_ ABSL_GUARDED_BY(mu_) = false;
   std::optional<absl::Status> deferred_ ABSL_GUARDED_BY(mu_);  // An error to end with.
+  std::vector<std::unique_ptr<grpc::Alarm>> alarms_ ABSL_GUARDED_BY(mu_);
   Response out_;                                               // The message in flight.
 };
 

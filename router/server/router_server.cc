@@ -189,6 +189,7 @@ absl::StatusOr<std::unique_ptr<RouterServer>> RouterServer::Start(const RouterSe
                                                         .max_in_flight = o.max_in_flight,
                                                         .default_max_queue = o.default_max_queue,
                                                         .poll_interval = o.poll_interval,
+                                                        .requeue = o.requeue,
                                                         .experiment_id = o.experiment,
                                                         .planner = o.planner,
                                                         .report_interval = o.report_interval});

@@ -40,6 +40,7 @@ struct RouterServerOptions {
   int max_in_flight = 4096;
   absl::Duration default_max_queue = absl::Milliseconds(20);
   absl::Duration poll_interval = absl::Milliseconds(500);
+  absl::Duration requeue = absl::Seconds(10);  // RouterOptions::requeue.
   double slo_ttft_ms = 1000, slo_tpot_ms = 200;  // Goodput.
 
   // Tables, at most one source. The planner's active version of `model_name`, followed live, or

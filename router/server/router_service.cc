@@ -171,6 +171,7 @@ rpc::RouterStats RouterServiceImpl::Stats() const {
   out.set_rejected(shared_->rejected.load());
   out.set_invalid(shared_->invalid.load());
   out.set_retried(shared_->retried.load());
+  out.set_requeued(shared_->requeued.load());
   out.set_completion_tokens(shared_->completion_tokens.load());
   out.set_polls(shared_->polls.load());
   int64_t queued = 0, local = 0, remote = 0, bytes = 0, tokens = 0;

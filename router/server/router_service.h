@@ -50,6 +50,9 @@ struct RouterOptions {
   // How long a request may wait in the window when it names no max_queue_ms.
   absl::Duration default_max_queue = absl::Milliseconds(20);
   absl::Duration poll_interval = absl::Milliseconds(500);
+  // A request no rank can take (its group re-forming, a rank restarting) waits this long, within
+  // its deadline, for one to come back before UNAVAILABLE. Zero: fails at once.
+  absl::Duration requeue = absl::Seconds(10);
   int64_t experiment_id = 0;  // The A/B experiment the groups are the arms of (0: none).
   std::string planner;        // With an experiment: where to record the arms' metrics.
   absl::Duration report_interval = absl::Seconds(5);

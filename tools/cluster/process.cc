@@ -45,7 +45,7 @@ absl::StatusOr<std::unique_ptr<Process>> Process::Spawn(const std::vector<std::s
     _exit(127);
   }
   close(log);
-  return std::unique_ptr<Process>(new Process(pid, log_path));
+  return std::unique_ptr<Process>(new Process(pid, argv, log_path));
 }
 
 Process::~Process() {

@@ -24,6 +24,7 @@ class Process {
   ~Process();  // Kills (SIGKILL) and reaps a child still running.
 
   pid_t pid() const { return pid_; }
+  const std::vector<std::string>& argv() const { return argv_; }
   const std::string& log_path() const { return log_path_; }
   void Signal(int signal);
   // The exit status once it has ended ("exit N" / "signal N"), else nullopt; never blocks.
@@ -33,8 +34,10 @@ class Process {
   bool exited_ok() const { return exited_ok_; }
 
  private:
-  Process(pid_t pid, std::string log_path) : pid_(pid), log_path_(std::move(log_path)) {}
+  Process(pid_t pid, std::vector<std::string> argv, std::string log_path)
+      : pid_(pid), argv_(std::move(argv)), log_path_(std::move(log_path)) {}
   pid_t pid_;
+  std::vector<std::string> argv_;
   std::string log_path_;
   std::optional<std::string> status_;
   bool exited_ok_ = false;

@@ -5,8 +5,11 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <iostream>
+#include <optional>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -79,7 +82,75 @@ std::optional<std::pair<EngineGroup*, int>> DeadRank(Cluster& c) {
   return dead;
 }
 
-int Supervise(Cluster& c, sigset_t& stop, const std::string& name) {
+namespace {
+
+// A child the supervisor restarts: where it lives in the cluster and the flags that pin it to
+// the ports it had, so its peers and clients find it again.
+struct Child {
+  std::string name;
+  std::unique_ptr<Process>* process;
+  std::vector<std::string> pinned;
+  absl::Time started = absl::Now();
+  absl::Duration backoff;
+  std::optional<absl::Time> restart_at;
+  int restarts = 0;
+};
+
+std::vector<Child> Children(Cluster& c, absl::Duration backoff) {
+  std::vector<Child> out;
+  if (c.planner != nullptr) {
+    out.push_back({.name = "the planner",
+                   .process = &c.planner,
+                   .pinned = {"--port", absl::StrCat(c.planner_port), "--metrics_port",
+                              absl::StrCat(c.planner_metrics_port)}});
+  }
+  for (EngineGroup& g : c.groups) {
+    for (size_t r = 0; r < g.processes.size(); ++r) {
+      Child child = {.name = absl::StrCat(g.name, g.name.empty() ? "" : " ", "rank ", r),
+                     .process = &g.processes[r],
+                     .pinned = {"--port", absl::StrCat(g.ports[r])}};
+      if (r < g.metrics_ports.size()) {
+        child.pinned.insert(child.pinned.end(),
+                            {"--metrics_port", absl::StrCat(g.metrics_ports[r])});
+      }
+      out.push_back(std::move(child));
+    }
+  }
+  if (c.router != nullptr) {
+    Child child = {.name = "the router",
+                   .process = &c.router,
+                   .pinned = {"--port", absl::StrCat(c.router_port)}};
+    if (c.http_port > 0) {
+      child.pinned.insert(child.pinned.end(), {"--http_port", absl::StrCat(c.http_port)});
+    }
+    out.push_back(std::move(child));
+  }
+  for (Child& child : out) child.backoff = backoff;
+  return out;
+}
+
+// Restarts `child` with its first command line and its pinned ports; false if it cannot start.
+bool Restart(Child& child, const std::string& name) {
+  std::vector<std::string> argv = (*child.process)->argv();
+  argv.insert(argv.end(), child.pinned.begin(), child.pinned.end());
+  absl::StatusOr<std::unique_ptr<Process>> p = Process::Spawn(argv, (*child.process)->log_path());
+  if (!p.ok()) {
+    std::cerr << name << ": cannot restart " << child.name << ": " << p.status().message() << "\n";
+    return false;
+  }
+  *child.process = std::move(*p);
+  child.started = absl::Now();
+  ++child.restarts;
+  std::cout << name << ": restarted " << child.name << " (pid " << (*child.process)->pid()
+            << ", restart " << child.restarts << ")" << std::endl;
+  return true;
+}
+
+}  // namespace
+
+int Supervise(Cluster& c, sigset_t& stop, const std::string& name,
+              const SuperviseOptions& options) {
+  std::vector<Child> children = Children(c, options.first_backoff);
   while (true) {
     timespec tick = {0, 200 * 1000 * 1000};
     const int signal = sigtimedwait(&stop, nullptr, &tick);
@@ -89,27 +160,49 @@ int Supervise(Cluster& c, sigset_t& stop, const std::string& name) {
       std::cout << name << (clean ? ": stopped cleanly" : ": stopped (unclean)") << std::endl;
       return clean ? 0 : 1;
     }
-    if (DeadRank(c).has_value()) {
-      absl::SleepFor(absl::Milliseconds(300));  // Let the others notice; then report the cause.
-      const auto [group, r] = *DeadRank(c);
-      Process& p = *group->processes[r];
-      std::cerr << name << ": " << group->name << (group->name.empty() ? "" : " ") << "rank " << r
-                << " exited (" << *p.Poll() << "); stopping the cluster. " << p.log_path() << ":\n"
-                << Tail(p.log_path(), 10);
-      StopAll(c);
-      return 1;
+    if (!options.restart) {
+      if (DeadRank(c).has_value()) {
+        absl::SleepFor(absl::Milliseconds(300));  // Let the others notice; report the cause.
+        const auto [group, r] = *DeadRank(c);
+        Process& p = *group->processes[r];
+        std::cerr << name << ": " << group->name << (group->name.empty() ? "" : " ") << "rank "
+                  << r << " exited (" << *p.Poll() << "); stopping the cluster. " << p.log_path()
+                  << ":\n"
+                  << Tail(p.log_path(), 10);
+        StopAll(c);
+        return 1;
+      }
+      for (Child& child : children) {
+        if (auto status = (*child.process)->Poll()) {
+          std::cerr << name << ": " << child.name << " exited (" << *status
+                    << "); stopping the cluster. " << (*child.process)->log_path() << ":\n"
+                    << Tail((*child.process)->log_path(), 10);
+          StopAll(c);
+          return 1;
+        }
+      }
+      continue;
     }
-    if (c.router != nullptr && c.router->Poll().has_value()) {
-      std::cerr << name << ": the router exited; stopping the cluster. " << c.router->log_path()
+    const absl::Time now = absl::Now();
+    for (Child& child : children) {
+      if (child.restart_at.has_value()) {
+        if (now < *child.restart_at) continue;
+        child.restart_at.reset();
+        if (!Restart(child, name)) {
+          child.backoff = std::min(child.backoff * 2, options.max_backoff);
+          child.restart_at = now + child.backoff;
+        }
+        continue;
+      }
+      std::optional<std::string> status = (*child.process)->Poll();
+      if (!status.has_value()) continue;
+      if (now - child.started >= options.healthy_after) child.backoff = options.first_backoff;
+      std::cerr << name << ": " << child.name << " exited (" << *status << "); restarting it in "
+                << absl::FormatDuration(child.backoff) << ". " << (*child.process)->log_path()
                 << ":\n"
-                << Tail(c.router->log_path(), 10);
-      StopAll(c);
-      return 1;
-    }
-    if (c.planner != nullptr && c.planner->Poll().has_value()) {
-      std::cerr << name << ": the planner exited; stopping the cluster\n";
-      StopAll(c);
-      return 1;
+                << Tail((*child.process)->log_path(), 6);
+      child.restart_at = now + child.backoff;
+      child.backoff = std::min(child.backoff * 2, options.max_backoff);
     }
   }
 }

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "tools/cluster/launch.h"
 #include "tools/cluster/process.h"
 
@@ -43,10 +44,22 @@ bool StopAll(Cluster& c);
 // their peers vanished: its group and index, or nullopt.
 std::optional<std::pair<EngineGroup*, int>> DeadRank(Cluster& c);
 
-// Runs until a signal of `stop` arrives (then stops everything: 0 if cleanly, else 1) or a rank,
-// the router or the planner exits (then stops the rest and returns 1, naming it with its log's
-// tail). Messages start with "NAME: ".
-int Supervise(Cluster& c, sigset_t& stop, const std::string& name);
+struct SuperviseOptions {
+  // Restart a rank, the router or the planner that exits, on the same ports, after a backoff
+  // (first_backoff, doubling to max_backoff; back to first_backoff once a child has run
+  // healthy_after). False: the first exit stops the cluster.
+  bool restart = true;
+  absl::Duration first_backoff = absl::Milliseconds(500);
+  absl::Duration max_backoff = absl::Seconds(10);
+  absl::Duration healthy_after = absl::Seconds(60);
+};
+
+// Runs until a signal of `stop` arrives (then stops everything: 0 if cleanly, else 1). A child
+// that exits is named with its log's tail and restarted (options.restart) — a restarted rank
+// rejoins its group, which re-forms — or else the rest are stopped and 1 returned. Messages start
+// with "NAME: ".
+int Supervise(Cluster& c, sigset_t& stop, const std::string& name,
+              const SuperviseOptions& options = {});
 
 }  // namespace semmoe::tools
 

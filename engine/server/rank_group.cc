@@ -1,0 +1,61 @@
+#include "engine/server/rank_group.h"
+
+#include <utility>
+
+#include "common/status_macros.h"
+#include "engine/server/planner_fetch.h"
+#include "glog/logging.h"
+
+namespace semmoe::engine {
+
+absl::StatusOr<std::unique_ptr<RankGroup>> FormRankGroup(const RankGroupInputs& in,
+                                                         EpochGroup joined) {
+  const RankServerOptions& o = *in.options;
+  auto g = std::make_unique<RankGroup>();
+  g->epoch = joined.epoch;
+  g->comm = std::move(joined.comm);
+  ASSIGN_OR_RETURN(std::unique_ptr<RankPlacement> placement,
+                   BuildRankPlacement(*in.source, *in.config, o.ranks, o.use_layer_tables));
+  ASSIGN_OR_RETURN(
+      g->model,
+      RankModel::Create(o.model_dir, std::move(placement), *g->comm,
+                        {.attention = o.attention, .token_balance_eps = o.token_balance_eps}));
+  // Every rank takes part in rollouts (the leader proposes); each fetches the version itself.
+  PlacementRollout::Stager stager;
+  std::string no_stager;
+  if (in.cuda != nullptr) {
+    no_stager = "this group serves from GPUs, where live rollouts are not implemented yet";
+  } else if (o.planner.empty()) {
+    no_stager = "this group was started without --planner";
+  } else {
+    stager = [&o, config = in.config](int64_t version)
+        -> absl::StatusOr<std::unique_ptr<RankPlacement>> {
+      ASSIGN_OR_RETURN(const PlacementSource source, FetchPlacementSource(o.planner, version,
+                                                                          o.attention ==
+                                                                              AttentionMode::kTp));
+      return BuildRankPlacement(source, *config, o.ranks, o.use_layer_tables);
+    };
+  }
+  g->rollout = std::make_unique<PlacementRollout>(*g->model, std::move(stager), no_stager,
+                                                  o.rollout_mb_per_s);
+  GroupEngineOptions engine_options = o.engine;
+  engine_options.rollout = g->rollout.get();
+  engine_options.routing_sampler = in.sampler;
+  engine_options.batch.tokenizer = in.tokenizer;
+  if (engine_options.batch.eos_ids.empty()) engine_options.batch.eos_ids = in.config->eos_token_ids;
+  if (in.cuda != nullptr) {
+    ASSIGN_OR_RETURN(g->device, in.cuda->UseForServing(*in.config, g->model->weights(),
+                                                       g->model->placement(),
+                                                       {.address = o.rendezvous,
+                                                        .rank = o.rank,
+                                                        .size = o.ranks,
+                                                        .hostname = o.host,
+                                                        .timeout = o.connect_timeout},
+                                                       o.cuda_device, engine_options));
+    LOG(INFO) << "rank " << o.rank << ": forward on " << g->device->Describe();
+  }
+  ASSIGN_OR_RETURN(g->engine, GroupEngine::Create(*g->model, engine_options));
+  return g;
+}
+
+}  // namespace semmoe::engine
