@@ -4,7 +4,9 @@
 # database with affinity tables, so the shuffled collectives run) must stream the single-device
 # greedy tokens from every accepting rank, and under Attention-DP through the router too (with a
 # semantic DP version's tables, placed by affinity); Ctrl-C stops cleanly; a rank killed with
-# SIGKILL makes the cluster exit 1 quickly, naming it, with no process left behind.
+# SIGKILL is restarted and its group re-forms around it (the other ranks' processes stay) and
+# serves the same tokens; with --restart=false the cluster exits 1 quickly, naming it, with no
+# process left behind.
 set -euo pipefail
 
 source "$1"  # tests/cli_lib.sh: TMP, fail, expect_error
@@ -90,8 +92,37 @@ wait "$PID" || rc=$?
 grep -q "stopped cleanly" "$TMP/dp.out" || fail "no clean stop: $(cat "$TMP/dp.out")"
 no_processes_left dp
 
-# --- A rank that dies: the cluster exits 1 within seconds, names it, leaves nothing behind.
-start_cluster crash --ranks=4 --attn=dp
+# --- A rank that dies is restarted on its port; the others re-form the group with it in epoch 1
+# (their processes stay) and every rank serves the single-device tokens again.
+start_cluster restart --ranks=4 --attn=dp
+survivors="$(pgrep -f -- "--rank [023] .*$TMP/restart/" | sort | tr '\n' ' ')"
+victim="$(pgrep -f -- "--rank 1 .*$TMP/restart/")"
+kill -KILL "$victim"
+start=$SECONDS
+for r in 0 1 2 3; do
+  until "$CLIENT" stats --target="$(address $r)" --json 2>/dev/null |
+    grep -q '"group_epoch":"1".*"accepts_requests":true\|"accepts_requests":true.*"group_epoch":"1"'; do
+    ((SECONDS - start < 60)) || fail "rank $r did not re-form: $(cat "$TMP/restart.out")"
+    sleep 0.2
+  done
+done
+grep -q "rank 1 exited (signal 9); restarting it" "$TMP/restart.out" ||
+  fail "cause: $(cat "$TMP/restart.out")"
+[[ "$(pgrep -f -- "--rank [023] .*$TMP/restart/" | sort | tr '\n' ' ')" == "$survivors" ]] ||
+  fail "the surviving ranks' processes changed"
+grep -q "re-formed as epoch 1" "$TMP/restart/rank0.log" || fail "rank 0: $(cat "$TMP/restart/rank0.log")"
+expect_single_device_tokens 1 "The planner reads the traces"
+expect_single_device_tokens 2 "def forward(self, x): return"
+expect_single_device_tokens_via_router "Hello"
+kill -INT "$PID"
+rc=0
+wait "$PID" || rc=$?
+[[ "$rc" == 0 ]] || fail "Ctrl-C after a restart: exit $rc: $(cat "$TMP/restart.out")"
+no_processes_left restart
+
+# --- --restart=false: a rank that dies stops the cluster: exit 1 within seconds, naming it,
+# nothing left behind.
+start_cluster crash --ranks=2 --attn=dp --restart=false
 victim="$(pgrep -f -- "--rank 1 .*$TMP/crash/")"
 kill -KILL "$victim"
 start=$SECONDS

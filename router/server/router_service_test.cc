@@ -305,8 +305,43 @@ TEST_F(RouterServiceTest, DeadAndStalledRanksAreReportedWithTheirReasons) {
   stalled_server->Shutdown(std::chrono::system_clock::now());
 }
 
+TEST_F(RouterServiceTest, ARequestNoRankCanTakeWaitsForOneToComeBack) {
+  const int port = engines_[1]->port();
+  engines_[1]->Shutdown();
+  GroupOptions g{.rebatch = {.policy = Policy::kRoundRobin}};
+  g.ranks = {absl::StrCat("127.0.0.1:", port)};
+  StartRouter({.groups = {g}, .poll_interval = absl::Milliseconds(50),
+               .requeue = absl::Seconds(15)});
+  ASSERT_TRUE(Eventually([&] { return !service_->Stats().ranks(0).down_reason().empty(); }));
+  // The rank comes back on its port (a supervisor restarted it) while the request waits.
+  std::unique_ptr<LocalEngine> back;
+  std::thread restart([&] {
+    absl::SleepFor(absl::Milliseconds(800));
+    auto e = LocalEngine::Start(dir_, {}, port);
+    ASSERT_TRUE(e.ok()) << e.status();
+    back = std::move(*e);
+  });
+  const Outcome got = Generate(Ids({kX, kY}, 2));
+  restart.join();
+  ASSERT_TRUE(got.status.ok()) << got.status.error_message();
+  EXPECT_GE(service_->Stats().requeued(), 1);
+  EXPECT_EQ(service_->Stats().completed(), 1);
+  // Without a requeue window: UNAVAILABLE at once.
+  service_.reset();
+  back->Shutdown();
+  StartRouter({.groups = {g}, .poll_interval = absl::Milliseconds(50),
+               .requeue = absl::ZeroDuration()});
+  ASSERT_TRUE(Eventually([&] { return !service_->Stats().ranks(0).down_reason().empty(); }));
+  const absl::Time start = absl::Now();
+  const Outcome none = Generate(Ids({kX}, 1));
+  EXPECT_EQ(none.status.error_code(), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_LT(absl::Now() - start, absl::Seconds(2));
+  EXPECT_EQ(service_->Stats().requeued(), 0);
+}
+
 TEST_F(RouterServiceTest, ARankThatIsDownIsRetriedElsewhere) {
-  StartRouter({.poll_interval = absl::Hours(1)}, Policy::kRoundRobin);
+  StartRouter({.poll_interval = absl::Hours(1), .requeue = absl::Seconds(1)},
+              Policy::kRoundRobin);
   ASSERT_TRUE(Eventually([&] { return service_->Stats().polls() >= 1; }));
   ASSERT_TRUE(service_->Stats().ranks(1).usable());
   engines_[1]->Shutdown();
@@ -319,7 +354,7 @@ TEST_F(RouterServiceTest, ARankThatIsDownIsRetriedElsewhere) {
   EXPECT_GE(stats.retried(), 1);
   EXPECT_FALSE(stats.ranks(1).usable());
   EXPECT_EQ(stats.completed(), 4);
-  // With no rank left, a clear UNAVAILABLE.
+  // With no rank left, a clear UNAVAILABLE (after the requeue window).
   engines_[0]->Shutdown();
   const Outcome none = Generate(Ids({kX}, 1));
   EXPECT_EQ(none.status.error_code(), grpc::StatusCode::UNAVAILABLE);

@@ -145,6 +145,19 @@ class Runner {
     live_.erase(call);
     last_end_ = std::max(last_end_, now);
     progress_.Add(1);
+    if (o_.record_requests) {
+      const absl::StatusCode code = static_cast<absl::StatusCode>(status.error_code());
+      result_.requests.push_back(
+          {.id = call->request_.request_id(),
+           .outcome = status.ok() ? "completed"
+                      : code == absl::StatusCode::kResourceExhausted ? "rejected"
+                                                                     : "failed",
+           .code = absl::StatusCodeToString(code),
+           .message = status.error_message(),
+           .sent_s = absl::ToDoubleSeconds(call->sent_ - first_send_),
+           .end_s = absl::ToDoubleSeconds(now - first_send_),
+           .tokens = call->tokens_});
+    }
     if (!status.ok()) {
       // "UNAVAILABLE", "RESOURCE_EXHAUSTED", ...: gRPC's codes are absl's.
       ++result_.errors_by_code[absl::StatusCodeToString(
@@ -203,6 +216,7 @@ class Runner {
     auto* call = new Call(this, std::move(request));
     {
       absl::MutexLock lock(&mu_);
+      if (result_.sent == 0) first_send_ = absl::Now();
       all_.emplace_back(call);
       live_.insert(call);
       ++result_.sent;
@@ -221,6 +235,7 @@ class Runner {
   std::set<Call*> live_ ABSL_GUARDED_BY(mu_);
   LoadResult result_ ABSL_GUARDED_BY(mu_);
   absl::Time last_end_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+  absl::Time first_send_ ABSL_GUARDED_BY(mu_) = absl::Now();
   double lar_sum_ ABSL_GUARDED_BY(mu_) = 0;
   int consecutive_failures_ ABSL_GUARDED_BY(mu_) = 0;
   router::LatencyWindow ttft_, tpot_, e2e_;

@@ -44,6 +44,17 @@ struct LoadOptions {
   // A progress line on stderr while the run goes (requests ended of those expected, rate,
   // ETA); callers enable it on a terminal only (common/progress.h ProgressEnabled).
   bool progress = false;
+  bool record_requests = false;  // Fill LoadResult::requests.
+};
+
+// How one request ended, as the client saw it (LoadOptions::record_requests).
+struct RequestRecord {
+  std::string id;
+  std::string outcome;  // "completed", "rejected" (RESOURCE_EXHAUSTED) or "failed".
+  std::string code;     // The status code's name ("OK", "UNAVAILABLE", ...).
+  std::string message;  // The status message (why it did not complete).
+  double sent_s = 0, end_s = 0;  // Since the run's first send.
+  int64_t tokens = 0;            // Tokens received.
 };
 
 struct LoadResult {
@@ -64,6 +75,7 @@ struct LoadResult {
   // the rejections; the rest are failures).
   std::map<std::string, int64_t> errors_by_code;
   double backoff_s = 0;  // Closed loop: time the workers held back after failures.
+  std::vector<RequestRecord> requests;  // With record_requests, in the order they ended.
 
   nlohmann::json ToJson() const;
 };

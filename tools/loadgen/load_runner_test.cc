@@ -1,6 +1,7 @@
 // loadgen's runner against a real router in front of two one-rank engines (loopback gRPC).
 #include "tools/loadgen/load_runner.h"
 
+#include <set>
 #include <memory>
 
 #include "absl/strings/str_cat.h"
@@ -32,6 +33,7 @@ class LoadRunnerTest : public ::testing::Test {
     o.tokenizer = engines_[0]->tokenizer();
     o.vocab_size = engine::model::LoadModelConfig(dir)->vocab_size;
     o.poll_interval = absl::Milliseconds(50);
+    o.requeue = absl::ZeroDuration();  // No rank: fail at once (the backoff test wants that).
     service_ = std::make_unique<router::RouterServiceImpl>(o);
     grpc::ServerBuilder builder;
     int port = 0;
@@ -153,8 +155,20 @@ TEST_F(LoadRunnerTest, ClosedLoopBacksOffOnFailuresAndCountsThemByCode) {
                     .duration = absl::Seconds(1.5),
                     .max_tokens = 2,
                     .backoff_initial = absl::Milliseconds(50),
-                    .backoff_max = absl::Milliseconds(400)});
+                    .backoff_max = absl::Milliseconds(400),
+                    .record_requests = true});
   ASSERT_TRUE(r.ok()) << r.status();
+  // Every request accounted for by id, each failure with its reason.
+  ASSERT_EQ(static_cast<int64_t>(r->requests.size()), r->sent);
+  std::set<std::string> ids;
+  for (const RequestRecord& q : r->requests) {
+    ids.insert(q.id);
+    EXPECT_EQ(q.outcome, "failed") << q.id;
+    EXPECT_EQ(q.code, "UNAVAILABLE") << q.id;
+    EXPECT_FALSE(q.message.empty()) << q.id;
+    EXPECT_LE(q.sent_s, q.end_s) << q.id;
+  }
+  EXPECT_EQ(static_cast<int64_t>(ids.size()), r->sent);
   EXPECT_EQ(r->completed, 0);
   EXPECT_GT(r->failed, 0);
   EXPECT_EQ(r->failed + r->rejected, r->sent);

@@ -48,6 +48,9 @@ ABSL_FLAG(double, max_rate, 256, "sweep without --rates: the search's highest ra
 ABSL_FLAG(int, bisect_steps, 3, "sweep without --rates: halvings after the doubling");
 ABSL_FLAG(uint64_t, seed, 0, "arrival process seed");
 ABSL_FLAG(std::string, out, "", "write the result(s) here as JSON");
+ABSL_FLAG(std::string, requests_out, "",
+          "write how each request ended here, one JSON line per request (id, outcome, code, "
+          "message, sent_s, end_s, tokens); not with --sweep");
 ABSL_FLAG(double, backoff_ms, 50,
           "closed loop: hold the next request back this long after a failure or rejection, "
           "doubling while they go on (0: no backoff)");
@@ -161,8 +164,28 @@ int Main() {
       failed += p.failed;
     }
   } else {
+    o.record_requests = !absl::GetFlag(FLAGS_requests_out).empty();
     absl::StatusOr<LoadResult> r = RunLoad(*stub, *prompts, o);
     if (!r.ok()) return Usage(std::string(r.status().message()));
+    if (o.record_requests) {
+      std::string lines;
+      for (const RequestRecord& q : r->requests) {
+        lines += nlohmann::json({{"id", q.id},
+                                 {"outcome", q.outcome},
+                                 {"code", q.code},
+                                 {"message", q.message},
+                                 {"sent_s", q.sent_s},
+                                 {"end_s", q.end_s},
+                                 {"tokens", q.tokens}})
+                     .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) +
+                 "\n";
+      }
+      absl::Status written = WriteFile(UserPath(absl::GetFlag(FLAGS_requests_out)), lines);
+      if (!written.ok()) {
+        std::cerr << "loadgen: " << written.message() << "\n";
+        return 1;
+      }
+    }
     PrintHeader();
     PrintRow(*r);
     std::printf("requests per rank:");

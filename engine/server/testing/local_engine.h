@@ -23,8 +23,10 @@ namespace semmoe::engine::testing {
 
 class LocalEngine {
  public:
+  // `port` 0: a free one.
   static absl::StatusOr<std::unique_ptr<LocalEngine>> Start(const std::string& model_dir,
-                                                            GroupEngineOptions options = {}) {
+                                                            GroupEngineOptions options = {},
+                                                            int port = 0) {
     std::unique_ptr<LocalEngine> e(new LocalEngine);
     auto comm = GlooCommunicator::Create(e->store_, {.rank = 0, .size = 1, .prefix = "local"});
     if (!comm.ok()) return comm.status();
@@ -47,7 +49,8 @@ class LocalEngine {
                                                 .vocab_size = config->vocab_size,
                                                 .moe_layers = config->MoeLayers()});
     grpc::ServerBuilder builder;
-    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &e->port_);
+    builder.AddListeningPort(absl::StrCat("127.0.0.1:", port), grpc::InsecureServerCredentials(),
+                             &e->port_);
     builder.RegisterService(e->service_.get());
     e->server_ = builder.BuildAndStart();
     if (e->server_ == nullptr || e->port_ <= 0) {
@@ -59,6 +62,7 @@ class LocalEngine {
   ~LocalEngine() { Shutdown(); }
 
   std::string target() const { return absl::StrCat("127.0.0.1:", port_); }
+  int port() const { return port_; }
   GroupEngine& engine() { return *engine_; }
   const model::Tokenizer* tokenizer() const { return model_->tokenizer(); }
 
