@@ -1,18 +1,61 @@
 #include "common/json_fields.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
 
 namespace semmoe {
 
+int JsonNestingDepth(absl::string_view text, int stop_after) {
+  int depth = 0, deepest = 0;
+  bool in_string = false, escaped = false;
+  for (char c : text) {
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+      }
+      continue;
+    }
+    if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      deepest = std::max(deepest, ++depth);
+      if (deepest > stop_after) return deepest;
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return deepest;
+}
+
 absl::StatusOr<nlohmann::json> ParseJson(absl::string_view text, absl::string_view what) {
+  if (JsonNestingDepth(text) > kMaxJsonDepth) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": JSON nested deeper than ", kMaxJsonDepth, " levels"));
+  }
   nlohmann::json parsed = nlohmann::json::parse(text.begin(), text.end(), /*cb=*/nullptr,
                                                 /*allow_exceptions=*/false);
   if (parsed.is_discarded()) {
     return absl::InvalidArgumentError(absl::StrCat(what, ": invalid JSON"));
   }
   return parsed;
+}
+
+nlohmann::json ParseJsonOrDiscarded(absl::string_view text) {
+  if (JsonNestingDepth(text) > kMaxJsonDepth) return nlohmann::json::value_t::discarded;
+  return nlohmann::json::parse(text.begin(), text.end(), /*cb=*/nullptr,
+                               /*allow_exceptions=*/false);
+}
+
+nlohmann::ordered_json ParseOrderedJsonOrDiscarded(absl::string_view text) {
+  if (JsonNestingDepth(text) > kMaxJsonDepth) return nlohmann::ordered_json::value_t::discarded;
+  return nlohmann::ordered_json::parse(text.begin(), text.end(), /*cb=*/nullptr,
+                                       /*allow_exceptions=*/false);
 }
 
 const nlohmann::json* JsonFields::Find(absl::string_view key) const {

@@ -14,8 +14,23 @@
 
 namespace semmoe {
 
-// Parses `text` as JSON without exceptions; InvalidArgument "<what>: invalid JSON ..." on error.
+// The deepest nesting of arrays and objects any JSON input may have. nlohmann's parser and
+// destructor recurse per level: a line of 100,000 '[' overflows the stack (SIGSEGV). Every JSON
+// this project reads goes through the functions below, which refuse deeper input first.
+inline constexpr int kMaxJsonDepth = 256;
+
+// The deepest array/object nesting in `text` (strings skipped; linear, no allocation), counting
+// only until it passes `stop_after`.
+int JsonNestingDepth(absl::string_view text, int stop_after = kMaxJsonDepth);
+
+// Parses `text` as JSON without exceptions; InvalidArgument "<what>: invalid JSON ..." on error,
+// or "<what>: JSON nested deeper than 256 levels".
 absl::StatusOr<nlohmann::json> ParseJson(absl::string_view text, absl::string_view what);
+
+// As nlohmann's parse(text, nullptr, false): a discarded value for invalid JSON — and for JSON
+// nested deeper than kMaxJsonDepth.
+nlohmann::json ParseJsonOrDiscarded(absl::string_view text);
+nlohmann::ordered_json ParseOrderedJsonOrDiscarded(absl::string_view text);
 
 // Reads object fields. A field that is absent (or null) returns `fallback`, or InvalidArgument
 // "missing" when there is none; a field of the wrong type or out of range is InvalidArgument.

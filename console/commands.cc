@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
+#include "common/json_fields.h"
 #include "common/security.h"
 #include "console/rpc_util.h"
 #include "console/table.h"
@@ -133,7 +134,7 @@ absl::Status Console::PlacementsShow(int64_t version) {
        << Time(v.created_unix_micros())
        << (v.parent() > 0 ? absl::StrCat(", parent ", v.parent()) : "") << ")\n";
   out_ << "parameters: " << v.params_json() << "\n";
-  const nlohmann::json metrics = nlohmann::json::parse(v.metrics_json(), nullptr, false);
+  const nlohmann::json metrics = ParseJsonOrDiscarded(v.metrics_json());
   if (metrics.is_object() && !metrics.empty()) {
     Table t({"metric (in-sample)", "value"});
     for (const auto& [key, value] : metrics.items()) {
@@ -142,7 +143,7 @@ absl::Status Console::PlacementsShow(int64_t version) {
     out_ << t.Render();
   }
   // Which experts each device holds, per MoE layer, from the placement JSON.
-  const nlohmann::json p = nlohmann::json::parse(v.placement_json(), nullptr, false);
+  const nlohmann::json p = ParseJsonOrDiscarded(v.placement_json());
   if (p.is_object() && p.contains("device_of") && p["device_of"].is_array() &&
       p.contains("moe_layers")) {
     const int devices = p.value("num_devices", 0);
@@ -177,7 +178,7 @@ absl::Status Console::PlacementsDiff(int64_t from, int64_t to) {
     out_ << report.json() << "\n";
     return absl::OkStatus();
   }
-  const nlohmann::json d = nlohmann::json::parse(report.json(), nullptr, false);
+  const nlohmann::json d = ParseJsonOrDiscarded(report.json());
   if (!d.is_object()) return absl::InternalError("planner: a malformed diff report");
   out_ << "version " << from << " → " << to << ": " << d.value("moved", 0) << " of "
        << d.value("experts", 0) << " experts move to another device\n";
@@ -255,7 +256,7 @@ absl::Status Console::PlacementsDrift(int64_t version) {
     out_ << report.json() << "\n";
     return absl::OkStatus();
   }
-  nlohmann::json d = nlohmann::json::parse(report.json(), nullptr, false);
+  nlohmann::json d = ParseJsonOrDiscarded(report.json());
   d["arm"] = "";
   PrintDrift(d, "the live traces");
   return absl::OkStatus();
@@ -271,7 +272,7 @@ absl::Status Console::PlacementsEval(const std::vector<int64_t>& versions) {
     out_ << report.json() << "\n";
     return absl::OkStatus();
   }
-  const nlohmann::json rows = nlohmann::json::parse(report.json(), nullptr, false);
+  const nlohmann::json rows = ParseJsonOrDiscarded(report.json());
   Table t({"version", "name", "G", "DP blind", "DP affinity", "DP bound", "TP blind", "TP SRS",
            "TP oracle", "expert imb."});
   for (const auto& r : rows) {

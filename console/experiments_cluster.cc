@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
+#include "common/json_fields.h"
 #include "common/security.h"
 #include "console/commands.h"
 #include "console/rpc_util.h"
@@ -24,7 +25,7 @@ void Console::PrintExperiment(const prpc::Experiment& e) {
   Table t({"arm", "version", "share", "requests", "done", "TTFT p50", "TTFT p99", "TPOT p50",
            "E2E p50", "E2E p99", "goodput/s", "LAR", "a2a B/tok"});
   for (const prpc::ExperimentArm& a : e.arms()) {
-    const nlohmann::json m = nlohmann::json::parse(a.latest_metrics_json(), nullptr, false);
+    const nlohmann::json m = ParseJsonOrDiscarded(a.latest_metrics_json());
     const bool has = m.is_object();
     auto f = [&](double x, int d) { return has ? Fixed(x, d) : std::string("-"); };
     t.Add({a.name(), absl::StrCat(a.version()), absl::StrCat(a.share_percent(), "%"),
@@ -131,7 +132,7 @@ absl::Status Console::ExperimentsPromote(int64_t id) {
   if (arm.empty()) {  // The winner: most goodput recorded (then the lower E2E p50).
     double best = -1, best_e2e = 0;
     for (const prpc::ExperimentArm& a : e.arms()) {
-      const nlohmann::json m = nlohmann::json::parse(a.latest_metrics_json(), nullptr, false);
+      const nlohmann::json m = ParseJsonOrDiscarded(a.latest_metrics_json());
       if (!m.is_object() || !NotRoutedAsPlanned(a).empty()) continue;
       const double goodput = Get(m, "goodput_rps"), e2e = Get(m, "e2e_ms", "p50");
       if (goodput > best || (goodput == best && e2e < best_e2e)) {
@@ -230,7 +231,7 @@ absl::Status Console::ClusterStatus() {
     const absl::Status got =
         Rpc(planner_->GetDrift(&context, request, &report), "planner", o_.planner);
     nlohmann::json d =
-        got.ok() ? nlohmann::json::parse(report.json(), nullptr, false)
+        got.ok() ? ParseJsonOrDiscarded(report.json())
                  : nlohmann::json{{"version", version}, {"error", std::string(got.message())}};
     d["arm"] = arm;
     drift.push_back(d);

@@ -21,6 +21,7 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "common/file.h"
+#include "common/json_fields.h"
 #include "common/security_flags.h"
 #include "console/commands.h"
 #include "console/tui.h"
@@ -81,7 +82,7 @@ int main(int argc, char** argv) {
   absl::StatusOr<std::string> endpoints =
       semmoe::ReadFile(semmoe::UserPath(absl::GetFlag(FLAGS_endpoints)));
   nlohmann::json e =
-      endpoints.ok() ? nlohmann::json::parse(*endpoints, nullptr, false) : nlohmann::json();
+      endpoints.ok() ? semmoe::ParseJsonOrDiscarded(*endpoints) : nlohmann::json();
   if (o.planner.empty()) {
     o.planner =
         e.is_object() && e.contains("planner") ? e["planner"].get<std::string>() : "127.0.0.1:7070";

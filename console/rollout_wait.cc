@@ -13,6 +13,9 @@
 namespace semmoe::console {
 namespace {
 
+// How long a rank may be down during a rollout before the rollout is called failed.
+constexpr absl::Duration kRankDownLimit = absl::Seconds(15);
+
 using Ranks = std::vector<const rrpc::RankStats*>;
 
 // The router's ranks by group (arm name; "" for the only group).
@@ -69,11 +72,15 @@ absl::Status Console::AwaitRollout(int64_t version, bool push) {
         const std::string who = absl::StrCat(GroupName(arm), ", rank ", r->rank());
         if (!r->usable()) {
           auto [it, fresh] = unreachable_since.emplace(r->address(), absl::Now());
-          if (absl::Now() - it->second > absl::Seconds(3)) {
-            return absl::UnavailableError(
-                absl::StrCat("rollout of version ", version, " failed: ", who, " (", r->address(),
-                             ") stopped answering; the group has stopped (a group "
-                             "never serves with mixed placements), see its rank logs"));
+          // A rank restarted by its supervisor rejoins in seconds, and the re-formed group
+          // rolls the active version out again; one down longer is a failed rollout.
+          if (absl::Now() - it->second > kRankDownLimit) {
+            return absl::UnavailableError(absl::StrCat(
+                "rollout of version ", version, " failed: ", who, " (", r->address(),
+                ") has been down for ", absl::FormatDuration(kRankDownLimit), " (",
+                r->down_reason(),
+                "); the group has stopped (a group never serves with mixed placements), see its "
+                "rank logs"));
           }
         } else {
           unreachable_since.erase(r->address());

@@ -14,6 +14,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/json_fields.h"
 #include "common/security.h"
 #include "console/tui_model.h"
 #include "engine/proto/engine.grpc.pb.h"
@@ -287,7 +288,7 @@ class Tui {
       status_ = absl::StrCat("diff failed: ", st.error_message());
       return;
     }
-    const nlohmann::json d = nlohmann::json::parse(report.json(), nullptr, false);
+    const nlohmann::json d = ParseJsonOrDiscarded(report.json());
     overlay_ = {absl::StrCat("diff: active version ", active, " → ", v.version(), ": ",
                              d.value("moved", 0), " of ", d.value("experts", 0), " experts move"),
                 absl::StrCat("  per layer: ", d["moved_per_layer"].dump())};
@@ -305,7 +306,7 @@ class Tui {
     std::string arm;
     double best = -1;
     for (const auto& a : e.arms()) {
-      const nlohmann::json m = nlohmann::json::parse(a.latest_metrics_json(), nullptr, false);
+      const nlohmann::json m = ParseJsonOrDiscarded(a.latest_metrics_json());
       const double g =
           m.is_object() && m.contains("goodput_rps") ? m["goodput_rps"].get<double>() : -1;
       if (g > best) best = g, arm = a.name();

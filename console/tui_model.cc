@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/json_fields.h"
 #include "nlohmann/json.hpp"
 
 namespace semmoe::console {
@@ -23,7 +24,7 @@ std::string Cut(const std::string& s, int width) {
 }  // namespace
 
 std::string NotRoutedAsPlanned(const planner::rpc::ExperimentArm& arm) {
-  const nlohmann::json m = nlohmann::json::parse(arm.latest_metrics_json(), nullptr, false);
+  const nlohmann::json m = ParseJsonOrDiscarded(arm.latest_metrics_json());
   if (!m.is_object() || !m.contains("tables_error") || !m["tables_error"].is_string()) return "";
   return m["tables_error"].get<std::string>();
 }
@@ -90,7 +91,7 @@ std::string Verdict(const planner::rpc::Experiment& e) {
   }
   double n[2], p[2];
   for (int i = 0; i < 2; ++i) {
-    const nlohmann::json m = nlohmann::json::parse(e.arms(i).latest_metrics_json(), nullptr, false);
+    const nlohmann::json m = ParseJsonOrDiscarded(e.arms(i).latest_metrics_json());
     const double done = Num(m, "completed"), tput = Num(m, "throughput_rps");
     if (!m.is_object() || done <= 0 || tput <= 0) return "";
     n[i] = done;
@@ -133,7 +134,7 @@ std::vector<std::string> PlacementLines(const Snapshot& s, int selected, int wid
                                                   "predicted LAR (in-sample)")};
   for (size_t i = 0; i < s.versions.size(); ++i) {
     const auto& v = s.versions[i];
-    const nlohmann::json m = nlohmann::json::parse(v.metrics_json(), nullptr, false);
+    const nlohmann::json m = ParseJsonOrDiscarded(v.metrics_json());
     out.push_back(Cut(
         absl::StrFormat("%s%-7d %-8s %-24s %-10s %3d  %.4f",
                         static_cast<int>(i) == selected ? ">" : " ", v.version(), v.status(),
@@ -169,7 +170,7 @@ std::vector<std::string> ExperimentLines(const Snapshot& s, int selected, int wi
   out.push_back(absl::StrFormat("  %-4s %8s %8s %9s %9s %9s %9s %9s %7s", "arm", "requests", "done",
                                 "TTFT p50", "TTFT p99", "TPOT p50", "E2E p99", "goodput/s", "LAR"));
   for (const auto& a : e.arms()) {
-    const nlohmann::json m = nlohmann::json::parse(a.latest_metrics_json(), nullptr, false);
+    const nlohmann::json m = ParseJsonOrDiscarded(a.latest_metrics_json());
     if (!m.is_object()) {
       out.push_back(absl::StrFormat("  %-4s (nothing recorded yet)", a.name()));
       continue;
@@ -225,7 +226,7 @@ std::vector<std::string> VersionDetails(const planner::rpc::PlacementVersion& v)
       absl::StrFormat("version %d of %s: %s (%s, %s, %d devices)", v.version(), v.model(), v.name(),
                       v.algorithm(), v.status(), v.num_devices()),
       absl::StrCat("parameters: ", v.params_json())};
-  const nlohmann::json m = nlohmann::json::parse(v.metrics_json(), nullptr, false);
+  const nlohmann::json m = ParseJsonOrDiscarded(v.metrics_json());
   if (m.is_object()) {
     out.push_back("recorded metrics (in-sample):");
     for (const auto& [key, value] : m.items()) {

@@ -261,10 +261,31 @@ grep -q "the group serves version $v on every rank" "$TMP/activate_live.out" ||
   fail "live-planned version not rolled out: $(cat "$TMP/activate_live.out")"
 stop_cluster live
 
-# --- A rank killed mid-rollout (loading capped, so it takes seconds): the console says so, the
-# group stops, and no rank served version 2.
+# --- A rank killed mid-rollout (loading capped, so it takes seconds), restarted by local_cluster:
+# the group re-forms on the launch placement, the leader proposes the active version again, and
+# the rollout completes on every rank — the console's wait ends well.
 "$PLANNER" activate --db="$DB" --version=1 >/dev/null
-start_cluster kill --attn=dp --placement=1 --rollout_mb_per_s=0.02
+start_cluster heal --attn=dp --placement=1 --rollout_mb_per_s=0.5
+console placements activate 2 >"$TMP/heal_activate.out" 2>&1 &
+CPID=$!
+for _ in $(seq 1 100); do
+  "$RCLIENT" stats --target="$RADDR" --json | grep -q '"target_version":"2"' && break
+  sleep 0.1
+done
+kill -KILL "$(pgrep -f -- "--rank 1 .*$TMP/heal/")"
+rc=0
+wait "$CPID" || rc=$?
+[[ "$rc" == 0 ]] || fail "console after a healed kill: exit $rc: $(cat "$TMP/heal_activate.out")"
+grep -q "the group serves version 2 on every rank" "$TMP/heal_activate.out" ||
+  fail "heal: $(cat "$TMP/heal_activate.out")"
+grep -q "re-formed as epoch 1" "$TMP/heal/rank0.log" || fail "no re-form: $(cat "$TMP/heal/rank0.log")"
+grep -q "rank 1 exited (signal 9); restarting it" "$TMP/heal.out" || fail "$(cat "$TMP/heal.out")"
+stop_cluster heal
+
+# --- The same without a supervisor's restart (--restart=false): the console says the rollout
+# failed, the group stops, and no rank served version 2.
+"$PLANNER" activate --db="$DB" --version=1 >/dev/null
+start_cluster kill --attn=dp --placement=1 --rollout_mb_per_s=0.02 --restart=false
 console placements activate 2 >"$TMP/kill_activate.out" 2>&1 &
 CPID=$!
 for _ in $(seq 1 100); do
@@ -279,7 +300,7 @@ wait "$CPID" || rc=$?
 [[ "$rc" == 1 ]] || fail "console after the kill: exit $rc: $(cat "$TMP/kill_activate.out")"
 # The console names the rank when the router outlives it; local_cluster stops its router with the
 # group.
-grep -Eq 'rollout of version 2 failed: (the group, rank 1 .* stopped answering|lost the router)' \
+grep -Eq 'rollout of version 2 failed: (the group, rank 1 .* has been down for|lost the router)' \
   "$TMP/kill_activate.out" || fail "kill: $(cat "$TMP/kill_activate.out")"
 rc=0
 wait "$PID" || rc=$?

@@ -14,6 +14,7 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "common/file.h"
+#include "common/json_fields.h"
 #include "engine/model/chat_template.h"
 #include "nlohmann/json.hpp"
 
@@ -32,7 +33,7 @@ int main(int argc, char** argv) {
     std::cerr << "render_chat: " << text.status().message() << "\n";
     return 1;
   }
-  const auto config = nlohmann::ordered_json::parse(*text, nullptr, false);
+  const auto config = semmoe::ParseOrderedJsonOrDiscarded(*text);
   absl::StatusOr<semmoe::engine::model::ChatTemplate> chat =
       semmoe::engine::model::ChatTemplate::FromConfig(config, path);
   if (config.is_discarded() || !chat.ok()) {
@@ -46,7 +47,7 @@ int main(int argc, char** argv) {
   while (std::getline(std::cin, line)) {
     if (line.empty()) continue;
     nlohmann::ordered_json out;
-    const auto c = nlohmann::ordered_json::parse(line, nullptr, false);
+    const auto c = semmoe::ParseOrderedJsonOrDiscarded(line);
     if (c.is_discarded() || !c.is_object() || !c.contains("messages")) {
       out["error"] = "each line must be an object with \"messages\"";
     } else {

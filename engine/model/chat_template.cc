@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/file.h"
+#include "common/json_fields.h"
 
 namespace semmoe::engine::model {
 namespace {
@@ -32,7 +33,7 @@ absl::StatusOr<ChatTemplate> ChatTemplate::Load(const std::string& model_dir) {
     return text.status();
   }
   nlohmann::ordered_json config =
-      nlohmann::ordered_json::parse(*text, /*cb=*/nullptr, /*allow_exceptions=*/false);
+      ParseOrderedJsonOrDiscarded(*text);
   if (config.is_discarded())
     return absl::InvalidArgumentError(absl::StrCat(path, ": invalid JSON"));
   return FromConfig(config, path);

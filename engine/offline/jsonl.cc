@@ -1,6 +1,7 @@
 #include "engine/offline/jsonl.h"
 
 #include "absl/strings/str_cat.h"
+#include "common/json_fields.h"
 
 namespace semmoe::engine::offline {
 
@@ -18,7 +19,11 @@ absl::StatusOr<bool> JsonlReader::Next(nlohmann::json& out) {
   while (std::getline(in_, line)) {
     ++line_;
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
-    out = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (JsonNestingDepth(line) > kMaxJsonDepth) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where(), ": JSON nested deeper than ", kMaxJsonDepth, " levels"));
+    }
+    out = ParseJsonOrDiscarded(line);
     if (out.is_discarded() || !out.is_object()) {
       return absl::InvalidArgumentError(absl::StrCat(where(), ": not a JSON object"));
     }

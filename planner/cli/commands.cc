@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/file.h"
+#include "common/json_fields.h"
 #include "common/status_macros.h"
 #include "kernels/safetensors.h"
 #include "nlohmann/json.hpp"
@@ -395,14 +396,14 @@ absl::Status List(const std::string& db, const std::string& model, std::ostream&
 absl::Status Show(const std::string& db, int64_t version, std::ostream& out) {
   ASSIGN_OR_RETURN(auto store, PlacementStore::Open(db));
   ASSIGN_OR_RETURN(PlacementVersion v, store->Get(version));
-  nlohmann::ordered_json j = {{"version", v.version},
-                              {"model", v.model},
-                              {"name", v.name},
-                              {"status", v.status},
-                              {"algorithm", v.algorithm},
-                              {"params", nlohmann::json::parse(v.params_json)},
-                              {"metrics", nlohmann::json::parse(v.metrics_json)},
-                              {"placement", nlohmann::json::parse(v.placement.ToJson())}};
+  const std::string what = absl::StrCat(db, ": version ", version, "'s ");
+  ASSIGN_OR_RETURN(nlohmann::json params, ParseJson(v.params_json, what + "params"));
+  ASSIGN_OR_RETURN(nlohmann::json metrics, ParseJson(v.metrics_json, what + "metrics"));
+  ASSIGN_OR_RETURN(nlohmann::json placement, ParseJson(v.placement.ToJson(), what + "placement"));
+  nlohmann::ordered_json j = {{"version", v.version},   {"model", v.model},
+                              {"name", v.name},         {"status", v.status},
+                              {"algorithm", v.algorithm}, {"params", std::move(params)},
+                              {"metrics", std::move(metrics)}, {"placement", std::move(placement)}};
   if (v.parent) j["parent"] = *v.parent;
   out << j.dump(2) << "\n";
   return absl::OkStatus();
@@ -449,8 +450,8 @@ absl::StatusOr<nlohmann::ordered_json> DiffReport(const std::string& db, int64_t
   }
   // The metrics each version recorded when it was built (in-sample: LAR under the blind and the
   // affinity data policy, the bound, imbalance), and their change.
-  const auto ma = nlohmann::json::parse(a.metrics_json, nullptr, false);
-  const auto mb = nlohmann::json::parse(b.metrics_json, nullptr, false);
+  const auto ma = ParseJsonOrDiscarded(a.metrics_json);
+  const auto mb = ParseJsonOrDiscarded(b.metrics_json);
   nlohmann::ordered_json change = nlohmann::ordered_json::object();
   if (ma.is_object() && mb.is_object()) {
     for (const auto& [key, value] : mb.items()) {

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/json_fields.h"
 #include "common/status_macros.h"
 #include "planner/affinity/token_affinity.h"
 #include "planner/cli/commands.h"
@@ -48,8 +49,8 @@ absl::StatusOr<nlohmann::ordered_json> DriftReport(const DriftOptions& o) {
         tables.status().message(), ")"));
   }
   ASSIGN_OR_RETURN(TokenAffinity affinity, TokenAffinity::Deserialize(*tables));
-  const nlohmann::json params = nlohmann::json::parse(v.params_json, nullptr, false);
-  const nlohmann::json metrics = nlohmann::json::parse(v.metrics_json, nullptr, false);
+  const nlohmann::json params = ParseJsonOrDiscarded(v.params_json);
+  const nlohmann::json metrics = ParseJsonOrDiscarded(v.metrics_json);
   const std::string mode =
       params.is_object() && params.contains("mode") ? params["mode"].get<std::string>() : "dp";
   uint32_t vocab = 0;

@@ -2,6 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "common/json_fields.h"
 #include "common/status_macros.h"
 #include "nlohmann/json.hpp"
 #include "planner/store/experiment_store.h"
@@ -74,7 +75,7 @@ absl::Status ExperimentShow(const std::string& db, int64_t id, std::ostream& out
         {"name", a.name}, {"version", a.version}, {"share_percent", a.share_percent}};
     arm["metrics"] = a.latest_metrics_json.empty()
                          ? nlohmann::ordered_json()
-                         : nlohmann::ordered_json::parse(a.latest_metrics_json, nullptr, false);
+                         : ParseOrderedJsonOrDiscarded(a.latest_metrics_json);
     arms.push_back(arm);
   }
   out << nlohmann::ordered_json({{"id", e.id},

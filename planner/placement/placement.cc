@@ -5,6 +5,7 @@
 #include <random>
 
 #include "absl/strings/str_cat.h"
+#include "common/json_fields.h"
 #include "common/status_macros.h"
 #include "nlohmann/json.hpp"
 
@@ -175,7 +176,7 @@ std::string Placement::ToJson() const {
 }
 
 absl::StatusOr<Placement> Placement::FromJson(absl::string_view text) {
-  nlohmann::json j = nlohmann::json::parse(text.begin(), text.end(), nullptr, false);
+  nlohmann::json j = ParseJsonOrDiscarded(text);
   if (j.is_discarded() || !j.is_object()) return Bad("invalid JSON");
   auto str = [&](const char* key) {
     auto it = j.find(key);

@@ -3,6 +3,7 @@
 #include <map>
 
 #include "absl/strings/str_cat.h"
+#include "common/json_fields.h"
 #include "common/metrics.h"
 #include "common/status_macros.h"
 #include "nlohmann/json.hpp"
@@ -54,7 +55,7 @@ absl::StatusOr<std::string> PlannerMetricsText(PlacementStore& store) {
         f.Gauge("semmoe_planner_experiment_arm_share_percent", "The arm's share of traffic.", l,
                 arm.share_percent);
         if (arm.latest_metrics_json.empty()) continue;
-        const nlohmann::json m = nlohmann::json::parse(arm.latest_metrics_json, nullptr, false);
+        const nlohmann::json m = ParseJsonOrDiscarded(arm.latest_metrics_json);
         if (m.is_discarded()) continue;
         f.Gauge("semmoe_planner_experiment_arm_routed_as_planned",
                 "1 when the router placed the arm's requests with its version's tables.", l,

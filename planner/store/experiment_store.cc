@@ -3,6 +3,7 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "common/json_fields.h"
 #include "common/status_macros.h"
 #include "nlohmann/json.hpp"
 
@@ -106,7 +107,7 @@ absl::Status ExperimentStore::Stop(int64_t id) {
 }
 
 std::string NotRoutedAsPlanned(const ExperimentArm& arm) {
-  const nlohmann::json m = nlohmann::json::parse(arm.latest_metrics_json, nullptr, false);
+  const nlohmann::json m = ParseJsonOrDiscarded(arm.latest_metrics_json);
   if (!m.is_object() || !m.contains("tables_error") || !m["tables_error"].is_string()) return "";
   return m["tables_error"].get<std::string>();
 }
@@ -179,7 +180,7 @@ absl::StatusOr<std::vector<Experiment>> ExperimentStore::List(const std::string&
 
 absl::Status ExperimentStore::RecordArmMetrics(int64_t id, const std::string& arm,
                                                const std::string& json) {
-  nlohmann::json parsed = nlohmann::json::parse(json, nullptr, false);
+  nlohmann::json parsed = ParseJsonOrDiscarded(json);
   if (parsed.is_discarded() || !parsed.is_object()) {
     return absl::InvalidArgumentError("arm metrics must be a JSON object");
   }

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "common/json_fields.h"
 #include "common/status_macros.h"
 #include "nlohmann/json.hpp"
 #include "planner/store/migrations.h"
@@ -118,7 +119,7 @@ const Migration kMigrations[] = {
 };
 
 bool IsJsonObject(const std::string& text) {
-  nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+  nlohmann::json j = ParseJsonOrDiscarded(text);
   return !j.is_discarded() && j.is_object();
 }
 

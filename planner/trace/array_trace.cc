@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/file.h"
+#include "common/json_fields.h"
 #include "common/status_macros.h"
 #include "nlohmann/json.hpp"
 
@@ -24,7 +25,7 @@ int64_t IntField(const nlohmann::json& j, const char* key) {
 absl::StatusOr<TraceSet> ImportArrayTrace(const std::string& dir) {
   const std::string index_path = JoinPath(dir, "index.json");
   ASSIGN_OR_RETURN(std::string index_text, ReadFile(index_path));
-  nlohmann::json index = nlohmann::json::parse(index_text, nullptr, false);
+  nlohmann::json index = ParseJsonOrDiscarded(index_text);
   if (index.is_discarded() || !index.is_object()) return Bad(index_path, "invalid JSON");
   const int64_t layers = IntField(index, "num_layers"), experts = IntField(index, "num_experts"),
                 k = IntField(index, "top_k");

@@ -26,6 +26,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "common/file.h"
+#include "common/json_fields.h"
 #include "common/security.h"
 #include "common/status_macros.h"
 #include "grpcpp/grpcpp.h"
@@ -177,7 +178,7 @@ absl::Status StartCluster(Arm& arm, const std::vector<std::string>& extra, const
   while (true) {
     absl::StatusOr<std::string> text = ReadFile(endpoints);
     if (text.ok()) {
-      nlohmann::json j = nlohmann::json::parse(*text, nullptr, /*allow_exceptions=*/false);
+      nlohmann::json j = ParseJsonOrDiscarded(*text);
       if (j.is_object() && j.contains("router") && j["router"].is_string()) {
         arm.router = j["router"].get<std::string>();
         if (j.contains("http") && j["http"].is_string()) arm.http = j["http"].get<std::string>();

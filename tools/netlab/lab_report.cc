@@ -23,6 +23,7 @@
 #include "absl/flags/parse.h"
 #include "absl/strings/str_cat.h"
 #include "common/file.h"
+#include "common/json_fields.h"
 #include "common/security.h"
 #include "engine/proto/engine.grpc.pb.h"
 #include "google/protobuf/util/json_util.h"
@@ -66,7 +67,7 @@ int Snapshot() {
 absl::StatusOr<std::vector<EngineStats>> ReadSnapshot(const std::string& path) {
   absl::StatusOr<std::string> text = ReadFile(path);
   if (!text.ok()) return text.status();
-  const nlohmann::json j = nlohmann::json::parse(*text, nullptr, false);
+  const nlohmann::json j = ParseJsonOrDiscarded(*text);
   if (!j.is_array()) return absl::InvalidArgumentError(absl::StrCat(path, ": not a snapshot"));
   std::vector<EngineStats> out;
   for (const nlohmann::json& r : j) {
@@ -186,7 +187,7 @@ int Summary() {
   if (!absl::GetFlag(FLAGS_loadgen).empty()) {
     absl::StatusOr<std::string> text = ReadFile(absl::GetFlag(FLAGS_loadgen));
     if (!text.ok()) return Fail(std::string(text.status().message()));
-    const nlohmann::json sweep = nlohmann::json::parse(*text, nullptr, false);
+    const nlohmann::json sweep = ParseJsonOrDiscarded(*text);
     if (!sweep.is_object() || !sweep.contains("points") || sweep["points"].empty()) {
       return Fail(absl::StrCat(absl::GetFlag(FLAGS_loadgen), ": not a loadgen sweep"));
     }
