@@ -21,9 +21,9 @@
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "common/file.h"
-#include "common/json_fields.h"
 #include "common/security_flags.h"
 #include "console/commands.h"
+#include "console/endpoints.h"
 #include "console/tui.h"
 #include "nlohmann/json.hpp"
 
@@ -78,19 +78,22 @@ int main(int argc, char** argv) {
   semmoe::console::ConsoleOptions o;
   o.planner = absl::GetFlag(FLAGS_planner);
   o.router = absl::GetFlag(FLAGS_router);
-  // Defaults: the local cluster's endpoints, when it wrote them.
-  absl::StatusOr<std::string> endpoints =
-      semmoe::ReadFile(semmoe::UserPath(absl::GetFlag(FLAGS_endpoints)));
-  nlohmann::json e =
-      endpoints.ok() ? semmoe::ParseJsonOrDiscarded(*endpoints) : nlohmann::json();
-  if (o.planner.empty()) {
-    o.planner =
-        e.is_object() && e.contains("planner") ? e["planner"].get<std::string>() : "127.0.0.1:7070";
+  // Defaults: the local cluster's endpoints, when it wrote them (a broken file is an error, not
+  // a silent fallback to the defaults).
+  const std::string endpoints_path = semmoe::UserPath(absl::GetFlag(FLAGS_endpoints));
+  semmoe::console::Endpoints e;
+  if (absl::StatusOr<std::string> text = semmoe::ReadFile(endpoints_path); text.ok()) {
+    absl::StatusOr<semmoe::console::Endpoints> parsed =
+        semmoe::console::ParseEndpoints(*text, endpoints_path);
+    if (!parsed.ok()) {
+      std::cerr << "console: " << parsed.status().message()
+                << " (--endpoints; or give --planner and --router)\n";
+      return 2;
+    }
+    e = *std::move(parsed);
   }
-  if (o.router.empty()) {
-    o.router =
-        e.is_object() && e.contains("router") ? e["router"].get<std::string>() : "127.0.0.1:8000";
-  }
+  if (o.planner.empty()) o.planner = e.planner.empty() ? "127.0.0.1:7070" : e.planner;
+  if (o.router.empty()) o.router = e.router.empty() ? "127.0.0.1:8000" : e.router;
   o.model = absl::GetFlag(FLAGS_model);
   o.json = absl::GetFlag(FLAGS_json);
   o.yes = absl::GetFlag(FLAGS_yes);

@@ -53,6 +53,9 @@ ABSL_FLAG(int, max_window, 256, "requests per window at most");
 ABSL_FLAG(double, max_queue_ms, 20, "default longest wait in the window, ms");
 ABSL_FLAG(int, max_in_flight, 4096, "requests admitted at once; beyond: RESOURCE_EXHAUSTED");
 ABSL_FLAG(int, poll_ms, 500, "engine stats polling period, ms");
+ABSL_FLAG(double, max_predicted_wait_ms, 2000,
+          "admission: refuse a request at once (RESOURCE_EXHAUSTED) when its group's predicted "
+          "wait (queue over completion rate) exceeds this, or its deadline (0: deadlines only)");
 ABSL_FLAG(double, requeue_s, 10,
           "a request no engine rank can take (a group re-forming, a rank restarting) waits this "
           "long, within its deadline, for one to come back; then UNAVAILABLE (0: at once)");
@@ -101,6 +104,8 @@ int Run() {
   o.default_max_queue = absl::Milliseconds(absl::GetFlag(FLAGS_max_queue_ms));
   o.poll_interval = absl::Milliseconds(absl::GetFlag(FLAGS_poll_ms));
   o.requeue = absl::Seconds(std::max(0.0, absl::GetFlag(FLAGS_requeue_s)));
+  o.max_predicted_wait =
+      absl::Milliseconds(std::max(0.0, absl::GetFlag(FLAGS_max_predicted_wait_ms)));
   o.slo_ttft_ms = absl::GetFlag(FLAGS_slo_ttft_ms);
   o.slo_tpot_ms = absl::GetFlag(FLAGS_slo_tpot_ms);
   o.planner = absl::GetFlag(FLAGS_planner);

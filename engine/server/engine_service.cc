@@ -84,7 +84,15 @@ class GenerateStream : public RequestSink, public std::enable_shared_from_this<G
         finish_now = true;
       }
     }
-    if (!ok) engine_->Cancel(id_);  // The client is gone; the engine's OnError ends the call.
+    if (!ok) {
+      // The client is gone: the request is cancelled in the engine and the call ends now (the
+      // engine's later OnError finds it ended). Waiting for the engine instead would leave a
+      // call whose final write failed, or whose engine has stopped, unfinished for ever — and
+      // the server's shutdown waiting on it.
+      engine_->Cancel(id_);
+      Finish(grpc::Status(grpc::StatusCode::CANCELLED, "the client stream broke"));
+      return;
+    }
     if (finish_now) Finish(grpc::Status::OK);
     Pump();
   }
@@ -133,7 +141,7 @@ class GenerateStream : public RequestSink, public std::enable_shared_from_this<G
         finished_ = true;
         finish = ToGrpcStatus(*error_);
       } else if (broken_) {
-        return;  // Waiting for the engine to confirm the cancellation.
+        return;  // Ended in WriteDone.
       } else if (!pending_.empty() || final_.has_value()) {
         out_.Clear();
         for (int32_t t : pending_) out_.add_token_ids(t);
@@ -276,6 +284,10 @@ int EngineServiceImpl::AbortIfStalled() {
   const GroupEngineStats stats = engine->stats();
   const std::string why = Unavailable(engine.get(), &stats);
   if (why.empty()) return 0;
+  return AbortAll(absl::UnavailableError(absl::StrCat("rank ", options_.rank, ": ", why)));
+}
+
+int EngineServiceImpl::AbortAll(const absl::Status& status) {
   std::vector<std::shared_ptr<GenerateStream>> live;
   {
     absl::MutexLock lock(&streams_mu_);
@@ -284,8 +296,6 @@ int EngineServiceImpl::AbortIfStalled() {
     }
   }
   int ended = 0;
-  const absl::Status status =
-      absl::UnavailableError(absl::StrCat("rank ", options_.rank, ": ", why));
   for (const auto& s : live) ended += s->Abort(status) ? 1 : 0;
   return ended;
 }

@@ -84,6 +84,9 @@ class EngineServiceImpl final : public rpc::EngineService::CallbackService {
   // UNAVAILABLE (their requests are cancelled in the engine). Returns how many it ended. Called
   // periodically by the rank's server.
   int AbortIfStalled();
+  // Ends every call still in progress with `status` (when the group's loop has ended, before the
+  // server shuts down). Returns how many it ended.
+  int AbortAll(const absl::Status& status);
 
  private:
   // Why `engine` (may be null) cannot take requests now ("": it can).

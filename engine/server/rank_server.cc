@@ -259,6 +259,10 @@ absl::Status RunRankServer(const RankServerOptions& o, absl::Notification& stop)
     LOG(INFO) << "rank " << o.rank << ": the group re-formed as epoch " << group->epoch
               << "; serving again";
   }
+  // Nothing may keep the server's shutdown waiting: calls the loop did not end are ended here.
+  if (int n = service.AbortAll(absl::UnavailableError("the engine is stopping")); n > 0) {
+    LOG(INFO) << "rank " << o.rank << ": ended " << n << " calls still open at stop";
+  }
   metrics.reset();
   server->GetHealthCheckService()->SetServingStatus(false);
   server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));

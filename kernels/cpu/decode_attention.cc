@@ -14,18 +14,35 @@ using internal::Load8;
 using internal::v8f;
 typedef int v8i __attribute__((vector_size(32)));
 
+// Lane shuffles of two vectors (indices 0-7 the first, 8-15 the second): GCC's and Clang's
+// spellings (the fuzzers build with Clang).
+#if defined(__clang__)
+#define SEMMOE_SHUFFLE(a, b, ...) __builtin_shufflevector(a, b, __VA_ARGS__)
+#else
+#define SEMMOE_SHUFFLE(a, b, ...) __builtin_shuffle(a, b, v8i{__VA_ARGS__})
+#endif
+
 // r[j] = Σ lanes of a[j], for eight vectors at once.
 inline v8f TransposeSum(v8f a0, v8f a1, v8f a2, v8f a3, v8f a4, v8f a5, v8f a6, v8f a7) {
-  const v8i even = {0, 8, 2, 10, 4, 12, 6, 14}, odd = {1, 9, 3, 11, 5, 13, 7, 15};
-  const v8f u01 = __builtin_shuffle(a0, a1, even) + __builtin_shuffle(a0, a1, odd);
-  const v8f u23 = __builtin_shuffle(a2, a3, even) + __builtin_shuffle(a2, a3, odd);
-  const v8f u45 = __builtin_shuffle(a4, a5, even) + __builtin_shuffle(a4, a5, odd);
-  const v8f u67 = __builtin_shuffle(a6, a7, even) + __builtin_shuffle(a6, a7, odd);
-  const v8i lo2 = {0, 1, 8, 9, 4, 5, 12, 13}, hi2 = {2, 3, 10, 11, 6, 7, 14, 15};
-  const v8f v = __builtin_shuffle(u01, u23, lo2) + __builtin_shuffle(u01, u23, hi2);
-  const v8f w = __builtin_shuffle(u45, u67, lo2) + __builtin_shuffle(u45, u67, hi2);
-  const v8i lo4 = {0, 1, 2, 3, 8, 9, 10, 11}, hi4 = {4, 5, 6, 7, 12, 13, 14, 15};
-  return __builtin_shuffle(v, w, lo4) + __builtin_shuffle(v, w, hi4);
+#define EVEN 0, 8, 2, 10, 4, 12, 6, 14
+#define ODD 1, 9, 3, 11, 5, 13, 7, 15
+  const v8f u01 = SEMMOE_SHUFFLE(a0, a1, EVEN) + SEMMOE_SHUFFLE(a0, a1, ODD);
+  const v8f u23 = SEMMOE_SHUFFLE(a2, a3, EVEN) + SEMMOE_SHUFFLE(a2, a3, ODD);
+  const v8f u45 = SEMMOE_SHUFFLE(a4, a5, EVEN) + SEMMOE_SHUFFLE(a4, a5, ODD);
+  const v8f u67 = SEMMOE_SHUFFLE(a6, a7, EVEN) + SEMMOE_SHUFFLE(a6, a7, ODD);
+#define LO2 0, 1, 8, 9, 4, 5, 12, 13
+#define HI2 2, 3, 10, 11, 6, 7, 14, 15
+  const v8f v = SEMMOE_SHUFFLE(u01, u23, LO2) + SEMMOE_SHUFFLE(u01, u23, HI2);
+  const v8f w = SEMMOE_SHUFFLE(u45, u67, LO2) + SEMMOE_SHUFFLE(u45, u67, HI2);
+#define LO4 0, 1, 2, 3, 8, 9, 10, 11
+#define HI4 4, 5, 6, 7, 12, 13, 14, 15
+  return SEMMOE_SHUFFLE(v, w, LO4) + SEMMOE_SHUFFLE(v, w, HI4);
+#undef EVEN
+#undef ODD
+#undef LO2
+#undef HI2
+#undef LO4
+#undef HI4
 }
 
 void Scores(const DecodeAttentionArgs& g, const float* q) {

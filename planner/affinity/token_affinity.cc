@@ -106,6 +106,17 @@ std::vector<uint32_t> TokenAffinity::SeenTokens() const {
   return ids;
 }
 
+absl::Status TokenAffinity::CheckMatches(const Placement& placement,
+                                         absl::string_view what) const {
+  if (num_layers() == placement.num_layers() && num_experts_ == placement.num_experts()) {
+    return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      what, " (", num_layers(), " MoE layers, ", num_experts_,
+      " experts) do not match the placement (", placement.num_layers(), " MoE layers, ",
+      placement.num_experts(), " experts): they come from another model"));
+}
+
 std::vector<float> TokenAffinity::DpScores(const Placement& placement, uint32_t vocab_size) const {
   const int g = placement.num_devices();
   std::vector<float> scores(static_cast<size_t>(vocab_size) * g, 0.0f);

@@ -27,6 +27,10 @@ class TokenAffinity {
  public:
   int num_layers() const { return static_cast<int>(marginal_.size()); }
   int num_experts() const { return num_experts_; }
+  // InvalidArgument unless the tables are for `placement`'s layers and experts ("<what> (L
+  // layers, E experts) do not match the placement (...)"): tables of another model's shape
+  // must not be read against it.
+  absl::Status CheckMatches(const Placement& placement, absl::string_view what) const;
   // P(expert | token) at `layer` (sums to 1 over experts; for an unseen token its nearest
   // neighbour's row, or the marginal).
   double Probability(int layer, uint32_t token, int expert) const;

@@ -320,6 +320,9 @@ absl::StatusOr<nlohmann::ordered_json> EvalRows(const EvalOptions& o) {
     }
     const TokenAffinity* use = affinity.has_value() ? &*affinity : stored ? &*stored : nullptr;
     if (use != nullptr) {
+      RETURN_IF_ERROR(use->CheckMatches(
+          p, affinity.has_value() ? absl::StrCat("the --profile traces' affinity tables")
+                                  : absl::StrCat("version ", version, "'s stored affinity tables")));
       ASSIGN_OR_RETURN(Metrics dpa, EvaluateDp(trace, p,
                                                AffinityRequests(trace, use->DpScores(p, vocab), g,
                                                                 o.token_balance_eps),

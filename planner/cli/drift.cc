@@ -49,10 +49,14 @@ absl::StatusOr<nlohmann::ordered_json> DriftReport(const DriftOptions& o) {
         tables.status().message(), ")"));
   }
   ASSIGN_OR_RETURN(TokenAffinity affinity, TokenAffinity::Deserialize(*tables));
+  RETURN_IF_ERROR(
+      affinity.CheckMatches(p, absl::StrCat("version ", o.version, "'s stored affinity tables")));
   const nlohmann::json params = ParseJsonOrDiscarded(v.params_json);
   const nlohmann::json metrics = ParseJsonOrDiscarded(v.metrics_json);
   const std::string mode =
-      params.is_object() && params.contains("mode") ? params["mode"].get<std::string>() : "dp";
+      params.is_object() && params.contains("mode") && params["mode"].is_string()
+          ? params["mode"].get<std::string>()
+          : "dp";
   uint32_t vocab = 0;
   for (uint32_t t : live.tokens) vocab = std::max(vocab, t + 1);
   const int g = p.num_devices();
@@ -66,9 +70,10 @@ absl::StatusOr<nlohmann::ordered_json> DriftReport(const DriftOptions& o) {
         m, EvaluateDp(live, p,
                       AffinityRequests(live, affinity.DpScores(p, vocab), g, o.token_balance_eps)));
   }
-  const double planned = metrics.is_object() && metrics.contains("lar_affinity")
-                             ? metrics["lar_affinity"].get<double>()
-                             : 0.0;
+  const double planned =
+      metrics.is_object() && metrics.contains("lar_affinity") && metrics["lar_affinity"].is_number()
+          ? metrics["lar_affinity"].get<double>()
+          : 0.0;
   nlohmann::ordered_json report = {
       {"version", o.version},
       {"mode", mode},

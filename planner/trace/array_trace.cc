@@ -52,7 +52,7 @@ absl::StatusOr<TraceSet> ImportArrayTrace(const std::string& dir) {
   const size_t per_token = static_cast<size_t>(layers * k);
   for (const auto& p : index["prompts"]) {
     const int64_t offset = IntField(p, "token_offset"), n = IntField(p, "n_tokens");
-    if (offset < 0 || n <= 0 || offset + n > total) {
+    if (offset < 0 || n <= 0 || offset > total || n > total - offset) {  // No overflow.
       return Bad(index_path, absl::StrCat("prompt ", p.dump(), " is outside the ", total,
                                           " tokens"));
     }

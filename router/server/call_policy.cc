@@ -1,6 +1,7 @@
 #include "router/server/call_policy.h"
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 
 namespace semmoe::router {
 
@@ -8,6 +9,24 @@ absl::Status Admit(int64_t in_flight, int max_in_flight) {
   if (in_flight <= max_in_flight) return absl::OkStatus();
   return absl::ResourceExhaustedError(
       absl::StrCat("the router has ", max_in_flight, " requests in flight; retry later"));
+}
+
+absl::Status AdmitByWait(absl::Duration predicted_wait, int64_t queued, double rate_per_s,
+                         std::optional<absl::Duration> deadline_left, absl::Duration max_wait) {
+  const std::string prediction =
+      absl::StrFormat("predicted wait %.1f s (%d queued, completing %.1f/s)",
+                      absl::ToDoubleSeconds(predicted_wait), queued, rate_per_s);
+  if (deadline_left.has_value() && predicted_wait > *deadline_left) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        prediction, " exceeds the request's deadline (", absl::FormatDuration(*deadline_left),
+        " left); refused now rather than queued; retry later"));
+  }
+  if (max_wait > absl::ZeroDuration() && predicted_wait > max_wait) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        prediction, " exceeds what the TTFT SLO allows (", absl::FormatDuration(max_wait),
+        "); refused now rather than queued; retry later"));
+  }
+  return absl::OkStatus();
 }
 
 absl::Status NoRankStatus(const std::string& last_error) {
@@ -26,8 +45,13 @@ AttemptDecision DecideAttempt(const AttemptEnd& end) {
                 absl::StrCat("engine rank ", end.rank, " ended the stream early"))};
   }
   if (end.cancelled) return {.kind = Kind::kFail, .status = end.status};
-  const bool retriable = absl::IsUnavailable(end.status) || absl::IsResourceExhausted(end.status);
-  if (end.tokens_received == 0 && retriable && end.excluded + 1 < end.group_size) {
+  // Before any token: a busy rank's request goes to another rank while one is left; a dead or
+  // re-forming rank's is placed again even when every rank was tried — placement then waits
+  // for a rank to come back within the router's requeue window (routed_call.cc).
+  const bool untried_left = end.excluded + 1 < end.group_size;
+  const bool retriable = absl::IsUnavailable(end.status) ||
+                         (absl::IsResourceExhausted(end.status) && untried_left);
+  if (end.tokens_received == 0 && retriable) {
     return {.kind = Kind::kRetry,
             .note = absl::StrCat("rank ", end.rank, ": ", end.status.message()),
             .mark_unusable = absl::IsUnavailable(end.status)};

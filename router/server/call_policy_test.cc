@@ -17,6 +17,23 @@ TEST(AdmitTest, RefusesBeyondTheLimit) {
   EXPECT_THAT(refused.message(), HasSubstr("2 requests in flight; retry later"));
 }
 
+TEST(AdmitByWaitTest, RefusesWhatCannotStartInTime) {
+  const absl::Duration slo2 = absl::Seconds(2);
+  EXPECT_TRUE(AdmitByWait(absl::Seconds(1), 8, 8.0, std::nullopt, slo2).ok());
+  EXPECT_TRUE(AdmitByWait(absl::Seconds(1), 8, 8.0, absl::Seconds(5), slo2).ok());
+  // Past the SLO's bound.
+  const absl::Status slow = AdmitByWait(absl::Seconds(30), 240, 8.0, std::nullopt, slo2);
+  EXPECT_TRUE(absl::IsResourceExhausted(slow));
+  EXPECT_THAT(slow.message(), HasSubstr("predicted wait 30.0 s (240 queued, completing 8.0/s)"));
+  EXPECT_THAT(slow.message(), HasSubstr("exceeds what the TTFT SLO allows (2s)"));
+  // Past the request's own deadline, even within the SLO's bound or with none.
+  const absl::Status late = AdmitByWait(absl::Seconds(1), 8, 8.0, absl::Milliseconds(500), slo2);
+  EXPECT_TRUE(absl::IsResourceExhausted(late));
+  EXPECT_THAT(late.message(), HasSubstr("exceeds the request's deadline (500ms left)"));
+  EXPECT_FALSE(AdmitByWait(absl::Seconds(9), 72, 8.0, absl::Seconds(3), absl::ZeroDuration()).ok());
+  EXPECT_TRUE(AdmitByWait(absl::Seconds(9), 72, 8.0, std::nullopt, absl::ZeroDuration()).ok());
+}
+
 TEST(NoRankStatusTest, SaysWhyTheLastRankWasLeft) {
   EXPECT_EQ(NoRankStatus("").message(), "no engine rank can take the request");
   const absl::Status s = NoRankStatus("rank 1: connection refused");
@@ -50,11 +67,15 @@ TEST(DecideAttemptTest, RetriesADeadOrFullRankBeforeTheFirstToken) {
 }
 
 TEST(DecideAttemptTest, FailsWhenNoRankIsLeftOrTokensWereSent) {
-  AttemptEnd last = End(absl::UnavailableError("down"));
+  AttemptEnd last = End(absl::ResourceExhaustedError("queue full"));
   last.excluded = 2;  // With this one, all 3 ranks were tried.
   const AttemptDecision none = DecideAttempt(last);
   EXPECT_EQ(none.kind, Kind::kFail);
-  EXPECT_EQ(none.status.message(), "down");
+  EXPECT_EQ(none.status.message(), "queue full");
+  // A dead rank's request is placed again (it waits for a rank within the requeue window).
+  AttemptEnd down = End(absl::UnavailableError("down"));
+  down.excluded = 2;
+  EXPECT_EQ(DecideAttempt(down).kind, Kind::kRetry);
 
   AttemptEnd streamed = End(absl::UnavailableError("reset"));
   streamed.tokens_received = 5;

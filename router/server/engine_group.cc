@@ -1,5 +1,7 @@
 #include "router/server/engine_group.h"
 
+#include <cmath>
+
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/security.h"
@@ -66,6 +68,28 @@ void EngineGroup::Poll() {
       group_down = absl::StrCat("its group's rank ", r, " is down (", reasons[r], ")");
     }
   }
+  {
+    // The queue and the completion rate that predict a new request's wait (PredictWait).
+    int64_t waiting = 0;
+    for (int r = 0; r < size(); ++r) {
+      if (statuses[r].ok()) waiting += all[r].waiting();
+    }
+    const absl::Time now = absl::Now();
+    const int64_t completed = completed_.load();
+    absl::MutexLock lock(&mu_);
+    waiting_ = waiting;
+    admitted_since_poll_.store(0);
+    if (last_poll_ != absl::InfinitePast()) {
+      const double dt = absl::ToDoubleSeconds(now - last_poll_);
+      if (dt > 0) {
+        const double rate = (completed - completed_at_poll_) / dt;
+        const double keep = std::exp(-dt / 5.0);  // ~5 s memory.
+        rate_per_s_ = rate_per_s_ == 0 ? rate : keep * rate_per_s_ + (1 - keep) * rate;
+      }
+    }
+    completed_at_poll_ = completed;
+    last_poll_ = now;
+  }
   for (int r = 0; r < size(); ++r) {
     const grpc::Status& status = statuses[r];
     const engine::rpc::EngineStats& stats = all[r];
@@ -103,6 +127,15 @@ void EngineGroup::Poll() {
     counters_[r] = c;
   }
   if (options_.follow != nullptr) options_.follow->Observe(serving, targets);
+}
+
+EngineGroup::WaitPrediction EngineGroup::PredictWait() const {
+  absl::MutexLock lock(&mu_);
+  WaitPrediction p;
+  p.queued = waiting_ + admitted_since_poll_.load();
+  p.rate_per_s = rate_per_s_;
+  p.wait = rate_per_s_ > 0 ? absl::Seconds(p.queued / rate_per_s_) : absl::ZeroDuration();
+  return p;
 }
 
 bool EngineGroup::rolling_out() const {

@@ -54,7 +54,19 @@ class EngineGroup {
   // Whether a rank reported, at the last poll, a placement rollout under way.
   bool rolling_out() const;
 
-  void Received() { received_.fetch_add(1); }
+  void Received() {
+    received_.fetch_add(1);
+    admitted_since_poll_.fetch_add(1);
+  }
+  // The wait a request admitted now would face before its first token: the group's queue (the
+  // engines' waiting requests at the last poll and those admitted since) over its recent
+  // completion rate. Zero until completions have been seen.
+  struct WaitPrediction {
+    absl::Duration wait;
+    int64_t queued = 0;
+    double rate_per_s = 0;
+  };
+  WaitPrediction PredictWait() const;
   void Failed() { failed_.fetch_add(1); }
   void Completed(const rpc::FinalRecord& final);
 
@@ -87,7 +99,12 @@ class EngineGroup {
   LatencyWindow ttft_, tpot_, e2e_;
   metrics::Histogram ttft_s_{metrics::LatencyBuckets()}, tpot_s_{metrics::LatencyBuckets()},
       e2e_s_{metrics::LatencyBuckets()}, queue_s_{metrics::LatencyBuckets()};
+  std::atomic<int64_t> admitted_since_poll_{0};
   mutable absl::Mutex mu_;
+  int64_t waiting_ ABSL_GUARDED_BY(mu_) = 0;     // Σ engines' waiting, last poll.
+  double rate_per_s_ ABSL_GUARDED_BY(mu_) = 0;   // Completions, smoothed over ~5 s.
+  int64_t completed_at_poll_ ABSL_GUARDED_BY(mu_) = 0;
+  absl::Time last_poll_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   std::vector<double> rank_lar_ ABSL_GUARDED_BY(mu_);
   std::vector<EngineCounters> counters_ ABSL_GUARDED_BY(mu_);
 };

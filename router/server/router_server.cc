@@ -190,6 +190,7 @@ absl::StatusOr<std::unique_ptr<RouterServer>> RouterServer::Start(const RouterSe
                                                         .default_max_queue = o.default_max_queue,
                                                         .poll_interval = o.poll_interval,
                                                         .requeue = o.requeue,
+                                                        .max_predicted_wait = o.max_predicted_wait,
                                                         .experiment_id = o.experiment,
                                                         .planner = o.planner,
                                                         .report_interval = o.report_interval});
@@ -273,7 +274,8 @@ std::string RouterServer::Describe() const {
 void RouterServer::Shutdown() {
   if (http_ != nullptr) http_->Shutdown();
   if (server_ != nullptr) {
-    server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
+    // Calls still running get 2 s, then are cancelled: a Ctrl-C stops a loaded cluster quickly.
+    server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   }
 }
 

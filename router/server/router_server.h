@@ -41,6 +41,7 @@ struct RouterServerOptions {
   absl::Duration default_max_queue = absl::Milliseconds(20);
   absl::Duration poll_interval = absl::Milliseconds(500);
   absl::Duration requeue = absl::Seconds(10);  // RouterOptions::requeue.
+  absl::Duration max_predicted_wait = absl::Seconds(2);  // RouterOptions::max_predicted_wait.
   double slo_ttft_ms = 1000, slo_tpot_ms = 200;  // Goodput.
 
   // Tables, at most one source. The planner's active version of `model_name`, followed live, or

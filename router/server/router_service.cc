@@ -135,6 +135,22 @@ grpc::ServerWriteReactor<Response>* RouterServiceImpl::Generate(
   // The engine group (A/B arm): by the user key, else the request id.
   EngineGroup& group = *shared_->groups[ChooseGroup(
       request->user_key().empty() ? up.request_id() : request->user_key(), shared_->shares)];
+  std::optional<absl::Time> deadline;
+  if (context->deadline() != std::chrono::system_clock::time_point::max()) {
+    deadline = absl::FromChrono(context->deadline());
+  }
+  // Refused now, not after a minute in a queue, when it cannot start in time.
+  const EngineGroup::WaitPrediction wait = group.PredictWait();
+  if (absl::Status admitted = AdmitByWait(
+          wait.wait, wait.queued, wait.rate_per_s,
+          deadline.has_value() ? std::optional<absl::Duration>(*deadline - start) : std::nullopt,
+          o.max_predicted_wait);
+      !admitted.ok()) {
+    shared_->in_flight.fetch_sub(1);
+    shared_->rejected.fetch_add(1);
+    shared_->rejected_wait.fetch_add(1);
+    return ErrorCall(admitted);
+  }
   group.Received();
   PendingRequest pending;
   pending.load_tokens = static_cast<int64_t>(prompt.size()) + request->max_tokens();
@@ -146,10 +162,6 @@ grpc::ServerWriteReactor<Response>* RouterServiceImpl::Generate(
   const absl::Duration max_queue = request->max_queue_ms() > 0
                                        ? absl::Milliseconds(request->max_queue_ms())
                                        : o.default_max_queue;
-  std::optional<absl::Time> deadline;
-  if (context->deadline() != std::chrono::system_clock::time_point::max()) {
-    deadline = absl::FromChrono(context->deadline());
-  }
   return StartRoutedCall(shared_, group, std::move(up), std::move(pending), start,
                          start + max_queue, deadline, version);
 }
@@ -172,6 +184,7 @@ rpc::RouterStats RouterServiceImpl::Stats() const {
   out.set_invalid(shared_->invalid.load());
   out.set_retried(shared_->retried.load());
   out.set_requeued(shared_->requeued.load());
+  out.set_rejected_wait(shared_->rejected_wait.load());
   out.set_completion_tokens(shared_->completion_tokens.load());
   out.set_polls(shared_->polls.load());
   int64_t queued = 0, local = 0, remote = 0, bytes = 0, tokens = 0;

@@ -53,6 +53,10 @@ struct RouterOptions {
   // A request no rank can take (its group re-forming, a rank restarting) waits this long, within
   // its deadline, for one to come back before UNAVAILABLE. Zero: fails at once.
   absl::Duration requeue = absl::Seconds(10);
+  // Admission by predicted wait (call_policy.h AdmitByWait): a request whose group's predicted
+  // wait exceeds its deadline, or this bound, is refused at once (RESOURCE_EXHAUSTED). Zero: only
+  // deadlines. Default 2 s: twice the default TTFT SLO.
+  absl::Duration max_predicted_wait = absl::Seconds(2);
   int64_t experiment_id = 0;  // The A/B experiment the groups are the arms of (0: none).
   std::string planner;        // With an experiment: where to record the arms' metrics.
   absl::Duration report_interval = absl::Seconds(5);

@@ -27,7 +27,7 @@ struct RouterState {
   std::vector<std::unique_ptr<EngineGroup>> groups;
   std::vector<int> shares;
   std::atomic<int64_t> in_flight{0}, received{0}, completed{0}, failed{0}, rejected{0}, invalid{0},
-      retried{0}, requeued{0}, completion_tokens{0}, next_id{0}, polls{0};
+      retried{0}, requeued{0}, rejected_wait{0}, completion_tokens{0}, next_id{0}, polls{0};
   LatencyWindow ttft, tpot, e2e, queue;
   absl::Mutex mu;
   bool stop ABSL_GUARDED_BY(mu) = false;

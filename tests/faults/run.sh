@@ -48,15 +48,18 @@ log() { echo "faults: $*" >&2; }
 die() { echo "faults: FAIL: $*" >&2; exit 1; }
 
 case "$MODE" in
-  full) SOAK_S=600; FUZZ_RUNS=20000; STORE_TRIALS=100; LOAD_C=4 ;;
-  quick) SOAK_S=90; FUZZ_RUNS=2000; STORE_TRIALS=100; LOAD_C=4 ;;
-  ci) SOAK_S=30; FUZZ_RUNS=0; STORE_TRIALS=20; LOAD_C=2 ;;
+  full) SOAK_S=600; FUZZ_RUNS=20000; STORE_TRIALS=100; LOAD_C=4; LOAD_S=100; OVER_S=20 ;;
+  quick) SOAK_S=90; FUZZ_RUNS=2000; STORE_TRIALS=100; LOAD_C=4; LOAD_S=100; OVER_S=20 ;;
+  ci) SOAK_S=30; FUZZ_RUNS=0; STORE_TRIALS=20; LOAD_C=2; LOAD_S=60; OVER_S=8 ;;
 esac
 
 BIN="${SEMMOE_BIN:-}"
 if [[ -z "$BIN" ]]; then
   log "building the binaries"
-  (cd "$ROOT" && bazel build --config=opt //engine //planner //router //tools:local_cluster \
+  # Optimised, as served — except under --ci, which reuses what `./semmoe test` built.
+  config=(--config=opt)
+  [[ "$MODE" == ci ]] && config=()
+  (cd "$ROOT" && bazel build "${config[@]}" //engine //planner //router //tools:local_cluster \
     //tools/loadgen //tools:router_client //tools:make_tiny_model \
     //planner/store:store_crash_test >&2)
   BIN="$ROOT/bazel-bin"
@@ -122,6 +125,7 @@ rank_pid() { pgrep -f -- "engine serve .*--rank $1 .*$TMP/run/" | head -1; }
 stats() { "$BIN/tools/router_client" stats --target="$ROUTER" --json 2>/dev/null || echo '{}'; }
 # down_reason RANK: the router's reason rank RANK is unusable ("" while it is usable).
 down_reason() { stats | jq -r ".ranks[$1].down_reason // \"\""; }
+rank_down() { [[ -n "$(down_reason "$1")" ]]; }
 all_usable() { [[ "$(stats | jq '[.ranks[]? | select(.usable == true)] | length')" == 2 ]]; }
 now() { date +%s.%N; }
 since() { echo "$(now) - $1" | bc -l | xargs printf '%.2f'; }
@@ -145,7 +149,7 @@ load() {  # load NAME loadgen-flags...: in the background; sets LOAD_PID
 
 start_cluster
 log "cluster up ($ROUTER); faults under load"
-load faults --concurrency="$LOAD_C" --duration_s=$((MODE == ci ? 60 : 100)) --backoff_ms=50
+load faults --concurrency="$LOAD_C" --duration_s="$LOAD_S" --backoff_ms=50
 T0="$(now)"
 sleep 5
 
@@ -153,7 +157,7 @@ sleep 5
 survivor="$(rank_pid 0)"
 kill -KILL "$(rank_pid 1)"
 t="$(now)"
-wait_until 30 test -n "$(down_reason 1)" || die "rank 1's death was not reported"
+wait_until 30 rank_down 1 || die "rank 1's death was not reported"
 DEAD_DETECT="$(since "$t")"
 DEAD_REASON="$(down_reason 1)"
 RECOVERED=false
@@ -178,7 +182,7 @@ sleep 2
 stalled="$(rank_pid 1)"
 kill -STOP "$stalled"
 t="$(now)"
-wait_until 30 test -n "$(down_reason 1)" || { kill -CONT "$stalled"; die "the stall was not reported"; }
+wait_until 30 rank_down 1 || { kill -CONT "$stalled"; die "the stall was not reported"; }
 STALL_DETECT="$(since "$t")"
 STALL_REASON="$(down_reason 1)"
 sleep 3
@@ -212,7 +216,7 @@ PLANNER_FAILED="$(jq -c --argjson a "$P_KILL" --argjson b "$P_END" \
 log "requests: sent $SENT, completed $COMPLETED, failed $FAILED (all with reasons), lost $LOST"
 
 # 5. Overload, then Ctrl-C.
-load overload --rate=200 --duration_s=$((MODE == ci ? 8 : 20)) --drain_s=30
+load overload --rate=200 --duration_s="$OVER_S" --drain_s=30
 wait "$LOAD_PID" || true
 LOAD_PID=""
 OVER_REJECTED="$(jq -r .rejected "$TMP/overload.json")"
@@ -264,14 +268,21 @@ line="$(grep -o 'store crash trials: [0-9]*, corrupt databases: [0-9]*' <<<"$sto
 [[ -n "$line" ]] || die "the store test did not report: $(tail -20 <<<"$store_out")"
 TRIALS="$(sed 's/.*trials: \([0-9]*\),.*/\1/' <<<"$line")"
 CORRUPT="$(sed 's/.*databases: \([0-9]*\)/\1/' <<<"$line")"
-grep -q "\[  PASSED  \] 1 test" <<<"$store_out" || CORRUPT=$((CORRUPT > 0 ? CORRUPT : 1))
+if ! grep -q "^\[  PASSED  \]" <<<"$store_out" || grep -q "^\[  FAILED  \]" <<<"$store_out"; then
+  log "the store test failed: $(grep -A3 "Failure" <<<"$store_out" | head -20)"
+  CORRUPT=$((CORRUPT > 0 ? CORRUPT : 1))
+fi
 
 # 8. The fuzzers (not under --ci: CI runs them on its own).
 FUZZ_OPEN=0
 if ((FUZZ_RUNS > 0)); then
   log "fuzzers: $FUZZ_RUNS runs each"
-  (cd "$ROOT" && ./semmoe fuzz --runs "$FUZZ_RUNS" >"$TMP/fuzz.log" 2>&1) || true
-  FUZZ_OPEN="$(grep -c '^CRASH\|crash-' "$TMP/fuzz.log" || true)"
+  if ! (cd "$ROOT" && ./semmoe fuzz --runs "$FUZZ_RUNS" >"$TMP/fuzz.log" 2>&1); then
+    # "fuzz: crashes in A B (inputs and logs in .semmoe/fuzz/)"; anything else: it did not run.
+    FUZZ_OPEN="$(grep -o 'crashes in [^(]*' "$TMP/fuzz.log" | head -1 | awk '{print NF - 2}')"
+    FUZZ_OPEN="${FUZZ_OPEN:-0}"
+    ((FUZZ_OPEN > 0)) || die "./semmoe fuzz failed without a crash: $(tail -20 "$TMP/fuzz.log")"
+  fi
 fi
 
 json="$(jq -cn \
