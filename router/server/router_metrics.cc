@@ -20,6 +20,13 @@ std::string RouterMetricsText(const rpc::RouterStats& s,
   f.Counter("semmoe_router_retries_total",
             "Requests placed again after their rank failed before the first token.", {},
             s.retried());
+  f.Counter("semmoe_router_rejected_by_predicted_wait_total",
+            "Of the rejected: refused because the predicted wait exceeded the request's deadline "
+            "or --max_predicted_wait_ms.",
+            {}, s.rejected_wait());
+  f.Counter("semmoe_router_requeues_total",
+            "Times a request found no rank able to take it and waited for one (--requeue_s).", {},
+            s.requeued());
   f.Gauge("semmoe_router_queue_depth", "Requests waiting in the rebatching window.", {},
           s.queued());
   f.Counter("semmoe_router_engine_polls_total", "Rounds of engine stats polling.", {}, s.polls());
