@@ -114,6 +114,25 @@ grep -q "re-formed as epoch 1" "$TMP/restart/rank0.log" || fail "rank 0: $(cat "
 expect_single_device_tokens 1 "The planner reads the traces"
 expect_single_device_tokens 2 "def forward(self, x): return"
 expect_single_device_tokens_via_router "Hello"
+
+# --- A stalled rank (SIGSTOP): within seconds its peers say so in their stats and take no
+# requests; resumed before the collective timeout, the group goes on without re-forming.
+stalled="$(pgrep -f -- "--rank 2 .*$TMP/restart/")"
+kill -STOP "$stalled"
+start=$SECONDS
+until "$CLIENT" stats --target="$(address 0)" --json 2>/dev/null |
+  grep -q '"unavailable":"a collective has waited'; do
+  ((SECONDS - start < 20)) || { kill -CONT "$stalled"; fail "rank 0 did not report the stall"; }
+  sleep 0.2
+done
+((SECONDS - start < 10)) || fail "the stall took $((SECONDS - start)) s to show"
+kill -CONT "$stalled"
+until "$CLIENT" stats --target="$(address 0)" --json 2>/dev/null | grep -q '"accepts_requests":true'; do
+  ((SECONDS - start < 40)) || fail "rank 0 did not come back after the stall"
+  sleep 0.2
+done
+expect_single_device_tokens 2 "The planner reads the traces"
+grep -q "re-formed as epoch 2" "$TMP/restart/rank0.log" && fail "a short stall re-formed the group"
 kill -INT "$PID"
 rc=0
 wait "$PID" || rc=$?

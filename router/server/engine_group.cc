@@ -85,6 +85,7 @@ void EngineGroup::Poll() {
         const double rate = (completed - completed_at_poll_) / dt;
         const double keep = std::exp(-dt / 5.0);  // ~5 s memory.
         rate_per_s_ = rate_per_s_ == 0 ? rate : keep * rate_per_s_ + (1 - keep) * rate;
+        rate_seconds_ += dt;
       }
     }
     completed_at_poll_ = completed;
@@ -134,7 +135,11 @@ EngineGroup::WaitPrediction EngineGroup::PredictWait() const {
   WaitPrediction p;
   p.queued = waiting_ + admitted_since_poll_.load();
   p.rate_per_s = rate_per_s_;
-  p.wait = rate_per_s_ > 0 ? absl::Seconds(p.queued / rate_per_s_) : absl::ZeroDuration();
+  // Nothing waiting in the engines: they have room, whatever arrived since the poll. A rate
+  // measured over less than 2 s (a router just started) predicts nothing yet.
+  if (waiting_ > 0 && rate_per_s_ > 0 && rate_seconds_ >= 2) {
+    p.wait = absl::Seconds(p.queued / rate_per_s_);
+  }
   return p;
 }
 

@@ -60,7 +60,8 @@ class EngineGroup {
   }
   // The wait a request admitted now would face before its first token: the group's queue (the
   // engines' waiting requests at the last poll and those admitted since) over its recent
-  // completion rate. Zero until completions have been seen.
+  // completion rate. Zero while nothing waits in the engines, and until the rate has been
+  // measured for 2 s.
   struct WaitPrediction {
     absl::Duration wait;
     int64_t queued = 0;
@@ -103,6 +104,7 @@ class EngineGroup {
   mutable absl::Mutex mu_;
   int64_t waiting_ ABSL_GUARDED_BY(mu_) = 0;     // Σ engines' waiting, last poll.
   double rate_per_s_ ABSL_GUARDED_BY(mu_) = 0;   // Completions, smoothed over ~5 s.
+  double rate_seconds_ ABSL_GUARDED_BY(mu_) = 0;  // How long the rate has been measured.
   int64_t completed_at_poll_ ABSL_GUARDED_BY(mu_) = 0;
   absl::Time last_poll_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   std::vector<double> rank_lar_ ABSL_GUARDED_BY(mu_);
