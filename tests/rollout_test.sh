@@ -264,15 +264,22 @@ stop_cluster live
 # --- A rank killed mid-rollout (loading capped, so it takes seconds), restarted by local_cluster:
 # the group re-forms on the launch placement, the leader proposes the active version again, and
 # the rollout completes on every rank — the console's wait ends well.
+# activate_and_kill NAME: `console placements activate 2` in the background (CPID), then rank 1
+# of cluster NAME killed once the rollout is under way.
+activate_and_kill() {
+  console placements activate 2 >"$TMP/$1_activate.out" 2>&1 &
+  CPID=$!
+  for _ in $(seq 1 100); do
+    "$RCLIENT" stats --target="$RADDR" --json | grep -q '"target_version":"2"' && break
+    sleep 0.1
+  done
+  "$RCLIENT" stats --target="$RADDR" --json | grep -q '"target_version":"2"' ||
+    fail "no rollout under way: $("$RCLIENT" stats --target="$RADDR" --json)"
+  kill -KILL "$(pgrep -f -- "--rank 1 .*$TMP/$1/")"
+}
 "$PLANNER" activate --db="$DB" --version=1 >/dev/null
-start_cluster heal --attn=dp --placement=1 --rollout_mb_per_s=0.5
-console placements activate 2 >"$TMP/heal_activate.out" 2>&1 &
-CPID=$!
-for _ in $(seq 1 100); do
-  "$RCLIENT" stats --target="$RADDR" --json | grep -q '"target_version":"2"' && break
-  sleep 0.1
-done
-kill -KILL "$(pgrep -f -- "--rank 1 .*$TMP/heal/")"
+start_cluster heal --attn=dp --placement=1 --rollout_mb_per_s=0.02
+activate_and_kill heal
 rc=0
 wait "$CPID" || rc=$?
 [[ "$rc" == 0 ]] || fail "console after a healed kill: exit $rc: $(cat "$TMP/heal_activate.out")"
@@ -286,15 +293,7 @@ stop_cluster heal
 # failed, the group stops, and no rank served version 2.
 "$PLANNER" activate --db="$DB" --version=1 >/dev/null
 start_cluster kill --attn=dp --placement=1 --rollout_mb_per_s=0.02 --restart=false
-console placements activate 2 >"$TMP/kill_activate.out" 2>&1 &
-CPID=$!
-for _ in $(seq 1 100); do
-  "$RCLIENT" stats --target="$RADDR" --json | grep -q '"target_version":"2"' && break
-  sleep 0.1
-done
-"$RCLIENT" stats --target="$RADDR" --json | grep -q '"target_version":"2"' ||
-  fail "no rollout under way: $("$RCLIENT" stats --target="$RADDR" --json)"
-kill -KILL "$(pgrep -f -- "--rank 1 .*$TMP/kill/")"
+activate_and_kill kill
 rc=0
 wait "$CPID" || rc=$?
 [[ "$rc" == 1 ]] || fail "console after the kill: exit $rc: $(cat "$TMP/kill_activate.out")"

@@ -84,6 +84,20 @@ void Unary(const std::string& bytes, Call call) {
   call(&context, request);
 }
 
+// A Generate call, read to its end.
+template <typename Request, typename Response, typename Stub>
+void ReadAll(Stub& stub, const std::string& bytes) {
+  Request request;
+  if (!request.ParseFromString(bytes)) return;
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  auto reader = stub.Generate(&context, request);
+  Response response;
+  while (reader->Read(&response)) {
+  }
+  (void)reader->Finish();
+}
+
 }  // namespace
 }  // namespace semmoe::fuzz
 
@@ -94,30 +108,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string bytes = fuzz::Text(data + 1, size - 1);
   namespace prpc = planner::rpc;
   switch (data[0] % 16) {
-    case 0: {
-      engine::rpc::GenerateRequest request;
-      if (!request.ParseFromString(bytes)) return 0;
-      grpc::ClientContext context;
-      context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
-      auto reader = s->engine_stub->Generate(&context, request);
-      engine::rpc::GenerateResponse response;
-      while (reader->Read(&response)) {
-      }
-      (void)reader->Finish();
+    case 0:
+      fuzz::ReadAll<engine::rpc::GenerateRequest, engine::rpc::GenerateResponse>(
+          *s->engine_stub, bytes);
       return 0;
-    }
-    case 1: {
-      router::rpc::GenerateRequest request;
-      if (!request.ParseFromString(bytes)) return 0;
-      grpc::ClientContext context;
-      context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
-      auto reader = s->router_stub->Generate(&context, request);
-      router::rpc::GenerateResponse response;
-      while (reader->Read(&response)) {
-      }
-      (void)reader->Finish();
+    case 1:
+      fuzz::ReadAll<router::rpc::GenerateRequest, router::rpc::GenerateResponse>(
+          *s->router_stub, bytes);
       return 0;
-    }
     case 2:
       fuzz::Unary<engine::rpc::RolloutRequest>(bytes, [&](auto* c, const auto& r) {
         engine::rpc::RolloutResponse out;
