@@ -54,7 +54,8 @@ ABSL_FLAG(std::vector<std::string>, traces, {}, "comma-separated trace files or 
 ABSL_FLAG(std::vector<std::string>, profile, {}, "eval: traces to learn token affinity from");
 ABSL_FLAG(int, devices, 8, "build: devices (EP ranks)");
 ABSL_FLAG(std::string, mode, "dp", "build: dp or tp");
-ABSL_FLAG(std::string, algo, "semantic", "build: semantic, vanilla, random, eplb or coact");
+ABSL_FLAG(std::string, algo, "semantic",
+          "build: semantic, vanilla, random, eplb, coact or paper (the paper's Algorithm 1)");
 ABSL_FLAG(std::string, name, "", "build/import: version name");
 ABSL_FLAG(uint64_t, seed, 0, "build: seed");
 ABSL_FLAG(std::string, model_dir, "",

@@ -19,6 +19,7 @@
 #include "planner/eval/evaluate.h"
 #include "planner/eval/schedule.h"
 #include "planner/solver/baselines.h"
+#include "planner/solver/paper_placement.h"
 #include "planner/solver/dp_solver.h"
 #include "planner/solver/replicas.h"
 #include "planner/solver/tp_solver.h"
@@ -87,6 +88,13 @@ absl::StatusOr<Placement> BuildPlacement(const trace::TraceSet& trace, const Bui
   if (o.algo == "random") return Placement::Random(layers, n, o.devices, o.seed);
   if (o.algo == "eplb") return EplbPlacement(trace, o.devices);
   if (o.algo == "coact") return CoactPlacement(trace, o.devices);
+  if (o.algo == "paper") {  // The paper's Algorithm 1 (a DP co-schedule; its placement in TP).
+    ASSIGN_OR_RETURN(PaperSolution solution,
+                     SolvePaper(trace, {.num_devices = o.devices,
+                                        .token_balance_eps = o.token_balance_eps,
+                                        .seed = o.seed}));
+    return solution.placement;
+  }
   if (o.algo == "semantic") {
     DpSolverOptions solver{.num_devices = o.devices,
                            .token_balance_eps = o.token_balance_eps,
@@ -101,7 +109,8 @@ absl::StatusOr<Placement> BuildPlacement(const trace::TraceSet& trace, const Bui
     return solution.placement;
   }
   return absl::InvalidArgumentError(
-      absl::StrCat("--algo '", o.algo, "' is not one of semantic, vanilla, random, eplb, coact"));
+      absl::StrCat("--algo '", o.algo,
+                   "' is not one of semantic, vanilla, random, eplb, coact, paper"));
 }
 
 // All-to-all traffic counted in token rows (one value per row): rows per token over every MoE

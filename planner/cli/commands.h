@@ -26,7 +26,7 @@ struct BuildOptions {
   std::vector<std::string> traces;
   int devices = 8;
   std::string mode = "dp";        // dp | tp
-  std::string algo = "semantic";  // semantic | vanilla | random | eplb | coact
+  std::string algo = "semantic";  // semantic | vanilla | random | eplb | coact | paper
   std::string name;               // Default: "<algo>-<mode>-g<devices>".
   uint64_t seed = 0;
   double token_balance_eps = 0.05;

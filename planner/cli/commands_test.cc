@@ -74,6 +74,38 @@ TEST(CommandsTest, BuildEvalAndVersionLifecycle) {
   EXPECT_FALSE(two[1].contains("dp_lar_affinity"));
 }
 
+TEST(CommandsTest, PaperAlgorithmBuildsAndEvaluatesBesideOurs) {
+  const std::string db = TempDatabasePath("paper.db");
+  const std::string profile = WriteTopicTrace("paper_profile.trace", 1),
+                    heldout = WriteTopicTrace("paper_heldout.trace", 2);
+  std::ostringstream out;
+  auto paper =
+      Build({.db = db, .model = "m", .traces = {profile}, .devices = 4, .algo = "paper"}, out);
+  ASSERT_TRUE(paper.ok()) << paper.status();
+  EXPECT_NE(out.str().find("paper-dp-g4"), std::string::npos) << out.str();
+  auto rows = EvalRows({.db = db, .versions = {*paper}, .traces = {heldout}, .profile = {profile}});
+  ASSERT_TRUE(rows.ok()) << rows.status();
+  EXPECT_EQ((*rows)[0]["algorithm"], "paper");
+  EXPECT_GT((*rows)[0]["dp_lar_affinity"].get<double>(), 0.9);  // Topics are learnable.
+}
+
+TEST(CommandsTest, ProfileOfAnotherModelsShapeIsAnError) {
+  const std::string db = TempDatabasePath("shape.db");
+  const std::string t16 = WriteTopicTrace("e16.trace", 1),
+                    t32 = WriteTopicTrace("e32.trace", 2, 0, 40, 32);
+  std::ostringstream out;
+  auto v = Build({.db = db, .model = "m", .traces = {t16}, .devices = 4}, out);
+  ASSERT_TRUE(v.ok()) << v.status();
+  auto rows = EvalRows({.db = db, .versions = {*v}, .traces = {t16}, .profile = {t32}});
+  ASSERT_FALSE(rows.ok());
+  EXPECT_EQ(rows.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(rows.status().message().find("the --profile traces' affinity tables (2 MoE layers, "
+                                         "32 experts) do not match the placement (2 MoE layers, "
+                                         "16 experts)"),
+            std::string::npos)
+      << rows.status();
+}
+
 TEST(CommandsTest, Errors) {
   const std::string db = TempDatabasePath("cli_errors.db");
   const std::string t = WriteTopicTrace("e.trace", 3);
