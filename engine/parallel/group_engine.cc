@@ -123,7 +123,7 @@ GroupEngineStats GroupEngine::stats() const {
     s = stats_;
   }
   if (options_.rollout != nullptr) s.rollout = options_.rollout->stats();
-  s.collective_wait_s = absl::ToDoubleSeconds(model_.comm().InCollectiveFor());
+  s.collective_wait_s = collective_wait_s();
   if (options_.routing_sampler != nullptr) {
     s.samples_routing = true;
     s.routing_samples = options_.routing_sampler->stats();

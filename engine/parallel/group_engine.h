@@ -118,6 +118,11 @@ class GroupEngine {
   absl::Status Wait();
 
   bool accepts_requests() const { return batch_ != nullptr; }
+  int rank() const { return model_.comm().rank(); }
+  // stats().collective_wait_s without the copy of the rest (thread-safe).
+  double collective_wait_s() const {
+    return absl::ToDoubleSeconds(model_.comm().InCollectiveFor());
+  }
   GroupEngineStats stats() const;
 
  private:

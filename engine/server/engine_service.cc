@@ -262,13 +262,13 @@ EngineServiceImpl::EngineServiceImpl(GroupEngine& engine, const Options& options
   own_slot_.Serve(std::shared_ptr<GroupEngine>(&engine, [](GroupEngine*) {}), 0);
 }
 
-std::string EngineServiceImpl::Unavailable(const GroupEngine* engine,
-                                           const GroupEngineStats* stats) const {
+std::string EngineServiceImpl::Unavailable(const GroupEngine* engine) const {
   if (engine == nullptr) return slot_.down_reason();
-  if (stats != nullptr && stats->collective_wait_s > absl::ToDoubleSeconds(options_.stall_after)) {
+  const double wait_s = engine->collective_wait_s();
+  if (wait_s > absl::ToDoubleSeconds(options_.stall_after)) {
     return absl::StrFormat(
         "a collective has waited %.1f s for the group's other ranks (one stalled or dead?)",
-        stats->collective_wait_s);
+        wait_s);
   }
   return "";
 }
@@ -281,8 +281,7 @@ void EngineServiceImpl::Forget(const GenerateStream* stream) {
 int EngineServiceImpl::AbortIfStalled() {
   const std::shared_ptr<GroupEngine> engine = slot_.engine();
   if (engine == nullptr) return 0;
-  const GroupEngineStats stats = engine->stats();
-  const std::string why = Unavailable(engine.get(), &stats);
+  const std::string why = Unavailable(engine.get());
   if (why.empty()) return 0;
   return AbortAll(absl::UnavailableError(absl::StrCat("rank ", options_.rank, ": ", why)));
 }
@@ -305,12 +304,11 @@ grpc::ServerWriteReactor<Response>* EngineServiceImpl::Generate(
   absl::StatusOr<runtime::GenerationRequest> converted = Convert(*request);
   if (!converted.ok()) return new ErrorReactor(converted.status());
   std::shared_ptr<GroupEngine> engine = slot_.engine();
-  const GroupEngineStats stats = engine != nullptr ? engine->stats() : GroupEngineStats{};
-  if (const std::string why = Unavailable(engine.get(), &stats); !why.empty()) {
+  if (const std::string why = Unavailable(engine.get()); !why.empty()) {
     return new ErrorReactor(absl::UnavailableError(absl::StrCat("rank ", options_.rank, ": ", why)));
   }
   auto stream = std::make_shared<GenerateStream>(
-      engine, converted->id, stats.rank, [this](const GenerateStream* s) { Forget(s); });
+      engine, converted->id, engine->rank(), [this](const GenerateStream* s) { Forget(s); });
   {
     absl::MutexLock lock(&streams_mu_);
     streams_[stream.get()] = stream;
@@ -367,7 +365,7 @@ rpc::EngineStats EngineServiceImpl::Stats() const {
   const GroupEngineStats stats = engine->stats();
   ToProto(stats, options_.moe_layers, out);
   out.set_collective_wait_s(stats.collective_wait_s);
-  if (const std::string why = Unavailable(engine.get(), &stats); !why.empty()) {
+  if (const std::string why = Unavailable(engine.get()); !why.empty()) {
     out.set_unavailable(why);
     out.set_accepts_requests(false);
   }

@@ -90,7 +90,7 @@ class EngineServiceImpl final : public rpc::EngineService::CallbackService {
 
  private:
   // Why `engine` (may be null) cannot take requests now ("": it can).
-  std::string Unavailable(const GroupEngine* engine, const GroupEngineStats* stats) const;
+  std::string Unavailable(const GroupEngine* engine) const;
   void Forget(const GenerateStream* stream);
 
   EngineSlot own_slot_;  // With the GroupEngine& constructor.

@@ -51,23 +51,30 @@ absl::StatusOr<Placement> EplbPlacement(const TraceSet& trace, int g) {
   return Placement::FromAssignment(MoeLayers(trace), n, g, std::move(device_of));
 }
 
-absl::StatusOr<Placement> CoactPlacement(const TraceSet& trace, int g) {
-  if (absl::Status s = CheckDevices(trace, g); !s.ok()) return s;
-  const int n = static_cast<int>(trace.header.num_experts), per = n / g, k = trace.top_k();
-  std::vector<std::vector<int32_t>> device_of(trace.num_layers(), std::vector<int32_t>(n));
-  std::vector<int64_t> w(static_cast<size_t>(n) * n);
-  for (int l = 0; l < trace.num_layers(); ++l) {
-    std::fill(w.begin(), w.end(), 0);
-    std::vector<int64_t> load(n, 0);
-    for (int64_t t = 0; t < trace.num_tokens(); ++t) {
-      const uint16_t* e = trace.Experts(t, l);
-      for (int a = 0; a < k; ++a) {
-        ++load[e[a]];
-        for (int b = 0; b < k; ++b) {
-          if (a != b) ++w[static_cast<size_t>(e[a]) * n + e[b]];
-        }
+Coactivation CountCoactivation(const TraceSet& trace, int layer) {
+  const int n = static_cast<int>(trace.header.num_experts), k = trace.top_k();
+  Coactivation c{.pairs = std::vector<int64_t>(static_cast<size_t>(n) * n, 0),
+                 .load = std::vector<int64_t>(n, 0)};
+  for (int64_t t = 0; t < trace.num_tokens(); ++t) {
+    const uint16_t* e = trace.Experts(t, layer);
+    for (int a = 0; a < k; ++a) {
+      ++c.load[e[a]];
+      for (int b = 0; b < k; ++b) {
+        if (a != b) ++c.pairs[static_cast<size_t>(e[a]) * n + e[b]];
       }
     }
+  }
+  return c;
+}
+
+absl::StatusOr<Placement> CoactPlacement(const TraceSet& trace, int g) {
+  if (absl::Status s = CheckDevices(trace, g); !s.ok()) return s;
+  const int n = static_cast<int>(trace.header.num_experts), per = n / g;
+  std::vector<std::vector<int32_t>> device_of(trace.num_layers(), std::vector<int32_t>(n));
+  for (int l = 0; l < trace.num_layers(); ++l) {
+    const Coactivation counts = CountCoactivation(trace, l);
+    const std::vector<int64_t>& w = counts.pairs;
+    const std::vector<int64_t>& load = counts.load;
     // Greedy growth: each group starts at the busiest unassigned expert and takes the expert
     // most co-activated with the group so far.
     std::vector<int32_t>& dev = device_of[l];

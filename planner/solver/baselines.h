@@ -8,11 +8,21 @@
 #ifndef SEMMOE_PLANNER_SOLVER_BASELINES_H_
 #define SEMMOE_PLANNER_SOLVER_BASELINES_H_
 
+#include <cstdint>
+#include <vector>
+
 #include "absl/status/statusor.h"
 #include "planner/placement/placement.h"
 #include "planner/trace/trace_set.h"
 
 namespace semmoe::planner {
+
+// One layer's activation counts: pairs[e · N + f] = tokens that chose both e and f (e ≠ f),
+// load[e] = tokens that chose e. Shared by coact and the paper's algorithm.
+struct Coactivation {
+  std::vector<int64_t> pairs, load;
+};
+Coactivation CountCoactivation(const trace::TraceSet& trace, int layer);
 
 absl::StatusOr<Placement> EplbPlacement(const trace::TraceSet& trace, int num_devices);
 absl::StatusOr<Placement> CoactPlacement(const trace::TraceSet& trace, int num_devices);

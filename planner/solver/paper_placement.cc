@@ -6,6 +6,7 @@
 #include <random>
 
 #include "absl/strings/str_cat.h"
+#include "planner/solver/baselines.h"
 
 namespace semmoe::planner {
 namespace {
@@ -165,17 +166,10 @@ void Swaps(const std::vector<int64_t>& act, int g, int n, int attempts, std::mt1
 // Step 2 for one layer: the greedy scored placement.
 std::vector<int32_t> PlaceLayer(const TraceSet& trace, const Counts& k,
                                 const std::vector<int64_t>& act, int l, const PaperOptions& o) {
-  const int g = o.num_devices, n = k.experts, per = n / g, top_k = trace.top_k();
-  std::vector<int64_t> co(static_cast<size_t>(n) * n, 0), load(n, 0);
-  for (int64_t t = 0; t < trace.num_tokens(); ++t) {
-    const uint16_t* e = trace.Experts(t, l);
-    for (int a = 0; a < top_k; ++a) {
-      ++load[e[a]];
-      for (int b = 0; b < top_k; ++b) {
-        if (a != b) ++co[static_cast<size_t>(e[a]) * n + e[b]];
-      }
-    }
-  }
+  const int g = o.num_devices, n = k.experts, per = n / g;
+  const Coactivation counts = CountCoactivation(trace, l);
+  const std::vector<int64_t>& co = counts.pairs;
+  const std::vector<int64_t>& load = counts.load;
   std::vector<int> order(n);
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return load[a] > load[b]; });
