@@ -1,15 +1,15 @@
 // planner: builds, evaluates and versions expert placements from routing traces.
 //
 //   planner build    --db DB --model NAME --traces T[,T...] --devices G --mode dp|tp
-//                    --algo semantic|vanilla|random|eplb|coact [--name N] [--seed S]
+//                    --algo semantic|paper|vanilla|random|eplb|coact [--name N] [--seed S]
 //                    [--model_dir DIR]   (embedding fallback for unseen tokens)
 //                    [--expert_balance_eps E]   (expert compute balance)
 //                    [--replicas R]   (R replicated hot experts per device per layer)
-//                    [--router tokens|knn]   (DP: the request router to plan for)
-//   planner drift    --db DB --version V --traces LIVE[,...] [--json]   (live vs planned, per
-//   layer) planner eval     --db DB --versions V[,V...] --traces HELDOUT[,...] [--profile T,...]
-//   [--json]
+//   planner drift    --db DB --version V --traces LIVE[,...] [--json]   (live vs planned)
+//   planner eval     --db DB --versions V[,V...] --traces HELDOUT[,...] [--profile T,...]
+//                    [--json]
 //                    [--balanced_bound]   (the TP bound under the balance constraint too)
+//                    [--dp_bounds]   (the DP fitted optimum and capacity bound on these traces)
 //   planner list     --db DB --model NAME
 //   planner show     --db DB --version V
 //   planner diff     --db DB --versions V1,V2
@@ -64,8 +64,6 @@ ABSL_FLAG(std::string, model_dir, "",
 ABSL_FLAG(double, expert_balance_eps, -1,
           "build: expert load per device ≤ (1 + eps) · mean "
           "(compute balance; negative: off)");
-ABSL_FLAG(std::string, router, "tokens",
-          "build (dp): the request router to plan for, tokens or knn");
 ABSL_FLAG(int, replicas, 0, "build: extra slots per device per layer for replicated hot experts");
 ABSL_FLAG(double, balance_eps, 0.05,
           "build/eval: token load per device ≤ (1 + eps) · mean (DP: over the requests; TP: per "
@@ -74,6 +72,8 @@ ABSL_FLAG(std::vector<std::string>, versions, {}, "eval: comma-separated version
 ABSL_FLAG(int64_t, version, 0, "show/activate/export: version");
 ABSL_FLAG(int64_t, hidden_size, 0, "eval: hidden size for all-to-all bytes (0: not reported)");
 ABSL_FLAG(bool, json, false, "eval, drift: one JSON line");
+ABSL_FLAG(bool, dp_bounds, false,
+          "eval: per G, the DP solver fitted to the traces themselves and the capacity bound");
 ABSL_FLAG(bool, balanced_bound, false,
           "eval: also the TP bound under the token balance constraint (slower)");
 ABSL_FLAG(std::string, out, "", "export: output file");
@@ -170,7 +170,6 @@ int Run(const std::string& command, const std::string& sub) {
                             .token_balance_eps = absl::GetFlag(FLAGS_balance_eps),
                             .expert_balance_eps = absl::GetFlag(FLAGS_expert_balance_eps),
                             .replicas = absl::GetFlag(FLAGS_replicas),
-                            .router = absl::GetFlag(FLAGS_router),
                             .model_dir = UserPath(absl::GetFlag(FLAGS_model_dir)),
                             .progress = &progress},
                            std::cout)
@@ -212,6 +211,7 @@ int Run(const std::string& command, const std::string& sub) {
                            .token_balance_eps = absl::GetFlag(FLAGS_balance_eps),
                            .json = absl::GetFlag(FLAGS_json),
                            .balanced_bound = absl::GetFlag(FLAGS_balanced_bound),
+                           .dp_bounds = absl::GetFlag(FLAGS_dp_bounds),
                            .progress = &progress},
                           std::cout));
   }

@@ -76,19 +76,18 @@ head -c 200 "$TMP/t.trace" >"$TMP/cut.trace"
 expect_error 1 "truncated" -- "$PLANNER" build --db="$DB" --model=tiny --traces="$TMP/cut.trace"
 head -c 4096 /dev/zero | tr '\0' 'x' >"$TMP/bad.db"
 expect_error 1 "bad.db" -- "$PLANNER" list --db="$TMP/bad.db" --model=tiny
-# The kNN router: the version stores its request index and eval reports the kNN column.
-out="$("$PLANNER" build --db="$DB" --model=tiny --traces="$TMP/t.trace" --devices=2 --router=knn)"
-[[ "$out" == *", kNN "* ]] || fail "knn build: $out"
-v="${out#version }"
-v="${v%% *}"
-json="$("$PLANNER" eval --db="$DB" --versions="$v" --traces="$TMP/t.trace" --json)"
-[[ "$json" == *'"dp_lar_knn"'* ]] || fail "eval lacks the kNN column: $json"
 json="$("$PLANNER" eval --db="$DB" --versions=3 --traces="$TMP/t.trace" --balanced_bound --json)"
 [[ "$json" == *'"tp_balanced_bound":'* ]] || fail "eval --balanced_bound lacks its bound: $json"
 json="$("$PLANNER" eval --db="$DB" --versions=3 --traces="$TMP/t.trace" --json)"
 [[ "$json" != *'"tp_balanced_bound"'* ]] || fail "eval reports the bound unasked: $json"
-expect_error 1 "--router 'magic'" -- "$PLANNER" build --db="$DB" --model=tiny \
-  --traces="$TMP/t.trace" --router=magic
+# --dp_bounds: the fitted optimum ≤ the capacity bound ≤ the per-request bound.
+json="$("$PLANNER" eval --db="$DB" --versions=1 --traces="$TMP/t.trace" --dp_bounds --json)"
+field() { sed -E "s/.*\"$1\":([0-9.e+-]+).*/\1/" <<<"$json"; }
+[[ "$json" == *'"dp_capacity_bound":'* ]] || fail "eval --dp_bounds lacks its bound: $json"
+awk -v f="$(field dp_fitted_optimum)" -v c="$(field dp_capacity_bound)" -v b="$(field dp_bound)" \
+  'BEGIN { exit !(f > 0 && f <= c + 1e-9 && c <= b + 1e-9) }' || fail "dp bounds out of order: $json"
+out="$("$PLANNER" eval --db="$DB" --versions=1 --traces="$TMP/t.trace" --dp_bounds)"
+[[ "$out" == *"fitted optimum"*"capacity bound"* ]] || fail "eval --dp_bounds table: $out"
 
 # Replicated hot experts: a separate version whose JSON lists them.
 out="$("$PLANNER" build --db="$DB" --model=tiny --traces="$TMP/t.trace" --devices=2 --replicas=1)"

@@ -3,7 +3,9 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <map>
 #include <optional>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -13,9 +15,9 @@
 #include "kernels/safetensors.h"
 #include "nlohmann/json.hpp"
 #include "planner/affinity/layer_affinity.h"
-#include "planner/affinity/request_index.h"
 #include "planner/affinity/token_affinity.h"
 #include "planner/affinity/token_affinity_builder.h"
+#include "planner/eval/dp_bound.h"
 #include "planner/eval/evaluate.h"
 #include "planner/eval/schedule.h"
 #include "planner/solver/baselines.h"
@@ -80,8 +82,7 @@ absl::Status Append(trace::TraceSet& all, const trace::TraceSet& more, const std
   return absl::OkStatus();
 }
 
-absl::StatusOr<Placement> BuildPlacement(const trace::TraceSet& trace, const BuildOptions& o,
-                                         std::vector<int>* co_schedule) {
+absl::StatusOr<Placement> BuildPlacement(const trace::TraceSet& trace, const BuildOptions& o) {
   const std::vector<int> layers(trace.header.moe_layers.begin(), trace.header.moe_layers.end());
   const int n = static_cast<int>(trace.header.num_experts);
   if (o.algo == "vanilla") return Placement::Vanilla(layers, n, o.devices);
@@ -101,11 +102,7 @@ absl::StatusOr<Placement> BuildPlacement(const trace::TraceSet& trace, const Bui
                            .seed = o.seed,
                            .expert_balance_eps = o.expert_balance_eps};
     if (o.mode == "tp") return SolveTp(trace, solver);
-    // For the kNN router (request_index.h) keep the co-schedule itself: the router reproduces
-    // its request → device choices; for the per-token router, re-fit to that rule (the default).
-    if (o.router == "knn") solver.router_rounds = 0;
     ASSIGN_OR_RETURN(DpSolution solution, SolveDp(trace, solver));
-    if (o.router == "knn") *co_schedule = solution.request_device;
     return solution.placement;
   }
   return absl::InvalidArgumentError(
@@ -118,19 +115,6 @@ absl::StatusOr<Placement> BuildPlacement(const trace::TraceSet& trace, const Bui
 constexpr planner::EvalOptions kRowsPerToken = {.hidden_size = 1, .bytes_per_value = 1};
 
 std::string Pct(double x) { return absl::StrFormat("%.4f", x); }
-
-// Neighbours that vote in the kNN router rule (request_index.h).
-constexpr int kKnnNeighbours = 10;
-
-// Each traced request's tokens (its prompt, as the router would see it).
-std::vector<std::vector<uint32_t>> RequestPrompts(const trace::TraceSet& trace) {
-  std::vector<std::vector<uint32_t>> prompts(trace.num_requests());
-  for (int r = 0; r < trace.num_requests(); ++r) {
-    prompts[r].assign(trace.tokens.begin() + trace.request_begin[r],
-                      trace.tokens.begin() + trace.request_begin[r + 1]);
-  }
-  return prompts;
-}
 
 }  // namespace
 
@@ -165,10 +149,6 @@ absl::Status AddEmbeddingFallback(const std::string& dir, TokenAffinity& affinit
 }
 
 absl::StatusOr<int64_t> Build(const BuildOptions& o, std::ostream& out) {
-  if (o.router != "tokens" && o.router != "knn") {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--router '", o.router, "' is not tokens or knn"));
-  }
   if (o.mode != "dp" && o.mode != "tp") {
     return absl::InvalidArgumentError(absl::StrCat("--mode '", o.mode, "' is not dp or tp"));
   }
@@ -176,8 +156,7 @@ absl::StatusOr<int64_t> Build(const BuildOptions& o, std::ostream& out) {
   step.Next("loading traces");
   ASSIGN_OR_RETURN(trace::TraceSet trace, LoadTraces(o.traces));
   step.Next(absl::StrCat("solving (", o.algo, ", ", o.mode, ")"));
-  std::vector<int> co_schedule;  // Semantic DP: the solver's request → device choices.
-  ASSIGN_OR_RETURN(Placement placement, BuildPlacement(trace, o, &co_schedule));
+  ASSIGN_OR_RETURN(Placement placement, BuildPlacement(trace, o));
   step.Next("affinity tables");
   // In-sample metrics under the blind and the affinity data policies of the chosen mode.
   TokenAffinity affinity = BuildTokenAffinity(trace);
@@ -192,20 +171,6 @@ absl::StatusOr<int64_t> Build(const BuildOptions& o, std::ostream& out) {
                                                        o.devices, o.token_balance_eps))
             : SrsTokens(trace, affinity, placement, kSrsBatchTokens, nullptr, o.token_balance_eps);
     ASSIGN_OR_RETURN(placement, AddHotReplicas(trace, placement, schedule, o.replicas));
-  }
-  // DP with the kNN router: its index, labelled by the co-schedule (semantic) or else by the
-  // per-token rule's schedule.
-  std::string request_index;
-  std::optional<RequestIndex> index;
-  if (o.mode == "dp" && o.router == "knn") {
-    std::vector<int> labels = co_schedule;
-    if (labels.empty() || o.replicas > 0) {
-      labels = AffinityRequests(trace, affinity.DpScores(placement, vocab), o.devices,
-                                o.token_balance_eps);
-    }
-    ASSIGN_OR_RETURN(RequestIndex built, RequestIndex::Build(trace, labels, o.devices));
-    request_index = built.Serialize();
-    index = std::move(built);
   }
   step.Next("in-sample metrics");
   nlohmann::ordered_json metrics;
@@ -225,12 +190,6 @@ absl::StatusOr<int64_t> Build(const BuildOptions& o, std::ostream& out) {
                {"a2a_rows_per_token", aff.a2a_bytes_per_token},
                {"lar_affinity_per_layer", aff.lar_per_layer},
                {"expert_load_imbalance_per_layer", aff.expert_load_imbalance_per_layer}};
-    if (index.has_value()) {
-      ASSIGN_OR_RETURN(Metrics knn, EvaluateDp(trace, placement,
-                                               KnnRequests(RequestPrompts(trace), *index,
-                                                           kKnnNeighbours, o.token_balance_eps)));
-      metrics["lar_knn"] = knn.lar;
-    }
   } else {
     ASSIGN_OR_RETURN(Metrics blind,
                      EvaluateTp(trace, placement, ContiguousChunks(trace, o.devices, 256)));
@@ -262,7 +221,6 @@ absl::StatusOr<int64_t> Build(const BuildOptions& o, std::ostream& out) {
                                           {"token_balance_eps", o.token_balance_eps},
                                           {"expert_balance_eps", o.expert_balance_eps},
                                           {"replicas", o.replicas},
-                                          {"router", o.router},
                                           {"traces", o.traces}})
                       .dump();
   v.metrics_json = metrics.dump();
@@ -271,11 +229,10 @@ absl::StatusOr<int64_t> Build(const BuildOptions& o, std::ostream& out) {
   // A tables for this placement (Attention-TP engines predict token devices with both).
   const std::string layer_tables = LayerAffinity::Build(trace, placement).Table().Serialize();
   ASSIGN_OR_RETURN(int64_t version,
-                   store->Create(v, affinity.Serialize(), layer_tables, request_index));
+                   store->Create(v, affinity.Serialize(), layer_tables));
   step.Done();
   out << "version " << version << " (" << v.name << ", draft): in-sample " << o.mode
       << " LAR blind " << Pct(metrics["lar_blind"]) << ", affinity " << Pct(metrics["lar_affinity"])
-      << (metrics.contains("lar_knn") ? ", kNN " + Pct(metrics["lar_knn"]) : std::string())
       << ", bound " << Pct(metrics["bound"]) << "\n";
   return version;
 }
@@ -294,6 +251,7 @@ absl::StatusOr<nlohmann::ordered_json> EvalRows(const EvalOptions& o) {
   for (uint32_t t : trace.tokens) vocab = std::max(vocab, t + 1);
   ASSIGN_OR_RETURN(auto store, PlacementStore::Open(o.db));
   nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+  std::map<int, std::pair<double, double>> dp_bounds;  // G → (fitted optimum, capacity bound).
   for (int64_t version : o.versions) {
     step.Next(absl::StrCat("version ", version));
     ASSIGN_OR_RETURN(PlacementVersion v, store->Get(version));
@@ -348,22 +306,23 @@ absl::StatusOr<nlohmann::ordered_json> EvalRows(const EvalOptions& o) {
         row["tp_a2a_bytes_per_token_srs"] = tpa.a2a_bytes_per_token;
       }
     }
+    if (o.dp_bounds) {
+      if (dp_bounds.count(g) == 0) {
+        ASSIGN_OR_RETURN(DpSolution fitted,
+                         SolveDp(trace, {.num_devices = g,
+                                         .token_balance_eps = o.token_balance_eps,
+                                         .router_rounds = 0}));
+        ASSIGN_OR_RETURN(DpBound bound,
+                         DpCapacityBound(trace, {.num_devices = g,
+                                                 .token_balance_eps = o.token_balance_eps,
+                                                 .lower = fitted.lar}));
+        dp_bounds[g] = {fitted.lar, bound.capacity};
+      }
+      row["dp_fitted_optimum"] = dp_bounds[g].first;
+      row["dp_capacity_bound"] = dp_bounds[g].second;
+    }
     if (o.balanced_bound) {
       row["tp_balanced_bound"] = TpBalancedBound(trace, p, o.tp_batch_tokens, o.token_balance_eps);
-    }
-    // The kNN router, when the version stores its index (`--router knn` builds).
-    auto index_bytes = store->GetRequestIndex(version);
-    if (index_bytes.ok()) {
-      ASSIGN_OR_RETURN(RequestIndex index, RequestIndex::Deserialize(*index_bytes));
-      if (index.num_devices() == g) {
-        ASSIGN_OR_RETURN(
-            Metrics knn,
-            EvaluateDp(trace, p, KnnRequests(RequestPrompts(trace), index, kKnnNeighbours), eval));
-        row["dp_lar_knn"] = knn.lar;
-        row["dp_knn_token_load_imbalance"] = knn.token_load_imbalance;
-      }
-    } else if (!absl::IsNotFound(index_bytes.status())) {
-      return index_bytes.status();
     }
     rows.push_back(std::move(row));
   }
@@ -377,18 +336,28 @@ absl::Status Eval(const EvalOptions& o, std::ostream& out) {
     out << rows.dump() << "\n";
     return absl::OkStatus();
   }
-  out << absl::StrFormat("%-8s %-22s %6s %9s %9s %9s %9s %9s %9s %9s %9s\n", "version", "name", "G",
-                         "DP blind", "DP affin", "DP kNN", "DP bound", "TP blind", "TP SRS",
+  out << absl::StrFormat("%-8s %-22s %6s %9s %9s %9s %9s %9s %9s %9s\n", "version", "name", "G",
+                         "DP blind", "DP affin", "DP bound", "TP blind", "TP SRS",
                          "TP bound", "TP oracle");
   for (const auto& r : rows) {
     auto get = [&](const char* key) {
       return r.contains(key) ? absl::StrFormat("%9.4f", r[key].get<double>()) : std::string(9, '-');
     };
-    out << absl::StrFormat("%-8d %-22s %6d %s %s %s %s %s %s %s %s\n", r["version"].get<int64_t>(),
+    out << absl::StrFormat("%-8d %-22s %6d %s %s %s %s %s %s %s\n", r["version"].get<int64_t>(),
                            r["name"].get<std::string>(), r["devices"].get<int>(),
-                           get("dp_lar_blind"), get("dp_lar_affinity"), get("dp_lar_knn"),
+                           get("dp_lar_blind"), get("dp_lar_affinity"),
                            get("dp_bound"), get("tp_lar_blind"), get("tp_lar_srs"),
                            get("tp_balanced_bound"), get("tp_oracle"));
+  }
+  std::set<int> shown;
+  for (const auto& r : rows) {
+    const int g = r["devices"].get<int>();
+    if (!r.contains("dp_fitted_optimum") || !shown.insert(g).second) continue;
+    out << absl::StrFormat(
+        "G=%d, DP on these traces: fitted optimum %.4f (the solver co-scheduling these very "
+        "requests), capacity bound %.4f, per-request bound %.4f\n",
+        g, r["dp_fitted_optimum"].get<double>(), r["dp_capacity_bound"].get<double>(),
+        r["dp_bound"].get<double>());
   }
   return absl::OkStatus();
 }

@@ -32,9 +32,6 @@ struct BuildOptions {
   double token_balance_eps = 0.05;
   double expert_balance_eps = -1;  // Expert load per device ≤ (1 + eps) · mean; < 0: off.
   int replicas = 0;  // Extra slots per device per layer for hot experts (solver/replicas.h).
-  // DP: the request router the placement is built for: "tokens" (per-token scores, the
-  // placement re-fitted to that rule) or "knn" (nearest profile requests; the co-schedule kept).
-  std::string router = "tokens";
   // The checkpoint (HF layout): unseen tokens then borrow the affinity of their nearest seen
   // token in its embedding space. Empty: the layer marginal.
   std::string model_dir;
@@ -61,6 +58,9 @@ struct EvalOptions {
   bool json = false;
   // Also the TP balanced bound (TpBalancedBound; a few seconds per version at 500k tokens).
   bool balanced_bound = false;
+  // Also, per G, the DP solver fitted to these very traces (an in-sample optimum no router can
+  // beat in practice) and the capacity bound above it (eval/dp_bound.h; seconds each).
+  bool dp_bounds = false;
   // Shows the steps (EvalSteps: loading, then one per version) as they run; not owned, may be
   // null.
   Progress* progress = nullptr;

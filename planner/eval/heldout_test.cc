@@ -10,7 +10,6 @@
 #include "common/testing/shared_data.h"
 #include "gtest/gtest.h"
 #include "planner/affinity/layer_affinity.h"
-#include "planner/affinity/request_index.h"
 #include "planner/affinity/token_affinity.h"
 #include "planner/affinity/token_affinity_builder.h"
 #include "planner/eval/evaluate.h"
@@ -100,26 +99,6 @@ TEST(HeldOutTest, SemanticDpBeatsBaselinesOnHeldOutPrompts) {
     EXPECT_GT(s->lar, r_rr);
     EXPECT_LE(s->lar, bound);
     EXPECT_LE(s->token_load_imbalance, 1.05 + 1e-9);
-
-    // The kNN router (planner/affinity/request_index.h): the in-sample co-schedule's placement,
-    // and each held-out request where its most similar profile requests were co-scheduled.
-    auto co = SolveDp(profile, {.num_devices = g, .starts = 2, .seed = 1, .router_rounds = 0});
-    ASSERT_TRUE(co.ok());
-    auto index = RequestIndex::Build(profile, co->request_device, g);
-    ASSERT_TRUE(index.ok());
-    std::vector<std::vector<uint32_t>> prompts(heldout.num_requests());
-    for (int r = 0; r < heldout.num_requests(); ++r) {
-      prompts[r].assign(heldout.tokens.begin() + heldout.request_begin[r],
-                        heldout.tokens.begin() + heldout.request_begin[r + 1]);
-    }
-    for (int k : {3, 5, 10, 20}) {
-      auto knn = EvaluateDp(heldout, co->placement, KnnRequests(prompts, *index, k));
-      std::cout << "G=" << g << " held-out DP LAR semantic+kNN (k=" << k << "): " << knn->lar
-                << " (token imbalance " << knn->token_load_imbalance << ") → "
-                << 100 * knn->lar / bound << "% of the bound\n";
-      EXPECT_LE(knn->token_load_imbalance, 1.05 + 1e-9);
-      EXPECT_GT(knn->lar, best_baseline);
-    }
   }
 }
 

@@ -105,7 +105,8 @@ const Migration kMigrations[] = {
     {5, R"sql(
       ALTER TABLE placement_layers ADD COLUMN replicas BLOB;
     )sql"},
-    // The DP router's kNN index (planner/affinity/request_index.h).
+    // The DP router's kNN index of issue 20; removed in issue 22 (it lost to the per-token rule
+    // on held-out prompts, docs/PLANNER.md). The table stays so that old databases still open.
     {6, R"sql(
       CREATE TABLE request_index (
         version INTEGER PRIMARY KEY REFERENCES placements(version),
@@ -159,8 +160,7 @@ absl::Status PlacementStore::AddModel(const std::string& model, int num_layers, 
 
 absl::StatusOr<int64_t> PlacementStore::Create(const PlacementVersion& v,
                                                absl::string_view affinity_tables,
-                                               absl::string_view layer_tables,
-                                               absl::string_view request_index) {
+                                               absl::string_view layer_tables) {
   if (!IsJsonObject(v.params_json) || !IsJsonObject(v.metrics_json)) {
     return absl::InvalidArgumentError("params_json and metrics_json must be JSON objects");
   }
@@ -240,8 +240,7 @@ absl::StatusOr<int64_t> PlacementStore::Create(const PlacementVersion& v,
     RETURN_IF_ERROR(tables.Run());
   }
   for (const auto& [table, blob] :
-       {std::pair<const char*, absl::string_view>{"layer_tables", layer_tables},
-        {"request_index", request_index}}) {
+       {std::pair<const char*, absl::string_view>{"layer_tables", layer_tables}}) {
     if (blob.empty()) continue;
     ASSIGN_OR_RETURN(Statement insert_blob,
                      db_->Prepare(absl::StrCat("INSERT INTO ", table,
@@ -382,10 +381,6 @@ absl::StatusOr<std::string> PlacementStore::GetAffinityTables(int64_t version) {
 
 absl::StatusOr<std::string> PlacementStore::GetLayerTables(int64_t version) {
   return GetBlob("layer_tables", "layer tables", version);
-}
-
-absl::StatusOr<std::string> PlacementStore::GetRequestIndex(int64_t version) {
-  return GetBlob("request_index", "request index", version);
 }
 
 absl::Status PlacementStore::Activate(int64_t version) {

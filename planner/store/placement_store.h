@@ -60,19 +60,15 @@ class PlacementStore {
   // given, in the same transaction — and returns its number. NotFound for an unknown model or
   // parent; InvalidArgument if the placement does not fit the model or the JSON fields are not
   // objects.
-  // `layer_tables`: the A tables (TransitionTable::Serialize bytes), and `request_index`: the DP
-  // router's kNN index (RequestIndex::Serialize bytes), likewise optional.
+  // `layer_tables`: the A tables (TransitionTable::Serialize bytes), likewise optional.
   absl::StatusOr<int64_t> Create(const PlacementVersion& version,
                                  absl::string_view affinity_tables = {},
-                                 absl::string_view layer_tables = {},
-                                 absl::string_view request_index = {});
+                                 absl::string_view layer_tables = {});
 
   // The affinity tables stored with `version`; NotFound if it has none.
   absl::StatusOr<std::string> GetAffinityTables(int64_t version);
   // The A tables stored with `version`; NotFound if it has none.
   absl::StatusOr<std::string> GetLayerTables(int64_t version);
-  // The request index stored with `version`; NotFound if it has none.
-  absl::StatusOr<std::string> GetRequestIndex(int64_t version);
 
   absl::StatusOr<PlacementVersion> Get(int64_t version);
   // The models' names, sorted.

@@ -75,10 +75,6 @@ TEST(PlacementStoreTest, AffinityTablesStoredWithTheVersion) {
   EXPECT_EQ(*store->GetAffinityTables(both), tables);
   EXPECT_EQ(store->GetLayerTables(with).status().code(), absl::StatusCode::kNotFound);
   EXPECT_FALSE(store->database().Execute("DELETE FROM layer_tables").ok());
-  const int64_t indexed = *store->Create(Version("d", 4), tables, layers, "SMRQIDX1-bytes");
-  EXPECT_EQ(*store->GetRequestIndex(indexed), "SMRQIDX1-bytes");
-  EXPECT_EQ(store->GetRequestIndex(both).status().code(), absl::StatusCode::kNotFound);
-  EXPECT_FALSE(store->database().Execute("UPDATE request_index SET data = x'00'").ok());
 }
 
 TEST(PlacementStoreTest, ReplicasRoundTrip) {

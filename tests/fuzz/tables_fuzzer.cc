@@ -1,6 +1,5 @@
-// The stored tables (planner/affinity): token affinity, transition (A) tables, the kNN request
-// index, and placement JSON — each parser on the same bytes.
-#include "planner/affinity/request_index.h"
+// The stored tables (planner/affinity): token affinity, transition (A) tables and placement
+// JSON — each parser on the same bytes.
 #include "planner/affinity/token_affinity.h"
 #include "planner/affinity/transition_table.h"
 #include "planner/placement/placement.h"
@@ -12,7 +11,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto affinity = TokenAffinity::Deserialize(bytes);
   if (affinity.ok()) (void)affinity->Serialize();
   (void)TransitionTable::Deserialize(bytes);
-  (void)RequestIndex::Deserialize(bytes);
   auto placement = Placement::FromJson(bytes);
   if (placement.ok()) (void)placement->ToJson();
   return 0;
