@@ -3,13 +3,15 @@
 //   planner build    --db DB --model NAME --traces T[,T...] --devices G --mode dp|tp
 //                    --algo semantic|paper|vanilla|random|eplb|coact [--name N] [--seed S]
 //                    [--model_dir DIR]   (embedding fallback for unseen tokens)
-//                    [--expert_balance_eps E]   (expert compute balance)
+//                    [--expert_balance_eps E [--balance_groups K]]   (expert compute balance)
 //                    [--replicas R]   (R replicated hot experts per device per layer)
 //   planner drift    --db DB --version V --traces LIVE[,...] [--json]   (live vs planned)
 //   planner eval     --db DB --versions V[,V...] --traces HELDOUT[,...] [--profile T,...]
 //                    [--json]
 //                    [--balanced_bound]   (the TP bound under the balance constraint too)
 //                    [--dp_bounds]   (the DP fitted optimum and capacity bound on these traces)
+//   planner eval     --pareto --profile T --traces HELDOUT [--devices G] [--link_cost C]
+//   planner eval     --zero_shot --profile T --traces HELDOUT [--domains PROMPTS.jsonl]
 //   planner list     --db DB --model NAME
 //   planner show     --db DB --version V
 //   planner diff     --db DB --versions V1,V2
@@ -46,6 +48,8 @@
 #include "planner/cli/commands.h"
 #include "planner/cli/drift.h"
 #include "planner/cli/experiments.h"
+#include "planner/cli/studies.h"
+#include "planner/eval/evaluate.h"
 #include "planner/server/serve.h"
 
 ABSL_FLAG(std::string, db, "", "planner SQLite database (created if missing)");
@@ -61,9 +65,13 @@ ABSL_FLAG(uint64_t, seed, 0, "build: seed");
 ABSL_FLAG(std::string, model_dir, "",
           "build: checkpoint directory; unseen tokens then use their "
           "nearest seen token's affinity (embedding space)");
-ABSL_FLAG(double, expert_balance_eps, -1,
-          "build: expert load per device ≤ (1 + eps) · mean "
-          "(compute balance; negative: off)");
+ABSL_FLAG(int, balance_groups, 1,
+          "build: with --expert_balance_eps, the cap also holds for each of this many request "
+          "clusters (robust to a different traffic mix)");
+ABSL_FLAG(std::string, expert_balance_eps, "auto",
+          "build: expert load per device ≤ (1 + eps) · mean (compute balance): a number, off, "
+          "or auto (semantic DP: the cap with the least modelled MoE time on held-back profile "
+          "requests, docs/PLANNER.md \"Balance\"; otherwise off)");
 ABSL_FLAG(int, replicas, 0, "build: extra slots per device per layer for replicated hot experts");
 ABSL_FLAG(double, balance_eps, 0.05,
           "build/eval: token load per device ≤ (1 + eps) · mean (DP: over the requests; TP: per "
@@ -72,6 +80,16 @@ ABSL_FLAG(std::vector<std::string>, versions, {}, "eval: comma-separated version
 ABSL_FLAG(int64_t, version, 0, "show/activate/export: version");
 ABSL_FLAG(int64_t, hidden_size, 0, "eval: hidden size for all-to-all bytes (0: not reported)");
 ABSL_FLAG(bool, json, false, "eval, drift: one JSON line");
+ABSL_FLAG(bool, pareto, false,
+          "eval: LAR against expert-load imbalance (DP) for a grid of balance caps, planned on "
+          "--profile, evaluated on --traces, with the MoE time model (--devices G)");
+ABSL_FLAG(bool, zero_shot, false,
+          "eval: plan on each domain of --profile, evaluate on each domain of --traces");
+ABSL_FLAG(std::string, domains, "",
+          "eval --zero_shot: JSONL with \"id\" and \"domain\" per request (e.g. the prompts "
+          "file); otherwise a request's domain is its name up to the first '-'");
+ABSL_FLAG(double, link_cost, semmoe::planner::EvalOptions::kLinkCost,
+          "time model: one exchanged row costs this many expert rows");
 ABSL_FLAG(bool, dp_bounds, false,
           "eval: per G, the DP solver fitted to the traces themselves and the capacity bound");
 ABSL_FLAG(bool, balanced_bound, false,
@@ -146,7 +164,8 @@ int Experiment(const std::string& db, const std::string& sub) {
 
 int Run(const std::string& command, const std::string& sub) {
   const std::string db = UserPath(absl::GetFlag(FLAGS_db));
-  if (db.empty()) return Usage("--db is required");
+  const bool study = absl::GetFlag(FLAGS_pareto) || absl::GetFlag(FLAGS_zero_shot);
+  if (db.empty() && !(command == "eval" && study)) return Usage("--db is required");
   const std::string model = absl::GetFlag(FLAGS_model);
   const int64_t version = absl::GetFlag(FLAGS_version);
   if (command == "experiment") return Experiment(db, sub);
@@ -159,6 +178,15 @@ int Run(const std::string& command, const std::string& sub) {
                        .unit = "steps",
                        .total = cli::kBuildSteps,
                        .enabled = ProgressEnabled(absl::GetFlag(FLAGS_quiet))});
+    const std::string balance_flag = absl::GetFlag(FLAGS_expert_balance_eps);
+    double balance = cli::kBalanceAuto;
+    if (balance_flag == "off") {
+      balance = -1;
+    } else if (balance_flag != "auto" && !absl::SimpleAtod(balance_flag, &balance)) {
+      return Usage(absl::StrCat("--expert_balance_eps: '", balance_flag,
+                                "' is not a number, off or auto"));
+    }
+    if (balance < 0 && balance != cli::kBalanceAuto) balance = -1;
     return Done(cli::Build({.db = db,
                             .model = model,
                             .traces = UserPaths(absl::GetFlag(FLAGS_traces)),
@@ -168,7 +196,9 @@ int Run(const std::string& command, const std::string& sub) {
                             .name = absl::GetFlag(FLAGS_name),
                             .seed = absl::GetFlag(FLAGS_seed),
                             .token_balance_eps = absl::GetFlag(FLAGS_balance_eps),
-                            .expert_balance_eps = absl::GetFlag(FLAGS_expert_balance_eps),
+                            .expert_balance_eps = balance,
+                            .balance_groups = absl::GetFlag(FLAGS_balance_groups),
+                            .link_cost = absl::GetFlag(FLAGS_link_cost),
                             .replicas = absl::GetFlag(FLAGS_replicas),
                             .model_dir = UserPath(absl::GetFlag(FLAGS_model_dir)),
                             .progress = &progress},
@@ -186,6 +216,22 @@ int Run(const std::string& command, const std::string& sub) {
                             .live = traces,
                             .json = absl::GetFlag(FLAGS_json)},
                            std::cout));
+  }
+  if (command == "eval" && study) {  // Plans in memory from --profile: no database.
+    if (absl::GetFlag(FLAGS_traces).empty() || absl::GetFlag(FLAGS_profile).empty()) {
+      return Usage("eval --pareto / --zero_shot need --profile and --traces");
+    }
+    const cli::StudyOptions study{.profile = UserPaths(absl::GetFlag(FLAGS_profile)),
+                                  .traces = UserPaths(absl::GetFlag(FLAGS_traces)),
+                                  .devices = absl::GetFlag(FLAGS_devices),
+                                  .token_balance_eps = absl::GetFlag(FLAGS_balance_eps),
+                                  .link_cost = absl::GetFlag(FLAGS_link_cost),
+                                  .balance_groups = absl::GetFlag(FLAGS_balance_groups),
+                                  .domains = UserPath(absl::GetFlag(FLAGS_domains)),
+                                  .json = absl::GetFlag(FLAGS_json),
+                                  .seed = absl::GetFlag(FLAGS_seed)};
+    return Done(absl::GetFlag(FLAGS_pareto) ? cli::Pareto(study, std::cout)
+                                            : cli::ZeroShot(study, std::cout));
   }
   if (command == "eval") {
     std::vector<int64_t> versions;

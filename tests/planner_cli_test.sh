@@ -80,6 +80,33 @@ json="$("$PLANNER" eval --db="$DB" --versions=3 --traces="$TMP/t.trace" --balanc
 [[ "$json" == *'"tp_balanced_bound":'* ]] || fail "eval --balanced_bound lacks its bound: $json"
 json="$("$PLANNER" eval --db="$DB" --versions=3 --traces="$TMP/t.trace" --json)"
 [[ "$json" != *'"tp_balanced_bound"'* ]] || fail "eval reports the bound unasked: $json"
+# Balance: the build records the cap the time model chose (or off), and takes a fixed one.
+"$PLANNER" show --db="$DB" --version=1 | grep -q '"expert_balance_auto": true' ||
+  fail "the default build does not record its automatic balance choice"
+out="$("$PLANNER" build --db="$DB" --model=tiny --traces="$TMP/t.trace" --devices=2 --name=capped \
+  --expert_balance_eps=0.1)"
+v="${out#version }"
+"$PLANNER" show --db="$DB" --version="${v%% *}" | grep -q '"expert_balance_eps": 0.1' ||
+  fail "--expert_balance_eps=0.1 not recorded"
+expect_error 2 "--expert_balance_eps: 'lots' is not a number, off or auto" -- "$PLANNER" build \
+  --db="$DB" --model=tiny --traces="$TMP/t.trace" --expert_balance_eps=lots
+# The Pareto curve (no database needed): off first, one chosen point, imbalance ≥ 1.
+out="$("$PLANNER" eval --pareto --profile="$TMP/t.trace" --traces="$TMP/t.trace" --devices=2)"
+[[ "$out" == *"off "*"(chosen)"* ]] || fail "eval --pareto: $out"
+json="$("$PLANNER" eval --pareto --profile="$TMP/t.trace" --traces="$TMP/t.trace" --devices=2 --json)"
+[[ "$(grep -o '"chosen":true' <<<"$json" | wc -l)" == 1 ]] || fail "pareto: one chosen point: $json"
+expect_error 2 "need --profile and --traces" -- "$PLANNER" eval --pareto --traces="$TMP/t.trace"
+# The zero-shot matrix by domain: three domains named in a JSONL file, and "all".
+awk -F'"' '{ printf "{\"id\": \"%s\", \"domain\": \"d%d\"}\n", $4, NR % 3 }' \
+  "$TMP/prompts.jsonl" >"$TMP/domains.jsonl"
+out="$("$PLANNER" eval --zero_shot --profile="$TMP/t.trace" --traces="$TMP/t.trace" --devices=2 \
+  --domains="$TMP/domains.jsonl")"
+grep -q "^profile .*d1 .*d2 .*d0 .*all" <<<"$out" || fail "zero-shot columns: $out"
+[[ "$(grep -c '^d[012] (8)' <<<"$out")" == 6 ]] || fail "zero-shot rows (DP and TP): $out"
+echo '{"id": "p1"}' >"$TMP/bad_domains.jsonl"
+expect_error 1 "bad_domains.jsonl:1: needs a JSON object with \"id\" and \"domain\"" -- \
+  "$PLANNER" eval --zero_shot --profile="$TMP/t.trace" --traces="$TMP/t.trace" --devices=2 \
+  --domains="$TMP/bad_domains.jsonl"
 # --dp_bounds: the fitted optimum ≤ the capacity bound ≤ the per-request bound.
 json="$("$PLANNER" eval --db="$DB" --versions=1 --traces="$TMP/t.trace" --dp_bounds --json)"
 field() { sed -E "s/.*\"$1\":([0-9.e+-]+).*/\1/" <<<"$json"; }

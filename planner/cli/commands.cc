@@ -20,6 +20,7 @@
 #include "planner/eval/dp_bound.h"
 #include "planner/eval/evaluate.h"
 #include "planner/eval/schedule.h"
+#include "planner/solver/balance_curve.h"
 #include "planner/solver/baselines.h"
 #include "planner/solver/paper_placement.h"
 #include "planner/solver/dp_solver.h"
@@ -82,7 +83,10 @@ absl::Status Append(trace::TraceSet& all, const trace::TraceSet& more, const std
   return absl::OkStatus();
 }
 
-absl::StatusOr<Placement> BuildPlacement(const trace::TraceSet& trace, const BuildOptions& o) {
+// `balance`: the expert-load cap applied (-1: none), for the version's parameters.
+absl::StatusOr<Placement> BuildPlacement(const trace::TraceSet& trace, const BuildOptions& o,
+                                         double* balance) {
+  *balance = o.expert_balance_eps == kBalanceAuto ? -1 : o.expert_balance_eps;
   const std::vector<int> layers(trace.header.moe_layers.begin(), trace.header.moe_layers.end());
   const int n = static_cast<int>(trace.header.num_experts);
   if (o.algo == "vanilla") return Placement::Vanilla(layers, n, o.devices);
@@ -100,8 +104,20 @@ absl::StatusOr<Placement> BuildPlacement(const trace::TraceSet& trace, const Bui
     DpSolverOptions solver{.num_devices = o.devices,
                            .token_balance_eps = o.token_balance_eps,
                            .seed = o.seed,
-                           .expert_balance_eps = o.expert_balance_eps};
+                           .expert_balance_eps = *balance,
+                           .balance_groups = o.balance_groups};
     if (o.mode == "tp") return SolveTp(trace, solver);
+    if (o.expert_balance_eps == kBalanceAuto && trace.num_requests() >= 2) {
+      ASSIGN_OR_RETURN(BalanceCurve curve,
+                       TraceBalanceCurve(trace, solver,
+                                         {.num_devices = o.devices,
+                                          .token_balance_eps = o.token_balance_eps,
+                                          .link_cost = o.link_cost,
+                                          .balance_groups = o.balance_groups,
+                                          .seed = o.seed}));
+      *balance = curve.points[curve.chosen].eps;
+      return curve.points[curve.chosen].placement;
+    }
     ASSIGN_OR_RETURN(DpSolution solution, SolveDp(trace, solver));
     return solution.placement;
   }
@@ -156,7 +172,8 @@ absl::StatusOr<int64_t> Build(const BuildOptions& o, std::ostream& out) {
   step.Next("loading traces");
   ASSIGN_OR_RETURN(trace::TraceSet trace, LoadTraces(o.traces));
   step.Next(absl::StrCat("solving (", o.algo, ", ", o.mode, ")"));
-  ASSIGN_OR_RETURN(Placement placement, BuildPlacement(trace, o));
+  double balance = -1;
+  ASSIGN_OR_RETURN(Placement placement, BuildPlacement(trace, o, &balance));
   step.Next("affinity tables");
   // In-sample metrics under the blind and the affinity data policies of the chosen mode.
   TokenAffinity affinity = BuildTokenAffinity(trace);
@@ -181,11 +198,13 @@ absl::StatusOr<int64_t> Build(const BuildOptions& o, std::ostream& out) {
                      EvaluateDp(trace, placement,
                                 AffinityRequests(trace, affinity.DpScores(placement, vocab),
                                                  o.devices, o.token_balance_eps),
-                                kRowsPerToken));
+                                {.hidden_size = 1, .bytes_per_value = 1,
+                                 .link_cost = o.link_cost}));
     metrics = {{"lar_blind", blind.lar},
                {"lar_affinity", aff.lar},
                {"bound", DpRequestBound(trace, o.devices)},
                {"expert_load_imbalance", aff.expert_load_imbalance},
+               {"moe_time_per_token", aff.moe_time_per_token},
                {"token_load_imbalance", aff.token_load_imbalance},
                {"a2a_rows_per_token", aff.a2a_bytes_per_token},
                {"lar_affinity_per_layer", aff.lar_per_layer},
@@ -219,7 +238,9 @@ absl::StatusOr<int64_t> Build(const BuildOptions& o, std::ostream& out) {
                                           {"devices", o.devices},
                                           {"seed", o.seed},
                                           {"token_balance_eps", o.token_balance_eps},
-                                          {"expert_balance_eps", o.expert_balance_eps},
+                                          {"expert_balance_eps", balance},
+                                          {"expert_balance_auto", o.expert_balance_eps == kBalanceAuto},
+                                          {"balance_groups", o.balance_groups},
                                           {"replicas", o.replicas},
                                           {"traces", o.traces}})
                       .dump();

@@ -12,6 +12,7 @@
 #include "absl/status/statusor.h"
 #include "common/progress.h"
 #include "nlohmann/json.hpp"
+#include "planner/eval/evaluate.h"
 #include "planner/trace/trace_set.h"
 
 namespace semmoe::planner::cli {
@@ -19,6 +20,8 @@ namespace semmoe::planner::cli {
 // A trace file (trace_format.h) or a flat-array trace directory (index.json + tokens.u16 +
 // topk_ids.u8); several are concatenated (they must agree on layers, experts and top-k).
 absl::StatusOr<trace::TraceSet> LoadTraces(const std::vector<std::string>& paths);
+
+inline constexpr double kBalanceAuto = -2;
 
 struct BuildOptions {
   std::string db;
@@ -30,7 +33,12 @@ struct BuildOptions {
   std::string name;               // Default: "<algo>-<mode>-g<devices>".
   uint64_t seed = 0;
   double token_balance_eps = 0.05;
-  double expert_balance_eps = -1;  // Expert load per device ≤ (1 + eps) · mean; < 0: off.
+  // Expert load per device ≤ (1 + eps) · mean; -1: off; kBalanceAuto: semantic DP takes the
+  // cap of least modelled MoE time on held-back profile requests (solver/balance_curve.h),
+  // other builds none.
+  double expert_balance_eps = kBalanceAuto;
+  int balance_groups = 1;  // ... for each of this many request clusters too.
+  double link_cost = planner::EvalOptions::kLinkCost;  // The time model's, for kBalanceAuto.
   int replicas = 0;  // Extra slots per device per layer for hot experts (solver/replicas.h).
   // The checkpoint (HF layout): unseen tokens then borrow the affinity of their nearest seen
   // token in its embedding space. Empty: the layer marginal.

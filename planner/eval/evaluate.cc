@@ -39,11 +39,13 @@ Metrics Evaluate(const TraceSet& trace, const Placement& placement,
   const int64_t tokens = trace.num_tokens();
   Metrics m;
   int64_t local_total = 0, remote_copies = 0;
-  std::vector<int64_t> load(g), token_load(g);
+  std::vector<int64_t> load(g), token_load(g), exchanged(g);
+  double time = 0;
   std::vector<int64_t> seen(g, -1);  // Last (token, layer) stamp that sent to each device.
   for (int l = 0; l < layers; ++l) {
     std::fill(load.begin(), load.end(), 0);
     std::fill(token_load.begin(), token_load.end(), 0);
+    std::fill(exchanged.begin(), exchanged.end(), 0);
     int64_t local = 0;
     for (int64_t t = 0; t < tokens; ++t) {
       const int home = device_of_token(l, t);
@@ -57,10 +59,17 @@ Metrics Evaluate(const TraceSet& trace, const Placement& placement,
         } else if (seen[d] != t * layers + l) {
           seen[d] = t * layers + l;
           ++remote_copies;
+          ++exchanged[home];
+          ++exchanged[d];
         }
       }
     }
     local_total += local;
+    double busiest = 0;
+    for (int d = 0; d < g; ++d) {
+      busiest = std::max(busiest, load[d] + options.link_cost * exchanged[d]);
+    }
+    time += busiest;
     m.lar_per_layer.push_back(tokens == 0 ? 0.0 : static_cast<double>(local) / (tokens * k));
     m.expert_load_imbalance_per_layer.push_back(MaxOverMean(load));
     m.expert_load_imbalance = std::max(m.expert_load_imbalance, MaxOverMean(load));
@@ -69,6 +78,7 @@ Metrics Evaluate(const TraceSet& trace, const Placement& placement,
   const int64_t activations = tokens * layers * k;
   m.lar = activations == 0 ? 0.0 : static_cast<double>(local_total) / activations;
   if (tokens > 0) {
+    m.moe_time_per_token = time / static_cast<double>(tokens);
     m.a2a_bytes_per_token = 2.0 * remote_copies * options.hidden_size * options.bytes_per_value /
                             static_cast<double>(tokens);
   }

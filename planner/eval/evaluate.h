@@ -28,11 +28,20 @@ struct Metrics {
   std::vector<double> expert_load_imbalance_per_layer;
   // Max over layers of (tokens on the busiest device / mean per device).
   double token_load_imbalance = 0;
+  // The MoE time model, per token: Σ over layers of max over devices of (expert rows computed
+  // there + link_cost × rows it exchanges: copies it sends to remote experts plus copies it
+  // receives, each there and back). Expert rows alone make it the expert load; exchanged rows
+  // alone, the all-to-all. In units of one expert row; compare placements by their ratio.
+  double moe_time_per_token = 0;
 };
 
 struct EvalOptions {
   int64_t hidden_size = 0;  // Values per token row; 0 leaves a2a_bytes_per_token at 0.
   int bytes_per_value = 2;  // bf16 activations on the wire.
+  // The time of one exchanged row (dispatch + combine) in expert rows, for moe_time_per_token;
+  // kLinkCost is calibrated from bench_ep (docs/PLANNER.md, "Balance").
+  double link_cost = kLinkCost;
+  static constexpr double kLinkCost = 2.5;
 };
 
 // REQUIRES nothing; InvalidArgument when the placement does not match the trace's layers and

@@ -32,6 +32,15 @@ TEST(EvaluateTest, HandComputedDp) {
   EXPECT_DOUBLE_EQ(m->token_load_imbalance, 1.0);
   EXPECT_DOUBLE_EQ(DpRequestBound(t, 2), 6.0 / 8);
   EXPECT_DOUBLE_EQ(TpTokenOracle(t, *vanilla), 6.0 / 8);
+  // Time model: each device computes 4 expert rows and exchanges 2 (it sends one copy and
+  // receives one), over 4 tokens.
+  EXPECT_DOUBLE_EQ(m->moe_time_per_token, (4 + 2 * EvalOptions::kLinkCost) / 4);
+  auto compute_only = EvaluateDp(t, *vanilla, RoundRobinRequests(t, 2), {.link_cost = 0});
+  EXPECT_DOUBLE_EQ(compute_only->moe_time_per_token, 1.0);
+  // Both requests on device 0: it computes its 4 rows and exchanges 3, device 1 computes 4
+  // and exchanges 3 (r1's tokens use experts 2, 3 remotely; r0's token 2 uses expert 2).
+  auto crowded = EvaluateDp(t, *vanilla, {0, 0}, {.link_cost = 1});
+  EXPECT_DOUBLE_EQ(crowded->moe_time_per_token, (4 + 3) / 4.0);
 }
 
 TEST(EvaluateTest, PerRankDedupCountsOneCopyPerRemoteDevice) {

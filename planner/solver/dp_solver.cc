@@ -10,6 +10,7 @@
 #include "planner/affinity/token_affinity_builder.h"
 #include "planner/eval/schedule.h"
 #include "planner/solver/assignment.h"
+#include "planner/solver/expert_balance.h"
 
 namespace semmoe::planner {
 namespace {
@@ -45,57 +46,6 @@ Usage CountUsage(const TraceSet& trace) {
     usage.by_request.push_back(std::move(layers));
   }
   return usage;
-}
-
-// Swaps experts between devices, per layer, until each device's expert load (activations of its
-// experts over the trace) is at most (1 + eps) × the mean, each time taking the swap that keeps
-// most activations local under `request_device`. Stops early if no swap lowers the busiest
-// device below the cap (the result is then as balanced as single swaps make it).
-void BalanceExpertLoad(const TraceSet& trace, const Usage& usage,
-                       const std::vector<int>& request_device, int g, double eps,
-                       std::vector<std::vector<int32_t>>& device_of) {
-  const int n = static_cast<int>(trace.header.num_experts);
-  for (int l = 0; l < trace.num_layers(); ++l) {
-    std::vector<int64_t> load(n, 0);
-    std::vector<std::vector<int64_t>> local(n, std::vector<int64_t>(g, 0));  // [expert][device]
-    for (size_t r = 0; r < request_device.size(); ++r) {
-      for (const auto& [e, c] : usage.by_request[r][l]) {
-        load[e] += c;
-        local[e][request_device[r]] += c;
-      }
-    }
-    std::vector<int64_t> device_load(g, 0);
-    int64_t total = 0;
-    for (int e = 0; e < n; ++e) {
-      device_load[device_of[l][e]] += load[e];
-      total += load[e];
-    }
-    const double cap = (1.0 + eps) * static_cast<double>(total) / g;
-    for (int iteration = 0; iteration < n * n; ++iteration) {
-      const int hot = static_cast<int>(std::max_element(device_load.begin(), device_load.end()) -
-                                       device_load.begin());
-      if (static_cast<double>(device_load[hot]) <= cap) break;
-      int best_a = -1, best_b = -1;
-      int64_t best_loss = 0;
-      for (int a = 0; a < n; ++a) {
-        if (device_of[l][a] != hot) continue;
-        for (int b = 0; b < n; ++b) {
-          const int other = device_of[l][b];
-          if (other == hot || load[b] >= load[a]) continue;
-          // The other device must stay below the busiest one's current load.
-          if (device_load[other] - load[b] + load[a] >= device_load[hot]) continue;
-          const int64_t loss = local[a][hot] + local[b][other] - local[a][other] - local[b][hot];
-          if (best_a < 0 || loss < best_loss) best_a = a, best_b = b, best_loss = loss;
-        }
-      }
-      if (best_a < 0) break;
-      const int other = device_of[l][best_b];
-      device_load[hot] += load[best_b] - load[best_a];
-      device_load[other] += load[best_a] - load[best_b];
-      device_of[l][best_a] = other;
-      device_of[l][best_b] = hot;
-    }
-  }
 }
 
 class DpState {
@@ -292,7 +242,11 @@ absl::StatusOr<DpSolution> SolveDp(const TraceSet& trace, const DpSolverOptions&
     for (int l = 0; l < trace.num_layers(); ++l) {
       for (int e = 0; e < n; ++e) state.device_of_[l][e] = best.placement.Device(l, e);
     }
-    BalanceExpertLoad(trace, usage, best.request_device, g, options.expert_balance_eps,
+    BalanceExpertLoad(trace,
+                      {.num_devices = g,
+                       .eps = options.expert_balance_eps,
+                       .request_group = UsageClusters(trace, options.balance_groups, options.seed),
+                       .request_device = best.request_device},
                       state.device_of_);
     ASSIGN_OR_RETURN(best.placement, Placement::FromAssignment(moe_layers, n, g, state.device_of_));
     best.local_activations = state.Objective();

@@ -34,10 +34,13 @@ struct DpSolverOptions {
   // An extra start from this request → device assignment (e.g. derived from a baseline), run
   // before the seeded ones; empty: none. Must be balanced within the token capacity.
   std::vector<int> initial_request_device;
-  // Optional expert compute balance: each device's expert load (activations of its experts on
-  // this trace) ≤ (1 + eps) × the mean, by expert swaps that keep most activations local.
-  // Negative: off.
+  // Optional expert compute balance (expert_balance.h): each device's expert load (activations
+  // of its experts on this trace) ≤ (1 + eps) × the mean, by expert swaps that keep most
+  // activations local. Negative: off. With balance_groups > 1 the cap holds for each of that
+  // many request clusters (UsageClusters) too, so that a different mix of traffic stays
+  // balanced.
   double expert_balance_eps = -1;
+  int balance_groups = 1;
 };
 
 struct DpSolution {
