@@ -10,6 +10,7 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "planner/eval/evaluate.h"
+#include "planner/solver/balance_curve.h"
 #include "planner/solver/dp_solver.h"
 #include "planner/solver/tp_solver.h"
 
@@ -95,6 +96,23 @@ int Main() {
                                                trace.header.num_experts, g),
                   planner::RoundRobinRequests(trace, g))
                   ->lar);
+  // What `planner build` does by default in DP: the solve again on half the requests, and the
+  // balance curve (expert-load caps timed on the other half, solver/balance_curve.h).
+  start = std::chrono::steady_clock::now();
+  auto curve = planner::TraceBalanceCurve(trace, {.num_devices = g, .seed = 1},
+                                          {.num_devices = g, .seed = 1});
+  const double curve_s = Seconds(start);
+  if (!curve.ok()) {
+    std::fprintf(stderr, "%s\n", curve.status().ToString().c_str());
+    return 1;
+  }
+  const planner::BalancePoint& chosen = curve->points[curve->chosen];
+  std::printf(
+      "DP with the balance curve (planner build's default): %.1f s, chose cap %s: in-sample "
+      "LAR %.3f, expert-load imbalance %.3f (unbalanced: %.3f, %.3f)\n",
+      curve_s, chosen.eps < 0 ? "off" : std::to_string(chosen.eps).substr(0, 4).c_str(),
+      chosen.profile.lar, chosen.profile.expert_load_imbalance,
+      curve->points[0].profile.lar, curve->points[0].profile.expert_load_imbalance);
   start = std::chrono::steady_clock::now();
   auto tp = planner::SolveTp(trace, {.num_devices = g, .seed = 1});
   const double tp_s = Seconds(start);

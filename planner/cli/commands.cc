@@ -181,13 +181,14 @@ absl::StatusOr<int64_t> Build(const BuildOptions& o, std::ostream& out) {
   for (uint32_t t : trace.tokens) vocab = std::max(vocab, t + 1);
   if (!o.model_dir.empty()) RETURN_IF_ERROR(AddEmbeddingFallback(o.model_dir, affinity));
   if (o.replicas > 0) {
-    // Hot experts copied to the devices whose scheduled tokens use them most.
+    // Hot experts copied where the time model gains most (solver/replicas.h).
     const std::vector<std::vector<int>> schedule =
         o.mode == "dp"
             ? TokensOfRequests(trace, AffinityRequests(trace, affinity.DpScores(placement, vocab),
                                                        o.devices, o.token_balance_eps))
             : SrsTokens(trace, affinity, placement, kSrsBatchTokens, nullptr, o.token_balance_eps);
-    ASSIGN_OR_RETURN(placement, AddHotReplicas(trace, placement, schedule, o.replicas));
+    ASSIGN_OR_RETURN(placement,
+                     AddHotReplicas(trace, placement, schedule, o.replicas, o.link_cost));
   }
   step.Next("in-sample metrics");
   nlohmann::ordered_json metrics;
@@ -320,6 +321,7 @@ absl::StatusOr<nlohmann::ordered_json> EvalRows(const EvalOptions& o) {
                                                          o.token_balance_eps),
                                                eval));
       row["dp_lar_affinity"] = dpa.lar;
+      row["dp_moe_time_per_token"] = dpa.moe_time_per_token;
       row["dp_token_load_imbalance"] = dpa.token_load_imbalance;
       row["tp_lar_srs"] = tpa.lar;
       if (o.hidden_size > 0) {
@@ -357,17 +359,20 @@ absl::Status Eval(const EvalOptions& o, std::ostream& out) {
     out << rows.dump() << "\n";
     return absl::OkStatus();
   }
-  out << absl::StrFormat("%-8s %-22s %6s %9s %9s %9s %9s %9s %9s %9s\n", "version", "name", "G",
-                         "DP blind", "DP affin", "DP bound", "TP blind", "TP SRS",
+  out << absl::StrFormat("%-8s %-22s %4s %9s %9s %9s %8s %8s %9s %9s %9s %9s\n", "version", "name", "G",
+                         "DP blind", "DP affin", "DP bound", "imbal.", "DP time", "TP blind", "TP SRS",
                          "TP bound", "TP oracle");
   for (const auto& r : rows) {
     auto get = [&](const char* key) {
       return r.contains(key) ? absl::StrFormat("%9.4f", r[key].get<double>()) : std::string(9, '-');
     };
-    out << absl::StrFormat("%-8d %-22s %6d %s %s %s %s %s %s %s\n", r["version"].get<int64_t>(),
+    out << absl::StrFormat("%-8d %-22s %4d %s %s %s %8.3f %s %s %s %s %s\n", r["version"].get<int64_t>(),
                            r["name"].get<std::string>(), r["devices"].get<int>(),
                            get("dp_lar_blind"), get("dp_lar_affinity"),
-                           get("dp_bound"), get("tp_lar_blind"), get("tp_lar_srs"),
+                           get("dp_bound"), r["expert_load_imbalance"].get<double>(),
+                           r.contains("dp_moe_time_per_token")
+                               ? absl::StrFormat("%8.2f", r["dp_moe_time_per_token"].get<double>())
+                               : std::string(8, '-'), get("tp_lar_blind"), get("tp_lar_srs"),
                            get("tp_balanced_bound"), get("tp_oracle"));
   }
   std::set<int> shown;

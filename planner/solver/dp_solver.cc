@@ -57,8 +57,12 @@ class DpState {
   void ExpertStep() {
     const int per = n_ / g_;
     device_of_.assign(trace_.num_layers(), std::vector<int32_t>(n_));
-    std::vector<double> w(static_cast<size_t>(n_) * g_);
-    std::vector<double> slots(static_cast<size_t>(n_) * n_);
+    // Kept between calls: at 256 experts `slots` is 512 KiB, and a fresh one per call cost the
+    // solver a page fault per 4 KiB (a third of its time at DeepSeek-V3 scale).
+    std::vector<double>& w = expert_weight_;
+    std::vector<double>& slots = slot_weight_;
+    w.resize(static_cast<size_t>(n_) * g_);
+    slots.resize(static_cast<size_t>(n_) * n_);
     for (int l = 0; l < trace_.num_layers(); ++l) {
       std::fill(w.begin(), w.end(), 0.0);
       for (size_t r = 0; r < request_device_.size(); ++r) {
@@ -87,12 +91,36 @@ class DpState {
   // anything changed.
   bool DataStep() {
     const int requests = static_cast<int>(request_device_.size());
-    std::vector<std::vector<int64_t>> score(requests, std::vector<int64_t>(g_));
-    for (int r = 0; r < requests; ++r) {
-      for (int d = 0; d < g_; ++d) score[r][d] = Score(r, d);
+    std::vector<int64_t>& flat = score_;
+    flat.resize(static_cast<size_t>(requests) * g_);
+    auto score = [&](int r) { return flat.data() + static_cast<size_t>(r) * g_; };
+    std::fill(flat.begin(), flat.end(), 0);
+    for (int r = 0; r < requests; ++r) {  // Score(r, d) for every d in one pass.
+      int64_t* row = score(r);
+      for (int l = 0; l < trace_.num_layers(); ++l) {
+        for (const auto& [e, c] : usage_.by_request[r][l]) row[device_of_[l][e]] += c;
+      }
     }
     std::vector<int64_t> load(g_, 0);
-    for (int r = 0; r < requests; ++r) load[request_device_[r]] += usage_.tokens[r];
+    // Each device's requests (and each request's slot there), so that a swap looks only at the
+    // target device's requests: with token ids as requests (tp_solver.h) there are tens of
+    // thousands of them.
+    std::vector<std::vector<int>> members(g_);
+    std::vector<int> slot(requests);
+    for (int r = 0; r < requests; ++r) {
+      load[request_device_[r]] += usage_.tokens[r];
+      slot[r] = static_cast<int>(members[request_device_[r]].size());
+      members[request_device_[r]].push_back(r);
+    }
+    auto move = [&](int r, int to) {
+      std::vector<int>& from = members[request_device_[r]];
+      from[slot[r]] = from.back();
+      slot[from.back()] = slot[r];
+      from.pop_back();
+      slot[r] = static_cast<int>(members[to].size());
+      members[to].push_back(r);
+      request_device_[r] = to;
+    };
     bool changed = false;
     for (bool improved = true; improved;) {
       improved = false;
@@ -100,19 +128,19 @@ class DpState {
         const int from = request_device_[r];
         const int64_t size = usage_.tokens[r];
         for (int to = 0; to < g_; ++to) {
-          const int64_t gain = score[r][to] - score[r][from];
+          const int64_t gain = score(r)[to] - score(r)[from];
           if (to == from || gain <= 0) continue;
           if (load[to] + size <= capacity_) {
-            load[to] += size, load[from] -= size, request_device_[r] = to;
+            load[to] += size, load[from] -= size;
+            move(r, to);
             improved = changed = true;
             break;
           }
           // Swap with the request on `to` whose move back costs least and fits.
           int best_q = -1;
           int64_t best_gain = 0;
-          for (int q = 0; q < requests; ++q) {
-            if (request_device_[q] != to) continue;
-            const int64_t total = gain + score[q][from] - score[q][to];
+          for (int q : members[to]) {
+            const int64_t total = gain + score(q)[from] - score(q)[to];
             if (total > best_gain && load[to] + size - usage_.tokens[q] <= capacity_ &&
                 load[from] - size + usage_.tokens[q] <= capacity_) {
               best_gain = total, best_q = q;
@@ -121,7 +149,8 @@ class DpState {
           if (best_q >= 0) {
             const int64_t qsize = usage_.tokens[best_q];
             load[to] += size - qsize, load[from] += qsize - size;
-            request_device_[r] = to, request_device_[best_q] = from;
+            move(r, to);
+            move(best_q, from);
             improved = changed = true;
             break;
           }
@@ -141,6 +170,8 @@ class DpState {
   std::vector<std::vector<int32_t>> device_of_;
 
  private:
+  std::vector<double> expert_weight_, slot_weight_;  // ExpertStep's buffers.
+  std::vector<int64_t> score_;                       // DataStep's [request][device] scores.
   const TraceSet& trace_;
   const Usage& usage_;
   const int g_;

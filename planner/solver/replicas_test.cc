@@ -27,5 +27,28 @@ TEST(ReplicasTest, EachDeviceCopiesWhatItsTokensUseMost) {
   EXPECT_FALSE(AddHotReplicas(t, base, {}, 1).ok());
 }
 
+TEST(ReplicasTest, TheTimeModelRelievesTheBusiestDevice) {
+  // 6 experts on 3 devices ({0,1} | {2,3} | {4,5}), top-1. Device 0's request uses expert 2
+  // (device 1) three times and expert 4 (device 2) twice; device 2 is busy with its own request.
+  trace::TraceSet t;
+  t.header.num_experts = 6;
+  t.header.top_k = 1;
+  t.header.moe_layers = {0};
+  ASSERT_TRUE(t.AddRequest("a", {1, 2, 3, 4, 5}, {2, 2, 2, 4, 4}).ok());
+  ASSERT_TRUE(t.AddRequest("b", {6}, {2}).ok());
+  ASSERT_TRUE(t.AddRequest("c", {7, 8, 9, 10, 11, 12}, {4, 4, 4, 4, 4, 4}).ok());
+  const Placement base = *Placement::Vanilla({0}, 6, 3);
+  const auto schedule = TokensOfRequests(t, {0, 1, 2});
+  // Compute only: copying expert 4 takes 2 rows off device 2 (8 → 6), the slowest; copying
+  // expert 2 would leave it at 8.
+  auto compute = AddHotReplicas(t, base, schedule, 1, /*link_cost=*/0);
+  ASSERT_TRUE(compute.ok()) << compute.status();
+  EXPECT_EQ(compute->ReplicasOn(0, 0), (std::vector<int32_t>{4}));
+  // Costly links: the copy that saves most exchanged rows (expert 2: 3 tokens) wins.
+  auto links = AddHotReplicas(t, base, schedule, 1, /*link_cost=*/1000);
+  ASSERT_TRUE(links.ok());
+  EXPECT_EQ(links->ReplicasOn(0, 0), (std::vector<int32_t>{2}));
+}
+
 }  // namespace
 }  // namespace semmoe::planner

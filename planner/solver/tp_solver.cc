@@ -36,6 +36,7 @@ absl::StatusOr<Placement> SolveTp(const trace::TraceSet& trace, const DpSolverOp
     }
     DpSolverOptions layer_options = options;
     layer_options.router_rounds = 0;
+    layer_options.starts = kTpSeededStarts;
     // One start from the co-activation baseline: each token id where most of its activations
     // are local under coact, filled in decreasing size while capacity lasts.
     const int g = options.num_devices;

@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# The planner's held-out protocol (docs/PLANNER.md, "Held-out protocol"): plan on one prompt set,
+# evaluate on another the planner has not seen. Profile: `engine trace` over
+# ../shared/data/prompts.jsonl (1,500 prompts, 5 domains); evaluated: the shared model's
+# reference trace (2,000 other prompts, 6 domains, one of them — perl — absent from the profile).
+#
+#   tools/planner_heldout.sh [--devices "4 8"] [--out DIR]
+#
+# Prints, per G: every algorithm side by side (`planner eval`, with the DP fitted optimum and
+# capacity bound and the TP balanced bound), the Pareto curve of LAR against expert-load
+# imbalance, and (for the last G) the zero-shot matrix by domain. Needs an opt build of
+# //engine and //planner (`bazel build -c opt --config=opt //engine //planner`).
+set -euo pipefail
+
+cd "$(dirname "$0")/.."
+SHARED="${SEMMOE_SHARED_DIR:-../shared}"
+MODEL="$SHARED/models/qwen3-moe-a"
+PROMPTS="$SHARED/data/prompts.jsonl"
+HELDOUT="$MODEL/reference/trace"
+DEVICES="4 8"
+OUT="${TMPDIR:-/tmp}/semmoe-heldout"
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --devices) DEVICES="$2"; shift 2 ;;
+    --out) OUT="$2"; shift 2 ;;
+    *) echo "usage: $0 [--devices \"4 8\"] [--out DIR]" >&2; exit 2 ;;
+  esac
+done
+BIN=bazel-out/k8-opt/bin
+for b in "$BIN/engine/engine" "$BIN/planner/planner"; do
+  [[ -x "$b" ]] || { echo "$b is missing: bazel build -c opt --config=opt //engine //planner" >&2; exit 1; }
+done
+[[ -d "$HELDOUT" ]] || { echo "no shared model at $MODEL (set SEMMOE_SHARED_DIR)" >&2; exit 1; }
+mkdir -p "$OUT"
+PROFILE="$OUT/prompts.trace"
+if [[ ! -s "$PROFILE" ]]; then
+  echo "tracing $PROMPTS on one device (about 2 minutes)..." >&2
+  "$BIN/engine/engine" trace --model="$MODEL" --prompts="$PROMPTS" --out="$PROFILE.tmp" >&2
+  mv "$PROFILE.tmp" "$PROFILE"
+fi
+P="$BIN/planner/planner"
+DB="$OUT/heldout.db"
+rm -f "$DB" "$DB-wal" "$DB-shm"
+build() { "$P" build --db="$DB" --model=qwen3-moe-a --traces="$PROFILE" --seed=1 --quiet "$@" >/dev/null; }
+v=0
+for g in $DEVICES; do
+  first=$((v + 1))
+  build --devices="$g" --mode=dp --algo=semantic --name="semantic-dp-g$g"
+  build --devices="$g" --mode=dp --algo=semantic --expert_balance_eps=off --name="semantic-dp-g$g-unbal"
+  for algo in paper coact eplb random vanilla; do build --devices="$g" --mode=dp --algo="$algo"; done
+  build --devices="$g" --mode=tp --algo=semantic
+  v=$((v + 8))
+  echo "== G=$g: profile prompts.jsonl, evaluated on the reference trace =="
+  "$P" eval --db="$DB" --versions="$(seq -s, "$first" "$v")" --traces="$HELDOUT" \
+    --profile="$PROFILE" --balanced_bound --dp_bounds --quiet
+  "$P" eval --db="$DB" --versions="$(seq -s, "$first" "$v")" --traces="$HELDOUT" \
+    --profile="$PROFILE" --json --quiet >"$OUT/eval-g$g.json"
+  echo "== G=$g: expert-load balance (DP) =="
+  "$P" eval --pareto --profile="$PROFILE" --traces="$HELDOUT" --devices="$g" --seed=1
+  last_g="$g"
+done
+echo "== G=$last_g: zero-shot by domain =="
+"$P" eval --zero_shot --profile="$PROFILE" --traces="$HELDOUT" --devices="$last_g" \
+  --domains="$PROMPTS" --seed=1
