@@ -99,7 +99,8 @@ absl::Status Pareto(const StudyOptions& o, std::ostream& out) {
                     {"profile_lar", p.profile.lar},
                     {"profile_expert_load_imbalance", p.profile.expert_load_imbalance},
                     {"profile_moe_time", p.profile.moe_time_per_token},
-                    {"validation_moe_time", p.validation.moe_time_per_token},
+                    {"validation_moe_time", p.validation_time},
+                    {"wins_every_fold", p.wins_every_fold},
                     {"lar", held.lar},
                     {"expert_load_imbalance", held.expert_load_imbalance},
                     {"moe_time_vs_vanilla", held.moe_time_per_token / base.moe_time_per_token}});
@@ -123,18 +124,21 @@ absl::Status Pareto(const StudyOptions& o, std::ostream& out) {
       "DP, G=%d, link cost %.2f expert rows per exchanged row, balance groups %d; held-out "
       "vanilla + round-robin: LAR %.4f, imbalance %.3f\n",
       o.devices, o.link_cost, o.balance_groups, base.lar, base.expert_load_imbalance);
-  out << absl::StrFormat("%-10s %12s %12s %12s %12s %12s %12s  %s\n", "cap", "profile LAR",
-                         "profile imb", "LAR", "imbalance", "time/vanilla",
-                         "valid. time", "");
+  out << "(LAR, imbalance, time: on --traces; valid. time: per token over the profile's folds, "
+         "each planned without the cluster it is timed on; robust: beats no cap on every fold)\n";
+  out << absl::StrFormat("%-10s %12s %12s %12s %12s %12s %12s\n", "cap", "profile LAR",
+                         "profile imb", "LAR", "imbalance", "time/vanilla", "valid. time");
   for (const auto& r : rows) {
     const double eps = r["expert_balance_eps"].get<double>();
     out << absl::StrFormat(
-        "%-10s %12.4f %12.3f %12.4f %12.3f %12.3f %12.2f  %s%s\n",
+        "%-10s %12.4f %12.3f %12.4f %12.3f %12.3f %12.2f  %s%s%s\n",
         eps < 0 ? std::string("off") : absl::StrFormat("%.2f", eps),
         r["profile_lar"].get<double>(), r["profile_expert_load_imbalance"].get<double>(),
         r["lar"].get<double>(), r["expert_load_imbalance"].get<double>(),
         r["moe_time_vs_vanilla"].get<double>(), r["validation_moe_time"].get<double>(),
-        r["pareto"].get<bool>() ? "pareto" : "", r["chosen"].get<bool>() ? " (chosen)" : "");
+        r["pareto"].get<bool>() ? "pareto" : "-",
+        eps >= 0 && r["wins_every_fold"].get<bool>() ? " robust" : "",
+        r["chosen"].get<bool>() ? " (chosen)" : "");
   }
   return absl::OkStatus();
 }

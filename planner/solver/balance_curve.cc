@@ -70,27 +70,56 @@ absl::StatusOr<BalanceCurve> TraceBalanceCurve(const trace::TraceSet& profile,
   }
   DpSolverOptions plain = solver;
   plain.expert_balance_eps = -1;
-  // Validation: plan on the even-numbered requests, time on the odd-numbered ones.
-  trace::TraceSet halves[2];
-  const size_t per = static_cast<size_t>(profile.num_layers()) * profile.top_k();
-  for (int r = 0; r < profile.num_requests(); ++r) {
-    trace::TraceSet& half = halves[r % 2];
-    half.header = profile.header;
-    const int64_t b = profile.request_begin[r], e = profile.request_begin[r + 1];
-    RETURN_IF_ERROR(half.AddRequest(
-        profile.request_names[r], {profile.tokens.begin() + b, profile.tokens.begin() + e},
-        {profile.experts.begin() + b * per, profile.experts.begin() + e * per}));
-  }
-  ASSIGN_OR_RETURN(DpSolution even, SolveDp(halves[0], plain));
-  ASSIGN_OR_RETURN(std::vector<BalancePoint> validation,
-                   Points(halves[0], even, halves[1], BuildTokenAffinity(halves[0]), o));
-  ASSIGN_OR_RETURN(DpSolution full, SolveDp(profile, plain));
   BalanceCurve curve;
+  ASSIGN_OR_RETURN(DpSolution full, SolveDp(profile, plain));
   ASSIGN_OR_RETURN(curve.points, Points(profile, full, profile, BuildTokenAffinity(profile), o));
+  // Validation: plan without one cluster of requests, time on it.
+  const std::vector<int> fold = UsageClusters(profile, o.folds, o.seed);
+  const size_t per = static_cast<size_t>(profile.num_layers()) * profile.top_k();
+  double tokens = 0;
+  int used = 0;
+  for (int f = 0; f < o.folds; ++f) {
+    trace::TraceSet split[2];  // [0]: planned on; [1]: timed on.
+    for (int r = 0; r < profile.num_requests(); ++r) {
+      trace::TraceSet& part = split[fold[r] == f ? 1 : 0];
+      part.header = profile.header;
+      const int64_t b = profile.request_begin[r], e = profile.request_begin[r + 1];
+      RETURN_IF_ERROR(part.AddRequest(
+          profile.request_names[r], {profile.tokens.begin() + b, profile.tokens.begin() + e},
+          {profile.experts.begin() + b * per, profile.experts.begin() + e * per}));
+    }
+    if (split[0].num_requests() == 0 || split[1].num_requests() == 0) continue;
+    // The planned part may hold a request larger than its devices' token capacity: skip then.
+    DpSolverOptions quick = plain;  // One start: the folds only rank the caps.
+    quick.starts = 1;
+    absl::StatusOr<DpSolution> planned = SolveDp(split[0], quick);
+    if (!planned.ok()) continue;
+    ASSIGN_OR_RETURN(std::vector<BalancePoint> timed,
+                     Points(split[0], *planned, split[1], BuildTokenAffinity(split[0]), o));
+    const double n = static_cast<double>(split[1].num_tokens());
+    for (size_t i = 0; i < timed.size(); ++i) {
+      curve.points[i].validation_time += timed[i].profile.moe_time_per_token * n;
+      // Beaten by no cap in this fold (by the margin): not robust to the mix.
+      if (timed[i].profile.moe_time_per_token >
+          (1 - o.min_gain) * timed[0].profile.moe_time_per_token) {
+        curve.points[i].wins_every_fold = false;
+      }
+    }
+    tokens += n;
+    ++used;
+  }
   for (size_t i = 0; i < curve.points.size(); ++i) {
-    curve.points[i].validation = validation[i].profile;
-    if (validation[i].profile.moe_time_per_token <
-        validation[curve.chosen].profile.moe_time_per_token) {
+    BalancePoint& p = curve.points[i];
+    if (used < 2) {  // Nothing to validate on: the profile itself decides.
+      p.validation_time = p.profile.moe_time_per_token;
+      p.wins_every_fold = i == 0 || p.validation_time < (1 - o.min_gain) *
+                                                            curve.points[0].profile.moe_time_per_token;
+    } else {
+      p.validation_time /= tokens;
+    }
+    // A cap costs LAR for certain: take one only if it beats no cap on every fold.
+    if (i > 0 && p.wins_every_fold &&
+        p.validation_time < curve.points[curve.chosen].validation_time) {
       curve.chosen = static_cast<int>(i);
     }
   }

@@ -5,10 +5,15 @@
 // affinity: LAR, expert-load imbalance and the MoE time model (evaluate.h moe_time_per_token:
 // per layer, the slowest device's expert rows plus link_cost × its exchanged rows).
 //
-// The cap is chosen on data the placement was not planned from: the same curve is planned on
-// the profile's even-numbered requests and timed on its odd-numbered ones, and the cap with the
-// least modelled time there wins. (Chosen in-sample, the tightest cap always wins — balance is
-// exact on the requests it was fitted to — while held out the load drifts; docs/PLANNER.md.)
+// The cap is chosen for traffic whose mix differs from the profile's, as served traffic does:
+// the profile's requests are clustered by expert use (expert_balance.h UsageClusters, `folds`
+// clusters), and for each cluster the curve is planned on the other clusters and timed on it.
+// Among the caps that beat no cap by at least `min_gain` on every fold (a cap surely costs LAR;
+// it must pay whatever the mix), the one of least modelled time summed over the folds wins;
+// if none does, no cap.
+// Chosen in-sample, or on a random half of the profile, the tightest cap always won — the load
+// is then exactly balanced for the mix it was fitted to — and on prompts from another source it
+// cost LAR and time (docs/PLANNER.md, "Balance").
 #ifndef SEMMOE_PLANNER_SOLVER_BALANCE_CURVE_H_
 #define SEMMOE_PLANNER_SOLVER_BALANCE_CURVE_H_
 
@@ -30,25 +35,29 @@ struct BalanceCurveOptions {
   // Caps tried after "off" (-1): expert load ≤ (1 + eps) × mean.
   std::vector<double> caps = {0.3, 0.2, 0.15, 0.1, 0.05, 0.02};
   int balance_groups = 1;  // expert_balance.h BalanceOptions::request_group from UsageClusters.
+  int folds = 4;           // Clusters of the profile the choice is validated on.
+  double min_gain = 0.01;  // Of modelled time over no cap, on every fold, for a cap to count.
   uint64_t seed = 0;
 };
 
 struct BalancePoint {
   double eps = -1;  // -1: balance off.
   Placement placement;
-  Metrics profile;     // On the profile, under the router's rule.
-  Metrics validation;  // Planned on the even-numbered requests, on the odd-numbered ones.
+  Metrics profile;  // On the profile, under the router's rule.
+  // Modelled MoE time per token over the folds, each planned without the cluster it is timed on.
+  double validation_time = 0;
+  bool wins_every_fold = true;  // Beats no cap by min_gain on each fold.
 };
 
-// points[0] is the unbalanced co-schedule; `chosen` the index of the least modelled time in
-// validation.
+// points[0] is the unbalanced co-schedule; `chosen` the index of the point kept (see above).
 struct BalanceCurve {
   std::vector<BalancePoint> points;
   int chosen = 0;
 };
 
 // `solver`: the DP solver's options (its balance fields are ignored: the curve balances).
-// InvalidArgument for a profile of fewer than 2 requests, and whatever SolveDp refuses.
+// InvalidArgument for a profile of fewer than 2 requests, and whatever SolveDp refuses. With
+// fewer than 2 non-empty folds the choice falls back to the profile itself.
 absl::StatusOr<BalanceCurve> TraceBalanceCurve(const trace::TraceSet& profile,
                                                const DpSolverOptions& solver,
                                                const BalanceCurveOptions& options);

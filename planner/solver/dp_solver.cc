@@ -141,7 +141,9 @@ class DpState {
           int64_t best_gain = 0;
           for (int q : members[to]) {
             const int64_t total = gain + score(q)[from] - score(q)[to];
-            if (total > best_gain && load[to] + size - usage_.tokens[q] <= capacity_ &&
+            // Ties to the lowest index, whatever the order of `members`.
+            if ((total > best_gain || (total == best_gain && best_q >= 0 && q < best_q)) &&
+                load[to] + size - usage_.tokens[q] <= capacity_ &&
                 load[from] - size + usage_.tokens[q] <= capacity_) {
               best_gain = total, best_q = q;
             }
