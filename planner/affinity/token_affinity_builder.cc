@@ -19,7 +19,7 @@ TokenAffinity TokenAffinityBuilder::FromTrace(const trace::TraceSet& trace) {
   const int layers = trace.num_layers(), n = trace.header.num_experts, k = trace.top_k();
   a.num_experts_ = n;
   a.marginal_.assign(layers, std::vector<float>(n, 0.0f));
-  absl::flat_hash_map<uint32_t, std::vector<int64_t>> counts;
+  absl::flat_hash_map<uint32_t, std::vector<int32_t>> counts;
   for (int64_t t = 0; t < trace.num_tokens(); ++t) {
     auto& row = counts[trace.tokens[t]];
     if (row.empty()) row.assign(static_cast<size_t>(layers) * n, 0);
@@ -48,14 +48,21 @@ TokenAffinity TokenAffinityBuilder::FromTrace(const trace::TraceSet& trace) {
     }
     a.rows_.emplace(token, std::move(p));
   }
-  // Previous-token contexts seen at least twice (rarer ones are noise).
+  // Previous-token contexts seen at least twice (rarer ones are noise). Counted first, so that
+  // only those get a [layers × experts] row: most pairs occur once, and a row each for them
+  // took gigabytes at 61 layers × 256 experts.
   absl::flat_hash_map<uint64_t, std::pair<uint32_t, std::vector<int32_t>>> pairs;
+  for (int r = 0; r < trace.num_requests(); ++r) {
+    for (int64_t t = trace.request_begin[r] + 1; t < trace.request_begin[r + 1]; ++t) {
+      ++pairs[TokenAffinity::ContextKey(trace.tokens[t - 1], trace.tokens[t])].first;
+    }
+  }
   for (int r = 0; r < trace.num_requests(); ++r) {
     for (int64_t t = trace.request_begin[r] + 1; t < trace.request_begin[r + 1]; ++t) {
       auto& [seen, experts] =
           pairs[TokenAffinity::ContextKey(trace.tokens[t - 1], trace.tokens[t])];
+      if (seen < TokenAffinity::kMinContextCount) continue;
       if (experts.empty()) experts.assign(static_cast<size_t>(layers) * n, 0);
-      ++seen;
       for (int l = 0; l < layers; ++l) {
         for (int j = 0; j < k; ++j) ++experts[static_cast<size_t>(l) * n + trace.Experts(t, l)[j]];
       }

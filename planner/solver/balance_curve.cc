@@ -92,6 +92,7 @@ absl::StatusOr<BalanceCurve> TraceBalanceCurve(const trace::TraceSet& profile,
     // The planned part may hold a request larger than its devices' token capacity: skip then.
     DpSolverOptions quick = plain;  // One start: the folds only rank the caps.
     quick.starts = 1;
+    quick.router_rounds = 0;
     absl::StatusOr<DpSolution> planned = SolveDp(split[0], quick);
     if (!planned.ok()) continue;
     ASSIGN_OR_RETURN(std::vector<BalancePoint> timed,
