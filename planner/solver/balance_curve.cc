@@ -90,9 +90,9 @@ absl::StatusOr<BalanceCurve> TraceBalanceCurve(const trace::TraceSet& profile,
     }
     if (split[0].num_requests() == 0 || split[1].num_requests() == 0) continue;
     // The planned part may hold a request larger than its devices' token capacity: skip then.
-    DpSolverOptions quick = plain;  // One start: the folds only rank the caps.
+    // One start (the folds only rank the caps), re-fitted to the router's rule as a build is.
+    DpSolverOptions quick = plain;
     quick.starts = 1;
-    quick.router_rounds = 0;
     absl::StatusOr<DpSolution> planned = SolveDp(split[0], quick);
     if (!planned.ok()) continue;
     ASSIGN_OR_RETURN(std::vector<BalancePoint> timed,
