@@ -20,6 +20,8 @@ namespace {
 
 using trace::TraceSet;
 
+}  // namespace
+
 absl::StatusOr<std::map<std::string, std::string>> ReadDomains(const std::string& path) {
   std::map<std::string, std::string> domains;
   if (path.empty()) return domains;
@@ -39,6 +41,8 @@ absl::StatusOr<std::map<std::string, std::string>> ReadDomains(const std::string
   }
   return domains;
 }
+
+namespace {
 
 // The trace's requests by domain, in first-seen order of the domains.
 std::vector<std::pair<std::string, TraceSet>> SplitByDomain(

@@ -7,11 +7,13 @@
 #ifndef SEMMOE_PLANNER_CLI_STUDIES_H_
 #define SEMMOE_PLANNER_CLI_STUDIES_H_
 
+#include <map>
 #include <ostream>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "planner/eval/evaluate.h"
 
 namespace semmoe::planner::cli {
@@ -31,6 +33,9 @@ struct StudyOptions {
 };
 
 absl::Status Pareto(const StudyOptions& options, std::ostream& out);
+// --domains: request id → domain; an empty path gives an empty map. Errors name the file and
+// line.
+absl::StatusOr<std::map<std::string, std::string>> ReadDomains(const std::string& path);
 absl::Status ZeroShot(const StudyOptions& options, std::ostream& out);
 
 }  // namespace semmoe::planner::cli
