@@ -12,8 +12,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # its tables: what engines (and router binaries) must never link.
 PLANNER_INTERNALS='//planner/trace:trace_set + //planner/trace:array_trace + //planner/solver/...
   + //planner/store/... + //planner/cli/... + //planner/eval/... + //planner/server/...
-  + //planner/affinity:token_affinity_builder + //planner/affinity:layer_affinity
-  + //planner/affinity:request_index'
+  + //planner/affinity:token_affinity_builder + //planner/affinity:layer_affinity'
 COMPONENTS='//engine/... + //planner/... + //router/... + //console/... + //tools/...'
 
 BAZEL_FLAGS=("$@")

@@ -93,6 +93,7 @@ absl::StatusOr<BalanceCurve> TraceBalanceCurve(const trace::TraceSet& profile,
     // One start (the folds only rank the caps), re-fitted to the router's rule as a build is.
     DpSolverOptions quick = plain;
     quick.starts = 1;
+    quick.initial_request_device.clear();  // Numbered for the whole profile.
     absl::StatusOr<DpSolution> planned = SolveDp(split[0], quick);
     if (!planned.ok()) continue;
     ASSIGN_OR_RETURN(std::vector<BalancePoint> timed,
