@@ -107,14 +107,7 @@ absl::StatusOr<Placement> BuildPlacement(const trace::TraceSet& trace, const Bui
                            .expert_balance_eps = *balance,
                            .balance_groups = o.balance_groups};
     if (o.mode == "tp") return SolveTp(trace, solver);
-    // One more start: the schedule of the paper's algorithm (paper_placement.h, as `--algo
-    // paper` builds it), so that its local optimum is among those ours improves on. (With one
-    // paper restart instead of three it did not win at G = 8 held out: 0.208, against 0.229.)
-    ASSIGN_OR_RETURN(PaperSolution paper,
-                     SolvePaper(trace, {.num_devices = o.devices,
-                                        .token_balance_eps = o.token_balance_eps,
-                                        .seed = o.seed}));
-    solver.initial_request_device = paper.request_device;
+    solver.paper_start = true;  // One more start: the paper's algorithm's (dp_solver.h).
     if (o.expert_balance_eps == kBalanceAuto && trace.num_requests() >= 2) {
       ASSIGN_OR_RETURN(BalanceCurve curve,
                        TraceBalanceCurve(trace, solver,

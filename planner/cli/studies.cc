@@ -80,7 +80,8 @@ absl::Status Pareto(const StudyOptions& o, std::ostream& out) {
                    TraceBalanceCurve(profile,
                                      {.num_devices = o.devices,
                                       .token_balance_eps = o.token_balance_eps,
-                                      .seed = o.seed},
+                                      .seed = o.seed,
+                                      .paper_start = true},
                                      {.num_devices = o.devices,
                                       .token_balance_eps = o.token_balance_eps,
                                       .link_cost = o.link_cost,
@@ -158,11 +159,12 @@ absl::Status ZeroShot(const StudyOptions& o, std::ostream& out) {
   served.emplace_back("all", std::move(heldout));
   nlohmann::ordered_json cells = nlohmann::ordered_json::array();
   for (const auto& [from, part] : planned_on) {
-    const DpSolverOptions solver{.num_devices = o.devices,
-                                 .token_balance_eps = o.token_balance_eps,
-                                 .seed = o.seed};
-    ASSIGN_OR_RETURN(DpSolution dp, SolveDp(part, solver));
+    DpSolverOptions solver{.num_devices = o.devices,
+                           .token_balance_eps = o.token_balance_eps,
+                           .seed = o.seed};
     ASSIGN_OR_RETURN(Placement tp, SolveTp(part, solver));
+    solver.paper_start = true;  // As `planner build` plans DP.
+    ASSIGN_OR_RETURN(DpSolution dp, SolveDp(part, solver));
     const TokenAffinity affinity = BuildTokenAffinity(part);
     for (const auto& [to, target] : served) {
       ASSIGN_OR_RETURN(Metrics d, EvaluateRouterRule(target, affinity, dp.placement,

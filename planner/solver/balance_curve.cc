@@ -94,6 +94,7 @@ absl::StatusOr<BalanceCurve> TraceBalanceCurve(const trace::TraceSet& profile,
     DpSolverOptions quick = plain;
     quick.starts = 1;
     quick.initial_request_device.clear();  // Numbered for the whole profile.
+    quick.paper_start = false;
     absl::StatusOr<DpSolution> planned = SolveDp(split[0], quick);
     if (!planned.ok()) continue;
     ASSIGN_OR_RETURN(std::vector<BalancePoint> timed,

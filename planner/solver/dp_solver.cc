@@ -11,6 +11,7 @@
 #include "planner/eval/schedule.h"
 #include "planner/solver/assignment.h"
 #include "planner/solver/expert_balance.h"
+#include "planner/solver/paper_placement.h"
 
 namespace semmoe::planner {
 namespace {
@@ -204,15 +205,22 @@ absl::StatusOr<DpSolution> SolveDp(const TraceSet& trace, const DpSolverOptions&
   std::vector<int> moe_layers(trace.header.moe_layers.begin(), trace.header.moe_layers.end());
   std::mt19937_64 rng(options.seed);
   DpSolution best{*Placement::Vanilla(moe_layers, n, g), {}, -1, 0, 0};
-  const bool given_start = !options.initial_request_device.empty();
-  if (given_start &&
-      static_cast<int>(options.initial_request_device.size()) != trace.num_requests()) {
+  std::vector<int> initial = options.initial_request_device;
+  if (initial.empty() && options.paper_start) {
+    ASSIGN_OR_RETURN(PaperSolution paper, SolvePaper(trace, {.num_devices = g,
+                                                             .token_balance_eps =
+                                                                 options.token_balance_eps,
+                                                             .seed = options.seed}));
+    initial = std::move(paper.request_device);
+  }
+  const bool given_start = !initial.empty();
+  if (given_start && static_cast<int>(initial.size()) != trace.num_requests()) {
     return absl::InvalidArgumentError("initial_request_device needs one device per request");
   }
   for (int start = given_start ? -1 : 0; start < std::max(1, options.starts); ++start) {
     DpState state(trace, usage, g, capacity);
     if (start < 0) {
-      state.request_device_ = options.initial_request_device;
+      state.request_device_ = initial;
     } else {
       // Start: requests in a random order, each to the least-loaded device (balanced).
       std::vector<int> order(trace.num_requests());

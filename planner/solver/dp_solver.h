@@ -34,6 +34,12 @@ struct DpSolverOptions {
   // An extra start from this request → device assignment (e.g. derived from a baseline), run
   // before the seeded ones; empty: none. Must be balanced within the token capacity.
   std::vector<int> initial_request_device;
+  // Without initial_request_device: that extra start is the schedule of the paper's algorithm
+  // (paper_placement.h, as `planner build --algo paper` makes it), so that its local optimum is
+  // among those this solver improves on. `planner build` and its studies set it. (Held out at
+  // G = 8 it lifted DP LAR from 0.208 to 0.229; with one paper restart instead of three it did
+  // not win there.)
+  bool paper_start = false;
   // Optional expert compute balance (expert_balance.h): each device's expert load (activations
   // of its experts on this trace) ≤ (1 + eps) × the mean, by expert swaps that keep most
   // activations local. Negative: off. With balance_groups > 1 the cap holds for each of that
