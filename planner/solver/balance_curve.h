@@ -33,7 +33,7 @@ struct BalanceCurveOptions {
   double token_balance_eps = 0.05;
   double link_cost = EvalOptions::kLinkCost;
   // Caps tried after "off" (-1): expert load ≤ (1 + eps) × mean.
-  std::vector<double> caps = {0.3, 0.2, 0.1, 0.05, 0.02};
+  std::vector<double> caps = {0.2, 0.1, 0.05, 0.02};
   int balance_groups = 1;  // expert_balance.h BalanceOptions::request_group from UsageClusters.
   int folds = 3;           // Clusters of the profile the choice is validated on.
   double min_gain = 0.01;  // Of modelled time over no cap, on every fold, for a cap to count.

@@ -42,7 +42,7 @@ TEST(BalanceCurveTest, TradesLarForBalanceAndTheTimeModelChooses) {
   const DpSolverOptions solver{.num_devices = 4, .token_balance_eps = 0.5, .seed = 1};
   auto curve = TraceBalanceCurve(t, solver, {.num_devices = 4, .token_balance_eps = 0.5});
   ASSERT_TRUE(curve.ok()) << curve.status();
-  ASSERT_EQ(curve->points.size(), 6u);
+  ASSERT_EQ(curve->points.size(), 5u);
   const BalancePoint& off = curve->points[0];
   EXPECT_EQ(off.eps, -1);
   EXPECT_GT(off.profile.expert_load_imbalance, 1.3);
