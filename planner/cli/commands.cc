@@ -73,13 +73,7 @@ absl::Status Append(trace::TraceSet& all, const trace::TraceSet& more, const std
     return absl::InvalidArgumentError(
         absl::StrCat(path, ": layers, experts or top-k differ from the traces before it"));
   }
-  const size_t per = static_cast<size_t>(more.num_layers()) * more.top_k();
-  for (int r = 0; r < more.num_requests(); ++r) {
-    const int64_t b = more.request_begin[r], e = more.request_begin[r + 1];
-    RETURN_IF_ERROR(
-        all.AddRequest(more.request_names[r], {more.tokens.begin() + b, more.tokens.begin() + e},
-                       {more.experts.begin() + b * per, more.experts.begin() + e * per}));
-  }
+  for (int r = 0; r < more.num_requests(); ++r) RETURN_IF_ERROR(all.CopyRequest(more, r));
   return absl::OkStatus();
 }
 

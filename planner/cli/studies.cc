@@ -49,7 +49,6 @@ std::vector<std::pair<std::string, TraceSet>> SplitByDomain(
     const TraceSet& trace, const std::map<std::string, std::string>& domains) {
   std::vector<std::pair<std::string, TraceSet>> parts;
   std::map<std::string, size_t> index;
-  const size_t per = static_cast<size_t>(trace.num_layers()) * trace.top_k();
   for (int r = 0; r < trace.num_requests(); ++r) {
     const std::string& name = trace.request_names[r];
     auto it = domains.find(name);
@@ -61,11 +60,8 @@ std::vector<std::pair<std::string, TraceSet>> SplitByDomain(
       part.header = trace.header;
       parts.emplace_back(domain, std::move(part));
     }
-    const int64_t b = trace.request_begin[r], e = trace.request_begin[r + 1];
-    // Same shape as the source trace, so adding cannot fail.
-    (void)parts[slot->second].second.AddRequest(
-        name, {trace.tokens.begin() + b, trace.tokens.begin() + e},
-        {trace.experts.begin() + b * per, trace.experts.begin() + e * per});
+    // Same shape as the source trace, so copying cannot fail.
+    (void)parts[slot->second].second.CopyRequest(trace, r);
   }
   return parts;
 }

@@ -75,7 +75,6 @@ absl::StatusOr<BalanceCurve> TraceBalanceCurve(const trace::TraceSet& profile,
   ASSIGN_OR_RETURN(curve.points, Points(profile, full, profile, BuildTokenAffinity(profile), o));
   // Validation: plan without one cluster of requests, time on it.
   const std::vector<int> fold = UsageClusters(profile, o.folds, o.seed);
-  const size_t per = static_cast<size_t>(profile.num_layers()) * profile.top_k();
   double tokens = 0;
   int used = 0;
   for (int f = 0; f < o.folds; ++f) {
@@ -83,10 +82,7 @@ absl::StatusOr<BalanceCurve> TraceBalanceCurve(const trace::TraceSet& profile,
     for (int r = 0; r < profile.num_requests(); ++r) {
       trace::TraceSet& part = split[fold[r] == f ? 1 : 0];
       part.header = profile.header;
-      const int64_t b = profile.request_begin[r], e = profile.request_begin[r + 1];
-      RETURN_IF_ERROR(part.AddRequest(
-          profile.request_names[r], {profile.tokens.begin() + b, profile.tokens.begin() + e},
-          {profile.experts.begin() + b * per, profile.experts.begin() + e * per}));
+      RETURN_IF_ERROR(part.CopyRequest(profile, r));
     }
     if (split[0].num_requests() == 0 || split[1].num_requests() == 0) continue;
     // The planned part may hold a request larger than its devices' token capacity: skip then.

@@ -6,6 +6,13 @@
 
 namespace semmoe::planner::trace {
 
+absl::Status TraceSet::CopyRequest(const TraceSet& from, int r) {
+  const size_t per = static_cast<size_t>(from.num_layers()) * from.top_k();
+  const int64_t b = from.request_begin[r], e = from.request_begin[r + 1];
+  return AddRequest(from.request_names[r], {from.tokens.begin() + b, from.tokens.begin() + e},
+                    {from.experts.begin() + b * per, from.experts.begin() + e * per});
+}
+
 absl::Status TraceSet::AddRequest(std::string name, const std::vector<uint32_t>& request_tokens,
                                   const std::vector<uint16_t>& request_experts) {
   const size_t per_token = static_cast<size_t>(num_layers()) * top_k();

@@ -31,6 +31,8 @@ struct TraceSet {
   // Appends a request; `experts` holds [tokens.size(), L, K] ids (checked against the header).
   absl::Status AddRequest(std::string name, const std::vector<uint32_t>& request_tokens,
                           const std::vector<uint16_t>& request_experts);
+  // Appends request `r` of `from` (same layers and top-k; checked like AddRequest).
+  absl::Status CopyRequest(const TraceSet& from, int r);
 };
 
 // Reads a trace file (trace_format.h) fully. Tokens are grouped by request in order of first

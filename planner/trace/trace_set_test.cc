@@ -43,5 +43,24 @@ TEST(TraceSetTest, AddRequestChecksShapesAndIds) {
   EXPECT_EQ(LoadTraceSet("/nonexistent.trace").status().code(), absl::StatusCode::kNotFound);
 }
 
+TEST(TraceSetTest, CopyRequestTakesOneRequestOfAnotherTrace) {
+  TraceSet a;
+  a.header.num_experts = 4;
+  a.header.top_k = 1;
+  a.header.moe_layers = {0, 1};
+  ASSERT_TRUE(a.AddRequest("x", {5}, {0, 1}).ok());
+  ASSERT_TRUE(a.AddRequest("y", {6, 7}, {2, 3, 1, 0}).ok());
+  TraceSet b;
+  b.header = a.header;
+  ASSERT_TRUE(b.CopyRequest(a, 1).ok());
+  EXPECT_EQ(b.request_names, std::vector<std::string>{"y"});
+  EXPECT_EQ(b.tokens, (std::vector<uint32_t>{6, 7}));
+  EXPECT_EQ(b.experts, (std::vector<uint16_t>{2, 3, 1, 0}));
+  TraceSet other;  // One layer: the copied request does not fit.
+  other.header = a.header;
+  other.header.moe_layers = {0};
+  EXPECT_FALSE(other.CopyRequest(a, 0).ok());
+}
+
 }  // namespace
 }  // namespace semmoe::planner::trace
