@@ -9,7 +9,9 @@
 //   planner eval     --db DB --versions V[,V...] --traces HELDOUT[,...] [--profile T,...]
 //                    [--json]
 //                    [--balanced_bound]   (the TP bound under the balance constraint too)
-//                    [--dp_bounds]   (the DP fitted optimum and capacity bound on these traces)
+//                    [--dp_bounds]   (the DP in-sample router figure, fitted optimum and capacity
+//                                     bound on these traces; per version, the router against
+//                                     perfect prediction and the offline schedule)
 //   planner eval     --pareto --profile T --traces HELDOUT [--devices G] [--link_cost C]
 //   planner eval     --zero_shot --profile T --traces HELDOUT [--domains PROMPTS.jsonl]
 //   planner list     --db DB --model NAME
@@ -91,7 +93,9 @@ ABSL_FLAG(std::string, domains, "",
 ABSL_FLAG(double, link_cost, semmoe::planner::EvalOptions::kLinkCost,
           "time model: one exchanged row costs this many expert rows");
 ABSL_FLAG(bool, dp_bounds, false,
-          "eval: per G, the DP solver fitted to the traces themselves and the capacity bound");
+          "eval: per G, the DP solver fitted to the traces themselves (offline and with the "
+          "router's rule) and the capacity bound; per version, the router rule against perfect "
+          "prediction and the offline schedule");
 ABSL_FLAG(bool, balanced_bound, false,
           "eval: also the TP bound under the token balance constraint (slower)");
 ABSL_FLAG(std::string, out, "", "export: output file");

@@ -113,8 +113,17 @@ field() { sed -E "s/.*\"$1\":([0-9.e+-]+).*/\1/" <<<"$json"; }
 [[ "$json" == *'"dp_capacity_bound":'* ]] || fail "eval --dp_bounds lacks its bound: $json"
 awk -v f="$(field dp_fitted_optimum)" -v c="$(field dp_capacity_bound)" -v b="$(field dp_bound)" \
   'BEGIN { exit !(f > 0 && f <= c + 1e-9 && c <= b + 1e-9) }' || fail "dp bounds out of order: $json"
+# The offline schedule starts from the router's and only improves it; the per-request bound caps
+# both; the in-sample router figure is there.
+awk -v a="$(field dp_lar_affinity)" -v o="$(field dp_lar_offline)" -v p="$(field dp_lar_perfect)" \
+  -v r="$(field dp_fitted_router)" -v b="$(field dp_bound)" \
+  'BEGIN { exit !(a > 0 && a <= o + 1e-9 && o <= b + 1e-9 && p > 0 && p <= b + 1e-9 && r > 0) }' ||
+  fail "dp router / perfect / offline out of order: $json"
 out="$("$PLANNER" eval --db="$DB" --versions=1 --traces="$TMP/t.trace" --dp_bounds)"
-[[ "$out" == *"fitted optimum"*"capacity bound"* ]] || fail "eval --dp_bounds table: $out"
+[[ "$out" == *"in-sample router"*"fitted optimum"*"capacity bound"* ]] ||
+  fail "eval --dp_bounds table: $out"
+grep -q "^1 .*router [0-9.]*  perfect [0-9.]*  offline [0-9.]*$" <<<"$out" ||
+  fail "eval --dp_bounds per-version line: $out"
 
 # Replicated hot experts: a separate version whose JSON lists them.
 out="$("$PLANNER" build --db="$DB" --model=tiny --traces="$TMP/t.trace" --devices=2 --replicas=1)"

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <array>
 #include <map>
 #include <optional>
 #include <set>
@@ -268,7 +269,8 @@ absl::StatusOr<nlohmann::ordered_json> EvalRows(const EvalOptions& o) {
   for (uint32_t t : trace.tokens) vocab = std::max(vocab, t + 1);
   ASSIGN_OR_RETURN(auto store, PlacementStore::Open(o.db));
   nlohmann::ordered_json rows = nlohmann::ordered_json::array();
-  std::map<int, std::pair<double, double>> dp_bounds;  // G → (fitted optimum, capacity bound).
+  // G → fitted optimum, in-sample router figure, capacity bound.
+  std::map<int, std::array<double, 3>> dp_bounds;
   for (int64_t version : o.versions) {
     step.Next(absl::StrCat("version ", version));
     ASSIGN_OR_RETURN(PlacementVersion v, store->Get(version));
@@ -303,14 +305,13 @@ absl::StatusOr<nlohmann::ordered_json> EvalRows(const EvalOptions& o) {
       }
     }
     const TokenAffinity* use = affinity.has_value() ? &*affinity : stored ? &*stored : nullptr;
+    std::vector<int> routed = RoundRobinRequests(trace, g);  // The router's, with affinity.
     if (use != nullptr) {
       RETURN_IF_ERROR(use->CheckMatches(
           p, affinity.has_value() ? absl::StrCat("the --profile traces' affinity tables")
                                   : absl::StrCat("version ", version, "'s stored affinity tables")));
-      ASSIGN_OR_RETURN(Metrics dpa, EvaluateDp(trace, p,
-                                               AffinityRequests(trace, use->DpScores(p, vocab), g,
-                                                                o.token_balance_eps),
-                                               eval));
+      routed = AffinityRequests(trace, use->DpScores(p, vocab), g, o.token_balance_eps);
+      ASSIGN_OR_RETURN(Metrics dpa, EvaluateDp(trace, p, routed, eval));
       ASSIGN_OR_RETURN(Metrics tpa, EvaluateTp(trace, p,
                                                SrsTokens(trace, *use, p, o.tp_batch_tokens, nullptr,
                                                          o.token_balance_eps),
@@ -330,14 +331,30 @@ absl::StatusOr<nlohmann::ordered_json> EvalRows(const EvalOptions& o) {
                          SolveDp(trace, {.num_devices = g,
                                          .token_balance_eps = o.token_balance_eps,
                                          .router_rounds = 0}));
+        // `planner build`'s semantic DP run on these very traces: its placement and C have seen
+        // them, its schedule is the router's rule (the in-sample figure of the same pipeline).
+        ASSIGN_OR_RETURN(DpSolution in_sample,
+                         SolveDp(trace, {.num_devices = g,
+                                         .token_balance_eps = o.token_balance_eps,
+                                         .paper_start = true}));
         ASSIGN_OR_RETURN(DpBound bound,
                          DpCapacityBound(trace, {.num_devices = g,
                                                  .token_balance_eps = o.token_balance_eps,
                                                  .lower = fitted.lar}));
-        dp_bounds[g] = {fitted.lar, bound.capacity};
+        dp_bounds[g] = {fitted.lar, in_sample.lar, bound.capacity};
       }
-      row["dp_fitted_optimum"] = dp_bounds[g].first;
-      row["dp_capacity_bound"] = dp_bounds[g].second;
+      row["dp_fitted_optimum"] = dp_bounds[g][0];
+      row["dp_fitted_router"] = dp_bounds[g][1];
+      row["dp_capacity_bound"] = dp_bounds[g][2];
+      // Where this placement's router loses: the same online rule fed the true routing, and the
+      // offline schedule (from the router's) that knows every request and activation.
+      ASSIGN_OR_RETURN(Metrics perfect,
+                       EvaluateDp(trace, p, PerfectRequests(trace, p, o.token_balance_eps), eval));
+      row["dp_lar_perfect"] = perfect.lar;
+      if (p.replicas_per_device() == 0) {
+        ASSIGN_OR_RETURN(row["dp_lar_offline"],
+                         OfflineScheduleLar(trace, p, routed, o.token_balance_eps));
+      }
     }
     if (o.balanced_bound) {
       row["tp_balanced_bound"] = TpBalancedBound(trace, p, o.tp_batch_tokens, o.token_balance_eps);
@@ -375,10 +392,27 @@ absl::Status Eval(const EvalOptions& o, std::ostream& out) {
     const int g = r["devices"].get<int>();
     if (!r.contains("dp_fitted_optimum") || !shown.insert(g).second) continue;
     out << absl::StrFormat(
-        "G=%d, DP on these traces: fitted optimum %.4f (the solver co-scheduling these very "
-        "requests), capacity bound %.4f, per-request bound %.4f\n",
-        g, r["dp_fitted_optimum"].get<double>(), r["dp_capacity_bound"].get<double>(),
-        r["dp_bound"].get<double>());
+        "G=%d, DP on these traces: in-sample router %.4f (planner build's DP fitted to these "
+        "requests, the router's rule), fitted optimum %.4f (the solver co-scheduling these very "
+        "requests offline), capacity bound %.4f, per-request bound %.4f\n",
+        g, r["dp_fitted_router"].get<double>(), r["dp_fitted_optimum"].get<double>(),
+        r["dp_capacity_bound"].get<double>(), r["dp_bound"].get<double>());
+  }
+  bool header = false;
+  for (const auto& r : rows) {
+    if (!r.contains("dp_lar_perfect")) continue;
+    if (!header) {
+      out << "DP router rule against the same online rule fed the true routing (perfect) and the "
+             "offline schedule that knows every request (offline; no replicas):\n";
+      header = true;
+    }
+    auto get = [&](const char* key) {
+      return r.contains(key) ? absl::StrFormat("%.4f", r[key].get<double>()) : std::string("-");
+    };
+    out << absl::StrFormat("%-8d %-22s G=%d  router %s  perfect %s  offline %s\n",
+                           r["version"].get<int64_t>(), r["name"].get<std::string>(),
+                           r["devices"].get<int>(), get("dp_lar_affinity"), get("dp_lar_perfect"),
+                           get("dp_lar_offline"));
   }
   return absl::OkStatus();
 }

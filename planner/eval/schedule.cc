@@ -46,6 +46,37 @@ std::vector<int> AffinityRequests(const trace::TraceSet& trace, const std::vecto
   return AffinityRequests(prompts, scores, num_devices, token_balance_eps);
 }
 
+std::vector<int> PerfectRequests(const trace::TraceSet& trace, const Placement& placement,
+                                 double token_balance_eps) {
+  const int g = placement.num_devices();
+  const double capacity = (1.0 + token_balance_eps) * trace.num_tokens() / g;
+  std::vector<int64_t> load(g, 0), local(g);
+  std::vector<int> devices(trace.num_requests());
+  for (int r = 0; r < trace.num_requests(); ++r) {
+    std::fill(local.begin(), local.end(), 0);
+    for (int64_t t = trace.request_begin[r]; t < trace.request_begin[r + 1]; ++t) {
+      for (int l = 0; l < trace.num_layers(); ++l) {
+        const uint16_t* chosen = trace.Experts(t, l);
+        for (int k = 0; k < trace.top_k(); ++k) {
+          for (int32_t d : placement.HoldersOf(l, chosen[k])) ++local[d];
+        }
+      }
+    }
+    const int64_t size = trace.request_begin[r + 1] - trace.request_begin[r];
+    int best = -1;
+    for (int d = 0; d < g; ++d) {
+      if (load[d] + size > capacity) continue;
+      if (best < 0 || local[d] > local[best]) best = d;
+    }
+    if (best < 0) {
+      best = static_cast<int>(std::min_element(load.begin(), load.end()) - load.begin());
+    }
+    devices[r] = best;
+    load[best] += size;
+  }
+  return devices;
+}
+
 std::vector<std::vector<int>> SrsTokens(const trace::TraceSet& trace, const TokenAffinity& affinity,
                                         const Placement& placement, int batch_tokens,
                                         const LayerAffinity* layer_affinity, double slack) {

@@ -23,6 +23,13 @@ std::vector<int> AffinityRequests(const std::vector<std::vector<uint32_t>>& prom
 std::vector<int> AffinityRequests(const trace::TraceSet& trace, const std::vector<float>& scores,
                                   int num_devices, double token_balance_eps = 0.05);
 
+// The router's rule fed each request's true routing instead of a prediction from its prompt: each
+// request, in order, to the device with room that holds most of its actual expert activations
+// under `placement` (ties to the lowest index). What perfect prediction reaches with the same
+// placement, arrival order and token capacity — the DP analogue of the TP "perfect prediction".
+std::vector<int> PerfectRequests(const trace::TraceSet& trace, const Placement& placement,
+                                 double token_balance_eps = 0.05);
+
 // Attention-TP with the shuffled reduce-scatter rule (docs/PARALLEL.md, "Attention-TP"): at each
 // MoE layer, every token's device is predicted from its id — the device holding most of its
 // expected experts under `placement` (C from `affinity`), with that share as confidence — or, when

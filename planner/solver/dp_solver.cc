@@ -297,4 +297,37 @@ absl::StatusOr<DpSolution> SolveDp(const TraceSet& trace, const DpSolverOptions&
   return best;
 }
 
+absl::StatusOr<double> OfflineScheduleLar(const TraceSet& trace, const Placement& placement,
+                                          std::vector<int> request_device,
+                                          double token_balance_eps) {
+  const int g = placement.num_devices();
+  const int n = static_cast<int>(trace.header.num_experts);
+  if (placement.num_layers() != trace.num_layers() || placement.num_experts() != n) {
+    return absl::InvalidArgumentError("placement does not match the trace's layers and experts");
+  }
+  if (placement.replicas_per_device() > 0) {
+    return absl::InvalidArgumentError(
+        "the offline schedule counts home experts only, not replicas");
+  }
+  if (static_cast<int>(request_device.size()) != trace.num_requests()) {
+    return absl::InvalidArgumentError("request_device needs one device per request");
+  }
+  for (int d : request_device) {
+    if (d < 0 || d >= g) return absl::InvalidArgumentError(absl::StrCat("device ", d, " of ", g));
+  }
+  if (trace.num_tokens() == 0) return 0.0;
+  const Usage usage = CountUsage(trace);
+  const int64_t capacity = static_cast<int64_t>((1.0 + token_balance_eps) *
+                                                static_cast<double>(trace.num_tokens()) / g);
+  DpState state(trace, usage, g, capacity);
+  state.request_device_ = std::move(request_device);
+  state.device_of_.assign(trace.num_layers(), std::vector<int32_t>(n));
+  for (int l = 0; l < trace.num_layers(); ++l) {
+    for (int e = 0; e < n; ++e) state.device_of_[l][e] = placement.Device(l, e);
+  }
+  state.DataStep();
+  return static_cast<double>(state.Objective()) /
+         static_cast<double>(trace.num_tokens() * trace.num_layers() * trace.top_k());
+}
+
 }  // namespace semmoe::planner

@@ -62,6 +62,16 @@ struct DpSolution {
 // token capacity.
 absl::StatusOr<DpSolution> SolveDp(const trace::TraceSet& trace, const DpSolverOptions& options);
 
+// The data step alone for a fixed placement: from `request_device`, requests move and swap to
+// where more of their true activations are local, within the token capacity, until none can.
+// An offline schedule that knows every request and activation in advance — what no online
+// router reaches — so that an evaluation can tell a placement's loss from the router's
+// (planner eval --dp_bounds). Returns its LAR; InvalidArgument on mismatched shapes or a
+// placement with replicas.
+absl::StatusOr<double> OfflineScheduleLar(const trace::TraceSet& trace, const Placement& placement,
+                                          std::vector<int> request_device,
+                                          double token_balance_eps = 0.05);
+
 }  // namespace semmoe::planner
 
 #endif  // SEMMOE_PLANNER_SOLVER_DP_SOLVER_H_

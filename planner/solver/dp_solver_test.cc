@@ -128,6 +128,39 @@ TEST(DpSolverTest, Errors) {
   EXPECT_NE(s.status().message().find("exceeds a device's token capacity"), std::string::npos);
 }
 
+TEST(DpSolverTest, OfflineScheduleRecoversPlantedClustersForTheirPlacement) {
+  TraceSet t = Planted(3);
+  auto sol = SolveDp(t, {.num_devices = 4, .seed = 1, .router_rounds = 0});
+  ASSERT_TRUE(sol.ok()) << sol.status();
+  // From a blind schedule, the data step alone finds every cluster's device.
+  auto offline = OfflineScheduleLar(t, sol->placement, RoundRobinRequests(t, 4));
+  ASSERT_TRUE(offline.ok()) << offline.status();
+  EXPECT_DOUBLE_EQ(*offline, 1.0);
+  // Never below its start, never above the per-request bound, on a placement it was not made for.
+  auto vanilla = Placement::Vanilla({0, 1}, 16, 4);
+  const std::vector<int> start = RoundRobinRequests(t, 4);
+  auto from_vanilla = OfflineScheduleLar(t, *vanilla, start);
+  ASSERT_TRUE(from_vanilla.ok());
+  EXPECT_GE(*from_vanilla, EvaluateDp(t, *vanilla, start)->lar);
+  EXPECT_LE(*from_vanilla, DpRequestBound(t, 4));
+}
+
+TEST(DpSolverTest, OfflineScheduleErrors) {
+  TraceSet t = Planted(1);
+  auto vanilla = Placement::Vanilla({0, 1}, 16, 4);
+  EXPECT_FALSE(OfflineScheduleLar(t, *vanilla, {0, 1}).ok());  // One device per request.
+  std::vector<int> bad = RoundRobinRequests(t, 4);
+  bad[3] = 4;
+  EXPECT_FALSE(OfflineScheduleLar(t, *vanilla, bad).ok());
+  EXPECT_FALSE(  // Layers that do not match the trace's.
+      OfflineScheduleLar(t, *Placement::Vanilla({0}, 16, 4), RoundRobinRequests(t, 4)).ok());
+  std::vector<std::vector<std::vector<int32_t>>> replicas(2, {{4}, {0}, {0}, {0}});
+  auto replicated = vanilla->WithReplicas(replicas);
+  ASSERT_TRUE(replicated.ok()) << replicated.status();
+  auto refused = OfflineScheduleLar(t, *replicated, RoundRobinRequests(t, 4));
+  EXPECT_NE(refused.status().message().find("replicas"), std::string::npos);
+}
+
 // The shared trained model's reference trace (2,000 held-out prompts): in-sample co-schedule
 // LAR at G = 8 against the per-request bound and the vanilla / random baselines.
 TEST(DpSolverTest, SharedReferenceTrace) {
