@@ -51,6 +51,10 @@ ABSL_FLAG(std::string, device, "cpu",
           "cpu, or cuda / cuda:N: the forward passes on CUDA device N (default 0); serve: one "
           "GPU per rank, --attn dp. cuda needs a build made where the CUDA toolkit is "
           "(docs/BUILD.md)");
+ABSL_FLAG(std::string, precision, "auto",
+          "the weights on a GPU: bf16 (as checkpoints store them: tensor-core products with f32 "
+          "accumulation, experts grouped; the default on cuda) or f32 (the CPU forward's "
+          "function, for differential checks); the CPU forward computes in f32");
 ABSL_FLAG(std::string, prompt, "", "generate: the prompt text (special tokens are parsed)");
 ABSL_FLAG(int, max_tokens, 64, "generate: tokens to generate at most");
 ABSL_FLAG(bool, greedy, false,
@@ -151,6 +155,11 @@ absl::StatusOr<std::unique_ptr<model::Model>> Load(bool need_tokenizer) {
                           {.require_tokenizer = need_tokenizer});
 }
 
+// CUDA `device` with --precision (auto: bf16).
+DeviceTarget Target(int device) {
+  return {.device = device, .bf16 = absl::GetFlag(FLAGS_precision) != "f32"};
+}
+
 // `device`: the CUDA device for the forward passes, or −1 for the CPU.
 int Generate(int device) {
   const std::string prompt = absl::GetFlag(FLAGS_prompt);
@@ -181,7 +190,7 @@ int Generate(int device) {
   if (device >= 0) {
     auto backend = GetDeviceBackend("cuda");
     if (!backend.ok()) return Fail(backend.status());
-    auto session = (*backend)->UseForBatch(model.config, *model.weights, device, options);
+    auto session = (*backend)->UseForBatch(model.config, *model.weights, Target(device), options);
     if (!session.ok()) return Fail(session.status());
     on_device = std::move(*session);
     std::cerr << "engine: forward on " << on_device->Describe() << "\n";
@@ -268,7 +277,7 @@ absl::StatusOr<std::unique_ptr<DeviceSession>> PrefillOn(const model::Model& mod
   if (device < 0) return nullptr;
   ASSIGN_OR_RETURN(DeviceBackend * cuda, GetDeviceBackend("cuda"));
   ASSIGN_OR_RETURN(std::unique_ptr<DeviceSession> session,
-                   cuda->UseForPrefill(model.config, *model.weights, device,
+                   cuda->UseForPrefill(model.config, *model.weights, Target(device),
                                        absl::GetFlag(FLAGS_max_batch_tokens), *backend));
   std::cerr << "engine: forward on " << session->Describe() << "\n";
   return session;
@@ -341,6 +350,7 @@ int Trace(int device) {
 int Serve(int device) {
   RankServerOptions o;
   o.cuda_device = device;
+  o.cuda_bf16 = Target(device).bf16;
   o.model_dir = UserPath(absl::GetFlag(FLAGS_model));
   o.rank = absl::GetFlag(FLAGS_rank);
   o.ranks = absl::GetFlag(FLAGS_ranks);
@@ -441,6 +451,13 @@ int main(int argc, char** argv) {
     }
   } else if (device != "cpu") {
     return Usage("--device must be cpu, cuda or cuda:N");
+  }
+  const std::string precision = absl::GetFlag(FLAGS_precision);
+  if (precision != "auto" && precision != "bf16" && precision != "f32") {
+    return Usage("--precision must be auto, bf16 or f32");
+  }
+  if (cuda_device < 0 && precision == "bf16") {
+    return Usage("--precision bf16 needs --device cuda: the CPU forward computes in f32");
   }
   if (cuda_device >= 0) {
     absl::StatusOr<semmoe::engine::DeviceBackend*> cuda = semmoe::engine::GetDeviceBackend("cuda");

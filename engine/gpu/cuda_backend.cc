@@ -16,9 +16,12 @@ namespace semmoe::engine::gpu {
 namespace {
 
 std::string Describe(int device, const GpuTransformer& forward) {
-  return absl::StrCat("CUDA device ", device, " (", forward.weight_bytes() / (1 << 20),
-                      " MiB of weights, ", forward.kv_bytes() / (1 << 20), " MiB of KV cache)");
+  return absl::StrCat("CUDA device ", device, " (", forward.weight_bytes() / (1 << 20), " MiB of ",
+                      forward.bf16() ? "bf16" : "f32", " weights, ",
+                      forward.kv_bytes() / (1 << 20), " MiB of KV cache)");
 }
+
+GpuTarget Gpu(const DeviceTarget& target) { return {.device = target.device, .bf16 = target.bf16}; }
 
 // Each session owns what its forward needs and says what it holds.
 template <typename T>
@@ -38,31 +41,31 @@ class CudaBackend : public DeviceBackend {
   absl::StatusOr<int> DeviceCount() const override { return kernels::cuda::DeviceCount(); }
 
   absl::StatusOr<std::unique_ptr<DeviceSession>> UseForBatch(
-      const model::ModelConfig& config, const model::ModelWeights& weights, int device,
-      runtime::BatchEngine::Options& options) override {
+      const model::ModelConfig& config, const model::ModelWeights& weights,
+      const DeviceTarget& target, runtime::BatchEngine::Options& options) override {
     ASSIGN_OR_RETURN(std::unique_ptr<GpuTransformer> forward,
-                     UseGpuForward(config, weights, device, options));
+                     UseGpuForward(config, weights, Gpu(target), options));
     const GpuTransformer& f = *forward;
-    return std::make_unique<Session<GpuTransformer>>(device, std::move(forward), f);
+    return std::make_unique<Session<GpuTransformer>>(target.device, std::move(forward), f);
   }
 
   absl::StatusOr<std::unique_ptr<DeviceSession>> UseForPrefill(
-      const model::ModelConfig& config, const model::ModelWeights& weights, int device,
-      int max_batch_tokens, offline::PrefillBackend& backend) override {
+      const model::ModelConfig& config, const model::ModelWeights& weights,
+      const DeviceTarget& target, int max_batch_tokens, offline::PrefillBackend& backend) override {
     ASSIGN_OR_RETURN(std::unique_ptr<GpuPrefill> prefill,
-                     GpuPrefill::Create(config, weights, device, max_batch_tokens));
+                     GpuPrefill::Create(config, weights, Gpu(target), max_batch_tokens));
     backend = prefill->backend();
     const GpuTransformer& f = prefill->forward();
-    return std::make_unique<Session<GpuPrefill>>(device, std::move(prefill), f);
+    return std::make_unique<Session<GpuPrefill>>(target.device, std::move(prefill), f);
   }
 
   absl::StatusOr<std::unique_ptr<DeviceSession>> UseForServing(
       const model::ModelConfig& config, const model::ModelWeights& weights,
-      const planner::Placement& placement, const RendezvousOptions& rendezvous, int device,
-      GroupEngineOptions& engine) override {
-    ASSIGN_OR_RETURN(
-        std::unique_ptr<GpuServingRank> rank,
-        GpuServingRank::Create(config, weights, placement, rendezvous, device, engine.batch));
+      const planner::Placement& placement, const RendezvousOptions& rendezvous,
+      const DeviceTarget& target, GroupEngineOptions& engine) override {
+    ASSIGN_OR_RETURN(std::unique_ptr<GpuServingRank> rank,
+                     GpuServingRank::Create(config, weights, placement, rendezvous, Gpu(target),
+                                            engine.batch));
     GpuServingRank* gpu = rank.get();
     engine.local_forward = [gpu](absl::Span<const model::SequenceInput> batch) {
       return gpu->forward().Forward(batch);
@@ -79,7 +82,7 @@ class CudaBackend : public DeviceBackend {
       }
     };
     const GpuTransformer& f = gpu->forward();
-    return std::make_unique<Session<GpuServingRank>>(device, std::move(rank), f);
+    return std::make_unique<Session<GpuServingRank>>(target.device, std::move(rank), f);
   }
 };
 

@@ -6,6 +6,7 @@
 #include "common/status_macros.h"
 #include "kernels/cuda/cuda_status.h"
 #include "kernels/cuda/forward_ops.h"
+#include "kernels/cuda/grouped_swiglu.h"
 #include "kernels/cuda/moe_routing.h"
 #include "kernels/cuda/nn_ops.h"
 #include "kernels/cuda/paged_attention.h"
@@ -59,6 +60,21 @@ absl::Status CudaOps::CopyBytes(void* dst, const void* src, int64_t bytes, cudaM
 absl::Status CudaOps::Linear(const float* x, int64_t rows, const LinearView& w, float* y) {
   if (rows == 0) return absl::OkStatus();
   const float one = 1.0f, zero = 0.0f;
+  if (w.w16 != nullptr) {
+    // The input rounded to bf16, then bf16 × bf16 on tensor cores with f32 accumulation. The
+    // handle's pedantic mode (for the f32 products) would keep this off the tensor cores.
+    RETURN_IF_ERROR(x16_.Reserve(rows * w.cols));
+    RETURN_IF_ERROR(RoundToBf16(x, rows * w.cols, x16_.data()));
+    CUBLAS_RETURN_IF_ERROR(cublasSetMathMode(cublas_, CUBLAS_DEFAULT_MATH));
+    const cublasStatus_t status = cublasGemmEx(
+        cublas_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(w.rows), static_cast<int>(rows),
+        static_cast<int>(w.cols), &one, w.w16, CUDA_R_16BF, static_cast<int>(w.cols), x16_.data(),
+        CUDA_R_16BF, static_cast<int>(w.cols), &zero, y, CUDA_R_32F, static_cast<int>(w.rows),
+        CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+    CUBLAS_RETURN_IF_ERROR(cublasSetMathMode(cublas_, CUBLAS_PEDANTIC_MATH));
+    CUBLAS_RETURN_IF_ERROR(status);
+    return absl::OkStatus();
+  }
   CUBLAS_RETURN_IF_ERROR(cublasSgemm(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, static_cast<int>(w.rows),
                                      static_cast<int>(rows), static_cast<int>(w.cols), &one, w.w,
                                      static_cast<int>(w.cols), x, static_cast<int>(w.cols), &zero,
@@ -155,6 +171,16 @@ absl::Status CudaOps::Begin() {
 
 absl::Status CudaOps::Finish() {
   CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(stream_));
+  return absl::OkStatus();
+}
+
+absl::Status CudaOps::RoundToBf16(const float* x, int64_t n, uint16_t* out) {
+  CUDA_RETURN_IF_ERROR(kc::LaunchRoundToBf16(x, n, out, stream_));
+  return absl::OkStatus();
+}
+
+absl::Status CudaOps::GroupedSwiGlu(const kernels::GroupedSwiGluArgs& a) {
+  CUDA_RETURN_IF_ERROR(kc::LaunchGroupedSwiGluTensorCore(a, stream_));
   return absl::OkStatus();
 }
 

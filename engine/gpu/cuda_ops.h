@@ -1,6 +1,7 @@
 // CudaOps: ForwardRunner's operations (engine/gpu/forward_runner.h) on one CUDA device — the
-// kernels of //kernels/cuda and cuBLAS SGEMM in pedantic math (plain f32, no TF32) — all queued
-// on the object's own stream. Copies to the host wait for the stream. Thread-compatible; Begin()
+// kernels of //kernels/cuda, cuBLAS SGEMM in pedantic math (plain f32, no TF32) for f32 weights,
+// cuBLAS GemmEx on tensor cores (bf16 × bf16, f32 accumulation and output) for bf16 ones — all
+// queued on the object's own stream. Copies to the host wait for the stream. Thread-compatible; Begin()
 // makes its device current on the calling thread (passes may run on other threads).
 #ifndef SEMMOE_ENGINE_GPU_CUDA_OPS_H_
 #define SEMMOE_ENGINE_GPU_CUDA_OPS_H_
@@ -59,6 +60,9 @@ class CudaOps {
   absl::Status ScatterAddRows(float* dst, const float* src, const int32_t* index, int64_t rows,
                               int64_t width);
   absl::Status Zero(float* x, int64_t n);
+  absl::Status RoundToBf16(const float* x, int64_t n, uint16_t* out);
+  // The tensor-core kernel (kernels/cuda/grouped_swiglu.h); `a.rows` may be an upper bound.
+  absl::Status GroupedSwiGlu(const kernels::GroupedSwiGluArgs& a);
   absl::Status Begin();  // Makes the device current on the calling thread.
   absl::Status Finish();
 
@@ -71,6 +75,7 @@ class CudaOps {
   int device_;
   cudaStream_t stream_ = nullptr;
   cublasHandle_t cublas_ = nullptr;
+  DeviceArray<uint16_t> x16_;  // A bf16 product's input, rounded.
 };
 
 }  // namespace semmoe::engine::gpu

@@ -12,6 +12,11 @@
 // host once per layer), SiLU·mul, the weighted combine back into token order, the gated shared
 // expert — or the dense MLP; last the final norm and lm_head on the rows whose logits are wanted.
 //
+// bf16 weights (engine/gpu/bf16_view.h): every product with w16 weights rounds its input to bf16
+// and accumulates in f32; a MoE layer whose experts are stacked here runs them as one grouped
+// call (GroupedSwiGlu) over the permuted rows, its row offsets left where PermuteByExpert wrote
+// them (no copy to the host, no per-expert launches).
+//
 // Expert parallelism (optional, Attention-DP): with a placement and a communicator whose
 // collectives take Ops memory, the routed experts run where the placement serves them
 // (engine/gpu/ep_exchange.h); the weights then need only this rank's experts, every rank runs
@@ -36,6 +41,7 @@
 //   PermuteByExpert(kernels::PermuteByExpertArgs), GatherRows(kernels::GatherRowsArgs),
 //   CombineRows(kernels::CombineRowsArgs)   (the structs of kernels/op_args.h)
 //   ScatterAddRows(dst, src, index, rows, width), Zero(x, n)
+//   RoundToBf16(x, n, uint16_t* out), GroupedSwiGlu(kernels::GroupedSwiGluArgs)   (bf16 only)
 //   Begin()                                        before a pass (or Init) on this thread
 //   Finish()                                       all queued work done
 //
@@ -206,7 +212,7 @@ class ForwardRunner {
       if (!l.is_moe) continue;
       for (int e = 0; e < c_.num_experts; ++e) {
         const bool needed = !ep || p->Holds(moe_index_[layer], ep_options_.comm->rank(), e);
-        if (needed && (e >= static_cast<int>(l.experts.size()) || l.experts[e].gate.w == nullptr)) {
+        if (needed && (e >= static_cast<int>(l.experts.size()) || l.experts[e].gate.empty())) {
           return absl::FailedPreconditionError(absl::StrCat(
               "layer ", layer, " expert ", e, " is not loaded but runs on this device"));
         }
@@ -237,6 +243,7 @@ class ForwardRunner {
     RETURN_IF_ERROR(counts_.Reserve(std::max(1, c_.num_experts)));
     RETURN_IF_ERROR(offsets_.Reserve(c_.num_experts + 1));
     for (Array<float>* a : {&y_, &z_}) RETURN_IF_ERROR(a->Reserve(entries * hidden));
+    RETURN_IF_ERROR(y16_.Reserve(entries * hidden));
     for (Array<float>* a : {&g_, &u_}) RETURN_IF_ERROR(a->Reserve(inter));
     RETURN_IF_ERROR(shared_gate_.Reserve(tokens));
     RETURN_IF_ERROR(last_.Reserve(logit_rows * hidden));
@@ -347,6 +354,8 @@ class ForwardRunner {
       RETURN_IF_ERROR(ops_.CopyOut(weights.data(), gate_weights_.data(), entries));
       RETURN_IF_ERROR(ep_->Run(moe_index_[layer], w, h_.data(), tokens, ids, weights, moe_.data(),
                                row_local_, row_all_, ep_counters_[moe_index_[layer]]));
+    } else if (w.stacked.gate != nullptr) {
+      RETURN_IF_ERROR(StackedExperts(w, tokens));
     } else {
       RETURN_IF_ERROR(ops_.PermuteByExpert({.ids = expert_ids_.data(),
                                             .entries = entries,
@@ -390,6 +399,46 @@ class ForwardRunner {
     return absl::OkStatus();
   }
 
+  // The routed experts of a one-device MoE layer with stacked bf16 experts: permute, gather,
+  // round to bf16, one grouped call, combine. Every offset stays in Ops memory: the grouped call
+  // is sized by the rows' count, tokens × k, which the host knows.
+  absl::Status StackedExperts(const LayerView& w, int64_t tokens) {
+    const int experts = c_.num_experts, k = c_.top_k;
+    const int64_t entries = tokens * k, hidden = c_.hidden_size;
+    RETURN_IF_ERROR(ops_.PermuteByExpert({.ids = expert_ids_.data(),
+                                          .entries = entries,
+                                          .experts = experts,
+                                          .counts = counts_.data(),
+                                          .offsets = offsets_.data(),
+                                          .entry_of_position = entry_of_position_.data(),
+                                          .position_of_entry = position_of_entry_.data()}));
+    RETURN_IF_ERROR(ops_.GatherRows({.x = h_.data(),
+                                     .entry_of_position = entry_of_position_.data(),
+                                     .entries = entries,
+                                     .k = k,
+                                     .hidden = hidden,
+                                     .y = y_.data()}));
+    RETURN_IF_ERROR(ops_.RoundToBf16(y_.data(), entries * hidden, y16_.data()));
+    RETURN_IF_ERROR(ops_.GroupedSwiGlu({.x = y16_.data(),
+                                        .offsets = offsets_.data(),
+                                        .experts = experts,
+                                        .rows = entries,
+                                        .hidden = hidden,
+                                        .inter = c_.moe_intermediate_size,
+                                        .gate = w.stacked.gate,
+                                        .up = w.stacked.up,
+                                        .down = w.stacked.down,
+                                        .act = g_.data(),
+                                        .out = z_.data()}));
+    return ops_.CombineRows({.y = z_.data(),
+                             .weights = gate_weights_.data(),
+                             .position_of_entry = position_of_entry_.data(),
+                             .tokens = tokens,
+                             .k = k,
+                             .hidden = hidden,
+                             .out = moe_.data()});
+  }
+
   const model::ModelConfig c_;
   const ModelView w_;
   const KvArenaOptions kv_options_;
@@ -407,6 +456,7 @@ class ForwardRunner {
   Array<float> shared_, shared_gate_, last_, logits_;
   Array<int32_t> ids_, positions_, seq_of_token_, page_table_, logit_rows_, expert_ids_;
   Array<int64_t> counts_, offsets_, entry_of_position_, position_of_entry_;
+  Array<uint16_t> y16_;  // The permuted rows in bf16 (stacked experts).
 };
 
 }  // namespace semmoe::engine::gpu

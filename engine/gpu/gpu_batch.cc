@@ -6,7 +6,7 @@
 namespace semmoe::engine::gpu {
 
 absl::StatusOr<std::unique_ptr<GpuTransformer>> CreateGpuForward(
-    const model::ModelConfig& config, const model::ModelWeights& weights, int device,
+    const model::ModelConfig& config, const model::ModelWeights& weights, const GpuTarget& target,
     const runtime::BatchEngine::Options& options, const planner::Placement* placement,
     Communicator* comm) {
   // The same page count BatchEngine::Create gives its host cache.
@@ -15,7 +15,8 @@ absl::StatusOr<std::unique_ptr<GpuTransformer>> CreateGpuForward(
                                                           .page_size = options.page_size},
                                                          options.kv_cache_bytes);
   return GpuTransformer::Create(config, weights,
-                                {.device = device,
+                                {.device = target.device,
+                                 .bf16 = target.bf16,
                                  .num_pages = pages,
                                  .page_size = options.page_size,
                                  .placement = placement,
@@ -23,10 +24,10 @@ absl::StatusOr<std::unique_ptr<GpuTransformer>> CreateGpuForward(
 }
 
 absl::StatusOr<std::unique_ptr<GpuTransformer>> UseGpuForward(
-    const model::ModelConfig& config, const model::ModelWeights& weights, int device,
+    const model::ModelConfig& config, const model::ModelWeights& weights, const GpuTarget& target,
     runtime::BatchEngine::Options& options) {
   ASSIGN_OR_RETURN(std::unique_ptr<GpuTransformer> gpu,
-                   CreateGpuForward(config, weights, device, options));
+                   CreateGpuForward(config, weights, target, options));
   GpuTransformer* forward = gpu.get();
   options.forward = [forward](absl::Span<const model::SequenceInput> batch) {
     return forward->Forward(batch);

@@ -18,14 +18,14 @@ namespace semmoe::engine::gpu {
 // (its page_size and kv_cache_bytes); `ep` as GpuForwardOptions (placement, comm; null: one
 // device). Errors as GpuTransformer::Create.
 absl::StatusOr<std::unique_ptr<GpuTransformer>> CreateGpuForward(
-    const model::ModelConfig& config, const model::ModelWeights& weights, int device,
+    const model::ModelConfig& config, const model::ModelWeights& weights, const GpuTarget& target,
     const runtime::BatchEngine::Options& options, const planner::Placement* placement = nullptr,
     Communicator* comm = nullptr);
 
 // CreateGpuForward, then points options.forward at it, with no host KV arena. The returned object
 // must outlive the BatchEngine created with `options`.
 absl::StatusOr<std::unique_ptr<GpuTransformer>> UseGpuForward(
-    const model::ModelConfig& config, const model::ModelWeights& weights, int device,
+    const model::ModelConfig& config, const model::ModelWeights& weights, const GpuTarget& target,
     runtime::BatchEngine::Options& options);
 
 }  // namespace semmoe::engine::gpu

@@ -6,7 +6,8 @@ namespace semmoe::engine::gpu {
 
 absl::StatusOr<std::unique_ptr<GpuPrefill>> GpuPrefill::Create(const model::ModelConfig& config,
                                                                const model::ModelWeights& weights,
-                                                               int device, int max_batch_tokens) {
+                                                               const GpuTarget& target,
+                                                               int max_batch_tokens) {
   constexpr int kPageSize = 16;
   const int pages =
       offline::PrefillPagesNeeded(max_batch_tokens, config.max_position_embeddings, kPageSize);
@@ -14,7 +15,10 @@ absl::StatusOr<std::unique_ptr<GpuPrefill>> GpuPrefill::Create(const model::Mode
   ASSIGN_OR_RETURN(
       p->forward_,
       GpuTransformer::Create(config, weights,
-                             {.device = device, .num_pages = pages, .page_size = kPageSize}));
+                             {.device = target.device,
+                              .bf16 = target.bf16,
+                              .num_pages = pages,
+                              .page_size = kPageSize}));
   ASSIGN_OR_RETURN(p->pages_, runtime::PagedKvCache::Create({.num_layers = config.num_layers,
                                                              .shape = config.kv_shape(),
                                                              .page_size = kPageSize,

@@ -20,7 +20,8 @@ class GpuPrefill {
   // GpuTransformer::Create.
   static absl::StatusOr<std::unique_ptr<GpuPrefill>> Create(const model::ModelConfig& config,
                                                             const model::ModelWeights& weights,
-                                                            int device, int max_batch_tokens);
+                                                            const GpuTarget& target,
+                                                            int max_batch_tokens);
   // For ScoreOptions/TraceOptions::backend; valid while this object lives.
   offline::PrefillBackend backend();
   const GpuTransformer& forward() const { return *forward_; }

@@ -26,8 +26,8 @@ class GpuServingRank {
   // GpuTransformer::Create.
   static absl::StatusOr<std::unique_ptr<GpuServingRank>> Create(
       const model::ModelConfig& config, const model::ModelWeights& weights,
-      const planner::Placement& placement, const RendezvousOptions& rendezvous, int device,
-      const runtime::BatchEngine::Options& batch);
+      const planner::Placement& placement, const RendezvousOptions& rendezvous,
+      const GpuTarget& target, const runtime::BatchEngine::Options& batch);
 
   GpuTransformer& forward() { return *forward_; }
   // The NCCL group's counters (null for a one-rank group).

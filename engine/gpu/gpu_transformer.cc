@@ -11,6 +11,7 @@ namespace semmoe::engine::gpu {
 
 struct GpuTransformer::Impl {
   model::ModelConfig config;
+  bool bf16 = false;
   std::unique_ptr<CudaOps> ops;
   std::unique_ptr<GpuWeights> weights;
   std::unique_ptr<ForwardRunner<CudaOps>> runner;  // Declared last: destroyed first.
@@ -21,6 +22,7 @@ GpuTransformer::~GpuTransformer() = default;
 
 const model::ModelConfig& GpuTransformer::config() const { return impl_->config; }
 int64_t GpuTransformer::weight_bytes() const { return impl_->weights->bytes; }
+bool GpuTransformer::bf16() const { return impl_->bf16; }
 int64_t GpuTransformer::kv_bytes() const { return impl_->runner->kv_bytes(); }
 std::vector<MoeLayerCounters> GpuTransformer::ep_counters() const {
   return impl_->runner->ep_counters();
@@ -35,9 +37,11 @@ absl::StatusOr<std::unique_ptr<GpuTransformer>> GpuTransformer::Create(
   RETURN_IF_ERROR(CheckGpuSupport(c));  // Before anything is uploaded.
   auto impl = std::make_unique<Impl>();
   impl->config = c;
+  impl->bf16 = options.bf16;
   ASSIGN_OR_RETURN(impl->ops, CudaOps::Create(options.device));
   ASSIGN_OR_RETURN(impl->weights,
-                   UploadWeights(c, weights, /*every_expert=*/options.placement == nullptr));
+                   UploadWeights(c, weights, /*every_expert=*/options.placement == nullptr,
+                                 options.bf16));
   impl->runner = std::make_unique<ForwardRunner<CudaOps>>(
       c, impl->weights->View(),
       KvArenaOptions{.num_pages = options.num_pages, .page_size = options.page_size}, *impl->ops,

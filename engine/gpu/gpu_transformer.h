@@ -1,6 +1,7 @@
 // GpuTransformer: the forward pass of engine/model/transformer.h on one CUDA device — the same
-// function (the same batches, checks, routing and outputs; f32 throughout, so logits agree with
-// the CPU's to float rounding), with the weights (engine/gpu/gpu_weights.h) and the paged KV
+// function (the same batches, checks, routing and outputs; with f32 weights logits agree with
+// the CPU's to float rounding, with bf16 ones to bf16's, docs/ENGINE.md "Precision"), with the
+// weights (engine/gpu/gpu_weights.h) and the paged KV
 // cache in GPU memory. The pass itself is ForwardRunner<CudaOps> (engine/gpu/forward_runner.h):
 // CI runs the same ForwardRunner over the kernels' CPU references against the CPU Transformer;
 // gpu_transformer_test and gpu_reference_test check this class on a GPU.
@@ -33,8 +34,17 @@
 
 namespace semmoe::engine::gpu {
 
+// Which CUDA device, and the weights' precision there: bf16 (engine/gpu/bf16_view.h: tensor-core
+// products with f32 accumulation, experts as one grouped call per MoE layer) or f32 (the CPU
+// forward's function, to float rounding).
+struct GpuTarget {
+  int device = 0;
+  bool bf16 = false;
+};
+
 struct GpuForwardOptions {
   int device = 0;      // CUDA device ordinal.
+  bool bf16 = false;   // GpuTarget::bf16.
   int num_pages = 0;   // KV pages (> 0), the same count as the host cache's.
   int page_size = 16;  // Positions per page, as the host cache's.
   // Expert parallelism (Attention-DP): the placement and a group whose collectives take device
@@ -62,6 +72,7 @@ class GpuTransformer {
 
   const model::ModelConfig& config() const;
   int64_t weight_bytes() const;
+  bool bf16() const;
   int64_t kv_bytes() const;
   // Under expert parallelism, per placement layer: what the exchange did so far (else empty).
   // Thread-compatible with Forward().

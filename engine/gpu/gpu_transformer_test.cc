@@ -10,7 +10,10 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "engine/gpu/bf16_view.h"
+#include "engine/gpu/forward_runner.h"
 #include "engine/gpu/nccl_communicator.h"
+#include "engine/gpu/testing/cpu_ops.h"
 #include "engine/gpu/testing/forward_check.h"
 #include "engine/gpu/testing/random_model.h"
 #include "engine/model/transformer.h"
@@ -100,6 +103,48 @@ TEST_P(GpuTransformerTest, ExpertParallelOnAOneRankNcclGroupMatchesTheCpu) {
   auto idle = (*ep)->Forward({});  // An idle rank still joins the exchange.
   ASSERT_TRUE(idle.ok()) << idle.status();
   EXPECT_GT((*nccl)->counters()[CollectiveKind::kAllToAll].calls, 0);
+}
+
+// bf16 weights (tensor-core GemmEx, the grouped tensor-core experts) against the CPU emulation
+// of the same operations and rounding points (ForwardRunner over CpuOps, as CI runs it): only
+// f32 summation orders differ, and with them an occasional last bit of a bf16 rounding.
+TEST_P(GpuTransformerTest, Bf16MatchesItsCpuEmulation) {
+  auto gpu = GpuTransformer::Create(
+      config_, weights_, {.device = 0, .bf16 = true, .num_pages = kPages, .page_size = kPageSize});
+  ASSERT_TRUE(gpu.ok()) << gpu.status();
+  EXPECT_TRUE((*gpu)->bf16());
+  EXPECT_LT((*gpu)->weight_bytes(), gpu_->weight_bytes());
+  auto host = HostBf16Weights::Make(weights_);
+  ASSERT_TRUE(host.ok()) << host.status();
+  testing::CpuOps ops;
+  ForwardRunner<testing::CpuOps> emulation(config_, (*host)->view(), {kPages, kPageSize}, ops);
+  ASSERT_TRUE(emulation.Init().ok());
+  std::vector<std::vector<int32_t>> tokens = {{1, 5, 9, 2, 7}, {3, 3, 8}, {4, 1, 2, 6, 8, 9, 10}};
+  std::vector<std::unique_ptr<runtime::PagedSequence>> seqs;
+  std::vector<model::SequenceInput> batch;
+  for (auto& t : tokens) {
+    for (int32_t& id : t) id %= config_.vocab_size;
+    seqs.push_back(cache_->NewSequence());
+    ASSERT_TRUE(cache_->Reserve(*seqs.back(), t.size()).ok());
+    batch.push_back({t, 0, seqs.back().get(), LogitsMode::kAll});
+  }
+  auto got = (*gpu)->Forward(batch, {.collect_routing = true});
+  auto want = emulation.Forward(batch, {.collect_routing = true});
+  ASSERT_TRUE(got.ok() && want.ok()) << got.status() << want.status();
+  kernels::cuda::testing::ErrorReport::Add(
+      absl::StrCat("gpu_forward bf16 logits vs CPU emulation ", model::ArchName(GetParam())),
+      absl::MakeConstSpan(got->logits.data(), got->logits.size()),
+      absl::MakeConstSpan(want->logits.data(), want->logits.size()));
+  const double scale = want->logits.cwiseAbs().maxCoeff();
+  EXPECT_LE((got->logits - want->logits).cwiseAbs().maxCoeff(), 1e-2 * scale);
+  int64_t same = 0, total = 0;
+  for (size_t l = 0; l < want->routing.size(); ++l) {
+    for (size_t i = 0; i < want->routing[l].expert_ids.size(); ++i) {
+      same += got->routing[l].expert_ids[i] == want->routing[l].expert_ids[i];
+      ++total;
+    }
+  }
+  EXPECT_GE(same, total * 99 / 100) << same << " of " << total;
 }
 
 TEST_P(GpuTransformerTest, EmptyBatchAndErrors) {

@@ -2,12 +2,16 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "engine/gpu/bf16_view.h"
 
 namespace semmoe::engine::gpu {
 namespace {
 
 class Uploader {
  public:
+  // `bf16`: linear layers get their shapes only (their bf16 copies come after, AttachBf16);
+  // `Gate` matrices (the router, the shared-expert gate) are uploaded in f32 regardless.
+  explicit Uploader(bool bf16) : bf16_(bf16) {}
   absl::Status Vector(const model::Vector& v, DeviceArray<float>& out) {
     bytes_ += static_cast<int64_t>(v.size()) * 4;
     return out.Assign(v.data(), v.size());
@@ -15,9 +19,16 @@ class Uploader {
   absl::Status Matrix(const model::Matrix& m, GpuLinear& out) {
     out.rows = m.rows();
     out.cols = m.cols();
+    if (bf16_) return absl::OkStatus();
+    return Gate(m, out);
+  }
+  absl::Status Gate(const model::Matrix& m, GpuLinear& out) {
+    out.rows = m.rows();
+    out.cols = m.cols();
     bytes_ += static_cast<int64_t>(m.size()) * 4;
     return out.w.Assign(m.data(), m.size());  // Row-major: [rows, cols] as stored.
   }
+  void AddBytes(int64_t bytes) { bytes_ += bytes; }
   absl::Status Mlp(const model::MlpWeights& mlp, GpuMlp& out) {
     RETURN_IF_ERROR(Matrix(mlp.gate.w, out.gate));
     RETURN_IF_ERROR(Matrix(mlp.up.w, out.up));
@@ -26,16 +37,18 @@ class Uploader {
   int64_t bytes() const { return bytes_; }
 
  private:
+  bool bf16_;
   int64_t bytes_ = 0;
 };
 
-LinearView ViewOf(const GpuLinear& l) { return {l.w.data(), l.rows, l.cols}; }
+LinearView ViewOf(const GpuLinear& l) { return {.w = l.w.data(), .rows = l.rows, .cols = l.cols}; }
 MlpView ViewOf(const GpuMlp& m) { return {ViewOf(m.gate), ViewOf(m.up), ViewOf(m.down)}; }
 const float* OrNull(const DeviceArray<float>& a) { return a.empty() ? nullptr : a.data(); }
 
 }  // namespace
 
 ModelView GpuWeights::View() const {
+  if (bf16) return bf16_view;
   ModelView view;
   view.embed = embed.data();
   for (const GpuLayer& g : layers) {
@@ -67,12 +80,12 @@ ModelView GpuWeights::View() const {
 
 absl::StatusOr<std::unique_ptr<GpuWeights>> UploadWeights(const model::ModelConfig& config,
                                                           const model::ModelWeights& weights,
-                                                          bool every_expert) {
+                                                          bool every_expert, bool bf16) {
   if (static_cast<int>(weights.layers.size()) != config.num_layers) {
     return absl::InvalidArgumentError("weights were not loaded for this config");
   }
   auto out = std::make_unique<GpuWeights>();
-  Uploader up;
+  Uploader up(bf16);
   RETURN_IF_ERROR(out->embed.Assign(weights.embed.data(), weights.embed.size()));
   out->layers.resize(config.num_layers);
   for (int l = 0; l < config.num_layers; ++l) {
@@ -94,7 +107,7 @@ absl::StatusOr<std::unique_ptr<GpuWeights>> UploadWeights(const model::ModelConf
       RETURN_IF_ERROR(up.Mlp(w.dense, g.dense));
       continue;
     }
-    RETURN_IF_ERROR(up.Matrix(w.router, g.router));
+    RETURN_IF_ERROR(up.Gate(w.router, g.router));
     g.experts.resize(w.experts.size());
     for (size_t e = 0; e < w.experts.size(); ++e) {
       if (!w.experts[e].loaded() && !every_expert) continue;  // Another rank's.
@@ -108,11 +121,25 @@ absl::StatusOr<std::unique_ptr<GpuWeights>> UploadWeights(const model::ModelConf
     g.has_shared_expert = w.shared_expert.loaded();
     if (g.has_shared_expert) {
       RETURN_IF_ERROR(up.Mlp(w.shared_expert, g.shared_expert));
-      RETURN_IF_ERROR(up.Matrix(w.shared_expert_gate, g.shared_expert_gate));
+      RETURN_IF_ERROR(up.Gate(w.shared_expert_gate, g.shared_expert_gate));
     }
   }
   RETURN_IF_ERROR(up.Vector(weights.final_norm, out->final_norm));
   RETURN_IF_ERROR(up.Matrix(weights.lm_head.w, out->lm_head));
+  if (bf16) {
+    out->bf16_view = out->View();  // The f32 parts; the linear layers' pointers still null.
+    out->bf16 = true;
+    GpuWeights* self = out.get();
+    RETURN_IF_ERROR(AttachBf16(
+        HostView(weights),
+        [self, &up](std::vector<uint16_t> bits) -> absl::StatusOr<const uint16_t*> {
+          self->bf16_arrays.emplace_back();
+          RETURN_IF_ERROR(self->bf16_arrays.back().Assign(bits.data(), bits.size()));
+          up.AddBytes(static_cast<int64_t>(bits.size()) * 2);
+          return self->bf16_arrays.back().data();
+        },
+        out->bf16_view));
+  }
   out->bytes = up.bytes() + static_cast<int64_t>(weights.embed.size()) * 4;
   return out;
 }

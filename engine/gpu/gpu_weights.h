@@ -1,7 +1,7 @@
-// GpuWeights: a model's parameters in GPU memory, f32 in the checkpoint's HF layouts (linear
-// weights [out, in]), uploaded from the host's ModelWeights. f32 keeps the GPU forward the same
-// function as the CPU one (a BF16 checkpoint widens exactly); bf16 copies for bandwidth-bound
-// decode are future work (docs/ENGINE.md).
+// GpuWeights: a model's parameters in GPU memory in the checkpoint's HF layouts (linear weights
+// [out, in]), uploaded from the host's ModelWeights: f32 (the same function as the CPU forward; a
+// BF16 checkpoint widens exactly), or with every linear layer in bf16 (engine/gpu/bf16_view.h —
+// what decode streams, at half the bytes; norms, router and embedding stay f32).
 #ifndef SEMMOE_ENGINE_GPU_GPU_WEIGHTS_H_
 #define SEMMOE_ENGINE_GPU_GPU_WEIGHTS_H_
 
@@ -41,21 +41,25 @@ struct GpuLayer {
 };
 
 struct GpuWeights {
-  DeviceArray<float> embed;  // [vocab, hidden]
-  std::vector<GpuLayer> layers;
+  DeviceArray<float> embed;      // [vocab, hidden]
+  std::vector<GpuLayer> layers;  // bf16: the linear layers' f32 arrays stay empty.
   DeviceArray<float> final_norm;
   GpuLinear lm_head;
   int64_t bytes = 0;  // Device memory held.
+  bool bf16 = false;
+  std::vector<DeviceArray<uint16_t>> bf16_arrays;  // The bf16 linear layers (stacked experts).
+  ModelView bf16_view;                             // Their view, with the f32 parts above.
 
   ModelView View() const;  // Valid while this object lives.
 };
 
 // Uploads to the current CUDA device. With `every_expert`, FAILED_PRECONDITION if an expert is
 // not loaded (one device runs the whole model); else the loaded ones go up (an expert-parallel
-// rank's). RESOURCE_EXHAUSTED when the GPU is full.
+// rank's). RESOURCE_EXHAUSTED when the GPU is full. `bf16`: the linear layers as bf16.
 absl::StatusOr<std::unique_ptr<GpuWeights>> UploadWeights(const model::ModelConfig& config,
                                                           const model::ModelWeights& weights,
-                                                          bool every_expert = true);
+                                                          bool every_expert = true,
+                                                          bool bf16 = false);
 
 }  // namespace semmoe::engine::gpu
 

@@ -3,7 +3,9 @@
 namespace semmoe::engine::gpu {
 namespace {
 
-LinearView Linear(const model::Matrix& m) { return {m.data(), m.rows(), m.cols()}; }
+LinearView Linear(const model::Matrix& m) {
+  return {.w = m.data(), .rows = m.rows(), .cols = m.cols()};
+}
 MlpView Mlp(const model::MlpWeights& m) {
   return {Linear(m.gate.w), Linear(m.up.w), Linear(m.down.w)};
 }

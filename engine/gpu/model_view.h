@@ -1,6 +1,8 @@
 // ModelView: pointers to a model's parameters wherever they live (GPU memory for the GPU forward,
 // the host's ModelWeights for the CPU emulation that tests the same orchestration in CI), in the
-// checkpoint's layouts: linear weights [out, in], f32.
+// checkpoint's layouts: linear weights [out, in], f32 — or, for the bf16 forward
+// (engine/gpu/bf16_view.h), as bf16 bits, with a MoE layer's experts also stacked for one grouped
+// call.
 #ifndef SEMMOE_ENGINE_GPU_MODEL_VIEW_H_
 #define SEMMOE_ENGINE_GPU_MODEL_VIEW_H_
 
@@ -13,7 +15,18 @@ namespace semmoe::engine::gpu {
 
 struct LinearView {  // y = x · wᵀ.
   const float* w = nullptr;
+  // Or bf16 bits of the same [out, in] matrix: the product rounds x to bf16 and accumulates in
+  // f32 (tensor cores on the GPU). At most one of w and w16 is set.
+  const uint16_t* w16 = nullptr;
   int64_t rows = 0, cols = 0;  // out, in.
+  bool empty() const { return w == nullptr && w16 == nullptr; }
+};
+
+// Every expert of a MoE layer, bf16, stacked: gate and up [experts, inter, hidden], down
+// [experts, hidden, inter] (kernels/op_args.h GroupedSwiGluArgs). Set only when this device holds
+// every expert; then the layer's experts run as one grouped call.
+struct StackedExpertsView {
+  const uint16_t *gate = nullptr, *up = nullptr, *down = nullptr;
 };
 
 struct MlpView {
@@ -30,6 +43,7 @@ struct LayerView {
   MlpView dense;
   LinearView router;
   std::vector<MlpView> experts;
+  StackedExpertsView stacked;  // bf16 only.
   bool has_shared_expert = false;
   MlpView shared_expert;
   LinearView shared_expert_gate;

@@ -24,6 +24,14 @@
 
 namespace semmoe::engine {
 
+// Where a backend runs the forward and how: the device ordinal and the weights' precision there
+// — bf16 as checkpoints store them (tensor-core products, f32 accumulation; the serving default)
+// or f32 (the same function as the CPU forward, for differential checks). `engine --precision`.
+struct DeviceTarget {
+  int device = 0;
+  bool bf16 = true;
+};
+
 // What a backend set up for one use (weights and KV cache on the device, its device group).
 // It must outlive every object configured with it (the engine whose options it filled in).
 class DeviceSession {
@@ -43,21 +51,21 @@ class DeviceBackend {
   // `engine generate`: points options.forward at `device` (no host KV arena), with a device
   // cache for the pages a BatchEngine created with `options` hands out.
   virtual absl::StatusOr<std::unique_ptr<DeviceSession>> UseForBatch(
-      const model::ModelConfig& config, const model::ModelWeights& weights, int device,
-      runtime::BatchEngine::Options& options) = 0;
+      const model::ModelConfig& config, const model::ModelWeights& weights,
+      const DeviceTarget& target, runtime::BatchEngine::Options& options) = 0;
 
   // `engine score` / `trace`: fills in *backend for passes of up to `max_batch_tokens`.
   virtual absl::StatusOr<std::unique_ptr<DeviceSession>> UseForPrefill(
-      const model::ModelConfig& config, const model::ModelWeights& weights, int device,
-      int max_batch_tokens, offline::PrefillBackend& backend) = 0;
+      const model::ModelConfig& config, const model::ModelWeights& weights,
+      const DeviceTarget& target, int max_batch_tokens, offline::PrefillBackend& backend) = 0;
 
   // `engine serve` (Attention-DP): this rank's forward on `device`, the experts' exchange over a
   // device group met through `rendezvous`; fills in engine.local_forward and engine.local_stats
   // and turns off the host KV arena. `weights` are this rank's under `placement` (borrowed).
   virtual absl::StatusOr<std::unique_ptr<DeviceSession>> UseForServing(
       const model::ModelConfig& config, const model::ModelWeights& weights,
-      const planner::Placement& placement, const RendezvousOptions& rendezvous, int device,
-      GroupEngineOptions& engine) = 0;
+      const planner::Placement& placement, const RendezvousOptions& rendezvous,
+      const DeviceTarget& target, GroupEngineOptions& engine) = 0;
 };
 
 // Makes `backend` the one for `kind` (e.g. "cuda"). Called by a backend's registrar; a second

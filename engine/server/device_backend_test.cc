@@ -13,19 +13,21 @@ class FakeBackend : public DeviceBackend {
  public:
   absl::StatusOr<int> DeviceCount() const override { return 3; }
   absl::StatusOr<std::unique_ptr<DeviceSession>> UseForBatch(
-      const model::ModelConfig&, const model::ModelWeights&, int,
+      const model::ModelConfig&, const model::ModelWeights&, const DeviceTarget&,
       runtime::BatchEngine::Options&) override {
     return absl::UnimplementedError("fake");
   }
   absl::StatusOr<std::unique_ptr<DeviceSession>> UseForPrefill(const model::ModelConfig&,
-                                                               const model::ModelWeights&, int, int,
+                                                               const model::ModelWeights&,
+                                                               const DeviceTarget&, int,
                                                                offline::PrefillBackend&) override {
     return absl::UnimplementedError("fake");
   }
   absl::StatusOr<std::unique_ptr<DeviceSession>> UseForServing(const model::ModelConfig&,
                                                                const model::ModelWeights&,
                                                                const planner::Placement&,
-                                                               const RendezvousOptions&, int,
+                                                               const RendezvousOptions&,
+                                                               const DeviceTarget&,
                                                                GroupEngineOptions&) override {
     return absl::UnimplementedError("fake");
   }

@@ -51,7 +51,9 @@ absl::StatusOr<std::unique_ptr<RankGroup>> FormRankGroup(const RankGroupInputs& 
                                                         .size = o.ranks,
                                                         .hostname = o.host,
                                                         .timeout = o.connect_timeout},
-                                                       o.cuda_device, engine_options));
+                                                       {.device = o.cuda_device,
+                                                        .bf16 = o.cuda_bf16},
+                                                       engine_options));
     LOG(INFO) << "rank " << o.rank << ": forward on " << g->device->Describe();
   }
   ASSIGN_OR_RETURN(g->engine, GroupEngine::Create(*g->model, engine_options));

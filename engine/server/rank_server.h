@@ -66,6 +66,7 @@ struct RankServerOptions {
   // ≥ 0: the forward passes run on this CUDA device (engine/gpu), the experts' exchange over
   // NCCL when ranks > 1. Attention-DP only.
   int cuda_device = -1;
+  bool cuda_bf16 = true;  // The GPU's weights in bf16 (else f32: `engine --precision`).
   // Called once serving, with the bound port and what the rank serves with (the placement and
   // its tables: a file or a version from the planner), for the operator.
   std::function<void(int port, const std::string& serving_with)> on_serving;

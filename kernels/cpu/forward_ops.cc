@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "kernels/dtype.h"
+
 namespace semmoe::kernels::cpu {
 
 void GatherRowsByIndex(const float* table, const int32_t* index, int64_t rows, int64_t width,
@@ -45,6 +47,10 @@ void StorePagedKv(const StorePagedKvArgs& a) {
     float* dst = a.cache + (page * a.page_size + p % a.page_size) * a.width;
     std::copy_n(a.rows + t * a.width, a.width, dst);
   }
+}
+
+void RoundToBf16(const float* x, int64_t n, uint16_t* out) {
+  for (int64_t i = 0; i < n; ++i) out[i] = F32ToBf16(x[i]).bits;
 }
 
 }  // namespace semmoe::kernels::cpu

@@ -5,7 +5,8 @@
 //   AddInPlace        — x += y (the residual stream);
 //   SigmoidGateAdd    — out[r] += sigmoid(gate[r]) · y[r] (qwen2_moe's gated shared expert);
 //   StorePagedKv      — new key/value rows into a paged cache through page tables;
-//   ScatterAddRows    — dst[index[r]] += src[r] (an expert-parallel combine, one source rank).
+//   ScatterAddRows    — dst[index[r]] += src[r] (an expert-parallel combine, one source rank);
+//   RoundToBf16       — f32 rows to bf16 bits, nearest-even (the operand of a bf16 GEMM).
 #ifndef SEMMOE_KERNELS_CPU_FORWARD_OPS_H_
 #define SEMMOE_KERNELS_CPU_FORWARD_OPS_H_
 
@@ -35,6 +36,10 @@ void ScatterAddRows(float* dst, const float* src, const int32_t* index, int64_t 
 // seq_of_token[t]: cache[page_table[seq · max_pages + position / page_size]][position %
 // page_size]. cache: [pages, page_size, width]. REQUIRES every page id in range.
 void StorePagedKv(const StorePagedKvArgs& args);
+
+// out[i] = the bf16 bits of x[i], rounded to nearest even (kernels/dtype.h F32ToBf16: NaN stays
+// NaN, overflow rounds to infinity).
+void RoundToBf16(const float* x, int64_t n, uint16_t* out);
 
 }  // namespace semmoe::kernels::cpu
 

@@ -1,9 +1,12 @@
 #include "kernels/cpu/forward_ops.h"
 
 #include <cmath>
+#include <cstring>
+#include <limits>
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "kernels/dtype.h"
 
 namespace semmoe::kernels::cpu {
 namespace {
@@ -55,6 +58,34 @@ TEST(ForwardOpsTest, StorePagedKvFollowsEachSequencesPageTable) {
   std::vector<float> cache(8, 0);
   StorePagedKv({rows, 3, 1, seq, pos, page_table, 2, 2, cache.data()});
   EXPECT_EQ(cache, (std::vector<float>{9, 0, 8, 0, 0, 0, 0, 7}));
+}
+
+float FromBits(uint32_t bits) {
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+TEST(ForwardOpsTest, RoundToBf16IsNearestEven) {
+  const float x[] = {1.0f,
+                     FromBits(0x3F808000u),  // Halfway between 0x3F80 and 0x3F81: to even 0x3F80.
+                     FromBits(0x3F818000u),  // Halfway between 0x3F81 and 0x3F82: to even 0x3F82.
+                     FromBits(0x3F808001u),  // Just above halfway: up.
+                     -2.5f,
+                     std::numeric_limits<float>::infinity(),
+                     std::numeric_limits<float>::max(),  // Rounds to infinity.
+                     std::numeric_limits<float>::quiet_NaN()};
+  uint16_t out[8];
+  RoundToBf16(x, 8, out);
+  EXPECT_EQ(out[0], 0x3F80);
+  EXPECT_EQ(out[1], 0x3F80);
+  EXPECT_EQ(out[2], 0x3F82);
+  EXPECT_EQ(out[3], 0x3F81);
+  EXPECT_EQ(out[4], 0xC020);
+  EXPECT_EQ(out[5], 0x7F80);
+  EXPECT_EQ(out[6], 0x7F80);
+  EXPECT_TRUE(std::isnan(Bf16ToF32(BF16{out[7]})));
+  for (int i = 0; i < 7; ++i) EXPECT_EQ(out[i], F32ToBf16(x[i]).bits) << i;
 }
 
 }  // namespace

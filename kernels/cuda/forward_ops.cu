@@ -1,5 +1,7 @@
 #include "kernels/cuda/forward_ops.h"
 
+#include <cuda_bf16.h>
+
 namespace semmoe::kernels::cuda {
 namespace {
 
@@ -60,6 +62,14 @@ __global__ void StorePagedKvKernel(StorePagedKvArgs a) {
   }
 }
 
+__global__ void RoundToBf16Kernel(const float* __restrict__ x, int64_t n,
+                                  uint16_t* __restrict__ out) {
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    out[i] = __bfloat16_as_ushort(__float2bfloat16_rn(x[i]));
+  }
+}
+
 }  // namespace
 
 CudaError LaunchGatherRowsByIndex(const float* table, const int32_t* index, int64_t rows,
@@ -100,6 +110,12 @@ CudaError LaunchStorePagedKv(const StorePagedKvArgs& args, Stream stream) {
   if (args.page_size <= 0 || args.max_pages < 0) return cudaErrorInvalidValue;
   if (args.tokens <= 0 || args.width <= 0) return cudaSuccess;
   StorePagedKvKernel<<<Blocks(args.tokens), kThreads, 0, stream>>>(args);
+  return cudaGetLastError();
+}
+
+CudaError LaunchRoundToBf16(const float* x, int64_t n, uint16_t* out, Stream stream) {
+  if (n <= 0) return cudaSuccess;
+  RoundToBf16Kernel<<<Blocks((n + kThreads - 1) / kThreads), kThreads, 0, stream>>>(x, n, out);
   return cudaGetLastError();
 }
 

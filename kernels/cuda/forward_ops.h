@@ -34,6 +34,9 @@ CudaError LaunchScatterAddRows(float* dst, const float* src, const int32_t* inde
 // [position[t] % page_size]; cache: [pages, page_size, width].
 CudaError LaunchStorePagedKv(const StorePagedKvArgs& args, Stream stream);
 
+// out[i] = x[i] as bf16 bits, rounded to nearest even (cpu::RoundToBf16).
+CudaError LaunchRoundToBf16(const float* x, int64_t n, uint16_t* out, Stream stream);
+
 }  // namespace semmoe::kernels::cuda
 
 #endif  // SEMMOE_KERNELS_CUDA_FORWARD_OPS_H_

@@ -5,6 +5,7 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <limits>
 #include <numeric>
 #include <random>
 #include <vector>
@@ -153,6 +154,22 @@ TEST_F(ForwardOpsTest, StorePagedKvThroughShuffledPageTables) {
         cudaFree(p);
       }
     }
+  }
+}
+
+TEST_F(ForwardOpsTest, RoundToBf16MatchesTheCpuBitForBit) {
+  for (int64_t n : {0, 1, 1000, 300001}) {
+    std::vector<float> x = Random(n);
+    for (int64_t i = 0; i < n; i += 97) x[i] *= 1e30f;  // Some overflow to infinity.
+    if (n > 3) x[3] = std::numeric_limits<float>::infinity();
+    std::vector<uint16_t> want(n);
+    cpu::RoundToBf16(x.data(), n, want.data());
+    float* d_x = ToDevice(x);
+    uint16_t* d_out = ToDevice(std::vector<uint16_t>(n));
+    ASSERT_EQ(LaunchRoundToBf16(d_x, n, d_out, nullptr), cudaSuccess);
+    EXPECT_EQ(ToHost(d_out, n), want) << n;  // Both nearest-even: the same bits.
+    cudaFree(d_x);
+    cudaFree(d_out);
   }
 }
 

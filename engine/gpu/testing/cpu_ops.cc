@@ -1,7 +1,9 @@
 #include "engine/gpu/testing/cpu_ops.h"
 
 #include "Eigen/Core"
+#include "kernels/dtype.h"
 #include "kernels/cpu/forward_ops.h"
+#include "kernels/cpu/grouped_swiglu.h"
 #include "kernels/cpu/moe_routing.h"
 #include "kernels/cpu/nn_ops.h"
 #include "kernels/cpu/paged_attention.h"
@@ -15,9 +17,32 @@ using RowMajor = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::Row
 
 absl::Status CpuOps::Linear(const float* x, int64_t rows, const LinearView& w, float* y) {
   if (rows == 0) return absl::OkStatus();
-  Eigen::Map<const RowMajor> xm(x, rows, w.cols), wm(w.w, w.rows, w.cols);
   Eigen::Map<RowMajor> ym(y, rows, w.rows);
-  ym.noalias() = xm * wm.transpose();
+  if (w.w16 == nullptr) {
+    Eigen::Map<const RowMajor> xm(x, rows, w.cols), wm(w.w, w.rows, w.cols);
+    ym.noalias() = xm * wm.transpose();
+    return absl::OkStatus();
+  }
+  // bf16 operands widen exactly to f32, so an f32 product of the widened values is a bf16
+  // product with f32 accumulation.
+  RowMajor xb(rows, w.cols), wb(w.rows, w.cols);
+  for (int64_t i = 0; i < xb.size(); ++i) {
+    xb.data()[i] = kernels::Bf16ToF32(kernels::F32ToBf16(x[i]));
+  }
+  for (int64_t i = 0; i < wb.size(); ++i) wb.data()[i] = kernels::Bf16ToF32(kernels::BF16{w.w16[i]});
+  ym.noalias() = xb * wb.transpose();
+  return absl::OkStatus();
+}
+
+absl::Status CpuOps::RoundToBf16(const float* x, int64_t n, uint16_t* out) {
+  kernels::cpu::RoundToBf16(x, n, out);
+  return absl::OkStatus();
+}
+
+absl::Status CpuOps::GroupedSwiGlu(const kernels::GroupedSwiGluArgs& a) {
+  kernels::GroupedSwiGluArgs args = a;
+  args.bf16_activation = true;
+  kernels::cpu::GroupedSwiGlu(args);
   return absl::OkStatus();
 }
 

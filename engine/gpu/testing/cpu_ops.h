@@ -51,7 +51,11 @@ class CpuOps {
   }
   absl::Status Copy(float* dst, const float* src, int64_t n) { return CopyIn(dst, src, n); }
 
+  // With w.w16: x rounded to bf16, the bf16 weights, products summed in f32 (the GPU's GemmEx).
   absl::Status Linear(const float* x, int64_t rows, const LinearView& w, float* y);
+  absl::Status RoundToBf16(const float* x, int64_t n, uint16_t* out);
+  // kernels/cpu/grouped_swiglu with bf16_activation, as the tensor-core kernel CudaOps runs.
+  absl::Status GroupedSwiGlu(const kernels::GroupedSwiGluArgs& a);
   absl::Status RmsNorm(float* x, int64_t rows, int64_t width, int64_t stride, const float* weight,
                        float eps);
   absl::Status QkNormRope(const kernels::QkNormRopeArgs& a);

@@ -1,0 +1,108 @@
+// The bf16 forward's weights (engine --precision bf16, the GPU default): every linear layer of a
+// ModelView as bf16 bits — rounded to nearest even from the f32 source, so a BF16 checkpoint's
+// values come back exactly — with each MoE layer's experts also stacked for one grouped call
+// when this device holds all of them. Half the bytes of f32 for the weights that decode streams.
+//
+// Kept f32: the embedding table (a row gather, not a product), norms, biases, the MoE router and
+// qwen2_moe's shared-expert gate. The router stays f32 because its logits decide the top-k: in
+// bf16, near-ties flip, and with them the routing the planner's placement was made for.
+#ifndef SEMMOE_ENGINE_GPU_BF16_VIEW_H_
+#define SEMMOE_ENGINE_GPU_BF16_VIEW_H_
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <utility>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "common/status_macros.h"
+#include "engine/gpu/model_view.h"
+#include "engine/model/weights.h"
+
+namespace semmoe::engine::gpu {
+
+// The bf16 bits of an f32 [rows, cols] matrix (nearest even).
+std::vector<uint16_t> ToBf16Bits(const float* w, int64_t n);
+
+// For every linear layer but the router and the shared-expert gate: target's w16 = a bf16 copy of
+// source's f32 matrix, made by `store`, and target's w = null. `source` is host memory (f32);
+// `target` has the same shapes and keeps its other pointers (device memory for the GPU). Experts
+// absent from `source` (another rank's) stay absent; when none is absent, target's `stacked`
+// views are set and each expert's views point into them.
+//   store: absl::StatusOr<const uint16_t*>(std::vector<uint16_t> bits) — keeps a copy (host or
+//   device) for as long as `target` is used, and returns its address.
+template <typename Store>
+absl::Status AttachBf16(const ModelView& source, Store&& store, ModelView& target) {
+  auto linear = [&](const LinearView& from, LinearView& to) -> absl::Status {
+    if (from.w == nullptr) return absl::OkStatus();
+    ASSIGN_OR_RETURN(to.w16, store(ToBf16Bits(from.w, from.rows * from.cols)));
+    to.w = nullptr;
+    return absl::OkStatus();
+  };
+  auto mlp = [&](const MlpView& from, MlpView& to) -> absl::Status {
+    RETURN_IF_ERROR(linear(from.gate, to.gate));
+    RETURN_IF_ERROR(linear(from.up, to.up));
+    return linear(from.down, to.down);
+  };
+  for (size_t l = 0; l < source.layers.size(); ++l) {
+    const LayerView& from = source.layers[l];
+    LayerView& to = target.layers[l];
+    for (auto [f, t] : {std::pair{&from.q, &to.q}, std::pair{&from.k, &to.k},
+                        std::pair{&from.v, &to.v}, std::pair{&from.o, &to.o}}) {
+      RETURN_IF_ERROR(linear(*f, *t));
+    }
+    RETURN_IF_ERROR(mlp(from.dense, to.dense));
+    if (from.has_shared_expert) RETURN_IF_ERROR(mlp(from.shared_expert, to.shared_expert));
+    bool every_expert = !from.experts.empty();
+    for (const MlpView& e : from.experts) every_expert = every_expert && e.gate.w != nullptr;
+    if (!every_expert) {
+      for (size_t e = 0; e < from.experts.size(); ++e) {
+        RETURN_IF_ERROR(mlp(from.experts[e], to.experts[e]));
+      }
+      continue;
+    }
+    // Stacked: gate, up [experts, inter, hidden]; down [experts, hidden, inter].
+    const int64_t per = from.experts[0].gate.rows * from.experts[0].gate.cols;
+    for (auto [part, out] : {std::pair{&MlpView::gate, &to.stacked.gate},
+                             std::pair{&MlpView::up, &to.stacked.up},
+                             std::pair{&MlpView::down, &to.stacked.down}}) {
+      std::vector<uint16_t> bits;
+      bits.reserve(per * from.experts.size());
+      for (const MlpView& e : from.experts) {
+        const LinearView& v = e.*part;
+        if (v.rows * v.cols != per) {
+          return absl::InvalidArgumentError("experts of one layer differ in shape");
+        }
+        std::vector<uint16_t> one = ToBf16Bits(v.w, per);
+        bits.insert(bits.end(), one.begin(), one.end());
+      }
+      ASSIGN_OR_RETURN(*out, store(std::move(bits)));
+      for (size_t e = 0; e < from.experts.size(); ++e) {
+        LinearView& v = to.experts[e].*part;
+        v.w = nullptr;
+        v.w16 = *out + static_cast<int64_t>(e) * per;
+      }
+    }
+  }
+  return linear(source.lm_head, target.lm_head);
+}
+
+// Host memory for the bf16 view: the CPU emulation of the bf16 GPU forward (ForwardRunner with
+// CpuOps) in CI. `weights` must outlive it (its f32 norms, router, embedding stay in place).
+class HostBf16Weights {
+ public:
+  static absl::StatusOr<std::unique_ptr<HostBf16Weights>> Make(const model::ModelWeights& weights);
+  const ModelView& view() const { return view_; }
+  int64_t bf16_bytes() const { return bytes_; }
+
+ private:
+  HostBf16Weights() = default;
+  std::deque<std::vector<uint16_t>> buffers_;
+  ModelView view_;
+  int64_t bytes_ = 0;
+};
+
+}  // namespace semmoe::engine::gpu
+
+#endif  // SEMMOE_ENGINE_GPU_BF16_VIEW_H_
