@@ -187,8 +187,8 @@ int Run(const std::string& command, const std::string& sub) {
     if (balance_flag == "off") {
       balance = -1;
     } else if (balance_flag != "auto" && !absl::SimpleAtod(balance_flag, &balance)) {
-      return Usage(absl::StrCat("--expert_balance_eps: '", balance_flag,
-                                "' is not a number, off or auto"));
+      return Usage(
+          absl::StrCat("--expert_balance_eps: '", balance_flag, "' is not a number, off or auto"));
     }
     if (balance < 0 && balance != cli::kBalanceAuto) balance = -1;
     return Done(cli::Build({.db = db,

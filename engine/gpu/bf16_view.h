@@ -64,9 +64,9 @@ absl::Status AttachBf16(const ModelView& source, Store&& store, ModelView& targe
     }
     // Stacked: gate, up [experts, inter, hidden]; down [experts, hidden, inter].
     const int64_t per = from.experts[0].gate.rows * from.experts[0].gate.cols;
-    for (auto [part, out] : {std::pair{&MlpView::gate, &to.stacked.gate},
-                             std::pair{&MlpView::up, &to.stacked.up},
-                             std::pair{&MlpView::down, &to.stacked.down}}) {
+    for (auto [part, out] :
+         {std::pair{&MlpView::gate, &to.stacked.gate}, std::pair{&MlpView::up, &to.stacked.up},
+          std::pair{&MlpView::down, &to.stacked.down}}) {
       std::vector<uint16_t> bits;
       bits.reserve(per * from.experts.size());
       for (const MlpView& e : from.experts) {

@@ -17,8 +17,8 @@ namespace {
 
 std::string Describe(int device, const GpuTransformer& forward) {
   return absl::StrCat("CUDA device ", device, " (", forward.weight_bytes() / (1 << 20), " MiB of ",
-                      forward.bf16() ? "bf16" : "f32", " weights, ",
-                      forward.kv_bytes() / (1 << 20), " MiB of KV cache)");
+                      forward.bf16() ? "bf16" : "f32", " weights, ", forward.kv_bytes() / (1 << 20),
+                      " MiB of KV cache)");
 }
 
 GpuTarget Gpu(const DeviceTarget& target) { return {.device = target.device, .bf16 = target.bf16}; }
@@ -63,9 +63,9 @@ class CudaBackend : public DeviceBackend {
       const model::ModelConfig& config, const model::ModelWeights& weights,
       const planner::Placement& placement, const RendezvousOptions& rendezvous,
       const DeviceTarget& target, GroupEngineOptions& engine) override {
-    ASSIGN_OR_RETURN(std::unique_ptr<GpuServingRank> rank,
-                     GpuServingRank::Create(config, weights, placement, rendezvous, Gpu(target),
-                                            engine.batch));
+    ASSIGN_OR_RETURN(
+        std::unique_ptr<GpuServingRank> rank,
+        GpuServingRank::Create(config, weights, placement, rendezvous, Gpu(target), engine.batch));
     GpuServingRank* gpu = rank.get();
     engine.local_forward = [gpu](absl::Span<const model::SequenceInput> batch) {
       return gpu->forward().Forward(batch);

@@ -1,8 +1,8 @@
 // CudaOps: ForwardRunner's operations (engine/gpu/forward_runner.h) on one CUDA device — the
 // kernels of //kernels/cuda, cuBLAS SGEMM in pedantic math (plain f32, no TF32) for f32 weights,
 // cuBLAS GemmEx on tensor cores (bf16 × bf16, f32 accumulation and output) for bf16 ones — all
-// queued on the object's own stream. Copies to the host wait for the stream. Thread-compatible; Begin()
-// makes its device current on the calling thread (passes may run on other threads).
+// queued on the object's own stream. Copies to the host wait for the stream. Thread-compatible;
+// Begin() makes its device current on the calling thread (passes may run on other threads).
 #ifndef SEMMOE_ENGINE_GPU_CUDA_OPS_H_
 #define SEMMOE_ENGINE_GPU_CUDA_OPS_H_
 

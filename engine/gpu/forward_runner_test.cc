@@ -12,12 +12,12 @@
 #include <string>
 #include <vector>
 
+#include "common/status_macros.h"
 #include "engine/gpu/bf16_view.h"
 #include "engine/gpu/model_view.h"
 #include "engine/gpu/testing/cpu_ops.h"
 #include "engine/gpu/testing/forward_check.h"
 #include "engine/gpu/testing/random_model.h"
-#include "common/status_macros.h"
 #include "engine/model/transformer.h"
 #include "engine/runtime/kv_cache.h"
 #include "gtest/gtest.h"
@@ -146,8 +146,7 @@ TEST_P(ForwardRunnerTest, Bf16StackedExpertsMatchPerExpertProducts) {
   // relative Frobenius error is (a misplaced stride or a transposed weight would make it ~1).
   const double gap = (a->logits - f32->logits).norm() / f32->logits.norm();
   EXPECT_GT(gap, 0.0);  // It is the bf16 path.
-  EXPECT_LE(gap, 0.05) << "max |difference| " << MaxAbs(a->logits - f32->logits) << " of "
-                       << scale;
+  EXPECT_LE(gap, 0.05) << "max |difference| " << MaxAbs(a->logits - f32->logits) << " of " << scale;
 }
 
 TEST(ForwardRunnerInitTest, AnEmptyArenaIsAnError) {

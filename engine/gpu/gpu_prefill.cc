@@ -12,13 +12,11 @@ absl::StatusOr<std::unique_ptr<GpuPrefill>> GpuPrefill::Create(const model::Mode
   const int pages =
       offline::PrefillPagesNeeded(max_batch_tokens, config.max_position_embeddings, kPageSize);
   std::unique_ptr<GpuPrefill> p(new GpuPrefill());
-  ASSIGN_OR_RETURN(
-      p->forward_,
-      GpuTransformer::Create(config, weights,
-                             {.device = target.device,
-                              .bf16 = target.bf16,
-                              .num_pages = pages,
-                              .page_size = kPageSize}));
+  ASSIGN_OR_RETURN(p->forward_, GpuTransformer::Create(config, weights,
+                                                       {.device = target.device,
+                                                        .bf16 = target.bf16,
+                                                        .num_pages = pages,
+                                                        .page_size = kPageSize}));
   ASSIGN_OR_RETURN(p->pages_, runtime::PagedKvCache::Create({.num_layers = config.num_layers,
                                                              .shape = config.kv_shape(),
                                                              .page_size = kPageSize,

@@ -39,9 +39,9 @@ absl::StatusOr<std::unique_ptr<GpuTransformer>> GpuTransformer::Create(
   impl->config = c;
   impl->bf16 = options.bf16;
   ASSIGN_OR_RETURN(impl->ops, CudaOps::Create(options.device));
-  ASSIGN_OR_RETURN(impl->weights,
-                   UploadWeights(c, weights, /*every_expert=*/options.placement == nullptr,
-                                 options.bf16));
+  ASSIGN_OR_RETURN(
+      impl->weights,
+      UploadWeights(c, weights, /*every_expert=*/options.placement == nullptr, options.bf16));
   impl->runner = std::make_unique<ForwardRunner<CudaOps>>(
       c, impl->weights->View(),
       KvArenaOptions{.num_pages = options.num_pages, .page_size = options.page_size}, *impl->ops,

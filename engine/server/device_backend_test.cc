@@ -23,12 +23,9 @@ class FakeBackend : public DeviceBackend {
                                                                offline::PrefillBackend&) override {
     return absl::UnimplementedError("fake");
   }
-  absl::StatusOr<std::unique_ptr<DeviceSession>> UseForServing(const model::ModelConfig&,
-                                                               const model::ModelWeights&,
-                                                               const planner::Placement&,
-                                                               const RendezvousOptions&,
-                                                               const DeviceTarget&,
-                                                               GroupEngineOptions&) override {
+  absl::StatusOr<std::unique_ptr<DeviceSession>> UseForServing(
+      const model::ModelConfig&, const model::ModelWeights&, const planner::Placement&,
+      const RendezvousOptions&, const DeviceTarget&, GroupEngineOptions&) override {
     return absl::UnimplementedError("fake");
   }
 };

@@ -16,10 +16,9 @@ absl::StatusOr<std::unique_ptr<RankGroup>> FormRankGroup(const RankGroupInputs& 
   g->comm = std::move(joined.comm);
   ASSIGN_OR_RETURN(std::unique_ptr<RankPlacement> placement,
                    BuildRankPlacement(*in.source, *in.config, o.ranks, o.use_layer_tables));
-  ASSIGN_OR_RETURN(
-      g->model,
-      RankModel::Create(o.model_dir, std::move(placement), *g->comm,
-                        {.attention = o.attention, .token_balance_eps = o.token_balance_eps}));
+  ASSIGN_OR_RETURN(g->model, RankModel::Create(o.model_dir, std::move(placement), *g->comm,
+                                               {.attention = o.attention,
+                                                .token_balance_eps = o.token_balance_eps}));
   // Every rank takes part in rollouts (the leader proposes); each fetches the version itself.
   PlacementRollout::Stager stager;
   std::string no_stager;
@@ -28,11 +27,10 @@ absl::StatusOr<std::unique_ptr<RankGroup>> FormRankGroup(const RankGroupInputs& 
   } else if (o.planner.empty()) {
     no_stager = "this group was started without --planner";
   } else {
-    stager = [&o, config = in.config](int64_t version)
-        -> absl::StatusOr<std::unique_ptr<RankPlacement>> {
-      ASSIGN_OR_RETURN(const PlacementSource source, FetchPlacementSource(o.planner, version,
-                                                                          o.attention ==
-                                                                              AttentionMode::kTp));
+    stager = [&o, config = in.config](
+                 int64_t version) -> absl::StatusOr<std::unique_ptr<RankPlacement>> {
+      ASSIGN_OR_RETURN(const PlacementSource source,
+                       FetchPlacementSource(o.planner, version, o.attention == AttentionMode::kTp));
       return BuildRankPlacement(source, *config, o.ranks, o.use_layer_tables);
     };
   }
@@ -44,16 +42,15 @@ absl::StatusOr<std::unique_ptr<RankGroup>> FormRankGroup(const RankGroupInputs& 
   engine_options.batch.tokenizer = in.tokenizer;
   if (engine_options.batch.eos_ids.empty()) engine_options.batch.eos_ids = in.config->eos_token_ids;
   if (in.cuda != nullptr) {
-    ASSIGN_OR_RETURN(g->device, in.cuda->UseForServing(*in.config, g->model->weights(),
-                                                       g->model->placement(),
-                                                       {.address = o.rendezvous,
-                                                        .rank = o.rank,
-                                                        .size = o.ranks,
-                                                        .hostname = o.host,
-                                                        .timeout = o.connect_timeout},
-                                                       {.device = o.cuda_device,
-                                                        .bf16 = o.cuda_bf16},
-                                                       engine_options));
+    ASSIGN_OR_RETURN(
+        g->device,
+        in.cuda->UseForServing(*in.config, g->model->weights(), g->model->placement(),
+                               {.address = o.rendezvous,
+                                .rank = o.rank,
+                                .size = o.ranks,
+                                .hostname = o.host,
+                                .timeout = o.connect_timeout},
+                               {.device = o.cuda_device, .bf16 = o.cuda_bf16}, engine_options));
     LOG(INFO) << "rank " << o.rank << ": forward on " << g->device->Describe();
   }
   ASSIGN_OR_RETURN(g->engine, GroupEngine::Create(*g->model, engine_options));

@@ -1,6 +1,6 @@
-#include "kernels/cuda/forward_ops.h"
-
 #include <cuda_bf16.h>
+
+#include "kernels/cuda/forward_ops.h"
 
 namespace semmoe::kernels::cuda {
 namespace {

@@ -23,8 +23,8 @@
 #include "planner/eval/schedule.h"
 #include "planner/solver/balance_curve.h"
 #include "planner/solver/baselines.h"
-#include "planner/solver/paper_placement.h"
 #include "planner/solver/dp_solver.h"
+#include "planner/solver/paper_placement.h"
 #include "planner/solver/replicas.h"
 #include "planner/solver/tp_solver.h"
 #include "planner/store/placement_store.h"
@@ -117,9 +117,8 @@ absl::StatusOr<Placement> BuildPlacement(const trace::TraceSet& trace, const Bui
     ASSIGN_OR_RETURN(DpSolution solution, SolveDp(trace, solver));
     return solution.placement;
   }
-  return absl::InvalidArgumentError(
-      absl::StrCat("--algo '", o.algo,
-                   "' is not one of semantic, vanilla, random, eplb, coact, paper"));
+  return absl::InvalidArgumentError(absl::StrCat(
+      "--algo '", o.algo, "' is not one of semantic, vanilla, random, eplb, coact, paper"));
 }
 
 // All-to-all traffic counted in token rows (one value per row): rows per token over every MoE
@@ -191,12 +190,12 @@ absl::StatusOr<int64_t> Build(const BuildOptions& o, std::ostream& out) {
   if (o.mode == "dp") {
     ASSIGN_OR_RETURN(Metrics blind,
                      EvaluateDp(trace, placement, RoundRobinRequests(trace, o.devices)));
-    ASSIGN_OR_RETURN(Metrics aff,
-                     EvaluateDp(trace, placement,
-                                AffinityRequests(trace, affinity.DpScores(placement, vocab),
-                                                 o.devices, o.token_balance_eps),
-                                {.hidden_size = 1, .bytes_per_value = 1,
-                                 .link_cost = o.link_cost}));
+    ASSIGN_OR_RETURN(
+        Metrics aff,
+        EvaluateDp(trace, placement,
+                   AffinityRequests(trace, affinity.DpScores(placement, vocab), o.devices,
+                                    o.token_balance_eps),
+                   {.hidden_size = 1, .bytes_per_value = 1, .link_cost = o.link_cost}));
     metrics = {{"lar_blind", blind.lar},
                {"lar_affinity", aff.lar},
                {"bound", DpRequestBound(trace, o.devices)},
@@ -231,23 +230,23 @@ absl::StatusOr<int64_t> Build(const BuildOptions& o, std::ostream& out) {
                                          o.replicas > 0 ? absl::StrCat("-r", o.replicas) : "")
                           : o.name;
   v.algorithm = o.algo;
-  v.params_json = nlohmann::ordered_json({{"mode", o.mode},
-                                          {"devices", o.devices},
-                                          {"seed", o.seed},
-                                          {"token_balance_eps", o.token_balance_eps},
-                                          {"expert_balance_eps", balance},
-                                          {"expert_balance_auto", o.expert_balance_eps == kBalanceAuto},
-                                          {"balance_groups", o.balance_groups},
-                                          {"replicas", o.replicas},
-                                          {"traces", o.traces}})
-                      .dump();
+  v.params_json =
+      nlohmann::ordered_json({{"mode", o.mode},
+                              {"devices", o.devices},
+                              {"seed", o.seed},
+                              {"token_balance_eps", o.token_balance_eps},
+                              {"expert_balance_eps", balance},
+                              {"expert_balance_auto", o.expert_balance_eps == kBalanceAuto},
+                              {"balance_groups", o.balance_groups},
+                              {"replicas", o.replicas},
+                              {"traces", o.traces}})
+          .dump();
   v.metrics_json = metrics.dump();
   v.placement = placement;
   // The version keeps the token affinity it was built from (routers and `eval` use it) and the
   // A tables for this placement (Attention-TP engines predict token devices with both).
   const std::string layer_tables = LayerAffinity::Build(trace, placement).Table().Serialize();
-  ASSIGN_OR_RETURN(int64_t version,
-                   store->Create(v, affinity.Serialize(), layer_tables));
+  ASSIGN_OR_RETURN(int64_t version, store->Create(v, affinity.Serialize(), layer_tables));
   step.Done();
   out << "version " << version << " (" << v.name << ", draft): in-sample " << o.mode
       << " LAR blind " << Pct(metrics["lar_blind"]) << ", affinity " << Pct(metrics["lar_affinity"])
@@ -308,8 +307,9 @@ absl::StatusOr<nlohmann::ordered_json> EvalRows(const EvalOptions& o) {
     std::vector<int> routed = RoundRobinRequests(trace, g);  // The router's, with affinity.
     if (use != nullptr) {
       RETURN_IF_ERROR(use->CheckMatches(
-          p, affinity.has_value() ? absl::StrCat("the --profile traces' affinity tables")
-                                  : absl::StrCat("version ", version, "'s stored affinity tables")));
+          p, affinity.has_value()
+                 ? absl::StrCat("the --profile traces' affinity tables")
+                 : absl::StrCat("version ", version, "'s stored affinity tables")));
       routed = AffinityRequests(trace, use->DpScores(p, vocab), g, o.token_balance_eps);
       ASSIGN_OR_RETURN(Metrics dpa, EvaluateDp(trace, p, routed, eval));
       ASSIGN_OR_RETURN(Metrics tpa, EvaluateTp(trace, p,
@@ -371,21 +371,21 @@ absl::Status Eval(const EvalOptions& o, std::ostream& out) {
     out << rows.dump() << "\n";
     return absl::OkStatus();
   }
-  out << absl::StrFormat("%-8s %-22s %4s %9s %9s %9s %8s %8s %9s %9s %9s %9s\n", "version", "name", "G",
-                         "DP blind", "DP affin", "DP bound", "imbal.", "DP time", "TP blind", "TP SRS",
-                         "TP bound", "TP oracle");
+  out << absl::StrFormat("%-8s %-22s %4s %9s %9s %9s %8s %8s %9s %9s %9s %9s\n", "version", "name",
+                         "G", "DP blind", "DP affin", "DP bound", "imbal.", "DP time", "TP blind",
+                         "TP SRS", "TP bound", "TP oracle");
   for (const auto& r : rows) {
     auto get = [&](const char* key) {
       return r.contains(key) ? absl::StrFormat("%9.4f", r[key].get<double>()) : std::string(9, '-');
     };
-    out << absl::StrFormat("%-8d %-22s %4d %s %s %s %8.3f %s %s %s %s %s\n", r["version"].get<int64_t>(),
-                           r["name"].get<std::string>(), r["devices"].get<int>(),
-                           get("dp_lar_blind"), get("dp_lar_affinity"),
-                           get("dp_bound"), r["expert_load_imbalance"].get<double>(),
-                           r.contains("dp_moe_time_per_token")
-                               ? absl::StrFormat("%8.2f", r["dp_moe_time_per_token"].get<double>())
-                               : std::string(8, '-'), get("tp_lar_blind"), get("tp_lar_srs"),
-                           get("tp_balanced_bound"), get("tp_oracle"));
+    out << absl::StrFormat(
+        "%-8d %-22s %4d %s %s %s %8.3f %s %s %s %s %s\n", r["version"].get<int64_t>(),
+        r["name"].get<std::string>(), r["devices"].get<int>(), get("dp_lar_blind"),
+        get("dp_lar_affinity"), get("dp_bound"), r["expert_load_imbalance"].get<double>(),
+        r.contains("dp_moe_time_per_token")
+            ? absl::StrFormat("%8.2f", r["dp_moe_time_per_token"].get<double>())
+            : std::string(8, '-'),
+        get("tp_lar_blind"), get("tp_lar_srs"), get("tp_balanced_bound"), get("tp_oracle"));
   }
   std::set<int> shown;
   for (const auto& r : rows) {
@@ -436,10 +436,14 @@ absl::Status Show(const std::string& db, int64_t version, std::ostream& out) {
   ASSIGN_OR_RETURN(nlohmann::json params, ParseJson(v.params_json, what + "params"));
   ASSIGN_OR_RETURN(nlohmann::json metrics, ParseJson(v.metrics_json, what + "metrics"));
   ASSIGN_OR_RETURN(nlohmann::json placement, ParseJson(v.placement.ToJson(), what + "placement"));
-  nlohmann::ordered_json j = {{"version", v.version},   {"model", v.model},
-                              {"name", v.name},         {"status", v.status},
-                              {"algorithm", v.algorithm}, {"params", std::move(params)},
-                              {"metrics", std::move(metrics)}, {"placement", std::move(placement)}};
+  nlohmann::ordered_json j = {{"version", v.version},
+                              {"model", v.model},
+                              {"name", v.name},
+                              {"status", v.status},
+                              {"algorithm", v.algorithm},
+                              {"params", std::move(params)},
+                              {"metrics", std::move(metrics)},
+                              {"placement", std::move(placement)}};
   if (v.parent) j["parent"] = *v.parent;
   out << j.dump(2) << "\n";
   return absl::OkStatus();

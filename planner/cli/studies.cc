@@ -72,24 +72,23 @@ absl::Status Pareto(const StudyOptions& o, std::ostream& out) {
   if (o.profile.empty()) return absl::InvalidArgumentError("--pareto needs --profile");
   ASSIGN_OR_RETURN(TraceSet profile, LoadTraces(o.profile));
   ASSIGN_OR_RETURN(TraceSet heldout, LoadTraces(o.traces));
-  ASSIGN_OR_RETURN(BalanceCurve curve,
-                   TraceBalanceCurve(profile,
-                                     {.num_devices = o.devices,
-                                      .token_balance_eps = o.token_balance_eps,
-                                      .seed = o.seed,
-                                      .paper_start = true},
-                                     {.num_devices = o.devices,
-                                      .token_balance_eps = o.token_balance_eps,
-                                      .link_cost = o.link_cost,
-                                      .balance_groups = o.balance_groups,
-                                      .seed = o.seed}));
+  ASSIGN_OR_RETURN(BalanceCurve curve, TraceBalanceCurve(profile,
+                                                         {.num_devices = o.devices,
+                                                          .token_balance_eps = o.token_balance_eps,
+                                                          .seed = o.seed,
+                                                          .paper_start = true},
+                                                         {.num_devices = o.devices,
+                                                          .token_balance_eps = o.token_balance_eps,
+                                                          .link_cost = o.link_cost,
+                                                          .balance_groups = o.balance_groups,
+                                                          .seed = o.seed}));
   const TokenAffinity affinity = BuildTokenAffinity(profile);
-  const std::vector<int> layers(heldout.header.moe_layers.begin(),
-                                heldout.header.moe_layers.end());
+  const std::vector<int> layers(heldout.header.moe_layers.begin(), heldout.header.moe_layers.end());
   ASSIGN_OR_RETURN(Placement vanilla,
                    Placement::Vanilla(layers, heldout.header.num_experts, o.devices));
-  ASSIGN_OR_RETURN(Metrics base, EvaluateDp(heldout, vanilla, RoundRobinRequests(heldout, o.devices),
-                                            {.link_cost = o.link_cost}));
+  ASSIGN_OR_RETURN(Metrics base,
+                   EvaluateDp(heldout, vanilla, RoundRobinRequests(heldout, o.devices),
+                              {.link_cost = o.link_cost}));
   nlohmann::ordered_json rows = nlohmann::ordered_json::array();
   for (size_t i = 0; i < curve.points.size(); ++i) {
     const BalancePoint& p = curve.points[i];
@@ -110,10 +109,10 @@ absl::Status Pareto(const StudyOptions& o, std::ostream& out) {
   for (auto& r : rows) {
     bool dominated = false;
     for (const auto& s : rows) {
-      dominated |= s["lar"].get<double>() >= r["lar"].get<double>() &&
-                   s["expert_load_imbalance"].get<double>() <=
-                       r["expert_load_imbalance"].get<double>() &&
-                   (s["lar"] != r["lar"] || s["expert_load_imbalance"] != r["expert_load_imbalance"]);
+      dominated |=
+          s["lar"].get<double>() >= r["lar"].get<double>() &&
+          s["expert_load_imbalance"].get<double>() <= r["expert_load_imbalance"].get<double>() &&
+          (s["lar"] != r["lar"] || s["expert_load_imbalance"] != r["expert_load_imbalance"]);
     }
     r["pareto"] = !dominated;
   }
@@ -133,11 +132,10 @@ absl::Status Pareto(const StudyOptions& o, std::ostream& out) {
     const double eps = r["expert_balance_eps"].get<double>();
     out << absl::StrFormat(
         "%-10s %12.4f %12.3f %12.4f %12.3f %12.3f %12.2f  %s%s%s\n",
-        eps < 0 ? std::string("off") : absl::StrFormat("%.2f", eps),
-        r["profile_lar"].get<double>(), r["profile_expert_load_imbalance"].get<double>(),
-        r["lar"].get<double>(), r["expert_load_imbalance"].get<double>(),
-        r["moe_time_vs_vanilla"].get<double>(), r["validation_moe_time"].get<double>(),
-        r["pareto"].get<bool>() ? "pareto" : "-",
+        eps < 0 ? std::string("off") : absl::StrFormat("%.2f", eps), r["profile_lar"].get<double>(),
+        r["profile_expert_load_imbalance"].get<double>(), r["lar"].get<double>(),
+        r["expert_load_imbalance"].get<double>(), r["moe_time_vs_vanilla"].get<double>(),
+        r["validation_moe_time"].get<double>(), r["pareto"].get<bool>() ? "pareto" : "-",
         eps >= 0 && r["wins_every_fold"].get<bool>() ? " robust" : "",
         r["chosen"].get<bool>() ? " (chosen)" : "");
   }
@@ -155,9 +153,8 @@ absl::Status ZeroShot(const StudyOptions& o, std::ostream& out) {
   served.emplace_back("all", std::move(heldout));
   nlohmann::ordered_json cells = nlohmann::ordered_json::array();
   for (const auto& [from, part] : planned_on) {
-    DpSolverOptions solver{.num_devices = o.devices,
-                           .token_balance_eps = o.token_balance_eps,
-                           .seed = o.seed};
+    DpSolverOptions solver{
+        .num_devices = o.devices, .token_balance_eps = o.token_balance_eps, .seed = o.seed};
     ASSIGN_OR_RETURN(Placement tp, SolveTp(part, solver));
     solver.paper_start = true;  // As `planner build` plans DP.
     ASSIGN_OR_RETURN(DpSolution dp, SolveDp(part, solver));

@@ -17,9 +17,9 @@ TraceSet OneExpertEach(const std::vector<uint16_t>& experts) {
   t.header.top_k = 1;
   t.header.moe_layers = {0};
   for (size_t r = 0; r < experts.size(); ++r) {
-    EXPECT_TRUE(t.AddRequest("r" + std::to_string(r), {1, 2, 3},
-                             {experts[r], experts[r], experts[r]})
-                    .ok());
+    EXPECT_TRUE(
+        t.AddRequest("r" + std::to_string(r), {1, 2, 3}, {experts[r], experts[r], experts[r]})
+            .ok());
   }
   return t;
 }

@@ -31,8 +31,7 @@ absl::StatusOr<std::vector<BalancePoint>> Points(const trace::TraceSet& planned,
                                                  const TokenAffinity& affinity,
                                                  const BalanceCurveOptions& o) {
   const int n = static_cast<int>(planned.header.num_experts);
-  const std::vector<int> layers(planned.header.moe_layers.begin(),
-                                planned.header.moe_layers.end());
+  const std::vector<int> layers(planned.header.moe_layers.begin(), planned.header.moe_layers.end());
   const std::vector<int> groups = UsageClusters(planned, o.balance_groups, o.seed);
   std::vector<BalancePoint> points;
   std::vector<double> caps = {-1};
@@ -111,8 +110,9 @@ absl::StatusOr<BalanceCurve> TraceBalanceCurve(const trace::TraceSet& profile,
     BalancePoint& p = curve.points[i];
     if (used < 2) {  // Nothing to validate on: the profile itself decides.
       p.validation_time = p.profile.moe_time_per_token;
-      p.wins_every_fold = i == 0 || p.validation_time < (1 - o.min_gain) *
-                                                            curve.points[0].profile.moe_time_per_token;
+      p.wins_every_fold =
+          i == 0 ||
+          p.validation_time < (1 - o.min_gain) * curve.points[0].profile.moe_time_per_token;
     } else {
       p.validation_time /= tokens;
     }

@@ -207,10 +207,10 @@ absl::StatusOr<DpSolution> SolveDp(const TraceSet& trace, const DpSolverOptions&
   DpSolution best{*Placement::Vanilla(moe_layers, n, g), {}, -1, 0, 0};
   std::vector<int> initial = options.initial_request_device;
   if (initial.empty() && options.paper_start) {
-    ASSIGN_OR_RETURN(PaperSolution paper, SolvePaper(trace, {.num_devices = g,
-                                                             .token_balance_eps =
-                                                                 options.token_balance_eps,
-                                                             .seed = options.seed}));
+    ASSIGN_OR_RETURN(PaperSolution paper,
+                     SolvePaper(trace, {.num_devices = g,
+                                        .token_balance_eps = options.token_balance_eps,
+                                        .seed = options.seed}));
     initial = std::move(paper.request_device);
   }
   const bool given_start = !initial.empty();
@@ -317,8 +317,8 @@ absl::StatusOr<double> OfflineScheduleLar(const TraceSet& trace, const Placement
   }
   if (trace.num_tokens() == 0) return 0.0;
   const Usage usage = CountUsage(trace);
-  const int64_t capacity = static_cast<int64_t>((1.0 + token_balance_eps) *
-                                                static_cast<double>(trace.num_tokens()) / g);
+  const int64_t capacity =
+      static_cast<int64_t>((1.0 + token_balance_eps) * static_cast<double>(trace.num_tokens()) / g);
   DpState state(trace, usage, g, capacity);
   state.request_device_ = std::move(request_device);
   state.device_of_.assign(trace.num_layers(), std::vector<int32_t>(n));

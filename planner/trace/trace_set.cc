@@ -17,14 +17,14 @@ absl::Status TraceSet::AddRequest(std::string name, const std::vector<uint32_t>&
                                   const std::vector<uint16_t>& request_experts) {
   const size_t per_token = static_cast<size_t>(num_layers()) * top_k();
   if (request_experts.size() != request_tokens.size() * per_token) {
-    return absl::InvalidArgumentError(absl::StrCat("request '", name, "': ",
-                                                   request_experts.size(), " expert ids for ",
-                                                   request_tokens.size(), " tokens"));
+    return absl::InvalidArgumentError(absl::StrCat("request '", name, "': ", request_experts.size(),
+                                                   " expert ids for ", request_tokens.size(),
+                                                   " tokens"));
   }
   for (uint16_t e : request_experts) {
     if (e >= header.num_experts) {
-      return absl::InvalidArgumentError(absl::StrCat("request '", name, "': expert ", e,
-                                                     " >= ", header.num_experts));
+      return absl::InvalidArgumentError(
+          absl::StrCat("request '", name, "': expert ", e, " >= ", header.num_experts));
     }
   }
   request_names.push_back(std::move(name));

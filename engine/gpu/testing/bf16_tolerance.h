@@ -22,10 +22,10 @@ namespace semmoe::engine::gpu::testing {
 struct Bf16Tolerance {
   double median_max_diff = 0, worst_max_diff = 0;  // Per prompt: max |logit − reference|.
   int argmax_same = 0, prompts = 0;
-  int64_t sets_same = 0, slots = 0;       // Router top-k sets equal to the reference's.
-  int greedy_identical = 0, steps = 32;   // Continuations identical for all `steps` tokens.
-  double mean_agreeing_prefix = 0;        // Tokens before the first difference.
-  std::string Describe() const;           // One line, for the test log and docs.
+  int64_t sets_same = 0, slots = 0;      // Router top-k sets equal to the reference's.
+  int greedy_identical = 0, steps = 32;  // Continuations identical for all `steps` tokens.
+  double mean_agreeing_prefix = 0;       // Tokens before the first difference.
+  std::string Describe() const;          // One line, for the test log and docs.
 };
 
 using ForwardFn = std::function<absl::StatusOr<model::ForwardOutput>(

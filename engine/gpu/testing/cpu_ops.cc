@@ -1,12 +1,12 @@
 #include "engine/gpu/testing/cpu_ops.h"
 
 #include "Eigen/Core"
-#include "kernels/dtype.h"
 #include "kernels/cpu/forward_ops.h"
 #include "kernels/cpu/grouped_swiglu.h"
 #include "kernels/cpu/moe_routing.h"
 #include "kernels/cpu/nn_ops.h"
 #include "kernels/cpu/paged_attention.h"
+#include "kernels/dtype.h"
 
 namespace semmoe::engine::gpu::testing {
 namespace {
@@ -29,7 +29,8 @@ absl::Status CpuOps::Linear(const float* x, int64_t rows, const LinearView& w, f
   for (int64_t i = 0; i < xb.size(); ++i) {
     xb.data()[i] = kernels::Bf16ToF32(kernels::F32ToBf16(x[i]));
   }
-  for (int64_t i = 0; i < wb.size(); ++i) wb.data()[i] = kernels::Bf16ToF32(kernels::BF16{w.w16[i]});
+  for (int64_t i = 0; i < wb.size(); ++i)
+    wb.data()[i] = kernels::Bf16ToF32(kernels::BF16{w.w16[i]});
   ym.noalias() = xb * wb.transpose();
   return absl::OkStatus();
 }
