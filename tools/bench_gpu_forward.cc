@@ -1,16 +1,24 @@
-// bench_gpu_forward: the engine's forward pass on the GPU (engine/gpu) against the CPU forward,
-// side by side in one run, on a real checkpoint: a prefill batch and decode steps at several
-// batch sizes. Prints milliseconds per pass, the speed-up (CPU time / GPU time) and the GPU's
-// tokens per second, plus the largest logit difference between the two (a sanity check; the
-// tests hold the tolerances). Needs a GPU; built by tests/gpu/build.sh, run by tests/gpu/run.sh.
+// bench_gpu_forward: the engine's forward pass on the GPU (engine/gpu), with f32 and with bf16
+// weights, against the CPU forward, side by side in one run, on a real checkpoint: a prefill
+// batch and decode steps at several batch sizes. Prints milliseconds per pass, the speed-ups (CPU
+// time / GPU time), the bf16 GPU's tokens per second, and the largest logit difference of each
+// GPU pass from the CPU's (a sanity check; the tests hold the tolerances). For decode it also
+// prints the bytes a bf16 step must read (the weights of attention, lm_head and the experts the
+// batch routes to, plus the KV cache) over the step's time, as a share of the device's copy
+// bandwidth measured in the same run (device-to-device cudaMemcpy of 1 GiB): issue 23's
+// "weight-bandwidth bound" figure. Needs a GPU; built by tests/gpu/build.sh, run by
+// tests/gpu/run.sh.
 //
 //   bench_gpu_forward [--json] [MODEL_DIR]   (default: $SEMMOE_SHARED_DIR/models/qwen3-moe-a)
+#include <cuda_runtime_api.h>
+
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -50,8 +58,49 @@ double Time(const std::function<ForwardOutput()>& run, int reps) {
 struct Row {
   std::string pass;
   int sequences, tokens;
-  double cpu_s, gpu_s, max_diff;
+  double cpu_s, f32_s, bf16_s, f32_diff, bf16_diff;
+  double bytes = 0;  // Decode: what a bf16 step reads.
 };
+
+// Device-to-device copy bandwidth (read + write bytes per second) over 1 GiB, best of 5.
+double CopyBandwidth() {
+  const size_t bytes = size_t{1} << 30;
+  void *a = nullptr, *b = nullptr;
+  if (cudaMalloc(&a, bytes) != cudaSuccess || cudaMalloc(&b, bytes) != cudaSuccess) return 0;
+  double best = 0;
+  for (int i = 0; i < 6; ++i) {
+    cudaDeviceSynchronize();
+    const auto start = std::chrono::steady_clock::now();
+    cudaMemcpy(b, a, bytes, cudaMemcpyDeviceToDevice);
+    cudaDeviceSynchronize();
+    const double s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (i > 0) best = std::max(best, 2.0 * bytes / s);
+  }
+  cudaFree(a);
+  cudaFree(b);
+  return best;
+}
+
+// Bytes one bf16 decode step reads: per layer q, k, v, o (bf16), the router (f32), the experts
+// the step routes to (bf16, from `routing`), the KV cache over `context` positions of each
+// sequence (f32); lm_head (bf16) once.
+double DecodeBytes(const semmoe::engine::model::ModelConfig& c,
+                   const std::vector<semmoe::engine::model::Routing>& routing, int sequences,
+                   int context) {
+  const double hidden = c.hidden_size, inter = c.moe_intermediate_size;
+  double bytes = 2.0 * c.vocab_size * hidden;
+  for (int l = 0; l < c.num_layers; ++l) {
+    bytes += 2.0 * hidden * (2.0 * c.q_size() + 2.0 * c.kv_size());  // q, o; k, v.
+    bytes += 4.0 * c.num_experts * hidden;
+    bytes += 2.0 * 4.0 * context * c.kv_size() * sequences;
+  }
+  for (const auto& r : routing) {
+    const std::set<int32_t> used(r.expert_ids.begin(), r.expert_ids.end());
+    bytes += 2.0 * 3.0 * hidden * inter * used.size();
+  }
+  return bytes;
+}
 
 }  // namespace
 
@@ -82,7 +131,12 @@ int main(int argc, char** argv) {
   const int pages = max_sequences * (context / page_size + 1);
   const auto gpu =
       OrDie(GpuTransformer::Create(config, *weights, {.num_pages = pages, .page_size = page_size}),
-            "GPU forward");
+            "GPU forward (f32)");
+  const auto gpu16 =
+      OrDie(GpuTransformer::Create(config, *weights,
+                                   {.bf16 = true, .num_pages = pages, .page_size = page_size}),
+            "GPU forward (bf16)");
+  const double copy_bandwidth = CopyBandwidth();
   const auto cache = OrDie(PagedKvCache::Create({.num_layers = config.num_layers,
                                                  .shape = config.kv_shape(),
                                                  .page_size = page_size,
@@ -100,15 +154,22 @@ int main(int argc, char** argv) {
 
   std::vector<Row> rows;
   auto measure = [&](const std::string& pass, const std::vector<SequenceInput>& batch, int cpu_reps,
-                     int gpu_reps) {
+                     int gpu_reps, bool decode) {
     ForwardOutput c = OrDie(cpu->Forward(batch), "CPU pass");
-    ForwardOutput g = OrDie(gpu->Forward(batch), "GPU pass");
-    const double diff = (g.logits - c.logits).cwiseAbs().maxCoeff();
+    ForwardOutput g = OrDie(gpu->Forward(batch), "GPU pass (f32)");
+    ForwardOutput h = OrDie(gpu16->Forward(batch, {.collect_routing = true}), "GPU pass (bf16)");
     int tokens = 0;
     for (const SequenceInput& s : batch) tokens += static_cast<int>(s.tokens.size());
-    rows.push_back({pass, static_cast<int>(batch.size()), tokens,
-                    Time([&] { return OrDie(cpu->Forward(batch), "CPU pass"); }, cpu_reps),
-                    Time([&] { return OrDie(gpu->Forward(batch), "GPU pass"); }, gpu_reps), diff});
+    Row row{pass,
+            static_cast<int>(batch.size()),
+            tokens,
+            Time([&] { return OrDie(cpu->Forward(batch), "CPU pass"); }, cpu_reps),
+            Time([&] { return OrDie(gpu->Forward(batch), "GPU pass (f32)"); }, gpu_reps),
+            Time([&] { return OrDie(gpu16->Forward(batch), "GPU pass (bf16)"); }, gpu_reps),
+            (g.logits - c.logits).cwiseAbs().maxCoeff(),
+            (h.logits - c.logits).cwiseAbs().maxCoeff()};
+    if (decode) row.bytes = DecodeBytes(config, h.routing, row.sequences, context);
+    rows.push_back(row);
   };
   // Every sequence's context, prefilled on both sides first: the decode steps attend to it.
   std::vector<SequenceInput> prefill;
@@ -116,36 +177,45 @@ int main(int argc, char** argv) {
     prefill.push_back({prompts[s], 0, seqs[s].get(), LogitsMode::kLast});
   }
   OrDie(cpu->Forward(prefill), "CPU prefill");
-  OrDie(gpu->Forward(prefill), "GPU prefill");
+  OrDie(gpu->Forward(prefill), "GPU prefill (f32)");
+  OrDie(gpu16->Forward(prefill), "GPU prefill (bf16)");
   measure("prefill 8 x 256", std::vector<SequenceInput>(prefill.begin(), prefill.begin() + 8), 2,
-          10);
+          10, false);
   const int32_t next = 11;
   for (int batch_size : {1, 16, 64}) {
     std::vector<SequenceInput> decode;
     for (int s = 0; s < batch_size; ++s) {
       decode.push_back({absl::MakeConstSpan(&next, 1), context, seqs[s].get(), LogitsMode::kLast});
     }
-    measure("decode at context 256", decode, 5, 50);
+    measure("decode at context 256", decode, 5, 50, true);
   }
 
   std::printf("bench_gpu_forward on %s (%d layers, hidden %d, %d experts, top-%d)\n", dir.c_str(),
               config.num_layers, config.hidden_size, config.num_experts, config.top_k);
-  std::printf("%-24s %5s %7s %10s %10s %9s %12s %10s\n", "pass", "seqs", "tokens", "cpu ms",
-              "gpu ms", "speed-up", "gpu tok/s", "max|dlogit|");
+  std::printf("device copy bandwidth %.0f GB/s\n", copy_bandwidth / 1e9);
+  std::printf("%-22s %4s %6s %9s %9s %9s %8s %8s %11s %9s %9s %8s %7s\n", "pass", "seqs", "tokens",
+              "cpu ms", "f32 ms", "bf16 ms", "cpu/f32", "cpu/bf16", "bf16 tok/s", "f32 |dl|",
+              "bf16 |dl|", "MB/step", "of copy");
   for (const Row& r : rows) {
-    std::printf("%-24s %5d %7d %10.3f %10.3f %9.2f %12.0f %10.2e\n", r.pass.c_str(), r.sequences,
-                r.tokens, r.cpu_s * 1e3, r.gpu_s * 1e3, r.cpu_s / r.gpu_s, r.tokens / r.gpu_s,
-                r.max_diff);
+    std::printf("%-22s %4d %6d %9.3f %9.3f %9.3f %8.2f %8.2f %11.0f %9.2e %9.2e", r.pass.c_str(),
+                r.sequences, r.tokens, r.cpu_s * 1e3, r.f32_s * 1e3, r.bf16_s * 1e3,
+                r.cpu_s / r.f32_s, r.cpu_s / r.bf16_s, r.tokens / r.bf16_s, r.f32_diff,
+                r.bf16_diff);
+    if (r.bytes > 0 && copy_bandwidth > 0) {
+      std::printf(" %8.2f %6.1f%%", r.bytes / 1e6, 100.0 * r.bytes / r.bf16_s / copy_bandwidth);
+    }
+    std::printf("\n");
   }
   if (json) {
     std::printf("{\"model\":\"%s\",\"passes\":[", dir.c_str());
     for (size_t i = 0; i < rows.size(); ++i) {
       const Row& r = rows[i];
       std::printf(
-          "%s{\"pass\":\"%s\",\"sequences\":%d,\"tokens\":%d,\"cpu_ms\":%.4f,\"gpu_ms\":%.4f,"
-          "\"speedup\":%.3f,\"max_logit_diff\":%.3e}",
-          i ? "," : "", r.pass.c_str(), r.sequences, r.tokens, r.cpu_s * 1e3, r.gpu_s * 1e3,
-          r.cpu_s / r.gpu_s, r.max_diff);
+          "%s{\"pass\":\"%s\",\"sequences\":%d,\"tokens\":%d,\"cpu_ms\":%.4f,"
+          "\"gpu_f32_ms\":%.4f,\"gpu_bf16_ms\":%.4f,\"f32_max_logit_diff\":%.3e,"
+          "\"bf16_max_logit_diff\":%.3e,\"bf16_bytes_per_step\":%.0f,\"copy_bandwidth\":%.0f}",
+          i ? "," : "", r.pass.c_str(), r.sequences, r.tokens, r.cpu_s * 1e3, r.f32_s * 1e3,
+          r.bf16_s * 1e3, r.f32_diff, r.bf16_diff, r.bytes, copy_bandwidth);
     }
     std::printf("]}\n");
   }
