@@ -99,7 +99,6 @@ int main(int argc, char** argv) {
       },
       10);
   const double gemm_tflops = 2.0 * n * n * n / gemm_s / 1e12;
-  cublasDestroy(handle);
   cudaFree(ga);
   cudaFree(gb);
   cudaFree(gc);
@@ -244,11 +243,27 @@ int main(int argc, char** argv) {
   compute("grouped SwiGLU (tensor core)", "4096 rows, 16 experts, 2048 x 768",
           6.0 * g_rows * g_hidden * g_inter,
           [&] { LaunchGroupedSwiGluTensorCore(swiglu, nullptr); });
+  const double grouped_s = rows.back().seconds;
+  // The same FLOPs as one dense cuBLAS bf16 GEMM (issue 23's yardstick for the grouped experts):
+  // all 4096 rows through one [3 · 768, 2048] weight, x · Wᵀ as the forward multiplies.
+  auto* dw = static_cast<uint16_t*>(Alloc(2 * 3 * g_inter * g_hidden));
+  float* dy = static_cast<float*>(Alloc(4 * g_rows * 3 * g_inter));
+  const int dm = static_cast<int>(3 * g_inter), dn = static_cast<int>(g_rows),
+            dk = static_cast<int>(g_hidden);
+  compute("cuBLAS dense bf16 (same FLOPs)", "4096 x 2048 x 2304", 2.0 * dm * dn * dk, [&] {
+    cublasGemmEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, dm, dn, dk, &one, dw, CUDA_R_16BF, dk, gx,
+                 CUDA_R_16BF, dk, &zero, dy, CUDA_R_32F, dm, CUBLAS_COMPUTE_32F,
+                 CUBLAS_GEMM_DEFAULT);
+  });
+  const double dense_s = rows.back().seconds;
   CHECK_CUDA(cudaDeviceSynchronize());
+  cublasDestroy(handle);
 
   std::printf(
       "bench_kernels on %s: copy %.0f GB/s, cuBLAS bf16 GEMM (8192^3, f32 acc) %.1f TFLOP/s\n",
       prop.name, copy_gbs, gemm_tflops);
+  std::printf("grouped SwiGLU (tensor core) / cuBLAS dense bf16 of the same FLOPs: %.3f\n",
+              dense_s / grouped_s);
   std::printf("%-26s %-38s %10s %12s %8s\n", "kernel", "shape", "us", "rate", "ratio");
   for (const Row& r : rows) {
     std::printf("%-26s %-38s %10.1f %8.1f %s %7.3f\n", r.kernel.c_str(), r.shape.c_str(),
