@@ -179,6 +179,18 @@ absl::Status CudaOps::RoundToBf16(const float* x, int64_t n, uint16_t* out) {
   return absl::OkStatus();
 }
 
+absl::Status CudaOps::ShufflePack(const float* x, const int32_t* order, int64_t rows, int64_t width,
+                                  float* packed) {
+  CUDA_RETURN_IF_ERROR(kc::LaunchShufflePack(x, order, rows, width, packed, stream_));
+  return absl::OkStatus();
+}
+
+absl::Status CudaOps::ShuffleUnpack(const float* packed, const int32_t* order, int64_t rows,
+                                    int64_t width, float* x) {
+  CUDA_RETURN_IF_ERROR(kc::LaunchShuffleUnpack(packed, order, rows, width, x, stream_));
+  return absl::OkStatus();
+}
+
 absl::Status CudaOps::GroupedSwiGlu(const kernels::GroupedSwiGluArgs& a) {
   CUDA_RETURN_IF_ERROR(kc::LaunchGroupedSwiGluTensorCore(a, stream_));
   return absl::OkStatus();

@@ -61,6 +61,10 @@ class CudaOps {
                               int64_t width);
   absl::Status Zero(float* x, int64_t n);
   absl::Status RoundToBf16(const float* x, int64_t n, uint16_t* out);
+  absl::Status ShufflePack(const float* x, const int32_t* order, int64_t rows, int64_t width,
+                           float* packed);
+  absl::Status ShuffleUnpack(const float* packed, const int32_t* order, int64_t rows, int64_t width,
+                             float* x);
   // The tensor-core kernel (kernels/cuda/grouped_swiglu.h); `a.rows` may be an upper bound.
   absl::Status GroupedSwiGlu(const kernels::GroupedSwiGluArgs& a);
   absl::Status Begin();  // Makes the device current on the calling thread.

@@ -14,6 +14,7 @@
 #include "engine/gpu/model_view.h"
 #include "engine/gpu/testing/cpu_ops.h"
 #include "engine/gpu/testing/random_model.h"
+#include "engine/gpu/testing/rank_view.h"
 #include "engine/model/transformer.h"
 #include "engine/parallel/gloo_communicator.h"
 #include "engine/runtime/kv_cache.h"
@@ -28,6 +29,7 @@ using model::Arch;
 using model::LogitsMode;
 using model::SequenceInput;
 using testing::CpuOps;
+using testing::RankView;
 
 enum class Layout { kVanilla, kRandom, kReplicated };
 
@@ -58,20 +60,6 @@ planner::Placement MakePlacement(const model::ModelConfig& c, Layout layout, int
     }
   }
   return *p.WithReplicas(std::move(replicas));
-}
-
-// This rank's view: the experts it does not hold are absent (null), so touching one would crash
-// or fail the check in ForwardRunner::Init.
-ModelView RankView(const ModelView& full, const model::ModelConfig& c, const planner::Placement& p,
-                   int rank) {
-  ModelView view = full;
-  const std::vector<int> moe = c.MoeLayers();
-  for (size_t i = 0; i < moe.size(); ++i) {
-    for (int e = 0; e < c.num_experts; ++e) {
-      if (!p.Holds(static_cast<int>(i), rank, e)) view.layers[moe[i]].experts[e] = MlpView();
-    }
-  }
-  return view;
 }
 
 class EpForwardRunnerTest : public ::testing::TestWithParam<Case> {};

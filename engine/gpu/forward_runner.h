@@ -23,6 +23,13 @@
 // a pass (an empty one when it has no tokens) in lockstep, and the output counts each
 // sequence's expert activations served on this rank.
 //
+// Attention-TP (optional, with expert parallelism over the same group): every rank runs the
+// same batch through its slice of the heads (weights sliced by engine/parallel/tp_weights.h, the
+// config the rank's), the attention output's partial sums are reduce-scattered in the shuffled
+// chunk order, each rank runs the FFN on its chunk, and the chunks are all-gathered back
+// (engine/gpu/tp_exchange.h). Routing, when collected, is then this rank's chunk, in chunk
+// order; activation counts are not kept.
+//
 // The KV cache is this object's arena of `num_pages` pages of `page_size` positions per layer
 // for keys and for values ([num_pages, page_size, kv_size] each), indexed by the sequences' page
 // tables (KvSequence::page_table()).
@@ -42,6 +49,8 @@
 //   CombineRows(kernels::CombineRowsArgs)   (the structs of kernels/op_args.h)
 //   ScatterAddRows(dst, src, index, rows, width), Zero(x, n)
 //   RoundToBf16(x, n, uint16_t* out), GroupedSwiGlu(kernels::GroupedSwiGluArgs)   (bf16 only)
+//   ShufflePack(x, order, rows, width, packed), ShuffleUnpack(packed, order, rows, width, x)
+//                                                   (Attention-TP only; kernels/cpu/moe_routing.h)
 //   Begin()                                        before a pass (or Init) on this thread
 //   Finish()                                       all queued work done
 //
@@ -63,6 +72,7 @@
 #include "engine/gpu/ep_exchange.h"
 #include "engine/gpu/grouped_experts.h"
 #include "engine/gpu/model_view.h"
+#include "engine/gpu/tp_exchange.h"
 #include "engine/model/config.h"
 #include "engine/model/transformer.h"
 #include "engine/parallel/communicator.h"
@@ -80,6 +90,11 @@ struct KvArenaOptions {
 struct ExpertParallelOptions {  // Both null: every expert on this device.
   const planner::Placement* placement = nullptr;
   Communicator* comm = nullptr;
+  // Attention-TP over `comm` (needs the placement and comm). `predictor` (borrowed; null: plain
+  // contiguous chunks) and `token_balance_eps` as engine/parallel/tp_stage.h.
+  bool attention_tp = false;
+  const DevicePredictor* predictor = nullptr;
+  double token_balance_eps = 0;
 };
 
 template <typename Ops>
@@ -157,11 +172,22 @@ class ForwardRunner {
     RETURN_IF_ERROR(ops_.CopyIn(page_table_.data(), b.page_table.data(), b.page_table.size()));
     RETURN_IF_ERROR(
         ops_.GatherRowsByIndex(w_.embed, ids_.data(), tokens, c_.hidden_size, x_.data()));
+    std::vector<int32_t> prev;  // Each token's predecessor (−1 unknown): TP's predictions.
+    if (tp_ != nullptr) prev = PreviousTokens(batch);
     for (int layer = 0; layer < c_.num_layers; ++layer) {
       RETURN_IF_ERROR(Attention(layer, tokens, b.max_pages));
       const bool collect = options.collect_routing && w_.layers[layer].is_moe;
       model::Routing routing;
-      RETURN_IF_ERROR(Ffn(layer, tokens, collect ? &routing : nullptr));
+      if (tp_ == nullptr) {
+        RETURN_IF_ERROR(ops_.AddInPlace(x_.data(), o_.data(), tokens * c_.hidden_size));
+        RETURN_IF_ERROR(Ffn(layer, x_.data(), tokens, collect ? &routing : nullptr));
+      } else {
+        ASSIGN_OR_RETURN(const int64_t rows,
+                         tp_->ReduceScatter(layer, model::BatchTokens{b.ids, prev}, o_.data(),
+                                            x_.data(), chunk_.data()));
+        RETURN_IF_ERROR(Ffn(layer, chunk_.data(), rows, collect ? &routing : nullptr));
+        RETURN_IF_ERROR(tp_->AllGather(chunk_.data(), x_.data()));
+      }
       if (collect) out.routing.push_back(std::move(routing));
     }
     RETURN_IF_ERROR(
@@ -171,7 +197,7 @@ class ForwardRunner {
     RETURN_IF_ERROR(ops_.Linear(last_.data(), rows, w_.lm_head, logits_.data()));
     RETURN_IF_ERROR(ops_.CopyOut(out.logits.data(), logits_.data(), out.logits.size()));
     RETURN_IF_ERROR(ops_.Finish());
-    if (ep_ != nullptr) {  // Per sequence: its activations served here, and all of them.
+    if (ep_ != nullptr && tp_ == nullptr) {  // Per sequence: its activations here, and all.
       int64_t row = 0;
       for (const model::SequenceInput& s : batch) {
         int64_t local = 0, all = 0;
@@ -187,11 +213,27 @@ class ForwardRunner {
   }
 
  private:
+  // Per batch token, the token before it in its sequence (the sequence's prev_token for its
+  // first new token; −1 unknown).
+  static std::vector<int32_t> PreviousTokens(absl::Span<const model::SequenceInput> batch) {
+    std::vector<int32_t> prev;
+    for (const model::SequenceInput& s : batch) {
+      for (size_t t = 0; t < s.tokens.size(); ++t) {
+        prev.push_back(t == 0 ? s.prev_token : s.tokens[t - 1]);
+      }
+    }
+    return prev;
+  }
+
   // The experts this device runs are loaded; under EP the placement fits the model and group.
   absl::Status CheckExperts() {
     const bool ep = ep_options_.placement != nullptr || ep_options_.comm != nullptr;
     if (ep && (ep_options_.placement == nullptr || ep_options_.comm == nullptr)) {
       return absl::InvalidArgumentError("expert parallelism needs a placement and a communicator");
+    }
+    if (ep_options_.attention_tp && !ep) {
+      return absl::InvalidArgumentError(
+          "Attention-TP needs expert parallelism over its group (a placement and a communicator)");
     }
     const planner::Placement* p = ep_options_.placement;
     if (ep) {
@@ -205,6 +247,10 @@ class ForwardRunner {
       moe_index_.assign(c_.num_layers, -1);
       for (int i = 0; i < p->num_layers(); ++i) moe_index_[p->moe_layers()[i]] = i;
       ep_ = std::make_unique<EpExchange<Ops>>(c_, *p, *ep_options_.comm, ops_);
+      if (ep_options_.attention_tp) {
+        tp_ = std::make_unique<TpExchange<Ops>>(c_, *ep_options_.comm, ops_, ep_options_.predictor,
+                                                ep_options_.token_balance_eps);
+      }
       ep_counters_.assign(p->num_layers(), MoeLayerCounters());
     }
     for (int layer = 0; layer < c_.num_layers; ++layer) {
@@ -230,7 +276,7 @@ class ForwardRunner {
     const int64_t inter =
         std::max({entries * c_.moe_intermediate_size, tokens * c_.intermediate_size,
                   tokens * c_.shared_expert_intermediate_size});
-    for (Array<float>* a : {&x_, &h_, &o_, &moe_, &shared_}) {
+    for (Array<float>* a : {&x_, &h_, &o_, &moe_, &shared_, &chunk_}) {
       RETURN_IF_ERROR(a->Reserve(tokens * hidden));
     }
     for (Array<float>* a : {&q_, &attn_}) RETURN_IF_ERROR(a->Reserve(tokens * c_.q_size()));
@@ -263,7 +309,8 @@ class ForwardRunner {
     return ops_.Linear(g_.data(), rows, mlp.down, out);
   }
 
-  // x += o_proj(attention(norm(x))), the new keys and values written to the cache first.
+  // o_ = o_proj(attention(norm(x))), the new keys and values written to the cache first (under
+  // Attention-TP a partial sum over this rank's heads).
   absl::Status Attention(int layer, int64_t tokens, int max_pages) {
     const LayerView& w = w_.layers[layer];
     const int64_t hidden = c_.hidden_size, q_size = c_.q_size(), kv_size = c_.kv_size();
@@ -322,20 +369,20 @@ class ForwardRunner {
                                          .position = positions_.data(),
                                          .scale = 1.0f / std::sqrt(static_cast<float>(c_.head_dim)),
                                          .out = attn_.data()}));
-    RETURN_IF_ERROR(ops_.Linear(attn_.data(), tokens, w.o, o_.data()));
-    return ops_.AddInPlace(x_.data(), o_.data(), tokens * hidden);
+    return ops_.Linear(attn_.data(), tokens, w.o, o_.data());
   }
 
-  // x += FFN(norm(x)): the MoE block or the dense MLP.
-  absl::Status Ffn(int layer, int64_t tokens, model::Routing* routing) {
+  // x += FFN(norm(x)) over `tokens` rows of x (x_, or this rank's chunk): the MoE block or the
+  // dense MLP.
+  absl::Status Ffn(int layer, float* x, int64_t tokens, model::Routing* routing) {
     const LayerView& w = w_.layers[layer];
     const int64_t hidden = c_.hidden_size;
-    RETURN_IF_ERROR(ops_.Copy(h_.data(), x_.data(), tokens * hidden));
+    RETURN_IF_ERROR(ops_.Copy(h_.data(), x, tokens * hidden));
     RETURN_IF_ERROR(
         ops_.RmsNorm(h_.data(), tokens, hidden, hidden, w.post_attention_norm, c_.rms_norm_eps));
     if (!w.is_moe) {
       RETURN_IF_ERROR(Mlp(h_.data(), tokens, w.dense, o_.data()));
-      return ops_.AddInPlace(x_.data(), o_.data(), tokens * hidden);
+      return ops_.AddInPlace(x, o_.data(), tokens * hidden);
     }
     const int experts = c_.num_experts, k = c_.top_k;
     const int64_t entries = tokens * k, inter = c_.moe_intermediate_size;
@@ -388,7 +435,7 @@ class ForwardRunner {
       RETURN_IF_ERROR(
           ops_.SigmoidGateAdd(moe_.data(), shared_.data(), shared_gate_.data(), tokens, hidden));
     }
-    RETURN_IF_ERROR(ops_.AddInPlace(x_.data(), moe_.data(), tokens * hidden));
+    RETURN_IF_ERROR(ops_.AddInPlace(x, moe_.data(), tokens * hidden));
     if (routing != nullptr) {
       routing->top_k = k;
       routing->expert_ids.resize(entries);
@@ -454,6 +501,8 @@ class ForwardRunner {
   // Per-pass buffers, grown to the largest pass and reused.
   Array<float> x_, h_, q_, k_, v_, attn_, o_, router_logits_, gate_weights_, y_, g_, u_, z_, moe_;
   Array<float> shared_, shared_gate_, last_, logits_;
+  Array<float> chunk_;  // Attention-TP: this rank's chunk of the residual stream.
+  std::unique_ptr<TpExchange<Ops>> tp_;
   Array<int32_t> ids_, positions_, seq_of_token_, page_table_, logit_rows_, expert_ids_;
   Array<int64_t> counts_, offsets_, entry_of_position_, position_of_entry_;
   Array<uint16_t> y16_;  // The permuted rows in bf16 (stacked experts).

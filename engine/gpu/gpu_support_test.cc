@@ -17,9 +17,8 @@ model::ModelConfig Config(model::Arch arch, int head_dim) {
   o.arch = arch;
   o.head_dim = head_dim;
   o.hidden_size = 4 * head_dim;
-  const std::string dir =
-      JoinPath(std::getenv("TEST_TMPDIR"), std::string(model::ArchName(arch)) + "_" +
-                                               std::to_string(head_dim));
+  const std::string dir = JoinPath(std::getenv("TEST_TMPDIR"), std::string(model::ArchName(arch)) +
+                                                                   "_" + std::to_string(head_dim));
   EXPECT_TRUE(tools::WriteTinyModel(o, dir).ok());
   auto config = model::LoadModelConfig(dir);
   EXPECT_TRUE(config.ok()) << config.status();

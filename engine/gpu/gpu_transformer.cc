@@ -45,7 +45,11 @@ absl::StatusOr<std::unique_ptr<GpuTransformer>> GpuTransformer::Create(
   impl->runner = std::make_unique<ForwardRunner<CudaOps>>(
       c, impl->weights->View(),
       KvArenaOptions{.num_pages = options.num_pages, .page_size = options.page_size}, *impl->ops,
-      ExpertParallelOptions{.placement = options.placement, .comm = options.comm});
+      ExpertParallelOptions{.placement = options.placement,
+                            .comm = options.comm,
+                            .attention_tp = options.attention_tp,
+                            .predictor = options.predictor,
+                            .token_balance_eps = options.token_balance_eps});
   RETURN_IF_ERROR(impl->runner->Init());
   return std::unique_ptr<GpuTransformer>(new GpuTransformer(std::move(impl)));
 }

@@ -29,6 +29,7 @@
 #include "engine/model/transformer.h"
 #include "engine/model/weights.h"
 #include "engine/parallel/communicator.h"
+#include "engine/parallel/device_predictor.h"
 #include "engine/parallel/moe_layer_counters.h"
 #include "planner/placement/placement.h"
 
@@ -51,6 +52,13 @@ struct GpuForwardOptions {
   // memory (NcclCommunicator); both borrowed. The weights then need only this rank's experts.
   const planner::Placement* placement = nullptr;
   Communicator* comm = nullptr;
+  // Attention-TP over `comm` (engine/gpu/tp_exchange.h): `weights` and `config` are then this
+  // rank's slice of the heads (engine/parallel/tp_weights.h), every rank runs the same batch,
+  // and `predictor` (borrowed; null: contiguous chunks) orders the shuffled chunks. Not yet
+  // served by `engine serve --device cuda` (Attention-DP only there).
+  bool attention_tp = false;
+  const DevicePredictor* predictor = nullptr;
+  double token_balance_eps = 0;
 };
 
 class GpuTransformer {

@@ -105,6 +105,30 @@ TEST_P(GpuTransformerTest, ExpertParallelOnAOneRankNcclGroupMatchesTheCpu) {
   EXPECT_GT((*nccl)->counters()[CollectiveKind::kAllToAll].calls, 0);
 }
 
+// Attention-TP on the GPU (TpExchange: the shuffle packs on the device, NCCL's reduce-scatter and
+// all-gather) over a one-rank group; several ranks run in CI over Gloo (gpu_tp_emulation_test).
+TEST_P(GpuTransformerTest, AttentionTpOnAOneRankNcclGroupMatchesTheCpu) {
+  gloo::rendezvous::HashStore store;
+  auto nccl = NcclCommunicator::Create(store, {.rank = 0, .size = 1, .device = 0});
+  ASSERT_TRUE(nccl.ok()) << nccl.status();
+  auto placement = planner::Placement::Vanilla(config_.MoeLayers(), config_.num_experts, 1);
+  ASSERT_TRUE(placement.ok());
+  auto tp = GpuTransformer::Create(config_, weights_,
+                                   {.device = 0,
+                                    .num_pages = kPages,
+                                    .page_size = kPageSize,
+                                    .placement = &*placement,
+                                    .comm = nccl->get(),
+                                    .attention_tp = true});
+  ASSERT_TRUE(tp.ok()) << tp.status();
+  testing::ExpectSameAsCpu(
+      [&](absl::Span<const model::SequenceInput> batch, const model::ForwardOptions& options) {
+        return (*tp)->Forward(batch, options);
+      },
+      *cpu_, *cache_);
+  EXPECT_GT((*nccl)->counters()[CollectiveKind::kReduceScatter].calls, 0);
+}
+
 // bf16 weights (tensor-core GemmEx, the grouped tensor-core experts) against the CPU emulation
 // of the same operations and rounding points (ForwardRunner over CpuOps, as CI runs it): only
 // f32 summation orders differ, and with them an occasional last bit of a bf16 rounding.

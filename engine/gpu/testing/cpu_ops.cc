@@ -40,6 +40,18 @@ absl::Status CpuOps::RoundToBf16(const float* x, int64_t n, uint16_t* out) {
   return absl::OkStatus();
 }
 
+absl::Status CpuOps::ShufflePack(const float* x, const int32_t* order, int64_t rows, int64_t width,
+                                 float* packed) {
+  kernels::cpu::ShufflePack(x, order, rows, width, packed);
+  return absl::OkStatus();
+}
+
+absl::Status CpuOps::ShuffleUnpack(const float* packed, const int32_t* order, int64_t rows,
+                                   int64_t width, float* x) {
+  kernels::cpu::ShuffleUnpack(packed, order, rows, width, x);
+  return absl::OkStatus();
+}
+
 absl::Status CpuOps::GroupedSwiGlu(const kernels::GroupedSwiGluArgs& a) {
   kernels::GroupedSwiGluArgs args = a;
   args.bf16_activation = true;

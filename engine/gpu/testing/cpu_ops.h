@@ -54,6 +54,10 @@ class CpuOps {
   // With w.w16: x rounded to bf16, the bf16 weights, products summed in f32 (the GPU's GemmEx).
   absl::Status Linear(const float* x, int64_t rows, const LinearView& w, float* y);
   absl::Status RoundToBf16(const float* x, int64_t n, uint16_t* out);
+  absl::Status ShufflePack(const float* x, const int32_t* order, int64_t rows, int64_t width,
+                           float* packed);
+  absl::Status ShuffleUnpack(const float* packed, const int32_t* order, int64_t rows, int64_t width,
+                             float* x);
   // kernels/cpu/grouped_swiglu with bf16_activation, as the tensor-core kernel CudaOps runs.
   absl::Status GroupedSwiGlu(const kernels::GroupedSwiGluArgs& a);
   absl::Status RmsNorm(float* x, int64_t rows, int64_t width, int64_t stride, const float* weight,

@@ -1,0 +1,207 @@
+// The GPU forward's Attention-TP pass (engine/gpu: ForwardRunner + TpExchange + EpExchange) in
+// CI, with the planner's affinity tables (hence here, beside the CPU's parallel_forward_test): G
+// ranks, each its own thread with the CPU emulation of the device operations (CpuOps), its slice of
+// the heads (engine/parallel/tp_weights.h), only its own experts, and a Gloo group standing in for
+// NCCL. Every rank runs the same batches — a ragged prefill, then decode steps — through the
+// shuffled reduce-scatter and all-gather, plain or with the planner's T tables (and with A
+// tables, whose history the GPU pass does not carry yet), and every rank's logits must be the
+// single-device CPU Transformer's.
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "engine/gpu/forward_runner.h"
+#include "engine/gpu/model_view.h"
+#include "engine/gpu/testing/cpu_ops.h"
+#include "engine/gpu/testing/random_model.h"
+#include "engine/gpu/testing/rank_view.h"
+#include "engine/model/transformer.h"
+#include "engine/parallel/device_predictor.h"
+#include "engine/parallel/gloo_communicator.h"
+#include "engine/parallel/tp_weights.h"
+#include "engine/runtime/kv_cache.h"
+#include "gloo/rendezvous/hash_store.h"
+#include "gtest/gtest.h"
+#include "planner/affinity/layer_affinity.h"
+#include "planner/affinity/token_affinity_builder.h"
+#include "planner/placement/placement.h"
+#include "planner/trace/trace_set.h"
+
+namespace semmoe::engine::gpu {
+namespace {
+
+using model::Arch;
+using model::LogitsMode;
+using model::SequenceInput;
+using testing::CpuOps;
+
+enum class Prediction { kPlain, kTokens, kTokensAndLayers };
+
+struct Case {
+  Arch arch;
+  int ranks;
+  Prediction prediction;
+};
+
+std::string Name(const ::testing::TestParamInfo<Case>& info) {
+  const char* prediction[] = {"plain", "T", "T_and_A"};
+  return absl::StrCat(model::ArchName(info.param.arch), "_", info.param.ranks, "_",
+                      prediction[static_cast<int>(info.param.prediction)]);
+}
+
+std::vector<std::vector<int32_t>> Prompts(int vocab) {
+  std::vector<std::vector<int32_t>> prompts(3);
+  for (int s = 0; s < 3; ++s) {
+    for (int t = 0; t < 4 + 6 * s; ++t) prompts[s].push_back((17 * t + 31 * s + 5) % vocab);
+  }
+  return prompts;
+}
+
+// A routing trace of `prompts` from the reference's own prefill, for the affinity tables.
+planner::trace::TraceSet Trace(const model::ModelConfig& c, model::Transformer& reference,
+                               const std::vector<std::vector<int32_t>>& prompts) {
+  planner::trace::TraceSet trace;
+  trace.header = {.num_experts = static_cast<uint32_t>(c.num_experts),
+                  .vocab_size = static_cast<uint32_t>(c.vocab_size),
+                  .top_k = static_cast<uint16_t>(c.top_k)};
+  for (int l : c.MoeLayers()) trace.header.moe_layers.push_back(l);
+  for (size_t i = 0; i < prompts.size(); ++i) {
+    model::DenseKvSequence kv(c.num_layers, c.kv_shape(), static_cast<int>(prompts[i].size()));
+    auto out =
+        reference.Forward({{prompts[i], 0, &kv, LogitsMode::kLast}}, {.collect_routing = true});
+    EXPECT_TRUE(out.ok()) << out.status();
+    std::vector<uint16_t> experts;
+    for (size_t t = 0; t < prompts[i].size(); ++t) {
+      for (const model::Routing& r : out->routing) {
+        for (int j = 0; j < c.top_k; ++j) experts.push_back(r.expert_ids[t * c.top_k + j]);
+      }
+    }
+    EXPECT_TRUE(trace
+                    .AddRequest(absl::StrCat("p", i),
+                                std::vector<uint32_t>(prompts[i].begin(), prompts[i].end()),
+                                experts)
+                    .ok());
+  }
+  return trace;
+}
+
+class TpForwardRunnerTest : public ::testing::TestWithParam<Case> {};
+
+TEST_P(TpForwardRunnerTest, EveryRankMatchesTheSingleDevice) {
+  const Case& param = GetParam();
+  const int g = param.ranks;
+  const model::ModelConfig c = testing::RandomModelConfig(param.arch);
+  const uint64_t seed = 41;
+  const model::ModelWeights weights = testing::RandomWeights(c, seed);
+  auto reference = model::Transformer::Create(c, weights);
+  ASSERT_TRUE(reference.ok());
+  const planner::Placement placement =
+      *planner::Placement::Random(c.MoeLayers(), c.num_experts, g, /*seed=*/3);
+  const std::vector<std::vector<int32_t>> prompts = Prompts(c.vocab_size);
+  std::unique_ptr<planner::TokenAffinity> affinity;
+  std::unique_ptr<DevicePredictor> predictor;
+  if (param.prediction != Prediction::kPlain) {
+    const planner::trace::TraceSet trace = Trace(c, **reference, prompts);
+    affinity = std::make_unique<planner::TokenAffinity>(planner::BuildTokenAffinity(trace));
+    planner::TransitionTable transitions;
+    if (param.prediction == Prediction::kTokensAndLayers) {
+      transitions = planner::LayerAffinity::Build(trace, placement).Table();
+    }
+    predictor = std::make_unique<DevicePredictor>(*affinity, placement, std::move(transitions));
+  }
+  constexpr int kPages = 48, kPageSize = 4;
+  // The batches every rank runs: a ragged prefill (one sequence wants every position's logits),
+  // then two decode steps. `Batch` builds one over a rank's own sequences.
+  const std::vector<int32_t> next = {7, 8, 9};
+  auto batch_of = [&](int pass, const std::vector<std::unique_ptr<runtime::PagedSequence>>& seqs) {
+    std::vector<SequenceInput> batch;
+    for (size_t s = 0; s < prompts.size(); ++s) {
+      if (pass == 0) {
+        batch.push_back(
+            {prompts[s], 0, seqs[s].get(), s == 1 ? LogitsMode::kAll : LogitsMode::kLast});
+      } else {
+        const int position = static_cast<int>(prompts[s].size()) + pass - 1;
+        batch.push_back({absl::MakeConstSpan(&next[s], 1), position, seqs[s].get(),
+                         LogitsMode::kLast, pass == 1 ? prompts[s].back() : next[s]});
+      }
+    }
+    return batch;
+  };
+  auto paged = [&](const model::ModelConfig& config) {
+    auto cache = runtime::PagedKvCache::Create({.num_layers = config.num_layers,
+                                                .shape = config.kv_shape(),
+                                                .page_size = kPageSize,
+                                                .num_pages = kPages});
+    EXPECT_TRUE(cache.ok());
+    std::vector<std::unique_ptr<runtime::PagedSequence>> seqs;
+    for (size_t s = 0; s < prompts.size(); ++s) {
+      seqs.push_back((*cache)->NewSequence());
+      EXPECT_TRUE((*cache)->Reserve(*seqs.back(), 24).ok());
+    }
+    return std::make_pair(std::move(*cache), std::move(seqs));
+  };
+  constexpr int kPasses = 3;
+  std::vector<model::Matrix> want(kPasses);
+  {
+    auto [cache, seqs] = paged(c);
+    for (int pass = 0; pass < kPasses; ++pass) {
+      auto out = (*reference)->Forward(batch_of(pass, seqs), {});
+      ASSERT_TRUE(out.ok()) << out.status();
+      want[pass] = out->logits;
+    }
+  }
+
+  gloo::rendezvous::HashStore store;
+  std::vector<std::thread> threads;
+  for (int r = 0; r < g; ++r) {
+    threads.emplace_back([&, r] {
+      model::ModelWeights mine = testing::RandomWeights(c, seed);
+      auto local = SliceForTp(c, mine, r, g);
+      ASSERT_TRUE(local.ok()) << local.status();
+      auto comm = GlooCommunicator::Create(store, {.rank = r, .size = g, .prefix = "tp"});
+      ASSERT_TRUE(comm.ok()) << comm.status();
+      CpuOps ops;
+      ForwardRunner<CpuOps> runner(*local, testing::RankView(HostView(mine), *local, placement, r),
+                                   {kPages, kPageSize}, ops,
+                                   {.placement = &placement,
+                                    .comm = comm->get(),
+                                    .attention_tp = true,
+                                    .predictor = predictor.get(),
+                                    .token_balance_eps = 0.05});
+      ASSERT_TRUE(runner.Init().ok());
+      auto [cache, seqs] = paged(*local);
+      for (int pass = 0; pass < kPasses; ++pass) {
+        auto got = runner.Forward(batch_of(pass, seqs), {});
+        const std::string what = absl::StrCat("rank ", r, " pass ", pass);
+        ASSERT_TRUE(got.ok()) << what << ": " << got.status();
+        ASSERT_EQ(got->logits.rows(), want[pass].rows()) << what;
+        const float scale = want[pass].cwiseAbs().maxCoeff();
+        EXPECT_LE((got->logits - want[pass]).cwiseAbs().maxCoeff(), 1e-4f * scale) << what;
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+}
+
+INSTANTIATE_TEST_SUITE_P(All, TpForwardRunnerTest,
+                         ::testing::Values(Case{Arch::kQwen3Moe, 2, Prediction::kPlain},
+                                           Case{Arch::kQwen3Moe, 4, Prediction::kTokens},
+                                           Case{Arch::kQwen2Moe, 2, Prediction::kTokens},
+                                           Case{Arch::kMixtral, 4, Prediction::kTokensAndLayers},
+                                           Case{Arch::kMixtral, 2, Prediction::kPlain}),
+                         Name);
+
+TEST(TpForwardRunnerInitTest, AttentionTpWithoutAGroupIsAnError) {
+  const model::ModelConfig c = testing::RandomModelConfig(Arch::kMixtral);
+  const model::ModelWeights w = testing::RandomWeights(c, 1);
+  CpuOps ops;
+  ForwardRunner<CpuOps> runner(c, HostView(w), {8, 4}, ops, {.attention_tp = true});
+  const absl::Status s = runner.Init();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("Attention-TP needs expert parallelism"), std::string::npos) << s;
+}
+
+}  // namespace
+}  // namespace semmoe::engine::gpu
