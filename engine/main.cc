@@ -472,9 +472,6 @@ int main(int argc, char** argv) {
                 << "; use --device cpu\n";
       return 1;
     }
-    if (command == "serve" && absl::GetFlag(FLAGS_attn) != "dp") {
-      return Usage("--device cuda serves Attention-DP groups so far (--attn dp)");
-    }
   }
   if (command == "generate") return semmoe::engine::Generate(cuda_device);
   if (command == "score") return semmoe::engine::Score(cuda_device);

@@ -2,7 +2,7 @@
 //
 //   bazel run //tools:local_cluster -- --model DIR [--ranks G] [--attn dp|tp]
 //       [--placement vanilla|FILE|VERSION] [--db DB] [--router_policy semantic|round_robin|...]
-//       [--device cpu|cuda]   (cuda: one GPU per rank, Attention-DP)
+//       [--device cpu|cuda]   (cuda: one GPU per rank)
 //   bazel run //tools:local_cluster -- --model DIR --ranks G --db DB --experiment ID
 //       (an A/B test: one engine group per arm, each on its arm's version, behind one router)
 //

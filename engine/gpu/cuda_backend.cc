@@ -62,10 +62,16 @@ class CudaBackend : public DeviceBackend {
   absl::StatusOr<std::unique_ptr<DeviceSession>> UseForServing(
       const model::ModelConfig& config, const model::ModelWeights& weights,
       const planner::Placement& placement, const RendezvousOptions& rendezvous,
-      const DeviceTarget& target, GroupEngineOptions& engine) override {
+      const DeviceTarget& target, const TpServing* tp, GroupEngineOptions& engine) override {
+    GpuTpOptions gpu_tp;
+    if (tp != nullptr) {
+      gpu_tp = {
+          .enabled = true, .predictor = tp->predictor, .token_balance_eps = tp->token_balance_eps};
+    }
     ASSIGN_OR_RETURN(
         std::unique_ptr<GpuServingRank> rank,
-        GpuServingRank::Create(config, weights, placement, rendezvous, Gpu(target), engine.batch));
+        GpuServingRank::Create(tp != nullptr ? *tp->local_config : config, weights, placement,
+                               rendezvous, Gpu(target), engine.batch, gpu_tp));
     GpuServingRank* gpu = rank.get();
     engine.local_forward = [gpu](absl::Span<const model::SequenceInput> batch) {
       return gpu->forward().Forward(batch);

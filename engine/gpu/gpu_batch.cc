@@ -8,7 +8,7 @@ namespace semmoe::engine::gpu {
 absl::StatusOr<std::unique_ptr<GpuTransformer>> CreateGpuForward(
     const model::ModelConfig& config, const model::ModelWeights& weights, const GpuTarget& target,
     const runtime::BatchEngine::Options& options, const planner::Placement* placement,
-    Communicator* comm) {
+    Communicator* comm, const GpuTpOptions& tp) {
   // The same page count BatchEngine::Create gives its host cache.
   const int pages = runtime::PagedKvCache::PagesForBytes(
       {.num_layers = config.num_layers, .shape = config.kv_shape(), .page_size = options.page_size},
@@ -19,7 +19,10 @@ absl::StatusOr<std::unique_ptr<GpuTransformer>> CreateGpuForward(
                                  .num_pages = pages,
                                  .page_size = options.page_size,
                                  .placement = placement,
-                                 .comm = comm});
+                                 .comm = comm,
+                                 .attention_tp = tp.enabled,
+                                 .predictor = tp.predictor,
+                                 .token_balance_eps = tp.token_balance_eps});
 }
 
 absl::StatusOr<std::unique_ptr<GpuTransformer>> UseGpuForward(

@@ -16,11 +16,12 @@ namespace semmoe::engine::gpu {
 
 // A GPU forward whose device cache has the pages a BatchEngine created with `options` hands out
 // (its page_size and kv_cache_bytes); `ep` as GpuForwardOptions (placement, comm; null: one
-// device). Errors as GpuTransformer::Create.
+// device), `tp` Attention-TP over that group (`config` and `weights` then the rank's heads).
+// Errors as GpuTransformer::Create.
 absl::StatusOr<std::unique_ptr<GpuTransformer>> CreateGpuForward(
     const model::ModelConfig& config, const model::ModelWeights& weights, const GpuTarget& target,
     const runtime::BatchEngine::Options& options, const planner::Placement* placement = nullptr,
-    Communicator* comm = nullptr);
+    Communicator* comm = nullptr, const GpuTpOptions& tp = {});
 
 // CreateGpuForward, then points options.forward at it, with no host KV arena. The returned object
 // must outlive the BatchEngine created with `options`.

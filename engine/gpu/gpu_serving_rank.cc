@@ -9,7 +9,7 @@ namespace semmoe::engine::gpu {
 absl::StatusOr<std::unique_ptr<GpuServingRank>> GpuServingRank::Create(
     const model::ModelConfig& config, const model::ModelWeights& weights,
     const planner::Placement& placement, const RendezvousOptions& rendezvous,
-    const GpuTarget& target, const runtime::BatchEngine::Options& batch) {
+    const GpuTarget& target, const runtime::BatchEngine::Options& batch, const GpuTpOptions& tp) {
   std::unique_ptr<GpuServingRank> rank(new GpuServingRank());
   if (rendezvous.size == 1) {
     ASSIGN_OR_RETURN(rank->forward_, CreateGpuForward(config, weights, target, batch));
@@ -23,8 +23,8 @@ absl::StatusOr<std::unique_ptr<GpuServingRank>> GpuServingRank::Create(
                                                             .prefix = rendezvous.prefix + "-nccl",
                                                             .timeout = rendezvous.timeout}));
   rank->nccl_ = std::move(nccl);
-  ASSIGN_OR_RETURN(rank->forward_,
-                   CreateGpuForward(config, weights, target, batch, &placement, rank->nccl_.get()));
+  ASSIGN_OR_RETURN(rank->forward_, CreateGpuForward(config, weights, target, batch, &placement,
+                                                    rank->nccl_.get(), tp));
   return rank;
 }
 

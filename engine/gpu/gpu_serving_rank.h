@@ -1,7 +1,8 @@
 // The GPU side of one serving rank (`engine serve --device cuda`): the forward on its device,
 // sized for the rank's BatchEngine, and — in a group of several ranks — the NCCL group the
 // expert-parallel exchange runs over, met through the same rendezvous store as the rank's Gloo
-// group (its own key prefix). Attention-DP only.
+// group (its own key prefix). Attention-DP, or Attention-TP over the same group (`tp`; `config`
+// and `weights` the rank's heads; a one-rank group runs the whole model, as DP).
 #ifndef SEMMOE_ENGINE_GPU_GPU_SERVING_RANK_H_
 #define SEMMOE_ENGINE_GPU_GPU_SERVING_RANK_H_
 
@@ -27,7 +28,8 @@ class GpuServingRank {
   static absl::StatusOr<std::unique_ptr<GpuServingRank>> Create(
       const model::ModelConfig& config, const model::ModelWeights& weights,
       const planner::Placement& placement, const RendezvousOptions& rendezvous,
-      const GpuTarget& target, const runtime::BatchEngine::Options& batch);
+      const GpuTarget& target, const runtime::BatchEngine::Options& batch,
+      const GpuTpOptions& tp = {});
 
   GpuTransformer& forward() { return *forward_; }
   // The NCCL group's counters (null for a one-rank group).

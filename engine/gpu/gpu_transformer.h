@@ -43,6 +43,13 @@ struct GpuTarget {
   bool bf16 = false;
 };
 
+// Attention-TP for a serving rank (GpuForwardOptions' fields of the same names).
+struct GpuTpOptions {
+  bool enabled = false;
+  const DevicePredictor* predictor = nullptr;
+  double token_balance_eps = 0;
+};
+
 struct GpuForwardOptions {
   int device = 0;      // CUDA device ordinal.
   bool bf16 = false;   // GpuTarget::bf16.

@@ -51,7 +51,8 @@ absl::StatusOr<std::unique_ptr<GroupEngine>> GroupEngine::Create(
   } else {
     runtime::PagedKvCache::Options kv{.num_layers = model.local_num_layers(),
                                       .shape = model.local_kv_shape(),
-                                      .page_size = options.batch.page_size};
+                                      .page_size = options.batch.page_size,
+                                      .host_arena = options.batch.host_kv_arena};
     kv.num_pages = runtime::PagedKvCache::PagesForBytes(kv, options.batch.kv_cache_bytes);
     ASSIGN_OR_RETURN(engine->mirror_kv_, runtime::PagedKvCache::Create(kv));
   }
@@ -74,8 +75,8 @@ void GroupEngine::Start() {
   thread_ = std::thread([this] {
     result_ = Loop();
     FailAll(result_.ok() ? absl::UnavailableError("the engine is stopping")
-                         : absl::UnavailableError(absl::StrCat(
-                               "the expert-parallel group failed: ", result_.message())));
+                         : absl::UnavailableError(absl::StrCat("the expert-parallel group failed: ",
+                                                               result_.message())));
     {
       absl::MutexLock lock(&mu_);
       ended_ = true;
@@ -292,7 +293,9 @@ absl::Status GroupEngine::FollowerPass() {
                 .logits = static_cast<model::LogitsMode>(logits),
                 .prev_token = static_cast<int32_t>(prev)};
   }
-  ASSIGN_OR_RETURN(model::ForwardOutput out, model_.transformer().Forward(batch));
+  ASSIGN_OR_RETURN(model::ForwardOutput out, options_.local_forward
+                                                 ? options_.local_forward(batch)
+                                                 : model_.transformer().Forward(batch));
   ++forward_passes_;
   AddAttentionTimes(out);
   return absl::OkStatus();

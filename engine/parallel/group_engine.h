@@ -59,9 +59,10 @@ struct GroupEngineOptions {
   absl::Duration idle_poll = absl::Milliseconds(1);
   absl::Duration max_idle_poll = absl::Milliseconds(10);
   int max_inbox = 1024;  // Submitted but not yet taken by the loop; beyond: ResourceExhausted.
-  // Replaces the rank model's CPU forward: a one-rank group serving from a GPU (engine/gpu; set
-  // batch.host_kv_arena = false with it). Its passes leave the EP counters and the per-request
-  // activation counts alone (one device holds every expert).
+  // Replaces the rank model's CPU forward: a rank serving from a GPU (engine/gpu; set
+  // batch.host_kv_arena = false with it), for the leader's passes and, under Attention-TP, the
+  // followers' too. Its passes leave the CPU stage's EP counters alone; it reports its own
+  // (local_stats) and, under Attention-DP, the per-request activation counts.
   std::function<absl::StatusOr<model::ForwardOutput>(absl::Span<const model::SequenceInput>)>
       local_forward;
   // Borrowed, outlives the engine: moves the group to other placements while it serves
@@ -108,8 +109,8 @@ class GroupEngine {
   // Starts the loop thread.
   void Start();
   // Queues a request; its output goes to `sink`. FailedPrecondition on an Attention-TP
-  // follower, Unavailable once the loop stops or ended; ResourceExhausted when the inbox is full. Validation
-  // errors (bad prompt, duplicate id) reach the sink's OnError.
+  // follower, Unavailable once the loop stops or ended; ResourceExhausted when the inbox is full.
+  // Validation errors (bad prompt, duplicate id) reach the sink's OnError.
   absl::Status Submit(runtime::GenerationRequest request, std::shared_ptr<RequestSink> sink);
   // The request's sink gets OnError(CANCELLED) and its KV pages are freed (no-op if unknown).
   void Cancel(const std::string& id);

@@ -94,6 +94,13 @@ class RankModel {
   // The KV cache rows this rank stores (its KV heads; under MLA the whole latent).
   model::KvShape local_kv_shape() const { return local_config_.kv_shape(); }
   int local_num_layers() const { return local_config_.num_layers; }
+  // The config of this rank's forward: under Attention-TP its heads only (else config()).
+  const model::ModelConfig& local_config() const { return local_config_; }
+  // Attention-TP's chunk rule: the predictor served now (null: contiguous chunks) and the balance.
+  const DevicePredictor* predictor() const {
+    return owned_ != nullptr ? owned_->predictor.get() : options_.predictor;
+  }
+  double token_balance_eps() const { return options_.token_balance_eps; }
   const ExpertParallelFfn& ffn() const { return *ffn_; }
   const TpLayerStage* tp_stage() const { return tp_stage_.get(); }
   Communicator& comm() const { return comm_; }

@@ -17,6 +17,7 @@
 #include "engine/model/config.h"
 #include "engine/model/weights.h"
 #include "engine/offline/prefill_runner.h"
+#include "engine/parallel/device_predictor.h"
 #include "engine/parallel/group_engine.h"
 #include "engine/parallel/rendezvous.h"
 #include "engine/runtime/batch_engine.h"
@@ -30,6 +31,14 @@ namespace semmoe::engine {
 struct DeviceTarget {
   int device = 0;
   bool bf16 = true;
+};
+
+// Attention-TP serving on a device (UseForServing): the rank's slice of the heads and the rule of
+// the shuffled chunks, as the rank's RankModel has them. All borrowed.
+struct TpServing {
+  const model::ModelConfig* local_config = nullptr;  // This rank's heads.
+  const DevicePredictor* predictor = nullptr;        // Null: contiguous chunks.
+  double token_balance_eps = 0;
 };
 
 // What a backend set up for one use (weights and KV cache on the device, its device group).
@@ -59,13 +68,14 @@ class DeviceBackend {
       const model::ModelConfig& config, const model::ModelWeights& weights,
       const DeviceTarget& target, int max_batch_tokens, offline::PrefillBackend& backend) = 0;
 
-  // `engine serve` (Attention-DP): this rank's forward on `device`, the experts' exchange over a
-  // device group met through `rendezvous`; fills in engine.local_forward and engine.local_stats
-  // and turns off the host KV arena. `weights` are this rank's under `placement` (borrowed).
+  // `engine serve`: this rank's forward on `device`, the experts' exchange over a device group met
+  // through `rendezvous`; fills in engine.local_forward and engine.local_stats and turns off the
+  // host KV arena. `weights` are this rank's under `placement` (borrowed). `tp`: Attention-TP
+  // (null: Attention-DP), the weights then this rank's heads.
   virtual absl::StatusOr<std::unique_ptr<DeviceSession>> UseForServing(
       const model::ModelConfig& config, const model::ModelWeights& weights,
       const planner::Placement& placement, const RendezvousOptions& rendezvous,
-      const DeviceTarget& target, GroupEngineOptions& engine) = 0;
+      const DeviceTarget& target, const TpServing* tp, GroupEngineOptions& engine) = 0;
 };
 
 // Makes `backend` the one for `kind` (e.g. "cuda"). Called by a backend's registrar; a second

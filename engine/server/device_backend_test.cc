@@ -25,7 +25,8 @@ class FakeBackend : public DeviceBackend {
   }
   absl::StatusOr<std::unique_ptr<DeviceSession>> UseForServing(
       const model::ModelConfig&, const model::ModelWeights&, const planner::Placement&,
-      const RendezvousOptions&, const DeviceTarget&, GroupEngineOptions&) override {
+      const RendezvousOptions&, const DeviceTarget&, const TpServing*,
+      GroupEngineOptions&) override {
     return absl::UnimplementedError("fake");
   }
 };

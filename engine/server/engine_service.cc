@@ -305,10 +305,11 @@ grpc::ServerWriteReactor<Response>* EngineServiceImpl::Generate(
   if (!converted.ok()) return new ErrorReactor(converted.status());
   std::shared_ptr<GroupEngine> engine = slot_.engine();
   if (const std::string why = Unavailable(engine.get()); !why.empty()) {
-    return new ErrorReactor(absl::UnavailableError(absl::StrCat("rank ", options_.rank, ": ", why)));
+    return new ErrorReactor(
+        absl::UnavailableError(absl::StrCat("rank ", options_.rank, ": ", why)));
   }
-  auto stream = std::make_shared<GenerateStream>(
-      engine, converted->id, engine->rank(), [this](const GenerateStream* s) { Forget(s); });
+  auto stream = std::make_shared<GenerateStream>(engine, converted->id, engine->rank(),
+                                                 [this](const GenerateStream* s) { Forget(s); });
   {
     absl::MutexLock lock(&streams_mu_);
     streams_[stream.get()] = stream;

@@ -8,9 +8,9 @@
 #include <cstdint>
 #include <string>
 
-#include "engine/parallel/rank_placement.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "engine/parallel/rank_placement.h"
 
 namespace semmoe::engine {
 

@@ -42,15 +42,19 @@ absl::StatusOr<std::unique_ptr<RankGroup>> FormRankGroup(const RankGroupInputs& 
   engine_options.batch.tokenizer = in.tokenizer;
   if (engine_options.batch.eos_ids.empty()) engine_options.batch.eos_ids = in.config->eos_token_ids;
   if (in.cuda != nullptr) {
-    ASSIGN_OR_RETURN(
-        g->device,
-        in.cuda->UseForServing(*in.config, g->model->weights(), g->model->placement(),
-                               {.address = o.rendezvous,
-                                .rank = o.rank,
-                                .size = o.ranks,
-                                .hostname = o.host,
-                                .timeout = o.connect_timeout},
-                               {.device = o.cuda_device, .bf16 = o.cuda_bf16}, engine_options));
+    const TpServing tp{.local_config = &g->model->local_config(),
+                       .predictor = g->model->predictor(),
+                       .token_balance_eps = g->model->token_balance_eps()};
+    const bool attention_tp = g->model->attention() == AttentionMode::kTp;
+    ASSIGN_OR_RETURN(g->device,
+                     in.cuda->UseForServing(*in.config, g->model->weights(), g->model->placement(),
+                                            {.address = o.rendezvous,
+                                             .rank = o.rank,
+                                             .size = o.ranks,
+                                             .hostname = o.host,
+                                             .timeout = o.connect_timeout},
+                                            {.device = o.cuda_device, .bf16 = o.cuda_bf16},
+                                            attention_tp ? &tp : nullptr, engine_options));
     LOG(INFO) << "rank " << o.rank << ": forward on " << g->device->Describe();
   }
   ASSIGN_OR_RETURN(g->engine, GroupEngine::Create(*g->model, engine_options));

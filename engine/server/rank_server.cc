@@ -86,11 +86,6 @@ absl::Status RunRankServer(const RankServerOptions& o, absl::Notification& stop)
   }
   DeviceBackend* cuda = nullptr;  // Asked before joining: a build without it fails at once.
   if (o.cuda_device >= 0) {
-    if (o.attention != AttentionMode::kDp) {
-      return absl::UnimplementedError(
-          "serving from GPUs runs Attention-DP groups so far (--attn dp); the GPU forward has no "
-          "Attention-TP stage yet");
-    }
     ASSIGN_OR_RETURN(cuda, GetDeviceBackend("cuda"));
   }
   ASSIGN_OR_RETURN(const model::ModelConfig config, model::LoadModelConfig(o.model_dir));
@@ -130,9 +125,10 @@ absl::Status RunRankServer(const RankServerOptions& o, absl::Notification& stop)
                                         .timeout = o.connect_timeout};
 
   LOG(INFO) << "rank " << o.rank << "/" << o.ranks << ": joining the group via " << o.rendezvous;
-  ASSIGN_OR_RETURN(EpochGroup first, JoinEpoch({.rendezvous = rendezvous,
-                                                .deadline = absl::Now() + o.connect_timeout,
-                                                .stop = [&stop] { return stop.HasBeenNotified(); }}));
+  ASSIGN_OR_RETURN(EpochGroup first,
+                   JoinEpoch({.rendezvous = rendezvous,
+                              .deadline = absl::Now() + o.connect_timeout,
+                              .stop = [&stop] { return stop.HasBeenNotified(); }}));
   ASSIGN_OR_RETURN(std::shared_ptr<RankGroup> group, FormRankGroup(inputs, std::move(first)));
   const std::string serving_with = group->model->placement_description();
 
@@ -231,12 +227,13 @@ absl::Status RunRankServer(const RankServerOptions& o, absl::Notification& stop)
         {.rendezvous = rendezvous,
          .failed_epoch = failed,
          .stop = [&stop] { return stop.HasBeenNotified(); },
-         .on_round = [&](int64_t epoch, const std::string& missing) {
-           slot.Down(absl::StrCat("re-forming the group as epoch ", epoch, " after epoch ", failed,
-                                  " failed (", cause, ")",
-                                  missing.empty() ? "" : absl::StrCat("; waiting for rank(s) ",
-                                                                      missing)));
-         }});
+         .on_round =
+             [&](int64_t epoch, const std::string& missing) {
+               slot.Down(absl::StrCat(
+                   "re-forming the group as epoch ", epoch, " after epoch ", failed, " failed (",
+                   cause, ")",
+                   missing.empty() ? "" : absl::StrCat("; waiting for rank(s) ", missing)));
+             }});
     if (!joined.ok()) {
       if (stop.HasBeenNotified()) {
         result = absl::OkStatus();
@@ -245,8 +242,7 @@ absl::Status RunRankServer(const RankServerOptions& o, absl::Notification& stop)
       result = joined.status();
       break;
     }
-    absl::StatusOr<std::unique_ptr<RankGroup>> formed =
-        FormRankGroup(inputs, std::move(*joined));
+    absl::StatusOr<std::unique_ptr<RankGroup>> formed = FormRankGroup(inputs, std::move(*joined));
     if (!formed.ok()) {
       result = formed.status();
       break;

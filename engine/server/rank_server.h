@@ -64,7 +64,7 @@ struct RankServerOptions {
   absl::Duration stall_after = absl::Seconds(3);
   GroupEngineOptions engine;
   // ≥ 0: the forward passes run on this CUDA device (engine/gpu), the experts' exchange over
-  // NCCL when ranks > 1. Attention-DP only.
+  // NCCL when ranks > 1; under Attention-TP the GPU forward runs the shuffled collectives too.
   int cuda_device = -1;
   bool cuda_bf16 = true;  // The GPU's weights in bf16 (else f32: `engine --precision`).
   // Called once serving, with the bound port and what the rank serves with (the placement and
