@@ -26,6 +26,9 @@ struct PagedAttentionArgs {
   const int32_t* position = nullptr;      // [tokens]: attends to [0, position].
   float scale = 1;
   float* out = nullptr;  // [tokens, q_heads, head_dim].
+  // A bf16 cache instead of k_cache / v_cache (bits, read widened to f32 exactly): used when set.
+  const uint16_t* k_cache16 = nullptr;
+  const uint16_t* v_cache16 = nullptr;
 };
 
 // Row t of `rows` to cache[page_table[seq_of_token[t] · max_pages + position[t] / page_size]]
@@ -39,7 +42,8 @@ struct StorePagedKvArgs {
   const int32_t* page_table = nullptr;    // [sequences, max_pages].
   int max_pages = 0;
   int page_size = 0;
-  float* cache = nullptr;  // [pages, page_size, width].
+  float* cache = nullptr;       // [pages, page_size, width].
+  uint16_t* cache16 = nullptr;  // A bf16 cache instead (rounded to nearest even): used when set.
 };
 
 // In place: x[r] = x[r] / rms(x[r]) · weight, for rows `row_stride` floats apart.

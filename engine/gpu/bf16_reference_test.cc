@@ -32,7 +32,7 @@ TEST(Bf16ReferenceTest, SharedModelAgainstTheFp32Reference) {
   auto bf16 = HostBf16Weights::Make(**weights);
   ASSERT_TRUE(bf16.ok()) << bf16.status();
   testing::CpuOps ops;
-  ForwardRunner<testing::CpuOps> runner(*config, (*bf16)->view(), {512, 16}, ops);
+  ForwardRunner<testing::CpuOps> runner(*config, (*bf16)->view(), {512, 16, /*bf16=*/true}, ops);
   ASSERT_TRUE(runner.Init().ok());
   auto t = testing::MeasureAgainstReference(
       dir, *config,

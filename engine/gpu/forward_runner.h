@@ -85,6 +85,7 @@ namespace semmoe::engine::gpu {
 struct KvArenaOptions {
   int num_pages = 0;   // > 0.
   int page_size = 16;  // > 0.
+  bool bf16 = false;   // Keys and values stored as bf16 (rounded, read back widened).
 };
 
 struct ExpertParallelOptions {  // Both null: every expert on this device.
@@ -118,7 +119,11 @@ class ForwardRunner {
     layer_kv_floats_ =
         static_cast<int64_t>(kv_options_.num_pages) * kv_options_.page_size * c_.kv_size();
     RETURN_IF_ERROR(ops_.Begin());
-    RETURN_IF_ERROR(kv_.Reserve(2 * c_.num_layers * layer_kv_floats_));
+    if (kv_options_.bf16) {
+      RETURN_IF_ERROR(kv16_.Reserve(2 * c_.num_layers * layer_kv_floats_));
+    } else {
+      RETURN_IF_ERROR(kv_.Reserve(2 * c_.num_layers * layer_kv_floats_));
+    }
     const int64_t half = c_.head_dim / 2;
     std::vector<float> cos(static_cast<size_t>(c_.max_position_embeddings) * half), sin(cos.size());
     kernels::cpu::RopeTables(c_.max_position_embeddings, c_.head_dim, c_.rope_theta, cos.data(),
@@ -129,7 +134,9 @@ class ForwardRunner {
     return ops_.CopyIn(rope_sin_.data(), sin.data(), sin.size());
   }
 
-  int64_t kv_bytes() const { return 2 * c_.num_layers * layer_kv_floats_ * 4; }
+  int64_t kv_bytes() const {
+    return 2 * c_.num_layers * layer_kv_floats_ * (kv_options_.bf16 ? 2 : 4);
+  }
 
   // Per placement layer, under expert parallelism (else empty): what the exchange did so far.
   const std::vector<MoeLayerCounters>& ep_counters() const { return ep_counters_; }
@@ -267,8 +274,15 @@ class ForwardRunner {
     return absl::OkStatus();
   }
 
-  float* Keys(int layer) { return kv_.data() + 2 * int64_t{layer} * layer_kv_floats_; }
-  float* Values(int layer) { return kv_.data() + (2 * int64_t{layer} + 1) * layer_kv_floats_; }
+  // Layer `layer`'s keys (kind 0) or values (kind 1) in the f32 or the bf16 arena (null in the
+  // other).
+  float* Kv(int layer, int kind) {
+    return kv_options_.bf16 ? nullptr : kv_.data() + (2 * int64_t{layer} + kind) * layer_kv_floats_;
+  }
+  uint16_t* Kv16(int layer, int kind) {
+    return kv_options_.bf16 ? kv16_.data() + (2 * int64_t{layer} + kind) * layer_kv_floats_
+                            : nullptr;
+  }
 
   // Grows the per-pass buffers to this pass.
   absl::Status Reserve(int64_t tokens, int64_t logit_rows, int64_t page_entries) {
@@ -353,22 +367,25 @@ class ForwardRunner {
                                          .page_table = page_table_.data(),
                                          .max_pages = max_pages,
                                          .page_size = kv_options_.page_size,
-                                         .cache = kind == 0 ? Keys(layer) : Values(layer)}));
+                                         .cache = Kv(layer, kind),
+                                         .cache16 = Kv16(layer, kind)}));
     }
     RETURN_IF_ERROR(ops_.PagedAttention({.q = q_.data(),
                                          .tokens = tokens,
                                          .q_heads = c_.num_heads,
                                          .kv_heads = c_.num_kv_heads,
                                          .head_dim = c_.head_dim,
-                                         .k_cache = Keys(layer),
-                                         .v_cache = Values(layer),
+                                         .k_cache = Kv(layer, 0),
+                                         .v_cache = Kv(layer, 1),
                                          .page_size = kv_options_.page_size,
                                          .page_table = page_table_.data(),
                                          .max_pages = max_pages,
                                          .seq_of_token = seq_of_token_.data(),
                                          .position = positions_.data(),
                                          .scale = 1.0f / std::sqrt(static_cast<float>(c_.head_dim)),
-                                         .out = attn_.data()}));
+                                         .out = attn_.data(),
+                                         .k_cache16 = Kv16(layer, 0),
+                                         .v_cache16 = Kv16(layer, 1)}));
     return ops_.Linear(attn_.data(), tokens, w.o, o_.data());
   }
 
@@ -496,6 +513,7 @@ class ForwardRunner {
   std::vector<MoeLayerCounters> ep_counters_;  // Per placement layer (EP).
   std::vector<int32_t> row_local_, row_all_;   // Per token of the pass: activations here, all.
   Array<float> kv_;
+  Array<uint16_t> kv16_;  // Instead of kv_ with KvArenaOptions::bf16.
   int64_t layer_kv_floats_ = 0;
   Array<float> rope_cos_, rope_sin_;
   // Per-pass buffers, grown to the largest pass and reused.

@@ -120,10 +120,11 @@ TEST_P(ForwardRunnerTest, Bf16StackedExpertsMatchPerExpertProducts) {
   ModelView per_expert = (*bf16)->view();
   for (LayerView& l : per_expert.layers) l.stacked = StackedExpertsView();
   CpuOps ops_a, ops_b;
-  ForwardRunner<CpuOps> stacked(config_, (*bf16)->view(), KvArenaOptions{64, 4}, ops_a);
-  ForwardRunner<CpuOps> unstacked(config_, per_expert, KvArenaOptions{64, 4}, ops_b);
+  ForwardRunner<CpuOps> stacked(config_, (*bf16)->view(), KvArenaOptions{64, 4, true}, ops_a);
+  ForwardRunner<CpuOps> unstacked(config_, per_expert, KvArenaOptions{64, 4, true}, ops_b);
   ASSERT_TRUE(stacked.Init().ok());
   ASSERT_TRUE(unstacked.Init().ok());
+  EXPECT_EQ(stacked.kv_bytes(), runner_->kv_bytes() / 2);  // A bf16 cache.
   auto run = [](ForwardRunner<CpuOps>& r) {
     return [&r](absl::Span<const model::SequenceInput> b, const model::ForwardOptions& o) {
       return r.Forward(b, o);

@@ -44,7 +44,9 @@ absl::StatusOr<std::unique_ptr<GpuTransformer>> GpuTransformer::Create(
       UploadWeights(c, weights, /*every_expert=*/options.placement == nullptr, options.bf16));
   impl->runner = std::make_unique<ForwardRunner<CudaOps>>(
       c, impl->weights->View(),
-      KvArenaOptions{.num_pages = options.num_pages, .page_size = options.page_size}, *impl->ops,
+      KvArenaOptions{
+          .num_pages = options.num_pages, .page_size = options.page_size, .bf16 = options.bf16},
+      *impl->ops,
       ExpertParallelOptions{.placement = options.placement,
                             .comm = options.comm,
                             .attention_tp = options.attention_tp,

@@ -141,7 +141,8 @@ TEST_P(GpuTransformerTest, Bf16MatchesItsCpuEmulation) {
   auto host = HostBf16Weights::Make(weights_);
   ASSERT_TRUE(host.ok()) << host.status();
   testing::CpuOps ops;
-  ForwardRunner<testing::CpuOps> emulation(config_, (*host)->view(), {kPages, kPageSize}, ops);
+  ForwardRunner<testing::CpuOps> emulation(config_, (*host)->view(), {kPages, kPageSize, true},
+                                           ops);
   ASSERT_TRUE(emulation.Init().ok());
   std::vector<std::vector<int32_t>> tokens = {{1, 5, 9, 2, 7}, {3, 3, 8}, {4, 1, 2, 6, 8, 9, 10}};
   std::vector<std::unique_ptr<runtime::PagedSequence>> seqs;

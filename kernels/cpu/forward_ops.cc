@@ -44,8 +44,12 @@ void StorePagedKv(const StorePagedKvArgs& a) {
     const int64_t p = a.position[t];
     const int64_t page =
         a.page_table[static_cast<int64_t>(a.seq_of_token[t]) * a.max_pages + p / a.page_size];
-    float* dst = a.cache + (page * a.page_size + p % a.page_size) * a.width;
-    std::copy_n(a.rows + t * a.width, a.width, dst);
+    const int64_t at = (page * a.page_size + p % a.page_size) * a.width;
+    if (a.cache16 != nullptr) {
+      RoundToBf16(a.rows + t * a.width, a.width, a.cache16 + at);
+    } else {
+      std::copy_n(a.rows + t * a.width, a.width, a.cache + at);
+    }
   }
 }
 

@@ -4,9 +4,12 @@
 #include <cmath>
 #include <numeric>
 #include <random>
+#include <tuple>
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "kernels/cpu/forward_ops.h"
+#include "kernels/dtype.h"
 
 namespace semmoe::kernels::cpu {
 namespace {
@@ -66,6 +69,59 @@ TEST(PagedAttentionTest, MatchesContiguousAttentionThroughScatteredPages) {
       }
     }
   }
+}
+
+// A bf16 cache: StorePagedKv rounds each row (nearest even), and attention over it equals
+// attention over an f32 cache holding the rounded values (the widening is exact).
+TEST(PagedAttentionTest, Bf16CacheIsTheRoundedF32Cache) {
+  std::mt19937 rng(5);
+  std::normal_distribution<float> normal;
+  const int head_dim = 8, q_heads = 2, kv_heads = 1, page_size = 2, max_pages = 4, pages = 8;
+  const int64_t width = kv_heads * head_dim, tokens = 7;
+  const std::vector<int32_t> table = {6, 1, 4, 3, 0, 2, 7, 5};  // [2 sequences, 4 pages].
+  std::vector<int32_t> seq = {0, 0, 0, 0, 1, 1, 1}, pos = {0, 1, 2, 3, 0, 1, 2};
+  std::vector<float> k(tokens * width), v(k.size()), q(tokens * q_heads * head_dim);
+  for (std::vector<float>* x : {&k, &v, &q}) {
+    for (float& f : *x) f = normal(rng);
+  }
+  const size_t cache = static_cast<size_t>(pages) * page_size * width;
+  std::vector<uint16_t> k16(cache), v16(cache);
+  std::vector<float> k32(cache, 0.0f), v32(cache, 0.0f);
+  for (auto [rows, c16, c32] : {std::tuple{&k, &k16, &k32}, std::tuple{&v, &v16, &v32}}) {
+    StorePagedKv({.rows = rows->data(),
+                  .tokens = tokens,
+                  .width = width,
+                  .seq_of_token = seq.data(),
+                  .position = pos.data(),
+                  .page_table = table.data(),
+                  .max_pages = max_pages,
+                  .page_size = page_size,
+                  .cache16 = c16->data()});
+    StorePagedKv({.rows = rows->data(),
+                  .tokens = tokens,
+                  .width = width,
+                  .seq_of_token = seq.data(),
+                  .position = pos.data(),
+                  .page_table = table.data(),
+                  .max_pages = max_pages,
+                  .page_size = page_size,
+                  .cache = c32->data()});
+    for (size_t i = 0; i < cache; ++i) {
+      ASSERT_EQ((*c16)[i], F32ToBf16((*c32)[i]).bits) << i;
+      (*c32)[i] = Bf16ToF32(BF16{(*c16)[i]});
+    }
+  }
+  std::vector<float> got(q.size()), want(q.size());
+  PagedAttentionArgs a{q.data(),   tokens,     q_heads,   kv_heads,     head_dim,
+                       k32.data(), v32.data(), page_size, table.data(), max_pages,
+                       seq.data(), pos.data(), 0.3f,      want.data()};
+  PagedAttention(a);
+  a.k_cache = a.v_cache = nullptr;
+  a.k_cache16 = k16.data();
+  a.v_cache16 = v16.data();
+  a.out = got.data();
+  PagedAttention(a);
+  EXPECT_EQ(got, want);
 }
 
 }  // namespace

@@ -57,8 +57,16 @@ __global__ void StorePagedKvKernel(StorePagedKvArgs a) {
     const int64_t p = a.position[t];
     const int64_t page =
         a.page_table[static_cast<int64_t>(a.seq_of_token[t]) * a.max_pages + p / a.page_size];
-    float* dst = a.cache + (page * a.page_size + p % a.page_size) * a.width;
-    for (int64_t i = threadIdx.x; i < a.width; i += blockDim.x) dst[i] = a.rows[t * a.width + i];
+    const int64_t at = (page * a.page_size + p % a.page_size) * a.width;
+    if (a.cache16 != nullptr) {
+      for (int64_t i = threadIdx.x; i < a.width; i += blockDim.x) {
+        a.cache16[at + i] = __bfloat16_as_ushort(__float2bfloat16_rn(a.rows[t * a.width + i]));
+      }
+    } else {
+      for (int64_t i = threadIdx.x; i < a.width; i += blockDim.x) {
+        a.cache[at + i] = a.rows[t * a.width + i];
+      }
+    }
   }
 }
 

@@ -148,9 +148,33 @@ TEST_F(ForwardOpsTest, StorePagedKvThroughShuffledPageTables) {
                     nullptr),
                 cudaSuccess);
       EXPECT_EQ(ToHost(d_cache, want.size()), want);
-      for (void* p :
-           {static_cast<void*>(d_rows), static_cast<void*>(d_seq), static_cast<void*>(d_pos),
-            static_cast<void*>(d_table), static_cast<void*>(d_cache)}) {
+      // The bf16 cache: the same rows, rounded to nearest even as the CPU rounds them.
+      std::vector<uint16_t> want16(want.size(), 0xFFFF);
+      cpu::StorePagedKv({.rows = rows.data(),
+                         .tokens = tokens,
+                         .width = width,
+                         .seq_of_token = seq.data(),
+                         .position = pos.data(),
+                         .page_table = table.data(),
+                         .max_pages = max_pages,
+                         .page_size = page_size,
+                         .cache16 = want16.data()});
+      uint16_t* d_cache16 = ToDevice(std::vector<uint16_t>(want.size(), 0xFFFF));
+      ASSERT_EQ(LaunchStorePagedKv({.rows = d_rows,
+                                    .tokens = tokens,
+                                    .width = width,
+                                    .seq_of_token = d_seq,
+                                    .position = d_pos,
+                                    .page_table = d_table,
+                                    .max_pages = max_pages,
+                                    .page_size = page_size,
+                                    .cache16 = d_cache16},
+                                   nullptr),
+                cudaSuccess);
+      EXPECT_EQ(ToHost(d_cache16, want16.size()), want16);
+      for (void* p : {static_cast<void*>(d_rows), static_cast<void*>(d_seq),
+                      static_cast<void*>(d_pos), static_cast<void*>(d_table),
+                      static_cast<void*>(d_cache), static_cast<void*>(d_cache16)}) {
         cudaFree(p);
       }
     }

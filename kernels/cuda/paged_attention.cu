@@ -1,3 +1,5 @@
+#include <cuda_bf16.h>
+
 #include <cfloat>
 
 #include "kernels/cuda/paged_attention.h"
@@ -9,7 +11,14 @@ constexpr unsigned kFull = 0xffffffffu;
 constexpr int kMaxPerLane = 8;  // head_dim ≤ 256.
 constexpr int kWarpsPerBlock = 4;
 
-__global__ void PagedAttentionKernel(PagedAttentionArgs a) {
+__device__ float Load(const float* p, int64_t i) { return p[i]; }
+__device__ float Load(const uint16_t* p, int64_t i) {
+  return __bfloat162float(__ushort_as_bfloat16(p[i]));
+}
+
+// T: the cache's element type (f32, or bf16 bits read widened).
+template <typename T>
+__global__ void PagedAttentionKernel(PagedAttentionArgs a, const T* k_cache, const T* v_cache) {
   const int lane = threadIdx.x % 32;
   const int64_t warp = blockIdx.x * static_cast<int64_t>(kWarpsPerBlock) + threadIdx.x / 32;
   const int64_t total = a.tokens * a.q_heads;
@@ -31,14 +40,14 @@ __global__ void PagedAttentionKernel(PagedAttentionArgs a) {
         static_cast<int64_t>(pages[p / a.page_size]) * a.page_size + p % a.page_size;
     const int64_t base = (slot * a.kv_heads + kv_head) * a.head_dim;
     float s = 0.0f;
-    for (int i = 0; i < per_lane; ++i) s += q[i] * a.k_cache[base + lane + 32 * i];
+    for (int i = 0; i < per_lane; ++i) s += q[i] * Load(k_cache, base + lane + 32 * i);
     for (int o = 16; o > 0; o >>= 1) s += __shfl_xor_sync(kFull, s, o);
     s *= a.scale;
     const float m_new = fmaxf(m, s);
     const float correction = expf(m - m_new), w = expf(s - m_new);
     l = l * correction + w;
     for (int i = 0; i < per_lane; ++i) {
-      acc[i] = acc[i] * correction + w * a.v_cache[base + lane + 32 * i];
+      acc[i] = acc[i] * correction + w * Load(v_cache, base + lane + 32 * i);
     }
     m = m_new;
   }
@@ -57,7 +66,13 @@ CudaError LaunchPagedAttention(const PagedAttentionArgs& a, Stream stream) {
   if (warps <= 0) return cudaSuccess;
   const int64_t blocks = (warps + kWarpsPerBlock - 1) / kWarpsPerBlock;
   if (blocks > 2147483647) return cudaErrorInvalidValue;
-  PagedAttentionKernel<<<static_cast<unsigned>(blocks), 32 * kWarpsPerBlock, 0, stream>>>(a);
+  if (a.k_cache16 != nullptr) {
+    PagedAttentionKernel<<<static_cast<unsigned>(blocks), 32 * kWarpsPerBlock, 0, stream>>>(
+        a, a.k_cache16, a.v_cache16);
+  } else {
+    PagedAttentionKernel<<<static_cast<unsigned>(blocks), 32 * kWarpsPerBlock, 0, stream>>>(
+        a, a.k_cache, a.v_cache);
+  }
   return cudaGetLastError();
 }
 

@@ -16,6 +16,7 @@
 #include "kernels/cuda/cuda_status.h"
 #include "kernels/cuda/testing/device_memory.h"
 #include "kernels/cuda/testing/error_report.h"
+#include "kernels/dtype.h"
 
 namespace semmoe::kernels::cuda {
 namespace {
@@ -89,6 +90,49 @@ TEST(PagedAttentionTest, MatchesTheCpuForDecodeAndPrefill) {
         }
       }
     }
+  }
+}
+
+// A bf16 cache (the bf16 forward's): the kernel reads bits and widens them, as the CPU does.
+TEST(PagedAttentionTest, Bf16CacheMatchesTheCpu) {
+  auto devices = DeviceCount();
+  ASSERT_TRUE(devices.ok() && *devices > 0) << "needs a GPU";
+  std::mt19937 rng(10);
+  std::normal_distribution<float> normal;
+  const int head_dim = 128, q_heads = 8, kv_heads = 4, page_size = 16, max_pages = 9;
+  const std::vector<int32_t> table = {3, 0, 8, 5, 1, 7, 2, 6, 4};  // One sequence of 129.
+  const int64_t row = static_cast<int64_t>(kv_heads) * head_dim;
+  std::vector<uint16_t> k(static_cast<int64_t>(max_pages) * page_size * row), v(k.size());
+  for (uint16_t& x : k) x = F32ToBf16(normal(rng)).bits;
+  for (uint16_t& x : v) x = F32ToBf16(normal(rng)).bits;
+  std::vector<int32_t> seq(129, 0), pos(129);
+  std::iota(pos.begin(), pos.end(), 0);
+  const int64_t tokens = 129;
+  std::vector<float> q(tokens * q_heads * head_dim), want(q.size());
+  for (float& x : q) x = normal(rng);
+  PagedAttentionArgs args{q.data(),   tokens,     q_heads,   kv_heads,     head_dim,
+                          nullptr,    nullptr,    page_size, table.data(), max_pages,
+                          seq.data(), pos.data(), 0.088f,    want.data()};
+  args.k_cache16 = k.data();
+  args.v_cache16 = v.data();
+  cpu::PagedAttention(args);
+  float *d_q = ToDevice(q), *d_out = ToDevice(std::vector<float>(q.size()));
+  uint16_t *d_k = ToDevice(k), *d_v = ToDevice(v);
+  int32_t *d_table = ToDevice(table), *d_seq = ToDevice(seq), *d_pos = ToDevice(pos);
+  PagedAttentionArgs d{d_q,       tokens,  q_heads,   kv_heads, head_dim, nullptr, nullptr,
+                       page_size, d_table, max_pages, d_seq,    d_pos,    0.088f,  d_out};
+  d.k_cache16 = d_k;
+  d.v_cache16 = d_v;
+  ASSERT_EQ(LaunchPagedAttention(d, nullptr), cudaSuccess);
+  const std::vector<float> got = testing::ToHost(d_out, q.size());
+  testing::ErrorReport::Add("paged_attention bf16 cache", got, want);
+  for (size_t i = 0; i < got.size(); ++i) {
+    ASSERT_NEAR(got[i], want[i], 1e-4f * std::max(1.0f, std::abs(want[i]))) << i;
+  }
+  for (void* p : {static_cast<void*>(d_q), static_cast<void*>(d_k), static_cast<void*>(d_v),
+                  static_cast<void*>(d_out), static_cast<void*>(d_table), static_cast<void*>(d_seq),
+                  static_cast<void*>(d_pos)}) {
+    cudaFree(p);
   }
 }
 
