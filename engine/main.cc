@@ -55,6 +55,9 @@ ABSL_FLAG(std::string, precision, "auto",
           "the weights on a GPU: bf16 (as checkpoints store them: tensor-core products with f32 "
           "accumulation, experts grouped; the default on cuda) or f32 (the CPU forward's "
           "function, for differential checks); the CPU forward computes in f32");
+ABSL_FLAG(int, cuda_graph_max_batch, 0,
+          "with --device cuda and bf16: decode steps of up to this many sequences replay as CUDA "
+          "graphs, one per power-of-two bucket (0: off; not yet run on a GPU, so off by default)");
 ABSL_FLAG(std::string, prompt, "", "generate: the prompt text (special tokens are parsed)");
 ABSL_FLAG(int, max_tokens, 64, "generate: tokens to generate at most");
 ABSL_FLAG(bool, greedy, false,
@@ -157,7 +160,9 @@ absl::StatusOr<std::unique_ptr<model::Model>> Load(bool need_tokenizer) {
 
 // CUDA `device` with --precision (auto: bf16).
 DeviceTarget Target(int device) {
-  return {.device = device, .bf16 = absl::GetFlag(FLAGS_precision) != "f32"};
+  return {.device = device,
+          .bf16 = absl::GetFlag(FLAGS_precision) != "f32",
+          .decode_graphs = absl::GetFlag(FLAGS_cuda_graph_max_batch)};
 }
 
 // `device`: the CUDA device for the forward passes, or −1 for the CPU.
@@ -458,6 +463,10 @@ int main(int argc, char** argv) {
   }
   if (cuda_device < 0 && precision == "bf16") {
     return Usage("--precision bf16 needs --device cuda: the CPU forward computes in f32");
+  }
+  if (absl::GetFlag(FLAGS_cuda_graph_max_batch) < 0 ||
+      (absl::GetFlag(FLAGS_cuda_graph_max_batch) > 0 && (cuda_device < 0 || precision == "f32"))) {
+    return Usage("--cuda_graph_max_batch needs --device cuda with bf16 weights (and is >= 0)");
   }
   if (cuda_device >= 0) {
     absl::StatusOr<semmoe::engine::DeviceBackend*> cuda = semmoe::engine::GetDeviceBackend("cuda");

@@ -45,4 +45,40 @@ absl::StatusOr<BatchLayout> LayOutBatch(absl::Span<const model::SequenceInput> b
   return b;
 }
 
+int DecodeBucket(absl::Span<const model::SequenceInput> batch, int max_batch) {
+  if (batch.empty()) return 0;
+  for (const model::SequenceInput& s : batch) {
+    if (s.tokens.size() != 1 || s.logits != model::LogitsMode::kLast) return 0;
+  }
+  int bucket = 1;
+  while (bucket < static_cast<int>(batch.size())) bucket *= 2;
+  return bucket <= max_batch ? bucket : 0;
+}
+
+absl::Status PadDecodeLayout(BatchLayout& b, int bucket, int max_pages, int scratch_page) {
+  const int n = static_cast<int>(b.ids.size());
+  if (n > bucket) {
+    return absl::InvalidArgumentError(absl::StrCat(n, " sequences exceed the bucket of ", bucket));
+  }
+  if (b.max_pages > max_pages) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("a sequence has ", b.max_pages, " pages, over the graphs' ", max_pages));
+  }
+  std::vector<int32_t> table(static_cast<size_t>(bucket) * max_pages, 0);
+  for (int s = 0; s < n; ++s) {
+    std::copy_n(b.page_table.begin() + static_cast<int64_t>(s) * b.max_pages, b.max_pages,
+                table.begin() + static_cast<int64_t>(s) * max_pages);
+  }
+  for (int s = n; s < bucket; ++s) {
+    table[static_cast<size_t>(s) * max_pages] = scratch_page;
+    b.ids.push_back(0);
+    b.positions.push_back(0);
+    b.seq_of_token.push_back(s);
+    b.logit_rows.push_back(s);
+  }
+  b.page_table = std::move(table);
+  b.max_pages = max_pages;
+  return absl::OkStatus();
+}
+
 }  // namespace semmoe::engine::gpu

@@ -26,6 +26,18 @@ struct BatchLayout {
 absl::StatusOr<BatchLayout> LayOutBatch(absl::Span<const model::SequenceInput> batch, int page_size,
                                         int num_pages);
 
+// CUDA-graph decode buckets (engine/gpu/decode_graphs.h): the smallest power of two ≥ the batch's
+// sequences, or 0 when the batch is not a pure decode step (one token per sequence, wanting its
+// logits) or would need a bucket over `max_batch`.
+int DecodeBucket(absl::Span<const model::SequenceInput> batch, int max_batch);
+
+// Pads a pure decode step's layout to `bucket` sequences over page tables `max_pages` wide, so
+// that every step of the bucket has the same shapes: each added sequence is one token (id 0,
+// position 0) whose page is `scratch_page`, its logits computed after the real rows and dropped.
+// INVALID_ARGUMENT when a sequence has more than `max_pages` pages or the layout more sequences
+// than `bucket`.
+absl::Status PadDecodeLayout(BatchLayout& b, int bucket, int max_pages, int scratch_page);
+
 }  // namespace semmoe::engine::gpu
 
 #endif  // SEMMOE_ENGINE_GPU_BATCH_LAYOUT_H_

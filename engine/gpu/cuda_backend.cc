@@ -21,7 +21,9 @@ std::string Describe(int device, const GpuTransformer& forward) {
                       " MiB of KV cache)");
 }
 
-GpuTarget Gpu(const DeviceTarget& target) { return {.device = target.device, .bf16 = target.bf16}; }
+GpuTarget Gpu(const DeviceTarget& target) {
+  return {.device = target.device, .bf16 = target.bf16, .decode_graphs = target.decode_graphs};
+}
 
 // Each session owns what its forward needs and says what it holds.
 template <typename T>

@@ -38,10 +38,16 @@ absl::StatusOr<std::unique_ptr<CudaOps>> CudaOps::Create(int device) {
   CUBLAS_RETURN_IF_ERROR(cublasSetStream(ops->cublas_, ops->stream_));
   // Plain f32 products (no TF32): the same function as the CPU forward.
   CUBLAS_RETURN_IF_ERROR(cublasSetMathMode(ops->cublas_, CUBLAS_PEDANTIC_MATH));
+  // A workspace of its own: cuBLAS allocates none while a graph is being captured.
+  constexpr int64_t kWorkspace = 32 << 20;
+  RETURN_IF_ERROR(ops->cublas_workspace_.Reserve(kWorkspace));
+  CUBLAS_RETURN_IF_ERROR(
+      cublasSetWorkspace(ops->cublas_, ops->cublas_workspace_.data(), kWorkspace));
   return ops;
 }
 
 CudaOps::~CudaOps() {
+  for (auto& [key, exec] : graphs_) cudaGraphExecDestroy(exec);
   if (cublas_ != nullptr) cublasDestroy(cublas_);
   if (stream_ != nullptr) cudaStreamDestroy(stream_);
 }
@@ -63,6 +69,7 @@ absl::Status CudaOps::Linear(const float* x, int64_t rows, const LinearView& w, 
   if (w.w16 != nullptr) {
     // The input rounded to bf16, then bf16 × bf16 on tensor cores with f32 accumulation. The
     // handle's pedantic mode (for the f32 products) would keep this off the tensor cores.
+    if (x16_.size() < rows * w.cols) ++scratch_generation_;
     RETURN_IF_ERROR(x16_.Reserve(rows * w.cols));
     RETURN_IF_ERROR(RoundToBf16(x, rows * w.cols, x16_.data()));
     CUBLAS_RETURN_IF_ERROR(cublasSetMathMode(cublas_, CUBLAS_DEFAULT_MATH));
@@ -161,6 +168,35 @@ absl::Status CudaOps::ScatterAddRows(float* dst, const float* src, const int32_t
 
 absl::Status CudaOps::Zero(float* x, int64_t n) {
   if (n > 0) CUDA_RETURN_IF_ERROR(cudaMemsetAsync(x, 0, sizeof(float) * n, stream_));
+  return absl::OkStatus();
+}
+
+absl::Status CudaOps::BeginCapture() {
+  CUDA_RETURN_IF_ERROR(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
+  return absl::OkStatus();
+}
+
+absl::Status CudaOps::EndCapture(int key) {
+  cudaGraph_t graph = nullptr;
+  CUDA_RETURN_IF_ERROR(cudaStreamEndCapture(stream_, &graph));
+  cudaGraphExec_t exec = nullptr;
+  const cudaError_t instantiated = cudaGraphInstantiate(&exec, graph, 0);
+  cudaGraphDestroy(graph);
+  CUDA_RETURN_IF_ERROR(instantiated);
+  auto [it, fresh] = graphs_.try_emplace(key, exec);
+  if (!fresh) {
+    cudaGraphExecDestroy(it->second);
+    it->second = exec;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CudaOps::Replay(int key) {
+  auto it = graphs_.find(key);
+  if (it == graphs_.end()) {
+    return absl::InternalError(absl::StrCat("no CUDA graph was captured for bucket ", key));
+  }
+  CUDA_RETURN_IF_ERROR(cudaGraphLaunch(it->second, stream_));
   return absl::OkStatus();
 }
 

@@ -10,6 +10,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+#include <map>
 #include <memory>
 
 #include "absl/status/statusor.h"
@@ -23,6 +24,7 @@ class CudaOps {
  public:
   template <typename T>
   using Array = DeviceArray<T>;
+  static constexpr bool kGraphs = true;  // engine/gpu/decode_graphs.h.
 
   // UNAVAILABLE without a CUDA device; INVALID_ARGUMENT for a device that does not exist.
   static absl::StatusOr<std::unique_ptr<CudaOps>> Create(int device);
@@ -67,6 +69,14 @@ class CudaOps {
                              float* x);
   // The tensor-core kernel (kernels/cuda/grouped_swiglu.h); `a.rows` may be an upper bound.
   absl::Status GroupedSwiGlu(const kernels::GroupedSwiGluArgs& a);
+  // CUDA graphs (decode_graphs.h): BeginCapture() records this stream's work instead of running
+  // it; EndCapture(key) ends the recording and instantiates it as graph `key` (replacing an older
+  // one); Replay(key) launches it. scratch_generation() changes whenever this object's own
+  // scratch memory moves (a captured graph that used it is then stale).
+  absl::Status BeginCapture();
+  absl::Status EndCapture(int key);
+  absl::Status Replay(int key);
+  uintptr_t scratch_generation() const { return scratch_generation_; }
   absl::Status Begin();  // Makes the device current on the calling thread.
   absl::Status Finish();
 
@@ -79,7 +89,10 @@ class CudaOps {
   int device_;
   cudaStream_t stream_ = nullptr;
   cublasHandle_t cublas_ = nullptr;
-  DeviceArray<uint16_t> x16_;  // A bf16 product's input, rounded.
+  DeviceArray<uint16_t> x16_;           // A bf16 product's input, rounded.
+  DeviceArray<char> cublas_workspace_;  // Fixed, so that products can be captured.
+  uintptr_t scratch_generation_ = 0;
+  std::map<int, cudaGraphExec_t> graphs_;
 };
 
 }  // namespace semmoe::engine::gpu

@@ -30,6 +30,11 @@
 // (engine/gpu/tp_exchange.h). Routing, when collected, is then this rank's chunk, in chunk
 // order; activation counts are not kept.
 //
+// Decode graphs (optional, EnableDecodeGraphs; one device, every MoE layer's experts stacked, i.e.
+// bf16): a pure decode step of up to `max_batch` sequences is padded to a power-of-two bucket
+// (batch_layout.h: PadDecodeLayout) and its device work replayed as a CUDA graph per bucket
+// (decode_graphs.h); the padding sequences write one scratch page past the caller's.
+//
 // The KV cache is this object's arena of `num_pages` pages of `page_size` positions per layer
 // for keys and for values ([num_pages, page_size, kv_size] each), indexed by the sequences' page
 // tables (KvSequence::page_table()).
@@ -69,6 +74,7 @@
 #include "absl/types/span.h"
 #include "common/status_macros.h"
 #include "engine/gpu/batch_layout.h"
+#include "engine/gpu/decode_graphs.h"
 #include "engine/gpu/ep_exchange.h"
 #include "engine/gpu/grouped_experts.h"
 #include "engine/gpu/model_view.h"
@@ -109,6 +115,11 @@ class ForwardRunner {
                 ExpertParallelOptions ep = {})
       : c_(config), w_(std::move(weights)), kv_options_(kv), ops_(ops), ep_options_(ep) {}
 
+  // Pure decode steps of up to `max_batch` sequences as graphs (see above; 0: off). Call before
+  // Init.
+  void EnableDecodeGraphs(int max_batch) { graph_max_batch_ = max_batch; }
+  const DecodeGraphs<Ops>& decode_graphs() const { return graphs_; }
+
   // Checks the weights (and the placement against the model and the group), allocates the KV
   // arena and uploads the RoPE tables.
   absl::Status Init() {
@@ -116,8 +127,12 @@ class ForwardRunner {
       return absl::InvalidArgumentError("the KV arena needs num_pages and page_size > 0");
     }
     RETURN_IF_ERROR(CheckExperts());
-    layer_kv_floats_ =
-        static_cast<int64_t>(kv_options_.num_pages) * kv_options_.page_size * c_.kv_size();
+    all_stacked_ = true;
+    for (const LayerView& l : w_.layers) {
+      all_stacked_ = all_stacked_ && (!l.is_moe || l.stacked.gate != nullptr);
+    }
+    const int arena_pages = kv_options_.num_pages + (graph_max_batch_ > 0 ? 1 : 0);  // Scratch.
+    layer_kv_floats_ = static_cast<int64_t>(arena_pages) * kv_options_.page_size * c_.kv_size();
     RETURN_IF_ERROR(ops_.Begin());
     if (kv_options_.bf16) {
       RETURN_IF_ERROR(kv16_.Reserve(2 * c_.num_layers * layer_kv_floats_));
@@ -167,9 +182,19 @@ class ForwardRunner {
       }
       return out;
     }
-    ASSIGN_OR_RETURN(const BatchLayout b,
+    ASSIGN_OR_RETURN(BatchLayout b,
                      LayOutBatch(batch, kv_options_.page_size, kv_options_.num_pages));
-    const int64_t tokens = shape.tokens, rows = shape.logit_rows;
+    int64_t tokens = shape.tokens, rows = shape.logit_rows;
+    const bool graphable = graph_max_batch_ > 0 && ep_ == nullptr && tp_ == nullptr &&
+                           all_stacked_ && !options.collect_routing;
+    const int bucket = graphable ? DecodeBucket(batch, graph_max_batch_) : 0;
+    const int graph_pages =
+        (c_.max_position_embeddings + kv_options_.page_size - 1) / kv_options_.page_size;
+    const bool graph = bucket > 0 && b.max_pages <= graph_pages;
+    if (graph) {
+      RETURN_IF_ERROR(PadDecodeLayout(b, bucket, graph_pages, kv_options_.num_pages));
+      tokens = rows = bucket;
+    }
     RETURN_IF_ERROR(ops_.Begin());
     RETURN_IF_ERROR(Reserve(tokens, rows, b.page_table.size()));
     RETURN_IF_ERROR(ops_.CopyIn(ids_.data(), b.ids.data(), tokens));
@@ -177,6 +202,36 @@ class ForwardRunner {
     RETURN_IF_ERROR(ops_.CopyIn(seq_of_token_.data(), b.seq_of_token.data(), tokens));
     RETURN_IF_ERROR(ops_.CopyIn(logit_rows_.data(), b.logit_rows.data(), rows));
     RETURN_IF_ERROR(ops_.CopyIn(page_table_.data(), b.page_table.data(), b.page_table.size()));
+    if (graph) {  // A padded decode step: its device work as a graph.
+      RETURN_IF_ERROR(graphs_.Run(static_cast<int>(tokens), Signature(),
+                                  [&] { return Body(batch, b, tokens, rows, options, out); }));
+    } else {
+      RETURN_IF_ERROR(Body(batch, b, tokens, rows, options, out));
+    }
+    RETURN_IF_ERROR(ops_.CopyOut(out.logits.data(), logits_.data(), out.logits.size()));
+    RETURN_IF_ERROR(ops_.Finish());
+    if (ep_ != nullptr && tp_ == nullptr) {  // Per sequence: its activations here, and all.
+      int64_t row = 0;
+      for (const model::SequenceInput& s : batch) {
+        int64_t local = 0, all = 0;
+        for (size_t i = 0; i < s.tokens.size(); ++i, ++row) {
+          local += row_local_[row];
+          all += row_all_[row];
+        }
+        out.local_activations.push_back(local);
+        out.activations.push_back(all);
+      }
+    }
+    return out;
+  }
+
+ private:
+  // The pass's device work once the batch's metadata is in place: embedding, layers, the rows
+  // whose logits are wanted through the final norm and lm_head into logits_. Only device work
+  // under a graph (a padded decode step: no EP, no TP, stacked experts, no routing).
+  absl::Status Body(absl::Span<const model::SequenceInput> batch, const BatchLayout& b,
+                    int64_t tokens, int64_t rows, const model::ForwardOptions& options,
+                    model::ForwardOutput& out) {
     RETURN_IF_ERROR(
         ops_.GatherRowsByIndex(w_.embed, ids_.data(), tokens, c_.hidden_size, x_.data()));
     std::vector<int32_t> prev;  // Each token's predecessor (−1 unknown): TP's predictions.
@@ -202,24 +257,49 @@ class ForwardRunner {
     RETURN_IF_ERROR(ops_.RmsNorm(last_.data(), rows, c_.hidden_size, c_.hidden_size, w_.final_norm,
                                  c_.rms_norm_eps));
     RETURN_IF_ERROR(ops_.Linear(last_.data(), rows, w_.lm_head, logits_.data()));
-    RETURN_IF_ERROR(ops_.CopyOut(out.logits.data(), logits_.data(), out.logits.size()));
-    RETURN_IF_ERROR(ops_.Finish());
-    if (ep_ != nullptr && tp_ == nullptr) {  // Per sequence: its activations here, and all.
-      int64_t row = 0;
-      for (const model::SequenceInput& s : batch) {
-        int64_t local = 0, all = 0;
-        for (size_t i = 0; i < s.tokens.size(); ++i, ++row) {
-          local += row_local_[row];
-          all += row_all_[row];
-        }
-        out.local_activations.push_back(local);
-        out.activations.push_back(all);
-      }
-    }
-    return out;
+    return absl::OkStatus();
   }
 
- private:
+  // The addresses a decode graph captured (and the Ops' scratch generation): after any change the
+  // bucket is captured again.
+  std::vector<uintptr_t> Signature() const {
+    std::vector<uintptr_t> sig;
+    const void* const pointers[] = {x_.data(),
+                                    h_.data(),
+                                    q_.data(),
+                                    k_.data(),
+                                    v_.data(),
+                                    attn_.data(),
+                                    o_.data(),
+                                    router_logits_.data(),
+                                    gate_weights_.data(),
+                                    y_.data(),
+                                    g_.data(),
+                                    u_.data(),
+                                    z_.data(),
+                                    moe_.data(),
+                                    shared_.data(),
+                                    shared_gate_.data(),
+                                    last_.data(),
+                                    logits_.data(),
+                                    kv_.data(),
+                                    ids_.data(),
+                                    positions_.data(),
+                                    seq_of_token_.data(),
+                                    page_table_.data(),
+                                    logit_rows_.data(),
+                                    expert_ids_.data(),
+                                    counts_.data(),
+                                    offsets_.data(),
+                                    entry_of_position_.data(),
+                                    position_of_entry_.data(),
+                                    y16_.data(),
+                                    kv16_.data()};
+    for (const void* p : pointers) sig.push_back(reinterpret_cast<uintptr_t>(p));
+    if constexpr (OpsHaveGraphs<Ops>::value) sig.push_back(ops_.scratch_generation());
+    return sig;
+  }
+
   // Per batch token, the token before it in its sequence (the sequence's prev_token for its
   // first new token; −1 unknown).
   static std::vector<int32_t> PreviousTokens(absl::Span<const model::SequenceInput> batch) {
@@ -524,6 +604,9 @@ class ForwardRunner {
   Array<int32_t> ids_, positions_, seq_of_token_, page_table_, logit_rows_, expert_ids_;
   Array<int64_t> counts_, offsets_, entry_of_position_, position_of_entry_;
   Array<uint16_t> y16_;  // The permuted rows in bf16 (stacked experts).
+  int graph_max_batch_ = 0;
+  bool all_stacked_ = false;  // Every MoE layer's experts stacked: no host sync in a pass.
+  DecodeGraphs<Ops> graphs_{ops_};
 };
 
 }  // namespace semmoe::engine::gpu

@@ -150,6 +150,56 @@ TEST_P(ForwardRunnerTest, Bf16StackedExpertsMatchPerExpertProducts) {
   EXPECT_LE(gap, 0.05) << "max |difference| " << MaxAbs(a->logits - f32->logits) << " of " << scale;
 }
 
+// Decode graphs pad a pure decode step to a power-of-two bucket (CUDA replays it; the emulation
+// runs the padded step eagerly): the real rows are what the unpadded bf16 pass gives, steps
+// over the largest bucket and prefill chunks run unpadded, and the padding's KV writes land on a
+// scratch page no sequence owns.
+TEST_P(ForwardRunnerTest, PaddedDecodeStepsKeepTheRealRows) {
+  auto bf16 = HostBf16Weights::Make(weights_);
+  ASSERT_TRUE(bf16.ok()) << bf16.status();
+  CpuOps ops_a, ops_b;
+  ForwardRunner<CpuOps> padded(config_, (*bf16)->view(), KvArenaOptions{kPages, 4, true}, ops_a);
+  ForwardRunner<CpuOps> plain(config_, (*bf16)->view(), KvArenaOptions{kPages, 4, true}, ops_b);
+  padded.EnableDecodeGraphs(8);
+  ASSERT_TRUE(padded.Init().ok());
+  ASSERT_TRUE(plain.Init().ok());
+  EXPECT_EQ(padded.kv_bytes(), plain.kv_bytes() / kPages * (kPages + 1));  // + the scratch page.
+  std::vector<std::unique_ptr<runtime::PagedSequence>> seqs;
+  std::vector<std::vector<int32_t>> prompts(9);
+  std::vector<int> length(9);  // Positions each sequence holds.
+  std::vector<model::SequenceInput> prefill;
+  for (int s = 0; s < 9; ++s) {
+    for (int t = 0; t < 2 + s % 3; ++t) {
+      prompts[s].push_back((7 * s + 3 * t + 1) % config_.vocab_size);
+    }
+    seqs.push_back(cache_->NewSequence());
+    ASSERT_TRUE(cache_->Reserve(*seqs.back(), 12).ok());
+    prefill.push_back({prompts[s], 0, seqs[s].get()});
+    length[s] = static_cast<int>(prompts[s].size());
+  }
+  auto run = [&](absl::Span<const model::SequenceInput> batch) {
+    auto a = padded.Forward(batch, {});
+    auto b = plain.Forward(batch, {});
+    ASSERT_TRUE(a.ok() && b.ok()) << a.status() << b.status();
+    ASSERT_EQ(a->logits.rows(), b->logits.rows());
+    const double scale = b->logits.cwiseAbs().maxCoeff();
+    EXPECT_LE((a->logits - b->logits).cwiseAbs().maxCoeff(), 1e-5 * scale) << batch.size();
+  };
+  run(prefill);  // Not a decode step: unpadded.
+  EXPECT_EQ(padded.decode_graphs().eager(), 0);
+  for (int batch_size : {3, 5, 1, 9}) {  // Buckets 4, 8, 1; 9 is over the largest (8).
+    std::vector<int32_t> next(batch_size);
+    std::vector<model::SequenceInput> batch;
+    for (int s = 0; s < batch_size; ++s) {
+      next[s] = (11 * s + batch_size) % config_.vocab_size;
+      batch.push_back({absl::MakeConstSpan(&next[s], 1), length[s]++, seqs[s].get()});
+    }
+    run(batch);
+  }
+  const int64_t padded_steps = 3;
+  EXPECT_EQ(padded.decode_graphs().eager(), padded_steps);  // Every padded step, emulated.
+}
+
 TEST(ForwardRunnerInitTest, AnEmptyArenaIsAnError) {
   const model::ModelConfig c = testing::RandomModelConfig(Arch::kMixtral);
   const model::ModelWeights w = testing::RandomWeights(c, 1);

@@ -18,6 +18,7 @@ absl::StatusOr<std::unique_ptr<GpuTransformer>> CreateGpuForward(
                                  .bf16 = target.bf16,
                                  .num_pages = pages,
                                  .page_size = options.page_size,
+                                 .decode_graphs = placement == nullptr ? target.decode_graphs : 0,
                                  .placement = placement,
                                  .comm = comm,
                                  .attention_tp = tp.enabled,

@@ -23,6 +23,7 @@ GpuTransformer::~GpuTransformer() = default;
 const model::ModelConfig& GpuTransformer::config() const { return impl_->config; }
 int64_t GpuTransformer::weight_bytes() const { return impl_->weights->bytes; }
 bool GpuTransformer::bf16() const { return impl_->bf16; }
+int64_t GpuTransformer::graph_replays() const { return impl_->runner->decode_graphs().replays(); }
 int64_t GpuTransformer::kv_bytes() const { return impl_->runner->kv_bytes(); }
 std::vector<MoeLayerCounters> GpuTransformer::ep_counters() const {
   return impl_->runner->ep_counters();
@@ -35,6 +36,11 @@ absl::StatusOr<std::unique_ptr<GpuTransformer>> GpuTransformer::Create(
     return absl::InvalidArgumentError("the GPU KV cache needs num_pages and page_size > 0");
   }
   RETURN_IF_ERROR(CheckGpuSupport(c));  // Before anything is uploaded.
+  if (options.decode_graphs > 0 && (!options.bf16 || options.placement != nullptr)) {
+    return absl::InvalidArgumentError(
+        "decode graphs need bf16 weights on one device: the f32 and expert-parallel passes "
+        "synchronise with the host inside a step");
+  }
   auto impl = std::make_unique<Impl>();
   impl->config = c;
   impl->bf16 = options.bf16;
@@ -52,6 +58,7 @@ absl::StatusOr<std::unique_ptr<GpuTransformer>> GpuTransformer::Create(
                             .attention_tp = options.attention_tp,
                             .predictor = options.predictor,
                             .token_balance_eps = options.token_balance_eps});
+  impl->runner->EnableDecodeGraphs(options.decode_graphs);
   RETURN_IF_ERROR(impl->runner->Init());
   return std::unique_ptr<GpuTransformer>(new GpuTransformer(std::move(impl)));
 }

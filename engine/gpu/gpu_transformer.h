@@ -41,6 +41,7 @@ namespace semmoe::engine::gpu {
 struct GpuTarget {
   int device = 0;
   bool bf16 = false;
+  int decode_graphs = 0;  // GpuForwardOptions::decode_graphs.
 };
 
 // Attention-TP for a serving rank (GpuForwardOptions' fields of the same names).
@@ -55,6 +56,9 @@ struct GpuForwardOptions {
   bool bf16 = false;   // GpuTarget::bf16.
   int num_pages = 0;   // KV pages (> 0), the same count as the host cache's.
   int page_size = 16;  // Positions per page, as the host cache's.
+  // > 0: decode steps of up to this many sequences replay as CUDA graphs, one per power-of-two
+  // bucket (engine/gpu/decode_graphs.h). Needs bf16 on one device (no placement).
+  int decode_graphs = 0;
   // Expert parallelism (Attention-DP): the placement and a group whose collectives take device
   // memory (NcclCommunicator); both borrowed. The weights then need only this rank's experts.
   const planner::Placement* placement = nullptr;
@@ -88,6 +92,8 @@ class GpuTransformer {
   const model::ModelConfig& config() const;
   int64_t weight_bytes() const;
   bool bf16() const;
+  // Decode steps replayed as CUDA graphs so far (GpuForwardOptions::decode_graphs).
+  int64_t graph_replays() const;
   int64_t kv_bytes() const;
   // Under expert parallelism, per placement layer: what the exchange did so far (else empty).
   // Thread-compatible with Forward().

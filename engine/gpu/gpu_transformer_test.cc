@@ -172,6 +172,48 @@ TEST_P(GpuTransformerTest, Bf16MatchesItsCpuEmulation) {
   EXPECT_GE(same, total * 99 / 100) << same << " of " << total;
 }
 
+// Decode steps as CUDA graphs (bf16): each bucket runs eagerly, is captured, then replayed; the
+// logits stay those of the eager bf16 forward.
+TEST_P(GpuTransformerTest, Bf16DecodeGraphsMatchEagerDecode) {
+  auto eager = GpuTransformer::Create(
+      config_, weights_, {.device = 0, .bf16 = true, .num_pages = kPages, .page_size = kPageSize});
+  auto graphs = GpuTransformer::Create(
+      config_, weights_,
+      {.device = 0, .bf16 = true, .num_pages = kPages, .page_size = kPageSize, .decode_graphs = 8});
+  ASSERT_TRUE(eager.ok() && graphs.ok()) << eager.status() << graphs.status();
+  std::vector<std::unique_ptr<runtime::PagedSequence>> seqs;
+  std::vector<std::vector<int32_t>> prompts(5);
+  std::vector<model::SequenceInput> prefill;
+  std::vector<int> length(5);
+  for (int s = 0; s < 5; ++s) {
+    prompts[s] = {1 + s, 2, 3 + s};
+    seqs.push_back(cache_->NewSequence());
+    ASSERT_TRUE(cache_->Reserve(*seqs.back(), 16).ok());
+    prefill.push_back({prompts[s], 0, seqs[s].get()});
+    length[s] = 3;
+  }
+  ASSERT_TRUE((*eager)->Forward(prefill).ok());
+  ASSERT_TRUE((*graphs)->Forward(prefill).ok());
+  for (int step = 0; step < 4; ++step) {  // Buckets 4 and 1, each four times.
+    for (int batch_size : {3, 1}) {
+      std::vector<int32_t> next(batch_size);
+      std::vector<model::SequenceInput> batch;
+      for (int s = 0; s < batch_size; ++s) {
+        next[s] = (5 * s + step + 7) % config_.vocab_size;
+        batch.push_back({absl::MakeConstSpan(&next[s], 1), length[s]++, seqs[s].get()});
+      }
+      auto a = (*graphs)->Forward(batch);
+      auto b = (*eager)->Forward(batch);
+      ASSERT_TRUE(a.ok() && b.ok()) << a.status() << b.status();
+      const double scale = b->logits.cwiseAbs().maxCoeff();
+      EXPECT_LE((a->logits - b->logits).cwiseAbs().maxCoeff(), 1e-3 * scale)
+          << "step " << step << " batch " << batch_size;
+    }
+  }
+  EXPECT_EQ((*graphs)->graph_replays(), 2 * 3);  // Per bucket: eager, capture + replay, replay 2.
+  EXPECT_EQ((*eager)->graph_replays(), 0);
+}
+
 TEST_P(GpuTransformerTest, EmptyBatchAndErrors) {
   auto empty = gpu_->Forward({});
   ASSERT_TRUE(empty.ok()) << empty.status();

@@ -31,6 +31,9 @@ namespace semmoe::engine {
 struct DeviceTarget {
   int device = 0;
   bool bf16 = true;
+  // > 0: one-device decode steps of up to this many sequences as CUDA graphs (bf16 only;
+  // `engine --cuda_graph_max_batch`).
+  int decode_graphs = 0;
 };
 
 // Attention-TP serving on a device (UseForServing): the rank's slice of the heads and the rule of
