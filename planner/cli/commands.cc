@@ -27,6 +27,7 @@
 #include "planner/solver/paper_placement.h"
 #include "planner/solver/replicas.h"
 #include "planner/solver/tp_solver.h"
+#include "planner/solver/scale.h"
 #include "planner/store/placement_store.h"
 #include "planner/trace/array_trace.h"
 
@@ -85,6 +86,7 @@ absl::StatusOr<Placement> BuildPlacement(const trace::TraceSet& trace, const Bui
   const std::vector<int> layers(trace.header.moe_layers.begin(), trace.header.moe_layers.end());
   const int n = static_cast<int>(trace.header.num_experts);
   if (o.algo == "vanilla") return Placement::Vanilla(layers, n, o.devices);
+  if (o.algo != "random") RETURN_IF_ERROR(CheckSolverScale(trace.header.num_experts));
   if (o.algo == "random") return Placement::Random(layers, n, o.devices, o.seed);
   if (o.algo == "eplb") return EplbPlacement(trace, o.devices);
   if (o.algo == "coact") return CoactPlacement(trace, o.devices);

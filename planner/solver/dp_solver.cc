@@ -12,6 +12,7 @@
 #include "planner/solver/assignment.h"
 #include "planner/solver/expert_balance.h"
 #include "planner/solver/paper_placement.h"
+#include "planner/solver/scale.h"
 
 namespace semmoe::planner {
 namespace {
@@ -54,7 +55,11 @@ class DpState {
   DpState(const TraceSet& trace, const Usage& usage, int g, int64_t capacity)
       : trace_(trace), usage_(usage), g_(g), n_(trace.header.num_experts), capacity_(capacity) {}
 
-  // Exact per-layer expert placement for the current request devices.
+  // Exact per-layer expert placement for the current request devices. Only the experts the
+  // layer's requests use enter the assignment (m of them into G · min(N/G, m) slots: the whole
+  // N × N problem when every expert is used); the unused ones then fill the devices' remaining
+  // slots in id order. A small trace of a model with many experts (or a trace whose header
+  // claims thousands) costs the Hungarian of its used experts, not of N.
   void ExpertStep() {
     const int per = n_ / g_;
     device_of_.assign(trace_.num_layers(), std::vector<int32_t>(n_));
@@ -63,17 +68,45 @@ class DpState {
     std::vector<double>& w = expert_weight_;
     std::vector<double>& slots = slot_weight_;
     w.resize(static_cast<size_t>(n_) * g_);
-    slots.resize(static_cast<size_t>(n_) * n_);
+    std::vector<int> used;
+    std::vector<int> filled(g_);
     for (int l = 0; l < trace_.num_layers(); ++l) {
       std::fill(w.begin(), w.end(), 0.0);
       for (size_t r = 0; r < request_device_.size(); ++r) {
         for (const auto& [e, c] : usage_.by_request[r][l]) w[e * g_ + request_device_[r]] += c;
       }
+      used.clear();
       for (int e = 0; e < n_; ++e) {
-        for (int s = 0; s < n_; ++s) slots[static_cast<size_t>(e) * n_ + s] = w[e * g_ + s / per];
+        for (int d = 0; d < g_; ++d) {
+          if (w[e * g_ + d] > 0) {
+            used.push_back(e);
+            break;
+          }
+        }
       }
-      const std::vector<int> column = MaxWeightAssignment(slots, n_);
-      for (int e = 0; e < n_; ++e) device_of_[l][e] = column[e] / per;
+      const int m = static_cast<int>(used.size());
+      const int slots_per = std::min(per, std::max(m, 1));  // A device's slots in the problem.
+      const int k = g_ * slots_per;                          // ≥ m; = N when every expert is used.
+      slots.assign(static_cast<size_t>(k) * k, 0.0);         // Rows ≥ m: no expert.
+      for (int i = 0; i < m; ++i) {
+        for (int s = 0; s < k; ++s) {
+          slots[static_cast<size_t>(i) * k + s] = w[used[i] * g_ + s / slots_per];
+        }
+      }
+      const std::vector<int> column = MaxWeightAssignment(slots, k);
+      std::fill(filled.begin(), filled.end(), 0);
+      std::vector<int32_t>& device = device_of_[l];
+      std::fill(device.begin(), device.end(), -1);
+      for (int i = 0; i < m; ++i) {
+        device[used[i]] = column[i] / slots_per;
+        ++filled[device[used[i]]];
+      }
+      for (int e = 0, d = 0; e < n_; ++e) {
+        if (device[e] >= 0) continue;
+        while (filled[d] == per) ++d;
+        device[e] = d;
+        ++filled[d];
+      }
     }
   }
 
@@ -191,6 +224,7 @@ absl::StatusOr<DpSolution> SolveDp(const TraceSet& trace, const DpSolverOptions&
     return absl::InvalidArgumentError(absl::StrCat(g, " devices do not divide ", n, " experts"));
   }
   if (trace.num_requests() == 0) return absl::InvalidArgumentError("empty trace");
+  RETURN_IF_ERROR(CheckSolverScale(trace.header.num_experts));
   const Usage usage = CountUsage(trace);
   const int64_t total_tokens = trace.num_tokens();
   const int64_t capacity = static_cast<int64_t>((1.0 + options.token_balance_eps) *

@@ -7,6 +7,7 @@
 #include "common/testing/shared_data.h"
 #include "gtest/gtest.h"
 #include "planner/eval/evaluate.h"
+#include "planner/solver/scale.h"
 #include "planner/trace/array_trace.h"
 
 namespace semmoe::planner {
@@ -126,6 +127,35 @@ TEST(DpSolverTest, Errors) {
   ASSERT_TRUE(skewed.AddRequest("huge", tokens, experts).ok());
   auto s = SolveDp(skewed, {.num_devices = 4});
   EXPECT_NE(s.status().message().find("exceeds a device's token capacity"), std::string::npos);
+}
+
+// A trace of a model with many experts that uses few of them (a small profile): the assignment
+// covers the used experts only, so it stays fast, and still finds the planted co-schedule; the
+// unused experts fill the devices evenly. Over kMaxSolverExperts, a clear error.
+TEST(DpSolverTest, ManyExpertsFewUsed) {
+  const TraceSet planted = Planted(3);
+  TraceSet t;
+  t.header = planted.header;
+  t.header.num_experts = kMaxSolverExperts;
+  for (int r = 0; r < planted.num_requests(); ++r) {
+    const int64_t b = planted.request_begin[r], e = planted.request_begin[r + 1];
+    std::vector<uint16_t> experts;
+    for (int64_t i = b * 4; i < e * 4; ++i) experts.push_back(planted.experts[i] * 32 + 7);
+    ASSERT_TRUE(t.AddRequest(planted.request_names[r],
+                             {planted.tokens.begin() + b, planted.tokens.begin() + e}, experts)
+                    .ok());
+  }
+  auto sol = SolveDp(t, {.num_devices = 4, .seed = 1});
+  ASSERT_TRUE(sol.ok()) << sol.status();
+  EXPECT_DOUBLE_EQ(sol->lar, 1.0);
+  for (int l = 0; l < 2; ++l) {
+    std::vector<int> per_device(4, 0);
+    for (int e = 0; e < 512; ++e) ++per_device[sol->placement.Device(l, e)];
+    EXPECT_EQ(per_device, (std::vector<int>{128, 128, 128, 128}));
+  }
+  t.header.num_experts = 2 * kMaxSolverExperts;
+  auto refused = SolveDp(t, {.num_devices = 4});
+  EXPECT_NE(refused.status().message().find("at most 512"), std::string::npos) << refused.status();
 }
 
 TEST(DpSolverTest, OfflineScheduleRecoversPlantedClustersForTheirPlacement) {

@@ -6,7 +6,9 @@
 #include <random>
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "planner/solver/baselines.h"
+#include "planner/solver/scale.h"
 
 namespace semmoe::planner {
 namespace {
@@ -211,6 +213,7 @@ absl::StatusOr<PaperSolution> SolvePaper(const TraceSet& trace, const PaperOptio
     return absl::InvalidArgumentError(absl::StrCat(g, " devices do not divide ", n, " experts"));
   }
   if (trace.num_requests() == 0) return absl::InvalidArgumentError("the trace holds no requests");
+  RETURN_IF_ERROR(CheckSolverScale(trace.header.num_experts));
   const Counts k = Count(trace);
   const std::vector<int> layers(trace.header.moe_layers.begin(), trace.header.moe_layers.end());
   std::optional<PaperSolution> best;

@@ -9,11 +9,13 @@
 #include "planner/eval/evaluate.h"
 #include "planner/eval/schedule.h"
 #include "planner/solver/baselines.h"
+#include "planner/solver/scale.h"
 
 namespace semmoe::planner {
 
 absl::StatusOr<Placement> SolveTp(const trace::TraceSet& trace, const DpSolverOptions& options) {
   const int n = static_cast<int>(trace.header.num_experts), k = trace.top_k();
+  RETURN_IF_ERROR(CheckSolverScale(trace.header.num_experts));
   ASSIGN_OR_RETURN(Placement coact, CoactPlacement(trace, options.num_devices));
   std::vector<std::vector<int32_t>> device_of;
   for (int l = 0; l < trace.num_layers(); ++l) {
