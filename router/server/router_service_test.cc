@@ -417,7 +417,9 @@ TEST_F(RouterServiceTest, AnExperimentSplitsTrafficAndRecordsEachArm) {
     ASSERT_TRUE(got.final.arm() == "A" || got.final.arm() == "B") << got.final.arm();
     b += got.final.arm() == "B";
     // A user stays in their arm.
-    if (i < 5) EXPECT_EQ(Generate(r).final.arm(), got.final.arm());
+    if (i < 5) {
+      EXPECT_EQ(Generate(r).final.arm(), got.final.arm());
+    }
   }
   EXPECT_NEAR(100.0 * b / n, 30, 5) << b << " of " << n;  // ChooseGroup's own test: ±2 at 20k.
   const rpc::RouterStats stats = service_->Stats();
