@@ -482,7 +482,7 @@ class ForwardRunner {
       return ops_.AddInPlace(x, o_.data(), tokens * hidden);
     }
     const int experts = c_.num_experts, k = c_.top_k;
-    const int64_t entries = tokens * k, inter = c_.moe_intermediate_size;
+    const int64_t entries = tokens * k;
     RETURN_IF_ERROR(ops_.Linear(h_.data(), tokens, w.router, router_logits_.data()));
     RETURN_IF_ERROR(ops_.RouterGating({.logits = router_logits_.data(),
                                        .tokens = tokens,
@@ -498,33 +498,8 @@ class ForwardRunner {
       RETURN_IF_ERROR(ops_.CopyOut(weights.data(), gate_weights_.data(), entries));
       RETURN_IF_ERROR(ep_->Run(moe_index_[layer], w, h_.data(), tokens, ids, weights, moe_.data(),
                                row_local_, row_all_, ep_counters_[moe_index_[layer]]));
-    } else if (w.stacked.gate != nullptr) {
-      RETURN_IF_ERROR(StackedExperts(w, tokens));
     } else {
-      RETURN_IF_ERROR(ops_.PermuteByExpert({.ids = expert_ids_.data(),
-                                            .entries = entries,
-                                            .experts = experts,
-                                            .counts = counts_.data(),
-                                            .offsets = offsets_.data(),
-                                            .entry_of_position = entry_of_position_.data(),
-                                            .position_of_entry = position_of_entry_.data()}));
-      std::vector<int64_t> offsets(experts + 1);  // The GEMM shapes: the host needs them.
-      RETURN_IF_ERROR(ops_.CopyOut(offsets.data(), offsets_.data(), experts + 1));
-      RETURN_IF_ERROR(ops_.GatherRows({.x = h_.data(),
-                                       .entry_of_position = entry_of_position_.data(),
-                                       .entries = entries,
-                                       .k = k,
-                                       .hidden = hidden,
-                                       .y = y_.data()}));
-      RETURN_IF_ERROR(RunGroupedExperts(ops_, offsets, experts, w.experts, y_.data(), g_.data(),
-                                        u_.data(), z_.data(), hidden, inter));
-      RETURN_IF_ERROR(ops_.CombineRows({.y = z_.data(),
-                                        .weights = gate_weights_.data(),
-                                        .position_of_entry = position_of_entry_.data(),
-                                        .tokens = tokens,
-                                        .k = k,
-                                        .hidden = hidden,
-                                        .out = moe_.data()}));
+      RETURN_IF_ERROR(LocalExperts(w, tokens));
     }
     if (w.has_shared_expert) {
       RETURN_IF_ERROR(Mlp(h_.data(), tokens, w.shared_expert, shared_.data()));
@@ -543,12 +518,14 @@ class ForwardRunner {
     return absl::OkStatus();
   }
 
-  // The routed experts of a one-device MoE layer with stacked bf16 experts: permute, gather,
-  // round to bf16, one grouped call, combine. Every offset stays in Ops memory: the grouped call
-  // is sized by the rows' count, tokens × k, which the host knows.
-  absl::Status StackedExperts(const LayerView& w, int64_t tokens) {
+  // The routed experts of a one-device MoE layer: the (token, slot) rows permuted by expert and
+  // gathered, the experts over them, the weighted combine back into token order. Stacked bf16
+  // experts run as one grouped call whose offsets stay in Ops memory (it is sized by the rows'
+  // count, tokens × k, which the host knows); otherwise one product per expert and projection,
+  // whose shapes need the offsets on the host.
+  absl::Status LocalExperts(const LayerView& w, int64_t tokens) {
     const int experts = c_.num_experts, k = c_.top_k;
-    const int64_t entries = tokens * k, hidden = c_.hidden_size;
+    const int64_t entries = tokens * k, hidden = c_.hidden_size, inter = c_.moe_intermediate_size;
     RETURN_IF_ERROR(ops_.PermuteByExpert({.ids = expert_ids_.data(),
                                           .entries = entries,
                                           .experts = experts,
@@ -562,18 +539,25 @@ class ForwardRunner {
                                      .k = k,
                                      .hidden = hidden,
                                      .y = y_.data()}));
-    RETURN_IF_ERROR(ops_.RoundToBf16(y_.data(), entries * hidden, y16_.data()));
-    RETURN_IF_ERROR(ops_.GroupedSwiGlu({.x = y16_.data(),
-                                        .offsets = offsets_.data(),
-                                        .experts = experts,
-                                        .rows = entries,
-                                        .hidden = hidden,
-                                        .inter = c_.moe_intermediate_size,
-                                        .gate = w.stacked.gate,
-                                        .up = w.stacked.up,
-                                        .down = w.stacked.down,
-                                        .act = g_.data(),
-                                        .out = z_.data()}));
+    if (w.stacked.gate != nullptr) {
+      RETURN_IF_ERROR(ops_.RoundToBf16(y_.data(), entries * hidden, y16_.data()));
+      RETURN_IF_ERROR(ops_.GroupedSwiGlu({.x = y16_.data(),
+                                          .offsets = offsets_.data(),
+                                          .experts = experts,
+                                          .rows = entries,
+                                          .hidden = hidden,
+                                          .inter = inter,
+                                          .gate = w.stacked.gate,
+                                          .up = w.stacked.up,
+                                          .down = w.stacked.down,
+                                          .act = g_.data(),
+                                          .out = z_.data()}));
+    } else {
+      std::vector<int64_t> offsets(experts + 1);  // The GEMM shapes: the host needs them.
+      RETURN_IF_ERROR(ops_.CopyOut(offsets.data(), offsets_.data(), experts + 1));
+      RETURN_IF_ERROR(RunGroupedExperts(ops_, offsets, experts, w.experts, y_.data(), g_.data(),
+                                        u_.data(), z_.data(), hidden, inter));
+    }
     return ops_.CombineRows({.y = z_.data(),
                              .weights = gate_weights_.data(),
                              .position_of_entry = position_of_entry_.data(),
