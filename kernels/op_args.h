@@ -144,6 +144,36 @@ struct SegmentSumArgs {
   float* out = nullptr;  // [n]; may not alias `in`.
 };
 
+// Attention-TP's device prediction at one MoE layer (engine/parallel/device_predictor.h as lookup
+// tables, engine/gpu/device_prediction.h): token t's scores are the layer's row for the pair
+// (previous[t], ids[t]) when that pair is a learned context, else the row of ids[t]
+// (row_of_token; an id outside [0, vocab) or mapped to −1 takes unseen_row); then, with history,
+// the A entry of (prev2[t], prev1[t]) replaces them — its confidence on its device, 0 elsewhere —
+// when it is more confident than the row's best.
+struct PredictDevicesArgs {
+  const int32_t* ids = nullptr;  // [tokens].
+  // [tokens]: each token's predecessor id (−1 unknown); null: no contexts.
+  const int32_t* previous = nullptr;
+  int64_t tokens = 0;
+  int devices = 0;
+  const int32_t* row_of_token = nullptr;  // [vocab]: the id's row of `shares`, −1: unseen.
+  int64_t vocab = 0;
+  const float* shares = nullptr;  // [rows, devices]: the layer's rows.
+  int64_t unseen_row = 0;
+  const uint64_t* context_keys = nullptr;  // [contexts], ascending: previous << 32 | id.
+  int64_t contexts = 0;
+  const float* context_shares = nullptr;  // [contexts, devices]: the layer's.
+  // [tokens]: the devices each token's experts were homed on at the previous two MoE layers
+  // (exact small integers as f32, −1 unknown). prev1 null: no history; prev2 null: unknown.
+  const float* prev2 = nullptr;
+  const float* prev1 = nullptr;
+  // [(devices + 1) · devices], history (prev2 + 1) · devices + prev1: the A table's device (−1:
+  // none) and confidence. Null: the layer has no A table.
+  const int32_t* a_device = nullptr;
+  const float* a_confidence = nullptr;
+  float* scores = nullptr;  // [tokens, devices].
+};
+
 }  // namespace semmoe::kernels
 
 #endif  // SEMMOE_KERNELS_OP_ARGS_H_

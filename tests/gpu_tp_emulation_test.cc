@@ -3,9 +3,10 @@
 // ranks, each its own thread with the CPU emulation of the device operations (CpuOps), its slice of
 // the heads (engine/parallel/tp_weights.h), only its own experts, and a Gloo group standing in for
 // NCCL. Every rank runs the same batches — a ragged prefill, then decode steps — through the
-// shuffled reduce-scatter and all-gather, plain or with the planner's T tables (and with A
-// tables, whose history the GPU pass does not carry yet), and every rank's logits must be the
-// single-device CPU Transformer's.
+// shuffled reduce-scatter and all-gather, plain or with the planner's T tables (and A tables,
+// whose history rides the all-gather), and every rank's logits must be the single-device CPU
+// Transformer's. Every layer's chunk plan, predicted on the "device" (device_prediction.h), must
+// be the host's rule (DevicePredictor::Score, PlanShuffle) fed the single device's routing.
 #include <memory>
 #include <string>
 #include <thread>
@@ -19,6 +20,7 @@
 #include "engine/gpu/testing/rank_view.h"
 #include "engine/model/transformer.h"
 #include "engine/parallel/device_predictor.h"
+#include "engine/parallel/dispatch_plan.h"
 #include "engine/parallel/gloo_communicator.h"
 #include "engine/parallel/tp_weights.h"
 #include "engine/runtime/kv_cache.h"
@@ -87,6 +89,42 @@ planner::trace::TraceSet Trace(const model::ModelConfig& c, model::Transformer& 
   return trace;
 }
 
+// Each layer's chunk plan for `batch` by the host's rule, with the history of `routing` (the
+// single device's, per MoE layer): what every rank must have used.
+std::vector<ShufflePlan> ExpectedPlans(const model::ModelConfig& c,
+                                       const planner::Placement& placement,
+                                       const DevicePredictor* predictor,
+                                       absl::Span<const SequenceInput> batch,
+                                       const std::vector<model::Routing>& routing, int g) {
+  std::vector<int32_t> ids, prev;
+  for (const SequenceInput& s : batch) {
+    for (size_t t = 0; t < s.tokens.size(); ++t) {
+      ids.push_back(s.tokens[t]);
+      prev.push_back(t == 0 ? s.prev_token : s.tokens[t - 1]);
+    }
+  }
+  const int64_t tokens = static_cast<int64_t>(ids.size());
+  std::vector<int32_t> p1(tokens, -1), p2(tokens, -1);
+  std::vector<ShufflePlan> plans;
+  int moe = 0;
+  for (int layer = 0; layer < c.num_layers; ++layer) {
+    if (predictor == nullptr || !c.IsMoeLayer(layer)) {
+      plans.push_back(PlainShuffle(tokens, g));
+      moe += c.IsMoeLayer(layer);
+      continue;
+    }
+    std::vector<float> scores(tokens * g);
+    predictor->Score(moe, ids, prev, p2, p1, absl::MakeSpan(scores));
+    plans.push_back(PlanShuffle(scores, g, 0.05));
+    const DispatchPlan dispatch =
+        PlanDispatch(placement, moe, 0, c.top_k, routing[moe].expert_ids, routing[moe].weights);
+    p2 = p1;
+    p1 = dispatch.home_device;
+    ++moe;
+  }
+  return plans;
+}
+
 class TpForwardRunnerTest : public ::testing::TestWithParam<Case> {};
 
 TEST_P(TpForwardRunnerTest, EveryRankMatchesTheSingleDevice) {
@@ -144,12 +182,15 @@ TEST_P(TpForwardRunnerTest, EveryRankMatchesTheSingleDevice) {
   };
   constexpr int kPasses = 3;
   std::vector<model::Matrix> want(kPasses);
+  std::vector<std::vector<ShufflePlan>> want_plans(kPasses);
   {
     auto [cache, seqs] = paged(c);
     for (int pass = 0; pass < kPasses; ++pass) {
-      auto out = (*reference)->Forward(batch_of(pass, seqs), {});
+      const std::vector<SequenceInput> batch = batch_of(pass, seqs);
+      auto out = (*reference)->Forward(batch, {.collect_routing = true});
       ASSERT_TRUE(out.ok()) << out.status();
       want[pass] = out->logits;
+      want_plans[pass] = ExpectedPlans(c, placement, predictor.get(), batch, out->routing, g);
     }
   }
 
@@ -179,6 +220,14 @@ TEST_P(TpForwardRunnerTest, EveryRankMatchesTheSingleDevice) {
         ASSERT_EQ(got->logits.rows(), want[pass].rows()) << what;
         const float scale = want[pass].cwiseAbs().maxCoeff();
         EXPECT_LE((got->logits - want[pass]).cwiseAbs().maxCoeff(), 1e-4f * scale) << what;
+        const std::vector<ShufflePlan>& plans = runner.tp_plans();
+        ASSERT_EQ(plans.size(), want_plans[pass].size()) << what;
+        for (size_t layer = 0; layer < plans.size(); ++layer) {
+          EXPECT_EQ(plans[layer].order, want_plans[pass][layer].order)
+              << what << " layer " << layer;
+          EXPECT_EQ(plans[layer].counts, want_plans[pass][layer].counts)
+              << what << " layer " << layer;
+        }
       }
     });
   }

@@ -10,6 +10,7 @@
 #include "kernels/cuda/moe_routing.h"
 #include "kernels/cuda/nn_ops.h"
 #include "kernels/cuda/paged_attention.h"
+#include "kernels/cuda/predict_devices.h"
 
 #define CUBLAS_RETURN_IF_ERROR(call)                                                               \
   do {                                                                                             \
@@ -218,6 +219,11 @@ absl::Status CudaOps::RoundToBf16(const float* x, int64_t n, uint16_t* out) {
 absl::Status CudaOps::ShufflePack(const float* x, const int32_t* order, int64_t rows, int64_t width,
                                   float* packed) {
   CUDA_RETURN_IF_ERROR(kc::LaunchShufflePack(x, order, rows, width, packed, stream_));
+  return absl::OkStatus();
+}
+
+absl::Status CudaOps::PredictDevices(const kernels::PredictDevicesArgs& a) {
+  CUDA_RETURN_IF_ERROR(kc::LaunchPredictDevices(a, stream_));
   return absl::OkStatus();
 }
 

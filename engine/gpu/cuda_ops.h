@@ -67,6 +67,7 @@ class CudaOps {
                            float* packed);
   absl::Status ShuffleUnpack(const float* packed, const int32_t* order, int64_t rows, int64_t width,
                              float* x);
+  absl::Status PredictDevices(const kernels::PredictDevicesArgs& a);
   // The tensor-core kernel (kernels/cuda/grouped_swiglu.h); `a.rows` may be an upper bound.
   absl::Status GroupedSwiGlu(const kernels::GroupedSwiGluArgs& a);
   // CUDA graphs (decode_graphs.h): BeginCapture() records this stream's work instead of running

@@ -8,11 +8,18 @@
 //   experts   every rank runs its experts grouped by expert over the rows it received;
 //   combine   each received row's gate-weighted sum goes back; the owner adds the returns in
 //             rank order (deterministic).
+// Overlap: a rank's rows for its own experts never enter the collectives. They are queued on the
+// device before the dispatch's all-to-all, so the device computes them while the collective
+// (NCCL, on its own stream) moves the peers' rows; the caller's independent work (the shared
+// expert) is queued before the combine's all-to-all likewise. The sum is unchanged: a rank's own
+// results are added at their place in rank order.
 // Every rank calls Run() for every MoE layer in the same order, with zero tokens if it has none.
 #ifndef SEMMOE_ENGINE_GPU_EP_EXCHANGE_H_
 #define SEMMOE_ENGINE_GPU_EP_EXCHANGE_H_
 
+#include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -46,30 +53,40 @@ class EpExchange {
   // run where the placement serves them. `ids`/`weights`: the tokens' routing on the host.
   // Adds each token's activations served on this rank, and all of them, to row_local/row_all,
   // and what the layer did to `counters` (CountExchange, as the CPU exchange; wall times of the
-  // phases, device work included).
+  // phases, device work included). `during_combine` (may be empty): device work independent of
+  // the exchange, queued before the combine's collective so the device runs it meanwhile (the
+  // shared expert).
   absl::Status Run(int moe_index, const LayerView& w, const float* h, int64_t tokens,
                    const std::vector<int32_t>& ids, const std::vector<float>& weights, float* out,
                    std::vector<int32_t>& row_local, std::vector<int32_t>& row_all,
-                   MoeLayerCounters& counters) {
-    const int g = comm_.size(), me = comm_.rank(), k = c_.top_k, experts = c_.num_experts;
-    const int64_t hidden = c_.hidden_size, inter = c_.moe_intermediate_size;
+                   MoeLayerCounters& counters,
+                   const std::function<absl::Status()>& during_combine = {}) {
+    const int g = comm_.size(), me = comm_.rank(), k = c_.top_k;
+    const int64_t hidden = c_.hidden_size;
     absl::Time start = absl::Now();
 
     // Which rows go where, in rank order, with their expert ids and gate weights for their
     // destination (engine/parallel/dispatch_plan.h, shared with the CPU exchange).
     const DispatchPlan plan = PlanDispatch(placement_, moe_index, me, k, ids, weights);
+    home_devices_ = plan.home_device;
     for (int64_t t = 0; t < tokens; ++t) {
       row_local[t] += plan.local_per_token[t];
       row_all[t] += k;
     }
+    // This rank's own rows never enter the collectives: [self_at, self_at + self) of the plan.
     const std::vector<int64_t>& send_rows = plan.send_rows;
-    std::vector<int64_t> recv_rows(g);
-    const int64_t sent_total = static_cast<int64_t>(plan.send_index.size());
+    int64_t self_at = 0;
+    for (int d = 0; d < me; ++d) self_at += send_rows[d];
+    const int64_t self = send_rows[me];
+    const int64_t planned = static_cast<int64_t>(plan.send_index.size());
+    const int64_t sent_total = planned - self;
+    std::vector<int64_t> to_peers = send_rows, recv_rows(g);
+    to_peers[me] = 0;
 
     // Row counts first (through Ops memory: an NCCL group reads device buffers only).
     RETURN_IF_ERROR(send_counts_.Reserve(g));
     RETURN_IF_ERROR(recv_counts_.Reserve(g));
-    RETURN_IF_ERROR(ops_.CopyIn(send_counts_.data(), send_rows.data(), g));
+    RETURN_IF_ERROR(ops_.CopyIn(send_counts_.data(), to_peers.data(), g));
     const std::vector<int64_t> ones(g, 1);
     RETURN_IF_ERROR(ops_.Finish());  // The collectives run on their own stream.
     absl::Time wait = absl::Now();
@@ -78,84 +95,78 @@ class EpExchange {
     counters.dispatch_wait_seconds += Seconds(wait);
     RETURN_IF_ERROR(ops_.CopyOut(recv_rows.data(), recv_counts_.data(), g));
     int64_t received = 0;
-    for (int64_t n : recv_rows) {
-      if (n < 0) return absl::InternalError("a peer announced a negative row count");
-      received += n;
+    for (int d = 0; d < g; ++d) {
+      if (recv_rows[d] < 0 || (d == me && recv_rows[d] != 0)) {
+        return absl::InternalError(
+            absl::StrCat("peer ", d, " announced ", recv_rows[d], " rows for rank ", me));
+      }
+      received += recv_rows[d];
     }
 
-    // Dispatch: rows, their expert ids, their gate weights.
-    RETURN_IF_ERROR(Reserve(sent_total, received));
-    RETURN_IF_ERROR(ops_.CopyIn(send_index_.data(), plan.send_index.data(), sent_total));
-    RETURN_IF_ERROR(ops_.CopyIn(send_ids_.data(), plan.send_ids.data(), sent_total * k));
-    RETURN_IF_ERROR(ops_.CopyIn(send_weights_.data(), plan.send_weights.data(), sent_total * k));
+    // The plan's rows, ids and weights: this rank's own first, then the peers' in rank order.
+    RETURN_IF_ERROR(Reserve(planned, received, self));
+    const std::vector<int32_t> index = SelfFirst(plan.send_index, self_at, self, 1);
+    RETURN_IF_ERROR(ops_.CopyIn(send_index_.data(), index.data(), planned));
+    const std::vector<int32_t> send_ids = SelfFirst(plan.send_ids, self_at, self, k);
+    const std::vector<float> send_weights = SelfFirst(plan.send_weights, self_at, self, k);
+    RETURN_IF_ERROR(ops_.CopyIn(send_ids_.data(), send_ids.data(), planned * k));
+    RETURN_IF_ERROR(ops_.CopyIn(send_weights_.data(), send_weights.data(), planned * k));
     RETURN_IF_ERROR(
-        ops_.GatherRowsByIndex(h, send_index_.data(), sent_total, hidden, send_rows_.data()));
+        ops_.GatherRowsByIndex(h, send_index_.data(), planned, hidden, send_rows_.data()));
     RETURN_IF_ERROR(ops_.Finish());
+    // Overlap: this rank's own rows through its experts are queued before the dispatch, so the
+    // device computes them while the collective moves the peers' rows (a semantic placement makes
+    // them most rows).
+    RETURN_IF_ERROR(ServeRows(moe_index, w, send_rows_.data(), send_ids_.data(),
+                              send_weights_.data(), self, self_results_.data()));
+    const int64_t peer_at = self;
     RETURN_IF_ERROR(comm_.AllToAllV(
-        absl::Span<const float>(send_rows_.data(), sent_total * hidden), Scaled(send_rows, hidden),
-        absl::Span<float>(recv_rows_.data(), received * hidden), Scaled(recv_rows, hidden)));
-    RETURN_IF_ERROR(comm_.AllToAllV(
-        absl::Span<const int32_t>(send_ids_.data(), sent_total * k), Scaled(send_rows, k),
-        absl::Span<int32_t>(recv_ids_.data(), received * k), Scaled(recv_rows, k)));
-    RETURN_IF_ERROR(comm_.AllToAllV(
-        absl::Span<const float>(send_weights_.data(), sent_total * k), Scaled(send_rows, k),
-        absl::Span<float>(recv_weights_.data(), received * k), Scaled(recv_rows, k)));
+        absl::Span<const float>(send_rows_.data() + peer_at * hidden, sent_total * hidden),
+        Scaled(to_peers, hidden), absl::Span<float>(recv_rows_.data(), received * hidden),
+        Scaled(recv_rows, hidden)));
+    RETURN_IF_ERROR(
+        comm_.AllToAllV(absl::Span<const int32_t>(send_ids_.data() + peer_at * k, sent_total * k),
+                        Scaled(to_peers, k), absl::Span<int32_t>(recv_ids_.data(), received * k),
+                        Scaled(recv_rows, k)));
+    RETURN_IF_ERROR(
+        comm_.AllToAllV(absl::Span<const float>(send_weights_.data() + peer_at * k, sent_total * k),
+                        Scaled(to_peers, k), absl::Span<float>(recv_weights_.data(), received * k),
+                        Scaled(recv_rows, k)));
     CountExchange(plan, recv_rows, me, static_cast<int>(hidden), counters);
     counters.dispatch_seconds += Seconds(start);
 
-    // This rank's experts over the received rows; bucket `experts` (plan.served_elsewhere) holds
-    // the slots served elsewhere (their results are zero).
-    RETURN_IF_ERROR(ops_.PermuteByExpert({.ids = recv_ids_.data(),
-                                          .entries = received * k,
-                                          .experts = experts + 1,
-                                          .counts = counts_.data(),
-                                          .offsets = offsets_.data(),
-                                          .entry_of_position = entry_of_position_.data(),
-                                          .position_of_entry = position_of_entry_.data()}));
-    std::vector<int64_t> offsets(experts + 2);
-    RETURN_IF_ERROR(ops_.CopyOut(offsets.data(), offsets_.data(), experts + 2));
-    for (int e = 0; e < experts; ++e) {
-      if (offsets[e + 1] > offsets[e] && !placement_.Holds(moe_index, me, e)) {
-        return absl::InternalError(absl::StrCat("rank ", me, " was sent rows for expert ", e,
-                                                " of MoE layer ", moe_index,
-                                                ", which it does not hold"));
-      }
-    }
-    RETURN_IF_ERROR(ops_.GatherRows({.x = recv_rows_.data(),
-                                     .entry_of_position = entry_of_position_.data(),
-                                     .entries = received * k,
-                                     .k = k,
-                                     .hidden = hidden,
-                                     .y = y_.data()}));
-    RETURN_IF_ERROR(RunGroupedExperts(ops_, offsets, experts, w.experts, y_.data(), g_.data(),
-                                      u_.data(), z_.data(), hidden, inter));
-    RETURN_IF_ERROR(ops_.Zero(z_.data() + offsets[experts] * hidden,
-                              (offsets[experts + 1] - offsets[experts]) * hidden));
-    RETURN_IF_ERROR(ops_.CombineRows({.y = z_.data(),
-                                      .weights = recv_weights_.data(),
-                                      .position_of_entry = position_of_entry_.data(),
-                                      .tokens = received,
-                                      .k = k,
-                                      .hidden = hidden,
-                                      .out = results_.data()}));
-
-    // Combine: results back to their owners, added in rank order.
+    // The peers' rows through this rank's experts.
+    RETURN_IF_ERROR(ServeRows(moe_index, w, recv_rows_.data(), recv_ids_.data(),
+                              recv_weights_.data(), received, results_.data()));
     RETURN_IF_ERROR(ops_.Finish());
     counters.expert_seconds += Seconds(start);
+
+    // Combine: results back to their owners (the shared expert meanwhile), added in rank order —
+    // this rank's own at its place, so the sum is the one a full exchange makes.
+    if (during_combine) RETURN_IF_ERROR(during_combine());
     RETURN_IF_ERROR(comm_.AllToAllV(
         absl::Span<const float>(results_.data(), received * hidden), Scaled(recv_rows, hidden),
-        absl::Span<float>(back_.data(), sent_total * hidden), Scaled(send_rows, hidden)));
+        absl::Span<float>(back_.data(), sent_total * hidden), Scaled(to_peers, hidden)));
     RETURN_IF_ERROR(ops_.Zero(out, tokens * hidden));
     int64_t row = 0;
     for (int d = 0; d < g; ++d) {
+      if (d == me) {
+        RETURN_IF_ERROR(
+            ops_.ScatterAddRows(out, self_results_.data(), send_index_.data(), self, hidden));
+        continue;
+      }
       RETURN_IF_ERROR(ops_.ScatterAddRows(out, back_.data() + row * hidden,
-                                          send_index_.data() + row, send_rows[d], hidden));
+                                          send_index_.data() + self + row, send_rows[d], hidden));
       row += send_rows[d];
     }
     RETURN_IF_ERROR(ops_.Finish());
     counters.combine_seconds += Seconds(start);
     return absl::OkStatus();
   }
+
+  // Per token of the latest Run: the device holding the homes of most of its experts
+  // (DispatchPlan::home_device; Attention-TP's history for the A tables).
+  const std::vector<int32_t>& home_devices() const { return home_devices_; }
 
  private:
   // Seconds since `start`, which moves to now.
@@ -172,17 +183,71 @@ class EpExchange {
     return out;
   }
 
-  absl::Status Reserve(int64_t sent, int64_t received) {
-    const int64_t hidden = c_.hidden_size, k = c_.top_k, entries = received * k;
-    RETURN_IF_ERROR(send_index_.Reserve(sent));
-    RETURN_IF_ERROR(send_rows_.Reserve(sent * hidden));
-    RETURN_IF_ERROR(back_.Reserve(sent * hidden));
-    RETURN_IF_ERROR(send_ids_.Reserve(sent * k));
-    RETURN_IF_ERROR(send_weights_.Reserve(sent * k));
+  // `v`'s rows [at, at + n) (of `width` values each) first, then the others in order.
+  template <typename T>
+  static std::vector<T> SelfFirst(const std::vector<T>& v, int64_t at, int64_t n, int64_t width) {
+    std::vector<T> out(v.begin() + at * width, v.begin() + (at + n) * width);
+    out.insert(out.end(), v.begin(), v.begin() + at * width);
+    out.insert(out.end(), v.begin() + (at + n) * width, v.end());
+    return out;
+  }
+
+  // out [rows, hidden] = each row's gate-weighted sum over its slots that this rank serves (ids
+  // `num_experts`: served elsewhere, contributing zero). x [rows, hidden], ids and weights
+  // [rows, k]: Ops memory. Queued; returns once the row counts per expert are on the host.
+  absl::Status ServeRows(int moe_index, const LayerView& w, const float* x, const int32_t* ids,
+                         const float* weights, int64_t rows, float* out) {
+    const int me = comm_.rank(), k = c_.top_k, experts = c_.num_experts;
+    const int64_t hidden = c_.hidden_size, inter = c_.moe_intermediate_size, entries = rows * k;
+    RETURN_IF_ERROR(ops_.PermuteByExpert({.ids = ids,
+                                          .entries = entries,
+                                          .experts = experts + 1,
+                                          .counts = counts_.data(),
+                                          .offsets = offsets_.data(),
+                                          .entry_of_position = entry_of_position_.data(),
+                                          .position_of_entry = position_of_entry_.data()}));
+    std::vector<int64_t> offsets(experts + 2);
+    RETURN_IF_ERROR(ops_.CopyOut(offsets.data(), offsets_.data(), experts + 2));
+    for (int e = 0; e < experts; ++e) {
+      if (offsets[e + 1] > offsets[e] && !placement_.Holds(moe_index, me, e)) {
+        return absl::InternalError(absl::StrCat("rank ", me, " was sent rows for expert ", e,
+                                                " of MoE layer ", moe_index,
+                                                ", which it does not hold"));
+      }
+    }
+    RETURN_IF_ERROR(ops_.GatherRows({.x = x,
+                                     .entry_of_position = entry_of_position_.data(),
+                                     .entries = entries,
+                                     .k = k,
+                                     .hidden = hidden,
+                                     .y = y_.data()}));
+    RETURN_IF_ERROR(RunGroupedExperts(ops_, offsets, experts, w.experts, y_.data(), g_.data(),
+                                      u_.data(), z_.data(), hidden, inter));
+    RETURN_IF_ERROR(ops_.Zero(z_.data() + offsets[experts] * hidden,
+                              (offsets[experts + 1] - offsets[experts]) * hidden));
+    return ops_.CombineRows({.y = z_.data(),
+                             .weights = weights,
+                             .position_of_entry = position_of_entry_.data(),
+                             .tokens = rows,
+                             .k = k,
+                             .hidden = hidden,
+                             .out = out});
+  }
+
+  // `planned`: rows of the plan (this rank's own included); `received` from peers; `self` own.
+  absl::Status Reserve(int64_t planned, int64_t received, int64_t self) {
+    const int64_t hidden = c_.hidden_size, k = c_.top_k;
+    const int64_t entries = std::max(received, self) * k;  // Scratch of one ServeRows.
+    RETURN_IF_ERROR(send_index_.Reserve(planned));
+    RETURN_IF_ERROR(send_rows_.Reserve(planned * hidden));
+    RETURN_IF_ERROR(back_.Reserve(planned * hidden));
+    RETURN_IF_ERROR(send_ids_.Reserve(planned * k));
+    RETURN_IF_ERROR(send_weights_.Reserve(planned * k));
+    RETURN_IF_ERROR(self_results_.Reserve(self * hidden));
     RETURN_IF_ERROR(recv_rows_.Reserve(received * hidden));
     RETURN_IF_ERROR(results_.Reserve(received * hidden));
-    RETURN_IF_ERROR(recv_ids_.Reserve(entries));
-    RETURN_IF_ERROR(recv_weights_.Reserve(entries));
+    RETURN_IF_ERROR(recv_ids_.Reserve(received * k));
+    RETURN_IF_ERROR(recv_weights_.Reserve(received * k));
     RETURN_IF_ERROR(entry_of_position_.Reserve(entries));
     RETURN_IF_ERROR(position_of_entry_.Reserve(entries));
     RETURN_IF_ERROR(counts_.Reserve(c_.num_experts + 1));
@@ -197,11 +262,12 @@ class EpExchange {
   const planner::Placement& placement_;
   Communicator& comm_;
   Ops& ops_;
+  std::vector<int32_t> home_devices_;
   Array<int64_t> send_counts_, recv_counts_, counts_, offsets_, entry_of_position_,
       position_of_entry_;
   Array<int32_t> send_index_, send_ids_, recv_ids_;
   Array<float> send_rows_, recv_rows_, send_weights_, recv_weights_, results_, back_, y_, z_, g_,
-      u_;
+      u_, self_results_;
 };
 
 }  // namespace semmoe::engine::gpu

@@ -134,6 +134,7 @@ class ForwardRunner {
     const int arena_pages = kv_options_.num_pages + (graph_max_batch_ > 0 ? 1 : 0);  // Scratch.
     layer_kv_floats_ = static_cast<int64_t>(arena_pages) * kv_options_.page_size * c_.kv_size();
     RETURN_IF_ERROR(ops_.Begin());
+    if (tp_ != nullptr) RETURN_IF_ERROR(tp_->Init());
     if (kv_options_.bf16) {
       RETURN_IF_ERROR(kv16_.Reserve(2 * c_.num_layers * layer_kv_floats_));
     } else {
@@ -152,6 +153,14 @@ class ForwardRunner {
   int64_t kv_bytes() const {
     return 2 * c_.num_layers * layer_kv_floats_ * (kv_options_.bf16 ? 2 : 4);
   }
+
+  // Under Attention-TP: the latest pass's chunk plans per model layer, and the prediction tables'
+  // bytes in Ops memory.
+  const std::vector<ShufflePlan>& tp_plans() const {
+    static const std::vector<ShufflePlan> kNone;
+    return tp_ != nullptr ? tp_->plans() : kNone;
+  }
+  int64_t tp_prediction_bytes() const { return tp_ != nullptr ? tp_->prediction_bytes() : 0; }
 
   // Per placement layer, under expert parallelism (else empty): what the exchange did so far.
   const std::vector<MoeLayerCounters>& ep_counters() const { return ep_counters_; }
@@ -235,7 +244,12 @@ class ForwardRunner {
     RETURN_IF_ERROR(
         ops_.GatherRowsByIndex(w_.embed, ids_.data(), tokens, c_.hidden_size, x_.data()));
     std::vector<int32_t> prev;  // Each token's predecessor (−1 unknown): TP's predictions.
-    if (tp_ != nullptr) prev = PreviousTokens(batch);
+    if (tp_ != nullptr) {
+      prev = PreviousTokens(batch);
+      RETURN_IF_ERROR(prev_ids_.Reserve(tokens));
+      RETURN_IF_ERROR(ops_.CopyIn(prev_ids_.data(), prev.data(), tokens));
+      RETURN_IF_ERROR(tp_->BeginPass(ids_.data(), prev_ids_.data(), tokens));
+    }
     for (int layer = 0; layer < c_.num_layers; ++layer) {
       RETURN_IF_ERROR(Attention(layer, tokens, b.max_pages));
       const bool collect = options.collect_routing && w_.layers[layer].is_moe;
@@ -245,10 +259,9 @@ class ForwardRunner {
         RETURN_IF_ERROR(Ffn(layer, x_.data(), tokens, collect ? &routing : nullptr));
       } else {
         ASSIGN_OR_RETURN(const int64_t rows,
-                         tp_->ReduceScatter(layer, model::BatchTokens{b.ids, prev}, o_.data(),
-                                            x_.data(), chunk_.data()));
+                         tp_->ReduceScatter(layer, tokens, o_.data(), x_.data(), chunk_.data()));
         RETURN_IF_ERROR(Ffn(layer, chunk_.data(), rows, collect ? &routing : nullptr));
-        RETURN_IF_ERROR(tp_->AllGather(chunk_.data(), x_.data()));
+        RETURN_IF_ERROR(tp_->AllGather(chunk_.data(), x_.data(), ep_->home_devices()));
       }
       if (collect) out.routing.push_back(std::move(routing));
     }
@@ -370,9 +383,10 @@ class ForwardRunner {
     const int64_t inter =
         std::max({entries * c_.moe_intermediate_size, tokens * c_.intermediate_size,
                   tokens * c_.shared_expert_intermediate_size});
-    for (Array<float>* a : {&x_, &h_, &o_, &moe_, &shared_, &chunk_}) {
+    for (Array<float>* a : {&x_, &h_, &o_, &moe_, &shared_}) {
       RETURN_IF_ERROR(a->Reserve(tokens * hidden));
     }
+    RETURN_IF_ERROR(chunk_.Reserve(tokens * (hidden + 1)));  // TP: the homes ride behind.
     for (Array<float>* a : {&q_, &attn_}) RETURN_IF_ERROR(a->Reserve(tokens * c_.q_size()));
     for (Array<float>* a : {&k_, &v_}) RETURN_IF_ERROR(a->Reserve(tokens * c_.kv_size()));
     RETURN_IF_ERROR(router_logits_.Reserve(tokens * std::max(1, c_.num_experts)));
@@ -491,19 +505,25 @@ class ForwardRunner {
                                        .renormalize = c_.norm_topk_prob,
                                        .ids = expert_ids_.data(),
                                        .weights = gate_weights_.data()}));
+    // The gated shared expert's two products (under EP queued while the combine moves rows).
+    auto shared_expert = [&]() -> absl::Status {
+      if (!w.has_shared_expert) return absl::OkStatus();
+      RETURN_IF_ERROR(Mlp(h_.data(), tokens, w.shared_expert, shared_.data()));
+      return ops_.Linear(h_.data(), tokens, w.shared_expert_gate, shared_gate_.data());
+    };
     if (ep_ != nullptr) {
       std::vector<int32_t> ids(entries);
       std::vector<float> weights(entries);
       RETURN_IF_ERROR(ops_.CopyOut(ids.data(), expert_ids_.data(), entries));
       RETURN_IF_ERROR(ops_.CopyOut(weights.data(), gate_weights_.data(), entries));
       RETURN_IF_ERROR(ep_->Run(moe_index_[layer], w, h_.data(), tokens, ids, weights, moe_.data(),
-                               row_local_, row_all_, ep_counters_[moe_index_[layer]]));
+                               row_local_, row_all_, ep_counters_[moe_index_[layer]],
+                               shared_expert));
     } else {
       RETURN_IF_ERROR(LocalExperts(w, tokens));
+      RETURN_IF_ERROR(shared_expert());
     }
     if (w.has_shared_expert) {
-      RETURN_IF_ERROR(Mlp(h_.data(), tokens, w.shared_expert, shared_.data()));
-      RETURN_IF_ERROR(ops_.Linear(h_.data(), tokens, w.shared_expert_gate, shared_gate_.data()));
       RETURN_IF_ERROR(
           ops_.SigmoidGateAdd(moe_.data(), shared_.data(), shared_gate_.data(), tokens, hidden));
     }
@@ -585,6 +605,7 @@ class ForwardRunner {
   Array<float> shared_, shared_gate_, last_, logits_;
   Array<float> chunk_;  // Attention-TP: this rank's chunk of the residual stream.
   std::unique_ptr<TpExchange<Ops>> tp_;
+  Array<int32_t> prev_ids_;  // Attention-TP: each token's predecessor, for the predictions.
   Array<int32_t> ids_, positions_, seq_of_token_, page_table_, logit_rows_, expert_ids_;
   Array<int64_t> counts_, offsets_, entry_of_position_, position_of_entry_;
   Array<uint16_t> y16_;  // The permuted rows in bf16 (stacked experts).

@@ -82,4 +82,65 @@ void DevicePredictor::Score(int moe_layer, absl::Span<const int32_t> tokens,
   }
 }
 
+int64_t PredictorTables::bytes() const {
+  int64_t n =
+      static_cast<int64_t>(row_of_token.size()) * 4 + static_cast<int64_t>(context_keys.size()) * 8;
+  for (const Layer& l : layers) {
+    n += static_cast<int64_t>(l.shares.size() + l.context_shares.size() + l.a_confidence.size()) *
+             4 +
+         static_cast<int64_t>(l.a_device.size()) * 4;
+  }
+  return n;
+}
+
+PredictorTables DevicePredictor::Tables() const {
+  const int g = num_devices_;
+  PredictorTables t;
+  t.devices = g;
+  const std::vector<uint32_t> seen = affinity_.SeenTokens();
+  const auto fallbacks = affinity_.Fallbacks();
+  const auto pairs = affinity_.ContextPairs();
+  uint32_t vocab = 0;
+  for (uint32_t v : seen) vocab = std::max(vocab, v + 1);
+  for (const auto& [unseen, stand_in] : fallbacks) vocab = std::max(vocab, unseen + 1);
+  t.row_of_token.assign(vocab, -1);
+  for (size_t i = 0; i < seen.size(); ++i) t.row_of_token[seen[i]] = static_cast<int32_t>(i);
+  for (const auto& [unseen, stand_in] : fallbacks) {
+    t.row_of_token[unseen] = t.row_of_token[stand_in];
+  }
+  t.unseen_row = static_cast<int64_t>(seen.size());
+  for (const auto& [prev, token] : pairs) {
+    t.context_keys.push_back((static_cast<uint64_t>(prev) << 32) | token);
+  }
+  t.layers.resize(by_token_.size());
+  for (size_t l = 0; l < by_token_.size(); ++l) {
+    const int layer = static_cast<int>(l);
+    PredictorTables::Layer& out = t.layers[l];
+    out.shares.assign((seen.size() + 1) * g, 0.0f);
+    for (size_t i = 0; i <= seen.size(); ++i) {  // The last row: an id with no row (−1).
+      const int32_t id = i < seen.size() ? static_cast<int32_t>(seen[i]) : -1;
+      Score(layer, absl::MakeConstSpan(&id, 1), {}, {}, {},
+            absl::MakeSpan(out.shares.data() + i * g, g));
+    }
+    out.context_shares.assign(pairs.size() * g, 0.0f);
+    for (size_t i = 0; i < pairs.size(); ++i) {
+      const int32_t id = static_cast<int32_t>(pairs[i].second);
+      const int32_t prev = static_cast<int32_t>(pairs[i].first);
+      Score(layer, absl::MakeConstSpan(&id, 1), absl::MakeConstSpan(&prev, 1), {}, {},
+            absl::MakeSpan(out.context_shares.data() + i * g, g));
+    }
+    if (l >= 1 && l < transitions_.layers.size()) {
+      const std::vector<planner::TransitionTable::Entry>& a = transitions_.layers[l];
+      const size_t slots = static_cast<size_t>(g + 1) * g;
+      out.a_device.assign(slots, -1);
+      out.a_confidence.assign(slots, 0.0f);
+      for (size_t s = 0; s < slots && s < a.size(); ++s) {
+        out.a_device[s] = a[s].device;
+        out.a_confidence[s] = a[s].confidence;
+      }
+    }
+  }
+  return t;
+}
+
 }  // namespace semmoe::engine

@@ -24,6 +24,25 @@
 
 namespace semmoe::engine {
 
+// A DevicePredictor as lookup tables, for a device (kernels/op_args.h: PredictDevicesArgs gives
+// Score's scores from them): per MoE layer a row per seen token (an unseen id with a stand-in
+// maps to its stand-in's row) and one for every other id, the interpolated row of every learned
+// (previous, token) context, and the A table.
+struct PredictorTables {
+  int devices = 0;
+  std::vector<int32_t> row_of_token;   // [vocab]: the id's row (−1: the unseen row).
+  int64_t unseen_row = 0;              // The last row.
+  std::vector<uint64_t> context_keys;  // Ascending: previous << 32 | id.
+  struct Layer {
+    std::vector<float> shares;          // [unseen_row + 1, devices].
+    std::vector<float> context_shares;  // [context_keys, devices].
+    std::vector<int32_t> a_device;      // [(devices + 1) · devices]; empty: no A table.
+    std::vector<float> a_confidence;
+  };
+  std::vector<Layer> layers;  // Per MoE layer.
+  int64_t bytes() const;
+};
+
 class DevicePredictor {
  public:
   // REQUIRES: `affinity` was learned for the placement's model (same MoE layers and experts);
@@ -41,6 +60,9 @@ class DevicePredictor {
   void Score(int moe_layer, absl::Span<const int32_t> tokens, absl::Span<const int32_t> previous,
              absl::Span<const int32_t> prev2, absl::Span<const int32_t> prev1,
              absl::Span<float> scores) const;
+
+  // The same predictions as tables (for a device): built with Score itself, so they agree.
+  PredictorTables Tables() const;
 
  private:
   const planner::TokenAffinity& affinity_;

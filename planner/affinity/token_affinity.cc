@@ -98,6 +98,16 @@ absl::Status TokenAffinity::AddEmbeddingFallback(absl::Span<const float> embeddi
   return absl::OkStatus();
 }
 
+std::vector<std::pair<uint32_t, uint32_t>> TokenAffinity::ContextPairs() const {
+  std::vector<std::pair<uint32_t, uint32_t>> pairs;
+  pairs.reserve(contexts_.size());
+  for (const auto& [key, context] : contexts_) {
+    pairs.emplace_back(static_cast<uint32_t>(key >> 32), static_cast<uint32_t>(key));
+  }
+  std::sort(pairs.begin(), pairs.end());
+  return pairs;
+}
+
 std::vector<uint32_t> TokenAffinity::SeenTokens() const {
   std::vector<uint32_t> ids;
   ids.reserve(rows_.size());
@@ -106,8 +116,7 @@ std::vector<uint32_t> TokenAffinity::SeenTokens() const {
   return ids;
 }
 
-absl::Status TokenAffinity::CheckMatches(const Placement& placement,
-                                         absl::string_view what) const {
+absl::Status TokenAffinity::CheckMatches(const Placement& placement, absl::string_view what) const {
   if (num_layers() == placement.num_layers() && num_experts_ == placement.num_experts()) {
     return absl::OkStatus();
   }

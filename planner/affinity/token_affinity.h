@@ -47,6 +47,8 @@ class TokenAffinity {
   void ContextShares(int layer, uint32_t prev, uint32_t token, const Placement& placement,
                      float* share) const;
   int num_contexts() const { return static_cast<int>(contexts_.size()); }
+  // Every (previous token, token) pair with a context, ascending.
+  std::vector<std::pair<uint32_t, uint32_t>> ContextPairs() const;
 
   // Every (unseen id, seen stand-in) pair, ascending.
   std::vector<std::pair<uint32_t, uint32_t>> Fallbacks() const;

@@ -6,6 +6,7 @@
 #include "kernels/cpu/moe_routing.h"
 #include "kernels/cpu/nn_ops.h"
 #include "kernels/cpu/paged_attention.h"
+#include "kernels/cpu/predict_devices.h"
 #include "kernels/dtype.h"
 
 namespace semmoe::engine::gpu::testing {
@@ -49,6 +50,11 @@ absl::Status CpuOps::ShufflePack(const float* x, const int32_t* order, int64_t r
 absl::Status CpuOps::ShuffleUnpack(const float* packed, const int32_t* order, int64_t rows,
                                    int64_t width, float* x) {
   kernels::cpu::ShuffleUnpack(packed, order, rows, width, x);
+  return absl::OkStatus();
+}
+
+absl::Status CpuOps::PredictDevices(const kernels::PredictDevicesArgs& a) {
+  kernels::cpu::PredictDevices(a);
   return absl::OkStatus();
 }
 

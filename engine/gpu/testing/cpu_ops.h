@@ -58,6 +58,7 @@ class CpuOps {
                            float* packed);
   absl::Status ShuffleUnpack(const float* packed, const int32_t* order, int64_t rows, int64_t width,
                              float* x);
+  absl::Status PredictDevices(const kernels::PredictDevicesArgs& a);
   // kernels/cpu/grouped_swiglu with bf16_activation, as the tensor-core kernel CudaOps runs.
   absl::Status GroupedSwiGlu(const kernels::GroupedSwiGluArgs& a);
   absl::Status RmsNorm(float* x, int64_t rows, int64_t width, int64_t stride, const float* weight,
