@@ -6,9 +6,12 @@
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <numeric>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -16,6 +19,7 @@
 #include "kernels/cuda/moe_routing.h"
 #include "kernels/cuda/nn_ops.h"
 #include "kernels/cuda/paged_attention.h"
+#include "kernels/cuda/predict_devices.h"
 
 namespace {
 
@@ -172,9 +176,58 @@ int main(int argc, char** argv) {
                                  .out = x},
                                 nullptr);
             });
+  // The shuffled reduce-scatter's pack and the all-gather's unpack, over a random chunk order
+  // (every row read or written once: the copy they do is what they are held to).
+  std::vector<int32_t> host_order(rows_small);
+  std::iota(host_order.begin(), host_order.end(), 0);
+  std::mt19937 rng(1);
+  std::shuffle(host_order.begin(), host_order.end(), rng);
   int32_t* order = static_cast<int32_t*>(Alloc(4 * rows_small));
-  bandwidth("shuffle pack", "8192 rows x 4096", 2.0 * 4 * rows_small * hidden,
+  CHECK_CUDA(cudaMemcpy(order, host_order.data(), 4 * rows_small, cudaMemcpyHostToDevice));
+  bandwidth("shuffle pack (SRS)", "8192 rows x 4096", 2.0 * 4 * rows_small * hidden,
             [&] { LaunchShufflePack(x, order, rows_small, hidden, y, nullptr); });
+  bandwidth("shuffle unpack (SAG)", "8192 rows x 4096", 2.0 * 4 * rows_small * hidden,
+            [&] { LaunchShuffleUnpack(y, order, rows_small, hidden, x, nullptr); });
+  {
+    // Attention-TP's prediction: 8192 tokens, 8 devices, tables at a 151,936-id vocabulary with
+    // 32k seen rows and 64k contexts; bytes: ids, predecessors, history, a row read, scores.
+    const int g = 8;
+    const int64_t vocab = 151936, seen = 32768, contexts = 65536;
+    std::vector<int32_t> row_of(vocab, -1), tok(rows_small), prev(rows_small);
+    for (int64_t r = 0; r < seen; ++r) row_of[rng() % vocab] = static_cast<int32_t>(r);
+    std::vector<uint64_t> keys(contexts);
+    for (uint64_t& key : keys) key = (uint64_t{rng() % vocab} << 32) | (rng() % vocab);
+    std::sort(keys.begin(), keys.end());
+    for (int64_t t = 0; t < rows_small; ++t) {
+      tok[t] = static_cast<int32_t>(rng() % vocab);
+      prev[t] = static_cast<int32_t>(rng() % vocab);
+    }
+    auto upload = [&](const void* host, size_t bytes) {
+      void* d = Alloc(bytes);
+      CHECK_CUDA(cudaMemcpy(d, host, bytes, cudaMemcpyHostToDevice));
+      return d;
+    };
+    const semmoe::kernels::PredictDevicesArgs args{
+        .ids = static_cast<int32_t*>(upload(tok.data(), 4 * tok.size())),
+        .previous = static_cast<int32_t*>(upload(prev.data(), 4 * prev.size())),
+        .tokens = rows_small,
+        .devices = g,
+        .row_of_token = static_cast<int32_t*>(upload(row_of.data(), 4 * row_of.size())),
+        .vocab = vocab,
+        .shares = static_cast<float*>(Alloc(4 * (seen + 1) * g)),
+        .unseen_row = seen,
+        .context_keys = static_cast<uint64_t*>(upload(keys.data(), 8 * keys.size())),
+        .contexts = contexts,
+        .context_shares = static_cast<float*>(Alloc(4 * contexts * g)),
+        .prev2 = static_cast<float*>(Alloc(4 * rows_small)),
+        .prev1 = static_cast<float*>(Alloc(4 * rows_small)),
+        .a_device = static_cast<int32_t*>(Alloc(4 * (g + 1) * g)),
+        .a_confidence = static_cast<float*>(Alloc(4 * (g + 1) * g)),
+        .scores = static_cast<float*>(Alloc(4 * rows_small * g))};
+    bandwidth("predict devices (TP)", "8192 tok, 8 dev, 64k contexts",
+              rows_small * (4.0 + 4 + 4 + 8 + 2 * 4.0 * g),
+              [&] { LaunchPredictDevices(args, nullptr); });
+  }
   float* w = static_cast<float*>(Alloc(4 * hidden));
   bandwidth("rmsnorm", "8192 x 4096", 2.0 * 4 * rows_small * hidden, [&] {
     LaunchRmsNorm({.x = x,
