@@ -7,15 +7,13 @@
 //
 // The pass: embedding gather; per layer RMSNorm, q/k/v projections (+ biases), QK-norm + RoPE,
 // the new keys and values stored into the paged cache, paged attention, o projection, residual
-// add; then the MoE block — router, gating, a stable permutation of the (token, slot) rows by
-// expert, one product per expert and projection over its rows (the row counts come back to the
-// host once per layer), SiLU·mul, the weighted combine back into token order, the gated shared
-// expert — or the dense MLP; last the final norm and lm_head on the rows whose logits are wanted.
+// add; then the FFN half (engine/gpu/ffn_block.h: the MoE block — router, gating, the routed
+// experts, the gated shared expert — or the dense MLP); last the final norm and lm_head on the
+// rows whose logits are wanted.
 //
 // bf16 weights (engine/gpu/bf16_view.h): every product with w16 weights rounds its input to bf16
-// and accumulates in f32; a MoE layer whose experts are stacked here runs them as one grouped
-// call (GroupedSwiGlu) over the permuted rows, its row offsets left where PermuteByExpert wrote
-// them (no copy to the host, no per-expert launches).
+// and accumulates in f32; a MoE layer whose experts are stacked runs them as one grouped call
+// (ffn_block.h).
 //
 // Expert parallelism (optional, Attention-DP): with a placement and a communicator whose
 // collectives take Ops memory, the routed experts run where the placement serves them
@@ -76,6 +74,7 @@
 #include "engine/gpu/batch_layout.h"
 #include "engine/gpu/decode_graphs.h"
 #include "engine/gpu/ep_exchange.h"
+#include "engine/gpu/ffn_block.h"
 #include "engine/gpu/grouped_experts.h"
 #include "engine/gpu/model_view.h"
 #include "engine/gpu/tp_exchange.h"
@@ -127,6 +126,13 @@ class ForwardRunner {
       return absl::InvalidArgumentError("the KV arena needs num_pages and page_size > 0");
     }
     RETURN_IF_ERROR(CheckExperts());
+    ffn_ = std::make_unique<FfnBlock<Ops>>(
+        c_, ops_,
+        typename FfnBlock<Ops>::Exchange{.ep = ep_.get(),
+                                         .moe_index = &moe_index_,
+                                         .row_local = &row_local_,
+                                         .row_all = &row_all_,
+                                         .counters = &ep_counters_});
     all_stacked_ = true;
     for (const LayerView& l : w_.layers) {
       all_stacked_ = all_stacked_ && (!l.is_moe || l.stacked.gate != nullptr);
@@ -180,9 +186,8 @@ class ForwardRunner {
       RETURN_IF_ERROR(ops_.Begin());
       for (int layer = 0; layer < c_.num_layers; ++layer) {
         if (!w_.layers[layer].is_moe) continue;
-        RETURN_IF_ERROR(ep_->Run(moe_index_[layer], w_.layers[layer], nullptr, 0, {}, {},
-                                 moe_.data(), row_local_, row_all_,
-                                 ep_counters_[moe_index_[layer]]));
+        RETURN_IF_ERROR(ep_->Run(moe_index_[layer], w_.layers[layer], nullptr, 0, {}, {}, nullptr,
+                                 row_local_, row_all_, ep_counters_[moe_index_[layer]]));
       }
       RETURN_IF_ERROR(ops_.Finish());
       for (size_t s = 0; s < batch.size(); ++s) {
@@ -256,11 +261,13 @@ class ForwardRunner {
       model::Routing routing;
       if (tp_ == nullptr) {
         RETURN_IF_ERROR(ops_.AddInPlace(x_.data(), o_.data(), tokens * c_.hidden_size));
-        RETURN_IF_ERROR(Ffn(layer, x_.data(), tokens, collect ? &routing : nullptr));
+        RETURN_IF_ERROR(
+            ffn_->Run(layer, w_.layers[layer], x_.data(), tokens, collect ? &routing : nullptr));
       } else {
         ASSIGN_OR_RETURN(const int64_t rows,
                          tp_->ReduceScatter(layer, tokens, o_.data(), x_.data(), chunk_.data()));
-        RETURN_IF_ERROR(Ffn(layer, chunk_.data(), rows, collect ? &routing : nullptr));
+        RETURN_IF_ERROR(
+            ffn_->Run(layer, w_.layers[layer], chunk_.data(), rows, collect ? &routing : nullptr));
         RETURN_IF_ERROR(tp_->AllGather(chunk_.data(), x_.data(), ep_->home_devices()));
       }
       if (collect) out.routing.push_back(std::move(routing));
@@ -277,37 +284,23 @@ class ForwardRunner {
   // bucket is captured again.
   std::vector<uintptr_t> Signature() const {
     std::vector<uintptr_t> sig;
-    const void* const pointers[] = {x_.data(),
-                                    h_.data(),
-                                    q_.data(),
-                                    k_.data(),
-                                    v_.data(),
-                                    attn_.data(),
-                                    o_.data(),
-                                    router_logits_.data(),
-                                    gate_weights_.data(),
-                                    y_.data(),
-                                    g_.data(),
-                                    u_.data(),
-                                    z_.data(),
-                                    moe_.data(),
-                                    shared_.data(),
-                                    shared_gate_.data(),
-                                    last_.data(),
-                                    logits_.data(),
-                                    kv_.data(),
-                                    ids_.data(),
-                                    positions_.data(),
-                                    seq_of_token_.data(),
-                                    page_table_.data(),
-                                    logit_rows_.data(),
-                                    expert_ids_.data(),
-                                    counts_.data(),
-                                    offsets_.data(),
-                                    entry_of_position_.data(),
-                                    position_of_entry_.data(),
-                                    y16_.data(),
-                                    kv16_.data()};
+    std::vector<const void*> pointers = {x_.data(),
+                                         h_.data(),
+                                         q_.data(),
+                                         k_.data(),
+                                         v_.data(),
+                                         attn_.data(),
+                                         o_.data(),
+                                         last_.data(),
+                                         logits_.data(),
+                                         kv_.data(),
+                                         ids_.data(),
+                                         positions_.data(),
+                                         seq_of_token_.data(),
+                                         page_table_.data(),
+                                         logit_rows_.data(),
+                                         kv16_.data()};
+    ffn_->AppendPointers(pointers);
     for (const void* p : pointers) sig.push_back(reinterpret_cast<uintptr_t>(p));
     if constexpr (OpsHaveGraphs<Ops>::value) sig.push_back(ops_.scratch_generation());
     return sig;
@@ -379,27 +372,12 @@ class ForwardRunner {
 
   // Grows the per-pass buffers to this pass.
   absl::Status Reserve(int64_t tokens, int64_t logit_rows, int64_t page_entries) {
-    const int64_t hidden = c_.hidden_size, entries = tokens * std::max(1, c_.top_k);
-    const int64_t inter =
-        std::max({entries * c_.moe_intermediate_size, tokens * c_.intermediate_size,
-                  tokens * c_.shared_expert_intermediate_size});
-    for (Array<float>* a : {&x_, &h_, &o_, &moe_, &shared_}) {
-      RETURN_IF_ERROR(a->Reserve(tokens * hidden));
-    }
+    const int64_t hidden = c_.hidden_size;
+    for (Array<float>* a : {&x_, &h_, &o_}) RETURN_IF_ERROR(a->Reserve(tokens * hidden));
     RETURN_IF_ERROR(chunk_.Reserve(tokens * (hidden + 1)));  // TP: the homes ride behind.
     for (Array<float>* a : {&q_, &attn_}) RETURN_IF_ERROR(a->Reserve(tokens * c_.q_size()));
     for (Array<float>* a : {&k_, &v_}) RETURN_IF_ERROR(a->Reserve(tokens * c_.kv_size()));
-    RETURN_IF_ERROR(router_logits_.Reserve(tokens * std::max(1, c_.num_experts)));
-    RETURN_IF_ERROR(gate_weights_.Reserve(entries));
-    RETURN_IF_ERROR(expert_ids_.Reserve(entries));
-    RETURN_IF_ERROR(entry_of_position_.Reserve(entries));
-    RETURN_IF_ERROR(position_of_entry_.Reserve(entries));
-    RETURN_IF_ERROR(counts_.Reserve(std::max(1, c_.num_experts)));
-    RETURN_IF_ERROR(offsets_.Reserve(c_.num_experts + 1));
-    for (Array<float>* a : {&y_, &z_}) RETURN_IF_ERROR(a->Reserve(entries * hidden));
-    RETURN_IF_ERROR(y16_.Reserve(entries * hidden));
-    for (Array<float>* a : {&g_, &u_}) RETURN_IF_ERROR(a->Reserve(inter));
-    RETURN_IF_ERROR(shared_gate_.Reserve(tokens));
+    RETURN_IF_ERROR(ffn_->Reserve(tokens));
     RETURN_IF_ERROR(last_.Reserve(logit_rows * hidden));
     RETURN_IF_ERROR(logits_.Reserve(logit_rows * c_.vocab_size));
     for (Array<int32_t>* a : {&ids_, &positions_, &seq_of_token_}) {
@@ -407,14 +385,6 @@ class ForwardRunner {
     }
     RETURN_IF_ERROR(logit_rows_.Reserve(logit_rows));
     return page_table_.Reserve(page_entries);
-  }
-
-  // out = down(silu(gate(x)) ⊙ up(x)), through g_ / u_.
-  absl::Status Mlp(const float* x, int64_t rows, const MlpView& mlp, float* out) {
-    RETURN_IF_ERROR(ops_.Linear(x, rows, mlp.gate, g_.data()));
-    RETURN_IF_ERROR(ops_.Linear(x, rows, mlp.up, u_.data()));
-    RETURN_IF_ERROR(ops_.SiluMul(g_.data(), u_.data(), rows * mlp.gate.rows));
-    return ops_.Linear(g_.data(), rows, mlp.down, out);
   }
 
   // o_ = o_proj(attention(norm(x))), the new keys and values written to the cache first (under
@@ -483,110 +453,6 @@ class ForwardRunner {
     return ops_.Linear(attn_.data(), tokens, w.o, o_.data());
   }
 
-  // x += FFN(norm(x)) over `tokens` rows of x (x_, or this rank's chunk): the MoE block or the
-  // dense MLP.
-  absl::Status Ffn(int layer, float* x, int64_t tokens, model::Routing* routing) {
-    const LayerView& w = w_.layers[layer];
-    const int64_t hidden = c_.hidden_size;
-    RETURN_IF_ERROR(ops_.Copy(h_.data(), x, tokens * hidden));
-    RETURN_IF_ERROR(
-        ops_.RmsNorm(h_.data(), tokens, hidden, hidden, w.post_attention_norm, c_.rms_norm_eps));
-    if (!w.is_moe) {
-      RETURN_IF_ERROR(Mlp(h_.data(), tokens, w.dense, o_.data()));
-      return ops_.AddInPlace(x, o_.data(), tokens * hidden);
-    }
-    const int experts = c_.num_experts, k = c_.top_k;
-    const int64_t entries = tokens * k;
-    RETURN_IF_ERROR(ops_.Linear(h_.data(), tokens, w.router, router_logits_.data()));
-    RETURN_IF_ERROR(ops_.RouterGating({.logits = router_logits_.data(),
-                                       .tokens = tokens,
-                                       .experts = experts,
-                                       .k = k,
-                                       .renormalize = c_.norm_topk_prob,
-                                       .ids = expert_ids_.data(),
-                                       .weights = gate_weights_.data()}));
-    // The gated shared expert's two products (under EP queued while the combine moves rows).
-    auto shared_expert = [&]() -> absl::Status {
-      if (!w.has_shared_expert) return absl::OkStatus();
-      RETURN_IF_ERROR(Mlp(h_.data(), tokens, w.shared_expert, shared_.data()));
-      return ops_.Linear(h_.data(), tokens, w.shared_expert_gate, shared_gate_.data());
-    };
-    if (ep_ != nullptr) {
-      std::vector<int32_t> ids(entries);
-      std::vector<float> weights(entries);
-      RETURN_IF_ERROR(ops_.CopyOut(ids.data(), expert_ids_.data(), entries));
-      RETURN_IF_ERROR(ops_.CopyOut(weights.data(), gate_weights_.data(), entries));
-      RETURN_IF_ERROR(ep_->Run(moe_index_[layer], w, h_.data(), tokens, ids, weights, moe_.data(),
-                               row_local_, row_all_, ep_counters_[moe_index_[layer]],
-                               shared_expert));
-    } else {
-      RETURN_IF_ERROR(LocalExperts(w, tokens));
-      RETURN_IF_ERROR(shared_expert());
-    }
-    if (w.has_shared_expert) {
-      RETURN_IF_ERROR(
-          ops_.SigmoidGateAdd(moe_.data(), shared_.data(), shared_gate_.data(), tokens, hidden));
-    }
-    RETURN_IF_ERROR(ops_.AddInPlace(x, moe_.data(), tokens * hidden));
-    if (routing != nullptr) {
-      routing->top_k = k;
-      routing->expert_ids.resize(entries);
-      routing->weights.resize(entries);
-      RETURN_IF_ERROR(ops_.CopyOut(routing->expert_ids.data(), expert_ids_.data(), entries));
-      RETURN_IF_ERROR(ops_.CopyOut(routing->weights.data(), gate_weights_.data(), entries));
-    }
-    return absl::OkStatus();
-  }
-
-  // The routed experts of a one-device MoE layer: the (token, slot) rows permuted by expert and
-  // gathered, the experts over them, the weighted combine back into token order. Stacked bf16
-  // experts run as one grouped call whose offsets stay in Ops memory (it is sized by the rows'
-  // count, tokens × k, which the host knows); otherwise one product per expert and projection,
-  // whose shapes need the offsets on the host.
-  absl::Status LocalExperts(const LayerView& w, int64_t tokens) {
-    const int experts = c_.num_experts, k = c_.top_k;
-    const int64_t entries = tokens * k, hidden = c_.hidden_size, inter = c_.moe_intermediate_size;
-    RETURN_IF_ERROR(ops_.PermuteByExpert({.ids = expert_ids_.data(),
-                                          .entries = entries,
-                                          .experts = experts,
-                                          .counts = counts_.data(),
-                                          .offsets = offsets_.data(),
-                                          .entry_of_position = entry_of_position_.data(),
-                                          .position_of_entry = position_of_entry_.data()}));
-    RETURN_IF_ERROR(ops_.GatherRows({.x = h_.data(),
-                                     .entry_of_position = entry_of_position_.data(),
-                                     .entries = entries,
-                                     .k = k,
-                                     .hidden = hidden,
-                                     .y = y_.data()}));
-    if (w.stacked.gate != nullptr) {
-      RETURN_IF_ERROR(ops_.RoundToBf16(y_.data(), entries * hidden, y16_.data()));
-      RETURN_IF_ERROR(ops_.GroupedSwiGlu({.x = y16_.data(),
-                                          .offsets = offsets_.data(),
-                                          .experts = experts,
-                                          .rows = entries,
-                                          .hidden = hidden,
-                                          .inter = inter,
-                                          .gate = w.stacked.gate,
-                                          .up = w.stacked.up,
-                                          .down = w.stacked.down,
-                                          .act = g_.data(),
-                                          .out = z_.data()}));
-    } else {
-      std::vector<int64_t> offsets(experts + 1);  // The GEMM shapes: the host needs them.
-      RETURN_IF_ERROR(ops_.CopyOut(offsets.data(), offsets_.data(), experts + 1));
-      RETURN_IF_ERROR(RunGroupedExperts(ops_, offsets, experts, w.experts, y_.data(), g_.data(),
-                                        u_.data(), z_.data(), hidden, inter));
-    }
-    return ops_.CombineRows({.y = z_.data(),
-                             .weights = gate_weights_.data(),
-                             .position_of_entry = position_of_entry_.data(),
-                             .tokens = tokens,
-                             .k = k,
-                             .hidden = hidden,
-                             .out = moe_.data()});
-  }
-
   const model::ModelConfig c_;
   const ModelView w_;
   const KvArenaOptions kv_options_;
@@ -601,14 +467,12 @@ class ForwardRunner {
   int64_t layer_kv_floats_ = 0;
   Array<float> rope_cos_, rope_sin_;
   // Per-pass buffers, grown to the largest pass and reused.
-  Array<float> x_, h_, q_, k_, v_, attn_, o_, router_logits_, gate_weights_, y_, g_, u_, z_, moe_;
-  Array<float> shared_, shared_gate_, last_, logits_;
-  Array<float> chunk_;  // Attention-TP: this rank's chunk of the residual stream.
+  Array<float> x_, h_, q_, k_, v_, attn_, o_, last_, logits_;
+  std::unique_ptr<FfnBlock<Ops>> ffn_;  // Set by Init.
+  Array<float> chunk_;                  // Attention-TP: this rank's chunk of the residual stream.
   std::unique_ptr<TpExchange<Ops>> tp_;
   Array<int32_t> prev_ids_;  // Attention-TP: each token's predecessor, for the predictions.
-  Array<int32_t> ids_, positions_, seq_of_token_, page_table_, logit_rows_, expert_ids_;
-  Array<int64_t> counts_, offsets_, entry_of_position_, position_of_entry_;
-  Array<uint16_t> y16_;  // The permuted rows in bf16 (stacked experts).
+  Array<int32_t> ids_, positions_, seq_of_token_, page_table_, logit_rows_;
   int graph_max_batch_ = 0;
   bool all_stacked_ = false;  // Every MoE layer's experts stacked: no host sync in a pass.
   DecodeGraphs<Ops> graphs_{ops_};
