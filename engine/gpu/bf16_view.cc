@@ -12,8 +12,11 @@ std::vector<uint16_t> ToBf16Bits(const float* w, int64_t n) {
 
 absl::StatusOr<std::unique_ptr<HostBf16Weights>> HostBf16Weights::Make(
     const model::ModelWeights& weights) {
+  return Make(HostView(weights));
+}
+
+absl::StatusOr<std::unique_ptr<HostBf16Weights>> HostBf16Weights::Make(const ModelView& source) {
   std::unique_ptr<HostBf16Weights> out(new HostBf16Weights());
-  const ModelView source = HostView(weights);
   out->view_ = source;
   HostBf16Weights* self = out.get();
   RETURN_IF_ERROR(AttachBf16(

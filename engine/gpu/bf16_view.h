@@ -1,7 +1,7 @@
 // The bf16 forward's weights (engine --precision bf16, the GPU default): every linear layer of a
 // ModelView as bf16 bits — rounded to nearest even from the f32 source, so a BF16 checkpoint's
-// values come back exactly — with each MoE layer's experts also stacked for one grouped call
-// when this device holds all of them. Half the bytes of f32 for the weights that decode streams.
+// values come back exactly — with each MoE layer's experts this device holds also stacked for one
+// grouped call. Half the bytes of f32 for the weights that decode streams.
 //
 // Kept f32: the embedding table (a row gather, not a product), norms, biases, the MoE router and
 // qwen2_moe's shared-expert gate. The router stays f32 because its logits decide the top-k: in
@@ -28,8 +28,8 @@ std::vector<uint16_t> ToBf16Bits(const float* w, int64_t n);
 // For every linear layer but the router and the shared-expert gate: target's w16 = a bf16 copy of
 // source's f32 matrix, made by `store`, and target's w = null. `source` is host memory (f32);
 // `target` has the same shapes and keeps its other pointers (device memory for the GPU). Experts
-// absent from `source` (another rank's) stay absent; when none is absent, target's `stacked`
-// views are set and each expert's views point into them.
+// absent from `source` (another rank's) stay absent; the present ones are stacked (target's
+// `stacked`, naming them unless all are present) and each expert's views point into the stack.
 //   store: absl::StatusOr<const uint16_t*>(std::vector<uint16_t> bits) — keeps a copy (host or
 //   device) for as long as `target` is used, and returns its address.
 template <typename Store>
@@ -54,23 +54,22 @@ absl::Status AttachBf16(const ModelView& source, Store&& store, ModelView& targe
     }
     RETURN_IF_ERROR(mlp(from.dense, to.dense));
     if (from.has_shared_expert) RETURN_IF_ERROR(mlp(from.shared_expert, to.shared_expert));
-    bool every_expert = !from.experts.empty();
-    for (const MlpView& e : from.experts) every_expert = every_expert && e.gate.w != nullptr;
-    if (!every_expert) {
-      for (size_t e = 0; e < from.experts.size(); ++e) {
-        RETURN_IF_ERROR(mlp(from.experts[e], to.experts[e]));
-      }
-      continue;
+    std::vector<int32_t> present;
+    for (size_t e = 0; e < from.experts.size(); ++e) {
+      if (from.experts[e].gate.w != nullptr) present.push_back(static_cast<int32_t>(e));
     }
-    // Stacked: gate, up [experts, inter, hidden]; down [experts, hidden, inter].
-    const int64_t per = from.experts[0].gate.rows * from.experts[0].gate.cols;
+    to.stacked = StackedExpertsView();
+    if (present.empty()) continue;
+    if (present.size() < from.experts.size()) to.stacked.experts = present;
+    // Stacked: gate, up [n, inter, hidden]; down [n, hidden, inter].
+    const int64_t per = from.experts[present[0]].gate.rows * from.experts[present[0]].gate.cols;
     for (auto [part, out] :
          {std::pair{&MlpView::gate, &to.stacked.gate}, std::pair{&MlpView::up, &to.stacked.up},
           std::pair{&MlpView::down, &to.stacked.down}}) {
       std::vector<uint16_t> bits;
-      bits.reserve(per * from.experts.size());
-      for (const MlpView& e : from.experts) {
-        const LinearView& v = e.*part;
+      bits.reserve(per * present.size());
+      for (int32_t e : present) {
+        const LinearView& v = from.experts[e].*part;
         if (v.rows * v.cols != per) {
           return absl::InvalidArgumentError("experts of one layer differ in shape");
         }
@@ -78,10 +77,10 @@ absl::Status AttachBf16(const ModelView& source, Store&& store, ModelView& targe
         bits.insert(bits.end(), one.begin(), one.end());
       }
       ASSIGN_OR_RETURN(*out, store(std::move(bits)));
-      for (size_t e = 0; e < from.experts.size(); ++e) {
-        LinearView& v = to.experts[e].*part;
+      for (size_t i = 0; i < present.size(); ++i) {
+        LinearView& v = to.experts[present[i]].*part;
         v.w = nullptr;
-        v.w16 = *out + static_cast<int64_t>(e) * per;
+        v.w16 = *out + static_cast<int64_t>(i) * per;
       }
     }
   }
@@ -93,6 +92,8 @@ absl::Status AttachBf16(const ModelView& source, Store&& store, ModelView& targe
 class HostBf16Weights {
  public:
   static absl::StatusOr<std::unique_ptr<HostBf16Weights>> Make(const model::ModelWeights& weights);
+  // Of a view of host f32 weights (e.g. an expert-parallel rank's), which must outlive it.
+  static absl::StatusOr<std::unique_ptr<HostBf16Weights>> Make(const ModelView& source);
   const ModelView& view() const { return view_; }
   int64_t bf16_bytes() const { return bytes_; }
 

@@ -1,6 +1,8 @@
 #include "engine/gpu/bf16_view.h"
 
+#include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include "engine/gpu/testing/random_model.h"
 #include "gtest/gtest.h"
@@ -52,6 +54,7 @@ TEST(Bf16ViewTest, EveryLinearButTheRoutingIsBf16AndExpertsAreStacked) {
       EXPECT_EQ(b.router.w, a.router.w);  // The router stays f32.
       EXPECT_EQ(b.router.w16, nullptr);
       ASSERT_NE(b.stacked.gate, nullptr);
+      EXPECT_TRUE(b.stacked.experts.empty());  // Every expert.
       const int64_t per = a.experts[0].gate.rows * a.experts[0].gate.cols;
       for (size_t e = 0; e < a.experts.size(); ++e) {
         ExpectBf16Of(a.experts[e].up, b.experts[e].up, "expert up");
@@ -78,13 +81,15 @@ TEST(Bf16ViewTest, EveryLinearButTheRoutingIsBf16AndExpertsAreStacked) {
   }
 }
 
-TEST(Bf16ViewTest, AnExpertParallelRanksExpertsAreNotStacked) {
+TEST(Bf16ViewTest, AnExpertParallelRanksOwnExpertsAreStackedAndNamed) {
   const model::ModelConfig c = testing::RandomModelConfig(Arch::kQwen3Moe);
   model::ModelWeights w = testing::RandomWeights(c, 6);
+  ASSERT_GE(c.num_experts, 4);
   int moe_layer = -1;
   for (size_t l = 0; l < w.layers.size(); ++l) {
     if (w.layers[l].is_moe) {
       w.layers[l].experts[1] = model::MlpWeights();  // Another rank's.
+      w.layers[l].experts[2] = model::MlpWeights();
       moe_layer = static_cast<int>(l);
     }
   }
@@ -92,10 +97,19 @@ TEST(Bf16ViewTest, AnExpertParallelRanksExpertsAreNotStacked) {
   auto bf16 = HostBf16Weights::Make(w);
   ASSERT_TRUE(bf16.ok()) << bf16.status();
   const LayerView& b = (*bf16)->view().layers[moe_layer];
-  EXPECT_EQ(b.stacked.gate, nullptr);
+  ASSERT_NE(b.stacked.gate, nullptr);
+  std::vector<int32_t> present = {0};
+  for (int e = 3; e < c.num_experts; ++e) present.push_back(e);
+  EXPECT_EQ(b.stacked.experts, present);
   EXPECT_TRUE(b.experts[1].gate.empty());
-  EXPECT_NE(b.experts[0].gate.w16, nullptr);
-  EXPECT_EQ(b.experts[0].gate.w, nullptr);
+  EXPECT_TRUE(b.experts[2].gate.empty());
+  const int64_t per = b.experts[0].gate.rows * b.experts[0].gate.cols;
+  EXPECT_EQ(b.experts[0].gate.w16, b.stacked.gate);
+  EXPECT_EQ(b.experts[3].up.w16, b.stacked.up + per);  // The second stacked expert.
+  EXPECT_EQ(b.experts[3].down.w16, b.stacked.down + per);
+  EXPECT_EQ(b.experts[3].gate.w, nullptr);
+  const std::vector<uint16_t> bits = ToBf16Bits(w.layers[moe_layer].experts[3].gate.w.data(), per);
+  EXPECT_TRUE(std::equal(bits.begin(), bits.end(), b.stacked.gate + per));
 }
 
 }  // namespace

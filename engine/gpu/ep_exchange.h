@@ -118,7 +118,7 @@ class EpExchange {
     // device computes them while the collective moves the peers' rows (a semantic placement makes
     // them most rows).
     RETURN_IF_ERROR(ServeRows(moe_index, w, send_rows_.data(), send_ids_.data(),
-                              send_weights_.data(), self, self_results_.data()));
+                              send_weights_.data(), self, self_results_.data(), /*slot=*/0));
     const int64_t peer_at = self;
     RETURN_IF_ERROR(comm_.AllToAllV(
         absl::Span<const float>(send_rows_.data() + peer_at * hidden, sent_total * hidden),
@@ -137,7 +137,7 @@ class EpExchange {
 
     // The peers' rows through this rank's experts.
     RETURN_IF_ERROR(ServeRows(moe_index, w, recv_rows_.data(), recv_ids_.data(),
-                              recv_weights_.data(), received, results_.data()));
+                              recv_weights_.data(), received, results_.data(), /*slot=*/1));
     RETURN_IF_ERROR(ops_.Finish());
     counters.expert_seconds += Seconds(start);
 
@@ -196,7 +196,7 @@ class EpExchange {
   // `num_experts`: served elsewhere, contributing zero). x [rows, hidden], ids and weights
   // [rows, k]: Ops memory. Queued; returns once the row counts per expert are on the host.
   absl::Status ServeRows(int moe_index, const LayerView& w, const float* x, const int32_t* ids,
-                         const float* weights, int64_t rows, float* out) {
+                         const float* weights, int64_t rows, float* out, int slot) {
     const int me = comm_.rank(), k = c_.top_k, experts = c_.num_experts;
     const int64_t hidden = c_.hidden_size, inter = c_.moe_intermediate_size, entries = rows * k;
     RETURN_IF_ERROR(ops_.PermuteByExpert({.ids = ids,
@@ -221,8 +221,12 @@ class EpExchange {
                                      .k = k,
                                      .hidden = hidden,
                                      .y = y_.data()}));
-    RETURN_IF_ERROR(RunGroupedExperts(ops_, offsets, experts, w.experts, y_.data(), g_.data(),
-                                      u_.data(), z_.data(), hidden, inter));
+    if (w.stacked.gate != nullptr) {
+      RETURN_IF_ERROR(StackedExperts(w.stacked, offsets, hidden, inter, slot));
+    } else {
+      RETURN_IF_ERROR(RunGroupedExperts(ops_, offsets, experts, w.experts, y_.data(), g_.data(),
+                                        u_.data(), z_.data(), hidden, inter));
+    }
     RETURN_IF_ERROR(ops_.Zero(z_.data() + offsets[experts] * hidden,
                               (offsets[experts + 1] - offsets[experts]) * hidden));
     return ops_.CombineRows({.y = z_.data(),
@@ -232,6 +236,37 @@ class EpExchange {
                              .k = k,
                              .hidden = hidden,
                              .out = out});
+  }
+
+  // The rows of this rank's experts (y_, grouped by expert id: `offsets` [experts + 2]) through
+  // its stacked bf16 experts as one grouped call into z_: the stack holds the rank's experts in
+  // id order and the others have no rows (checked), so each stacked expert's rows start where
+  // the permutation put its id's.
+  // `slot`: which of a Run's two calls (their host offsets must outlive the queued copy).
+  absl::Status StackedExperts(const StackedExpertsView& stack, const std::vector<int64_t>& offsets,
+                              int64_t hidden, int64_t inter, int slot) {
+    const int experts = c_.num_experts;
+    const int n = stack.experts.empty() ? experts : static_cast<int>(stack.experts.size());
+    std::vector<int64_t>& starts = stack_starts_[slot];
+    starts.assign(n + 1, 0);
+    for (int i = 0; i < n; ++i) starts[i] = offsets[stack.experts.empty() ? i : stack.experts[i]];
+    starts[n] = offsets[experts];
+    const int64_t rows = offsets[experts];
+    RETURN_IF_ERROR(stack_offsets_.Reserve(n + 1));
+    RETURN_IF_ERROR(ops_.CopyIn(stack_offsets_.data(), starts.data(), n + 1));
+    RETURN_IF_ERROR(ops_.RoundToBf16(y_.data(), rows * hidden, y16_.data()));
+    RETURN_IF_ERROR(ops_.GroupedSwiGlu({.x = y16_.data(),
+                                        .offsets = stack_offsets_.data(),
+                                        .experts = n,
+                                        .rows = rows,
+                                        .hidden = hidden,
+                                        .inter = inter,
+                                        .gate = stack.gate,
+                                        .up = stack.up,
+                                        .down = stack.down,
+                                        .act = g_.data(),
+                                        .out = z_.data()}));
+    return absl::OkStatus();
   }
 
   // `planned`: rows of the plan (this rank's own included); `received` from peers; `self` own.
@@ -253,6 +288,7 @@ class EpExchange {
     RETURN_IF_ERROR(counts_.Reserve(c_.num_experts + 1));
     RETURN_IF_ERROR(offsets_.Reserve(c_.num_experts + 2));
     RETURN_IF_ERROR(y_.Reserve(entries * hidden));
+    RETURN_IF_ERROR(y16_.Reserve(entries * hidden));
     RETURN_IF_ERROR(z_.Reserve(entries * hidden));
     RETURN_IF_ERROR(g_.Reserve(entries * c_.moe_intermediate_size));
     return u_.Reserve(entries * c_.moe_intermediate_size);
@@ -268,6 +304,9 @@ class EpExchange {
   Array<int32_t> send_index_, send_ids_, recv_ids_;
   Array<float> send_rows_, recv_rows_, send_weights_, recv_weights_, results_, back_, y_, z_, g_,
       u_, self_results_;
+  Array<uint16_t> y16_;                   // The rows in bf16 (stacked experts).
+  Array<int64_t> stack_offsets_;          // Stacked expert → its first row.
+  std::vector<int64_t> stack_starts_[2];  // Their host copies, per ServeRows call of a Run.
 };
 
 }  // namespace semmoe::engine::gpu

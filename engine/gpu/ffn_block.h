@@ -171,7 +171,7 @@ class FfnBlock {
                                      .k = k,
                                      .hidden = hidden,
                                      .y = y_.data()}));
-    if (w.stacked.gate != nullptr) {
+    if (w.stacked.gate != nullptr && w.stacked.experts.empty()) {  // Every expert, stacked.
       RETURN_IF_ERROR(ops_.RoundToBf16(y_.data(), entries * hidden, y16_.data()));
       RETURN_IF_ERROR(ops_.GroupedSwiGlu({.x = y16_.data(),
                                           .offsets = offsets_.data(),

@@ -135,7 +135,8 @@ class ForwardRunner {
                                          .counters = &ep_counters_});
     all_stacked_ = true;
     for (const LayerView& l : w_.layers) {
-      all_stacked_ = all_stacked_ && (!l.is_moe || l.stacked.gate != nullptr);
+      all_stacked_ =
+          all_stacked_ && (!l.is_moe || (l.stacked.gate != nullptr && l.stacked.experts.empty()));
     }
     const int arena_pages = kv_options_.num_pages + (graph_max_batch_ > 0 ? 1 : 0);  // Scratch.
     layer_kv_floats_ = static_cast<int64_t>(arena_pages) * kv_options_.page_size * c_.kv_size();

@@ -22,11 +22,13 @@ struct LinearView {  // y = x · wᵀ.
   bool empty() const { return w == nullptr && w16 == nullptr; }
 };
 
-// Every expert of a MoE layer, bf16, stacked: gate and up [experts, inter, hidden], down
-// [experts, hidden, inter] (kernels/op_args.h GroupedSwiGluArgs). Set only when this device holds
-// every expert; then the layer's experts run as one grouped call.
+// The experts of a MoE layer this device holds, bf16, stacked: gate and up [n, inter, hidden],
+// down [n, hidden, inter] (kernels/op_args.h GroupedSwiGluArgs). Set when the device holds any;
+// the layer's experts then run as one grouped call — every expert on one device, or an
+// expert-parallel rank's own (engine/gpu/ep_exchange.h).
 struct StackedExpertsView {
   const uint16_t *gate = nullptr, *up = nullptr, *down = nullptr;
+  std::vector<int32_t> experts;  // The stacked experts' ids, ascending; empty: all of them.
 };
 
 struct MlpView {
