@@ -1,6 +1,10 @@
 #include "engine/gpu/testing/random_model.h"
 
+#include <algorithm>
 #include <random>
+#include <string>
+#include <thread>
+#include <vector>
 
 namespace semmoe::engine::gpu::testing {
 namespace {
@@ -9,15 +13,19 @@ using model::Matrix;
 
 class Generator {
  public:
-  explicit Generator(uint64_t seed) : rng_(seed) {}
+  Generator(uint64_t seed, const RandomFill& fill) : rng_(seed), state_(seed), fill_(fill) {}
   Matrix Mat(int64_t rows, int64_t cols) {
     Matrix m(rows, cols);
-    for (int64_t i = 0; i < m.size(); ++i) m.data()[i] = 0.08f * normal_(rng_);
+    if (fill_.fast_uniform) {
+      FillUniform(m.data(), m.size());
+    } else {
+      for (int64_t i = 0; i < m.size(); ++i) m.data()[i] = fill_.stddev * Draw();
+    }
     return m;
   }
   model::Vector Norm(int64_t n) {
     model::Vector v(n);
-    for (int64_t i = 0; i < n; ++i) v[i] = 1.0f + 0.1f * normal_(rng_);
+    for (int64_t i = 0; i < n; ++i) v[i] = 1.0f + 0.1f * Draw();
     return v;
   }
   model::Vector Bias(int64_t n) { return Mat(n, 1).col(0); }
@@ -30,8 +38,50 @@ class Generator {
   }
 
  private:
+  static constexpr uint64_t kGamma = 0x9e3779b97f4a7c15ull;  // splitmix64's increment.
+
+  // splitmix64's output for `state`, as a uniform value on ±√3 (mean 0, deviation 1).
+  static float Uniform(uint64_t state) {
+    uint64_t z = state;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    constexpr float kUnit = 1.0f / 16777216.0f;  // 24 bits → [0, 1).
+    return 1.7320508f * (2.0f * static_cast<float>(z >> 40) * kUnit - 1.0f);
+  }
+
+  // Mean 0, deviation 1: normal, or uniform.
+  float Draw() {
+    if (!fill_.fast_uniform) return normal_(rng_);
+    state_ += kGamma;
+    return Uniform(state_);
+  }
+
+  // n draws of the uniform stream, the i-th from state + (i + 1)·γ: the same values whichever
+  // thread computes them, so large matrices are filled in parallel.
+  void FillUniform(float* out, int64_t n) {
+    const uint64_t base = state_;
+    const float scale = fill_.stddev;
+    auto fill = [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) {
+        out[i] = scale * Uniform(base + static_cast<uint64_t>(i + 1) * kGamma);
+      }
+    };
+    const int64_t threads =
+        n < (1 << 20) ? 1 : std::max<int64_t>(1, std::thread::hardware_concurrency());
+    std::vector<std::thread> pool;
+    for (int64_t t = 1; t < threads; ++t) {
+      pool.emplace_back(fill, n * t / threads, n * (t + 1) / threads);
+    }
+    fill(0, n / threads);
+    for (std::thread& t : pool) t.join();
+    state_ += static_cast<uint64_t>(n) * kGamma;
+  }
+
   std::mt19937_64 rng_;
   std::normal_distribution<float> normal_;
+  uint64_t state_;
+  RandomFill fill_;
 };
 
 }  // namespace
@@ -65,8 +115,9 @@ model::ModelConfig RandomModelConfig(model::Arch arch) {
   return c;
 }
 
-model::ModelWeights RandomWeights(const model::ModelConfig& c, uint64_t seed) {
-  Generator g(seed);
+model::ModelWeights RandomWeights(const model::ModelConfig& c, uint64_t seed,
+                                  const RandomFill& fill) {
+  Generator g(seed, fill);
   model::ModelWeights w;
   w.embed = g.Mat(c.vocab_size, c.hidden_size);
   for (int l = 0; l < c.num_layers; ++l) {
@@ -104,6 +155,18 @@ model::ModelWeights RandomWeights(const model::ModelConfig& c, uint64_t seed) {
   w.final_norm = g.Norm(c.hidden_size);
   w.lm_head.w = g.Mat(c.vocab_size, c.hidden_size);
   return w;
+}
+
+absl::StatusOr<model::ModelConfig> Qwen3A3bConfig(int layers) {
+  return model::ParseModelConfig(
+      R"({"architectures": ["Qwen3MoeForCausalLM"], "model_type": "qwen3_moe",
+          "vocab_size": 151936, "hidden_size": 2048, "num_hidden_layers": )" +
+      std::to_string(layers) + R"(,
+          "num_attention_heads": 32, "num_key_value_heads": 4, "head_dim": 128,
+          "max_position_embeddings": 40960, "rope_theta": 1000000.0, "rms_norm_eps": 1e-06,
+          "num_experts": 128, "num_experts_per_tok": 8, "moe_intermediate_size": 768,
+          "intermediate_size": 6144, "norm_topk_prob": true, "decoder_sparse_step": 1,
+          "mlp_only_layers": [], "tie_word_embeddings": false, "attention_bias": false})");
 }
 
 }  // namespace semmoe::engine::gpu::testing
