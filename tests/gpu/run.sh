@@ -137,7 +137,10 @@ say "GPU tests: ${passed} passed, ${failed} failed, ${skipped} skipped"
 for bench in "$bin"/bench__*; do
   [[ -x "$bench" ]] || continue
   name="$(basename "$bench")"
-  step "$name" "$budget_s" "$bench_timeout_s" "$bench" --json
+  # Line-buffered, so that a benchmark stopped at its limit still leaves the rows it printed.
+  line_buffered=()
+  command -v stdbuf >/dev/null && line_buffered=(stdbuf -oL -eL)
+  step "$name" "$budget_s" "$bench_timeout_s" "${line_buffered[@]}" "$bench" --json
   if ((step_rc == 125)); then
     say "SKIPPED $name (the run's ${budget_s} s budget is spent)"
   else
