@@ -33,6 +33,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/numbers.h"
 #include "engine/gpu/gpu_transformer.h"
 #include "engine/gpu/testing/random_model.h"
 #include "engine/model/config.h"
@@ -50,20 +51,17 @@ using semmoe::engine::model::SequenceInput;
 using semmoe::engine::runtime::PagedKvCache;
 using semmoe::engine::runtime::PagedSequence;
 
-template <typename T>
-T OrDie(absl::StatusOr<T> v, const char* what) {
-  if (!v.ok()) {
-    std::fprintf(stderr, "bench_gpu_forward: %s: %s\n", what, v.status().ToString().c_str());
-    std::exit(1);
-  }
-  return std::move(*v);
-}
-
 void Check(const absl::Status& status, const char* what) {
   if (!status.ok()) {
     std::fprintf(stderr, "bench_gpu_forward: %s: %s\n", what, status.ToString().c_str());
     std::exit(1);
   }
+}
+
+template <typename T>
+T OrDie(absl::StatusOr<T> v, const char* what) {
+  Check(v.status(), what);
+  return std::move(*v);
 }
 
 // Mean seconds per call over `reps` calls after one warm-up.
@@ -292,7 +290,12 @@ int main(int argc, char** argv) {
     if (std::strcmp(argv[i], "--json") == 0) {
       json = true;
     } else if (std::strcmp(argv[i], "--synthetic_layers") == 0 && i + 1 < argc) {
-      synthetic_layers = std::atoi(argv[++i]);
+      if (!absl::SimpleAtoi(argv[++i], &synthetic_layers) || synthetic_layers < 0 ||
+          synthetic_layers > 48) {
+        std::fprintf(stderr, "bench_gpu_forward: --synthetic_layers %s: not a count of 0..48\n",
+                     argv[i]);
+        return 2;
+      }
     } else if (argv[i][0] == '-') {
       std::fprintf(stderr,
                    "usage: bench_gpu_forward [--json] [--synthetic_layers N] [MODEL_DIR]\n");
