@@ -33,29 +33,93 @@ int JsonNestingDepth(absl::string_view text, int stop_after) {
   return deepest;
 }
 
-absl::StatusOr<nlohmann::json> ParseJson(absl::string_view text, absl::string_view what) {
-  if (JsonNestingDepth(text) > kMaxJsonDepth) {
+namespace {
+
+// nlohmann's DOM builder with a depth limit: returning false from a SAX event stops the parse
+// there, so nothing deeper than `max_depth` is ever allocated (nor recursed into on
+// destruction).
+template <typename J>
+class BoundedDomParser : public nlohmann::detail::json_sax_dom_parser<J> {
+  using Base = nlohmann::detail::json_sax_dom_parser<J>;
+
+ public:
+  BoundedDomParser(J& result, int max_depth)
+      : Base(result, /*allow_exceptions=*/false), max_depth_(max_depth) {}
+
+  bool start_object(std::size_t n) { return Open() && Base::start_object(n); }
+  bool start_array(std::size_t n) { return Open() && Base::start_array(n); }
+  bool end_object() {
+    --depth_;
+    return Base::end_object();
+  }
+  bool end_array() {
+    --depth_;
+    return Base::end_array();
+  }
+  template <typename Exception>
+  bool parse_error(std::size_t position, const std::string& token, const Exception& e) {
+    error_ = e.what();
+    return Base::parse_error(position, token, e);
+  }
+
+  bool too_deep() const { return too_deep_; }
+  const std::string& error() const { return error_; }
+
+ private:
+  bool Open() {
+    if (++depth_ <= max_depth_) return true;
+    too_deep_ = true;
+    return false;
+  }
+
+  const int max_depth_;
+  int depth_ = 0;
+  bool too_deep_ = false;
+  std::string error_;
+};
+
+template <typename J>
+absl::StatusOr<J> ParseBounded(absl::string_view text, absl::string_view what, int max_depth) {
+  J result;
+  BoundedDomParser<J> sax(result, max_depth);
+  const bool ok = J::sax_parse(text.begin(), text.end(), &sax, nlohmann::json::input_format_t::json,
+                               /*strict=*/true);
+  if (sax.too_deep()) {
     return absl::InvalidArgumentError(
-        absl::StrCat(what, ": JSON nested deeper than ", kMaxJsonDepth, " levels"));
+        absl::StrCat(what, ": JSON nested deeper than ", max_depth, " levels"));
   }
-  nlohmann::json parsed = nlohmann::json::parse(text.begin(), text.end(), /*cb=*/nullptr,
-                                                /*allow_exceptions=*/false);
-  if (parsed.is_discarded()) {
-    return absl::InvalidArgumentError(absl::StrCat(what, ": invalid JSON"));
+  if (!ok || sax.is_errored()) {
+    // nlohmann's message: "[json.exception.parse_error.101] parse error at line 1, column 2:
+    // syntax error while parsing value - invalid literal; last read: 'x'".
+    std::string reason = sax.error();
+    if (const size_t at = reason.find("] "); at != std::string::npos) reason.erase(0, at + 2);
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": invalid JSON", reason.empty() ? "" : ": ", reason));
   }
-  return parsed;
+  return result;
+}
+
+}  // namespace
+
+absl::StatusOr<nlohmann::json> ParseJson(absl::string_view text, absl::string_view what,
+                                         int max_depth) {
+  return ParseBounded<nlohmann::json>(text, what, max_depth);
+}
+
+absl::StatusOr<nlohmann::ordered_json> ParseOrderedJson(absl::string_view text,
+                                                        absl::string_view what, int max_depth) {
+  return ParseBounded<nlohmann::ordered_json>(text, what, max_depth);
 }
 
 nlohmann::json ParseJsonOrDiscarded(absl::string_view text) {
-  if (JsonNestingDepth(text) > kMaxJsonDepth) return nlohmann::json::value_t::discarded;
-  return nlohmann::json::parse(text.begin(), text.end(), /*cb=*/nullptr,
-                               /*allow_exceptions=*/false);
+  absl::StatusOr<nlohmann::json> j = ParseJson(text, "");
+  return j.ok() ? *std::move(j) : nlohmann::json(nlohmann::json::value_t::discarded);
 }
 
 nlohmann::ordered_json ParseOrderedJsonOrDiscarded(absl::string_view text) {
-  if (JsonNestingDepth(text) > kMaxJsonDepth) return nlohmann::ordered_json::value_t::discarded;
-  return nlohmann::ordered_json::parse(text.begin(), text.end(), /*cb=*/nullptr,
-                                       /*allow_exceptions=*/false);
+  absl::StatusOr<nlohmann::ordered_json> j = ParseOrderedJson(text, "");
+  return j.ok() ? *std::move(j)
+                : nlohmann::ordered_json(nlohmann::ordered_json::value_t::discarded);
 }
 
 const nlohmann::json* JsonFields::Find(absl::string_view key) const {

@@ -16,16 +16,23 @@ namespace semmoe {
 
 // The deepest nesting of arrays and objects any JSON input may have. nlohmann's parser and
 // destructor recurse per level: a line of 100,000 '[' overflows the stack (SIGSEGV). Every JSON
-// this project reads goes through the functions below, which refuse deeper input first.
+// this project reads goes through the functions below, which stop at the first bracket past the
+// limit: a deeper document is never built.
 inline constexpr int kMaxJsonDepth = 256;
 
 // The deepest array/object nesting in `text` (strings skipped; linear, no allocation), counting
 // only until it passes `stop_after`.
 int JsonNestingDepth(absl::string_view text, int stop_after = kMaxJsonDepth);
 
-// Parses `text` as JSON without exceptions; InvalidArgument "<what>: invalid JSON ..." on error,
-// or "<what>: JSON nested deeper than 256 levels".
-absl::StatusOr<nlohmann::json> ParseJson(absl::string_view text, absl::string_view what);
+// Parses `text` as JSON without exceptions, as a SAX parse that refuses the document at the
+// first array or object opened deeper than `max_depth` (checked while parsing, never after).
+// InvalidArgument "<what>: invalid JSON: <parser's reason>" or "<what>: JSON nested deeper than
+// N levels".
+absl::StatusOr<nlohmann::json> ParseJson(absl::string_view text, absl::string_view what,
+                                         int max_depth = kMaxJsonDepth);
+absl::StatusOr<nlohmann::ordered_json> ParseOrderedJson(absl::string_view text,
+                                                        absl::string_view what,
+                                                        int max_depth = kMaxJsonDepth);
 
 // As nlohmann's parse(text, nullptr, false): a discarded value for invalid JSON — and for JSON
 // nested deeper than kMaxJsonDepth.

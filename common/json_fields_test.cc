@@ -37,5 +37,32 @@ TEST(ParseJsonTest, RefusesInputNestedTooDeepInsteadOfCrashing) {
   EXPECT_EQ(ParseJsonOrDiscarded(R"({"a": [1]})")["a"][0], 1);
 }
 
+// The attack the router met: a body whose first member is a deeply nested value (about 200 KB).
+// The parse stops at the first bracket past the limit, whatever follows, and says why.
+TEST(ParseJsonTest, StopsAtTheFirstBracketPastTheLimit) {
+  const std::string body = R"({"messages": )" + std::string(200000, '[') + "1" +
+                           std::string(200000, ']') + R"(, "model": "m"})";
+  absl::StatusOr<nlohmann::ordered_json> parsed = ParseOrderedJson(body, "request", 64);
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_THAT(parsed.status().message(), HasSubstr("request: JSON nested deeper than 64 levels"));
+  // Unterminated: the same answer, not a parse error (the limit is met first).
+  EXPECT_THAT(ParseJson(R"({"a": )" + std::string(1000, '['), "x", 64).status().message(),
+              HasSubstr("nested deeper than 64"));
+  // Within the limit the document comes back whole, in order for ordered_json.
+  absl::StatusOr<nlohmann::ordered_json> ok =
+      ParseOrderedJson(R"({"z": [[1]], "a": {"b": null}})", "x", 3);
+  ASSERT_TRUE(ok.ok()) << ok.status();
+  EXPECT_EQ(ok->dump(), R"({"z":[[1]],"a":{"b":null}})");
+  EXPECT_FALSE(ParseJson(R"({"z": [[[1]]]})", "x", 3).ok());
+}
+
+TEST(ParseJsonTest, InvalidJsonSaysWhere) {
+  absl::StatusOr<nlohmann::json> parsed = ParseJson(R"({"a": tru})", "body");
+  ASSERT_FALSE(parsed.ok());
+  EXPECT_THAT(parsed.status().message(), HasSubstr("body: invalid JSON: parse error at line 1"));
+  EXPECT_FALSE(ParseJson("", "body").ok());
+  EXPECT_FALSE(ParseJson("[1] [2]", "body").ok());  // Trailing input.
+}
+
 }  // namespace
 }  // namespace semmoe

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "common/json_fields.h"
 
 namespace semmoe::router::openai {
 namespace {
@@ -235,16 +236,11 @@ nlohmann::ordered_json ApiError::ToJson() const {
 
 std::optional<ApiError> ParseRequest(Endpoint endpoint, const std::string& body_text,
                                      const std::string& served_model, OpenAiRequest* out) {
-  bool too_deep = false;
-  const Json body = Json::parse(
-      body_text,
-      [&too_deep](int depth, Json::parse_event_t, Json&) {
-        too_deep = too_deep || depth > kMaxJsonDepth;
-        return true;
-      },
-      /*allow_exceptions=*/false);
-  if (body.is_discarded()) return Invalid("", "the request body is not valid JSON");
-  if (too_deep) return Invalid("", absl::StrCat("the request nests deeper than ", kMaxJsonDepth));
+  // Bounded while it is parsed: a deeper body is refused at its first bracket past the limit,
+  // never built (common/json_fields.h).
+  absl::StatusOr<Json> parsed = ParseOrderedJson(body_text, "the request body", kMaxJsonDepth);
+  if (!parsed.ok()) return Invalid("", std::string(parsed.status().message()));
+  const Json& body = *parsed;
   if (!body.is_object()) return Invalid("", "the request body must be a JSON object");
   const bool chat = endpoint == Endpoint::kChatCompletions;
   static const std::set<std::string> kKnown = {"model",

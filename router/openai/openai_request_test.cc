@@ -126,7 +126,7 @@ TEST(OpenAiRequestTest, BadValuesAreNamed) {
     const char* says;
   };
   const Case cases[] = {
-      {Endpoint::kCompletions, "not json", "not valid JSON"},
+      {Endpoint::kCompletions, "not json", "the request body: invalid JSON: parse error"},
       {Endpoint::kCompletions, "[1]", "must be a JSON object"},
       {Endpoint::kCompletions, "{}", "'prompt' is required"},
       {Endpoint::kCompletions, R"({"prompt": ""})", "must not be empty"},
@@ -165,7 +165,15 @@ TEST(OpenAiRequestTest, BadValuesAreNamed) {
   EXPECT_EQ(model->code, "model_not_found");
   std::string deep =
       R"({"prompt": "x", "user": )" + std::string(100, '[') + std::string(100, ']') + "}";
-  EXPECT_THAT(Parse(Endpoint::kCompletions, deep)->message, HasSubstr("nests deeper"));
+  EXPECT_THAT(Parse(Endpoint::kCompletions, deep)->message,
+              HasSubstr("the request body: JSON nested deeper than 64 levels"));
+  // The router's crash: a body of ~200 KB whose first member nests 100,000 deep, unterminated.
+  // Refused at the 65th bracket; the rest is never read into a document.
+  std::string attack = R"({"prompt": )" + std::string(100000, '[') + std::string(100000, '{');
+  std::optional<ApiError> e = Parse(Endpoint::kCompletions, attack);
+  ASSERT_TRUE(e.has_value());
+  EXPECT_EQ(e->http_status, 400);
+  EXPECT_THAT(e->message, HasSubstr("nested deeper than 64"));
 }
 
 TEST(OpenAiRequestTest, ErrorJsonHasOpenAisShape) {

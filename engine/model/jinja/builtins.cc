@@ -16,8 +16,30 @@ namespace {
 
 // Lists a template builds are bounded (range(10**9) must not exhaust memory).
 constexpr int64_t kMaxItems = 1 << 20;
+// How much of raise_exception's message an error keeps.
+constexpr int64_t kMaxErrorBytes = 4096;
 
 absl::Status Bad(const std::string& what) { return absl::InvalidArgumentError(what); }
+
+// ResourceExhausted when a string of `bytes` would pass the render's cap.
+absl::Status CheckBytes(int64_t bytes, int64_t max_bytes, const std::string& what) {
+  if (bytes <= max_bytes) return absl::OkStatus();
+  return absl::ResourceExhaustedError(absl::StrCat(what, ": a string of more than ", max_bytes,
+                                                   " bytes (the template's output cap)"));
+}
+
+absl::Status Overflow(const std::string& op) {
+  return Bad(absl::StrCat("integer overflow in '", op, "' (the result leaves 64 bits)"));
+}
+
+// Python's int(x) of a float, within 64 bits.
+absl::StatusOr<int64_t> FloatToInt(double f, const std::string& what) {
+  // 2^63 is exact as a double; every double below it in magnitude converts without overflow.
+  if (!(f > -9223372036854775808.0 && f < 9223372036854775808.0)) {
+    return Bad(absl::StrCat(what, ": ", FormatFloat(f), " has no 64-bit integer value"));
+  }
+  return static_cast<int64_t>(f);
+}
 
 // A UTF-8 string's code points as substrings: Python indexes and slices str by code point.
 std::vector<std::string> CodePoints(const std::string& s) {
@@ -154,6 +176,17 @@ absl::StatusOr<Value> StrMethod(const std::string& s, const std::string& name, c
     const Value from = args.Get(0, "old"), to = args.Get(1, "new");
     if (!from.is_string() || !to.is_string()) return Bad("replace: needs two str");
     if (from.str().empty()) return Bad("replace: an empty 'old' is not supported");
+    if (to.str().size() > from.str().size()) {  // Grows: the result's size first.
+      int64_t count = 0;
+      for (size_t at = s.find(from.str()); at != std::string::npos;
+           at = s.find(from.str(), at + from.str().size())) {
+        ++count;
+      }
+      const int64_t growth = static_cast<int64_t>(to.str().size() - from.str().size());
+      if (count > 0 && growth > (args.max_bytes - static_cast<int64_t>(s.size())) / count) {
+        return CheckBytes(args.max_bytes + 1, args.max_bytes, "replace");
+      }
+    }
     return Value::String(absl::StrReplaceAll(s, {{from.str(), to.str()}}));
   }
   if (name == "find") {
@@ -167,8 +200,11 @@ absl::StatusOr<Value> StrMethod(const std::string& s, const std::string& name, c
     absl::StatusOr<Value::List> items = Iterate(args.Get(0, "iterable"));
     if (!items.ok()) return items.status();
     std::vector<std::string> parts;
+    int64_t bytes = 0;
     for (const Value& v : *items) {
       if (!v.is_string()) return Bad("join: every item must be a str");
+      bytes += static_cast<int64_t>(v.str().size() + (parts.empty() ? 0 : s.size()));
+      if (absl::Status st = CheckBytes(bytes, args.max_bytes, "join"); !st.ok()) return st;
       parts.push_back(v.str());
     }
     return Value::String(absl::StrJoin(parts, s));
@@ -351,7 +387,8 @@ absl::StatusOr<Value> CallFunction(const std::string& name, const Args& args) {
   }
   if (name == "raise_exception") {
     return Bad(
-        absl::StrCat("the chat template refused the request: ", args.Get(0, "message").Render()));
+        absl::StrCat("the chat template refused the request: ",
+                     args.Get(0, "message").Render(kMaxErrorBytes).substr(0, kMaxErrorBytes)));
   }
   if (name == "range") {
     int64_t b = 0, e = 0, st = 1;
@@ -371,12 +408,13 @@ absl::StatusOr<Value> CallFunction(const std::string& name, const Args& args) {
     }
     if (st == 0) return Bad("range() step must not be zero");
     Value::List items;
-    for (int64_t i = b; st > 0 ? i < e : i > e; i += st) {
+    for (int64_t i = b; st > 0 ? i < e : i > e;) {
       if (static_cast<int64_t>(items.size()) >= kMaxItems) {
         return absl::ResourceExhaustedError(
             absl::StrCat("range() of more than ", kMaxItems, " items"));
       }
       items.push_back(Value::Int(i));
+      if (__builtin_add_overflow(i, st, &i)) break;  // Past int64: past the end too.
     }
     return Value::NewList(std::move(items));
   }
@@ -402,15 +440,17 @@ absl::StatusOr<Value> ApplyFilter(const std::string& name, const Value& value, c
   }
   if (name == "tojson") {
     const Value indent = args.Get(0, "indent");
-    absl::StatusOr<std::string> json = value.ToJson(
-        indent.kind() == Value::Kind::kInt ? static_cast<int>(indent.int_value()) : -1);
+    absl::StatusOr<std::string> json =
+        value.ToJson(indent.kind() == Value::Kind::kInt ? indent.int_value() : -1, args.max_bytes);
     if (!json.ok()) return json.status();
     return Value::String(*std::move(json));
   }
-  if (name == "string") return Value::String(value.Render());
-  if (name == "safe" || name == "e" || name == "escape") {
-    // No autoescaping in chat templates: both are the identity on text.
-    return value.is_string() ? value : Value::String(value.Render());
+  if (name == "string" || name == "safe" || name == "e" || name == "escape") {
+    // No autoescaping in chat templates: the escapes are the identity on text.
+    if (value.is_string()) return value;
+    std::string text = value.Render(args.max_bytes);
+    if (absl::Status st = CheckBytes(text.size(), args.max_bytes, name); !st.ok()) return st;
+    return Value::String(std::move(text));
   }
   if (name == "default" || name == "d") {
     const bool boolean = args.Get(1, "boolean").Truthy();
@@ -458,6 +498,7 @@ absl::StatusOr<Value> ApplyFilter(const std::string& name, const Value& value, c
     if (!sep.ok()) return sep.status();
     const Value attr = args.Get(1, "attribute");
     std::vector<std::string> parts;
+    int64_t bytes = 0;
     for (const Value& item : *items) {
       Value v = item;
       if (!attr.is_undefined()) {
@@ -465,7 +506,9 @@ absl::StatusOr<Value> ApplyFilter(const std::string& name, const Value& value, c
         if (!a.ok()) return a.status();
         v = *a;
       }
-      parts.push_back(v.Render());
+      parts.push_back(v.Render(args.max_bytes));
+      bytes += static_cast<int64_t>(parts.back().size() + (parts.size() > 1 ? sep->size() : 0));
+      if (absl::Status st = CheckBytes(bytes, args.max_bytes, name); !st.ok()) return st;
     }
     return Value::String(absl::StrJoin(parts, *sep));
   }
@@ -483,7 +526,8 @@ absl::StatusOr<Value> ApplyFilter(const std::string& name, const Value& value, c
         if (!a.ok()) return a.status();
         out.push_back(*a);
       } else if (!args.positional.empty() && args.positional[0].is_string()) {
-        absl::StatusOr<Value> f = ApplyFilter(args.positional[0].str(), item, Args{});
+        absl::StatusOr<Value> f =
+            ApplyFilter(args.positional[0].str(), item, Args{.max_bytes = args.max_bytes});
         if (!f.ok()) return f.status();
         out.push_back(*f);
       } else {
@@ -493,7 +537,12 @@ absl::StatusOr<Value> ApplyFilter(const std::string& name, const Value& value, c
     return Value::NewList(std::move(out));
   }
   if (name == "int") {
-    if (value.is_number()) return Value::Int(static_cast<int64_t>(value.number()));
+    if (value.kind() == Value::Kind::kInt) return value;
+    if (value.is_number()) {
+      absl::StatusOr<int64_t> i = FloatToInt(value.number(), "int");
+      if (!i.ok()) return i.status();
+      return Value::Int(*i);
+    }
     if (value.is_string()) {
       int64_t i = 0;
       return Value::Int(absl::SimpleAtoi(value.str(), &i) ? i : 0);
@@ -507,7 +556,10 @@ absl::StatusOr<Value> ApplyFilter(const std::string& name, const Value& value, c
     return Value::Float(0);
   }
   if (name == "abs") {
-    if (value.kind() == Value::Kind::kInt) return Value::Int(std::llabs(value.int_value()));
+    if (value.kind() == Value::Kind::kInt) {
+      if (value.int_value() == INT64_MIN) return Overflow("abs");
+      return Value::Int(std::llabs(value.int_value()));
+    }
     if (value.is_number()) return Value::Float(std::fabs(value.number()));
     return Bad("abs: needs a number");
   }
@@ -537,6 +589,7 @@ absl::StatusOr<bool> ApplyTest(const std::string& name, const Value& v, const Ar
     if (name == "even") return *i % 2 == 0;
     absl::StatusOr<int64_t> d = ToInt(arg, "divisibleby's argument");
     if (!d.ok()) return d.status();
+    if (*d == -1) return true;  // INT64_MIN % -1 traps (SIGFPE); every int divides by -1.
     return *d != 0 && *i % *d == 0;
   }
   if (name == "sameas") {
@@ -549,7 +602,7 @@ absl::StatusOr<bool> ApplyTest(const std::string& name, const Value& v, const Ar
       {"gt", ">"},  {"greaterthan", ">"}, {"le", "<="}, {"ge", ">="}, {"in", "in"}};
   for (const auto& [test, op] : kCompare) {
     if (name == test) {
-      absl::StatusOr<Value> r = BinaryOp(op, v, arg);
+      absl::StatusOr<Value> r = BinaryOp(op, v, arg, args.max_bytes);
       if (!r.ok()) return r.status();
       return r->Truthy();
     }
@@ -557,10 +610,19 @@ absl::StatusOr<bool> ApplyTest(const std::string& name, const Value& v, const Ar
   return Bad(absl::StrCat("unknown test '", name, "'"));
 }
 
-absl::StatusOr<Value> BinaryOp(const std::string& op, const Value& a, const Value& b) {
+absl::StatusOr<Value> BinaryOp(const std::string& op, const Value& a, const Value& b,
+                               int64_t max_bytes) {
   if (op == "==") return Value::Bool(a == b);
   if (op == "!=") return Value::Bool(a != b);
-  if (op == "~") return Value::String(a.Render() + b.Render());
+  if (op == "~") {
+    std::string text = a.Render(max_bytes);
+    if (absl::Status st = CheckBytes(text.size(), max_bytes, op); !st.ok()) return st;
+    const std::string right = b.Render(max_bytes);
+    if (absl::Status st = CheckBytes(text.size() + right.size(), max_bytes, op); !st.ok()) {
+      return st;
+    }
+    return Value::String(text + right);
+  }
   if (op == "in" || op == "not in") {
     bool found = false;
     if (b.is_string()) {
@@ -578,8 +640,17 @@ absl::StatusOr<Value> BinaryOp(const std::string& op, const Value& a, const Valu
   }
   const bool ints = a.kind() == Value::Kind::kInt && b.kind() == Value::Kind::kInt;
   if (op == "+") {
-    if (a.is_string() && b.is_string()) return Value::String(a.str() + b.str());
+    if (a.is_string() && b.is_string()) {
+      if (absl::Status st = CheckBytes(a.str().size() + b.str().size(), max_bytes, op); !st.ok()) {
+        return st;
+      }
+      return Value::String(a.str() + b.str());
+    }
     if (a.is_list() && b.is_list()) {
+      if (static_cast<int64_t>(a.list().size() + b.list().size()) > kMaxItems) {
+        return absl::ResourceExhaustedError(
+            absl::StrCat("a list of more than ", kMaxItems, " items"));
+      }
       Value::List items = a.list();
       items.insert(items.end(), b.list().begin(), b.list().end());
       return Value::NewList(std::move(items));
@@ -588,7 +659,12 @@ absl::StatusOr<Value> BinaryOp(const std::string& op, const Value& a, const Valu
   if (op == "*" && (a.is_string() || a.is_list()) && b.kind() == Value::Kind::kInt) {
     const int64_t n = std::max<int64_t>(0, b.int_value());
     const int64_t size = a.is_string() ? a.str().size() : a.list().size();
-    if (size * n > kMaxItems) return absl::ResourceExhaustedError("a repetition too large");
+    // Divided, not multiplied: size * n overflows for n near 2^63.
+    const int64_t cap = a.is_string() ? std::min(kMaxItems, max_bytes) : kMaxItems;
+    if (size > 0 && n > cap / size) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("a repetition of more than ", cap, a.is_string() ? " bytes" : " items"));
+    }
     if (a.is_string()) {
       std::string out;
       for (int64_t i = 0; i < n; ++i) out += a.str();
@@ -617,9 +693,18 @@ absl::StatusOr<Value> BinaryOp(const std::string& op, const Value& a, const Valu
                             b.TypeName()));
   }
   const double x = a.number(), y = b.number();
-  if (op == "+") return ints ? Value::Int(a.int_value() + b.int_value()) : Value::Float(x + y);
-  if (op == "-") return ints ? Value::Int(a.int_value() - b.int_value()) : Value::Float(x - y);
-  if (op == "*") return ints ? Value::Int(a.int_value() * b.int_value()) : Value::Float(x * y);
+  if (ints && (op == "+" || op == "-" || op == "*")) {
+    int64_t r = 0;
+    const int64_t p = a.int_value(), q = b.int_value();
+    const bool overflow = op == "+"   ? __builtin_add_overflow(p, q, &r)
+                          : op == "-" ? __builtin_sub_overflow(p, q, &r)
+                                      : __builtin_mul_overflow(p, q, &r);
+    if (overflow) return Overflow(op);
+    return Value::Int(r);
+  }
+  if (op == "+") return Value::Float(x + y);
+  if (op == "-") return Value::Float(x - y);
+  if (op == "*") return Value::Float(x * y);
   if (op == "/") {
     if (y == 0) return Bad("division by zero");
     return Value::Float(x / y);
@@ -628,6 +713,10 @@ absl::StatusOr<Value> BinaryOp(const std::string& op, const Value& a, const Valu
     if (y == 0) return Bad(op == "//" ? "integer division by zero" : "modulo by zero");
     if (ints) {
       const int64_t p = a.int_value(), q = b.int_value();
+      if (p == INT64_MIN && q == -1) {  // The one quotient past 64 bits (it traps: SIGFPE).
+        if (op == "%") return Value::Int(0);
+        return Overflow(op);
+      }
       int64_t d = p / q;
       if ((p % q != 0) && ((p < 0) != (q < 0))) --d;  // Python floors.
       return op == "//" ? Value::Int(d) : Value::Int(p - d * q);

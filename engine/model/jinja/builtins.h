@@ -7,6 +7,7 @@
 #ifndef SEMMOE_ENGINE_MODEL_JINJA_BUILTINS_H_
 #define SEMMOE_ENGINE_MODEL_JINJA_BUILTINS_H_
 
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
@@ -19,6 +20,9 @@ namespace semmoe::engine::jinja {
 struct Args {
   std::vector<Value> positional;
   std::vector<std::pair<std::string, Value>> keyword;
+  // The longest string a builtin may make (the render's output cap): longer is ResourceExhausted,
+  // refused before it is allocated.
+  int64_t max_bytes = Value::kUnbounded;
 
   // The i-th positional or the keyword `name`; undefined when neither was given.
   Value Get(size_t i, const std::string& name) const;
@@ -32,8 +36,12 @@ absl::StatusOr<Value> CallMethod(const Value& object, const std::string& name, c
 absl::StatusOr<Value> CallFunction(const std::string& name, const Args& args);
 bool IsFunction(const std::string& name);
 
-// Binary operators: + - * / // % ** ~ == != < > <= >= in, "not in".
-absl::StatusOr<Value> BinaryOp(const std::string& op, const Value& a, const Value& b);
+// Binary operators: + - * / // % ** ~ == != < > <= >= in, "not in". Integer arithmetic whose
+// result leaves 64 bits is InvalidArgument (Python would grow the int; nothing a chat template
+// needs does); a string longer than `max_bytes` or a list longer than 2^20 items is
+// ResourceExhausted.
+absl::StatusOr<Value> BinaryOp(const std::string& op, const Value& a, const Value& b,
+                               int64_t max_bytes = Value::kUnbounded);
 // Python subscripts: list/str index (negative from the end), dict key; undefined when absent.
 absl::StatusOr<Value> Subscript(const Value& object, const Value& index);
 // Python slices (start, stop, step may be undefined).

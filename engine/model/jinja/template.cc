@@ -85,7 +85,9 @@ class Renderer {
       case Stmt::Kind::kOutput: {
         absl::StatusOr<Value> v = Eval(*s.expr);
         if (!v.ok()) return v.status();
-        if (absl::Status st = Write(v->Render(), s.line); !st.ok()) return st;
+        if (absl::Status st = Write(v->Render(limits_.max_output_bytes), s.line); !st.ok()) {
+          return st;
+        }
         return Flow::kNormal;
       }
       case Stmt::Kind::kIf:
@@ -205,6 +207,7 @@ class Renderer {
 
   absl::StatusOr<Args> EvalArgs(const Expr& e) {
     Args args;
+    args.max_bytes = limits_.max_output_bytes;
     for (const auto& item : e.items) {
       absl::StatusOr<Value> v = Eval(*item);
       if (!v.ok()) return v.status();
@@ -222,6 +225,13 @@ class Renderer {
     if (absl::Status st = Step(e.line); !st.ok()) return st;
     absl::StatusOr<Value> v = EvalInner(e);
     if (!v.ok()) return AtLine(e.line, v.status());
+    // Every string a template makes is bounded by the output cap (each builtin refuses to build
+    // a longer one; this catches any that grows without one).
+    if (v->is_string() && static_cast<int64_t>(v->str().size()) > limits_.max_output_bytes) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat("template line ", e.line, ": a string of more than ",
+                       limits_.max_output_bytes, " bytes (the template's output cap)"));
+    }
     return v;
   }
 
@@ -308,8 +318,11 @@ class Renderer {
               absl::StrCat("unary '", e.name, "' on a ", v->TypeName()));
         }
         if (e.name == "+") return v;
-        return v->kind() == Value::Kind::kInt ? Value::Int(-v->int_value())
-                                              : Value::Float(-v->number());
+        if (v->kind() != Value::Kind::kInt) return Value::Float(-v->number());
+        if (v->int_value() == INT64_MIN) {
+          return absl::InvalidArgumentError("integer overflow in unary '-'");
+        }
+        return Value::Int(-v->int_value());
       }
       case Expr::Kind::kBinary: {
         absl::StatusOr<Value> a = Eval(*e.object);
@@ -324,7 +337,7 @@ class Renderer {
           return absl::InvalidArgumentError(
               absl::StrCat("'", Describe(which), "' is undefined (operator '", e.name, "')"));
         }
-        return BinaryOp(e.name, *a, *b);
+        return BinaryOp(e.name, *a, *b, limits_.max_output_bytes);
       }
       case Expr::Kind::kCond: {
         absl::StatusOr<Value> c = Eval(*e.object);

@@ -194,6 +194,54 @@ TEST(TemplateTest, LimitsStopRunawayTemplates) {
                   .ok());
 }
 
+// Integer arithmetic past 64 bits is an error naming the operator, never a trap (INT64_MIN / -1
+// raises SIGFPE) or undefined behaviour (UBSan checks it under --config=asan).
+TEST(TemplateTest, IntegerOverflowIsAnError) {
+  const std::string min = "(-9223372036854775807 - 1)";
+  EXPECT_THAT(Err("{{ " + min + " // -1 }}"), HasSubstr("integer overflow in '//'"));
+  EXPECT_EQ(Ok("{{ " + min + " % -1 }}"), "0");
+  EXPECT_THAT(Err("{{ 9223372036854775807 + 1 }}"), HasSubstr("integer overflow in '+'"));
+  EXPECT_THAT(Err("{{ " + min + " - 1 }}"), HasSubstr("integer overflow in '-'"));
+  EXPECT_THAT(Err("{{ 4294967296 * 4294967296 }}"), HasSubstr("integer overflow in '*'"));
+  EXPECT_THAT(Err("{{ -" + min + " }}"), HasSubstr("integer overflow in unary '-'"));
+  EXPECT_THAT(Err("{{ " + min + " | abs }}"), HasSubstr("integer overflow in 'abs'"));
+  EXPECT_THAT(Err("{{ 1e300 | int }}"), HasSubstr("no 64-bit integer value"));
+  EXPECT_THAT(Err("{{ -1e19 | int }}"), HasSubstr("no 64-bit integer value"));
+  EXPECT_THAT(Err("{{ (1e308 * 10 - 1e308 * 10) | int }}"), HasSubstr("no 64-bit"));  // NaN
+
+  EXPECT_EQ(Ok("{{ " + min + " is divisibleby(-1) }}"), "True");
+  EXPECT_EQ(Ok("{{ range(9223372036854775806, 9223372036854775807, 7) | list }}"),
+            "[9223372036854775806]");
+  EXPECT_EQ(Ok("{{ -7 // 2 }} {{ -7 % 2 }} {{ 7 * -3 }} {{ 2.5 | int }}"), "-4 1 -21 2");
+}
+
+// Every string a template grows is bounded by the output cap, before it is allocated:
+// doubling, replace, join, '~', repetition with a huge count, tojson with a huge indent.
+TEST(TemplateTest, StringsAreBoundedByTheOutputCap) {
+  const RenderLimits cap{.max_output_bytes = 1 << 20};
+  auto exhausted = [&](const std::string& source) {
+    absl::StatusOr<std::string> out = Render(source, "{}", cap);
+    EXPECT_TRUE(absl::IsResourceExhausted(out.status())) << source << ": " << out.status();
+  };
+  exhausted(
+      "{% set ns = namespace(s='x') %}{% for i in range(64) %}{% set ns.s = ns.s + ns.s %}"
+      "{% endfor %}");
+  exhausted(
+      "{% set ns = namespace(s='x') %}{% for i in range(64) %}{% set ns.s = ns.s ~ ns.s %}"
+      "{% endfor %}");
+  exhausted("{% set s = 'a' * 2000 %}{{ s.replace('a', s) }}");
+  exhausted("{% set s = 'a' * 1000 %}{{ s.replace('a', s).replace('a', s) }}");
+  exhausted("{% set s = 'a' * 100000 %}{{ [s, s, s, s, s, s, s, s, s, s, s] | join(s) }}");
+  exhausted("{{ 'ab' * 4611686018427387904 }}");  // size * n overflows int64.
+  exhausted("{{ [1] | tojson(indent=1000000000) }}");
+  exhausted("{% set s = 'a' * 1000000 %}{{ ([s] * 1000) | string }}");
+  exhausted("{% set s = 'a' * 1000000 %}{{ ([s] * 1000) ~ '' }}");
+  // Within the cap all of them work as before.
+  EXPECT_EQ(Ok("{{ 'aXa'.replace('a', 'bb') }} {{ ['a', 'b'] | join('--') }} {{ 'ab' * 2 }}"),
+            "bbXbb a--b abab");
+  EXPECT_EQ(Ok("{{ [1] | tojson(indent=3) }}"), "[\n   1\n]");
+}
+
 // Random templates built from the language's pieces: each parses and renders or gets an error;
 // none crashes or hangs.
 TEST(TemplateTest, RandomTemplatesNeverCrash) {

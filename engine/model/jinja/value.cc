@@ -1,5 +1,6 @@
 #include "engine/model/jinja/value.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 
@@ -57,9 +58,20 @@ std::string JsonFloat(double f) {
 // printing or comparing them must not overflow the stack.
 constexpr int kMaxValueDepth = 256;
 
-absl::Status AppendJson(const Value& v, int indent, int depth, std::string* out) {
+absl::Status TooLong(int64_t max_bytes) {
+  return absl::ResourceExhaustedError(
+      absl::StrCat("tojson: the text passes the template's output cap of ", max_bytes, " bytes"));
+}
+
+absl::Status AppendJson(const Value& v, int64_t indent, int depth, int64_t max_bytes,
+                        std::string* out) {
   if (depth > kMaxValueDepth)
     return absl::InvalidArgumentError("tojson: the value nests too deeply");
+  // The indentation alone may pass the cap (tojson(indent=10**9)): checked before it is built.
+  // indent ≤ 2^31 and depth ≤ 257, so the product cannot overflow.
+  if (indent >= 0 && static_cast<int64_t>(out->size()) + indent * (depth + 1) > max_bytes) {
+    return TooLong(max_bytes);
+  }
   const std::string newline =
       indent < 0 ? "" : "\n" + std::string(static_cast<size_t>(indent) * (depth + 1), ' ');
   const std::string close =
@@ -92,7 +104,9 @@ absl::Status AppendJson(const Value& v, int indent, int depth, std::string* out)
       for (size_t i = 0; i < v.list().size(); ++i) {
         if (i > 0) out->append(item_sep);
         out->append(newline);
-        if (absl::Status s = AppendJson(v.list()[i], indent, depth + 1, out); !s.ok()) return s;
+        absl::Status s = AppendJson(v.list()[i], indent, depth + 1, max_bytes, out);
+        if (!s.ok()) return s;
+        if (static_cast<int64_t>(out->size()) > max_bytes) return TooLong(max_bytes);
       }
       out->append(close);
       out->push_back(']');
@@ -110,8 +124,9 @@ absl::Status AppendJson(const Value& v, int indent, int depth, std::string* out)
         out->append(newline);
         AppendJsonString(v.dict()[i].first, out);
         out->append(": ");
-        absl::Status s = AppendJson(v.dict()[i].second, indent, depth + 1, out);
+        absl::Status s = AppendJson(v.dict()[i].second, indent, depth + 1, max_bytes, out);
         if (!s.ok()) return s;
+        if (static_cast<int64_t>(out->size()) > max_bytes) return TooLong(max_bytes);
       }
       out->append(close);
       out->push_back('}');
@@ -297,60 +312,74 @@ bool Value::Truthy() const {
   return false;
 }
 
-std::string Value::Render() const {
+std::string Value::Render(int64_t max_bytes) const {
   switch (kind_) {
     case Kind::kUndefined:
       return "";
     case Kind::kString:
       return s_;
     default:
-      return Repr();
+      return Repr(max_bytes);
   }
 }
 
-std::string Value::Repr() const { return ReprAt(0); }
+std::string Value::Repr(int64_t max_bytes) const {
+  std::string out;
+  AppendRepr(0, max_bytes, &out);
+  return out;
+}
 
-std::string Value::ReprAt(int depth) const {
+void Value::AppendRepr(int depth, int64_t max_bytes, std::string* out) const {
+  // Once past the cap the caller refuses the text: stop growing it (a list of a million
+  // references to one long string must not be written out in full).
+  if (static_cast<int64_t>(out->size()) > max_bytes) return;
   if (depth > kMaxValueDepth && (kind_ == Kind::kList || kind_ == Kind::kDict)) {
-    return kind_ == Kind::kList ? "[...]" : "{...}";
+    out->append(kind_ == Kind::kList ? "[...]" : "{...}");
+    return;
   }
   switch (kind_) {
     case Kind::kUndefined:
-      return "";
+      return;
     case Kind::kNone:
-      return "None";
+      out->append("None");
+      return;
     case Kind::kBool:
-      return b_ ? "True" : "False";
+      out->append(b_ ? "True" : "False");
+      return;
     case Kind::kInt:
-      return absl::StrCat(i_);
+      absl::StrAppend(out, i_);
+      return;
     case Kind::kFloat:
-      return FormatFloat(f_);
+      out->append(FormatFloat(f_));
+      return;
     case Kind::kString:
-      return ReprString(s_);
-    case Kind::kList: {
-      std::string out = "[";
-      for (size_t i = 0; i < list_->size(); ++i) {
-        if (i > 0) out.append(", ");
-        out.append((*list_)[i].ReprAt(depth + 1));
+      out->append(ReprString(s_));
+      return;
+    case Kind::kList:
+      out->push_back('[');
+      for (size_t i = 0; i < list_->size() && static_cast<int64_t>(out->size()) <= max_bytes; ++i) {
+        if (i > 0) out->append(", ");
+        (*list_)[i].AppendRepr(depth + 1, max_bytes, out);
       }
-      return out + "]";
-    }
-    case Kind::kDict: {
-      std::string out = namespace_ ? "<Namespace {" : "{";
-      for (size_t i = 0; i < dict_->size(); ++i) {
-        if (i > 0) out.append(", ");
-        absl::StrAppend(&out, ReprString((*dict_)[i].first), ": ",
-                        (*dict_)[i].second.ReprAt(depth + 1));
+      out->push_back(']');
+      return;
+    case Kind::kDict:
+      out->append(namespace_ ? "<Namespace {" : "{");
+      for (size_t i = 0; i < dict_->size() && static_cast<int64_t>(out->size()) <= max_bytes; ++i) {
+        if (i > 0) out->append(", ");
+        absl::StrAppend(out, ReprString((*dict_)[i].first), ": ");
+        (*dict_)[i].second.AppendRepr(depth + 1, max_bytes, out);
       }
-      return out + (namespace_ ? "}>" : "}");
-    }
+      out->append(namespace_ ? "}>" : "}");
+      return;
   }
-  return "";
 }
 
-absl::StatusOr<std::string> Value::ToJson(int indent) const {
+absl::StatusOr<std::string> Value::ToJson(int64_t indent, int64_t max_bytes) const {
   std::string out;
-  if (absl::Status s = AppendJson(*this, indent, 0, &out); !s.ok()) return s;
+  if (absl::Status s = AppendJson(*this, std::min<int64_t>(indent, INT32_MAX), 0, max_bytes, &out);
+      !s.ok())
+    return s;
   return out;
 }
 

@@ -24,6 +24,7 @@ namespace semmoe::engine::jinja {
 class Value {
  public:
   enum class Kind { kUndefined, kNone, kBool, kInt, kFloat, kString, kList, kDict };
+  static constexpr int64_t kUnbounded = INT64_MAX;
   using List = std::vector<Value>;
   using Dict = std::vector<std::pair<std::string, Value>>;  // In insertion order.
 
@@ -63,13 +64,16 @@ class Value {
 
   // Python truthiness: undefined, None, False, 0, "", [] and {} are false.
   bool Truthy() const;
-  // What `{{ v }}` writes (str(v)); undefined writes nothing.
-  std::string Render() const;
-  // Python repr() (strings quoted), as lists and dicts show their items.
-  std::string Repr() const;
+  // What `{{ v }}` writes (str(v)); undefined writes nothing. A list or dict stops being written
+  // once the text passes `max_bytes`: the result is then longer than max_bytes (callers refuse
+  // it) but not much longer than max_bytes plus its longest string.
+  std::string Render(int64_t max_bytes = kUnbounded) const;
+  // Python repr() (strings quoted), as lists and dicts show their items; bounded as Render.
+  std::string Repr(int64_t max_bytes = kUnbounded) const;
   // json.dumps(v, ensure_ascii=False[, indent]); indent < 0: one line with ", " and ": ".
-  // Undefined is an error; namespaces are refused too.
-  absl::StatusOr<std::string> ToJson(int indent = -1) const;
+  // Undefined is an error; namespaces are refused too. ResourceExhausted when the text would
+  // pass `max_bytes` (checked before a huge indentation is built).
+  absl::StatusOr<std::string> ToJson(int64_t indent = -1, int64_t max_bytes = kUnbounded) const;
   // The type's name as errors give it: "undefined", "none", "str", "list", ...
   std::string TypeName() const;
 
@@ -78,7 +82,7 @@ class Value {
   friend bool operator!=(const Value& a, const Value& b) { return !(a == b); }
 
  private:
-  std::string ReprAt(int depth) const;
+  void AppendRepr(int depth, int64_t max_bytes, std::string* out) const;
   static bool Equal(const Value& a, const Value& b, int depth);
 
   Kind kind_ = Kind::kUndefined;
