@@ -22,8 +22,9 @@ struct PromptLimits {
 
 // The prompt's token ids, from `text` (tokenised) or `token_ids`, exactly one of them given, and
 // `max_tokens` ≥ 0. INVALID_ARGUMENT naming the field otherwise: both or neither given, text
-// without a tokenizer or that does not encode, an id outside the vocabulary, an empty or too
-// long prompt, a negative max_tokens.
+// without a tokenizer or that does not encode, an id outside the vocabulary, an empty prompt, a
+// negative max_tokens. OUT_OF_RANGE for a prompt longer than `max_prompt_tokens` (a text too long
+// to fit is refused from its size, before it is encoded).
 absl::StatusOr<std::vector<int32_t>> CheckPrompt(absl::string_view text,
                                                  absl::Span<const int32_t> token_ids,
                                                  int64_t max_tokens, const PromptLimits& limits);

@@ -3,6 +3,7 @@
 #include <cstdlib>
 
 #include "common/file.h"
+#include "absl/time/clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tools/tiny_model/tiny_model.h"
@@ -26,8 +27,9 @@ TEST(CheckPromptTest, TokenIds) {
               HasSubstr("token_ids: 100 is outside the vocabulary [0, 100)"));
   EXPECT_THAT(Error(CheckPrompt("", {-1}, 4, limits)), HasSubstr("-1 is outside"));
   EXPECT_THAT(Error(CheckPrompt("", {}, 4, limits)), HasSubstr("the prompt is empty"));
-  EXPECT_THAT(Error(CheckPrompt("", {1, 2, 3, 4}, 4, limits)),
-              HasSubstr("the prompt has 4 tokens; the limit is 3"));
+  const auto too_long = CheckPrompt("", {1, 2, 3, 4}, 4, limits);
+  EXPECT_EQ(too_long.status().code(), absl::StatusCode::kOutOfRange);
+  EXPECT_THAT(too_long.status().message(), HasSubstr("the prompt has 4 tokens; the limit is 3"));
   EXPECT_THAT(Error(CheckPrompt("", {1}, -1, limits)), HasSubstr("max_tokens must be ≥ 0"));
   EXPECT_TRUE(CheckPrompt("", {1, 2, 3, 4}, 0, {.vocab_size = 100}).ok());  // 0: no limit.
 }
@@ -45,6 +47,21 @@ TEST(CheckPromptTest, TextNeedsATokenizerAndOnlyOneForm) {
   auto ids = CheckPrompt("hello", {}, 4, limits);
   ASSERT_TRUE(ids.ok()) << ids.status();
   EXPECT_EQ(*ids, *(*tokenizer)->Encode("hello"));
+
+  // A text too long for the model: OUT_OF_RANGE from its size alone (30 MB, answered at once), or
+  // from its tokens once encoded.
+  const PromptLimits positions{.tokenizer = tokenizer->get(),
+                               .vocab_size = 100000,
+                               .max_prompt_tokens = 8};
+  const absl::Time start = absl::Now();
+  auto huge = CheckPrompt(std::string(30 << 20, 'a'), {}, 4, positions);
+  EXPECT_EQ(huge.status().code(), absl::StatusCode::kOutOfRange);
+  EXPECT_THAT(huge.status().message(), HasSubstr("bytes are more than the model's limit of 8"));
+  EXPECT_LT(absl::Now() - start, absl::Seconds(1));
+  auto words = CheckPrompt("one two three four five six seven eight nine ten", {}, 4, positions);
+  EXPECT_EQ(words.status().code(), absl::StatusCode::kOutOfRange);
+  EXPECT_THAT(words.status().message(), HasSubstr("the limit is 8"));
+  EXPECT_TRUE(CheckPrompt("one two", {}, 4, positions).ok());
 }
 
 }  // namespace

@@ -200,6 +200,9 @@ absl::Status Tokenizer::Load(absl::string_view json_text) {
   std::stable_sort(added_.begin(), added_.end(), [](const Added& a, const Added& b) {
     return a.content.size() > b.content.size();
   });
+  for (const std::string& bytes : id_to_bytes_) {
+    max_token_bytes_ = std::max(max_token_bytes_, static_cast<int>(bytes.size()));
+  }
   for (int b = 0; b < 256; ++b) {
     auto it = bytes_to_id_.find(std::string(1, static_cast<char>(b)));
     if (it == bytes_to_id_.end()) {

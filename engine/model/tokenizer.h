@@ -51,6 +51,8 @@ class Tokenizer {
 
   // Number of ids (the largest id + 1, over vocabulary and added tokens).
   int vocab_size() const { return static_cast<int>(id_to_bytes_.size()); }
+  // The most bytes one token stands for (added tokens' text included).
+  int max_token_bytes() const { return max_token_bytes_; }
   std::optional<int32_t> TokenId(absl::string_view token_bytes) const;
   bool IsSpecial(int32_t id) const;
 
@@ -69,6 +71,7 @@ class Tokenizer {
   }
 
   bool nfc_ = false;
+  int max_token_bytes_ = 1;
   PretokenizerKind pretokenizer_ = PretokenizerKind::kQwen2;
   std::vector<std::string> id_to_bytes_;        // Raw bytes of each id ("" for holes).
   std::vector<bool> special_;                   // Per id.

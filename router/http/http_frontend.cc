@@ -1,18 +1,14 @@
 #include "router/http/http_frontend.h"
 
-#include <httplib.h>
-
-#include <optional>
+#include <atomic>
 #include <random>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
 #include "common/metrics.h"
-#include "common/security.h"
-#include "router/http/generate_call.h"
-#include "router/http/peer_watch.h"
-#include "router/openai/openai_request.h"
 #include "router/openai/openai_response.h"
 #include "router/openai/text_stream.h"
 
@@ -23,49 +19,14 @@ using Json = nlohmann::ordered_json;
 using openai::ApiError;
 using openai::Endpoint;
 
-void Reply(httplib::Response& res, int status, const Json& body) {
-  res.status = status;
-  res.set_content(openai::JsonText(body), "application/json");
+void Reply(HttpResponse& res, int status, const Json& body) {
+  res.Send(status, "application/json", openai::JsonText(body));
 }
 
-void Reply(httplib::Response& res, const ApiError& e) {
-  if (e.http_status == 429) res.set_header("Retry-After", "1");
-  Reply(res, e.http_status, e.ToJson());
-}
-
-// The router's gRPC answer as OpenAI's error.
-ApiError FromGrpc(const grpc::Status& s) {
-  ApiError e{.message = s.error_message()};
-  switch (s.error_code()) {
-    case grpc::StatusCode::INVALID_ARGUMENT:
-    case grpc::StatusCode::OUT_OF_RANGE:
-      e.http_status = 400;
-      break;
-    case grpc::StatusCode::RESOURCE_EXHAUSTED:
-      e.http_status = 429;
-      e.type = "rate_limit_exceeded";
-      e.code = "server_overloaded";
-      break;
-    case grpc::StatusCode::UNAVAILABLE:
-    case grpc::StatusCode::FAILED_PRECONDITION:
-      e.http_status = 503;
-      e.type = "server_error";
-      e.code = "unavailable";
-      break;
-    case grpc::StatusCode::DEADLINE_EXCEEDED:
-      e.http_status = 504;
-      e.type = "server_error";
-      e.code = "timeout";
-      break;
-    case grpc::StatusCode::CANCELLED:
-      e.http_status = 499;  // The client went away (nginx's code); it reads nothing.
-      e.type = "cancelled";
-      break;
-    default:
-      e.http_status = 500;
-      e.type = "server_error";
-  }
-  return e;
+void Reply(HttpResponse& res, const ApiError& e) {
+  HttpHeaders headers;
+  if (e.http_status == 429) headers.emplace_back("Retry-After", "1");
+  res.Send(e.http_status, "application/json", openai::JsonText(e.ToJson()), std::move(headers));
 }
 
 // Request ids: a random prefix per process and a counter.
@@ -77,123 +38,263 @@ std::string NewRequestId() {
   return absl::StrFormat("%012x%08x", prefix & 0xffffffffffffull, ++counter);
 }
 
-// One completion request from its first event on; runs inside httplib's content provider.
-class Completion {
+// One completion's answer: the core's sink. Streamed, the head goes out with the first token (or
+// the end); whole, the body at the end. The core calls it from one thread at a time; `mu_` makes
+// that a rule rather than a promise.
+class CompletionSink : public CallSink {
  public:
-  Completion(std::unique_ptr<GenerateCall> call, openai::ResponseHeader header,
-             const openai::OpenAiRequest& request, const engine::model::Tokenizer& tokenizer,
-             absl::Duration poll, const std::atomic<bool>& stopping)
-      : call_(std::move(call)),
+  CompletionSink(std::shared_ptr<HttpResponse> res, openai::ResponseHeader header,
+                 const openai::OpenAiRequest& request, const engine::model::Tokenizer& tokenizer)
+      : res_(std::move(res)),
         header_(std::move(header)),
         stream_(request.stream),
         include_usage_(request.include_usage),
-        text_(tokenizer, request.stop),
-        poll_(poll),
-        stopping_(stopping) {}
+        text_(tokenizer, request.stop) {}
 
-  // Queues the event the handler already took (the first).
-  void SetFirst(GenerateCall::Event event, rpc::GenerateResponse message, grpc::Status status) {
-    first_event_ = event;
-    first_message_ = std::move(message);
-    first_status_ = std::move(status);
+  void OnTokens(absl::Span<const int32_t> ids) override {
+    absl::MutexLock lock(&mu_);
+    if (!stream_) return;
+    Begin();
+    absl::StatusOr<std::string> piece = text_.Add(ids);
+    if (piece.ok() && !piece->empty()) Event(openai::Chunk(header_, *piece, "", false, include_usage_));
   }
 
-  // Writes the whole response to `sink`; false when the client went away (the call is then
-  // cancelled).
-  bool Run(httplib::DataSink& sink) {
-    auto write = [&sink](const std::string& s) { return sink.write(s.data(), s.size()); };
-    const bool chat = header_.endpoint == Endpoint::kChatCompletions;
-    if (stream_ && chat &&
-        !write(openai::SseEvent(openai::Chunk(header_, "", "", true, include_usage_)))) {
-      return Abandon();
-    }
-    GenerateCall::Event event = first_event_;
-    rpc::GenerateResponse message = std::move(first_message_);
-    grpc::Status status = first_status_;
-    while (event != GenerateCall::Event::kDone) {
-      if (event == GenerateCall::Event::kMessage) {
-        if (message.has_final()) final_ = message.final();
-        if (stream_ && message.token_ids_size() > 0) {
-          absl::StatusOr<std::string> piece = text_.Add(message.token_ids());
-          if (piece.ok() && !piece->empty() &&
-              !write(openai::SseEvent(openai::Chunk(header_, *piece, "", false, include_usage_)))) {
-            return Abandon();
-          }
-        }
-      } else if (stopping_.load() || !sink.is_writable()) {
-        return Abandon();
-      }
-      event = call_->Next(poll_, &message, &status);
-    }
-    const openai::Usage usage{.prompt_tokens = final_.prompt_tokens(),
-                              .completion_tokens = final_.completion_tokens()};
-    const std::string reason = openai::FinishReason(final_.finish_reason());
+  void OnEnd(const absl::Status& status, const rpc::FinalRecord* final) override {
+    absl::MutexLock lock(&mu_);
+    if (!status.ok() && !began_) return Reply(*res_, FromStatus(status));
     if (!stream_) {
-      const Json body = status.ok() ? openai::FullResponse(header_, final_.text(), reason, usage)
-                                    : FromGrpc(status).ToJson();
-      if (!write(openai::JsonText(body))) return false;
-      sink.done();
-      return true;
+      const openai::Usage usage{.prompt_tokens = final->prompt_tokens(),
+                                .completion_tokens = final->completion_tokens()};
+      return Reply(*res_, 200,
+                   openai::FullResponse(header_, final->text(),
+                                        openai::FinishReason(final->finish_reason()), usage));
     }
+    Begin();
     if (status.ok()) {
-      const std::string rest = text_.Finish(final_.text());
-      if (!rest.empty() &&
-          !write(openai::SseEvent(openai::Chunk(header_, rest, "", false, include_usage_)))) {
-        return false;
+      const std::string rest = text_.Finish(final->text());
+      if (!rest.empty()) Event(openai::Chunk(header_, rest, "", false, include_usage_));
+      Event(openai::Chunk(header_, "", openai::FinishReason(final->finish_reason()), false,
+                          include_usage_));
+      if (include_usage_) {
+        Event(openai::UsageChunk(header_, {.prompt_tokens = final->prompt_tokens(),
+                                           .completion_tokens = final->completion_tokens()}));
       }
-      if (!write(openai::SseEvent(openai::Chunk(header_, "", reason, false, include_usage_)))) {
-        return false;
-      }
-      if (include_usage_ && !write(openai::SseEvent(openai::UsageChunk(header_, usage)))) {
-        return false;
-      }
-    } else if (!write(openai::SseEvent(FromGrpc(status).ToJson()))) {
-      return false;  // The stream had begun: the error is its last event.
+    } else {
+      Event(FromStatus(status).ToJson());  // The stream had begun: the error is its last event.
     }
-    if (!write(openai::kSseDone)) return false;
-    sink.done();
-    return true;
+    res_->Write(openai::kSseDone);
+    res_->End();
   }
 
  private:
-  bool Abandon() {
-    call_->Cancel();
-    return false;
+  void Begin() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (began_) return;
+    began_ = true;
+    // Proxies: do not buffer the stream.
+    res_->StartStream(200, "text/event-stream", {{"Cache-Control", "no-cache"}, {"X-Accel-Buffering", "no"}});
+    if (header_.endpoint == Endpoint::kChatCompletions) {
+      Event(openai::Chunk(header_, "", "", true, include_usage_));
+    }
   }
+  void Event(const Json& data) { res_->Write(openai::SseEvent(data)); }
 
-  std::unique_ptr<GenerateCall> call_;
+  absl::Mutex mu_;
+  const std::shared_ptr<HttpResponse> res_;
   const openai::ResponseHeader header_;
   const bool stream_;
   const bool include_usage_;
-  openai::TextStream text_;
-  const absl::Duration poll_;
-  const std::atomic<bool>& stopping_;
-  GenerateCall::Event first_event_ = GenerateCall::Event::kTimeout;
-  rpc::GenerateResponse first_message_;
-  grpc::Status first_status_;
-  rpc::FinalRecord final_;
+  openai::TextStream text_ ABSL_GUARDED_BY(mu_);
+  bool began_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+// The door's own series, after the router's.
+std::string DoorMetrics(const HttpCounters& c) {
+  std::string out;
+  auto series = [&out](const char* name, const char* type, const char* help, int64_t v) {
+    absl::StrAppend(&out, "# HELP ", name, " ", help, "\n# TYPE ", name, " ", type, "\n", name,
+                    " ", v, "\n");
+  };
+  series("semmoe_router_http_connections", "gauge", "Open HTTP connections.", c.connections_open);
+  series("semmoe_router_http_connections_accepted_total", "counter",
+         "HTTP connections accepted.", c.connections_accepted);
+  series("semmoe_router_http_connections_refused_total", "counter",
+         "HTTP connections closed at once: past the connection limit.", c.connections_refused);
+  series("semmoe_router_http_requests_total", "counter", "HTTP requests read whole.", c.requests);
+  series("semmoe_router_http_timeouts_total", "counter",
+         "HTTP connections dropped by a header, body, idle or write deadline.", c.timeouts);
+  series("semmoe_router_http_refused_requests_total", "counter",
+         "HTTP requests the server refused itself: malformed (400), body (413) or headers (431) "
+         "too large.",
+         c.refused_requests);
+  series("semmoe_router_http_abandoned_total", "counter",
+         "HTTP responses whose client went away before their end.", c.abandoned);
+  return out;
+}
+
+// What every request of one door shares.
+struct Context {
+  HttpFrontendOptions options;
+  std::function<HttpCounters()> counters;
+
+  void Health(HttpResponse& res) const {
+    const rpc::RouterStats stats = options.router->Stats();
+    int usable = 0;
+    for (const auto& r : stats.ranks()) usable += r.usable() ? 1 : 0;
+    if (usable == 0) {
+      return Reply(res, 503,
+                   {{"status", "unavailable"},
+                    {"reason", "no engine rank can take requests"},
+                    {"ranks", stats.ranks_size()},
+                    {"ranks_usable", usable}});
+    }
+    Reply(res, 200, {{"status", "ok"}, {"ranks", stats.ranks_size()}, {"ranks_usable", usable}});
+  }
+
+  void Models(HttpResponse& res) const {
+    Reply(res, 200,
+          {{"object", "list"},
+           {"data", Json::array({{{"id", options.served_model},
+                                  {"object", "model"},
+                                  {"created", 0},
+                                  {"owned_by", "semmoe"}}})}});
+  }
+
+  void Completion(Endpoint endpoint, const HttpRequest& req,
+                  std::shared_ptr<HttpResponse> res) const {
+    openai::OpenAiRequest r;
+    if (std::optional<ApiError> e = openai::ParseRequest(endpoint, req.body, options.served_model, &r)) {
+      return Reply(*res, *e);
+    }
+    rpc::GenerateRequest g;
+    g.set_request_id(NewRequestId());
+    if (endpoint == Endpoint::kChatCompletions) {
+      if (options.chat_template == nullptr) {
+        return Reply(*res, ApiError{.message = absl::StrCat(
+                                        "the model '", options.served_model,
+                                        "' has no usable chat template (",
+                                        options.chat_template_error.empty()
+                                            ? "tokenizer_config.json"
+                                            : options.chat_template_error,
+                                        "); use /v1/completions"),
+                                    .code = "chat_template_missing"});
+      }
+      absl::StatusOr<std::string> prompt =
+          options.chat_template->Apply(r.messages, r.add_generation_prompt, r.template_kwargs);
+      if (!prompt.ok()) {
+        return Reply(*res, ApiError{.message = std::string(prompt.status().message()),
+                                    .param = "messages"});
+      }
+      g.set_text(*std::move(prompt));
+    } else if (!r.prompt_ids.empty()) {
+      g.mutable_token_ids()->Add(r.prompt_ids.begin(), r.prompt_ids.end());
+    } else {
+      g.set_text(r.prompt);
+    }
+    g.set_max_tokens(r.max_tokens_set                         ? r.max_tokens
+                     : endpoint == Endpoint::kChatCompletions ? options.default_chat_max_tokens
+                                                              : r.max_tokens);
+    g.mutable_sampling()->set_temperature(static_cast<float>(r.temperature));
+    g.mutable_sampling()->set_top_p(static_cast<float>(r.top_p));
+    g.mutable_sampling()->set_top_k(r.top_k);
+    if (r.seed.has_value()) g.mutable_sampling()->set_seed(*r.seed);
+    for (const std::string& s : r.stop) g.add_stop(s);
+    g.set_ignore_eos(r.ignore_eos);
+    g.set_user_key(r.user);
+
+    openai::ResponseHeader header{.endpoint = endpoint,
+                                  .id = openai::ResponseId(endpoint, g.request_id()),
+                                  .created = absl::ToUnixSeconds(absl::Now()),
+                                  .model = options.served_model};
+    auto sink = std::make_shared<CompletionSink>(res, std::move(header), r, *options.tokenizer);
+    absl::StatusOr<std::shared_ptr<CallHandle>> handle =
+        options.router->Submit(g, absl::Now() + options.request_timeout, std::move(sink));
+    if (!handle.ok()) return Reply(*res, FromStatus(handle.status()));
+    // Released with the response's end; a client that leaves first cancels the call.
+    res->OnAbandon([handle = *std::move(handle)] { handle->Cancel(); });
+  }
+
+  void Serve(HttpRequest req, std::shared_ptr<HttpResponse> res) const {
+    const bool get = req.method == "GET", post = req.method == "POST";
+    if (req.path == "/v1/completions" || req.path == "/v1/chat/completions") {
+      if (!post) return MethodNotAllowed(req, *res, "POST");
+      return Completion(req.path == "/v1/completions" ? Endpoint::kCompletions
+                                                      : Endpoint::kChatCompletions,
+                        req, std::move(res));
+    }
+    if (req.path == "/health" || req.path == "/v1/models" || req.path == "/metrics") {
+      if (!get) return MethodNotAllowed(req, *res, "GET");
+      if (req.path == "/health") return Health(*res);
+      if (req.path == "/v1/models") return Models(*res);
+      return res->Send(200, metrics::kTextContentType,
+                       options.router->MetricsText() + DoorMetrics(counters()));
+    }
+    Reply(*res, ApiError{.http_status = 404,
+                         .message = absl::StrCat(req.method, " ", req.path, ": no such endpoint"),
+                         .code = "not_found"});
+  }
+
+  static void MethodNotAllowed(const HttpRequest& req, HttpResponse& res, const char* allowed) {
+    const ApiError e{.http_status = 405,
+                     .message = absl::StrCat(req.method, " ", req.path, ": use ", allowed)};
+    res.Send(405, "application/json", openai::JsonText(e.ToJson()), {{"Allow", allowed}});
+  }
 };
 
 }  // namespace
 
-namespace {
-
-// HTTPS with the process's TLS identity (common/security.h), else plain HTTP. Clients are not
-// asked for certificates: this is the door end users come through (docs/SECURITY.md).
-std::unique_ptr<httplib::Server> NewServer() {
-  const SecurityMaterial& m = Security();
-  if (!m.tls()) return std::make_unique<httplib::Server>();
-  return std::make_unique<httplib::SSLServer>(m.cert_file.c_str(), m.key_file.c_str());
+ApiError FromStatus(const absl::Status& s) {
+  ApiError e{.message = std::string(s.message())};
+  switch (s.code()) {
+    case absl::StatusCode::kInvalidArgument:
+      e.http_status = 400;
+      break;
+    case absl::StatusCode::kOutOfRange:  // The prompt (or the output it asks for) cannot fit.
+      e.http_status = 400;
+      e.code = "context_length_exceeded";
+      break;
+    case absl::StatusCode::kResourceExhausted:  // Overloaded now: worth retrying.
+      e.http_status = 429;
+      e.type = "rate_limit_exceeded";
+      e.code = "server_overloaded";
+      break;
+    case absl::StatusCode::kUnavailable:
+    case absl::StatusCode::kFailedPrecondition:
+      e.http_status = 503;
+      e.type = "server_error";
+      e.code = "unavailable";
+      break;
+    case absl::StatusCode::kDeadlineExceeded:
+      e.http_status = 504;
+      e.type = "server_error";
+      e.code = "timeout";
+      break;
+    case absl::StatusCode::kCancelled:
+      e.http_status = 499;  // The client went away (nginx's code); it reads nothing.
+      e.type = "cancelled";
+      break;
+    default:
+      e.http_status = 500;
+      e.type = "server_error";
+  }
+  return e;
 }
 
-}  // namespace
+HttpHandler HttpFrontend::Handler(const HttpFrontendOptions& options,
+                                  std::function<HttpCounters()> counters) {
+  auto context = std::make_shared<const Context>(Context{options, std::move(counters)});
+  return [context](HttpRequest req, std::shared_ptr<HttpResponse> res) {
+    context->Serve(std::move(req), std::move(res));
+  };
+}
 
-HttpFrontend::HttpFrontend(HttpFrontendOptions options)
-    : options_(std::move(options)),
-      stub_(rpc::RouterService::NewStub(options_.router)),
-      server_(NewServer()) {}
-
-HttpFrontend::~HttpFrontend() { Shutdown(); }
+HttpErrorBody HttpFrontend::ErrorBody() {
+  return [](int status, const std::string& message) {
+    ApiError e{.http_status = status, .message = message};
+    if (status == 413) e.code = "request_too_large";
+    if (status == 431) e.code = "headers_too_large";
+    return std::make_pair(std::string("application/json"), openai::JsonText(e.ToJson()));
+  };
+}
 
 absl::StatusOr<std::unique_ptr<HttpFrontend>> HttpFrontend::Start(HttpFrontendOptions options) {
   if (options.tokenizer == nullptr || options.router == nullptr) {
@@ -202,160 +303,31 @@ absl::StatusOr<std::unique_ptr<HttpFrontend>> HttpFrontend::Start(HttpFrontendOp
   if (options.served_model.empty()) {
     return absl::InvalidArgumentError("the HTTP frontend needs the served model's name");
   }
-  if (options.threads < 1 || options.default_chat_max_tokens < 1) {
-    return absl::InvalidArgumentError("threads and default_chat_max_tokens must be ≥ 1");
+  if (options.default_chat_max_tokens < 1) {
+    return absl::InvalidArgumentError("default_chat_max_tokens must be ≥ 1");
   }
-  std::unique_ptr<HttpFrontend> f(new HttpFrontend(std::move(options)));
-  if (!f->server_->is_valid()) {
-    return absl::InvalidArgumentError(absl::StrCat("HTTP: cannot use the TLS certificate ",
-                                                   Security().cert_file, " and key ",
-                                                   Security().key_file));
-  }
-  const int threads = f->options_.threads;
-  f->server_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
-  f->server_->set_payload_max_length(f->options_.max_body_bytes);
-  // Streamed events are small writes: without TCP_NODELAY, Nagle's algorithm holds each one
-  // until the client's delayed ACK (~40 ms per event).
-  f->server_->set_tcp_nodelay(true);
-  f->Register();
-  const HttpFrontendOptions& o = f->options_;
-  if (o.port == 0) {
-    f->port_ = f->server_->bind_to_any_port(o.listen);
-  } else if (f->server_->bind_to_port(o.listen, o.port)) {
-    f->port_ = o.port;
-  }
-  if (f->port_ <= 0) {
-    return absl::UnavailableError(absl::StrCat("HTTP: cannot listen on ", o.listen, ":", o.port));
-  }
-  httplib::Server* server = f->server_.get();
-  f->thread_ = std::thread([server] { server->listen_after_bind(); });
-  return f;
-}
-
-void HttpFrontend::Shutdown() {
-  if (stopping_.exchange(true)) return;
-  server_->stop();
-  if (thread_.joinable()) thread_.join();
-}
-
-void HttpFrontend::Register() {
-  server_->Get("/health", [this](const httplib::Request&, httplib::Response& res) {
-    grpc::ClientContext context;
-    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(2));
-    rpc::RouterStats stats;
-    const grpc::Status s = stub_->GetStats(&context, rpc::GetStatsRequest(), &stats);
-    int usable = 0;
-    for (const auto& r : stats.ranks()) usable += r.usable() ? 1 : 0;
-    if (!s.ok() || usable == 0) {
-      Reply(res, 503,
-            {{"status", "unavailable"},
-             {"reason", s.ok() ? "no engine rank can take requests" : s.error_message()},
-             {"ranks", stats.ranks_size()},
-             {"ranks_usable", usable}});
-      return;
-    }
-    Reply(res, 200, {{"status", "ok"}, {"ranks", stats.ranks_size()}, {"ranks_usable", usable}});
-  });
-  if (options_.metrics) {
-    server_->Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
-      res.set_content(options_.metrics(), metrics::kTextContentType);
-    });
-  }
-  server_->Get("/v1/models", [this](const httplib::Request&, httplib::Response& res) {
-    Reply(res, 200,
-          {{"object", "list"},
-           {"data", Json::array({{{"id", options_.served_model},
-                                  {"object", "model"},
-                                  {"created", 0},
-                                  {"owned_by", "semmoe"}}})}});
-  });
-  auto completion = [this](Endpoint endpoint) {
-    return [this, endpoint](const httplib::Request& req, httplib::Response& res) {
-      openai::OpenAiRequest r;
-      if (std::optional<ApiError> e =
-              openai::ParseRequest(endpoint, req.body, options_.served_model, &r)) {
-        return Reply(res, *e);
-      }
-      rpc::GenerateRequest g;
-      g.set_request_id(NewRequestId());
-      if (endpoint == Endpoint::kChatCompletions) {
-        if (options_.chat_template == nullptr) {
-          return Reply(res, ApiError{.message = absl::StrCat("the model '", options_.served_model,
-                                                             "' has no usable chat template (",
-                                                             options_.chat_template_error.empty()
-                                                                 ? "tokenizer_config.json"
-                                                                 : options_.chat_template_error,
-                                                             "); use /v1/completions"),
-                                     .code = "chat_template_missing"});
-        }
-        absl::StatusOr<std::string> prompt =
-            options_.chat_template->Apply(r.messages, r.add_generation_prompt, r.template_kwargs);
-        if (!prompt.ok()) {
-          return Reply(res, ApiError{.message = std::string(prompt.status().message()),
-                                     .param = "messages"});
-        }
-        g.set_text(*prompt);
-      } else if (!r.prompt_ids.empty()) {
-        for (int32_t id : r.prompt_ids) g.add_token_ids(id);
-      } else {
-        g.set_text(r.prompt);
-      }
-      g.set_max_tokens(r.max_tokens_set                         ? r.max_tokens
-                       : endpoint == Endpoint::kChatCompletions ? options_.default_chat_max_tokens
-                                                                : r.max_tokens);
-      g.mutable_sampling()->set_temperature(static_cast<float>(r.temperature));
-      g.mutable_sampling()->set_top_p(static_cast<float>(r.top_p));
-      g.mutable_sampling()->set_top_k(r.top_k);
-      if (r.seed.has_value()) g.mutable_sampling()->set_seed(*r.seed);
-      for (const std::string& s : r.stop) g.add_stop(s);
-      g.set_ignore_eos(r.ignore_eos);
-      g.set_user_key(r.user);
-
-      auto call = std::make_unique<GenerateCall>(*stub_, g, absl::Now() + options_.request_timeout);
-      // Wait for the first event before answering: errors before the first token get their own
-      // HTTP status. The call's deadline bounds the wait; a client that leaves meanwhile (in
-      // the queue, in prefill) has its call cancelled.
-      rpc::GenerateResponse message;
-      grpc::Status status;
-      GenerateCall::Event event;
-      std::optional<PeerWatch> peer;
-      while ((event = call->Next(options_.poll_interval, &message, &status)) ==
-             GenerateCall::Event::kTimeout) {
-        if (!peer.has_value()) peer.emplace(req.remote_addr, req.remote_port, req.local_port);
-        if (stopping_.load() || peer->Closed()) call->Cancel();
-      }
-      if (event == GenerateCall::Event::kDone && !status.ok()) return Reply(res, FromGrpc(status));
-      openai::ResponseHeader header{.endpoint = endpoint,
-                                    .id = openai::ResponseId(endpoint, g.request_id()),
-                                    .created = absl::ToUnixSeconds(absl::Now()),
-                                    .model = options_.served_model};
-      auto done =
-          std::make_shared<Completion>(std::move(call), std::move(header), r, *options_.tokenizer,
-                                       options_.poll_interval, stopping_);
-      done->SetFirst(event, std::move(message), std::move(status));
-      res.status = 200;
-      if (r.stream) {
-        res.set_header("Cache-Control", "no-cache");
-        res.set_header("X-Accel-Buffering", "no");  // Proxies: do not buffer the stream.
-      }
-      res.set_chunked_content_provider(
-          r.stream ? "text/event-stream" : "application/json",
-          [done](size_t, httplib::DataSink& sink) { return done->Run(sink); });
-    };
+  // The counters are the server's, which exists only once started: read through a holder.
+  auto server_holder = std::make_shared<std::atomic<HttpServer*>>(nullptr);
+  auto counters = [server_holder] {
+    HttpServer* server = server_holder->load();
+    return server != nullptr ? server->counters() : HttpCounters{};
   };
-  server_->Post("/v1/completions", completion(Endpoint::kCompletions));
-  server_->Post("/v1/chat/completions", completion(Endpoint::kChatCompletions));
-  // Anything else: OpenAI's error shape, not httplib's empty 404.
-  server_->set_error_handler([](const httplib::Request& req, httplib::Response& res) {
-    if (!res.body.empty()) return;
-    Reply(res, res.status,
-          ApiError{.http_status = res.status,
-                   .message =
-                       absl::StrCat(req.method, " ", req.path,
-                                    res.status == 404 ? ": no such endpoint" : ": request refused"),
-                   .code = res.status == 404 ? "not_found" : ""}
-              .ToJson());
-  });
+  absl::StatusOr<std::unique_ptr<HttpServer>> server =
+      HttpServer::Start({.listen = options.listen,
+                         .port = options.port,
+                         .threads = options.threads,
+                         .limits = options.limits,
+                         .tls_cert_file = options.tls_cert_file,
+                         .tls_key_file = options.tls_key_file,
+                         .handler = Handler(options, counters),
+                         .error_body = ErrorBody()});
+  if (!server.ok()) return server.status();
+  server_holder->store(server->get());
+  return std::unique_ptr<HttpFrontend>(new HttpFrontend(*std::move(server)));
 }
+
+HttpFrontend::~HttpFrontend() { Shutdown(); }
+
+void HttpFrontend::Shutdown() { server_->Shutdown(); }
 
 }  // namespace semmoe::router::http

@@ -1,38 +1,35 @@
-// The router's OpenAI-compatible HTTP frontend (cpp-httplib), beside its gRPC service:
+// The router's OpenAI-compatible HTTP door, on the event-driven HttpServer (http_server.h):
 //
 //   POST /v1/completions        prompt (text or token ids) → text, streamed (SSE) or whole
 //   POST /v1/chat/completions   messages, rendered with the model's chat template
 //   GET  /v1/models             the one model served
 //   GET  /health                200 when some engine rank can take requests, else 503
-//   GET  /metrics               Prometheus text (`metrics`), when set
+//   GET  /metrics               Prometheus text: the router's series and the door's own
 //
-// Each request becomes one RouterService.Generate call on `router` (the router's own service,
-// over an in-process channel), so admission, rebatching, A/B arms and statistics are the same
-// as for gRPC clients. Errors before the first token get OpenAI's error JSON with a matching
-// status (400 bad request, 404 unknown model, 429 the router's queue is full, 503 no rank, 504
-// deadline). A client that disconnects has its call cancelled, which frees its engine slot:
-// checked every `poll_interval` while the call runs.
+// Each request goes straight to the router core (RouterApi::Submit; never through the router's
+// gRPC service), so admission, rebatching, A/B arms and statistics are the same as for gRPC
+// clients. The core's absl::Status becomes OpenAI's error JSON once (FromStatus): 400 for a bad
+// request, 400 `context_length_exceeded` for a prompt the model cannot take, 404 unknown model,
+// 413 a body past the limit, 429 the router is overloaded now (with Retry-After), 503 no rank,
+// 504 deadline. A streamed answer's head goes out with its first token, so an error before it
+// has its own status. A client that disconnects — queued, in prefill or mid-stream — has its
+// call cancelled, which frees its engine slot.
 //
-// Thread-safe. Shutdown() (also the destructor) stops listening and ends requests in flight.
+// Thread-safe. Shutdown() (also the destructor) stops listening and abandons requests in flight.
 #ifndef SEMMOE_ROUTER_HTTP_HTTP_FRONTEND_H_
 #define SEMMOE_ROUTER_HTTP_HTTP_FRONTEND_H_
 
-#include <atomic>
-#include <functional>
 #include <memory>
 #include <string>
-#include <thread>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "engine/model/chat_template.h"
 #include "engine/model/tokenizer.h"
-#include "grpcpp/grpcpp.h"
-#include "router/proto/router.grpc.pb.h"
-
-namespace httplib {
-class Server;
-}
+#include "router/core/router_api.h"
+#include "router/http/http_server.h"
+#include "router/openai/openai_request.h"
 
 namespace semmoe::router::http {
 
@@ -43,15 +40,19 @@ struct HttpFrontendOptions {
   const engine::model::Tokenizer* tokenizer = nullptr;  // Borrowed; required (streamed text).
   // Borrowed; null: the model has no chat template and chat completions get a 400 saying so.
   const engine::model::ChatTemplate* chat_template = nullptr;
-  std::string chat_template_error;                 // Why there is none (told to chat clients).
-  std::shared_ptr<grpc::ChannelInterface> router;  // RouterService.
-  std::function<std::string()> metrics;            // GET /metrics (null: 404).
-  int default_chat_max_tokens = 1024;              // Chat requests without max_tokens.
+  std::string chat_template_error;  // Why there is none (told to chat clients).
+  RouterApi* router = nullptr;      // Borrowed; required.
+  int default_chat_max_tokens = 1024;  // Chat requests without max_tokens.
   absl::Duration request_timeout = absl::Minutes(10);
-  absl::Duration poll_interval = absl::Milliseconds(100);
-  int threads = 128;  // Connections served at once.
-  size_t max_body_bytes = 32 << 20;
+  int threads = 2;  // The server's I/O threads.
+  HttpLimits limits;
+  // HTTPS with these PEM files (clients are not asked for certificates: this is the door end
+  // users come through, docs/SECURITY.md); empty: plain HTTP.
+  std::string tls_cert_file, tls_key_file;
 };
+
+// The core's status as OpenAI's error (the one conversion).
+openai::ApiError FromStatus(const absl::Status& status);
 
 class HttpFrontend {
  public:
@@ -60,19 +61,19 @@ class HttpFrontend {
   static absl::StatusOr<std::unique_ptr<HttpFrontend>> Start(HttpFrontendOptions options);
   ~HttpFrontend();
 
-  int port() const { return port_; }
+  int port() const { return server_->port(); }
+  HttpCounters counters() const { return server_->counters(); }
   void Shutdown();
 
- private:
-  explicit HttpFrontend(HttpFrontendOptions options);
-  void Register();
+  // The handler the server runs (public for the fuzzer, which drives it through
+  // ServeBytesForTesting without a socket).
+  static HttpHandler Handler(const HttpFrontendOptions& options,
+                             std::function<HttpCounters()> counters);
+  static HttpErrorBody ErrorBody();
 
-  const HttpFrontendOptions options_;
-  std::unique_ptr<rpc::RouterService::Stub> stub_;
-  std::unique_ptr<httplib::Server> server_;
-  std::thread thread_;
-  std::atomic<bool> stopping_{false};
-  int port_ = 0;
+ private:
+  explicit HttpFrontend(std::unique_ptr<HttpServer> server) : server_(std::move(server)) {}
+  std::unique_ptr<HttpServer> server_;
 };
 
 }  // namespace semmoe::router::http

@@ -1,5 +1,6 @@
-// The HTTP frontend against a real router service in front of a real one-rank engine (loopback):
-// every answer is compared with what the router's gRPC service gives for the same request.
+// The HTTP door against a real router core in front of a real one-rank engine (loopback): every
+// answer is compared with what the router's gRPC service (over the same core) gives for the same
+// request.
 #include "router/http/http_frontend.h"
 
 #include <atomic>
@@ -14,6 +15,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "router/core/router_core.h"
 #include "router/server/router_service.h"
 #include "tools/tiny_model/tiny_model.h"
 // After Eigen (via local_engine.h): httplib brings <resolv.h>, whose `_res` macro breaks Eigen.
@@ -40,7 +42,8 @@ class HttpFrontendTest : public ::testing::Test {
     o.tokenizer = engine_->tokenizer();
     o.vocab_size = engine::model::LoadModelConfig(dir_)->vocab_size;
     o.poll_interval = absl::Milliseconds(50);
-    service_ = std::make_unique<RouterServiceImpl>(o);
+    core_ = std::make_unique<RouterCore>(o);
+    service_ = std::make_unique<RouterServiceImpl>(*core_);
     grpc::ServerBuilder builder;
     builder.RegisterService(service_.get());
     server_ = builder.BuildAndStart();
@@ -52,9 +55,7 @@ class HttpFrontendTest : public ::testing::Test {
     auto f = HttpFrontend::Start({.served_model = "tiny",
                                   .tokenizer = engine_->tokenizer(),
                                   .chat_template = chat_.get(),
-                                  .router = channel_,
-                                  .metrics = [this] { return service_->MetricsText(); },
-                                  .poll_interval = absl::Milliseconds(20)});
+                                  .router = core_.get()});
     ASSERT_TRUE(f.ok()) << f.status();
     frontend_ = std::move(*f);
     client_ = std::make_unique<httplib::Client>("127.0.0.1", frontend_->port());
@@ -65,7 +66,9 @@ class HttpFrontendTest : public ::testing::Test {
   void TearDown() override {
     frontend_.reset();
     if (server_ != nullptr) server_->Shutdown(std::chrono::system_clock::now());
+    server_.reset();
     service_.reset();
+    core_.reset();
     engine_.reset();
   }
 
@@ -113,6 +116,7 @@ class HttpFrontendTest : public ::testing::Test {
 
   std::string dir_;
   std::unique_ptr<engine::testing::LocalEngine> engine_;
+  std::unique_ptr<RouterCore> core_;
   std::unique_ptr<RouterServiceImpl> service_;
   std::unique_ptr<grpc::Server> server_;
   std::shared_ptr<grpc::Channel> channel_;
@@ -231,7 +235,7 @@ TEST_F(HttpFrontendTest, ErrorsUseOpenAisShapeAndStatus) {
   res = client_->Post("/v1/completions", "{bad", "application/json");
   ASSERT_TRUE(res);
   EXPECT_EQ(res->status, 400);
-  EXPECT_THAT(res->body, HasSubstr("not valid JSON"));
+  EXPECT_THAT(res->body, HasSubstr("invalid JSON"));
 }
 
 TEST_F(HttpFrontendTest, MetricsCountWhatWasServed) {

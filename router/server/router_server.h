@@ -20,6 +20,7 @@
 #include "grpcpp/grpcpp.h"
 #include "router/http/http_frontend.h"
 #include "router/rebatch/rebatcher.h"
+#include "router/core/router_core.h"
 #include "router/server/router_service.h"
 #include "router/tables/engine_follow.h"
 #include "router/tables/planner_watch.h"
@@ -36,6 +37,8 @@ struct RouterServerOptions {
   int http_port = -1;
   std::string served_model_name;  // What HTTP clients call the model; "": the model dir's name.
   int default_chat_max_tokens = 1024;
+  int http_threads = 2;          // The HTTP door's I/O threads.
+  http::HttpLimits http_limits;  // Its connections, sizes and deadlines (http_server.h).
   RebatcherOptions rebatch;
   int max_in_flight = 4096;
   absl::Duration default_max_queue = absl::Milliseconds(20);
@@ -78,7 +81,7 @@ class RouterServer {
   // One line for the operator: address, policy, groups and where their tables come from.
   std::string Describe() const;
   // What GetStats answers.
-  rpc::RouterStats Stats() const { return service_->Stats(); }
+  rpc::RouterStats Stats() const { return core_->Stats(); }
   // Stops serving, waiting up to 5 s for calls in flight.
   void Shutdown();
 
@@ -93,6 +96,7 @@ class RouterServer {
   std::vector<GroupOptions> groups_;
   std::unique_ptr<PlannerWatch> watch_;
   std::vector<std::unique_ptr<EngineFollow>> follows_;  // Per group, when it follows its engines.
+  std::unique_ptr<RouterCore> core_;                    // Destroyed after both doors below.
   std::unique_ptr<RouterServiceImpl> service_;          // Destroyed after the server below.
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<engine::model::ChatTemplate> chat_template_;  // Null: none (chat_error_).

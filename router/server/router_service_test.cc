@@ -3,6 +3,9 @@
 // engine, and a retry when a rank is down.
 #include "router/server/router_service.h"
 
+#include "router/core/router_core.h"
+#include "router/tables/router_tables.h"
+
 #include <memory>
 #include <string>
 #include <thread>
@@ -73,7 +76,8 @@ class RouterServiceTest : public ::testing::Test {
     }
     o.tokenizer = engines_[0]->tokenizer();
     o.vocab_size = vocab_;
-    service_ = std::make_unique<RouterServiceImpl>(o);
+    core_ = std::make_unique<RouterCore>(o);
+    service_ = std::make_unique<RouterServiceImpl>(*core_);
     grpc::ServerBuilder builder;
     int port = 0;
     builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
@@ -84,9 +88,16 @@ class RouterServiceTest : public ::testing::Test {
         grpc::CreateChannel(absl::StrCat("127.0.0.1:", port), grpc::InsecureChannelCredentials()));
   }
 
-  void TearDown() override {
+  // The server first (no call reaches the service), then the service and the core.
+  void StopRouter() {
     if (server_ != nullptr) server_->Shutdown(std::chrono::system_clock::now());
+    server_.reset();
     service_.reset();
+    core_.reset();
+  }
+
+  void TearDown() override {
+    StopRouter();
     engines_.clear();
   }
 
@@ -118,6 +129,7 @@ class RouterServiceTest : public ::testing::Test {
   int vocab_ = 0;
   std::vector<std::unique_ptr<LocalEngine>> engines_;
   TablesHolder tables_;
+  std::unique_ptr<RouterCore> core_;
   std::unique_ptr<RouterServiceImpl> service_;
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<rpc::RouterService::Stub> stub_;
@@ -159,8 +171,8 @@ TEST_F(RouterServiceTest, StreamsWhatTheEngineGenerates) {
   EXPECT_EQ(got.tokens, want);
   EXPECT_EQ(got.final.text(), text);
 
-  ASSERT_TRUE(Eventually([&] { return service_->Stats().polls() >= 2; }));
-  const rpc::RouterStats stats = service_->Stats();
+  ASSERT_TRUE(Eventually([&] { return core_->Stats().polls() >= 2; }));
+  const rpc::RouterStats stats = core_->Stats();
   for (const rpc::RankStats& r : stats.ranks()) EXPECT_GT(r.kv_free_tokens(), 0);  // Polled.
   EXPECT_EQ(stats.completed(), 1);
   EXPECT_EQ(stats.completion_tokens(), 12);
@@ -224,7 +236,7 @@ TEST_F(RouterServiceTest, OverloadIsResourceExhaustedAndAcceptedRequestsFinish) 
   for (int i = 0; i < 2; ++i) {
     threads.emplace_back([&, i] { long_ones[i] = Generate(Ids({kX, kY, kX}, 200)); });
   }
-  ASSERT_TRUE(Eventually([&] { return service_->Stats().received() == 2; }));
+  ASSERT_TRUE(Eventually([&] { return core_->Stats().received() == 2; }));
   const Outcome third = Generate(Ids({kX}, 1));
   EXPECT_EQ(third.status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
   for (std::thread& t : threads) t.join();
@@ -232,7 +244,7 @@ TEST_F(RouterServiceTest, OverloadIsResourceExhaustedAndAcceptedRequestsFinish) 
     ASSERT_TRUE(o.status.ok()) << o.status.error_message();
     EXPECT_EQ(o.tokens.size(), 200u);
   }
-  EXPECT_EQ(service_->Stats().rejected(), 1);
+  EXPECT_EQ(core_->Stats().rejected(), 1);
   EXPECT_TRUE(Generate(Ids({kX}, 1)).status.ok());  // Room again.
 }
 
@@ -282,11 +294,11 @@ TEST_F(RouterServiceTest, DeadAndStalledRanksAreReportedWithTheirReasons) {
   engines_[1]->Shutdown();
   const absl::Time start = absl::Now();
   ASSERT_TRUE(Eventually([&] {
-    const rpc::RouterStats s = service_->Stats();
+    const rpc::RouterStats s = core_->Stats();
     return !s.ranks(1).down_reason().empty() && !s.ranks(2).down_reason().empty();
   }));
   EXPECT_LT(absl::Now() - start, absl::Seconds(5));
-  const rpc::RouterStats s = service_->Stats();
+  const rpc::RouterStats s = core_->Stats();
   EXPECT_TRUE(s.ranks(0).down_reason().empty()) << s.ranks(0).down_reason();
   EXPECT_TRUE(s.ranks(0).usable());
   EXPECT_THAT(s.ranks(1).down_reason(), ::testing::HasSubstr("unreachable (dead?)"));
@@ -294,14 +306,14 @@ TEST_F(RouterServiceTest, DeadAndStalledRanksAreReportedWithTheirReasons) {
   EXPECT_FALSE(s.ranks(1).usable());
   EXPECT_FALSE(s.ranks(2).usable());
   EXPECT_GE(s.ranks(1).down_for_s(), 0.0);
-  ASSERT_TRUE(Eventually([&] { return service_->Stats().ranks(1).down_for_s() > 0.2; }));
+  ASSERT_TRUE(Eventually([&] { return core_->Stats().ranks(1).down_for_s() > 0.2; }));
   // Requests avoid both.
   for (int i = 0; i < 3; ++i) {
     const Outcome got = Generate(Ids({kX, kY}, 2));
     ASSERT_TRUE(got.status.ok()) << got.status.error_message();
     EXPECT_EQ(got.final.rank(), 0);
   }
-  service_.reset();  // Its poller may be waiting on the stalled server.
+  StopRouter();  // Its poller may be waiting on the stalled server.
   stalled_server->Shutdown(std::chrono::system_clock::now());
 }
 
@@ -312,7 +324,7 @@ TEST_F(RouterServiceTest, ARequestNoRankCanTakeWaitsForOneToComeBack) {
   g.ranks = {absl::StrCat("127.0.0.1:", port)};
   StartRouter({.groups = {g}, .poll_interval = absl::Milliseconds(50),
                .requeue = absl::Seconds(15)});
-  ASSERT_TRUE(Eventually([&] { return !service_->Stats().ranks(0).down_reason().empty(); }));
+  ASSERT_TRUE(Eventually([&] { return !core_->Stats().ranks(0).down_reason().empty(); }));
   // The rank comes back on its port (a supervisor restarted it) while the request waits.
   std::unique_ptr<LocalEngine> back;
   std::thread restart([&] {
@@ -324,33 +336,33 @@ TEST_F(RouterServiceTest, ARequestNoRankCanTakeWaitsForOneToComeBack) {
   const Outcome got = Generate(Ids({kX, kY}, 2));
   restart.join();
   ASSERT_TRUE(got.status.ok()) << got.status.error_message();
-  EXPECT_GE(service_->Stats().requeued(), 1);
-  EXPECT_EQ(service_->Stats().completed(), 1);
+  EXPECT_GE(core_->Stats().requeued(), 1);
+  EXPECT_EQ(core_->Stats().completed(), 1);
   // Without a requeue window: UNAVAILABLE at once.
-  service_.reset();
+  StopRouter();
   back->Shutdown();
   StartRouter({.groups = {g}, .poll_interval = absl::Milliseconds(50),
                .requeue = absl::ZeroDuration()});
-  ASSERT_TRUE(Eventually([&] { return !service_->Stats().ranks(0).down_reason().empty(); }));
+  ASSERT_TRUE(Eventually([&] { return !core_->Stats().ranks(0).down_reason().empty(); }));
   const absl::Time start = absl::Now();
   const Outcome none = Generate(Ids({kX}, 1));
   EXPECT_EQ(none.status.error_code(), grpc::StatusCode::UNAVAILABLE);
   EXPECT_LT(absl::Now() - start, absl::Seconds(2));
-  EXPECT_EQ(service_->Stats().requeued(), 0);
+  EXPECT_EQ(core_->Stats().requeued(), 0);
 }
 
 TEST_F(RouterServiceTest, ARankThatIsDownIsRetriedElsewhere) {
   StartRouter({.poll_interval = absl::Hours(1), .requeue = absl::Seconds(1)},
               Policy::kRoundRobin);
-  ASSERT_TRUE(Eventually([&] { return service_->Stats().polls() >= 1; }));
-  ASSERT_TRUE(service_->Stats().ranks(1).usable());
+  ASSERT_TRUE(Eventually([&] { return core_->Stats().polls() >= 1; }));
+  ASSERT_TRUE(core_->Stats().ranks(1).usable());
   engines_[1]->Shutdown();
   for (int i = 0; i < 4; ++i) {
     const Outcome got = Generate(Ids({kX, kY}, 3));
     ASSERT_TRUE(got.status.ok()) << got.status.error_message();
     EXPECT_EQ(got.final.rank(), 0);
   }
-  const rpc::RouterStats stats = service_->Stats();
+  const rpc::RouterStats stats = core_->Stats();
   EXPECT_GE(stats.retried(), 1);
   EXPECT_FALSE(stats.ranks(1).usable());
   EXPECT_EQ(stats.completed(), 4);
@@ -378,7 +390,7 @@ TEST_F(RouterServiceTest, ARankThatFailsMidStreamEndsTheStreamUnavailable) {
   EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAVAILABLE) << status.error_message();
   EXPECT_NE(status.error_message().find("engine rank 0 failed after"), std::string::npos)
       << status.error_message();
-  EXPECT_EQ(service_->Stats().retried(), 0);  // Not retried: tokens had been sent.
+  EXPECT_EQ(core_->Stats().retried(), 0);  // Not retried: tokens had been sent.
 }
 
 TEST_F(RouterServiceTest, AnExperimentSplitsTrafficAndRecordsEachArm) {
@@ -422,7 +434,7 @@ TEST_F(RouterServiceTest, AnExperimentSplitsTrafficAndRecordsEachArm) {
     }
   }
   EXPECT_NEAR(100.0 * b / n, 30, 5) << b << " of " << n;  // ChooseGroup's own test: ±2 at 20k.
-  const rpc::RouterStats stats = service_->Stats();
+  const rpc::RouterStats stats = core_->Stats();
   EXPECT_EQ(stats.experiment_id(), *id);
   ASSERT_EQ(stats.arms_size(), 2);
   EXPECT_EQ(stats.arms(0).completed() + stats.arms(1).completed(), n + 5);
@@ -438,8 +450,7 @@ TEST_F(RouterServiceTest, AnExperimentSplitsTrafficAndRecordsEachArm) {
     }
     return true;
   }));
-  server_->Shutdown(std::chrono::system_clock::now());
-  service_.reset();
+  StopRouter();
   (*planner_server)->Shutdown();
 }
 

@@ -14,6 +14,7 @@
 #include "planner/server/planner_service.h"
 #include "planner/store/placement_store.h"
 #include "router/proto/router.grpc.pb.h"
+#include "router/core/router_core.h"
 #include "router/server/router_service.h"
 #include "tests/fuzz/fuzz_util.h"
 
@@ -52,7 +53,8 @@ struct Servers {
     o.vocab_size = 1000;
     o.max_prompt_tokens = 4096;
     o.requeue = absl::ZeroDuration();
-    router_ = std::make_unique<router::RouterServiceImpl>(o);
+    router_core_ = std::make_unique<router::RouterCore>(o);
+    router_ = std::make_unique<router::RouterServiceImpl>(*router_core_);
     grpc::ServerBuilder builder;
     builder.RegisterService(planner_.get());
     builder.RegisterService(engine_.get());
@@ -67,6 +69,7 @@ struct Servers {
   engine::EngineSlot slot_;
   std::unique_ptr<planner::PlannerServiceImpl> planner_;
   std::unique_ptr<engine::EngineServiceImpl> engine_;
+  std::unique_ptr<router::RouterCore> router_core_;
   std::unique_ptr<router::RouterServiceImpl> router_;
   std::unique_ptr<grpc::Server> server_;
   std::shared_ptr<grpc::Channel> channel_;

@@ -24,7 +24,7 @@
 #include "absl/time/time.h"
 #include "nlohmann/json.hpp"
 #include "router/proto/router.grpc.pb.h"
-#include "router/server/latency_window.h"
+#include "router/core/latency_window.h"
 #include "tools/loadgen/workload.h"
 
 namespace semmoe::tools {

@@ -10,6 +10,7 @@
 #include "engine/server/testing/local_engine.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
+#include "router/core/router_core.h"
 #include "router/server/router_service.h"
 #include "tools/tiny_model/tiny_model.h"
 
@@ -34,7 +35,8 @@ class LoadRunnerTest : public ::testing::Test {
     o.vocab_size = engine::model::LoadModelConfig(dir)->vocab_size;
     o.poll_interval = absl::Milliseconds(50);
     o.requeue = absl::ZeroDuration();  // No rank: fail at once (the backoff test wants that).
-    service_ = std::make_unique<router::RouterServiceImpl>(o);
+    core_ = std::make_unique<router::RouterCore>(o);
+    service_ = std::make_unique<router::RouterServiceImpl>(*core_);
     grpc::ServerBuilder builder;
     int port = 0;
     builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
@@ -47,11 +49,14 @@ class LoadRunnerTest : public ::testing::Test {
   }
   void TearDown() override {
     if (server_ != nullptr) server_->Shutdown(std::chrono::system_clock::now());
+    server_.reset();
     service_.reset();
+    core_.reset();
     engines_.clear();
   }
 
   std::vector<std::unique_ptr<engine::testing::LocalEngine>> engines_;
+  std::unique_ptr<router::RouterCore> core_;
   std::unique_ptr<router::RouterServiceImpl> service_;
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<router::rpc::RouterService::Stub> stub_;
@@ -97,7 +102,7 @@ TEST_F(LoadRunnerTest, ClosedLoopMeasuresEveryRequest) {
   EXPECT_DOUBLE_EQ(r->slo_attainment, 1.0);
   // The router saw the same requests; the engines' counters say what the run moved (one rank
   // per group: everything is local).
-  EXPECT_EQ(service_->Stats().completed(), r->completed);
+  EXPECT_EQ(core_->Stats().completed(), r->completed);
   EXPECT_DOUBLE_EQ(r->lar, 1.0);
   EXPECT_EQ(r->a2a_bytes_per_token, 0.0);
 }

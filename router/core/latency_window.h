@@ -1,7 +1,7 @@
 // Percentiles over the most recent samples (a ring of `capacity` values), for the router's
 // latency statistics. Thread-safe.
-#ifndef SEMMOE_ROUTER_SERVER_LATENCY_WINDOW_H_
-#define SEMMOE_ROUTER_SERVER_LATENCY_WINDOW_H_
+#ifndef SEMMOE_ROUTER_CORE_LATENCY_WINDOW_H_
+#define SEMMOE_ROUTER_CORE_LATENCY_WINDOW_H_
 
 #include <algorithm>
 #include <cstdint>
@@ -65,4 +65,4 @@ class LatencyWindow {
 
 }  // namespace semmoe::router
 
-#endif  // SEMMOE_ROUTER_SERVER_LATENCY_WINDOW_H_
+#endif  // SEMMOE_ROUTER_CORE_LATENCY_WINDOW_H_

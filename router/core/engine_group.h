@@ -3,8 +3,8 @@
 // and the latency of the requests it served.
 //
 // Thread-safe.
-#ifndef SEMMOE_ROUTER_SERVER_ENGINE_GROUP_H_
-#define SEMMOE_ROUTER_SERVER_ENGINE_GROUP_H_
+#ifndef SEMMOE_ROUTER_CORE_ENGINE_GROUP_H_
+#define SEMMOE_ROUTER_CORE_ENGINE_GROUP_H_
 
 #include <atomic>
 #include <cstdint>
@@ -19,7 +19,7 @@
 #include "nlohmann/json.hpp"
 #include "router/proto/router.pb.h"
 #include "router/rebatch/rebatcher.h"
-#include "router/server/latency_window.h"
+#include "router/core/latency_window.h"
 #include "router/tables/engine_follow.h"
 #include "router/tables/router_tables.h"
 
@@ -120,4 +120,4 @@ int ChooseGroup(const std::string& key, const std::vector<int>& share_percents);
 
 }  // namespace semmoe::router
 
-#endif  // SEMMOE_ROUTER_SERVER_ENGINE_GROUP_H_
+#endif  // SEMMOE_ROUTER_CORE_ENGINE_GROUP_H_

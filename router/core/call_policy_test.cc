@@ -1,4 +1,4 @@
-#include "router/server/call_policy.h"
+#include "router/core/call_policy.h"
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"

@@ -3,8 +3,8 @@
 // another rank, fail), and the final record the client gets. routed_call.cc applies it; the
 // grpc::Status a client sees is converted from these absl::Status values once, where the call
 // finishes (ToGrpcStatus), and an engine call's grpc::Status once, where it ends (FromGrpcStatus).
-#ifndef SEMMOE_ROUTER_SERVER_CALL_POLICY_H_
-#define SEMMOE_ROUTER_SERVER_CALL_POLICY_H_
+#ifndef SEMMOE_ROUTER_CORE_CALL_POLICY_H_
+#define SEMMOE_ROUTER_CORE_CALL_POLICY_H_
 
 #include <cstdint>
 #include <optional>
@@ -73,4 +73,4 @@ rpc::FinalRecord MakeFinalRecord(const engine::rpc::FinalRecord& engine, const C
 
 }  // namespace semmoe::router
 
-#endif  // SEMMOE_ROUTER_SERVER_CALL_POLICY_H_
+#endif  // SEMMOE_ROUTER_CORE_CALL_POLICY_H_

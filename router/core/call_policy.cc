@@ -1,4 +1,4 @@
-#include "router/server/call_policy.h"
+#include "router/core/call_policy.h"
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"

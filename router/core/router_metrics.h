@@ -4,14 +4,14 @@
 // rebatching window's depth, each arm's share, goodput, LAR and all-to-all bytes per token, the
 // placement version its tables and its engines are on (and whether its tables are usable), and per
 // rank: usable, requests in flight, KV-cache room, LAR.
-#ifndef SEMMOE_ROUTER_SERVER_ROUTER_METRICS_H_
-#define SEMMOE_ROUTER_SERVER_ROUTER_METRICS_H_
+#ifndef SEMMOE_ROUTER_CORE_ROUTER_METRICS_H_
+#define SEMMOE_ROUTER_CORE_ROUTER_METRICS_H_
 
 #include <string>
 #include <vector>
 
 #include "router/proto/router.pb.h"
-#include "router/server/engine_group.h"
+#include "router/core/engine_group.h"
 
 namespace semmoe::router {
 
@@ -22,4 +22,4 @@ std::string RouterMetricsText(const rpc::RouterStats& stats,
 
 }  // namespace semmoe::router
 
-#endif  // SEMMOE_ROUTER_SERVER_ROUTER_METRICS_H_
+#endif  // SEMMOE_ROUTER_CORE_ROUTER_METRICS_H_

@@ -1,4 +1,4 @@
-#include "router/server/router_metrics.h"
+#include "router/core/router_metrics.h"
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"

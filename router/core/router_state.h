@@ -1,7 +1,7 @@
-// The state a router's calls share with the service: its options, engine groups (A/B arms) and
-// counters. Owned by RouterServiceImpl; calls hold it while they finish.
-#ifndef SEMMOE_ROUTER_SERVER_ROUTER_STATE_H_
-#define SEMMOE_ROUTER_SERVER_ROUTER_STATE_H_
+// The state a router's calls share with its core: its options, engine groups (A/B arms) and
+// counters. Owned by RouterCore; calls hold it while they finish.
+#ifndef SEMMOE_ROUTER_CORE_ROUTER_STATE_H_
+#define SEMMOE_ROUTER_CORE_ROUTER_STATE_H_
 
 #include <atomic>
 #include <cstdint>
@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
-#include "router/server/engine_group.h"
-#include "router/server/latency_window.h"
-#include "router/server/router_service.h"
+#include "router/core/engine_group.h"
+#include "router/core/latency_window.h"
+#include "router/core/router_core.h"
 
 namespace semmoe::router {
 
@@ -35,4 +35,4 @@ struct RouterState {
 
 }  // namespace semmoe::router
 
-#endif  // SEMMOE_ROUTER_SERVER_ROUTER_STATE_H_
+#endif  // SEMMOE_ROUTER_CORE_ROUTER_STATE_H_

@@ -1,4 +1,4 @@
-#include "router/server/engine_group.h"
+#include "router/core/engine_group.h"
 
 #include <string>
 #include <vector>

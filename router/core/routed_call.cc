@@ -1,4 +1,4 @@
-#include "router/server/routed_call.h"
+#include "router/core/routed_call.h"
 
 #include <algorithm>
 #include <memory>
@@ -9,14 +9,13 @@
 #include "absl/time/clock.h"
 #include "common/grpc_status.h"
 #include "grpcpp/alarm.h"
-#include "router/server/call_policy.h"
+#include "router/core/call_policy.h"
 
 namespace semmoe::router {
 namespace {
 
 using EngineRequest = engine::rpc::GenerateRequest;
 using EngineResponse = engine::rpc::GenerateResponse;
-using Response = rpc::GenerateResponse;
 using Shared = RouterState;
 
 class Call;
@@ -41,26 +40,30 @@ class Upstream : public grpc::ClientReadReactor<EngineResponse> {
   std::shared_ptr<Upstream> self_;
 };
 
-// One client call: admission to its end. All state under mu_; reactor operations are issued
-// outside it (a reaction may run inline).
-class Call : public std::enable_shared_from_this<Call> {
+// One client call: admission to its end. All state under mu_; the sink is called outside it,
+// from one thread at a time (the engine stream's reads are sequential, and placement, the
+// requeue alarm and the stream never run for one call at once).
+class Call : public CallHandle, public std::enable_shared_from_this<Call> {
  public:
-  Call(std::shared_ptr<Shared> shared, EngineGroup& group, EngineRequest request,
-       PendingRequest pending, absl::Time start, absl::Time hold_until,
-       std::optional<absl::Time> deadline, int64_t version)
-      : shared_(std::move(shared)),
-        group_(group),
-        request_(std::move(request)),
-        pending_(std::move(pending)),
-        start_(start),
-        hold_until_(hold_until),
-        deadline_(deadline),
-        version_(version) {}
-  ~Call() { shared_->in_flight.fetch_sub(1); }
-
-  void Attach(grpc::ServerWriteReactor<Response>* reactor) {
-    absl::MutexLock lock(&mu_);
-    reactor_ = reactor;
+  explicit Call(RoutedCallParams p)
+      : shared_(std::move(p.state)),
+        group_(*p.group),
+        request_(std::move(p.request)),
+        pending_(std::move(p.pending)),
+        start_(p.start),
+        hold_until_(p.hold_until),
+        deadline_(p.deadline),
+        version_(p.version),
+        sink_(std::move(p.sink)) {}
+  ~Call() override {
+    // The door dropped its handle before the end (it should keep it): the sink still hears one.
+    bool finished;
+    {
+      absl::MutexLock lock(&mu_);
+      finished = finished_;
+    }
+    if (!finished) sink_->OnEnd(absl::CancelledError("the call was dropped"), nullptr);
+    shared_->in_flight.fetch_sub(1);
   }
 
   void Place() {
@@ -100,11 +103,11 @@ class Call : public std::enable_shared_from_this<Call> {
         if (!first_token_.has_value()) first_token_ = now;
         last_token_ = now;
         received_ += message.token_ids_size();
-        tokens_.insert(tokens_.end(), message.token_ids().begin(), message.token_ids().end());
       }
       if (message.has_final()) engine_final_ = message.final();
+      if (finished_ || message.token_ids_size() == 0) return;
     }
-    Pump();
+    sink_->OnTokens(message.token_ids());
   }
 
   // `status`: the engine call's end (converted from gRPC's once, in Upstream::OnDone).
@@ -122,7 +125,6 @@ class Call : public std::enable_shared_from_this<Call> {
                                 .cancelled = cancelled_,
                                 .excluded = static_cast<int>(pending_.exclude.size()),
                                 .group_size = group_.size()});
-      if (decision.kind == Kind::kComplete) Complete();
       if (decision.kind == Kind::kRetry) {
         pending_.exclude.push_back(rank);
         last_error_ = decision.note;
@@ -141,13 +143,14 @@ class Call : public std::enable_shared_from_this<Call> {
         FinishWith(decision.status);
         return;
       case Kind::kComplete:
-        Pump();
+        Complete();
         return;
     }
   }
 
-  // The client went away or its deadline passed.
-  void Cancel() {
+  // The client went away. The end comes from the engine call's end (CANCELLED), or from the
+  // placement when the call is still in the window or waiting to be placed again.
+  void Cancel() override {
     std::shared_ptr<Upstream> upstream;
     {
       absl::MutexLock lock(&mu_);
@@ -157,54 +160,18 @@ class Call : public std::enable_shared_from_this<Call> {
     if (upstream != nullptr) upstream->Cancel();
   }
 
-  void WriteDone(bool ok) {
-    bool finish_now = false;
-    std::optional<absl::Status> deferred;
+  // The call's one exit (`final` with OK).
+  void FinishWith(const absl::Status& status, const rpc::FinalRecord* final = nullptr) {
     {
       absl::MutexLock lock(&mu_);
-      writing_ = false;
-      finish_now = ok && final_sent_;
-      deferred.swap(deferred_);
-    }
-    if (deferred.has_value()) {
-      FinishWith(*deferred);
-      return;
-    }
-    if (!ok) {
-      Cancel();
-      FinishWith(absl::CancelledError("the client stream broke"));
-      return;
-    }
-    if (finish_now) {
-      FinishWith(absl::OkStatus());
-      return;
-    }
-    Pump();
-  }
-
-  void Detach() {
-    absl::MutexLock lock(&mu_);
-    reactor_ = nullptr;
-  }
-
-  // The call's one exit: its absl::Status becomes the client's grpc::Status here.
-  void FinishWith(const absl::Status& status) {
-    grpc::ServerWriteReactor<Response>* reactor;
-    {
-      absl::MutexLock lock(&mu_);
-      if (finished_ || reactor_ == nullptr) return;
-      if (writing_) {  // WriteDone finishes.
-        if (!status.ok() && !deferred_.has_value()) deferred_ = status;
-        return;
-      }
+      if (finished_) return;
       finished_ = true;
-      reactor = reactor_;
     }
     if (!status.ok() && !absl::IsCancelled(status)) {
       shared_->failed.fetch_add(1);
       group_.Failed();
     }
-    reactor->Finish(ToGrpcStatus(status));
+    sink_->OnEnd(status, final);
   }
 
  private:
@@ -224,7 +191,7 @@ class Call : public std::enable_shared_from_this<Call> {
       alarm = alarms_.emplace_back(std::make_unique<grpc::Alarm>()).get();
     }
     shared_->requeued.fetch_add(1);
-    // The reactor keeps the call alive until it finishes; a cancelled alarm finds it gone.
+    // The door's handle keeps the call alive until it ends; a cancelled alarm finds it gone.
     alarm->Set(absl::ToChronoTime(now + kStep),
                [weak = std::weak_ptr<Call>(shared_from_this())](bool ok) {
                  if (auto self = weak.lock(); self != nullptr) self->Place();
@@ -232,16 +199,19 @@ class Call : public std::enable_shared_from_this<Call> {
     return true;
   }
 
-  // The router's final record from the engine's (under mu_).
-  void Complete() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
-    final_ = MakeFinalRecord(*engine_final_,
-                             {.start = start_,
-                              .placed = placed_,
-                              .first_token = first_token_,
-                              .last_token = last_token_,
-                              .now = absl::Now()},
-                             rank_, group_.name(), retries_, version_, group_.rank_lar(rank_));
-    const rpc::FinalRecord& f = *final_;
+  // The router's final record from the engine's, counted, then the end.
+  void Complete() {
+    rpc::FinalRecord f;
+    {
+      absl::MutexLock lock(&mu_);
+      f = MakeFinalRecord(*engine_final_,
+                          {.start = start_,
+                           .placed = placed_,
+                           .first_token = first_token_,
+                           .last_token = last_token_,
+                           .now = absl::Now()},
+                          rank_, group_.name(), retries_, version_, group_.rank_lar(rank_));
+    }
     const int n = f.completion_tokens();
     group_.Completed(f);
     shared_->completed.fetch_add(1);
@@ -250,26 +220,7 @@ class Call : public std::enable_shared_from_this<Call> {
     if (n > 1) shared_->tpot.Add(f.tpot_ms());
     shared_->e2e.Add(f.e2e_ms());
     shared_->queue.Add(f.queue_ms());
-  }
-
-  // Issues the next write if one is due.
-  void Pump() {
-    grpc::ServerWriteReactor<Response>* reactor = nullptr;
-    {
-      absl::MutexLock lock(&mu_);
-      if (reactor_ == nullptr || finished_ || writing_ || final_sent_) return;
-      if (tokens_.empty() && !final_.has_value()) return;
-      out_.Clear();
-      for (int32_t t : tokens_) out_.add_token_ids(t);
-      tokens_.clear();
-      if (final_.has_value()) {
-        *out_.mutable_final() = *final_;
-        final_sent_ = true;
-      }
-      writing_ = true;
-      reactor = reactor_;
-    }
-    reactor->StartWrite(&out_);
+    FinishWith(absl::OkStatus(), &f);
   }
 
   const std::shared_ptr<Shared> shared_;
@@ -280,7 +231,7 @@ class Call : public std::enable_shared_from_this<Call> {
   const absl::Time start_, hold_until_;
   const std::optional<absl::Time> deadline_;
   const int64_t version_;
-  grpc::ServerWriteReactor<Response>* reactor_ ABSL_GUARDED_BY(mu_) = nullptr;
+  const std::shared_ptr<CallSink> sink_;
   std::shared_ptr<Upstream> upstream_ ABSL_GUARDED_BY(mu_);
   int rank_ ABSL_GUARDED_BY(mu_) = -1;
   int retries_ ABSL_GUARDED_BY(mu_) = 0;
@@ -289,16 +240,10 @@ class Call : public std::enable_shared_from_this<Call> {
   std::optional<absl::Time> first_token_ ABSL_GUARDED_BY(mu_);
   absl::Time last_token_ ABSL_GUARDED_BY(mu_);
   int64_t received_ ABSL_GUARDED_BY(mu_) = 0;
-  std::vector<int32_t> tokens_ ABSL_GUARDED_BY(mu_);
   std::optional<engine::rpc::FinalRecord> engine_final_ ABSL_GUARDED_BY(mu_);
-  std::optional<rpc::FinalRecord> final_ ABSL_GUARDED_BY(mu_);
   bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
-  bool writing_ ABSL_GUARDED_BY(mu_) = false;
-  bool final_sent_ ABSL_GUARDED_BY(mu_) = false;
   bool finished_ ABSL_GUARDED_BY(mu_) = false;
-  std::optional<absl::Status> deferred_ ABSL_GUARDED_BY(mu_);  // An error to end with.
   std::vector<std::unique_ptr<grpc::Alarm>> alarms_ ABSL_GUARDED_BY(mu_);
-  Response out_;                                               // The message in flight.
 };
 
 void Upstream::Start(std::shared_ptr<Upstream> self, engine::rpc::EngineService::Stub& stub,
@@ -323,46 +268,12 @@ void Upstream::OnDone(const grpc::Status& status) {
   self_.reset();  // May delete this.
 }
 
-class CallReactor : public grpc::ServerWriteReactor<Response> {
- public:
-  explicit CallReactor(std::shared_ptr<Call> call) : call_(std::move(call)) { call_->Attach(this); }
-  void OnWriteDone(bool ok) override { call_->WriteDone(ok); }
-  void OnCancel() override {
-    call_->Cancel();
-    call_->FinishWith(absl::CancelledError("cancelled by the client"));
-  }
-  void OnDone() override {
-    call_->Detach();
-    delete this;
-  }
-
- private:
-  std::shared_ptr<Call> call_;
-};
-
-class ErrorReactor : public grpc::ServerWriteReactor<Response> {
- public:
-  explicit ErrorReactor(const absl::Status& status) { Finish(ToGrpcStatus(status)); }
-  void OnDone() override { delete this; }
-};
-
 }  // namespace
 
-grpc::ServerWriteReactor<Response>* StartRoutedCall(std::shared_ptr<RouterState> state,
-                                                    EngineGroup& group, EngineRequest request,
-                                                    PendingRequest pending, absl::Time start,
-                                                    absl::Time hold_until,
-                                                    std::optional<absl::Time> deadline,
-                                                    int64_t version) {
-  auto call = std::make_shared<Call>(std::move(state), group, std::move(request),
-                                     std::move(pending), start, hold_until, deadline, version);
-  auto* reactor = new CallReactor(call);
+std::shared_ptr<CallHandle> StartRoutedCall(RoutedCallParams params) {
+  auto call = std::make_shared<Call>(std::move(params));
   call->Place();
-  return reactor;
-}
-
-grpc::ServerWriteReactor<Response>* ErrorCall(const absl::Status& status) {
-  return new ErrorReactor(status);
+  return call;
 }
 
 }  // namespace semmoe::router

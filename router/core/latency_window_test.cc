@@ -1,4 +1,4 @@
-#include "router/server/latency_window.h"
+#include "router/core/latency_window.h"
 
 #include "gtest/gtest.h"
 

@@ -1,4 +1,4 @@
-#include "router/server/router_metrics.h"
+#include "router/core/router_metrics.h"
 
 #include "absl/strings/str_cat.h"
 #include "common/metrics.h"
