@@ -93,6 +93,11 @@ absl::StatusOr<J> ParseBounded(absl::string_view text, absl::string_view what, i
     // syntax error while parsing value - invalid literal; last read: 'x'".
     std::string reason = sax.error();
     if (const size_t at = reason.find("] "); at != std::string::npos) reason.erase(0, at + 2);
+    // It quotes the input ("last read: '...'"): bytes that are not printable ASCII become '?',
+    // so the message is safe in any JSON or log it goes to.
+    for (char& c : reason) {
+      if (c < 0x20 || c > 0x7e) c = '?';
+    }
     return absl::InvalidArgumentError(
         absl::StrCat(what, ": invalid JSON", reason.empty() ? "" : ": ", reason));
   }

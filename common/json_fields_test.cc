@@ -16,7 +16,7 @@ TEST(JsonNestingDepthTest, CountsArraysAndObjectsNotStrings) {
   EXPECT_EQ(JsonNestingDepth("1"), 0);
   EXPECT_EQ(JsonNestingDepth(R"({"a": [1, {"b": []}]})"), 4);
   EXPECT_EQ(JsonNestingDepth(R"({"a": "[[[[{{{{", "b": "\"[["})"), 1);
-  EXPECT_EQ(JsonNestingDepth("]]]][[]"), 2);  // Stray closers do not go below zero.
+  EXPECT_EQ(JsonNestingDepth("]]]][[]"), 2);            // Stray closers do not go below zero.
   EXPECT_EQ(JsonNestingDepth(Nested(100000), 10), 11);  // Stops counting past the bound.
 }
 
@@ -61,6 +61,10 @@ TEST(ParseJsonTest, InvalidJsonSaysWhere) {
   ASSERT_FALSE(parsed.ok());
   EXPECT_THAT(parsed.status().message(), HasSubstr("body: invalid JSON: parse error at line 1"));
   EXPECT_FALSE(ParseJson("", "body").ok());
+  // The message quotes the input: never with bytes that would break the JSON it is sent in.
+  const std::string message(ParseJson("{\"a\": \xac\xff}", "body").status().message());
+  EXPECT_THAT(message, HasSubstr("invalid JSON"));
+  for (unsigned char c : message) EXPECT_TRUE(c >= 0x20 && c <= 0x7e) << message;
   EXPECT_FALSE(ParseJson("[1] [2]", "body").ok());  // Trailing input.
 }
 

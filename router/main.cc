@@ -15,10 +15,11 @@
 //           each arm's metrics in the experiment)
 //
 // Exit status: 0 after Ctrl-C / SIGTERM, 1 when serving failed, 2 for bad usage.
-#include <algorithm>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/resource.h>
 
+#include <algorithm>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -46,6 +47,15 @@ ABSL_FLAG(std::string, http_port_file, "", "write the bound HTTP port here once 
 ABSL_FLAG(std::string, served_model_name, "",
           "the model's name for HTTP clients (\"model\"); default: the model directory's name");
 ABSL_FLAG(int, default_chat_max_tokens, 1024, "HTTP chat requests without max_tokens");
+ABSL_FLAG(int, http_threads, 2, "HTTP: I/O threads (every connection shares them)");
+ABSL_FLAG(int, http_max_connections, 16384, "HTTP: open connections; more are closed at once");
+ABSL_FLAG(int64_t, http_max_header_bytes, 16 << 10, "HTTP: request line and headers (431 beyond)");
+ABSL_FLAG(int64_t, http_max_body_bytes, 32 << 20, "HTTP: a request body (413 beyond)");
+ABSL_FLAG(int, http_max_requests_per_connection, 10000, "HTTP: then Connection: close");
+ABSL_FLAG(double, http_header_timeout_s, 10, "HTTP: a new connection's headers must arrive within");
+ABSL_FLAG(double, http_idle_timeout_s, 30, "HTTP: a kept-alive connection's next request within");
+ABSL_FLAG(double, http_body_timeout_s, 60, "HTTP: a request body within, after its headers");
+ABSL_FLAG(double, http_write_timeout_s, 30, "HTTP: each response write within (slow readers)");
 ABSL_FLAG(std::string, policy, "semantic", "semantic, round_robin or least_loaded");
 ABSL_FLAG(double, balance_eps, 0.05, "semantic: rank load ≤ (1 + eps) × mean + one request");
 ABSL_FLAG(double, window_ms, 2, "rebatching window, ms");
@@ -94,6 +104,16 @@ int Run() {
   o.http_port = absl::GetFlag(FLAGS_http_port);
   o.served_model_name = absl::GetFlag(FLAGS_served_model_name);
   o.default_chat_max_tokens = absl::GetFlag(FLAGS_default_chat_max_tokens);
+  o.http_threads = absl::GetFlag(FLAGS_http_threads);
+  o.http_limits = {
+      .max_connections = absl::GetFlag(FLAGS_http_max_connections),
+      .max_header_bytes = absl::GetFlag(FLAGS_http_max_header_bytes),
+      .max_body_bytes = absl::GetFlag(FLAGS_http_max_body_bytes),
+      .max_requests_per_connection = absl::GetFlag(FLAGS_http_max_requests_per_connection),
+      .header_timeout = absl::Seconds(absl::GetFlag(FLAGS_http_header_timeout_s)),
+      .idle_timeout = absl::Seconds(absl::GetFlag(FLAGS_http_idle_timeout_s)),
+      .body_timeout = absl::Seconds(absl::GetFlag(FLAGS_http_body_timeout_s)),
+      .write_timeout = absl::Seconds(absl::GetFlag(FLAGS_http_write_timeout_s))};
   absl::StatusOr<Policy> policy = ParsePolicy(absl::GetFlag(FLAGS_policy));
   if (!policy.ok()) return Usage(std::string(policy.status().message()));
   o.rebatch = {.policy = *policy,
@@ -128,6 +148,12 @@ int Run() {
   sigaddset(&stop, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stop, nullptr);
 
+  // One descriptor per HTTP connection: the soft limit (often 1,024) up to the hard one.
+  rlimit files{};
+  if (getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < files.rlim_max) {
+    files.rlim_cur = files.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &files);
+  }
   WarnIfPlaintext(o.listen, "the router");
   absl::StatusOr<std::unique_ptr<RouterServer>> server = RouterServer::Start(o);
   if (!server.ok()) return Fail(server.status());

@@ -43,6 +43,11 @@ check "router binaries and libraries depend on no planner internals" \
 check "the router depends on no engine core (only its proto and tokenizer)" \
   'kind("cc_binary|cc_library", //router/...) except attr(testonly, 1, //router/...)' \
   '//engine/parallel/... + //engine/runtime/... + //engine/server/... + //engine/gpu/...'
+check "the router core depends on no door (its gRPC service, its HTTP door)" \
+  '//router/core/... except attr(testonly, 1, //router/core/...)' \
+  '//router/server/... + //router/http/... + //router/openai/...'
+check "the HTTP door reaches the core, never the router's gRPC service" \
+  'kind("cc_library", //router/http/...)' '//router/server/... + //router/proto:router_cc_grpc'
 check "kernels depend on no component" '//kernels/...' "$COMPONENTS"
 check "common depends on no component" '//common/...' "$COMPONENTS + //kernels/..."
 # Without the toolkit (--config=nocuda), the CPU product reaches nothing of CUDA: the GPU path

@@ -67,6 +67,9 @@ ABSL_FLAG(std::string, affinity, "",
 ABSL_FLAG(std::string, run_dir, "", "logs, ports and the rendezvous (default: a fresh /tmp dir)");
 ABSL_FLAG(std::string, endpoints_file, "", "write the endpoints here as JSON once serving");
 ABSL_FLAG(int, kv_cache_mb, 256, "KV cache per rank, MiB");
+ABSL_FLAG(int, max_running, 0, "sequences in a rank's batch at most (0: the engine's default)");
+ABSL_FLAG(std::vector<std::string>, router_flags, {},
+          "more flags for the router, comma-separated (e.g. --http_threads=4)");
 ABSL_FLAG(std::string, device, "cpu",
           "cpu, or cuda: rank r serves from CUDA device r (one GPU per rank; A/B arms take "
           "consecutive devices)");
@@ -127,6 +130,7 @@ absl::Status StartRouter(Cluster& c, const std::string& model, std::vector<std::
                              JoinPath(c.run_dir, "router.http_port")});
   }
   argv.insert(argv.end(), extra.begin(), extra.end());
+  for (const std::string& flag : absl::GetFlag(FLAGS_router_flags)) argv.push_back(flag);
   const std::vector<std::string> security = SecurityFlagsForChild();
   argv.insert(argv.end(), security.begin(), security.end());
   unlink(JoinPath(c.run_dir, "router.port").c_str());
@@ -161,16 +165,22 @@ absl::Status Start(Cluster& c, sigset_t& stop_signals) {
 
   // The engine groups: one, or one per arm of the experiment, with their versions' files.
   std::vector<EngineGroupSpec> specs;
-  const EngineGroupSpec base = {.engine_binary = engine_bin,
-                                .model = model,
-                                .attn = attn,
-                                .ranks = g,
-                                .kv_cache_mb = absl::GetFlag(FLAGS_kv_cache_mb),
-                                .run_dir = c.run_dir,
-                                .cuda = absl::GetFlag(FLAGS_device) == "cuda",
-                                .rollout_mb_per_s = absl::GetFlag(FLAGS_rollout_mb_per_s),
-                                .sample_routing = absl::GetFlag(FLAGS_sample_routing),
-                                .extra_flags = SecurityFlagsForChild()};
+  EngineGroupSpec base = {.engine_binary = engine_bin,
+                          .model = model,
+                          .attn = attn,
+                          .ranks = g,
+                          .kv_cache_mb = absl::GetFlag(FLAGS_kv_cache_mb),
+                          .run_dir = c.run_dir,
+                          .cuda = absl::GetFlag(FLAGS_device) == "cuda",
+                          .rollout_mb_per_s = absl::GetFlag(FLAGS_rollout_mb_per_s),
+                          .sample_routing = absl::GetFlag(FLAGS_sample_routing),
+                          .extra_flags = SecurityFlagsForChild()};
+  if (absl::GetFlag(FLAGS_max_running) < 0) {
+    return absl::InvalidArgumentError("--max_running must be ≥ 0");
+  }
+  if (absl::GetFlag(FLAGS_max_running) > 0) {
+    base.extra_flags.push_back(absl::StrCat("--max_running=", absl::GetFlag(FLAGS_max_running)));
+  }
   if (absl::GetFlag(FLAGS_device) != "cpu" && absl::GetFlag(FLAGS_device) != "cuda") {
     return absl::InvalidArgumentError("--device must be cpu or cuda");
   }

@@ -2,8 +2,8 @@
 
 #include <cstdlib>
 
-#include "common/file.h"
 #include "absl/time/clock.h"
+#include "common/file.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tools/tiny_model/tiny_model.h"
@@ -50,9 +50,8 @@ TEST(CheckPromptTest, TextNeedsATokenizerAndOnlyOneForm) {
 
   // A text too long for the model: OUT_OF_RANGE from its size alone (30 MB, answered at once), or
   // from its tokens once encoded.
-  const PromptLimits positions{.tokenizer = tokenizer->get(),
-                               .vocab_size = 100000,
-                               .max_prompt_tokens = 8};
+  const PromptLimits positions{
+      .tokenizer = tokenizer->get(), .vocab_size = 100000, .max_prompt_tokens = 8};
   const absl::Time start = absl::Now();
   auto huge = CheckPrompt(std::string(30 << 20, 'a'), {}, 4, positions);
   EXPECT_EQ(huge.status().code(), absl::StatusCode::kOutOfRange);

@@ -81,8 +81,9 @@ absl::StatusOr<PretokenizerKind> CheckPretokenizer(const nlohmann::json& p) {
     return PretokenizerKind::kDeepseekV3;
   }
   if (list.size() == 2 && StringOr(list[0], "type", "") == "Split") {
-    return Bad("pre_tokenizer: the Split regex is not the Qwen2 pattern, or not Isolated "
-               "(unsupported)");
+    return Bad(
+        "pre_tokenizer: the Split regex is not the Qwen2 pattern, or not Isolated "
+        "(unsupported)");
   }
   return Bad(expected);
 }

@@ -4,10 +4,11 @@
 // Supported: normalizer null, NFC or an empty Sequence; pre_tokenizer
 // Sequence[Split(Qwen2 pattern, Isolated), ByteLevel(use_regex=false)] or DeepSeek-V3's
 // Sequence[Split × 3 (its patterns, Isolated), ByteLevel(use_regex=false)] (pretokenizer.h; a
-// bare ByteLevel pre-tokenizer means GPT-2's pattern, which is not implemented and is refused); model BPE with `vocab`, `merges` as "a b" strings or ["a", "b"] pairs, no
-// dropout, no unk token, no byte fallback; `added_tokens` (special or not) matched on the raw
-// text before normalisation, longest first. Anything else is an InvalidArgument naming the
-// field, so a tokenizer we would get wrong is refused at load, not at serving time.
+// bare ByteLevel pre-tokenizer means GPT-2's pattern, which is not implemented and is refused);
+// model BPE with `vocab`, `merges` as "a b" strings or ["a", "b"] pairs, no dropout, no unk token,
+// no byte fallback; `added_tokens` (special or not) matched on the raw text before normalisation,
+// longest first. Anything else is an InvalidArgument naming the field, so a tokenizer we would get
+// wrong is refused at load, not at serving time.
 //
 // Thread-safety: immutable after construction; Encode/Decode are safe from several threads.
 #ifndef SEMMOE_ENGINE_MODEL_TOKENIZER_H_
@@ -22,7 +23,6 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-
 #include "engine/model/pretokenizer.h"
 
 namespace semmoe::engine::model {
@@ -73,16 +73,16 @@ class Tokenizer {
   bool nfc_ = false;
   int max_token_bytes_ = 1;
   PretokenizerKind pretokenizer_ = PretokenizerKind::kQwen2;
-  std::vector<std::string> id_to_bytes_;        // Raw bytes of each id ("" for holes).
-  std::vector<bool> special_;                   // Per id.
+  std::vector<std::string> id_to_bytes_;  // Raw bytes of each id ("" for holes).
+  std::vector<bool> special_;             // Per id.
   absl::flat_hash_map<std::string, int32_t> bytes_to_id_;
-  int32_t byte_ids_[256];                       // The id of each single byte.
+  int32_t byte_ids_[256];  // The id of each single byte.
   absl::flat_hash_map<uint64_t, Merge> merges_;
   struct Added {
     std::string content;
     int32_t id;
   };
-  std::vector<Added> added_;  // Longest content first.
+  std::vector<Added> added_;         // Longest content first.
   bool added_first_byte_[256] = {};  // Whether some added token starts with this byte.
 };
 

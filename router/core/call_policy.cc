@@ -49,8 +49,8 @@ AttemptDecision DecideAttempt(const AttemptEnd& end) {
   // re-forming rank's is placed again even when every rank was tried — placement then waits
   // for a rank to come back within the router's requeue window (routed_call.cc).
   const bool untried_left = end.excluded + 1 < end.group_size;
-  const bool retriable = absl::IsUnavailable(end.status) ||
-                         (absl::IsResourceExhausted(end.status) && untried_left);
+  const bool retriable =
+      absl::IsUnavailable(end.status) || (absl::IsResourceExhausted(end.status) && untried_left);
   if (end.tokens_received == 0 && retriable) {
     return {.kind = Kind::kRetry,
             .note = absl::StrCat("rank ", end.rank, ": ", end.status.message()),

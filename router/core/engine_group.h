@@ -17,9 +17,9 @@
 #include "common/metrics.h"
 #include "engine/proto/engine.grpc.pb.h"
 #include "nlohmann/json.hpp"
+#include "router/core/latency_window.h"
 #include "router/proto/router.pb.h"
 #include "router/rebatch/rebatcher.h"
-#include "router/core/latency_window.h"
 #include "router/tables/engine_follow.h"
 #include "router/tables/router_tables.h"
 
@@ -102,8 +102,8 @@ class EngineGroup {
       e2e_s_{metrics::LatencyBuckets()}, queue_s_{metrics::LatencyBuckets()};
   std::atomic<int64_t> admitted_since_poll_{0};
   mutable absl::Mutex mu_;
-  int64_t waiting_ ABSL_GUARDED_BY(mu_) = 0;     // Σ engines' waiting, last poll.
-  double rate_per_s_ ABSL_GUARDED_BY(mu_) = 0;   // Completions, smoothed over ~5 s.
+  int64_t waiting_ ABSL_GUARDED_BY(mu_) = 0;      // Σ engines' waiting, last poll.
+  double rate_per_s_ ABSL_GUARDED_BY(mu_) = 0;    // Completions, smoothed over ~5 s.
   double rate_seconds_ ABSL_GUARDED_BY(mu_) = 0;  // How long the rate has been measured.
   int64_t completed_at_poll_ ABSL_GUARDED_BY(mu_) = 0;
   absl::Time last_poll_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();

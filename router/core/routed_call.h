@@ -11,8 +11,8 @@
 
 #include "absl/time/time.h"
 #include "engine/proto/engine.pb.h"
-#include "router/core/router_api.h"
 #include "router/core/engine_group.h"
+#include "router/core/router_api.h"
 #include "router/core/router_state.h"
 #include "router/rebatch/assigner.h"
 

@@ -91,9 +91,9 @@ void RouterCore::Report() {
   }
 }
 
-absl::StatusOr<std::shared_ptr<CallHandle>> RouterCore::Submit(
-    const rpc::GenerateRequest& request, std::optional<absl::Time> deadline,
-    std::shared_ptr<CallSink> sink) {
+absl::StatusOr<std::shared_ptr<CallHandle>> RouterCore::Submit(const rpc::GenerateRequest& request,
+                                                               std::optional<absl::Time> deadline,
+                                                               std::shared_ptr<CallSink> sink) {
   const absl::Time start = absl::Now();
   shared_->received.fetch_add(1);
   const RouterOptions& o = shared_->options;
@@ -151,9 +151,8 @@ absl::StatusOr<std::shared_ptr<CallHandle>> RouterCore::Submit(
     pending.fit = tables->Fit(prompt);
     version = tables->version;
   }
-  const absl::Duration max_queue = request.max_queue_ms() > 0
-                                       ? absl::Milliseconds(request.max_queue_ms())
-                                       : o.default_max_queue;
+  const absl::Duration max_queue =
+      request.max_queue_ms() > 0 ? absl::Milliseconds(request.max_queue_ms()) : o.default_max_queue;
   return StartRoutedCall({.state = shared_,
                           .group = &group,
                           .request = std::move(up),

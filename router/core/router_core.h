@@ -29,8 +29,8 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "engine/model/tokenizer.h"
-#include "router/core/router_api.h"
 #include "router/core/engine_group.h"
+#include "router/core/router_api.h"
 #include "router/proto/router.pb.h"
 
 namespace semmoe::router {

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "router/proto/router.pb.h"
 #include "router/core/engine_group.h"
+#include "router/proto/router.pb.h"
 
 namespace semmoe::router {
 

@@ -56,7 +56,8 @@ class CompletionSink : public CallSink {
     if (!stream_) return;
     Begin();
     absl::StatusOr<std::string> piece = text_.Add(ids);
-    if (piece.ok() && !piece->empty()) Event(openai::Chunk(header_, *piece, "", false, include_usage_));
+    if (piece.ok() && !piece->empty())
+      Event(openai::Chunk(header_, *piece, "", false, include_usage_));
   }
 
   void OnEnd(const absl::Status& status, const rpc::FinalRecord* final) override {
@@ -91,7 +92,8 @@ class CompletionSink : public CallSink {
     if (began_) return;
     began_ = true;
     // Proxies: do not buffer the stream.
-    res_->StartStream(200, "text/event-stream", {{"Cache-Control", "no-cache"}, {"X-Accel-Buffering", "no"}});
+    res_->StartStream(200, "text/event-stream",
+                      {{"Cache-Control", "no-cache"}, {"X-Accel-Buffering", "no"}});
     if (header_.endpoint == Endpoint::kChatCompletions) {
       Event(openai::Chunk(header_, "", "", true, include_usage_));
     }
@@ -111,12 +113,12 @@ class CompletionSink : public CallSink {
 std::string DoorMetrics(const HttpCounters& c) {
   std::string out;
   auto series = [&out](const char* name, const char* type, const char* help, int64_t v) {
-    absl::StrAppend(&out, "# HELP ", name, " ", help, "\n# TYPE ", name, " ", type, "\n", name,
-                    " ", v, "\n");
+    absl::StrAppend(&out, "# HELP ", name, " ", help, "\n# TYPE ", name, " ", type, "\n", name, " ",
+                    v, "\n");
   };
   series("semmoe_router_http_connections", "gauge", "Open HTTP connections.", c.connections_open);
-  series("semmoe_router_http_connections_accepted_total", "counter",
-         "HTTP connections accepted.", c.connections_accepted);
+  series("semmoe_router_http_connections_accepted_total", "counter", "HTTP connections accepted.",
+         c.connections_accepted);
   series("semmoe_router_http_connections_refused_total", "counter",
          "HTTP connections closed at once: past the connection limit.", c.connections_refused);
   series("semmoe_router_http_requests_total", "counter", "HTTP requests read whole.", c.requests);
@@ -162,27 +164,27 @@ struct Context {
   void Completion(Endpoint endpoint, const HttpRequest& req,
                   std::shared_ptr<HttpResponse> res) const {
     openai::OpenAiRequest r;
-    if (std::optional<ApiError> e = openai::ParseRequest(endpoint, req.body, options.served_model, &r)) {
+    if (std::optional<ApiError> e =
+            openai::ParseRequest(endpoint, req.body, options.served_model, &r)) {
       return Reply(*res, *e);
     }
     rpc::GenerateRequest g;
     g.set_request_id(NewRequestId());
     if (endpoint == Endpoint::kChatCompletions) {
       if (options.chat_template == nullptr) {
-        return Reply(*res, ApiError{.message = absl::StrCat(
-                                        "the model '", options.served_model,
-                                        "' has no usable chat template (",
-                                        options.chat_template_error.empty()
-                                            ? "tokenizer_config.json"
-                                            : options.chat_template_error,
-                                        "); use /v1/completions"),
+        return Reply(*res, ApiError{.message = absl::StrCat("the model '", options.served_model,
+                                                            "' has no usable chat template (",
+                                                            options.chat_template_error.empty()
+                                                                ? "tokenizer_config.json"
+                                                                : options.chat_template_error,
+                                                            "); use /v1/completions"),
                                     .code = "chat_template_missing"});
       }
       absl::StatusOr<std::string> prompt =
           options.chat_template->Apply(r.messages, r.add_generation_prompt, r.template_kwargs);
       if (!prompt.ok()) {
-        return Reply(*res, ApiError{.message = std::string(prompt.status().message()),
-                                    .param = "messages"});
+        return Reply(
+            *res, ApiError{.message = std::string(prompt.status().message()), .param = "messages"});
       }
       g.set_text(*std::move(prompt));
     } else if (!r.prompt_ids.empty()) {
@@ -217,9 +219,9 @@ struct Context {
     const bool get = req.method == "GET", post = req.method == "POST";
     if (req.path == "/v1/completions" || req.path == "/v1/chat/completions") {
       if (!post) return MethodNotAllowed(req, *res, "POST");
-      return Completion(req.path == "/v1/completions" ? Endpoint::kCompletions
-                                                      : Endpoint::kChatCompletions,
-                        req, std::move(res));
+      return Completion(
+          req.path == "/v1/completions" ? Endpoint::kCompletions : Endpoint::kChatCompletions, req,
+          std::move(res));
     }
     if (req.path == "/health" || req.path == "/v1/models" || req.path == "/metrics") {
       if (!get) return MethodNotAllowed(req, *res, "GET");

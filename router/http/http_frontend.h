@@ -40,8 +40,8 @@ struct HttpFrontendOptions {
   const engine::model::Tokenizer* tokenizer = nullptr;  // Borrowed; required (streamed text).
   // Borrowed; null: the model has no chat template and chat completions get a 400 saying so.
   const engine::model::ChatTemplate* chat_template = nullptr;
-  std::string chat_template_error;  // Why there is none (told to chat clients).
-  RouterApi* router = nullptr;      // Borrowed; required.
+  std::string chat_template_error;     // Why there is none (told to chat clients).
+  RouterApi* router = nullptr;         // Borrowed; required.
   int default_chat_max_tokens = 1024;  // Chat requests without max_tokens.
   absl::Duration request_timeout = absl::Minutes(10);
   int threads = 2;  // The server's I/O threads.

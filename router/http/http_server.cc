@@ -8,7 +8,6 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
-
 #include <deque>
 #include <optional>
 #include <thread>
@@ -87,8 +86,7 @@ class ResponseImpl : public HttpResponse {
   explicit ResponseImpl(std::shared_ptr<Connection> connection)
       : connection_(std::move(connection)) {}
 
-  void Send(int status, std::string content_type, std::string body,
-            HttpHeaders headers) override {
+  void Send(int status, std::string content_type, std::string body, HttpHeaders headers) override {
     Deliver({.kind = Piece::Kind::kWhole,
              .status = status,
              .content_type = std::move(content_type),
@@ -208,8 +206,10 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
   }
 
   void Post(Piece piece) override {
-    net::post(stream_.get_executor(), [self = this->shared_from_this(),
-                                       p = std::move(piece)]() mutable { self->Queue(std::move(p)); });
+    net::post(stream_.get_executor(),
+              [self = this->shared_from_this(), p = std::move(piece)]() mutable {
+                self->Queue(std::move(p));
+              });
   }
 
   void Abort() override {
@@ -294,8 +294,8 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
     }
     request.body = std::move(message.body());
     ++served_;
-    keep_alive_ = message.keep_alive() &&
-                  served_ < shared_->options.limits.max_requests_per_connection;
+    keep_alive_ =
+        message.keep_alive() && served_ < shared_->options.limits.max_requests_per_connection;
     shared_->requests.fetch_add(1);
     in_response_ = true;
     response_ended_ = false;
@@ -337,11 +337,11 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
     // client's leaving is noticed when they are read.
     if (closed_ || reading_ || buffer_.size() > 0) return;
     reading_ = true;
-    stream_.async_read_some(buffer_.prepare(4096), [self = this->shared_from_this()](
-                                                       beast::error_code ec, size_t n) {
-      self->reading_ = false;
-      self->OnWatch(ec, n);
-    });
+    stream_.async_read_some(buffer_.prepare(4096),
+                            [self = this->shared_from_this()](beast::error_code ec, size_t n) {
+                              self->reading_ = false;
+                              self->OnWatch(ec, n);
+                            });
   }
 
   void OnWatch(beast::error_code ec, size_t n) {
@@ -355,7 +355,7 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
       return;
     }
     buffer_.commit(n);
-    if (!response_ended_) return;  // A pipelined request: served after this response.
+    if (!response_ended_) return;     // A pipelined request: served after this response.
     if (!in_response_) ReadHeader();  // The response went out while this read waited.
   }
 
@@ -465,13 +465,23 @@ struct HttpServer::Impl {
   explicit Impl(HttpServerOptions options)
       : shared(std::make_shared<Shared>(std::move(options))),
         acceptor(net::make_strand(ioc)),
+        accept_pause(acceptor.get_executor()),
         work(net::make_work_guard(ioc)) {}
 
   void Accept() {
     acceptor.async_accept(net::make_strand(ioc), [this](beast::error_code ec, tcp::socket socket) {
       if (ec == net::error::operation_aborted || !acceptor.is_open()) return;
-      if (!ec) Admit(std::move(socket));
-      Accept();
+      if (!ec) {
+        Admit(std::move(socket));
+        return Accept();
+      }
+      // Out of descriptors (EMFILE) or memory: accepting again at once would spin. The
+      // connections waiting in the backlog are taken when some close.
+      shared->refused.fetch_add(1);
+      accept_pause.expires_after(std::chrono::milliseconds(50));
+      accept_pause.async_wait([this](beast::error_code wait_ec) {
+        if (!wait_ec) Accept();
+      });
     });
   }
 
@@ -479,8 +489,7 @@ struct HttpServer::Impl {
     shared->accepted.fetch_add(1);
     beast::error_code ignored;
     uint64_t id = 0;
-    if (shared->open.load() >= shared->options.limits.max_connections ||
-        !Register(*shared, &id)) {
+    if (shared->open.load() >= shared->options.limits.max_connections || !Register(*shared, &id)) {
       shared->refused.fetch_add(1);
       socket.close(ignored);
       return;
@@ -512,6 +521,7 @@ struct HttpServer::Impl {
   std::shared_ptr<Shared> shared;
   std::optional<ssl::context> tls;
   tcp::acceptor acceptor;
+  net::steady_timer accept_pause;  // After a failed accept.
   net::executor_work_guard<net::io_context::executor_type> work;
   std::vector<std::thread> threads;
   int port = 0;
@@ -531,6 +541,12 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(HttpServerOptions 
     return absl::InvalidArgumentError(
         "HTTP limits: connections and requests per connection must be ≥ 1, header bytes ≥ 256, "
         "body bytes ≥ 1");
+  }
+  for (absl::Duration d : {l.header_timeout, l.idle_timeout, l.body_timeout, l.write_timeout}) {
+    if (!(d > absl::ZeroDuration() && d < absl::Hours(24))) {
+      return absl::InvalidArgumentError(
+          "HTTP timeouts (header, idle, body, write) must be more than 0 and less than a day");
+    }
   }
   if (options.tls_cert_file.empty() != options.tls_key_file.empty()) {
     return absl::InvalidArgumentError("HTTPS needs both a certificate and a key file");
@@ -592,6 +608,7 @@ void HttpServer::Shutdown() {
   net::post(impl_->acceptor.get_executor(), [impl = impl_.get()] {
     beast::error_code ignored;
     impl->acceptor.close(ignored);
+    impl->accept_pause.cancel();
   });
   std::vector<std::shared_ptr<Connection>> open;
   {

@@ -6,8 +6,8 @@
 //
 // Why Beast: its parser takes limits on the header and body sizes and decodes chunked request
 // bodies, a connection's reads and writes carry their own deadlines (beast::tcp_stream), TLS is
-// Asio's OpenSSL stream, and a parser can be fed bytes in-process (the fuzzer's harness). libevent's
-// evhttp has neither per-phase timeouts for a request nor streamed responses over TLS.
+// Asio's OpenSSL stream, and a parser can be fed bytes in-process (the fuzzer's harness).
+// libevent's evhttp has neither per-phase timeouts for a request nor streamed responses over TLS.
 //
 // Limits (HttpLimits): connections (more are closed at once and counted), header bytes (431),
 // body bytes (413, refused from Content-Length before the body is read), requests per connection
@@ -79,7 +79,8 @@ class HttpResponse {
 
 // Called on an I/O thread for each whole request; must not block (answer later, from any
 // thread, through `response`).
-using HttpHandler = std::function<void(HttpRequest request, std::shared_ptr<HttpResponse> response)>;
+using HttpHandler =
+    std::function<void(HttpRequest request, std::shared_ptr<HttpResponse> response)>;
 // The body of an error the server answers itself (400, 404, 405, 413, 431): content type and
 // text. Null: a JSON object {"error": {"message": ...}}.
 using HttpErrorBody =
@@ -102,9 +103,9 @@ struct HttpCounters {
   int64_t connections_accepted = 0;
   int64_t connections_refused = 0;  // Past max_connections.
   int64_t requests = 0;
-  int64_t timeouts = 0;         // Connections dropped by a header, body or write deadline.
+  int64_t timeouts = 0;          // Connections dropped by a header, body or write deadline.
   int64_t refused_requests = 0;  // 400, 413, 431 answered by the server itself.
-  int64_t abandoned = 0;        // Responses whose client went away before their end.
+  int64_t abandoned = 0;         // Responses whose client went away before their end.
 };
 
 class HttpServer {

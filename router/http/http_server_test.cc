@@ -92,11 +92,12 @@ std::string Post(const std::string& path, const std::string& body, bool close = 
 class HttpServerTest : public ::testing::Test {
  protected:
   void Start(HttpLimits limits = {}) {
-    auto s = HttpServer::Start({.port = 0, .limits = limits, .handler = [this](
-                                                                 HttpRequest r,
-                                                                 std::shared_ptr<HttpResponse> res) {
-      Handle(std::move(r), std::move(res));
-    }});
+    auto s =
+        HttpServer::Start({.port = 0,
+                           .limits = limits,
+                           .handler = [this](HttpRequest r, std::shared_ptr<HttpResponse> res) {
+                             Handle(std::move(r), std::move(res));
+                           }});
     ASSERT_TRUE(s.ok()) << s.status();
     server_ = std::move(*s);
   }
@@ -104,8 +105,9 @@ class HttpServerTest : public ::testing::Test {
   // /echo: the body back; /stream: three chunks; /hold: kept until release_ (or abandoned).
   void Handle(HttpRequest r, std::shared_ptr<HttpResponse> res) {
     if (r.path == "/echo") {
-      return res->Send(200, "text/plain",
-                       absl::StrCat(r.method, " ", r.target, " [", r.Header("x-test"), "] ", r.body));
+      return res->Send(
+          200, "text/plain",
+          absl::StrCat(r.method, " ", r.target, " [", r.Header("x-test"), "] ", r.body));
     }
     if (r.path == "/stream") {
       res->StartStream(200, "text/event-stream", {{"Cache-Control", "no-cache"}});
@@ -115,7 +117,8 @@ class HttpServerTest : public ::testing::Test {
           absl::SleepFor(absl::Milliseconds(5));
         }
         res->End();
-      }).detach();
+      })
+          .detach();
       return;
     }
     if (r.path == "/hold") {
@@ -151,14 +154,18 @@ TEST_F(HttpServerTest, AnswersWholeAndKeepsTheConnectionAlive) {
 TEST_F(HttpServerTest, StreamsChunksAndDecodesChunkedRequests) {
   Start();
   Client c(server_->port());
-  c.Send("POST /stream HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n");
+  c.Send(
+      "POST /stream HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: "
+      "chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n");
   const std::string got = c.ReadUntil("0\r\n\r\n");
   EXPECT_THAT(got, HasSubstr("Transfer-Encoding: chunked\r\n"));
   EXPECT_THAT(got, HasSubstr("Cache-Control: no-cache\r\n"));
-  EXPECT_THAT(got, HasSubstr("9\r\ndata: a\n\n\r\n9\r\ndata: b\n\n\r\ne\r\ndata: [DONE]\n\n\r\n0\r\n\r\n"));
+  EXPECT_THAT(
+      got, HasSubstr("9\r\ndata: a\n\n\r\n9\r\ndata: b\n\n\r\ne\r\ndata: [DONE]\n\n\r\n0\r\n\r\n"));
   Client d(server_->port());
-  d.Send("POST /echo HTTP/1.1\r\nHost: x\r\nX-Test: t\r\nTransfer-Encoding: chunked\r\n\r\n"
-         "2\r\nab\r\n3\r\ncde\r\n0\r\n\r\n");
+  d.Send(
+      "POST /echo HTTP/1.1\r\nHost: x\r\nX-Test: t\r\nTransfer-Encoding: chunked\r\n\r\n"
+      "2\r\nab\r\n3\r\ncde\r\n0\r\n\r\n");
   EXPECT_THAT(d.ReadUntil("cde"), HasSubstr("[t] abcde"));
 }
 

@@ -182,19 +182,19 @@ absl::StatusOr<std::unique_ptr<RouterServer>> RouterServer::Start(const RouterSe
       g.follow = s->follows_.back().get();
     }
   }
-  s->core_ = std::make_unique<RouterCore>(RouterOptions{
-      .groups = s->groups_,
-      .tokenizer = s->tokenizer_.get(),
-      .vocab_size = config.vocab_size,
-      .max_prompt_tokens = config.max_position_embeddings,  // As the engines check.
-      .max_in_flight = o.max_in_flight,
-      .default_max_queue = o.default_max_queue,
-      .poll_interval = o.poll_interval,
-      .requeue = o.requeue,
-      .max_predicted_wait = o.max_predicted_wait,
-      .experiment_id = o.experiment,
-      .planner = o.planner,
-      .report_interval = o.report_interval});
+  s->core_ = std::make_unique<RouterCore>(
+      RouterOptions{.groups = s->groups_,
+                    .tokenizer = s->tokenizer_.get(),
+                    .vocab_size = config.vocab_size,
+                    .max_prompt_tokens = config.max_position_embeddings,  // As the engines check.
+                    .max_in_flight = o.max_in_flight,
+                    .default_max_queue = o.default_max_queue,
+                    .poll_interval = o.poll_interval,
+                    .requeue = o.requeue,
+                    .max_predicted_wait = o.max_predicted_wait,
+                    .experiment_id = o.experiment,
+                    .planner = o.planner,
+                    .report_interval = o.report_interval});
   s->service_ = std::make_unique<RouterServiceImpl>(*s->core_);
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
@@ -223,19 +223,19 @@ absl::Status RouterServer::StartHttp() {
   const std::string name =
       o.served_model_name.empty() ? BaseName(o.model_dir) : o.served_model_name;
   const SecurityMaterial& tls = Security();
-  ASSIGN_OR_RETURN(http_, http::HttpFrontend::Start(
-                              {.listen = o.listen,
-                               .port = o.http_port,
-                               .served_model = name,
-                               .tokenizer = tokenizer_.get(),
-                               .chat_template = chat_template_.get(),
-                               .chat_template_error = chat_error_,
-                               .router = core_.get(),
-                               .default_chat_max_tokens = o.default_chat_max_tokens,
-                               .threads = o.http_threads,
-                               .limits = o.http_limits,
-                               .tls_cert_file = tls.tls() ? tls.cert_file : "",
-                               .tls_key_file = tls.tls() ? tls.key_file : ""}));
+  ASSIGN_OR_RETURN(http_,
+                   http::HttpFrontend::Start({.listen = o.listen,
+                                              .port = o.http_port,
+                                              .served_model = name,
+                                              .tokenizer = tokenizer_.get(),
+                                              .chat_template = chat_template_.get(),
+                                              .chat_template_error = chat_error_,
+                                              .router = core_.get(),
+                                              .default_chat_max_tokens = o.default_chat_max_tokens,
+                                              .threads = o.http_threads,
+                                              .limits = o.http_limits,
+                                              .tls_cert_file = tls.tls() ? tls.cert_file : "",
+                                              .tls_key_file = tls.tls() ? tls.key_file : ""}));
   return absl::OkStatus();
 }
 

@@ -18,9 +18,9 @@
 #include "engine/model/chat_template.h"
 #include "engine/model/tokenizer.h"
 #include "grpcpp/grpcpp.h"
+#include "router/core/router_core.h"
 #include "router/http/http_frontend.h"
 #include "router/rebatch/rebatcher.h"
-#include "router/core/router_core.h"
 #include "router/server/router_service.h"
 #include "router/tables/engine_follow.h"
 #include "router/tables/planner_watch.h"
@@ -43,9 +43,9 @@ struct RouterServerOptions {
   int max_in_flight = 4096;
   absl::Duration default_max_queue = absl::Milliseconds(20);
   absl::Duration poll_interval = absl::Milliseconds(500);
-  absl::Duration requeue = absl::Seconds(10);  // RouterOptions::requeue.
+  absl::Duration requeue = absl::Seconds(10);            // RouterOptions::requeue.
   absl::Duration max_predicted_wait = absl::Seconds(2);  // RouterOptions::max_predicted_wait.
-  double slo_ttft_ms = 1000, slo_tpot_ms = 200;  // Goodput.
+  double slo_ttft_ms = 1000, slo_tpot_ms = 200;          // Goodput.
 
   // Tables, at most one source. The planner's active version of `model_name`, followed live, or
   // with `version` (and no model_name) that version's tables, fixed:

@@ -42,8 +42,8 @@ class StreamBridge : public CallSink {
       if (status.ok() && final != nullptr) {
         final_ = *final;
       } else {
-        end_ = status.ok() ? absl::InternalError("the call ended without its final record")
-                           : status;
+        end_ =
+            status.ok() ? absl::InternalError("the call ended without its final record") : status;
       }
     }
     Pump();

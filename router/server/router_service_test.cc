@@ -3,9 +3,6 @@
 // engine, and a retry when a rank is down.
 #include "router/server/router_service.h"
 
-#include "router/core/router_core.h"
-#include "router/tables/router_tables.h"
-
 #include <memory>
 #include <string>
 #include <thread>
@@ -26,6 +23,8 @@
 #include "planner/server/serve.h"
 #include "planner/store/experiment_store.h"
 #include "planner/store/placement_store.h"
+#include "router/core/router_core.h"
+#include "router/tables/router_tables.h"
 #include "tools/tiny_model/tiny_model.h"
 
 namespace semmoe::router {
@@ -322,8 +321,8 @@ TEST_F(RouterServiceTest, ARequestNoRankCanTakeWaitsForOneToComeBack) {
   engines_[1]->Shutdown();
   GroupOptions g{.rebatch = {.policy = Policy::kRoundRobin}};
   g.ranks = {absl::StrCat("127.0.0.1:", port)};
-  StartRouter({.groups = {g}, .poll_interval = absl::Milliseconds(50),
-               .requeue = absl::Seconds(15)});
+  StartRouter(
+      {.groups = {g}, .poll_interval = absl::Milliseconds(50), .requeue = absl::Seconds(15)});
   ASSERT_TRUE(Eventually([&] { return !core_->Stats().ranks(0).down_reason().empty(); }));
   // The rank comes back on its port (a supervisor restarted it) while the request waits.
   std::unique_ptr<LocalEngine> back;
@@ -341,8 +340,8 @@ TEST_F(RouterServiceTest, ARequestNoRankCanTakeWaitsForOneToComeBack) {
   // Without a requeue window: UNAVAILABLE at once.
   StopRouter();
   back->Shutdown();
-  StartRouter({.groups = {g}, .poll_interval = absl::Milliseconds(50),
-               .requeue = absl::ZeroDuration()});
+  StartRouter(
+      {.groups = {g}, .poll_interval = absl::Milliseconds(50), .requeue = absl::ZeroDuration()});
   ASSERT_TRUE(Eventually([&] { return !core_->Stats().ranks(0).down_reason().empty(); }));
   const absl::Time start = absl::Now();
   const Outcome none = Generate(Ids({kX}, 1));
@@ -352,8 +351,7 @@ TEST_F(RouterServiceTest, ARequestNoRankCanTakeWaitsForOneToComeBack) {
 }
 
 TEST_F(RouterServiceTest, ARankThatIsDownIsRetriedElsewhere) {
-  StartRouter({.poll_interval = absl::Hours(1), .requeue = absl::Seconds(1)},
-              Policy::kRoundRobin);
+  StartRouter({.poll_interval = absl::Hours(1), .requeue = absl::Seconds(1)}, Policy::kRoundRobin);
   ASSERT_TRUE(Eventually([&] { return core_->Stats().polls() >= 1; }));
   ASSERT_TRUE(core_->Stats().ranks(1).usable());
   engines_[1]->Shutdown();

@@ -13,8 +13,8 @@
 #include "planner/proto/planner.grpc.pb.h"
 #include "planner/server/planner_service.h"
 #include "planner/store/placement_store.h"
-#include "router/proto/router.grpc.pb.h"
 #include "router/core/router_core.h"
+#include "router/proto/router.grpc.pb.h"
 #include "router/server/router_service.h"
 #include "tests/fuzz/fuzz_util.h"
 
@@ -112,12 +112,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   namespace prpc = planner::rpc;
   switch (data[0] % 16) {
     case 0:
-      fuzz::ReadAll<engine::rpc::GenerateRequest, engine::rpc::GenerateResponse>(
-          *s->engine_stub, bytes);
+      fuzz::ReadAll<engine::rpc::GenerateRequest, engine::rpc::GenerateResponse>(*s->engine_stub,
+                                                                                 bytes);
       return 0;
     case 1:
-      fuzz::ReadAll<router::rpc::GenerateRequest, router::rpc::GenerateResponse>(
-          *s->router_stub, bytes);
+      fuzz::ReadAll<router::rpc::GenerateRequest, router::rpc::GenerateResponse>(*s->router_stub,
+                                                                                 bytes);
       return 0;
     case 2:
       fuzz::Unary<engine::rpc::RolloutRequest>(bytes, [&](auto* c, const auto& r) {

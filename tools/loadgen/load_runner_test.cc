@@ -1,8 +1,8 @@
 // loadgen's runner against a real router in front of two one-rank engines (loopback gRPC).
 #include "tools/loadgen/load_runner.h"
 
-#include <set>
 #include <memory>
+#include <set>
 
 #include "absl/strings/str_cat.h"
 #include "common/file.h"
