@@ -717,9 +717,14 @@ absl::StatusOr<Value> BinaryOp(const std::string& op, const Value& a, const Valu
         if (op == "%") return Value::Int(0);
         return Overflow(op);
       }
-      int64_t d = p / q;
-      if ((p % q != 0) && ((p < 0) != (q < 0))) --d;  // Python floors.
-      return op == "//" ? Value::Int(d) : Value::Int(p - d * q);
+      // Python floors: the quotient rounds down and the remainder takes the divisor's sign.
+      // Neither step can overflow (p - d * q could: 1 % INT64_MIN).
+      int64_t d = p / q, r = p % q;
+      if (r != 0 && ((r < 0) != (q < 0))) {
+        --d;
+        r += q;
+      }
+      return op == "//" ? Value::Int(d) : Value::Int(r);
     }
     const double d = std::floor(x / y);
     return op == "//" ? Value::Float(d) : Value::Float(x - d * y);

@@ -213,6 +213,10 @@ TEST(TemplateTest, IntegerOverflowIsAnError) {
   EXPECT_EQ(Ok("{{ range(9223372036854775806, 9223372036854775807, 7) | list }}"),
             "[9223372036854775806]");
   EXPECT_EQ(Ok("{{ -7 // 2 }} {{ -7 % 2 }} {{ 7 * -3 }} {{ 2.5 | int }}"), "-4 1 -21 2");
+  // Python's answers where the divisor is the most negative int (UBSan found p - d * q overflow).
+  EXPECT_EQ(Ok("{{ 1 % " + min + " }} {{ 1 // " + min + " }} {{ -1 % " + min + " }}"),
+            "-9223372036854775807 -1 -1");
+  EXPECT_EQ(Ok("{{ 7 % -3 }} {{ -7 % -3 }} {{ 7 // -3 }}"), "-2 -1 -3");
 }
 
 // Every string a template grows is bounded by the output cap, before it is allocated:
