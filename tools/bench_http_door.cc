@@ -19,6 +19,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <signal.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -298,17 +299,42 @@ int Streams(const Address& a, int n, nlohmann::json& json) {
   return failed == 0 ? 0 : 1;
 }
 
-int Slow(const Address& a, int n, nlohmann::json& json) {
-  const absl::Duration trickle = absl::Seconds(absl::GetFlag(FLAGS_slow_s));
+// /health every 100 ms and a streamed completion every second, for `duration`; `each_second`
+// runs once a second (the tricklers' next byte).
+struct Probe {
+  std::vector<double> health_ms, ttft_ms;
+  int health_failed = 0;
+};
+Probe RunProbe(const Address& a, absl::Duration duration,
+               const std::function<void()>& each_second) {
   const std::string health =
       absl::StrCat("GET /health HTTP/1.1\r\nHost: ", a.host_port, "\r\nConnection: close\r\n\r\n");
   const std::string completion = CompletionRequest(a, /*stream=*/true);
-  // The same completions, one after another, before anyone is slow.
-  std::vector<double> before;
-  for (int i = 0; i < 10; ++i) {
-    Exchange e = Once(a, completion, absl::Seconds(60), true);
-    if (!e.failed && e.ttfb_ms >= 0) before.push_back(e.ttfb_ms);
+  Probe p;
+  const absl::Time end = absl::Now() + duration;
+  absl::Time next_second = absl::Now();
+  while (absl::Now() < end) {
+    if (absl::Now() >= next_second) {
+      if (each_second) each_second();
+      Exchange c = Once(a, completion, absl::Seconds(60), true);
+      if (!c.failed && c.ttfb_ms >= 0) p.ttft_ms.push_back(c.ttfb_ms);
+      next_second += absl::Seconds(1);
+    }
+    Exchange h = Once(a, health, absl::Seconds(10), false);
+    if (h.failed || h.in.rfind("HTTP/1.1 200", 0) != 0) {
+      ++p.health_failed;
+    } else {
+      p.health_ms.push_back(h.e2e_ms);
+    }
+    absl::SleepFor(absl::Milliseconds(100));
   }
+  return p;
+}
+
+int Slow(const Address& a, int n, nlohmann::json& json) {
+  const absl::Duration trickle = absl::Seconds(absl::GetFlag(FLAGS_slow_s));
+  // The same probe without anyone slow first: the baseline.
+  const Probe before = RunProbe(a, absl::Seconds(10), nullptr);
   // The tricklers: one byte of their headers a second.
   const std::string header = absl::StrCat("POST /v1/completions HTTP/1.1\r\nHost: ", a.host_port,
                                           "\r\nX-Slow: ", std::string(200, 's'), "\r\n");
@@ -317,38 +343,20 @@ int Slow(const Address& a, int n, nlohmann::json& json) {
     const int fd = Connect(a);
     if (fd >= 0) slow.push_back(fd);
   }
-  std::vector<double> health_ms, during;
-  int health_failed = 0, slow_dropped = 0;
-  const absl::Time end = absl::Now() + trickle;
   size_t offset = 0;
-  absl::Time next_byte = absl::Now();
-  absl::Time next_completion = absl::Now();
-  while (absl::Now() < end) {
-    if (absl::Now() >= next_byte && offset < header.size()) {
-      for (int& fd : slow) {
-        if (fd < 0) continue;
-        if (write(fd, header.data() + offset, 1) != 1 && errno != EAGAIN) {
-          close(fd);
-          fd = -1;
-          ++slow_dropped;
-        }
+  int dropped = 0;
+  const Probe during = RunProbe(a, trickle, [&] {
+    if (offset >= header.size()) return;
+    for (int& fd : slow) {
+      if (fd < 0) continue;
+      if (send(fd, header.data() + offset, 1, MSG_NOSIGNAL) != 1 && errno != EAGAIN) {
+        close(fd);
+        fd = -1;
+        ++dropped;
       }
-      ++offset;
-      next_byte += absl::Seconds(1);
     }
-    Exchange h = Once(a, health, absl::Seconds(10), false);
-    if (h.failed || h.in.rfind("HTTP/1.1 200", 0) != 0) {
-      ++health_failed;
-    } else {
-      health_ms.push_back(h.e2e_ms);
-    }
-    if (absl::Now() >= next_completion) {
-      Exchange c = Once(a, completion, absl::Seconds(60), true);
-      if (!c.failed && c.ttfb_ms >= 0) during.push_back(c.ttfb_ms);
-      next_completion = absl::Now() + absl::Seconds(1);
-    }
-    absl::SleepFor(absl::Milliseconds(100));
-  }
+    ++offset;
+  });
   int still_open = 0;
   for (int fd : slow) {
     if (fd < 0) continue;
@@ -357,24 +365,29 @@ int Slow(const Address& a, int n, nlohmann::json& json) {
     if (r < 0 && errno == EAGAIN) ++still_open;
     close(fd);
   }
-  std::printf("%zu connections trickling headers (1 byte/s) for %.0f s\n", slow.size(),
-              absl::ToDoubleSeconds(trickle));
-  Print("/health during", health_ms, json);
-  std::printf("/health failures: %d\n", health_failed);
-  Print("completion TTFT before", before, json);
-  Print("completion TTFT during", during, json);
-  std::printf("tricklers still open at the end: %d (dropped by the header deadline: %zu)\n",
-              still_open, slow.size() - still_open);
+  std::printf(
+      "%zu connections trickling headers (1 byte/s) for %.0f s; the same probe for 10 s "
+      "before them\n",
+      slow.size(), absl::ToDoubleSeconds(trickle));
+  Print("/health before", before.health_ms, json);
+  Print("/health during", during.health_ms, json);
+  std::printf("/health failures: %d before, %d during\n", before.health_failed,
+              during.health_failed);
+  Print("completion TTFT before", before.ttft_ms, json);
+  Print("completion TTFT during", during.ttft_ms, json);
+  std::printf("tricklers still open at the end: %d (closed by the server: %zu)\n", still_open,
+              slow.size() - still_open);
   json["slow"] = slow.size();
-  json["health_failures"] = health_failed;
+  json["health_failures"] = during.health_failed;
   json["slow_still_open"] = still_open;
-  return health_failed == 0 ? 0 : 1;
+  return during.health_failed == 0 ? 0 : 1;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
+  signal(SIGPIPE, SIG_IGN);  // A connection the server closed is an error to count, not our end.
   Address a;
   if (!ParseAddress(absl::GetFlag(FLAGS_http), &a)) {
     std::cerr << "bench_http_door: --http HOST:PORT (IPv4) is required\n";

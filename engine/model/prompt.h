@@ -1,5 +1,5 @@
 // The one check of a generation request's prompt, shared by the engine's and the router's
-// services (engine/server/engine_service.h, router/server/router_service.h), so both take and
+// services (engine/server/engine_service.h, router/core/router_core.h), so both take and
 // refuse the same requests with the same words.
 #ifndef SEMMOE_ENGINE_MODEL_PROMPT_H_
 #define SEMMOE_ENGINE_MODEL_PROMPT_H_

@@ -41,6 +41,7 @@ class HttpFrontendTest : public ::testing::Test {
         GroupOptions{.ranks = {engine_->target()}, .rebatch = {.policy = Policy::kRoundRobin}}};
     o.tokenizer = engine_->tokenizer();
     o.vocab_size = engine::model::LoadModelConfig(dir_)->vocab_size;
+    o.max_prompt_tokens = 8192;  // The model's positions, as the router server sets them.
     o.poll_interval = absl::Milliseconds(50);
     core_ = std::make_unique<RouterCore>(o);
     service_ = std::make_unique<RouterServiceImpl>(*core_);
@@ -236,6 +237,34 @@ TEST_F(HttpFrontendTest, ErrorsUseOpenAisShapeAndStatus) {
   ASSERT_TRUE(res);
   EXPECT_EQ(res->status, 400);
   EXPECT_THAT(res->body, HasSubstr("invalid JSON"));
+}
+
+// What is too large says so, with a status a client will not retry: 413 for a body past the
+// limit, 400 context_length_exceeded for a prompt the model cannot take (a 31 MB text is refused
+// from its size; it got 429 once), 405 for a known path with the wrong method.
+TEST_F(HttpFrontendTest, TooLargeIsNeverRetryLater) {
+  Json ids = Json::array();
+  for (int i = 0; i < 9000; ++i) ids.push_back(5);
+  Json e = PostJson("/v1/completions", {{"prompt", ids}, {"max_tokens", 1}}, 400);
+  EXPECT_EQ(e["error"]["code"], "context_length_exceeded");
+  EXPECT_THAT(e["error"]["message"].get<std::string>(), HasSubstr("the limit is 8192"));
+  e = PostJson("/v1/completions", {{"prompt", std::string(31 << 20, 'a')}, {"max_tokens", 1}}, 400);
+  EXPECT_EQ(e["error"]["code"], "context_length_exceeded");
+  // The server answers 413 from Content-Length before the body (http_server_test); its body here:
+  const auto [type, body] = HttpFrontend::ErrorBody()(413, "too big");
+  EXPECT_EQ(type, "application/json");
+  EXPECT_EQ(Json::parse(body)["error"]["code"], "request_too_large");
+  auto res = client_->Get("/v1/completions");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 405);
+  EXPECT_EQ(res->get_header_value("Allow"), "POST");
+  // A body that nests 100,000 deep (it crashed the router): 400 at once, and the door still serves.
+  res = client_->Post("/v1/completions", R"({"prompt": )" + std::string(100000, '['),
+                      "application/json");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 400);
+  EXPECT_THAT(res->body, HasSubstr("nested deeper than 64"));
+  PostJson("/v1/completions", {{"prompt", "still here"}, {"max_tokens", 2}, {"ignore_eos", true}});
 }
 
 TEST_F(HttpFrontendTest, MetricsCountWhatWasServed) {
