@@ -11,11 +11,11 @@ absl::Status Admit(int64_t in_flight, int max_in_flight) {
       absl::StrCat("the router has ", max_in_flight, " requests in flight; retry later"));
 }
 
-absl::Status AdmitByWait(absl::Duration predicted_wait, int64_t queued, double rate_per_s,
+absl::Status AdmitByWait(absl::Duration predicted_wait, int64_t queued_tokens, double tokens_per_s,
                          std::optional<absl::Duration> deadline_left, absl::Duration max_wait) {
-  const std::string prediction =
-      absl::StrFormat("predicted wait %.1f s (%d queued, completing %.1f/s)",
-                      absl::ToDoubleSeconds(predicted_wait), queued, rate_per_s);
+  const std::string prediction = absl::StrFormat(
+      "predicted wait %.1f s (%d prompt tokens ahead, its own included, at %.0f tokens/s)",
+      absl::ToDoubleSeconds(predicted_wait), queued_tokens, tokens_per_s);
   if (deadline_left.has_value() && predicted_wait > *deadline_left) {
     return absl::ResourceExhaustedError(absl::StrCat(
         prediction, " exceeds the request's deadline (", absl::FormatDuration(*deadline_left),

@@ -21,11 +21,12 @@ namespace semmoe::router {
 // RESOURCE_EXHAUSTED ("retry later") beyond.
 absl::Status Admit(int64_t in_flight, int max_in_flight);
 
-// Admission by predicted wait: RESOURCE_EXHAUSTED, naming the prediction, when the wait a new
-// request faces (`predicted_wait`: the group's queue over its completion rate) exceeds what it
-// can bear — `deadline_left` (its deadline, if it has one) or `max_wait` (the TTFT SLO times the
-// router's slack; zero: no such bound). OK otherwise.
-absl::Status AdmitByWait(absl::Duration predicted_wait, int64_t queued, double rate_per_s,
+// Admission by predicted cost: RESOURCE_EXHAUSTED, naming the prediction, when the wait a new
+// request faces before its first token (`predicted_wait`: the `queued_tokens` of prompt ahead of
+// it, its own included, over the group's first-token rate in `tokens_per_s`; engine_group.h)
+// exceeds what it can bear — `deadline_left` (its deadline, if it has one) or `max_wait` (the
+// TTFT SLO times the router's slack; zero: no such bound). OK otherwise.
+absl::Status AdmitByWait(absl::Duration predicted_wait, int64_t queued_tokens, double tokens_per_s,
                          std::optional<absl::Duration> deadline_left, absl::Duration max_wait);
 
 // UNAVAILABLE when the rebatcher found no rank for the call (`last_error`: why the previous

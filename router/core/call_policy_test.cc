@@ -24,7 +24,10 @@ TEST(AdmitByWaitTest, RefusesWhatCannotStartInTime) {
   // Past the SLO's bound.
   const absl::Status slow = AdmitByWait(absl::Seconds(30), 240, 8.0, std::nullopt, slo2);
   EXPECT_TRUE(absl::IsResourceExhausted(slow));
-  EXPECT_THAT(slow.message(), HasSubstr("predicted wait 30.0 s (240 queued, completing 8.0/s)"));
+  EXPECT_THAT(
+      slow.message(),
+      HasSubstr(
+          "predicted wait 30.0 s (240 prompt tokens ahead, its own included, at 8 tokens/s)"));
   EXPECT_THAT(slow.message(), HasSubstr("exceeds what the TTFT SLO allows (2s)"));
   // Past the request's own deadline, even within the SLO's bound or with none.
   const absl::Status late = AdmitByWait(absl::Seconds(1), 8, 8.0, absl::Milliseconds(500), slo2);

@@ -69,27 +69,8 @@ void EngineGroup::Poll() {
     }
   }
   {
-    // The queue and the completion rate that predict a new request's wait (PredictWait).
-    int64_t waiting = 0;
-    for (int r = 0; r < size(); ++r) {
-      if (statuses[r].ok()) waiting += all[r].waiting();
-    }
-    const absl::Time now = absl::Now();
-    const int64_t completed = completed_.load();
     absl::MutexLock lock(&mu_);
-    waiting_ = waiting;
-    admitted_since_poll_.store(0);
-    if (last_poll_ != absl::InfinitePast()) {
-      const double dt = absl::ToDoubleSeconds(now - last_poll_);
-      if (dt > 0) {
-        const double rate = (completed - completed_at_poll_) / dt;
-        const double keep = std::exp(-dt / 5.0);  // ~5 s memory.
-        rate_per_s_ = rate_per_s_ == 0 ? rate : keep * rate_per_s_ + (1 - keep) * rate;
-        rate_seconds_ += dt;
-      }
-    }
-    completed_at_poll_ = completed;
-    last_poll_ = now;
+    SampleRate(options_.clock->Now());
   }
   for (int r = 0; r < size(); ++r) {
     const grpc::Status& status = statuses[r];
@@ -130,15 +111,44 @@ void EngineGroup::Poll() {
   if (options_.follow != nullptr) options_.follow->Observe(serving, targets);
 }
 
-EngineGroup::WaitPrediction EngineGroup::PredictWait() const {
+void EngineGroup::SampleRate(absl::Time now) {
+  // The first-token rate, sampled at most every 100 ms (on each prediction under load, and at
+  // each poll), over the intervals with prompts waiting at both ends: a queue that persisted, so
+  // the group was busy (an idle group's rate says nothing of its capacity). The first 5 s of
+  // such time are averaged whole (a first sample taken before any prefill ended must not stick);
+  // then ~5 s of memory.
+  if (now - last_sample_ < absl::Milliseconds(100)) return;
+  const int64_t prefilled = prefilled_.load();
+  const bool busy = pending_prefill_.load() > 0;
+  if (last_sample_ != absl::InfinitePast() && busy && busy_at_sample_) {
+    const double dt = absl::ToDoubleSeconds(now - last_sample_);
+    const double tokens = static_cast<double>(prefilled - prefilled_at_sample_);
+    if (rate_seconds_ < 5) {
+      busy_tokens_ += tokens;
+      rate_per_s_ = busy_tokens_ / (rate_seconds_ + dt);
+    } else {
+      const double keep = std::exp(-dt / 5.0);
+      rate_per_s_ = keep * rate_per_s_ + (1 - keep) * tokens / dt;
+    }
+    rate_seconds_ += dt;
+  }
+  prefilled_at_sample_ = prefilled;
+  busy_at_sample_ = busy;
+  last_sample_ = now;
+}
+
+EngineGroup::WaitPrediction EngineGroup::PredictWait(int64_t prompt_tokens) {
   absl::MutexLock lock(&mu_);
+  SampleRate(options_.clock->Now());
   WaitPrediction p;
-  p.queued = waiting_ + admitted_since_poll_.load();
-  p.rate_per_s = rate_per_s_;
-  // Nothing waiting in the engines: they have room, whatever arrived since the poll. A rate
-  // measured over less than 2 s (a router just started) predicts nothing yet.
-  if (waiting_ > 0 && rate_per_s_ > 0 && rate_seconds_ >= 2) {
-    p.wait = absl::Seconds(p.queued / rate_per_s_);
+  const int64_t ahead = pending_prefill_.load();
+  p.queued_tokens = ahead + prompt_tokens;
+  p.tokens_per_s = rate_per_s_;
+  if (ahead > 0 && rate_seconds_ >= kMinRateSeconds) {
+    // A group busy for that long without giving any prompt its first token is stuck: nothing
+    // admitted now would start in time.
+    p.wait =
+        rate_per_s_ > 0 ? absl::Seconds(p.queued_tokens / rate_per_s_) : absl::InfiniteDuration();
   }
   return p;
 }

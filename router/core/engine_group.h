@@ -14,6 +14,7 @@
 
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "common/clock.h"
 #include "common/metrics.h"
 #include "engine/proto/engine.grpc.pb.h"
 #include "nlohmann/json.hpp"
@@ -34,6 +35,7 @@ struct GroupOptions {
   EngineFollow* follow = nullptr;
   RebatcherOptions rebatch;
   double slo_ttft_ms = 1000, slo_tpot_ms = 200;  // For goodput.
+  Clock* clock = Clock::Real();  // Times the first-token rate (PredictWait); tests move a fake.
 };
 
 class EngineGroup {
@@ -54,20 +56,34 @@ class EngineGroup {
   // Whether a rank reported, at the last poll, a placement rollout under way.
   bool rolling_out() const;
 
-  void Received() {
+  // Admission's cost model, in prompt tokens. A call admitted with `prompt_tokens` waits for its
+  // first token (queued in the window or an engine, or in prefill) until FirstToken, or until it
+  // ends without one (Unstarted).
+  void Received(int64_t prompt_tokens) {
     received_.fetch_add(1);
-    admitted_since_poll_.fetch_add(1);
+    pending_prefill_.fetch_add(prompt_tokens);
   }
-  // The wait a request admitted now would face before its first token: the group's queue (the
-  // engines' waiting requests at the last poll and those admitted since) over its recent
-  // completion rate. Zero while nothing waits in the engines, and until the rate has been
-  // measured for 2 s.
+  void FirstToken(int64_t prompt_tokens) {
+    pending_prefill_.fetch_sub(prompt_tokens);
+    prefilled_.fetch_add(prompt_tokens);
+  }
+  void Unstarted(int64_t prompt_tokens) { pending_prefill_.fetch_sub(prompt_tokens); }
+
+  // The wait before its first token a request of `prompt_tokens` admitted now would face: the
+  // prompt tokens ahead of it that wait for their first token (known at once: a burst counts as
+  // it arrives, never a poll later), its own included, over the rate at which the group gives
+  // prompt tokens their first token (sampled every 100 ms while some wait; SampleRate). By
+  // Little's law that is the wait a queue of that many tokens sees; a long prompt ahead weighs by
+  // its length, and a group whose batch slots are full prefills slower, which the rate shows.
+  // Zero while nothing waits, and until the rate has been measured over kMinRateSeconds of
+  // waiting (a cold router admits that long unmeasured: at 200 requests/s, ~100 requests).
   struct WaitPrediction {
     absl::Duration wait;
-    int64_t queued = 0;
-    double rate_per_s = 0;
+    int64_t queued_tokens = 0;  // Prompt tokens ahead, its own included.
+    double tokens_per_s = 0;    // The measured first-token rate, in prompt tokens.
   };
-  WaitPrediction PredictWait() const;
+  WaitPrediction PredictWait(int64_t prompt_tokens);
+  static constexpr double kMinRateSeconds = 0.5;
   void Failed() { failed_.fetch_add(1); }
   void Completed(const rpc::FinalRecord& final);
 
@@ -100,15 +116,19 @@ class EngineGroup {
   LatencyWindow ttft_, tpot_, e2e_;
   metrics::Histogram ttft_s_{metrics::LatencyBuckets()}, tpot_s_{metrics::LatencyBuckets()},
       e2e_s_{metrics::LatencyBuckets()}, queue_s_{metrics::LatencyBuckets()};
-  std::atomic<int64_t> admitted_since_poll_{0};
+  std::atomic<int64_t> pending_prefill_{0};  // Prompt tokens waiting for their first token.
+  std::atomic<int64_t> prefilled_{0};        // Prompt tokens given their first token, ever.
   mutable absl::Mutex mu_;
-  int64_t waiting_ ABSL_GUARDED_BY(mu_) = 0;      // Σ engines' waiting, last poll.
-  double rate_per_s_ ABSL_GUARDED_BY(mu_) = 0;    // Completions, smoothed over ~5 s.
+  double rate_per_s_ ABSL_GUARDED_BY(mu_) = 0;    // Prefilled tokens/s while busy.
   double rate_seconds_ ABSL_GUARDED_BY(mu_) = 0;  // How long the rate has been measured.
-  int64_t completed_at_poll_ ABSL_GUARDED_BY(mu_) = 0;
-  absl::Time last_poll_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+  double busy_tokens_ ABSL_GUARDED_BY(mu_) = 0;   // Prefilled over the first 5 s of it.
+  absl::Time last_sample_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+  int64_t prefilled_at_sample_ ABSL_GUARDED_BY(mu_) = 0;
+  bool busy_at_sample_ ABSL_GUARDED_BY(mu_) = false;
   std::vector<double> rank_lar_ ABSL_GUARDED_BY(mu_);
   std::vector<EngineCounters> counters_ ABSL_GUARDED_BY(mu_);
+
+  void SampleRate(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 };
 
 // A latency window's summary as the proto.

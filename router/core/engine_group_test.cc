@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/testing/fake_clock.h"
 #include "gtest/gtest.h"
 
 namespace semmoe::router {
@@ -38,8 +39,8 @@ TEST(EngineGroupTest, CompletionsFeedLatencyAndGoodput) {
   fast.set_e2e_ms(65);
   slow = fast;
   slow.set_ttft_ms(500);
-  g.Received();
-  g.Received();
+  g.Received(3);
+  g.Received(3);
   g.Completed(fast);
   g.Completed(slow);
   rpc::ArmStats s;
@@ -57,6 +58,56 @@ TEST(EngineGroupTest, CompletionsFeedLatencyAndGoodput) {
   const nlohmann::json j = g.MetricsJson();
   EXPECT_EQ(j["completed"], 2);
   EXPECT_DOUBLE_EQ(j["ttft_ms"]["p50"].get<double>(), 50);
+}
+
+// Admission's cost model: prompt tokens waiting for their first token over the rate the group
+// gives them one, measured only while some wait.
+TEST(EngineGroupTest, PredictsTheWaitFromPromptTokensAhead) {
+  FakeClock clock;
+  EngineGroup g(GroupOptions{.ranks = {"127.0.0.1:1"}, .clock = &clock});
+  g.Poll();
+  g.Received(400);
+  EngineGroup::WaitPrediction p = g.PredictWait(100);
+  EXPECT_EQ(p.queued_tokens, 500);
+  EXPECT_EQ(p.wait, absl::ZeroDuration());  // No rate measured yet: no prediction.
+  // 400 tokens given their first token per second for 3 s, 400 more arriving each second.
+  for (int s = 0; s < 3; ++s) {
+    clock.Advance(absl::Seconds(1));
+    g.FirstToken(400);
+    g.Received(400);
+    g.Poll();
+  }
+  g.Received(1200);  // A burst: counted at once, not at the next poll.
+  p = g.PredictWait(400);
+  EXPECT_EQ(p.queued_tokens, 2000);
+  EXPECT_NEAR(p.tokens_per_s, 400, 1);
+  EXPECT_NEAR(absl::ToDoubleSeconds(p.wait), 5.0, 0.02);
+  // Calls that end without a first token leave the queue; an idle group predicts nothing, and
+  // idle time does not dilute the rate.
+  g.Unstarted(1600);
+  g.FirstToken(0);
+  clock.Advance(absl::Seconds(60));
+  g.Poll();
+  g.Poll();
+  p = g.PredictWait(10);
+  EXPECT_EQ(p.queued_tokens, 10);
+  EXPECT_EQ(p.wait, absl::ZeroDuration());
+  EXPECT_NEAR(p.tokens_per_s, 400, 1);
+}
+
+// A group busy for half a second without giving any prompt its first token (a cold start under a
+// burst, a stuck engine) predicts that nothing admitted now starts in time.
+TEST(EngineGroupTest, ABusyGroupWithNoFirstTokenYetAdmitsNothingMore) {
+  FakeClock clock;
+  EngineGroup g(GroupOptions{.ranks = {"127.0.0.1:1"}, .clock = &clock});
+  g.Received(100);
+  for (int i = 0; i < 5; ++i) {  // 0.4 s measured: not enough yet.
+    EXPECT_EQ(g.PredictWait(100).wait, absl::ZeroDuration()) << i;
+    clock.Advance(absl::Milliseconds(100));
+  }
+  EXPECT_EQ(g.PredictWait(100).wait, absl::InfiniteDuration());
+  g.FirstToken(100);  // Nothing waits: admitted at once.
+  EXPECT_EQ(g.PredictWait(100).wait, absl::ZeroDuration());
 }
 
 }  // namespace

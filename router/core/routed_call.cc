@@ -57,12 +57,16 @@ class Call : public CallHandle, public std::enable_shared_from_this<Call> {
         sink_(std::move(p.sink)) {}
   ~Call() override {
     // The door dropped its handle before the end (it should keep it): the sink still hears one.
-    bool finished;
+    bool finished, started;
     {
       absl::MutexLock lock(&mu_);
       finished = finished_;
+      started = first_token_.has_value();
     }
-    if (!finished) sink_->OnEnd(absl::CancelledError("the call was dropped"), nullptr);
+    if (!finished) {
+      if (!started) group_.Unstarted(request_.token_ids_size());
+      sink_->OnEnd(absl::CancelledError("the call was dropped"), nullptr);
+    }
     shared_->in_flight.fetch_sub(1);
   }
 
@@ -96,15 +100,24 @@ class Call : public CallHandle, public std::enable_shared_from_this<Call> {
   }
 
   void OnUpstreamMessage(const EngineResponse& message) {
+    bool first = false;
     {
       absl::MutexLock lock(&mu_);
       if (message.token_ids_size() > 0) {
         const absl::Time now = absl::Now();
-        if (!first_token_.has_value()) first_token_ = now;
+        if (!first_token_.has_value()) {
+          first_token_ = now;
+          first = true;
+        }
         last_token_ = now;
         received_ += message.token_ids_size();
       }
       if (message.has_final()) engine_final_ = message.final();
+    }
+    // Its prompt is no longer ahead of anyone (admission's cost model, engine_group.h).
+    if (first) group_.FirstToken(request_.token_ids_size());
+    {
+      absl::MutexLock lock(&mu_);
       if (finished_ || message.token_ids_size() == 0) return;
     }
     sink_->OnTokens(message.token_ids());
@@ -162,11 +175,14 @@ class Call : public CallHandle, public std::enable_shared_from_this<Call> {
 
   // The call's one exit (`final` with OK).
   void FinishWith(const absl::Status& status, const rpc::FinalRecord* final = nullptr) {
+    bool started;
     {
       absl::MutexLock lock(&mu_);
       if (finished_) return;
       finished_ = true;
+      started = first_token_.has_value();
     }
+    if (!started) group_.Unstarted(request_.token_ids_size());
     if (!status.ok() && !absl::IsCancelled(status)) {
       shared_->failed.fetch_add(1);
       group_.Failed();

@@ -132,9 +132,10 @@ absl::StatusOr<std::shared_ptr<CallHandle>> RouterCore::Submit(const rpc::Genera
   EngineGroup& group = *shared_->groups[ChooseGroup(
       request.user_key().empty() ? up.request_id() : request.user_key(), shared_->shares)];
   // Refused now, not after a minute in a queue, when it cannot start in time.
-  const EngineGroup::WaitPrediction wait = group.PredictWait();
+  const int64_t prompt_tokens = static_cast<int64_t>(prompt.size());
+  const EngineGroup::WaitPrediction wait = group.PredictWait(prompt_tokens);
   if (absl::Status admitted = AdmitByWait(
-          wait.wait, wait.queued, wait.rate_per_s,
+          wait.wait, wait.queued_tokens, wait.tokens_per_s,
           deadline.has_value() ? std::optional<absl::Duration>(*deadline - start) : std::nullopt,
           o.max_predicted_wait);
       !admitted.ok()) {
@@ -143,7 +144,7 @@ absl::StatusOr<std::shared_ptr<CallHandle>> RouterCore::Submit(const rpc::Genera
     shared_->rejected_wait.fetch_add(1);
     return admitted;
   }
-  group.Received();
+  group.Received(prompt_tokens);
   PendingRequest pending;
   pending.load_tokens = static_cast<int64_t>(prompt.size()) + request.max_tokens();
   int64_t version = 0;
