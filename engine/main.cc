@@ -36,7 +36,6 @@
 #include "common/status_macros.h"
 #include "engine/model/generation_config.h"
 #include "engine/model/model.h"
-#include "engine/model/unicode.h"
 #include "engine/offline/jsonl.h"
 #include "engine/offline/score.h"
 #include "engine/offline/trace_run.h"
@@ -214,12 +213,6 @@ int Generate(int device) {
   const auto start = std::chrono::steady_clock::now();
   std::vector<runtime::GenerationResult> done;
   std::vector<runtime::TokenEvent> events;
-  std::string pending;  // Streamed bytes not yet printed (an incomplete UTF-8 character).
-  size_t printed = 0;
-  size_t holdback = 0;
-  for (const std::string& stop : absl::GetFlag(FLAGS_stop)) {
-    holdback = std::max(holdback, stop.empty() ? 0 : stop.size() - 1);
-  }
   double first_token_s = 0;
   while (!(*engine)->idle()) {
     events.clear();
@@ -230,28 +223,9 @@ int Generate(int device) {
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     }
     if (json) continue;
-    // Stream the text as it grows; the result's text is authoritative (stop strings cut it).
-    for (const auto& e : events) {
-      if (std::find(gen->eos_token_ids.begin(), gen->eos_token_ids.end(), e.token) !=
-              gen->eos_token_ids.end() &&
-          !absl::GetFlag(FLAGS_ignore_eos)) {
-        continue;
-      }
-      auto piece = model.tokenizer->Decode({e.token});
-      if (piece.ok()) pending += *piece;
-    }
-    if (!done.empty()) pending = done[0].text;
-    // Hold back what could still turn out to be the start of a stop string (it is cut then).
-    size_t complete = model::CompleteUtf8Prefix(pending);
-    complete =
-        complete > holdback ? model::CompleteUtf8Prefix(pending.substr(0, complete - holdback)) : 0;
-    if (done.empty() && complete > printed) {
-      std::cout << pending.substr(printed, complete - printed) << std::flush;
-      printed = complete;
-    } else if (!done.empty() && pending.size() > printed) {
-      std::cout << pending.substr(printed) << std::flush;
-      printed = pending.size();
-    }
+    // Stream the text as the batch loop decodes it (the pieces joined are the result's text).
+    for (const auto& e : events) std::cout << e.text;
+    std::cout << std::flush;
   }
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -48,6 +48,8 @@ ABSL_FLAG(std::string, served_model_name, "",
           "the model's name for HTTP clients (\"model\"); default: the model directory's name");
 ABSL_FLAG(int, default_chat_max_tokens, 1024, "HTTP chat requests without max_tokens");
 ABSL_FLAG(int, http_threads, 2, "HTTP: I/O threads (every connection shares them)");
+ABSL_FLAG(int, http_workers, 2,
+          "HTTP: threads that parse completions, render chat templates and tokenise prompts");
 ABSL_FLAG(int, http_max_connections, 16384, "HTTP: open connections; more are closed at once");
 ABSL_FLAG(int64_t, http_max_header_bytes, 16 << 10, "HTTP: request line and headers (431 beyond)");
 ABSL_FLAG(int64_t, http_max_body_bytes, 32 << 20, "HTTP: a request body (413 beyond)");
@@ -105,6 +107,7 @@ int Run() {
   o.served_model_name = absl::GetFlag(FLAGS_served_model_name);
   o.default_chat_max_tokens = absl::GetFlag(FLAGS_default_chat_max_tokens);
   o.http_threads = absl::GetFlag(FLAGS_http_threads);
+  o.http_workers = absl::GetFlag(FLAGS_http_workers);
   o.http_limits = {
       .max_connections = absl::GetFlag(FLAGS_http_max_connections),
       .max_header_bytes = absl::GetFlag(FLAGS_http_max_header_bytes),

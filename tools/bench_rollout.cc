@@ -112,7 +112,7 @@ class Gaps : public engine::RequestSink {
  public:
   Gaps(absl::Mutex* mu, std::vector<std::pair<absl::Time, double>>* gaps, absl::Notification* done)
       : mu_(mu), gaps_(gaps), done_(done) {}
-  void OnToken(int32_t) override {
+  void OnToken(int32_t, absl::string_view) override {
     const absl::Time now = absl::Now();
     if (last_ != absl::InfinitePast()) {
       absl::MutexLock lock(mu_);

@@ -315,7 +315,7 @@ absl::Status GroupEngine::Deliver(const std::vector<runtime::GenerationResult>& 
                                   const std::vector<runtime::TokenEvent>& events) {
   for (const runtime::TokenEvent& e : events) {
     auto it = sinks_.find(e.request_id);
-    if (it != sinks_.end()) it->second->OnToken(e.token);
+    if (it != sinks_.end()) it->second->OnToken(e.token, e.text);
   }
   for (const runtime::GenerationResult& result : finished) {
     auto it = sinks_.find(result.id);

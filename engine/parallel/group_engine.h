@@ -28,6 +28,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
@@ -39,12 +40,13 @@
 
 namespace semmoe::engine {
 
-// Receives one request's output, on the loop's thread, in order: OnToken per sampled token,
-// then exactly one of OnDone / OnError. Must not block.
+// Receives one request's output, on the loop's thread, in order: OnToken per sampled token (with
+// the text it completes, decoded once by the batch loop), then exactly one of OnDone / OnError.
+// Must not block.
 class RequestSink {
  public:
   virtual ~RequestSink() = default;
-  virtual void OnToken(int32_t token) = 0;
+  virtual void OnToken(int32_t token, absl::string_view text) = 0;
   virtual void OnDone(const runtime::GenerationResult& result) = 0;
   virtual void OnError(const absl::Status& status) = 0;
 };

@@ -1,6 +1,7 @@
 #include "engine/runtime/batch_engine.h"
 
 #include <algorithm>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
@@ -11,14 +12,16 @@ using model::LogitsMode;
 using model::SequenceInput;
 
 struct BatchEngine::Sequence {
-  explicit Sequence(GenerationRequest r) : request(std::move(r)), sampler(request.sampling) {
+  Sequence(GenerationRequest r, const model::Tokenizer* tokenizer)
+      : request(std::move(r)), sampler(request.sampling) {
     tokens = request.prompt;
+    if (tokenizer != nullptr) text.emplace(*tokenizer, request.stop);
   }
   GenerationRequest request;
   std::vector<int32_t> tokens;  // Prompt + generated; the KV holds tokens[0, computed).
   int computed = 0;
   std::vector<int32_t> generated;
-  std::string text;
+  std::optional<model::TextStream> text;  // With a tokenizer.
   std::unique_ptr<PagedSequence> kv;
   Sampler sampler;
   int preemptions = 0;
@@ -102,7 +105,7 @@ absl::Status BatchEngine::Submit(GenerationRequest request) {
   if (!in_flight_.insert(id).second) {
     return absl::AlreadyExistsError(absl::StrCat("request id '", id, "' is already in flight"));
   }
-  waiting_.push_back(std::make_unique<Sequence>(std::move(request)));
+  waiting_.push_back(std::make_unique<Sequence>(std::move(request), options_.tokenizer));
   return absl::OkStatus();
 }
 
@@ -126,31 +129,31 @@ bool BatchEngine::ReserveOrPreempt(size_t index, int positions) {
   }
 }
 
-bool BatchEngine::Append(Sequence& seq, int32_t token) {
+bool BatchEngine::Append(Sequence& seq, int32_t token, std::string& text) {
   seq.generated.push_back(token);
   const GenerationRequest& r = seq.request;
   const bool eos =
       std::find(options_.eos_ids.begin(), options_.eos_ids.end(), token) != options_.eos_ids.end();
+  bool done = false;
   if (eos && !r.ignore_eos) {
     seq.finish = FinishReason::kEos;
-    return true;
-  }
-  if (options_.tokenizer != nullptr) {
-    const size_t before = seq.text.size();
-    auto piece = options_.tokenizer->Decode({token});
-    if (piece.ok()) seq.text += *piece;
-    for (const std::string& stop : r.stop) {
-      const size_t from = before >= stop.size() ? before - stop.size() + 1 : 0;
-      const size_t at = seq.text.find(stop, from);
-      if (at != std::string::npos) {
-        seq.text.resize(at);
-        seq.finish = FinishReason::kStop;
-        return true;
-      }
+    done = true;
+  } else if (seq.text.has_value()) {
+    // The sampler only draws ids of the model's vocabulary; one the tokenizer lacks (a model
+    // whose lm_head is wider than its vocabulary) is no text.
+    absl::StatusOr<std::string> piece = seq.text->Add({token});
+    if (piece.ok()) text = *std::move(piece);
+    if (seq.text->stopped()) {
+      seq.finish = FinishReason::kStop;
+      done = true;
     }
   }
-  if (static_cast<int>(seq.generated.size()) >= r.max_tokens) {
+  if (!done && static_cast<int>(seq.generated.size()) >= r.max_tokens) {
     seq.finish = FinishReason::kLength;
+    done = true;
+  }
+  if (done) {
+    if (seq.text.has_value()) text += seq.text->Finish();  // What was held back, if anything.
     return true;
   }
   seq.tokens.push_back(token);
@@ -246,8 +249,9 @@ absl::Status BatchEngine::Step(std::vector<GenerationResult>& finished,
     }
     const int32_t token =
         seq.sampler.Sample(absl::Span<const float>(out.logits.row(r).data(), out.logits.cols()));
-    if (events != nullptr) events->push_back(TokenEvent{seq.request.id, token});
-    if (Append(seq, token)) done.push_back(&seq);
+    std::string text;
+    if (Append(seq, token, text)) done.push_back(&seq);
+    if (events != nullptr) events->push_back(TokenEvent{seq.request.id, token, std::move(text)});
   }
   stats_.mixed_steps += any_prefill && any_decode;
   for (Sequence* seq : done) {
@@ -257,7 +261,7 @@ absl::Status BatchEngine::Step(std::vector<GenerationResult>& finished,
     result.id = seq->request.id;
     result.prompt_tokens = static_cast<int>(seq->request.prompt.size());
     result.tokens = std::move(seq->generated);
-    result.text = std::move(seq->text);
+    if (seq->text.has_value()) result.text = seq->text->text();
     result.finish = seq->finish;
     result.preemptions = seq->preemptions;
     result.local_activations = seq->local_activations;

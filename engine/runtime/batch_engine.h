@@ -7,8 +7,10 @@
 // most recently admitted request is preempted: its pages are freed and it is recomputed later
 // from its prompt plus the tokens it already produced (results are unchanged by preemption).
 //
-// Stopping: an EOS id (unless ignore_eos), max_tokens, or a stop string in the decoded output
-// (which is cut at the stop string; needs a tokenizer).
+// Stopping: an EOS id (unless ignore_eos), max_tokens, or a stop string in the output's text
+// (which ends before the stop string; needs a tokenizer). With a tokenizer the output is decoded
+// here, once, as it is generated (model::TextStream): each token event carries its piece of
+// text, and the pieces joined are the result's text.
 //
 // Thread-safety: not thread-safe; one thread drives Submit() and Step(). The transformer and
 // tokenizer must outlive the engine.
@@ -24,6 +26,7 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
+#include "engine/model/text_stream.h"
 #include "engine/model/tokenizer.h"
 #include "engine/model/transformer.h"
 #include "engine/runtime/kv_cache.h"
@@ -47,7 +50,9 @@ struct GenerationResult {
   std::string id;
   int prompt_tokens = 0;
   std::vector<int32_t> tokens;  // Generated ids (including a final EOS id).
-  std::string text;             // Decoded output without EOS, cut at a stop string.
+  // The output's text (valid UTF-8; no special tokens; ends before a stop string): the token
+  // events' pieces joined. Empty without a tokenizer.
+  std::string text;
   FinishReason finish = FinishReason::kLength;
   int preemptions = 0;
   // Expert activations of its tokens that ran on the serving rank, and all of them (counted by
@@ -58,6 +63,9 @@ struct GenerationResult {
 struct TokenEvent {
   std::string request_id;
   int32_t token;
+  // The text this token completes (often "", e.g. for part of a character or of what may become
+  // a stop string; the last token's carries what was held back).
+  std::string text;
 };
 
 struct BatchEngineStats {
@@ -77,7 +85,7 @@ class BatchEngine {
     int max_waiting = 4096;      // Queue bound: Submit() answers ResourceExhausted beyond it.
     int page_size = 16;
     int64_t kv_cache_bytes = 256ll << 20;
-    const model::Tokenizer* tokenizer = nullptr;  // For stop strings and result text.
+    const model::Tokenizer* tokenizer = nullptr;  // For the text and stop strings.
     std::vector<int32_t> eos_ids;                 // Usually config.eos_token_ids.
     // Runs a forward pass; null = transformer.Forward. Attention-TP's leader wraps it to tell
     // its followers the batch first (engine/server/tp_group.h).
@@ -126,8 +134,8 @@ class BatchEngine {
   absl::StatusOr<model::ForwardOutput> RunForward(absl::Span<const model::SequenceInput> batch);
   bool ReserveOrPreempt(size_t index, int positions);
   void Preempt(size_t index);
-  // Applies a sampled token; true if the sequence finished.
-  bool Append(Sequence& seq, int32_t token);
+  // Applies a sampled token; true if the sequence finished. `text`: the text it completes.
+  bool Append(Sequence& seq, int32_t token, std::string& text);
 
   const model::Transformer& transformer_;
   const Options options_;

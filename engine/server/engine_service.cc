@@ -12,7 +12,6 @@
 #include "common/security.h"
 #include "common/status_macros.h"
 #include "engine/model/prompt.h"
-#include "engine/model/unicode.h"
 
 namespace semmoe::engine {
 
@@ -37,11 +36,12 @@ class GenerateStream : public RequestSink, public std::enable_shared_from_this<G
   }
 
   // RequestSink (the engine's loop thread).
-  void OnToken(int32_t token) override {
+  void OnToken(int32_t token, absl::string_view text) override {
     {
       absl::MutexLock lock(&mu_);
       if (!first_token_.has_value()) first_token_ = absl::Now();
       pending_.push_back(token);
+      pending_text_.append(text.data(), text.size());
     }
     Pump();
   }
@@ -53,7 +53,7 @@ class GenerateStream : public RequestSink, public std::enable_shared_from_this<G
       f.set_prompt_tokens(result.prompt_tokens);
       f.set_completion_tokens(static_cast<int32_t>(result.tokens.size()));
       f.set_finish_reason(runtime::FinishReasonName(result.finish));
-      f.set_text(model::ToValidUtf8(result.text));
+      f.set_text(result.text);  // Valid UTF-8 (model::TextStream).
       f.set_rank(rank_);
       const absl::Time now = absl::Now();
       f.set_ttft_ms(absl::ToDoubleMilliseconds(first_token_.value_or(now) - start_));
@@ -146,6 +146,8 @@ class GenerateStream : public RequestSink, public std::enable_shared_from_this<G
         out_.Clear();
         for (int32_t t : pending_) out_.add_token_ids(t);
         pending_.clear();
+        out_.set_text(std::move(pending_text_));
+        pending_text_.clear();
         if (final_.has_value()) {
           *out_.mutable_final() = *final_;
           final_sent_ = true;
@@ -171,6 +173,7 @@ class GenerateStream : public RequestSink, public std::enable_shared_from_this<G
   absl::Mutex mu_;
   grpc::ServerWriteReactor<Response>* reactor_ ABSL_GUARDED_BY(mu_) = nullptr;
   std::vector<int32_t> pending_ ABSL_GUARDED_BY(mu_);
+  std::string pending_text_ ABSL_GUARDED_BY(mu_);  // The pending tokens' text.
   std::optional<absl::Time> first_token_ ABSL_GUARDED_BY(mu_);
   std::optional<rpc::FinalRecord> final_ ABSL_GUARDED_BY(mu_);
   std::optional<absl::Status> error_ ABSL_GUARDED_BY(mu_);

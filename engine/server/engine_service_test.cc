@@ -7,6 +7,7 @@
 
 #include "absl/time/clock.h"
 #include "common/file.h"
+#include "engine/model/unicode.h"
 #include "engine/parallel/gloo_communicator.h"
 #include "engine/parallel/rank_model.h"
 #include "gloo/rendezvous/hash_store.h"
@@ -40,6 +41,7 @@ class EngineServiceTest : public ::testing::Test {
     GroupEngineOptions options;
     options.max_inbox = 2;
     options.batch.max_running = 1;
+    options.batch.tokenizer = model_->tokenizer();  // As rank_group.cc sets it: the text.
     auto engine = GroupEngine::Create(*model_, options);
     ASSERT_TRUE(engine.ok());
     engine_ = std::move(*engine);
@@ -67,8 +69,10 @@ class EngineServiceTest : public ::testing::Test {
   }
 
   // Runs a Generate call to the end: the tokens, the final record and the status.
+  // `text`, if given: the messages' texts joined.
   grpc::Status Generate(const rpc::GenerateRequest& request, std::vector<int32_t>* tokens,
-                        rpc::FinalRecord* final, int deadline_ms = 20000) {
+                        rpc::FinalRecord* final, int deadline_ms = 20000,
+                        std::string* text = nullptr) {
     grpc::ClientContext context;
     context.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(deadline_ms));
     auto reader = stub_->Generate(&context, request);
@@ -77,6 +81,7 @@ class EngineServiceTest : public ::testing::Test {
       if (tokens != nullptr) {
         tokens->insert(tokens->end(), response.token_ids().begin(), response.token_ids().end());
       }
+      if (text != nullptr) *text += response.text();
       if (response.has_final() && final != nullptr) *final = response.final();
     }
     return reader->Finish();
@@ -101,9 +106,12 @@ TEST_F(EngineServiceTest, StreamsTokensThenTheFinalRecord) {
   request.set_ignore_eos(true);
   std::vector<int32_t> tokens;
   rpc::FinalRecord final;
-  const grpc::Status status = Generate(request, &tokens, &final);
+  std::string text;
+  const grpc::Status status = Generate(request, &tokens, &final, 20000, &text);
   ASSERT_TRUE(status.ok()) << status.error_message();
   EXPECT_EQ(tokens.size(), 7u);
+  EXPECT_EQ(text, final.text());  // The streamed text adds up to the final one.
+  EXPECT_EQ(final.text(), model::ToValidUtf8(*model_->tokenizer()->Decode(tokens, true)));
   EXPECT_EQ(final.request_id(), "one");
   EXPECT_EQ(final.completion_tokens(), 7);
   EXPECT_EQ(final.finish_reason(), "length");

@@ -118,9 +118,9 @@ class Call : public CallHandle, public std::enable_shared_from_this<Call> {
     if (first) group_.FirstToken(request_.token_ids_size());
     {
       absl::MutexLock lock(&mu_);
-      if (finished_ || message.token_ids_size() == 0) return;
+      if (finished_ || (message.token_ids_size() == 0 && message.text().empty())) return;
     }
-    sink_->OnTokens(message.token_ids());
+    sink_->OnTokens(message.token_ids(), message.text());
   }
 
   // `status`: the engine call's end (converted from gRPC's once, in Upstream::OnDone).

@@ -12,6 +12,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "router/proto/router.pb.h"
@@ -25,8 +26,10 @@ namespace semmoe::router {
 class CallSink {
  public:
   virtual ~CallSink() = default;
-  // Generated token ids since the last call, as the engine streamed them.
-  virtual void OnTokens(absl::Span<const int32_t> token_ids) = 0;
+  // Generated token ids since the last call, and their text, as the engine streamed them (the
+  // engine decodes the output once: see GenerateResponse.text in engine.proto; the texts joined
+  // are the final record's text).
+  virtual void OnTokens(absl::Span<const int32_t> token_ids, absl::string_view text) = 0;
   // The end: OK with the final record (`final` is then set), or why the call failed — before the
   // first token with the codes of router.proto's Generate (INVALID_ARGUMENT, OUT_OF_RANGE for a
   // prompt the model cannot take, RESOURCE_EXHAUSTED, UNAVAILABLE, DEADLINE_EXCEEDED, CANCELLED),

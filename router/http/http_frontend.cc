@@ -10,7 +10,6 @@
 #include "absl/time/clock.h"
 #include "common/metrics.h"
 #include "router/openai/openai_response.h"
-#include "router/openai/text_stream.h"
 
 namespace semmoe::router::http {
 namespace {
@@ -39,25 +38,23 @@ std::string NewRequestId() {
 }
 
 // One completion's answer: the core's sink. Streamed, the head goes out with the first token (or
-// the end); whole, the body at the end. The core calls it from one thread at a time; `mu_` makes
+// the end), then the text as the engine decoded it (the door decodes nothing); whole, the body
+// at the end. The core calls it from one thread at a time; `mu_` makes
 // that a rule rather than a promise.
 class CompletionSink : public CallSink {
  public:
   CompletionSink(std::shared_ptr<HttpResponse> res, openai::ResponseHeader header,
-                 const openai::OpenAiRequest& request, const engine::model::Tokenizer& tokenizer)
+                 const openai::OpenAiRequest& request)
       : res_(std::move(res)),
         header_(std::move(header)),
         stream_(request.stream),
-        include_usage_(request.include_usage),
-        text_(tokenizer, request.stop) {}
+        include_usage_(request.include_usage) {}
 
-  void OnTokens(absl::Span<const int32_t> ids) override {
+  void OnTokens(absl::Span<const int32_t>, absl::string_view text) override {
     absl::MutexLock lock(&mu_);
     if (!stream_) return;
     Begin();
-    absl::StatusOr<std::string> piece = text_.Add(ids);
-    if (piece.ok() && !piece->empty())
-      Event(openai::Chunk(header_, *piece, "", false, include_usage_));
+    if (!text.empty()) Event(openai::Chunk(header_, std::string(text), "", false, include_usage_));
   }
 
   void OnEnd(const absl::Status& status, const rpc::FinalRecord* final) override {
@@ -72,8 +69,6 @@ class CompletionSink : public CallSink {
     }
     Begin();
     if (status.ok()) {
-      const std::string rest = text_.Finish(final->text());
-      if (!rest.empty()) Event(openai::Chunk(header_, rest, "", false, include_usage_));
       Event(openai::Chunk(header_, "", openai::FinishReason(final->finish_reason()), false,
                           include_usage_));
       if (include_usage_) {
@@ -105,12 +100,11 @@ class CompletionSink : public CallSink {
   const openai::ResponseHeader header_;
   const bool stream_;
   const bool include_usage_;
-  openai::TextStream text_ ABSL_GUARDED_BY(mu_);
   bool began_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 // The door's own series, after the router's.
-std::string DoorMetrics(const HttpCounters& c) {
+std::string DoorMetrics(const HttpCounters& c, const WorkQueue* work) {
   std::string out;
   auto series = [&out](const char* name, const char* type, const char* help, int64_t v) {
     absl::StrAppend(&out, "# HELP ", name, " ", help, "\n# TYPE ", name, " ", type, "\n", name, " ",
@@ -130,6 +124,9 @@ std::string DoorMetrics(const HttpCounters& c) {
          c.refused_requests);
   series("semmoe_router_http_abandoned_total", "counter",
          "HTTP responses whose client went away before their end.", c.abandoned);
+  series("semmoe_router_http_work_queued", "gauge",
+         "HTTP completions waiting for a worker thread (parse, chat template, tokenise).",
+         work != nullptr ? work->queued() : 0);
   return out;
 }
 
@@ -137,6 +134,7 @@ std::string DoorMetrics(const HttpCounters& c) {
 struct Context {
   HttpFrontendOptions options;
   std::function<HttpCounters()> counters;
+  WorkQueue* work = nullptr;  // Null: completions run on the calling thread.
 
   void Health(HttpResponse& res) const {
     const rpc::RouterStats stats = options.router->Stats();
@@ -207,7 +205,7 @@ struct Context {
                                   .id = openai::ResponseId(endpoint, g.request_id()),
                                   .created = absl::ToUnixSeconds(absl::Now()),
                                   .model = options.served_model};
-    auto sink = std::make_shared<CompletionSink>(res, std::move(header), r, *options.tokenizer);
+    auto sink = std::make_shared<CompletionSink>(res, std::move(header), r);
     absl::StatusOr<std::shared_ptr<CallHandle>> handle =
         options.router->Submit(g, absl::Now() + options.request_timeout, std::move(sink));
     if (!handle.ok()) return Reply(*res, FromStatus(handle.status()));
@@ -215,24 +213,35 @@ struct Context {
     res->OnAbandon([handle = *std::move(handle)] { handle->Cancel(); });
   }
 
-  void Serve(HttpRequest req, std::shared_ptr<HttpResponse> res) const {
-    const bool get = req.method == "GET", post = req.method == "POST";
+  static void Serve(std::shared_ptr<const Context> self, HttpRequest req,
+                    std::shared_ptr<HttpResponse> res) {
     if (req.path == "/v1/completions" || req.path == "/v1/chat/completions") {
-      if (!post) return MethodNotAllowed(req, *res, "POST");
-      return Completion(
-          req.path == "/v1/completions" ? Endpoint::kCompletions : Endpoint::kChatCompletions, req,
-          std::move(res));
+      if (req.method != "POST") return MethodNotAllowed(req, *res, "POST");
+      const Endpoint endpoint =
+          req.path == "/v1/completions" ? Endpoint::kCompletions : Endpoint::kChatCompletions;
+      if (self->work == nullptr) return self->Completion(endpoint, req, std::move(res));
+      WorkQueue* work = self->work;
+      work->Post([self = std::move(self), endpoint, req = std::move(req),
+                  res = std::move(res)]() mutable {
+        self->Completion(endpoint, req, std::move(res));
+      });
+      return;
     }
+    self->ServeCheap(req, *res);
+  }
+
+  // The endpoints cheap enough for the I/O thread.
+  void ServeCheap(const HttpRequest& req, HttpResponse& res) const {
     if (req.path == "/health" || req.path == "/v1/models" || req.path == "/metrics") {
-      if (!get) return MethodNotAllowed(req, *res, "GET");
-      if (req.path == "/health") return Health(*res);
-      if (req.path == "/v1/models") return Models(*res);
-      return res->Send(200, metrics::kTextContentType,
-                       options.router->MetricsText() + DoorMetrics(counters()));
+      if (req.method != "GET") return MethodNotAllowed(req, res, "GET");
+      if (req.path == "/health") return Health(res);
+      if (req.path == "/v1/models") return Models(res);
+      return res.Send(200, metrics::kTextContentType,
+                      options.router->MetricsText() + DoorMetrics(counters(), work));
     }
-    Reply(*res, ApiError{.http_status = 404,
-                         .message = absl::StrCat(req.method, " ", req.path, ": no such endpoint"),
-                         .code = "not_found"});
+    Reply(res, ApiError{.http_status = 404,
+                        .message = absl::StrCat(req.method, " ", req.path, ": no such endpoint"),
+                        .code = "not_found"});
   }
 
   static void MethodNotAllowed(const HttpRequest& req, HttpResponse& res, const char* allowed) {
@@ -282,10 +291,10 @@ ApiError FromStatus(const absl::Status& s) {
 }
 
 HttpHandler HttpFrontend::Handler(const HttpFrontendOptions& options,
-                                  std::function<HttpCounters()> counters) {
-  auto context = std::make_shared<const Context>(Context{options, std::move(counters)});
+                                  std::function<HttpCounters()> counters, WorkQueue* work) {
+  auto context = std::make_shared<const Context>(Context{options, std::move(counters), work});
   return [context](HttpRequest req, std::shared_ptr<HttpResponse> res) {
-    context->Serve(std::move(req), std::move(res));
+    Context::Serve(context, std::move(req), std::move(res));
   };
 }
 
@@ -299,9 +308,10 @@ HttpErrorBody HttpFrontend::ErrorBody() {
 }
 
 absl::StatusOr<std::unique_ptr<HttpFrontend>> HttpFrontend::Start(HttpFrontendOptions options) {
-  if (options.tokenizer == nullptr || options.router == nullptr) {
-    return absl::InvalidArgumentError("the HTTP frontend needs the tokenizer and the router");
+  if (options.router == nullptr) {
+    return absl::InvalidArgumentError("the HTTP frontend needs the router");
   }
+  if (options.workers < 1) return absl::InvalidArgumentError("the HTTP door needs ≥ 1 worker");
   if (options.served_model.empty()) {
     return absl::InvalidArgumentError("the HTTP frontend needs the served model's name");
   }
@@ -314,6 +324,7 @@ absl::StatusOr<std::unique_ptr<HttpFrontend>> HttpFrontend::Start(HttpFrontendOp
     HttpServer* server = server_holder->load();
     return server != nullptr ? server->counters() : HttpCounters{};
   };
+  auto work = std::make_unique<WorkQueue>(options.workers);
   absl::StatusOr<std::unique_ptr<HttpServer>> server =
       HttpServer::Start({.listen = options.listen,
                          .port = options.port,
@@ -321,11 +332,11 @@ absl::StatusOr<std::unique_ptr<HttpFrontend>> HttpFrontend::Start(HttpFrontendOp
                          .limits = options.limits,
                          .tls_cert_file = options.tls_cert_file,
                          .tls_key_file = options.tls_key_file,
-                         .handler = Handler(options, counters),
+                         .handler = Handler(options, counters, work.get()),
                          .error_body = ErrorBody()});
   if (!server.ok()) return server.status();
   server_holder->store(server->get());
-  return std::unique_ptr<HttpFrontend>(new HttpFrontend(*std::move(server)));
+  return std::unique_ptr<HttpFrontend>(new HttpFrontend(std::move(work), *std::move(server)));
 }
 
 HttpFrontend::~HttpFrontend() { Shutdown(); }

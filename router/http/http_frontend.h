@@ -6,6 +6,11 @@
 //   GET  /health                200 when some engine rank can take requests, else 503
 //   GET  /metrics               Prometheus text: the router's series and the door's own
 //
+// Completions are parsed, rendered (chat template) and submitted on a small pool of worker
+// threads (`workers`), never on the I/O threads every connection shares: a long prompt's
+// tokenising holds up no other client's stream, health check or metrics scrape. The door decodes
+// nothing: streamed text is the engine's (CallSink::OnTokens).
+//
 // Each request goes straight to the router core (RouterApi::Submit; never through the router's
 // gRPC service), so admission, rebatching, A/B arms and statistics are the same as for gRPC
 // clients. The core's absl::Status becomes OpenAI's error JSON once (FromStatus): 400 for a bad
@@ -25,8 +30,8 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "common/work_queue.h"
 #include "engine/model/chat_template.h"
-#include "engine/model/tokenizer.h"
 #include "router/core/router_api.h"
 #include "router/http/http_server.h"
 #include "router/openai/openai_request.h"
@@ -37,7 +42,6 @@ struct HttpFrontendOptions {
   std::string listen = "127.0.0.1";
   int port = 0;              // 0: any free port (port()).
   std::string served_model;  // The name clients send as "model" and /v1/models lists.
-  const engine::model::Tokenizer* tokenizer = nullptr;  // Borrowed; required (streamed text).
   // Borrowed; null: the model has no chat template and chat completions get a 400 saying so.
   const engine::model::ChatTemplate* chat_template = nullptr;
   std::string chat_template_error;     // Why there is none (told to chat clients).
@@ -45,6 +49,7 @@ struct HttpFrontendOptions {
   int default_chat_max_tokens = 1024;  // Chat requests without max_tokens.
   absl::Duration request_timeout = absl::Minutes(10);
   int threads = 2;  // The server's I/O threads.
+  int workers = 2;  // Threads that parse, render and submit completions (≥ 1).
   HttpLimits limits;
   // HTTPS with these PEM files (clients are not asked for certificates: this is the door end
   // users come through, docs/SECURITY.md); empty: plain HTTP.
@@ -66,13 +71,16 @@ class HttpFrontend {
   void Shutdown();
 
   // The handler the server runs (public for the fuzzer, which drives it through
-  // ServeBytesForTesting without a socket).
+  // ServeBytesForTesting without a socket). Completions run on `work`; null: on the calling
+  // thread. REQUIRES: `work` outlives the handler's calls.
   static HttpHandler Handler(const HttpFrontendOptions& options,
-                             std::function<HttpCounters()> counters);
+                             std::function<HttpCounters()> counters, WorkQueue* work = nullptr);
   static HttpErrorBody ErrorBody();
 
  private:
-  explicit HttpFrontend(std::unique_ptr<HttpServer> server) : server_(std::move(server)) {}
+  HttpFrontend(std::unique_ptr<WorkQueue> work, std::unique_ptr<HttpServer> server)
+      : work_(std::move(work)), server_(std::move(server)) {}
+  std::unique_ptr<WorkQueue> work_;      // Destroyed after the server: nothing posts then.
   std::unique_ptr<HttpServer> server_;
 };
 

@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/synchronization/notification.h"
 #include "common/file.h"
 #include "engine/model/config.h"
 #include "engine/server/testing/local_engine.h"
@@ -54,7 +55,6 @@ class HttpFrontendTest : public ::testing::Test {
     ASSERT_TRUE(chat.ok()) << chat.status();
     chat_ = std::make_unique<engine::model::ChatTemplate>(*std::move(chat));
     auto f = HttpFrontend::Start({.served_model = "tiny",
-                                  .tokenizer = engine_->tokenizer(),
                                   .chat_template = chat_.get(),
                                   .router = core_.get()});
     ASSERT_TRUE(f.ok()) << f.status();
@@ -377,6 +377,67 @@ TEST_F(HttpFrontendQueueTest, ALeaveWhileQueuedCancelsTheRequest) {
   EXPECT_FALSE(first_done.load()) << "the first request ended before the check: not a queue test";
   holder.stop();  // Hangs up on the first one too (cancelled after its first token).
   first.join();
+}
+
+// A core whose Submit blocks until released (as a very long prompt's tokenising would), and
+// whose health is good.
+class StuckRouter : public RouterApi {
+ public:
+  absl::StatusOr<std::shared_ptr<CallHandle>> Submit(const rpc::GenerateRequest&,
+                                                     std::optional<absl::Time>,
+                                                     std::shared_ptr<CallSink>) override {
+    entered.fetch_add(1);
+    release.WaitForNotification();
+    return absl::ResourceExhaustedError("released");
+  }
+  rpc::RouterStats Stats() const override {
+    rpc::RouterStats stats;
+    stats.add_ranks()->set_usable(true);
+    return stats;
+  }
+  std::string MetricsText() const override { return ""; }
+  std::atomic<int> entered{0};
+  absl::Notification release;
+};
+
+// Completions run on the door's workers: while both are stuck in Submit, the I/O threads still
+// answer /health and /metrics at once (the queue shows in /metrics), and the stuck requests
+// get their answers when released.
+TEST(HttpFrontendWorkersTest, StuckCompletionsHoldUpNoOtherConnection) {
+  StuckRouter router;
+  auto f = HttpFrontend::Start({.served_model = "m", .router = &router, .workers = 2});
+  ASSERT_TRUE(f.ok()) << f.status();
+  const int port = (*f)->port();
+  std::vector<std::thread> clients;
+  std::atomic<int> refused{0};
+  for (int i = 0; i < 3; ++i) {
+    clients.emplace_back([&] {
+      httplib::Client c("127.0.0.1", port);
+      c.set_read_timeout(60, 0);
+      auto res = c.Post("/v1/completions", Json({{"prompt", "x"}}).dump(), "application/json");
+      if (res && res->status == 429) refused.fetch_add(1);
+    });
+  }
+  while (router.entered.load() < 2) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  httplib::Client c("127.0.0.1", port);
+  c.set_read_timeout(5, 0);
+  auto health = c.Get("/health");
+  ASSERT_TRUE(health);
+  EXPECT_EQ(health->status, 200);
+  std::string metrics;
+  for (int i = 0; i < 200 && metrics.find("semmoe_router_http_work_queued 1") == std::string::npos;
+       ++i) {
+    auto m = c.Get("/metrics");
+    ASSERT_TRUE(m);
+    metrics = m->body;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  EXPECT_THAT(metrics, HasSubstr("semmoe_router_http_work_queued 1"));  // The third waits.
+  EXPECT_EQ(router.entered.load(), 2);
+  router.release.Notify();
+  for (std::thread& t : clients) t.join();
+  EXPECT_EQ(refused.load(), 3);
+  EXPECT_EQ(router.entered.load(), 3);
 }
 
 }  // namespace

@@ -227,12 +227,12 @@ absl::Status RouterServer::StartHttp() {
                    http::HttpFrontend::Start({.listen = o.listen,
                                               .port = o.http_port,
                                               .served_model = name,
-                                              .tokenizer = tokenizer_.get(),
                                               .chat_template = chat_template_.get(),
                                               .chat_template_error = chat_error_,
                                               .router = core_.get(),
                                               .default_chat_max_tokens = o.default_chat_max_tokens,
                                               .threads = o.http_threads,
+                                              .workers = o.http_workers,
                                               .limits = o.http_limits,
                                               .tls_cert_file = tls.tls() ? tls.cert_file : "",
                                               .tls_key_file = tls.tls() ? tls.key_file : ""}));

@@ -38,6 +38,7 @@ struct RouterServerOptions {
   std::string served_model_name;  // What HTTP clients call the model; "": the model dir's name.
   int default_chat_max_tokens = 1024;
   int http_threads = 2;          // The HTTP door's I/O threads.
+  int http_workers = 2;          // Its threads that parse, render and submit completions.
   http::HttpLimits http_limits;  // Its connections, sizes and deadlines (http_server.h).
   RebatcherOptions rebatch;
   int max_in_flight = 4096;

@@ -28,10 +28,11 @@ class StreamBridge : public CallSink {
     reactor_ = nullptr;
   }
 
-  void OnTokens(absl::Span<const int32_t> ids) override {
+  void OnTokens(absl::Span<const int32_t> ids, absl::string_view text) override {
     {
       absl::MutexLock lock(&mu_);
       tokens_.insert(tokens_.end(), ids.begin(), ids.end());
+      text_.append(text.data(), text.size());
     }
     Pump();
   }
@@ -79,13 +80,15 @@ class StreamBridge : public CallSink {
     {
       absl::MutexLock lock(&mu_);
       if (reactor_ == nullptr || finished_ || writing_) return;
-      if (end_.has_value() || (final_sent_ && tokens_.empty())) {
+      if (end_.has_value() || (final_sent_ && tokens_.empty() && text_.empty())) {
         finished_ = true;
         finish = end_.value_or(absl::OkStatus());
-      } else if (!tokens_.empty() || (final_.has_value() && !final_sent_)) {
+      } else if (!tokens_.empty() || !text_.empty() || (final_.has_value() && !final_sent_)) {
         out_.Clear();
         out_.mutable_token_ids()->Add(tokens_.begin(), tokens_.end());
         tokens_.clear();
+        out_.set_text(std::move(text_));
+        text_.clear();
         if (final_.has_value()) {
           *out_.mutable_final() = *final_;
           final_sent_ = true;
@@ -106,6 +109,7 @@ class StreamBridge : public CallSink {
   absl::Mutex mu_;
   grpc::ServerWriteReactor<Response>* reactor_ ABSL_GUARDED_BY(mu_) = nullptr;
   std::vector<int32_t> tokens_ ABSL_GUARDED_BY(mu_);
+  std::string text_ ABSL_GUARDED_BY(mu_);  // The tokens' text.
   std::optional<rpc::FinalRecord> final_ ABSL_GUARDED_BY(mu_);
   std::optional<absl::Status> end_ ABSL_GUARDED_BY(mu_);  // An error to end with.
   bool writing_ ABSL_GUARDED_BY(mu_) = false;

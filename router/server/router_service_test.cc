@@ -37,6 +37,7 @@ constexpr int32_t kX = 70, kY = 71;  // Byte tokens of the tiny model.
 struct Outcome {
   grpc::Status status;
   std::vector<int32_t> tokens;
+  std::string text;  // The streamed messages' texts joined.
   rpc::FinalRecord final;
 };
 
@@ -109,6 +110,7 @@ class RouterServiceTest : public ::testing::Test {
     rpc::GenerateResponse response;
     while (reader->Read(&response)) {
       out.tokens.insert(out.tokens.end(), response.token_ids().begin(), response.token_ids().end());
+      out.text += response.text();
       if (response.has_final()) out.final = response.final();
       if (cancel_after_first && !out.tokens.empty()) context.TryCancel();
     }
@@ -169,6 +171,7 @@ TEST_F(RouterServiceTest, StreamsWhatTheEngineGenerates) {
   ASSERT_TRUE(reader->Finish().ok());
   EXPECT_EQ(got.tokens, want);
   EXPECT_EQ(got.final.text(), text);
+  EXPECT_EQ(got.text, text);  // The streamed pieces (decoded once, by the engine) add up.
 
   ASSERT_TRUE(Eventually([&] { return core_->Stats().polls() >= 2; }));
   const rpc::RouterStats stats = core_->Stats();

@@ -9,7 +9,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "engine/model/chat_template.h"
-#include "engine/model/tokenizer.h"
 #include "router/core/router_api.h"
 #include "router/http/http_frontend.h"
 #include "router/http/http_server.h"
@@ -44,7 +43,8 @@ class FakeRouter : public semmoe::router::RouterApi {
         break;
     }
     const int32_t ids[] = {3, 70, 71, 72};
-    sink->OnTokens(ids);
+    sink->OnTokens(ids, "some ");
+    sink->OnTokens({}, "text");
     if (n % 5 == 2) {
       sink->OnEnd(absl::UnavailableError("the rank failed"), nullptr);
     } else {
@@ -70,20 +70,17 @@ struct Door {
     const char* tmp = std::getenv("TEST_TMPDIR");
     const std::string dir = absl::StrCat(tmp != nullptr ? tmp : "/tmp", "/http_door_fuzzer_model");
     if (!semmoe::tools::WriteTinyModel({.seed = 3}, dir).ok()) std::abort();
-    tokenizer = *semmoe::engine::model::Tokenizer::FromDirectory(dir);
     auto chat = semmoe::engine::model::ChatTemplate::Load(dir);
     if (!chat.ok()) std::abort();
     chat_template = std::make_unique<semmoe::engine::model::ChatTemplate>(*std::move(chat));
     using semmoe::router::http::HttpFrontend;
     options.limits = {.max_header_bytes = 8 << 10, .max_body_bytes = 64 << 10};
     options.handler = HttpFrontend::Handler({.served_model = "m",
-                                             .tokenizer = tokenizer.get(),
                                              .chat_template = chat_template.get(),
                                              .router = &router},
                                             [] { return semmoe::router::http::HttpCounters{}; });
     options.error_body = HttpFrontend::ErrorBody();
   }
-  std::unique_ptr<semmoe::engine::model::Tokenizer> tokenizer;
   std::unique_ptr<semmoe::engine::model::ChatTemplate> chat_template;
   FakeRouter router;
   semmoe::router::http::HttpServerOptions options;

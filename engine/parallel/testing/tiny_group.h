@@ -18,7 +18,7 @@ namespace semmoe::engine::testing {
 // Collects one request's output; wait on `done` before reading it.
 class Collect : public RequestSink {
  public:
-  void OnToken(int32_t token) override {
+  void OnToken(int32_t token, absl::string_view) override {
     tokens.push_back(token);
     count.fetch_add(1);
   }

@@ -1,4 +1,4 @@
-#include "router/openai/text_stream.h"
+#include "engine/model/text_stream.h"
 
 #include <cstdlib>
 #include <string>
@@ -8,7 +8,7 @@
 #include "gtest/gtest.h"
 #include "tools/tiny_model/tiny_model.h"
 
-namespace semmoe::router::openai {
+namespace semmoe::engine::model {
 namespace {
 
 class TextStreamTest : public ::testing::Test {
@@ -16,7 +16,7 @@ class TextStreamTest : public ::testing::Test {
   static void SetUpTestSuite() {
     const std::string dir = JoinPath(std::getenv("TEST_TMPDIR"), "tiny");
     ASSERT_TRUE(tools::WriteTinyModel({.seed = 1}, dir).ok());  // Byte-level BPE.
-    auto t = engine::model::Tokenizer::FromDirectory(dir);
+    auto t = Tokenizer::FromDirectory(dir);
     ASSERT_TRUE(t.ok()) << t.status();
     tokenizer_ = t->release();
   }
@@ -34,9 +34,9 @@ class TextStreamTest : public ::testing::Test {
     return pieces;
   }
 
-  static engine::model::Tokenizer* tokenizer_;
+  static Tokenizer* tokenizer_;
 };
-engine::model::Tokenizer* TextStreamTest::tokenizer_ = nullptr;
+Tokenizer* TextStreamTest::tokenizer_ = nullptr;
 
 TEST_F(TextStreamTest, MultiByteCharactersAreNeverSplit) {
   TextStream s(*tokenizer_, {});
@@ -48,12 +48,13 @@ TEST_F(TextStreamTest, MultiByteCharactersAreNeverSplit) {
     joined += p;
   }
   EXPECT_EQ(joined, text);
-  EXPECT_EQ(s.Finish(text), "");
-  EXPECT_TRUE(s.consistent());
+  EXPECT_EQ(s.Finish(), "");
+  EXPECT_EQ(s.text(), text);
+  EXPECT_FALSE(s.stopped());
 }
 
-// Byte tokens that are not UTF-8 (a random model makes them): replaced as the engine replaces
-// them in its final text, so the stream stays a prefix of that text.
+// Byte tokens that are not UTF-8 (a random model makes them) become U+FFFD: the text is always
+// valid UTF-8 (protobuf strings and JSON need it), an incomplete last character too.
 TEST_F(TextStreamTest, InvalidBytesBecomeReplacementCharacters) {
   TextStream s(*tokenizer_, {});
   const int32_t ff = *tokenizer_->TokenId("\xff");  // Byte-level BPE's token for byte 0xFF.
@@ -63,10 +64,13 @@ TEST_F(TextStreamTest, InvalidBytesBecomeReplacementCharacters) {
   EXPECT_EQ(joined,
             "a\xEF\xBF\xBD"
             "b");
-  EXPECT_EQ(s.Finish("a\xEF\xBF\xBD"
-                     "b"),
-            "");
-  EXPECT_TRUE(s.consistent());
+  EXPECT_EQ(s.Finish(), "");
+  const std::string euro = "\xE2\x82\xAC";  // Three bytes, three byte tokens.
+  TextStream t(*tokenizer_, {});
+  EXPECT_EQ(*t.Add({*tokenizer_->TokenId(std::string(1, euro[0]))}), "");
+  EXPECT_EQ(*t.Add({*tokenizer_->TokenId(std::string(1, euro[1]))}), "");
+  EXPECT_EQ(t.Finish(), "\xEF\xBF\xBD\xEF\xBF\xBD");  // Cut short: both bytes invalid.
+  EXPECT_EQ(t.Finish(), "");
 }
 
 TEST_F(TextStreamTest, StopsAtAStopStringAndHoldsBackItsPrefix) {
@@ -76,26 +80,48 @@ TEST_F(TextStreamTest, StopsAtAStopStringAndHoldsBackItsPrefix) {
   EXPECT_EQ(joined, "abc ");  // "EN" may start "END": held back.
   for (const std::string& p : Feed(s, "Dx more")) joined += p;
   EXPECT_EQ(joined, "abc ");  // Nothing from the stop string on.
-  EXPECT_EQ(s.Finish("abc "), "");
+  EXPECT_TRUE(s.stopped());
+  EXPECT_EQ(s.Finish(), "");
+  EXPECT_EQ(s.text(), "abc ");
   TextStream t(*tokenizer_, {"END"});
   joined.clear();
   for (const std::string& p : Feed(t, "ENx")) joined += p;
   EXPECT_EQ(joined, "ENx");  // Released once it cannot become the stop string.
+  TextStream u(*tokenizer_, {"END"});
+  joined.clear();
+  for (const std::string& p : Feed(u, "to EN")) joined += p;
+  EXPECT_EQ(joined, "to ");
+  EXPECT_EQ(u.Finish(), "EN");  // The output ended (EOS, length): the held-back tail is text.
+  EXPECT_FALSE(u.stopped());
+  EXPECT_EQ(u.text(), "to EN");
 }
 
-TEST_F(TextStreamTest, SpecialTokensAreNotTextAndFinishSendsTheRest) {
+// A stop string spread over several tokens, and one inside a single token with text after it.
+TEST_F(TextStreamTest, StopStringAcrossAndInsideTokens) {
+  TextStream s(*tokenizer_, {"xyz"});
+  std::string joined;
+  for (char c : std::string("abxyzq")) {
+    joined += *s.Add({*tokenizer_->TokenId(std::string(1, c))});
+  }
+  EXPECT_EQ(joined, "ab");
+  EXPECT_TRUE(s.stopped());
+  TextStream t(*tokenizer_, {"lo w"});
+  EXPECT_EQ(*t.Add(*tokenizer_->Encode("hello world")), "hel");
+  EXPECT_TRUE(t.stopped());
+}
+
+TEST_F(TextStreamTest, SpecialTokensAreNotTextAndBadIdsAreRefused) {
   TextStream s(*tokenizer_, {});
   const int32_t eos = *tokenizer_->TokenId("<|endoftext|>");
   ASSERT_TRUE(s.Add(*tokenizer_->Encode("ok")).ok());
   EXPECT_EQ(*s.Add({eos}), "");
-  EXPECT_EQ(s.sent(), "ok");
-  EXPECT_EQ(s.Finish("ok then"), " then");
-  TextStream u(*tokenizer_, {});
-  ASSERT_TRUE(u.Add(*tokenizer_->Encode("abc")).ok());
-  EXPECT_EQ(u.Finish("xyz"), "");  // The engine disagrees: nothing more, and it is flagged.
-  EXPECT_FALSE(u.consistent());
-  EXPECT_FALSE(u.Add({1 << 30}).ok());
+  EXPECT_EQ(s.text(), "ok");
+  EXPECT_FALSE(s.Add({1 << 30}).ok());
+  EXPECT_FALSE(s.Add({-1}).ok());
+  EXPECT_EQ(s.Finish(), "");
+  EXPECT_EQ(*s.Add(*tokenizer_->Encode("more")), "");  // Nothing after the end.
+  EXPECT_EQ(s.text(), "ok");
 }
 
 }  // namespace
-}  // namespace semmoe::router::openai
+}  // namespace semmoe::engine::model

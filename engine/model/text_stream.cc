@@ -1,4 +1,4 @@
-#include "router/openai/text_stream.h"
+#include "engine/model/text_stream.h"
 
 #include <algorithm>
 #include <vector>
@@ -6,32 +6,33 @@
 #include "absl/strings/match.h"
 #include "engine/model/unicode.h"
 
-namespace semmoe::router::openai {
+namespace semmoe::engine::model {
+
+TextStream::TextStream(const Tokenizer& tokenizer, std::vector<std::string> stop)
+    : tokenizer_(tokenizer), stop_(std::move(stop)) {
+  for (const std::string& s : stop_) longest_stop_ = std::max(longest_stop_, s.size());
+}
 
 absl::StatusOr<std::string> TextStream::Add(absl::Span<const int32_t> ids) {
-  if (stopped_) return std::string();
+  if (stopped_ || finished_) return std::string();
   // Decoding is per-token bytes, concatenated: only the new tokens are decoded.
   absl::StatusOr<std::string> bytes =
       tokenizer_.Decode(std::vector<int32_t>(ids.begin(), ids.end()), /*skip_special=*/true);
   if (!bytes.ok()) return bytes.status();
   raw_ += *bytes;
-  // Up to the last complete character, with invalid bytes replaced as the engine's final text
-  // has them (U+FFFD), so what is sent is always a prefix of that text. Each converted piece
+  // Up to the last complete character, invalid bytes replaced (U+FFFD). Each converted piece
   // starts where a complete character ended, so converting piece by piece equals converting
   // the whole.
-  const size_t complete = engine::model::CompleteUtf8Prefix(raw_);
+  const size_t complete = CompleteUtf8Prefix(raw_);
   if (complete > converted_) {
-    text_ += engine::model::ToValidUtf8(
-        absl::string_view(raw_).substr(converted_, complete - converted_));
+    text_ += ToValidUtf8(absl::string_view(raw_).substr(converted_, complete - converted_));
     converted_ = complete;
   }
   size_t ready = text_.size();
   // Cut at the first stop string; hold back a tail that may still become one. Nothing sent
   // can hold the start of one (it would have been held back), so the search starts near the
   // end of what was sent.
-  size_t longest = 0;
-  for (const std::string& s : stop_) longest = std::max(longest, s.size());
-  const size_t from = sent_.size() >= longest ? sent_.size() - longest + 1 : 0;
+  const size_t from = sent_.size() >= longest_stop_ ? sent_.size() - longest_stop_ + 1 : 0;
   for (const std::string& s : stop_) {
     const size_t at = text_.find(s, from);
     if (at != std::string::npos && at < ready) {
@@ -58,15 +59,15 @@ absl::StatusOr<std::string> TextStream::Add(absl::Span<const int32_t> ids) {
   return piece;
 }
 
-std::string TextStream::Finish(const std::string& final_text) {
-  if (!absl::StartsWith(final_text, sent_)) {
-    consistent_ = false;
-    return std::string();
-  }
-  std::string rest = final_text.substr(sent_.size());
-  sent_ = final_text;
-  stopped_ = true;
+std::string TextStream::Finish() {
+  if (stopped_ || finished_) return std::string();
+  finished_ = true;
+  // An incomplete character at the very end is invalid: U+FFFD, as anywhere else.
+  text_ += ToValidUtf8(absl::string_view(raw_).substr(converted_));
+  converted_ = raw_.size();
+  std::string rest = text_.substr(sent_.size());
+  sent_ = text_;
   return rest;
 }
 
-}  // namespace semmoe::router::openai
+}  // namespace semmoe::engine::model
