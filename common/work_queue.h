@@ -5,6 +5,10 @@
 // Unbounded by itself: callers bound what they post (the door: one request per connection, and
 // connections are limited).
 //
+// Ours rather than boost::asio::thread_pool: that one cannot say how many tasks wait (the door's
+// `semmoe_router_http_work_queued` gauge), and Asio's headers are kept to the one translation
+// unit that needs them (router/http/http_server.cc) for build time.
+//
 // Thread-safe. The destructor lets running tasks finish, drops tasks that have not started (it
 // destroys them without running them) and joins the threads.
 #ifndef SEMMOE_COMMON_WORK_QUEUE_H_

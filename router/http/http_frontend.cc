@@ -39,8 +39,8 @@ std::string NewRequestId() {
 
 // One completion's answer: the core's sink. Streamed, the head goes out with the first token (or
 // the end), then the text as the engine decoded it (the door decodes nothing); whole, the body
-// at the end. The core calls it from one thread at a time; `mu_` makes
-// that a rule rather than a promise.
+// at the end. The core calls it from one thread at a time; `mu_` makes that a rule rather than a
+// promise.
 class CompletionSink : public CallSink {
  public:
   CompletionSink(std::shared_ptr<HttpResponse> res, openai::ResponseHeader header,
