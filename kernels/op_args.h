@@ -56,8 +56,18 @@ struct RmsNormArgs {
   float eps = 1e-6f;
 };
 
-// Per token: softmax over the experts' logits, the top k (ties: lower expert id first),
-// optionally renormalised to sum to 1.
+// How a router scores an expert from its logit.
+enum class GateScoring : int8_t { kSoftmax, kSigmoid };
+// What a group of experts scores under group-limited routing: its best expert's score
+// (DeepSeek-V2's group_limited_greedy) or the sum of its two best (V3's noaux_tc).
+enum class GroupScore : int8_t { kMax, kTopTwoSum };
+
+// Per token, the one routing rule of every model (engine/model/routing_rule.h maps a config to
+// it): each expert's score (softmax over the token's logits, or a sigmoid each); its choice value,
+// the score plus `bias` (noaux_tc's correction; null: none); with groups > 1, the experts of all
+// but the best `topk_groups` groups (by GroupScore of their choice values) out of the running;
+// the top k by choice value (ties: lower expert id first); each chosen expert's weight is its
+// unbiased score, then w / (Σ chosen + renormalize_epsilon) when `renormalize`, then × `scale`.
 struct RouterGatingArgs {
   const float* logits = nullptr;  // [tokens, experts].
   int64_t tokens = 0;
@@ -66,6 +76,13 @@ struct RouterGatingArgs {
   bool renormalize = false;
   int32_t* ids = nullptr;    // [tokens, k], out.
   float* weights = nullptr;  // [tokens, k], out.
+  GateScoring scoring = GateScoring::kSoftmax;
+  const float* bias = nullptr;  // [experts] or null.
+  // groups divides experts; 0 < topk_groups <= groups, and they hold at least k experts.
+  int groups = 1, topk_groups = 1;
+  GroupScore group_score = GroupScore::kMax;
+  float renormalize_epsilon = 0;
+  float scale = 1;
 };
 
 // The (token, slot) entries grouped by expert: a stable counting sort of `entries` expert ids

@@ -5,104 +5,49 @@
 
 #include "engine/model/linear.h"
 #include "glog/logging.h"
+#include "kernels/cpu/moe_routing.h"
 #include "kernels/cpu/nn_ops.h"
 
 namespace semmoe::engine::model {
 
-namespace {
-
-// Sets choice[e] = -inf for every expert outside the topk_group best groups. A group scores
-// its max (group_limited_greedy) or the sum of its two best (noaux_tc). −inf, as DeepSeek's
-// inference code, vLLM and SGLang mask; transformers masks with 0, which differs only when
-// every allowed choice is negative (config validation guarantees k allowed experts).
-void MaskGroups(const ModelConfig& c, absl::Span<float> choice, std::vector<float>& group_scores,
-                std::vector<int32_t>& kept) {
-  const int size = c.num_experts / c.n_group;
-  group_scores.resize(c.n_group);
-  for (int g = 0; g < c.n_group; ++g) {
-    const float* v = choice.data() + static_cast<size_t>(g) * size;
-    if (c.topk_method == TopkMethod::kGroupLimitedGreedy) {
-      group_scores[g] = *std::max_element(v, v + size);
-    } else {
-      float best = -INFINITY, second = -INFINITY;
-      for (int i = 0; i < size; ++i) {
-        if (v[i] > best) {
-          second = best;
-          best = v[i];
-        } else if (v[i] > second) {
-          second = v[i];
-        }
-      }
-      group_scores[g] = best + second;
-    }
+kernels::RouterGatingArgs RoutingRule(const ModelConfig& c, const float* bias) {
+  kernels::RouterGatingArgs a{.experts = c.num_experts, .k = c.top_k};
+  a.scoring = c.scoring == ScoringFunc::kSoftmax ? kernels::GateScoring::kSoftmax
+                                                 : kernels::GateScoring::kSigmoid;
+  a.bias = bias;
+  if (c.topk_method != TopkMethod::kGreedy && c.n_group > 1) {
+    a.groups = c.n_group;
+    a.topk_groups = c.topk_group;
+    a.group_score = c.topk_method == TopkMethod::kGroupLimitedGreedy
+                        ? kernels::GroupScore::kMax
+                        : kernels::GroupScore::kTopTwoSum;
   }
-  kept.resize(c.topk_group);
-  std::vector<float> kept_scores(c.topk_group);
-  kernels::cpu::TopK(group_scores, c.topk_group, kept.data(), kept_scores.data());
-  std::vector<bool> keep(c.n_group, false);
-  for (int32_t g : kept) keep[g] = true;
-  for (int g = 0; g < c.n_group; ++g) {
-    if (keep[g]) continue;
-    std::fill_n(choice.data() + static_cast<size_t>(g) * size, size, -INFINITY);
-  }
-}
-
-// The weights applied, from the chosen experts' unbiased scores `w` (in place).
-void FinishWeights(const ModelConfig& c, float* w) {
-  const int k = c.top_k;
-  float sum = 0.0f;
-  for (int j = 0; j < k; ++j) sum += w[j];
   if (!IsDeepseek(c.arch)) {  // Qwen, Mixtral: renormalise or not; no scaling.
-    if (c.norm_topk_prob) {
-      for (int j = 0; j < k; ++j) w[j] /= sum;
-    }
-    return;
+    a.renormalize = c.norm_topk_prob;
+    return a;
   }
   // DeepSeek's MoEGate: normalise only for top_k > 1, over (sum + 1e-20). V3 then always scales;
   // V2 scales only what it did not normalise.
-  const bool normalise = k > 1 && c.norm_topk_prob;
-  const float scale = normalise && !c.scale_after_norm
-                          ? 1.0f
-                          : static_cast<float>(c.routed_scaling_factor);
-  const float divisor = normalise ? sum + 1e-20f : 1.0f;
-  for (int j = 0; j < k; ++j) w[j] = w[j] / divisor * scale;
+  a.renormalize = c.top_k > 1 && c.norm_topk_prob;
+  a.renormalize_epsilon = a.renormalize ? 1e-20f : 0.0f;
+  a.scale = a.renormalize && !c.scale_after_norm ? 1.0f
+                                                 : static_cast<float>(c.routed_scaling_factor);
+  return a;
 }
 
-}  // namespace
-
 Routing Route(const ModelConfig& config, const LayerWeights& layer, const Matrix& h) {
-  const ModelConfig& c = config;
-  const int tokens = static_cast<int>(h.rows());
-  const int k = c.top_k, experts = c.num_experts;
-  Matrix scores = h * layer.router.transpose();  // [tokens, experts]: logits, then scores.
+  const Matrix logits = h * layer.router.transpose();  // [tokens, experts]
   Routing routing;
-  routing.top_k = k;
-  routing.expert_ids.resize(static_cast<size_t>(tokens) * k);
-  routing.weights.resize(static_cast<size_t>(tokens) * k);
-  const bool biased = layer.router_bias.size() > 0;
-  const bool grouped = c.topk_method != TopkMethod::kGreedy && c.n_group > 1;
-  std::vector<float> choice(experts), group_scores, chosen(k);
-  std::vector<int32_t> kept;
-  for (int t = 0; t < tokens; ++t) {
-    absl::Span<float> row(scores.row(t).data(), experts);
-    if (c.scoring == ScoringFunc::kSoftmax) {
-      kernels::cpu::Softmax(row);
-    } else {
-      for (float& v : row) v = 1.0f / (1.0f + std::exp(-v));
-    }
-    int32_t* ids = &routing.expert_ids[static_cast<size_t>(t) * k];
-    float* w = &routing.weights[static_cast<size_t>(t) * k];
-    if (!biased && !grouped) {
-      kernels::cpu::TopK(row, k, ids, w);
-    } else {
-      // noaux_tc chooses by score + bias; the weights stay the unbiased scores.
-      for (int e = 0; e < experts; ++e) choice[e] = row[e] + (biased ? layer.router_bias[e] : 0.0f);
-      if (grouped) MaskGroups(c, absl::Span<float>(choice), group_scores, kept);
-      kernels::cpu::TopK(choice, k, ids, chosen.data());
-      for (int j = 0; j < k; ++j) w[j] = row[ids[j]];
-    }
-    FinishWeights(c, w);
-  }
+  routing.top_k = config.top_k;
+  routing.expert_ids.resize(static_cast<size_t>(logits.rows()) * config.top_k);
+  routing.weights.resize(routing.expert_ids.size());
+  kernels::RouterGatingArgs a =
+      RoutingRule(config, layer.router_bias.size() > 0 ? layer.router_bias.data() : nullptr);
+  a.logits = logits.data();
+  a.tokens = logits.rows();
+  a.ids = routing.expert_ids.data();
+  a.weights = routing.weights.data();
+  kernels::cpu::RouterGating(a);
   return routing;
 }
 

@@ -9,6 +9,7 @@
 
 #include "engine/model/config.h"
 #include "engine/model/weights.h"
+#include "kernels/op_args.h"
 
 namespace semmoe::engine::model {
 
@@ -20,6 +21,11 @@ struct Routing {
   std::vector<float> weights;       // [tokens, top_k]
   int tokens() const { return top_k == 0 ? 0 : static_cast<int>(expert_ids.size()) / top_k; }
 };
+
+// The model's routing rule as the gating kernel's arguments (kernels/op_args.h RouterGatingArgs;
+// the caller sets logits, tokens, ids and weights): what every backend's gating runs, so a new
+// routing rule is written once. `bias`: the layer's correction bias (noaux_tc), or null.
+kernels::RouterGatingArgs RoutingRule(const ModelConfig& config, const float* bias);
 
 // Scores every expert (softmax or sigmoid, f32), limits to the best groups (group_limited_greedy,
 // noaux_tc), takes the top-k and weights them: renormalised when norm_topk_prob, and for DeepSeek

@@ -1,6 +1,7 @@
 #include "kernels/cpu/moe_routing.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <vector>
 
@@ -9,21 +10,74 @@
 
 namespace semmoe::kernels::cpu {
 
+namespace {
+
+// Sets choice[e] = −inf for every expert outside the topk_groups best groups. −inf, as DeepSeek's
+// inference code, vLLM and SGLang mask; transformers masks with 0, which differs only when every
+// allowed choice is negative (a config holds k experts in the kept groups).
+void MaskGroups(const RouterGatingArgs& a, absl::Span<float> choice,
+                std::vector<float>& group_scores, std::vector<int32_t>& kept,
+                std::vector<float>& kept_scores) {
+  const int size = a.experts / a.groups;
+  group_scores.resize(a.groups);
+  for (int g = 0; g < a.groups; ++g) {
+    const float* v = choice.data() + static_cast<size_t>(g) * size;
+    if (a.group_score == GroupScore::kMax) {
+      group_scores[g] = *std::max_element(v, v + size);
+      continue;
+    }
+    float best = -INFINITY, second = -INFINITY;
+    for (int i = 0; i < size; ++i) {
+      if (v[i] > best) {
+        second = best;
+        best = v[i];
+      } else if (v[i] > second) {
+        second = v[i];
+      }
+    }
+    group_scores[g] = best + second;
+  }
+  kept.resize(a.topk_groups);
+  kept_scores.resize(a.topk_groups);
+  TopK(group_scores, a.topk_groups, kept.data(), kept_scores.data());
+  std::vector<bool> keep(a.groups, false);
+  for (int32_t g : kept) keep[g] = true;
+  for (int g = 0; g < a.groups; ++g) {
+    if (!keep[g]) std::fill_n(choice.data() + static_cast<size_t>(g) * size, size, -INFINITY);
+  }
+}
+
+}  // namespace
+
 void RouterGating(const RouterGatingArgs& a) {
-  const float* logits = a.logits;
-  const int64_t tokens = a.tokens;
   const int experts = a.experts, k = a.k;
-  int32_t* ids = a.ids;
-  float* weights = a.weights;
-  std::vector<float> probs(experts);
-  for (int64_t t = 0; t < tokens; ++t) {
-    std::memcpy(probs.data(), logits + t * experts, sizeof(float) * experts);
-    Softmax(absl::MakeSpan(probs));
-    TopK(probs, k, ids + t * k, weights + t * k);
+  const bool grouped = a.groups > 1;
+  std::vector<float> scores(experts), choice(experts), chosen(k), group_scores, kept_scores;
+  std::vector<int32_t> kept;
+  for (int64_t t = 0; t < a.tokens; ++t) {
+    std::memcpy(scores.data(), a.logits + t * experts, sizeof(float) * experts);
+    if (a.scoring == GateScoring::kSoftmax) {
+      Softmax(absl::MakeSpan(scores));
+    } else {
+      for (float& v : scores) v = 1.0f / (1.0f + std::exp(-v));
+    }
+    int32_t* ids = a.ids + t * k;
+    float* w = a.weights + t * k;
+    if (a.bias == nullptr && !grouped) {
+      TopK(scores, k, ids, w);
+    } else {  // Chosen by score + bias; weighted by the unbiased score.
+      for (int e = 0; e < experts; ++e) choice[e] = scores[e] + (a.bias ? a.bias[e] : 0.0f);
+      if (grouped) MaskGroups(a, absl::MakeSpan(choice), group_scores, kept, kept_scores);
+      TopK(choice, k, ids, chosen.data());
+      for (int j = 0; j < k; ++j) w[j] = scores[ids[j]];
+    }
     if (a.renormalize) {
-      float sum = 0;
-      for (int j = 0; j < k; ++j) sum += weights[t * k + j];
-      for (int j = 0; j < k; ++j) weights[t * k + j] /= sum;
+      float sum = 0.0f;
+      for (int j = 0; j < k; ++j) sum += w[j];
+      const float divisor = sum + a.renormalize_epsilon;
+      for (int j = 0; j < k; ++j) w[j] = w[j] / divisor * a.scale;
+    } else if (a.scale != 1.0f) {
+      for (int j = 0; j < k; ++j) w[j] *= a.scale;
     }
   }
 }

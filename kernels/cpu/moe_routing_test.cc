@@ -36,6 +36,48 @@ TEST(MoeRoutingTest, GatingPicksTheTopKOfTheSoftmaxAndRenormalises) {
   EXPECT_NEAR(w[0] + w[1], 1.0f, 1e-6);
 }
 
+// DeepSeek-V3's rule by hand: sigmoid scores, the bias only choosing, the best two of four
+// groups by the sum of their two best, weights renormalised and scaled.
+TEST(MoeRoutingTest, GroupLimitedBiasedSigmoidGating) {
+  // 8 experts in 4 groups of 2. Logits chosen so the bias moves expert 1 past expert 6.
+  const float logits[] = {0.0f, 1.0f, -2.0f, -2.0f, 0.5f, 0.4f, 1.5f, -3.0f};
+  const float bias[] = {0, 1.0f, 0, 0, 0, 0, 0, 0};
+  auto sig = [](float v) { return 1.0f / (1.0f + std::exp(-v)); };
+  int32_t ids[2];
+  float w[2];
+  RouterGatingArgs a{.logits = logits,
+                     .tokens = 1,
+                     .experts = 8,
+                     .k = 2,
+                     .renormalize = true,
+                     .ids = ids,
+                     .weights = w,
+                     .scoring = GateScoring::kSigmoid,
+                     .bias = bias,
+                     .groups = 4,
+                     .topk_groups = 2,
+                     .group_score = GroupScore::kTopTwoSum,
+                     .renormalize_epsilon = 1e-20f,
+                     .scale = 2.5f};
+  // Group sums of choice (score + bias): g0 = σ(0) + σ(1) + 1, g1 ≈ 2σ(−2), g2 = σ(.5) + σ(.4),
+  // g3 = σ(1.5) + σ(−3): g0 and g2 are kept (g3's 0.86 + 0.05 < g2's 0.62 + 0.60).
+  RouterGating(a);
+  EXPECT_EQ(ids[0], 1);  // σ(1) + 1 beats every other choice.
+  EXPECT_EQ(ids[1], 4);  // Expert 6 (σ(1.5)) is in a dropped group.
+  const float sum = sig(1.0f) + sig(0.5f);
+  EXPECT_FLOAT_EQ(w[0], sig(1.0f) / sum * 2.5f);  // Unbiased score, renormalised, scaled.
+  EXPECT_FLOAT_EQ(w[1], sig(0.5f) / sum * 2.5f);
+  // Group max (V2's group_limited_greedy) keeps g0 (1.73) and g3 (0.82) instead.
+  a.group_score = GroupScore::kMax;
+  RouterGating(a);
+  EXPECT_EQ(ids[0], 1);
+  EXPECT_EQ(ids[1], 6);
+  // No renormalisation: the scores times the scale.
+  a.renormalize = false;
+  RouterGating(a);
+  EXPECT_FLOAT_EQ(w[1], sig(1.5f) * 2.5f);
+}
+
 TEST(MoeRoutingTest, PermutationIsAStableCountingSortAndCombineInvertsIt) {
   // 3 tokens, k = 2, 4 experts (expert 2 unused).
   const int32_t ids[] = {1, 0, 3, 1, 0, 1};

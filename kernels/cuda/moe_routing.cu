@@ -13,50 +13,98 @@ int Blocks(int64_t work, int threads) {
   return static_cast<int>(wanted < 65535 ? (wanted > 0 ? wanted : 1) : 65535);
 }
 
-// One warp (blockDim 32) per token.
-__global__ void GatingKernel(const float* __restrict__ logits, int64_t tokens, int experts, int k,
-                             bool renormalize, int32_t* __restrict__ ids,
-                             float* __restrict__ weights) {
-  __shared__ float probs[kMaxExperts];
+constexpr int kMaxGroups = 32;
+
+// Warp argmax of one value per lane (ties: lower index); every lane gets the winner's index.
+__device__ int WarpArgMax(float value, int index) {
+  for (int s = 16; s > 0; s >>= 1) {
+    const float other = __shfl_xor_sync(kFull, value, s);
+    const int other_index = __shfl_xor_sync(kFull, index, s);
+    if (other > value || (other == value && other_index < index)) value = other, index = other_index;
+  }
+  return index;
+}
+
+// One warp (blockDim 32) per token: the rule of RouterGatingArgs (kernels/op_args.h), as
+// kernels/cpu/moe_routing.cc computes it.
+__global__ void GatingKernel(RouterGatingArgs a) {
+  __shared__ float scores[kMaxExperts], choice[kMaxExperts];
+  __shared__ bool kept[kMaxGroups];
   const int lane = threadIdx.x;
-  for (int64_t t = blockIdx.x; t < tokens; t += gridDim.x) {
-    const float* row = logits + t * experts;
-    float top = -FLT_MAX;
-    for (int e = lane; e < experts; e += 32) top = fmaxf(top, row[e]);
-    for (int s = 16; s > 0; s >>= 1) top = fmaxf(top, __shfl_xor_sync(kFull, top, s));
-    float sum = 0.0f;
-    for (int e = lane; e < experts; e += 32) {
-      probs[e] = expf(row[e] - top);
-      sum += probs[e];
+  const int experts = a.experts, k = a.k;
+  for (int64_t t = blockIdx.x; t < a.tokens; t += gridDim.x) {
+    const float* row = a.logits + t * experts;
+    if (a.scoring == GateScoring::kSoftmax) {
+      float top = -FLT_MAX;
+      for (int e = lane; e < experts; e += 32) top = fmaxf(top, row[e]);
+      for (int s = 16; s > 0; s >>= 1) top = fmaxf(top, __shfl_xor_sync(kFull, top, s));
+      float sum = 0.0f;
+      for (int e = lane; e < experts; e += 32) {
+        scores[e] = expf(row[e] - top);
+        sum += scores[e];
+      }
+      for (int s = 16; s > 0; s >>= 1) sum += __shfl_xor_sync(kFull, sum, s);
+      for (int e = lane; e < experts; e += 32) scores[e] /= sum;
+    } else {
+      for (int e = lane; e < experts; e += 32) scores[e] = 1.0f / (1.0f + expf(-row[e]));
     }
-    for (int s = 16; s > 0; s >>= 1) sum += __shfl_xor_sync(kFull, sum, s);
+    for (int e = lane; e < experts; e += 32) {
+      choice[e] = scores[e] + (a.bias != nullptr ? a.bias[e] : 0.0f);
+    }
     __syncwarp();
-    for (int e = lane; e < experts; e += 32) probs[e] /= sum;
-    __syncwarp();
+    if (a.groups > 1) {  // Lane g scores group g; the best topk_groups stay in the running.
+      const int size = experts / a.groups;
+      float group = -INFINITY;
+      if (lane < a.groups) {
+        float best = -INFINITY, second = -INFINITY;
+        for (int i = 0; i < size; ++i) {
+          const float v = choice[lane * size + i];
+          if (v > best) {
+            second = best;
+            best = v;
+          } else if (v > second) {
+            second = v;
+          }
+        }
+        group = a.group_score == GroupScore::kMax ? best : best + second;
+        kept[lane] = false;
+      }
+      __syncwarp();
+      for (int j = 0; j < a.topk_groups; ++j) {
+        const int g = WarpArgMax(lane < a.groups ? group : -INFINITY, lane);
+        if (lane == g) {
+          kept[g] = true;
+          group = -INFINITY;
+        }
+        __syncwarp();
+      }
+      for (int e = lane; e < experts; e += 32) {
+        if (!kept[e / size]) choice[e] = -INFINITY;
+      }
+      __syncwarp();
+    }
     float chosen_sum = 0.0f;
-    float chosen_value = 0.0f;  // Lane j keeps the j-th pick.
+    float chosen_value = 0.0f;  // Lane j keeps the j-th pick's score.
     int chosen_id = 0;
     for (int j = 0; j < k; ++j) {
-      // Warp argmax; ties to the lower id.
-      float best = -FLT_MAX;
+      float best = -INFINITY;
       int best_id = experts;
       for (int e = lane; e < experts; e += 32) {
-        if (probs[e] > best || (probs[e] == best && e < best_id)) best = probs[e], best_id = e;
+        if (choice[e] > best || (choice[e] == best && e < best_id)) best = choice[e], best_id = e;
       }
-      for (int s = 16; s > 0; s >>= 1) {
-        const float other = __shfl_xor_sync(kFull, best, s);
-        const int other_id = __shfl_xor_sync(kFull, best_id, s);
-        if (other > best || (other == best && other_id < best_id)) best = other, best_id = other_id;
-      }
-      if (lane == j) chosen_value = best, chosen_id = best_id;
-      chosen_sum += best;
+      best_id = min(WarpArgMax(best, best_id), experts - 1);
+      const float score = scores[best_id];
+      if (lane == j) chosen_value = score, chosen_id = best_id;
+      chosen_sum += score;
       __syncwarp();
-      if (lane == 0) probs[best_id] = -FLT_MAX;  // Taken.
+      if (lane == 0) choice[best_id] = -INFINITY;  // Taken.
       __syncwarp();
     }
     if (lane < k) {
-      ids[t * k + lane] = chosen_id;
-      weights[t * k + lane] = renormalize ? chosen_value / chosen_sum : chosen_value;
+      const float w = a.renormalize ? chosen_value / (chosen_sum + a.renormalize_epsilon) * a.scale
+                                    : chosen_value * a.scale;
+      a.ids[t * k + lane] = chosen_id;
+      a.weights[t * k + lane] = w;
     }
     __syncwarp();
   }
@@ -155,18 +203,14 @@ __global__ void PackKernel(const float* __restrict__ src, const int32_t* __restr
 }  // namespace
 
 CudaError LaunchRouterGating(const RouterGatingArgs& a, Stream stream) {
-  const float* logits = a.logits;
-  const int64_t tokens = a.tokens;
   const int experts = a.experts, k = a.k;
-  const bool renormalize = a.renormalize;
-  int32_t* ids = a.ids;
-  float* weights = a.weights;
-  if (experts <= 0 || experts > kMaxExperts || k <= 0 || k > experts || k > 32) {
+  if (experts <= 0 || experts > kMaxExperts || k <= 0 || k > experts || k > 32 || a.groups <= 0 ||
+      a.groups > kMaxGroups || experts % a.groups != 0 || a.topk_groups <= 0 ||
+      a.topk_groups > a.groups) {
     return cudaErrorInvalidValue;
   }
-  if (tokens <= 0) return cudaSuccess;
-  GatingKernel<<<Blocks(tokens, 1), 32, 0, stream>>>(logits, tokens, experts, k, renormalize, ids,
-                                                     weights);
+  if (a.tokens <= 0) return cudaSuccess;
+  GatingKernel<<<Blocks(a.tokens, 1), 32, 0, stream>>>(a);
   return cudaGetLastError();
 }
 

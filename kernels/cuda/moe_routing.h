@@ -11,9 +11,9 @@
 
 namespace semmoe::kernels::cuda {
 
-// One warp per token: softmax over `experts` logits, top-k (ties: lower id), optional
-// renormalisation. logits: [tokens, experts]; ids/weights: [tokens, k]. REQUIRES
-// 0 < k <= experts <= 1024, k <= 32.
+// One warp per token: the routing rule of RouterGatingArgs (softmax or sigmoid scores, the
+// correction bias, group-limited choice, renormalisation and scale). logits: [tokens, experts];
+// ids/weights: [tokens, k]. REQUIRES 0 < k <= experts <= 1024, k <= 32, groups <= 32.
 CudaError LaunchRouterGating(const RouterGatingArgs& args, Stream stream);
 
 // A stable counting sort of `entries` expert ids (one warp per expert, ballots keep entry

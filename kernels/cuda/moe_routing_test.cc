@@ -8,6 +8,7 @@
 #include <cmath>
 #include <numeric>
 #include <random>
+#include <tuple>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -94,6 +95,62 @@ TEST(MoeRoutingTest, GatingMatchesTheCpu) {
   }
   EXPECT_EQ(LaunchRouterGating({.tokens = 1, .experts = 2000, .k = 2}, nullptr),
             cudaErrorInvalidValue);
+}
+
+// DeepSeek's rules: sigmoid scores, a correction bias, group-limited choice by group max (V2) or
+// top-two sum (V3), scaled weights.
+TEST(MoeRoutingTest, GroupLimitedGatingMatchesTheCpu) {
+  RequireGpu();
+  std::mt19937 rng(3);
+  std::normal_distribution<float> normal(0, 2);
+  for (auto [experts, groups, topk_groups, k] :
+       {std::tuple{32, 4, 2, 4}, std::tuple{256, 8, 4, 8}, std::tuple{160, 8, 3, 6}}) {
+    for (GroupScore group_score : {GroupScore::kMax, GroupScore::kTopTwoSum}) {
+      for (GateScoring scoring : {GateScoring::kSoftmax, GateScoring::kSigmoid}) {
+        for (bool biased : {false, true}) {
+          const int64_t tokens = 257;
+          std::vector<float> logits(tokens * experts), bias(experts);
+          for (float& v : logits) v = normal(rng);
+          for (float& v : bias) v = 0.1f * normal(rng);
+          RouterGatingArgs args{.tokens = tokens,
+                                .experts = experts,
+                                .k = k,
+                                .renormalize = true,
+                                .scoring = scoring,
+                                .groups = groups,
+                                .topk_groups = topk_groups,
+                                .group_score = group_score,
+                                .renormalize_epsilon = 1e-20f,
+                                .scale = 2.5f};
+          std::vector<int32_t> want_ids(tokens * k);
+          std::vector<float> want_w(tokens * k);
+          RouterGatingArgs cpu_args = args;
+          cpu_args.logits = logits.data();
+          cpu_args.bias = biased ? bias.data() : nullptr;
+          cpu_args.ids = want_ids.data();
+          cpu_args.weights = want_w.data();
+          cpu::RouterGating(cpu_args);
+          Device<float> d_logits(logits), d_bias(bias), d_w(tokens * k);
+          Device<int32_t> d_ids(tokens * k);
+          args.logits = d_logits.get();
+          args.bias = biased ? d_bias.get() : nullptr;
+          args.ids = d_ids.get();
+          args.weights = d_w.get();
+          ASSERT_EQ(LaunchRouterGating(args, nullptr), cudaSuccess);
+          ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+          const std::vector<int32_t> ids = d_ids.Host();
+          const std::vector<float> w = d_w.Host();
+          testing::ErrorReport::Add("router_gating grouped weights", w, want_w);
+          for (int64_t i = 0; i < tokens * k; ++i) {
+            ASSERT_EQ(ids[i], want_ids[i]) << "experts " << experts << " i " << i;
+            ASSERT_NEAR(w[i], want_w[i], 1e-5f * std::max(1.0f, std::abs(want_w[i])));
+          }
+        }
+      }
+    }
+  }
+  EXPECT_EQ(LaunchRouterGating({.tokens = 1, .experts = 66, .k = 2, .groups = 4}, nullptr),
+            cudaErrorInvalidValue);  // 66 experts do not split into 4 groups.
 }
 
 TEST(MoeRoutingTest, PermuteGatherCombineMatchTheCpu) {
