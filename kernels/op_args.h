@@ -15,8 +15,9 @@ namespace semmoe::kernels {
 struct PagedAttentionArgs {
   const float* q = nullptr;  // [tokens, q_heads, head_dim].
   int64_t tokens = 0;
-  // q_heads % kv_heads == 0 (GQA). CUDA: head_dim % 32 == 0 and ≤ 256.
-  int q_heads = 0, kv_heads = 0, head_dim = 0;
+  // q_heads % kv_heads == 0 (GQA; MLA's absorbed form is one KV head of kv_lora_rank + rope
+  // floats, its values the same rows as its keys).
+  int q_heads = 0, kv_heads = 0, head_dim = 0;  // CUDA: head_dim ≤ 1024.
   const float* k_cache = nullptr;  // [pages, page_size, kv_heads, head_dim].
   const float* v_cache = nullptr;  // Same shape.
   int page_size = 0;
@@ -132,6 +133,42 @@ struct QkNormRopeArgs {
   const int32_t* positions = nullptr;  // [rows].
   const float* cos = nullptr;
   const float* sin = nullptr;
+};
+
+// RoPE on part of each head (MLA's rotary dims): for each row and head, the `rope_dim` floats at
+// x + r·row_stride + h·head_stride rotate by positions[r] · inv_freq[i], either as interleaved
+// pairs (2i, 2i+1) (DeepSeek) or as halves (i, i + rope_dim/2). `cos`/`sin` are
+// [max_position, rope_dim/2] (kernels/cpu RopeTablesFromInvFreq).
+struct PartialRopeArgs {
+  float* x = nullptr;
+  int64_t rows = 0;
+  int64_t row_stride = 0;
+  int heads = 0;
+  int64_t head_stride = 0;
+  int rope_dim = 0;
+  bool interleaved = true;
+  const int32_t* positions = nullptr;  // [rows]
+  const float* cos = nullptr;
+  const float* sin = nullptr;
+};
+
+// One product per head, each head with its own matrix (MLA's absorbed kv_b): for h < heads and
+// every row r, y[r, h] (out floats at y + r·y_row_stride + h·y_head_stride) = x[r, h] (in floats
+// at x + r·x_row_stride + h·x_head_stride) · W_hᵀ, where W_h at w + h·w_head_stride is
+// row-major [out, in]; with `transposed`, x[r, h] · W_h for W_h row-major [in, out].
+struct HeadLinearArgs {
+  const float* x = nullptr;
+  int64_t rows = 0;
+  int heads = 0;
+  int64_t in = 0, out = 0;
+  int64_t x_row_stride = 0, x_head_stride = 0;
+  const float* w = nullptr;
+  // Or bf16 bits of the same matrices: the product rounds x to bf16 and accumulates in f32.
+  const uint16_t* w16 = nullptr;
+  int64_t w_head_stride = 0;
+  bool transposed = false;
+  float* y = nullptr;
+  int64_t y_row_stride = 0, y_head_stride = 0;
 };
 
 // SwiGLU experts over rows grouped by expert, bf16 weights and inputs, f32 accumulation:

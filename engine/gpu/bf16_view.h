@@ -48,8 +48,11 @@ absl::Status AttachBf16(const ModelView& source, Store&& store, ModelView& targe
   for (size_t l = 0; l < source.layers.size(); ++l) {
     const LayerView& from = source.layers[l];
     LayerView& to = target.layers[l];
-    for (auto [f, t] : {std::pair{&from.q, &to.q}, std::pair{&from.k, &to.k},
-                        std::pair{&from.v, &to.v}, std::pair{&from.o, &to.o}}) {
+    for (auto [f, t] :
+         {std::pair{&from.q, &to.q}, std::pair{&from.k, &to.k}, std::pair{&from.v, &to.v},
+          std::pair{&from.o, &to.o}, std::pair{&from.mla.q_a, &to.mla.q_a},
+          std::pair{&from.mla.q_b, &to.mla.q_b}, std::pair{&from.mla.kv_a, &to.mla.kv_a},
+          std::pair{&from.mla.kv_b, &to.mla.kv_b}}) {
       RETURN_IF_ERROR(linear(*f, *t));
     }
     RETURN_IF_ERROR(mlp(from.dense, to.dense));

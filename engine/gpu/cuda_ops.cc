@@ -90,6 +90,51 @@ absl::Status CudaOps::Linear(const float* x, int64_t rows, const LinearView& w, 
   return absl::OkStatus();
 }
 
+absl::Status CudaOps::Copy2D(float* dst, int64_t dst_stride, const float* src, int64_t src_stride,
+                             int64_t rows, int64_t width) {
+  if (rows == 0 || width == 0) return absl::OkStatus();
+  CUDA_RETURN_IF_ERROR(cudaMemcpy2DAsync(dst, sizeof(float) * dst_stride, src,
+                                         sizeof(float) * src_stride, sizeof(float) * width, rows,
+                                         cudaMemcpyDeviceToDevice, stream_));
+  return absl::OkStatus();
+}
+
+// Per head h: y_h [rows, out] = x_h [rows, in] · W_hᵀ (or · W_h when transposed). Column-major,
+// as Linear: y_hᵀ = op(W_h) · x_hᵀ, where the row-major [out, in] W_h is read transposed (lda in)
+// and the row-major [in, out] one as it is (lda out); each operand steps by its head stride.
+absl::Status CudaOps::HeadLinear(const kernels::HeadLinearArgs& a) {
+  if (a.rows == 0 || a.heads == 0) return absl::OkStatus();
+  const float one = 1.0f, zero = 0.0f;
+  const cublasOperation_t op_w = a.transposed ? CUBLAS_OP_N : CUBLAS_OP_T;
+  const int m = static_cast<int>(a.out), n = static_cast<int>(a.rows), k = static_cast<int>(a.in);
+  const int lda = static_cast<int>(a.transposed ? a.out : a.in);
+  if (a.w16 != nullptr) {  // x rounded to bf16 over the span the heads read, strides kept.
+    const int64_t span = (a.rows - 1) * a.x_row_stride + (a.heads - 1) * a.x_head_stride + a.in;
+    if (x16_.size() < span) ++scratch_generation_;
+    RETURN_IF_ERROR(x16_.Reserve(span));
+    RETURN_IF_ERROR(RoundToBf16(a.x, span, x16_.data()));
+    CUBLAS_RETURN_IF_ERROR(cublasSetMathMode(cublas_, CUBLAS_DEFAULT_MATH));
+    const cublasStatus_t status = cublasGemmStridedBatchedEx(
+        cublas_, op_w, CUBLAS_OP_N, m, n, k, &one, a.w16, CUDA_R_16BF, lda, a.w_head_stride,
+        x16_.data(), CUDA_R_16BF, static_cast<int>(a.x_row_stride), a.x_head_stride, &zero, a.y,
+        CUDA_R_32F, static_cast<int>(a.y_row_stride), a.y_head_stride, a.heads, CUBLAS_COMPUTE_32F,
+        CUBLAS_GEMM_DEFAULT);
+    CUBLAS_RETURN_IF_ERROR(cublasSetMathMode(cublas_, CUBLAS_PEDANTIC_MATH));
+    CUBLAS_RETURN_IF_ERROR(status);
+    return absl::OkStatus();
+  }
+  CUBLAS_RETURN_IF_ERROR(cublasSgemmStridedBatched(
+      cublas_, op_w, CUBLAS_OP_N, m, n, k, &one, a.w, lda, a.w_head_stride, a.x,
+      static_cast<int>(a.x_row_stride), a.x_head_stride, &zero, a.y,
+      static_cast<int>(a.y_row_stride), a.y_head_stride, a.heads));
+  return absl::OkStatus();
+}
+
+absl::Status CudaOps::PartialRope(const kernels::PartialRopeArgs& a) {
+  CUDA_RETURN_IF_ERROR(kc::LaunchPartialRope(a, stream_));
+  return absl::OkStatus();
+}
+
 absl::Status CudaOps::RmsNorm(float* x, int64_t rows, int64_t width, int64_t stride,
                               const float* weight, float eps) {
   CUDA_RETURN_IF_ERROR(kc::LaunchRmsNorm(

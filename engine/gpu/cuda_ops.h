@@ -42,7 +42,12 @@ class CudaOps {
     return CopyBytes(dst, src, sizeof(float) * n, cudaMemcpyDeviceToDevice, /*wait=*/false);
   }
 
+  absl::Status Copy2D(float* dst, int64_t dst_stride, const float* src, int64_t src_stride,
+                      int64_t rows, int64_t width);
   absl::Status Linear(const float* x, int64_t rows, const LinearView& w, float* y);
+  // One strided batched product (cuBLAS), f32 pedantic or bf16 on tensor cores as Linear.
+  absl::Status HeadLinear(const kernels::HeadLinearArgs& a);
+  absl::Status PartialRope(const kernels::PartialRopeArgs& a);
   absl::Status RmsNorm(float* x, int64_t rows, int64_t width, int64_t stride, const float* weight,
                        float eps);
   absl::Status QkNormRope(const kernels::QkNormRopeArgs& a);

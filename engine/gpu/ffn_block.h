@@ -6,8 +6,10 @@
 // (engine/gpu/bf16_view.h) one grouped call (GroupedSwiGlu) whose row offsets stay where
 // PermuteByExpert wrote them (no copy to the host, no per-expert launches), otherwise one product
 // per expert and projection (the row counts come back to the host once per layer); under expert
-// parallelism where the placement serves them (engine/gpu/ep_exchange.h). Last the gated shared
-// expert, which under expert parallelism is queued while the combine moves rows.
+// parallelism where the placement serves them (engine/gpu/ep_exchange.h). The routing rule is the
+// model's (model::RoutingRule: softmax or DeepSeek's sigmoid, group-limited, bias-corrected). Last
+// the shared expert — gated (qwen2_moe) or not (DeepSeek) — which under expert parallelism is
+// queued while the combine moves rows.
 //
 // Thread-compatible.
 #ifndef SEMMOE_ENGINE_GPU_FFN_BLOCK_H_
@@ -23,6 +25,7 @@
 #include "engine/gpu/grouped_experts.h"
 #include "engine/gpu/model_view.h"
 #include "engine/model/config.h"
+#include "engine/model/moe.h"
 #include "engine/model/transformer.h"
 #include "engine/parallel/moe_layer_counters.h"
 #include "kernels/op_args.h"
@@ -97,20 +100,21 @@ class FfnBlock {
       RETURN_IF_ERROR(Mlp(h_.data(), tokens, w.dense, moe_.data()));
       return ops_.AddInPlace(x, moe_.data(), tokens * hidden);
     }
-    const int experts = c_.num_experts, k = c_.top_k;
+    const int k = c_.top_k;
     const int64_t entries = tokens * k;
     RETURN_IF_ERROR(ops_.Linear(h_.data(), tokens, w.router, router_logits_.data()));
-    RETURN_IF_ERROR(ops_.RouterGating({.logits = router_logits_.data(),
-                                       .tokens = tokens,
-                                       .experts = experts,
-                                       .k = k,
-                                       .renormalize = c_.norm_topk_prob,
-                                       .ids = expert_ids_.data(),
-                                       .weights = gate_weights_.data()}));
-    // The gated shared expert's two products (under EP queued while the combine moves rows).
+    kernels::RouterGatingArgs gating = model::RoutingRule(c_, w.router_bias);
+    gating.logits = router_logits_.data();
+    gating.tokens = tokens;
+    gating.ids = expert_ids_.data();
+    gating.weights = gate_weights_.data();
+    RETURN_IF_ERROR(ops_.RouterGating(gating));
+    // The shared expert and its gate's product (under EP queued while the combine moves rows).
+    const bool gated = !w.shared_expert_gate.empty();
     auto shared_expert = [&]() -> absl::Status {
       if (!w.has_shared_expert) return absl::OkStatus();
       RETURN_IF_ERROR(Mlp(h_.data(), tokens, w.shared_expert, shared_.data()));
+      if (!gated) return absl::OkStatus();
       return ops_.Linear(h_.data(), tokens, w.shared_expert_gate, shared_gate_.data());
     };
     if (ex_.ep != nullptr) {
@@ -126,9 +130,11 @@ class FfnBlock {
       RETURN_IF_ERROR(LocalExperts(w, tokens));
       RETURN_IF_ERROR(shared_expert());
     }
-    if (w.has_shared_expert) {
+    if (w.has_shared_expert && gated) {
       RETURN_IF_ERROR(
           ops_.SigmoidGateAdd(moe_.data(), shared_.data(), shared_gate_.data(), tokens, hidden));
+    } else if (w.has_shared_expert) {  // DeepSeek's: ungated.
+      RETURN_IF_ERROR(ops_.AddInPlace(moe_.data(), shared_.data(), tokens * hidden));
     }
     RETURN_IF_ERROR(ops_.AddInPlace(x, moe_.data(), tokens * hidden));
     if (routing != nullptr) {

@@ -7,7 +7,8 @@
 //
 // The pass: embedding gather; per layer RMSNorm, q/k/v projections (+ biases), QK-norm + RoPE,
 // the new keys and values stored into the paged cache, paged attention, o projection, residual
-// add; then the FFN half (engine/gpu/ffn_block.h: the MoE block — router, gating, the routed
+// add — or DeepSeek's multi-head latent attention in its absorbed form (MlaAttention below; the
+// cache holds the latent); then the FFN half (engine/gpu/ffn_block.h: the MoE block — router, gating, the routed
 // experts, the gated shared expert — or the dense MLP); last the final norm and lm_head on the
 // rows whose logits are wanted.
 //
@@ -40,10 +41,12 @@
 // What Ops provides (all return absl::Status unless noted; pointers are Ops memory):
 //   template <typename T> Array   owned memory: Reserve(n) (contents not kept), data(), size()
 //   CopyIn(T* dst, const T* host, n), CopyOut(T* host, const T* src, n) (done on return),
-//   Copy(float* dst, const float* src, n)
+//   Copy(float* dst, const float* src, n),
+//   Copy2D(dst, dst_stride, src, src_stride, rows, width)   (rows of `width` floats)
 //   Linear(x, rows, LinearView, y)                y = x · wᵀ
 //   RmsNorm(x, rows, width, stride, weight, eps)
 //   QkNormRope(kernels::QkNormRopeArgs)
+//   PartialRope(kernels::PartialRopeArgs), HeadLinear(kernels::HeadLinearArgs)     (MLA only)
 //   SiluMul(gate, up, n), AddInPlace(x, y, n), AddRowBias(x, rows, width, stride, bias),
 //   SigmoidGateAdd(out, y, gate, rows, width), GatherRowsByIndex(table, index, rows, width, out)
 //   StorePagedKv(kernels::StorePagedKvArgs), PagedAttention(kernels::PagedAttentionArgs)
@@ -79,6 +82,8 @@
 #include "engine/gpu/model_view.h"
 #include "engine/gpu/tp_exchange.h"
 #include "engine/model/config.h"
+#include "engine/model/deepseek_config.h"
+#include "engine/model/mla_attention.h"
 #include "engine/model/transformer.h"
 #include "engine/parallel/communicator.h"
 #include "kernels/cpu/nn_ops.h"
@@ -139,27 +144,38 @@ class ForwardRunner {
           all_stacked_ && (!l.is_moe || (l.stacked.gate != nullptr && l.stacked.experts.empty()));
     }
     const int arena_pages = kv_options_.num_pages + (graph_max_batch_ > 0 ? 1 : 0);  // Scratch.
-    layer_kv_floats_ = static_cast<int64_t>(arena_pages) * kv_options_.page_size * c_.kv_size();
+    const model::KvShape shape = c_.kv_shape();
+    layer_keys_ = static_cast<int64_t>(arena_pages) * kv_options_.page_size * shape.key_size;
+    layer_kv_floats_ = static_cast<int64_t>(arena_pages) * kv_options_.page_size * shape.floats();
     RETURN_IF_ERROR(ops_.Begin());
     if (tp_ != nullptr) RETURN_IF_ERROR(tp_->Init());
     if (kv_options_.bf16) {
-      RETURN_IF_ERROR(kv16_.Reserve(2 * c_.num_layers * layer_kv_floats_));
+      RETURN_IF_ERROR(kv16_.Reserve(c_.num_layers * layer_kv_floats_));
     } else {
-      RETURN_IF_ERROR(kv_.Reserve(2 * c_.num_layers * layer_kv_floats_));
+      RETURN_IF_ERROR(kv_.Reserve(c_.num_layers * layer_kv_floats_));
     }
-    const int64_t half = c_.head_dim / 2;
-    std::vector<float> cos(static_cast<size_t>(c_.max_position_embeddings) * half), sin(cos.size());
-    kernels::cpu::RopeTables(c_.max_position_embeddings, c_.head_dim, c_.rope_theta, cos.data(),
-                             sin.data());
+    // The rotary tables: over head_dim, or under MLA over the rotary dims (YaRN included).
+    std::vector<float> cos, sin;
+    if (c_.mla) {
+      const std::vector<float> inv_freq = model::MlaRopeInvFreq(c_);
+      cos.resize(static_cast<size_t>(c_.max_position_embeddings) * inv_freq.size());
+      sin.resize(cos.size());
+      kernels::cpu::RopeTablesFromInvFreq(c_.max_position_embeddings, inv_freq,
+                                          static_cast<float>(c_.yarn.attention_factor),
+                                          cos.data(), sin.data());
+    } else {
+      cos.resize(static_cast<size_t>(c_.max_position_embeddings) * (c_.head_dim / 2));
+      sin.resize(cos.size());
+      kernels::cpu::RopeTables(c_.max_position_embeddings, c_.head_dim, c_.rope_theta, cos.data(),
+                               sin.data());
+    }
     RETURN_IF_ERROR(rope_cos_.Reserve(cos.size()));
     RETURN_IF_ERROR(rope_sin_.Reserve(sin.size()));
     RETURN_IF_ERROR(ops_.CopyIn(rope_cos_.data(), cos.data(), cos.size()));
     return ops_.CopyIn(rope_sin_.data(), sin.data(), sin.size());
   }
 
-  int64_t kv_bytes() const {
-    return 2 * c_.num_layers * layer_kv_floats_ * (kv_options_.bf16 ? 2 : 4);
-  }
+  int64_t kv_bytes() const { return c_.num_layers * layer_kv_floats_ * (kv_options_.bf16 ? 2 : 4); }
 
   // Under Attention-TP: the latest pass's chunk plans per model layer, and the prediction tables'
   // bytes in Ops memory.
@@ -300,7 +316,9 @@ class ForwardRunner {
                                          seq_of_token_.data(),
                                          page_table_.data(),
                                          logit_rows_.data(),
-                                         kv16_.data()};
+                                         kv16_.data(),
+                                         qa_.data(),
+                                         oa_.data()};
     ffn_->AppendPointers(pointers);
     for (const void* p : pointers) sig.push_back(reinterpret_cast<uintptr_t>(p));
     if constexpr (OpsHaveGraphs<Ops>::value) sig.push_back(ops_.scratch_generation());
@@ -362,13 +380,15 @@ class ForwardRunner {
   }
 
   // Layer `layer`'s keys (kind 0) or values (kind 1) in the f32 or the bf16 arena (null in the
-  // other).
+  // other). Under MLA the keys are the latent rows and there are no values.
+  int64_t KvOffset(int layer, int kind) const {
+    return int64_t{layer} * layer_kv_floats_ + kind * layer_keys_;
+  }
   float* Kv(int layer, int kind) {
-    return kv_options_.bf16 ? nullptr : kv_.data() + (2 * int64_t{layer} + kind) * layer_kv_floats_;
+    return kv_options_.bf16 ? nullptr : kv_.data() + KvOffset(layer, kind);
   }
   uint16_t* Kv16(int layer, int kind) {
-    return kv_options_.bf16 ? kv16_.data() + (2 * int64_t{layer} + kind) * layer_kv_floats_
-                            : nullptr;
+    return kv_options_.bf16 ? kv16_.data() + KvOffset(layer, kind) : nullptr;
   }
 
   // Grows the per-pass buffers to this pass.
@@ -376,8 +396,19 @@ class ForwardRunner {
     const int64_t hidden = c_.hidden_size;
     for (Array<float>* a : {&x_, &h_, &o_}) RETURN_IF_ERROR(a->Reserve(tokens * hidden));
     RETURN_IF_ERROR(chunk_.Reserve(tokens * (hidden + 1)));  // TP: the homes ride behind.
-    for (Array<float>* a : {&q_, &attn_}) RETURN_IF_ERROR(a->Reserve(tokens * c_.q_size()));
-    for (Array<float>* a : {&k_, &v_}) RETURN_IF_ERROR(a->Reserve(tokens * c_.kv_size()));
+    RETURN_IF_ERROR(q_.Reserve(tokens * c_.q_size()));
+    RETURN_IF_ERROR(attn_.Reserve(tokens * std::max(c_.q_size(), c_.attn_out_size())));
+    if (c_.mla) {  // The latents, and the absorbed queries and outputs (latent | rope per head).
+      const model::MlaConfig& m = c_.mla_dims;
+      const int64_t latent = m.kv_lora_rank + m.qk_rope_head_dim;
+      RETURN_IF_ERROR(k_.Reserve(tokens * std::max<int64_t>(latent, m.q_lora_rank)));
+      RETURN_IF_ERROR(v_.Reserve(tokens * latent));
+      for (Array<float>* a : {&qa_, &oa_}) {
+        RETURN_IF_ERROR(a->Reserve(tokens * c_.num_heads * latent));
+      }
+    } else {
+      for (Array<float>* a : {&k_, &v_}) RETURN_IF_ERROR(a->Reserve(tokens * c_.kv_size()));
+    }
     RETURN_IF_ERROR(ffn_->Reserve(tokens));
     RETURN_IF_ERROR(last_.Reserve(logit_rows * hidden));
     RETURN_IF_ERROR(logits_.Reserve(logit_rows * c_.vocab_size));
@@ -391,6 +422,7 @@ class ForwardRunner {
   // o_ = o_proj(attention(norm(x))), the new keys and values written to the cache first (under
   // Attention-TP a partial sum over this rank's heads).
   absl::Status Attention(int layer, int64_t tokens, int max_pages) {
+    if (c_.mla) return MlaAttention(layer, tokens, max_pages);
     const LayerView& w = w_.layers[layer];
     const int64_t hidden = c_.hidden_size, q_size = c_.q_size(), kv_size = c_.kv_size();
     RETURN_IF_ERROR(ops_.Copy(h_.data(), x_.data(), tokens * hidden));
@@ -454,6 +486,110 @@ class ForwardRunner {
     return ops_.Linear(attn_.data(), tokens, w.o, o_.data());
   }
 
+  // MLA (DeepSeek; model/mla_attention.h has the equations), in the absorbed form for every
+  // token: the cache holds [RMSNorm(c_kv) | RoPE(k_rope)] per position; each head's query becomes
+  // [q_nope · W_uk | RoPE(q_rope)] and attends to the cached rows as one shared KV head whose
+  // values are the same rows; the output's latent part goes through W_uv, then o_proj. k_ holds
+  // q LoRA's latent, v_ the new cache rows, qa_ the absorbed queries, oa_ the latent outputs.
+  absl::Status MlaAttention(int layer, int64_t tokens, int max_pages) {
+    const LayerView& w = w_.layers[layer];
+    const model::MlaConfig& m = c_.mla_dims;
+    const int heads = c_.num_heads;
+    const int64_t hidden = c_.hidden_size, dn = m.qk_nope_head_dim, dr = m.qk_rope_head_dim;
+    const int64_t r = m.kv_lora_rank, dv = c_.v_head_dim, latent = r + dr, q_head = dn + dr;
+    RETURN_IF_ERROR(ops_.Copy(h_.data(), x_.data(), tokens * hidden));
+    RETURN_IF_ERROR(ops_.RmsNorm(h_.data(), tokens, hidden, hidden, w.input_norm, c_.rms_norm_eps));
+    if (m.q_lora_rank > 0) {
+      RETURN_IF_ERROR(ops_.Linear(h_.data(), tokens, w.mla.q_a, k_.data()));
+      RETURN_IF_ERROR(ops_.RmsNorm(k_.data(), tokens, m.q_lora_rank, m.q_lora_rank,
+                                   w.mla.q_a_norm, model::kMlaLatentNormEps));
+      RETURN_IF_ERROR(ops_.Linear(k_.data(), tokens, w.mla.q_b, q_.data()));
+    } else {
+      RETURN_IF_ERROR(ops_.Linear(h_.data(), tokens, w.q, q_.data()));
+    }
+    RETURN_IF_ERROR(ops_.Linear(h_.data(), tokens, w.mla.kv_a, v_.data()));
+    RETURN_IF_ERROR(
+        ops_.RmsNorm(v_.data(), tokens, r, latent, w.mla.kv_a_norm, model::kMlaLatentNormEps));
+    RETURN_IF_ERROR(Rope(v_.data() + r, tokens, latent, 1, latent));  // The rotary key.
+    RETURN_IF_ERROR(ops_.StorePagedKv({.rows = v_.data(),
+                                       .tokens = tokens,
+                                       .width = latent,
+                                       .seq_of_token = seq_of_token_.data(),
+                                       .position = positions_.data(),
+                                       .page_table = page_table_.data(),
+                                       .max_pages = max_pages,
+                                       .page_size = kv_options_.page_size,
+                                       .cache = Kv(layer, 0),
+                                       .cache16 = Kv16(layer, 0)}));
+    // qa_[t, h] = [q_nope · W_uk_h | q_rope], then the rope part rotated.
+    const LinearView& kv_b = w.mla.kv_b;
+    const int64_t w_head = (dn + dv) * r;
+    RETURN_IF_ERROR(ops_.HeadLinear({.x = q_.data(),
+                                     .rows = tokens,
+                                     .heads = heads,
+                                     .in = dn,
+                                     .out = r,
+                                     .x_row_stride = heads * q_head,
+                                     .x_head_stride = q_head,
+                                     .w = kv_b.w,
+                                     .w16 = kv_b.w16,
+                                     .w_head_stride = w_head,
+                                     .transposed = true,
+                                     .y = qa_.data(),
+                                     .y_row_stride = heads * latent,
+                                     .y_head_stride = latent}));
+    RETURN_IF_ERROR(
+        ops_.Copy2D(qa_.data() + r, latent, q_.data() + dn, q_head, tokens * heads, dr));
+    RETURN_IF_ERROR(Rope(qa_.data() + r, tokens, heads * latent, heads, latent));
+    const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(q_head)) *
+                                           c_.yarn.softmax_mscale);
+    RETURN_IF_ERROR(ops_.PagedAttention({.q = qa_.data(),
+                                         .tokens = tokens,
+                                         .q_heads = heads,
+                                         .kv_heads = 1,
+                                         .head_dim = static_cast<int>(latent),
+                                         .k_cache = Kv(layer, 0),
+                                         .v_cache = Kv(layer, 0),
+                                         .page_size = kv_options_.page_size,
+                                         .page_table = page_table_.data(),
+                                         .max_pages = max_pages,
+                                         .seq_of_token = seq_of_token_.data(),
+                                         .position = positions_.data(),
+                                         .scale = scale,
+                                         .out = oa_.data(),
+                                         .k_cache16 = Kv16(layer, 0),
+                                         .v_cache16 = Kv16(layer, 0)}));
+    // attn_[t, h] = latent output · W_uv_hᵀ.
+    RETURN_IF_ERROR(ops_.HeadLinear({.x = oa_.data(),
+                                     .rows = tokens,
+                                     .heads = heads,
+                                     .in = r,
+                                     .out = dv,
+                                     .x_row_stride = heads * latent,
+                                     .x_head_stride = latent,
+                                     .w = kv_b.w == nullptr ? nullptr : kv_b.w + dn * r,
+                                     .w16 = kv_b.w16 == nullptr ? nullptr : kv_b.w16 + dn * r,
+                                     .w_head_stride = w_head,
+                                     .y = attn_.data(),
+                                     .y_row_stride = heads * dv,
+                                     .y_head_stride = dv}));
+    return ops_.Linear(attn_.data(), tokens, w.o, o_.data());
+  }
+
+  // MLA's RoPE on `heads` rotary parts of `rows` rows (the first at x; heads head_stride apart).
+  absl::Status Rope(float* x, int64_t rows, int64_t row_stride, int heads, int64_t head_stride) {
+    return ops_.PartialRope({.x = x,
+                             .rows = rows,
+                             .row_stride = row_stride,
+                             .heads = heads,
+                             .head_stride = head_stride,
+                             .rope_dim = c_.mla_dims.qk_rope_head_dim,
+                             .interleaved = c_.rope_interleave,
+                             .positions = positions_.data(),
+                             .cos = rope_cos_.data(),
+                             .sin = rope_sin_.data()});
+  }
+
   const model::ModelConfig c_;
   const ModelView w_;
   const KvArenaOptions kv_options_;
@@ -465,10 +601,12 @@ class ForwardRunner {
   std::vector<int32_t> row_local_, row_all_;   // Per token of the pass: activations here, all.
   Array<float> kv_;
   Array<uint16_t> kv16_;  // Instead of kv_ with KvArenaOptions::bf16.
-  int64_t layer_kv_floats_ = 0;
+  int64_t layer_kv_floats_ = 0;  // Per layer: keys and values.
+  int64_t layer_keys_ = 0;       // Per layer: the keys (the values follow them).
   Array<float> rope_cos_, rope_sin_;
   // Per-pass buffers, grown to the largest pass and reused.
   Array<float> x_, h_, q_, k_, v_, attn_, o_, last_, logits_;
+  Array<float> qa_, oa_;  // MLA: the absorbed queries and the latent outputs.
   std::unique_ptr<FfnBlock<Ops>> ffn_;  // Set by Init.
   Array<float> chunk_;                  // Attention-TP: this rank's chunk of the residual stream.
   std::unique_ptr<TpExchange<Ops>> tp_;

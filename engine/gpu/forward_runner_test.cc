@@ -62,7 +62,8 @@ TEST_P(ForwardRunnerTest, MatchesTheCpuTransformer) {
         return runner_->Forward(batch, options);
       },
       *cpu_, *cache_);
-  EXPECT_EQ(runner_->kv_bytes(), 2 * config_.num_layers * kPages * 4 * config_.kv_size() * 4);
+  EXPECT_EQ(runner_->kv_bytes(),
+            int64_t{config_.num_layers} * kPages * 4 * config_.kv_shape().floats() * 4);
 }
 
 TEST_P(ForwardRunnerTest, EmptyBatchAndErrors) {
@@ -81,7 +82,8 @@ TEST_P(ForwardRunnerTest, EmptyBatchAndErrors) {
 }
 
 INSTANTIATE_TEST_SUITE_P(All, ForwardRunnerTest,
-                         ::testing::Values(Arch::kQwen3Moe, Arch::kQwen2Moe, Arch::kMixtral),
+                         ::testing::Values(Arch::kQwen3Moe, Arch::kQwen2Moe, Arch::kMixtral,
+                                           Arch::kDeepseekV2, Arch::kDeepseekV3),
                          [](const ::testing::TestParamInfo<Arch>& info) {
                            return std::string(model::ArchName(info.param));
                          });
@@ -145,9 +147,20 @@ TEST_P(ForwardRunnerTest, Bf16StackedExpertsMatchPerExpertProducts) {
   // bf16 against f32: inputs and weights carry 8 significant bits. On these random models the
   // routers' near-ties flip a few tokens' experts, so the largest difference is not small; the
   // relative Frobenius error is (a misplaced stride or a transposed weight would make it ~1).
+  // DeepSeek-V3's sigmoid scores with a correction bias crowd the choices (more near-ties) and
+  // its 2.5× scale amplifies a flip: with no flip its gap is about 0.01, with 4 of 144 flipped
+  // 0.11, so a flip earns a looser bound.
   const double gap = (a->logits - f32->logits).norm() / f32->logits.norm();
+  int64_t flipped = 0, total = 0;
+  for (size_t l = 0; l < a->routing.size(); ++l) {
+    for (size_t i = 0; i < a->routing[l].expert_ids.size(); ++i, ++total) {
+      flipped += a->routing[l].expert_ids[i] != f32->routing[l].expert_ids[i];
+    }
+  }
   EXPECT_GT(gap, 0.0);  // It is the bf16 path.
-  EXPECT_LE(gap, 0.05) << "max |difference| " << MaxAbs(a->logits - f32->logits) << " of " << scale;
+  EXPECT_LE(gap, flipped == 0 ? 0.05 : 0.15)
+      << "max |difference| " << MaxAbs(a->logits - f32->logits) << " of " << scale << "; "
+      << flipped << " of " << total << " expert choices flipped";
 }
 
 // Decode graphs pad a pure decode step to a power-of-two bucket (CUDA replays it; the emulation

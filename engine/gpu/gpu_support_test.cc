@@ -30,18 +30,24 @@ TEST(GpuSupportTest, StandardAttentionIsSupported) {
   EXPECT_TRUE(CheckGpuSupport(Config(model::Arch::kMixtral, 32)).ok());
 }
 
-TEST(GpuSupportTest, DeepseekIsRefusedWithTheReason) {
+TEST(GpuSupportTest, DeepseekIsSupported) {
   for (model::Arch arch : {model::Arch::kDeepseekV2, model::Arch::kDeepseekV3}) {
     const absl::Status s = CheckGpuSupport(Config(arch, 32));
-    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
-    EXPECT_THAT(std::string(s.message()), HasSubstr("multi-head latent attention"));
-    EXPECT_THAT(std::string(s.message()), HasSubstr("serve this model on the CPU"));
+    EXPECT_TRUE(s.ok()) << s;
   }
 }
 
-TEST(GpuSupportTest, HeadDimOutsideTheKernelsIsRefused) {
-  EXPECT_THAT(std::string(CheckGpuSupport(Config(model::Arch::kQwen3Moe, 16)).message()),
-              HasSubstr("head_dim a multiple of 32"));
+TEST(GpuSupportTest, SizesOutsideTheKernelsAreRefusedWithTheReason) {
+  model::ModelConfig c = Config(model::Arch::kQwen3Moe, 32);
+  c.head_dim = 2048;
+  EXPECT_THAT(std::string(CheckGpuSupport(c).message()), HasSubstr("head_dim up to 1024"));
+  c = Config(model::Arch::kDeepseekV3, 32);
+  c.mla_dims.kv_lora_rank = 2000;
+  EXPECT_THAT(std::string(CheckGpuSupport(c).message()),
+              HasSubstr("kv_lora_rank + qk_rope_head_dim"));
+  c = Config(model::Arch::kDeepseekV3, 32);
+  c.n_group = 64;
+  EXPECT_THAT(std::string(CheckGpuSupport(c).message()), HasSubstr("up to 32 groups"));
 }
 
 }  // namespace

@@ -75,8 +75,8 @@ struct GpuForwardOptions {
 class GpuTransformer {
  public:
   // UNAVAILABLE without a CUDA device; INVALID_ARGUMENT for shapes the kernels do not take
-  // (head_dim not a multiple of 32 or over 256, more than 1024 experts, top_k over 32) or a
-  // placement that does not fit; FAILED_PRECONDITION if an expert this device runs is not
+  // (engine/gpu/gpu_support.h: heads over 1024 floats, more than 1024 experts or 32 groups, top_k
+  // over 32) or a placement that does not fit; FAILED_PRECONDITION if an expert this device runs is not
   // loaded; RESOURCE_EXHAUSTED if the GPU is full.
   static absl::StatusOr<std::unique_ptr<GpuTransformer>> Create(const model::ModelConfig& config,
                                                                 const model::ModelWeights& weights,

@@ -17,12 +17,14 @@ class Uploader {
     return out.Assign(v.data(), v.size());
   }
   absl::Status Matrix(const model::Matrix& m, GpuLinear& out) {
+    if (m.size() == 0) return absl::OkStatus();  // Absent (e.g. q without LoRA): stays empty.
     out.rows = m.rows();
     out.cols = m.cols();
     if (bf16_) return absl::OkStatus();
     return Gate(m, out);
   }
   absl::Status Gate(const model::Matrix& m, GpuLinear& out) {
+    if (m.size() == 0) return absl::OkStatus();
     out.rows = m.rows();
     out.cols = m.cols();
     bytes_ += static_cast<int64_t>(m.size()) * 4;
@@ -41,7 +43,10 @@ class Uploader {
   int64_t bytes_ = 0;
 };
 
-LinearView ViewOf(const GpuLinear& l) { return {.w = l.w.data(), .rows = l.rows, .cols = l.cols}; }
+LinearView ViewOf(const GpuLinear& l) {
+  if (l.rows == 0) return {};
+  return {.w = l.w.data(), .rows = l.rows, .cols = l.cols};
+}
 MlpView ViewOf(const GpuMlp& m) { return {ViewOf(m.gate), ViewOf(m.up), ViewOf(m.down)}; }
 const float* OrNull(const DeviceArray<float>& a) { return a.empty() ? nullptr : a.data(); }
 
@@ -64,9 +69,16 @@ ModelView GpuWeights::View() const {
     l.v_bias = OrNull(g.v_bias);
     l.q_norm = OrNull(g.q_norm);
     l.k_norm = OrNull(g.k_norm);
+    l.mla = MlaView{.q_a = ViewOf(g.mla.q_a),
+                    .q_a_norm = OrNull(g.mla.q_a_norm),
+                    .q_b = ViewOf(g.mla.q_b),
+                    .kv_a = ViewOf(g.mla.kv_a),
+                    .kv_a_norm = OrNull(g.mla.kv_a_norm),
+                    .kv_b = ViewOf(g.mla.kv_b)};
     l.is_moe = g.is_moe;
     l.dense = ViewOf(g.dense);
     l.router = ViewOf(g.router);
+    l.router_bias = OrNull(g.router_bias);
     for (const GpuMlp& e : g.experts) l.experts.push_back(ViewOf(e));
     l.has_shared_expert = g.has_shared_expert;
     l.shared_expert = ViewOf(g.shared_expert);
@@ -102,12 +114,19 @@ absl::StatusOr<std::unique_ptr<GpuWeights>> UploadWeights(const model::ModelConf
     RETURN_IF_ERROR(up.Vector(w.v_bias, g.v_bias));
     RETURN_IF_ERROR(up.Vector(w.q_norm, g.q_norm));
     RETURN_IF_ERROR(up.Vector(w.k_norm, g.k_norm));
+    RETURN_IF_ERROR(up.Matrix(w.mla.q_a.w, g.mla.q_a));
+    RETURN_IF_ERROR(up.Vector(w.mla.q_a_norm, g.mla.q_a_norm));
+    RETURN_IF_ERROR(up.Matrix(w.mla.q_b.w, g.mla.q_b));
+    RETURN_IF_ERROR(up.Matrix(w.mla.kv_a.w, g.mla.kv_a));
+    RETURN_IF_ERROR(up.Vector(w.mla.kv_a_norm, g.mla.kv_a_norm));
+    RETURN_IF_ERROR(up.Matrix(w.mla.kv_b.w, g.mla.kv_b));
     g.is_moe = w.is_moe;
     if (!w.is_moe) {
       RETURN_IF_ERROR(up.Mlp(w.dense, g.dense));
       continue;
     }
     RETURN_IF_ERROR(up.Gate(w.router, g.router));
+    RETURN_IF_ERROR(up.Vector(w.router_bias, g.router_bias));
     g.experts.resize(w.experts.size());
     for (size_t e = 0; e < w.experts.size(); ++e) {
       if (!w.experts[e].loaded() && !every_expert) continue;  // Another rank's.

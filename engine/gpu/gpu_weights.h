@@ -26,18 +26,25 @@ struct GpuMlp {
   GpuLinear gate, up, down;
 };
 
+struct GpuMla {  // engine/gpu/model_view.h MlaView.
+  GpuLinear q_a, q_b, kv_a, kv_b;
+  DeviceArray<float> q_a_norm, kv_a_norm;
+};
+
 struct GpuLayer {
   DeviceArray<float> input_norm, post_attention_norm;
   GpuLinear q, k, v, o;
+  GpuMla mla;  // config.mla only.
   DeviceArray<float> q_bias, k_bias, v_bias;  // Empty unless config.attention_bias.
   DeviceArray<float> q_norm, k_norm;          // Empty unless config.qk_norm.
   bool is_moe = false;
   GpuMlp dense;
   GpuLinear router;             // [experts, hidden]
+  DeviceArray<float> router_bias;  // noaux_tc only.
   std::vector<GpuMlp> experts;  // All of them.
   bool has_shared_expert = false;
   GpuMlp shared_expert;
-  GpuLinear shared_expert_gate;  // [1, hidden]
+  GpuLinear shared_expert_gate;  // [1, hidden]; empty for DeepSeek's ungated shared experts.
 };
 
 struct GpuWeights {

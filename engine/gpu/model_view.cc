@@ -4,6 +4,7 @@ namespace semmoe::engine::gpu {
 namespace {
 
 LinearView Linear(const model::Matrix& m) {
+  if (m.size() == 0) return {};
   return {.w = m.data(), .rows = m.rows(), .cols = m.cols()};
 }
 MlpView Mlp(const model::MlpWeights& m) {
@@ -29,9 +30,16 @@ ModelView HostView(const model::ModelWeights& weights) {
     l.v_bias = OrNull(w.v_bias);
     l.q_norm = OrNull(w.q_norm);
     l.k_norm = OrNull(w.k_norm);
+    l.mla = MlaView{.q_a = Linear(w.mla.q_a.w),
+                    .q_a_norm = OrNull(w.mla.q_a_norm),
+                    .q_b = Linear(w.mla.q_b.w),
+                    .kv_a = Linear(w.mla.kv_a.w),
+                    .kv_a_norm = OrNull(w.mla.kv_a_norm),
+                    .kv_b = Linear(w.mla.kv_b.w)};
     l.is_moe = w.is_moe;
     if (w.is_moe) {
       l.router = Linear(w.router);
+      l.router_bias = OrNull(w.router_bias);
       for (const model::MlpWeights& e : w.experts) l.experts.push_back(Mlp(e));
       l.has_shared_expert = w.shared_expert.loaded();
       if (l.has_shared_expert) {

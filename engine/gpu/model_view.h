@@ -35,20 +35,34 @@ struct MlpView {
   LinearView gate, up, down;
 };
 
+// Multi-head latent attention (DeepSeek; engine/model/weights.h MlaWeights). The absorbed form
+// reads kv_b per head: W_uk_h = rows [h·(nope + v), + nope) and W_uv_h = the next v rows, each
+// [·, kv_lora_rank].
+struct MlaView {
+  LinearView q_a;                     // Empty without q LoRA (LayerView::q is q_proj).
+  const float* q_a_norm = nullptr;    // [q_lora_rank]
+  LinearView q_b;                     // [heads × (nope + rope), q_lora_rank]
+  LinearView kv_a;                    // [kv_lora_rank + rope, hidden]
+  const float* kv_a_norm = nullptr;   // [kv_lora_rank]
+  LinearView kv_b;                    // [heads × (nope + v), kv_lora_rank]
+};
+
 struct LayerView {
   const float* input_norm = nullptr;
   const float* post_attention_norm = nullptr;
   LinearView q, k, v, o;
   const float *q_bias = nullptr, *k_bias = nullptr, *v_bias = nullptr;  // attention_bias only.
   const float *q_norm = nullptr, *k_norm = nullptr;                     // qk_norm only.
+  MlaView mla;                                                          // config.mla only.
   bool is_moe = false;
   MlpView dense;
   LinearView router;
+  const float* router_bias = nullptr;  // noaux_tc's correction bias [experts], or null.
   std::vector<MlpView> experts;
   StackedExpertsView stacked;  // bf16 only.
   bool has_shared_expert = false;
   MlpView shared_expert;
-  LinearView shared_expert_gate;
+  LinearView shared_expert_gate;  // Empty: ungated (DeepSeek's shared experts).
 };
 
 struct ModelView {

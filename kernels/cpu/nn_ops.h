@@ -31,22 +31,7 @@ struct RopeArgs {
 };
 void ApplyRope(const RopeArgs& args);
 
-// RoPE on part of each head (MLA's rotary dims): for each row and head, the `rope_dim` floats at
-// x + r·row_stride + h·head_stride rotate by positions[r] · inv_freq[i], either as interleaved
-// pairs (2i, 2i+1) (DeepSeek) or as halves (i, i + rope_dim/2). `cos`/`sin` are
-// [max_position, rope_dim/2] (RopeTablesFromInvFreq).
-struct PartialRopeArgs {
-  float* x = nullptr;
-  int64_t rows = 0;
-  int64_t row_stride = 0;
-  int heads = 0;
-  int64_t head_stride = 0;
-  int rope_dim = 0;
-  bool interleaved = true;
-  const int32_t* positions = nullptr;  // [rows]
-  const float* cos = nullptr;
-  const float* sin = nullptr;
-};
+// RoPE on part of each head (MLA's rotary dims): kernels/op_args.h PartialRopeArgs.
 void ApplyPartialRope(const PartialRopeArgs& args);
 
 // cos/sin tables for positions [0, max_position) from the given frequencies (f32 angle

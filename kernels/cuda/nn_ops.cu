@@ -60,6 +60,24 @@ __global__ void QkNormRopeKernel(float* x, int64_t rows, int64_t row_stride, int
   }
 }
 
+__global__ void PartialRopeKernel(PartialRopeArgs a) {
+  const int half = a.rope_dim / 2;
+  const int first_step = a.interleaved ? 2 : 1;
+  const int second_offset = a.interleaved ? 1 : half;
+  for (int64_t r = blockIdx.x; r < a.rows; r += gridDim.x) {
+    const float* c = a.cos + static_cast<int64_t>(a.positions[r]) * half;
+    const float* s = a.sin + static_cast<int64_t>(a.positions[r]) * half;
+    for (int j = threadIdx.x; j < a.heads * half; j += kThreads) {
+      const int h = j / half, i = j % half;
+      float* x1 = a.x + r * a.row_stride + h * a.head_stride + i * first_step;
+      float* x2 = x1 + second_offset;
+      const float v1 = *x1, v2 = *x2;
+      *x1 = __fsub_rn(__fmul_rn(v1, c[i]), __fmul_rn(v2, s[i]));
+      *x2 = __fadd_rn(__fmul_rn(v2, c[i]), __fmul_rn(v1, s[i]));
+    }
+  }
+}
+
 __global__ void SiluMulKernel(float* gate, const float* __restrict__ up, int64_t n) {
   for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<int64_t>(gridDim.x) * blockDim.x) {
@@ -95,6 +113,13 @@ CudaError LaunchQkNormRope(const QkNormRopeArgs& a, Stream stream) {
   if (rows <= 0 || heads <= 0 || head_dim <= 0) return cudaSuccess;
   QkNormRopeKernel<<<Blocks(rows), kThreads, 0, stream>>>(x, rows, row_stride, heads, head_dim,
                                                           norm_weight, eps, positions, cos, sin);
+  return cudaGetLastError();
+}
+
+CudaError LaunchPartialRope(const PartialRopeArgs& a, Stream stream) {
+  if (a.rope_dim % 2 != 0) return cudaErrorInvalidValue;
+  if (a.rows <= 0 || a.heads <= 0 || a.rope_dim <= 0) return cudaSuccess;
+  PartialRopeKernel<<<Blocks(a.rows), kThreads, 0, stream>>>(a);
   return cudaGetLastError();
 }
 

@@ -19,6 +19,10 @@ CudaError LaunchRmsNorm(const RmsNormArgs& args, Stream stream);
 // [max_position, head_dim/2] (kernels/cpu RopeTables). One block per row.
 CudaError LaunchQkNormRope(const QkNormRopeArgs& args, Stream stream);
 
+// RoPE on the rotary part of each head (MLA), interleaved pairs or halves (PartialRopeArgs).
+// One block per row.
+CudaError LaunchPartialRope(const PartialRopeArgs& args, Stream stream);
+
 // gate[i] = silu(gate[i]) · up[i].
 CudaError LaunchSiluMul(float* gate, const float* up, int64_t n, Stream stream);
 

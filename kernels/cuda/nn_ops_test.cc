@@ -117,6 +117,49 @@ TEST_F(NnOpsTest, QkNormRopeIsRmsNormPerHeadThenRope) {
   }
 }
 
+// MLA's rotary dims: q's heads [nope | rope] and the latent's one rotary key, both conventions.
+TEST_F(NnOpsTest, PartialRopeMatchesTheCpu) {
+  const int max_position = 300, rope_dim = 16, nope = 32;
+  std::vector<float> cos(max_position * rope_dim / 2), sin(cos.size());
+  cpu::RopeTables(max_position, rope_dim, 1e4, cos.data(), sin.data());
+  for (int heads : {1, 8, 128}) {
+    for (bool interleaved : {false, true}) {
+      const int64_t rows = 37, head_stride = nope + rope_dim, stride = heads * head_stride;
+      std::vector<float> x(rows * stride);
+      std::vector<int32_t> positions(rows);
+      for (float& v : x) v = normal_(rng_);
+      for (int32_t& p : positions) p = static_cast<int32_t>(rng_() % max_position);
+      kernels::PartialRopeArgs args{.rows = rows,
+                                    .row_stride = stride,
+                                    .heads = heads,
+                                    .head_stride = head_stride,
+                                    .rope_dim = rope_dim,
+                                    .interleaved = interleaved};
+      std::vector<float> want = x;
+      kernels::PartialRopeArgs cpu_args = args;
+      cpu_args.x = want.data() + nope;
+      cpu_args.positions = positions.data();
+      cpu_args.cos = cos.data();
+      cpu_args.sin = sin.data();
+      cpu::ApplyPartialRope(cpu_args);
+      float* d_x = ToDevice(x);
+      int32_t* d_pos = ToDevice(positions);
+      float* d_cos = ToDevice(cos);
+      float* d_sin = ToDevice(sin);
+      args.x = d_x + nope;
+      args.positions = d_pos;
+      args.cos = d_cos;
+      args.sin = d_sin;
+      ASSERT_EQ(LaunchPartialRope(args, nullptr), cudaSuccess);
+      ExpectNear("partial_rope", ToHost(d_x, x.size()), want, 1e-5f);
+      for (void* p : {static_cast<void*>(d_x), static_cast<void*>(d_pos),
+                      static_cast<void*>(d_cos), static_cast<void*>(d_sin)}) {
+        cudaFree(p);
+      }
+    }
+  }
+}
+
 TEST_F(NnOpsTest, SiluMul) {
   for (int64_t n : {0, 1, 1000, 100003}) {
     std::vector<float> gate(n), up(n);

@@ -36,6 +36,47 @@ absl::Status CpuOps::Linear(const float* x, int64_t rows, const LinearView& w, f
   return absl::OkStatus();
 }
 
+absl::Status CpuOps::Copy2D(float* dst, int64_t dst_stride, const float* src, int64_t src_stride,
+                            int64_t rows, int64_t width) {
+  for (int64_t r = 0; r < rows; ++r) std::copy_n(src + r * src_stride, width, dst + r * dst_stride);
+  return absl::OkStatus();
+}
+
+absl::Status CpuOps::HeadLinear(const kernels::HeadLinearArgs& a) {
+  using Stride = Eigen::OuterStride<>;
+  RowMajor x(a.rows, a.in), w;
+  for (int h = 0; h < a.heads; ++h) {
+    // The head's rows of x (rounded to bf16 for a bf16 product) and its matrix, widened to f32.
+    for (int64_t r = 0; r < a.rows; ++r) {
+      const float* from = a.x + r * a.x_row_stride + h * a.x_head_stride;
+      for (int64_t i = 0; i < a.in; ++i) {
+        x(r, i) = a.w16 != nullptr ? kernels::Bf16ToF32(kernels::F32ToBf16(from[i])) : from[i];
+      }
+    }
+    const int64_t w_rows = a.transposed ? a.in : a.out, w_cols = a.transposed ? a.out : a.in;
+    if (a.w16 != nullptr) {
+      w.resize(w_rows, w_cols);
+      const uint16_t* bits = a.w16 + h * a.w_head_stride;
+      for (int64_t i = 0; i < w.size(); ++i) w.data()[i] = kernels::Bf16ToF32(kernels::BF16{bits[i]});
+    } else {
+      w = Eigen::Map<const RowMajor>(a.w + h * a.w_head_stride, w_rows, w_cols);
+    }
+    Eigen::Map<RowMajor, 0, Stride> y(a.y + h * a.y_head_stride, a.rows, a.out,
+                                      Stride(a.y_row_stride));
+    if (a.transposed) {
+      y.noalias() = x * w;
+    } else {
+      y.noalias() = x * w.transpose();
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CpuOps::PartialRope(const kernels::PartialRopeArgs& a) {
+  kernels::cpu::ApplyPartialRope(a);
+  return absl::OkStatus();
+}
+
 absl::Status CpuOps::RoundToBf16(const float* x, int64_t n, uint16_t* out) {
   kernels::cpu::RoundToBf16(x, n, out);
   return absl::OkStatus();

@@ -50,10 +50,15 @@ class CpuOps {
     return absl::OkStatus();
   }
   absl::Status Copy(float* dst, const float* src, int64_t n) { return CopyIn(dst, src, n); }
+  absl::Status Copy2D(float* dst, int64_t dst_stride, const float* src, int64_t src_stride,
+                      int64_t rows, int64_t width);
 
   // With w.w16: x rounded to bf16, the bf16 weights, products summed in f32 (the GPU's GemmEx).
   absl::Status Linear(const float* x, int64_t rows, const LinearView& w, float* y);
   absl::Status RoundToBf16(const float* x, int64_t n, uint16_t* out);
+  // With a.w16: as Linear's bf16 products.
+  absl::Status HeadLinear(const kernels::HeadLinearArgs& a);
+  absl::Status PartialRope(const kernels::PartialRopeArgs& a);
   absl::Status ShufflePack(const float* x, const int32_t* order, int64_t rows, int64_t width,
                            float* packed);
   absl::Status ShuffleUnpack(const float* packed, const int32_t* order, int64_t rows, int64_t width,

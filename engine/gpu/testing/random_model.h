@@ -1,7 +1,9 @@
 // Seeded random models in memory (no checkpoint, no tokenizer) with each architecture's
 // features, shaped for the GPU kernels (head_dim 32): qwen3_moe with QK-norm and a dense layer
 // between MoE layers, qwen2_moe with attention biases, a gated shared expert and raw top-k
-// weights, mixtral with plain attention. Weights N(0, 0.08²), norms N(1, 0.1²). RandomWeights
+// weights, mixtral with plain attention, deepseek_v2 (MLA without q LoRA, YaRN, group-max
+// routing, ungated shared experts, a dense first layer) and deepseek_v3 (MLA with q LoRA,
+// sigmoid bias-corrected routing by group top-two sums, scaled weights). Weights N(0, 0.08²), norms N(1, 0.1²). RandomWeights
 // fills any config; at a production shape (a benchmark's), use the fast fill.
 #ifndef SEMMOE_ENGINE_GPU_TESTING_RANDOM_MODEL_H_
 #define SEMMOE_ENGINE_GPU_TESTING_RANDOM_MODEL_H_
