@@ -239,7 +239,10 @@ INSTANTIATE_TEST_SUITE_P(All, TpForwardRunnerTest,
                                            Case{Arch::kQwen3Moe, 4, Prediction::kTokens},
                                            Case{Arch::kQwen2Moe, 2, Prediction::kTokens},
                                            Case{Arch::kMixtral, 4, Prediction::kTokensAndLayers},
-                                           Case{Arch::kMixtral, 2, Prediction::kPlain}),
+                                           Case{Arch::kMixtral, 2, Prediction::kPlain},
+                                           Case{Arch::kDeepseekV3, 2, Prediction::kPlain},
+                                           Case{Arch::kDeepseekV3, 4, Prediction::kTokensAndLayers},
+                                           Case{Arch::kDeepseekV2, 2, Prediction::kTokens}),
                          Name);
 
 TEST(TpForwardRunnerInitTest, AttentionTpWithoutAGroupIsAnError) {

@@ -190,7 +190,9 @@ INSTANTIATE_TEST_SUITE_P(All, EpForwardRunnerTest,
                                            Case{Arch::kQwen3Moe, Layout::kRandom, 4},
                                            Case{Arch::kQwen2Moe, Layout::kReplicated, 2},
                                            Case{Arch::kMixtral, Layout::kRandom, 4},
-                                           Case{Arch::kMixtral, Layout::kReplicated, 2}),
+                                           Case{Arch::kMixtral, Layout::kReplicated, 2},
+                                           Case{Arch::kDeepseekV3, Layout::kRandom, 4},
+                                           Case{Arch::kDeepseekV2, Layout::kReplicated, 2}),
                          Name);
 
 TEST(EpForwardRunnerInitTest, APlacementForAnotherGroupOrMissingExpertsIsAnError) {
