@@ -30,6 +30,7 @@
 #include "planner/affinity/token_affinity_builder.h"
 #include "planner/placement/placement.h"
 #include "planner/trace/trace_set.h"
+#include "tests/testing/reference_trace.h"
 
 namespace semmoe::engine::gpu {
 namespace {
@@ -59,34 +60,6 @@ std::vector<std::vector<int32_t>> Prompts(int vocab) {
     for (int t = 0; t < 4 + 6 * s; ++t) prompts[s].push_back((17 * t + 31 * s + 5) % vocab);
   }
   return prompts;
-}
-
-// A routing trace of `prompts` from the reference's own prefill, for the affinity tables.
-planner::trace::TraceSet Trace(const model::ModelConfig& c, model::Transformer& reference,
-                               const std::vector<std::vector<int32_t>>& prompts) {
-  planner::trace::TraceSet trace;
-  trace.header = {.num_experts = static_cast<uint32_t>(c.num_experts),
-                  .vocab_size = static_cast<uint32_t>(c.vocab_size),
-                  .top_k = static_cast<uint16_t>(c.top_k)};
-  for (int l : c.MoeLayers()) trace.header.moe_layers.push_back(l);
-  for (size_t i = 0; i < prompts.size(); ++i) {
-    model::DenseKvSequence kv(c.num_layers, c.kv_shape(), static_cast<int>(prompts[i].size()));
-    auto out =
-        reference.Forward({{prompts[i], 0, &kv, LogitsMode::kLast}}, {.collect_routing = true});
-    EXPECT_TRUE(out.ok()) << out.status();
-    std::vector<uint16_t> experts;
-    for (size_t t = 0; t < prompts[i].size(); ++t) {
-      for (const model::Routing& r : out->routing) {
-        for (int j = 0; j < c.top_k; ++j) experts.push_back(r.expert_ids[t * c.top_k + j]);
-      }
-    }
-    EXPECT_TRUE(trace
-                    .AddRequest(absl::StrCat("p", i),
-                                std::vector<uint32_t>(prompts[i].begin(), prompts[i].end()),
-                                experts)
-                    .ok());
-  }
-  return trace;
 }
 
 // Each layer's chunk plan for `batch` by the host's rule, with the history of `routing` (the
@@ -141,7 +114,7 @@ TEST_P(TpForwardRunnerTest, EveryRankMatchesTheSingleDevice) {
   std::unique_ptr<planner::TokenAffinity> affinity;
   std::unique_ptr<DevicePredictor> predictor;
   if (param.prediction != Prediction::kPlain) {
-    const planner::trace::TraceSet trace = Trace(c, **reference, prompts);
+    const planner::trace::TraceSet trace = semmoe::testing::ReferenceTrace(c, **reference, prompts);
     affinity = std::make_unique<planner::TokenAffinity>(planner::BuildTokenAffinity(trace));
     planner::TransitionTable transitions;
     if (param.prediction == Prediction::kTokensAndLayers) {

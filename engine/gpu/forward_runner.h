@@ -130,25 +130,20 @@ class ForwardRunner {
     if (kv_options_.num_pages <= 0 || kv_options_.page_size <= 0) {
       return absl::InvalidArgumentError("the KV arena needs num_pages and page_size > 0");
     }
-    RETURN_IF_ERROR(CheckExperts());
-    ffn_ = std::make_unique<FfnBlock<Ops>>(
-        c_, ops_,
-        typename FfnBlock<Ops>::Exchange{.ep = ep_.get(),
-                                         .moe_index = &moe_index_,
-                                         .row_local = &row_local_,
-                                         .row_all = &row_all_,
-                                         .counters = &ep_counters_});
-    all_stacked_ = true;
-    for (const LayerView& l : w_.layers) {
-      all_stacked_ =
-          all_stacked_ && (!l.is_moe || (l.stacked.gate != nullptr && l.stacked.experts.empty()));
+    RETURN_IF_ERROR(CheckExperts(ep_options_, w_));
+    if (ep_options_.placement != nullptr) {
+      const planner::Placement& p = *ep_options_.placement;
+      moe_index_.assign(c_.num_layers, -1);
+      for (int i = 0; i < p.num_layers(); ++i) moe_index_[p.moe_layers()[i]] = i;
+      ep_counters_.assign(p.num_layers(), MoeLayerCounters());
     }
+    RETURN_IF_ERROR(ops_.Begin());
+    ASSIGN_OR_RETURN(Exchanges x, MakeExchanges(ep_options_));
+    Install(std::move(x));
     const int arena_pages = kv_options_.num_pages + (graph_max_batch_ > 0 ? 1 : 0);  // Scratch.
     const model::KvShape shape = c_.kv_shape();
     layer_keys_ = static_cast<int64_t>(arena_pages) * kv_options_.page_size * shape.key_size;
     layer_kv_floats_ = static_cast<int64_t>(arena_pages) * kv_options_.page_size * shape.floats();
-    RETURN_IF_ERROR(ops_.Begin());
-    if (tp_ != nullptr) RETURN_IF_ERROR(tp_->Init());
     if (kv_options_.bf16) {
       RETURN_IF_ERROR(kv16_.Reserve(c_.num_layers * layer_kv_floats_));
     } else {
@@ -173,6 +168,31 @@ class ForwardRunner {
     RETURN_IF_ERROR(rope_sin_.Reserve(sin.size()));
     RETURN_IF_ERROR(ops_.CopyIn(rope_cos_.data(), cos.data(), cos.size()));
     return ops_.CopyIn(rope_sin_.data(), sin.data(), sin.size());
+  }
+
+  // Serves with `next` from the next pass (a live rollout; every rank of the group switches
+  // between the same two passes): `weights` hold at least the experts `next` runs here, and under
+  // Attention-TP `predictor` (borrowed; null: contiguous chunks) is next's. The layer counters
+  // go on. On error (a placement for another model or group, an expert not in `weights`) nothing
+  // changed. FAILED_PRECONDITION without expert parallelism.
+  absl::Status SwitchPlacement(const planner::Placement& next, ModelView weights,
+                               const DevicePredictor* predictor) {
+    if (ep_ == nullptr) {
+      return absl::FailedPreconditionError("a one-device forward has no placement to switch");
+    }
+    ExpertParallelOptions options = ep_options_;
+    options.placement = &next;
+    options.predictor = predictor;
+    RETURN_IF_ERROR(CheckExperts(options, weights));
+    if (next.moe_layers() != ep_options_.placement->moe_layers()) {
+      return absl::InvalidArgumentError("the next placement has other MoE layers");
+    }
+    RETURN_IF_ERROR(ops_.Begin());
+    ASSIGN_OR_RETURN(Exchanges x, MakeExchanges(options));
+    w_ = std::move(weights);
+    ep_options_ = options;
+    Install(std::move(x));
+    return absl::OkStatus();
   }
 
   int64_t kv_bytes() const { return c_.num_layers * layer_kv_floats_ * (kv_options_.bf16 ? 2 : 4); }
@@ -337,46 +357,71 @@ class ForwardRunner {
     return prev;
   }
 
-  // The experts this device runs are loaded; under EP the placement fits the model and group.
-  absl::Status CheckExperts() {
-    const bool ep = ep_options_.placement != nullptr || ep_options_.comm != nullptr;
-    if (ep && (ep_options_.placement == nullptr || ep_options_.comm == nullptr)) {
+  // The experts this device runs are in `w`; under EP the placement fits the model and group.
+  absl::Status CheckExperts(const ExpertParallelOptions& o, const ModelView& w) const {
+    const bool ep = o.placement != nullptr || o.comm != nullptr;
+    if (ep && (o.placement == nullptr || o.comm == nullptr)) {
       return absl::InvalidArgumentError("expert parallelism needs a placement and a communicator");
     }
-    if (ep_options_.attention_tp && !ep) {
+    if (o.attention_tp && !ep) {
       return absl::InvalidArgumentError(
           "Attention-TP needs expert parallelism over its group (a placement and a communicator)");
     }
-    const planner::Placement* p = ep_options_.placement;
-    if (ep) {
-      if (p->moe_layers() != c_.MoeLayers() || p->num_experts() != c_.num_experts ||
-          p->num_devices() != ep_options_.comm->size()) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "the placement (", p->num_layers(), " MoE layers, ", p->num_experts(), " experts, ",
-            p->num_devices(), " devices) does not fit the model and the group of ",
-            ep_options_.comm->size()));
-      }
-      moe_index_.assign(c_.num_layers, -1);
-      for (int i = 0; i < p->num_layers(); ++i) moe_index_[p->moe_layers()[i]] = i;
-      ep_ = std::make_unique<EpExchange<Ops>>(c_, *p, *ep_options_.comm, ops_);
-      if (ep_options_.attention_tp) {
-        tp_ = std::make_unique<TpExchange<Ops>>(c_, *ep_options_.comm, ops_, ep_options_.predictor,
-                                                ep_options_.token_balance_eps);
-      }
-      ep_counters_.assign(p->num_layers(), MoeLayerCounters());
+    const planner::Placement* p = o.placement;
+    if (ep && (p->moe_layers() != c_.MoeLayers() || p->num_experts() != c_.num_experts ||
+               p->num_devices() != o.comm->size())) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "the placement (", p->num_layers(), " MoE layers, ", p->num_experts(), " experts, ",
+          p->num_devices(), " devices) does not fit the model and the group of ", o.comm->size()));
     }
+    int moe = 0;
     for (int layer = 0; layer < c_.num_layers; ++layer) {
-      const LayerView& l = w_.layers[layer];
+      const LayerView& l = w.layers[layer];
       if (!l.is_moe) continue;
       for (int e = 0; e < c_.num_experts; ++e) {
-        const bool needed = !ep || p->Holds(moe_index_[layer], ep_options_.comm->rank(), e);
+        const bool needed = !ep || p->Holds(moe, o.comm->rank(), e);
         if (needed && (e >= static_cast<int>(l.experts.size()) || l.experts[e].gate.empty())) {
           return absl::FailedPreconditionError(absl::StrCat(
               "layer ", layer, " expert ", e, " is not loaded but runs on this device"));
         }
       }
+      ++moe;
     }
     return absl::OkStatus();
+  }
+
+  // The exchanges and the FFN for a placement (none without expert parallelism), made before any
+  // is installed so that a failure changes nothing. Ops memory must be usable (Begin).
+  struct Exchanges {
+    std::unique_ptr<EpExchange<Ops>> ep;
+    std::unique_ptr<TpExchange<Ops>> tp;
+  };
+  absl::StatusOr<Exchanges> MakeExchanges(const ExpertParallelOptions& o) {
+    Exchanges x;
+    if (o.placement == nullptr) return x;
+    x.ep = std::make_unique<EpExchange<Ops>>(c_, *o.placement, *o.comm, ops_);
+    if (o.attention_tp) {
+      x.tp = std::make_unique<TpExchange<Ops>>(c_, *o.comm, ops_, o.predictor,
+                                               o.token_balance_eps);
+      RETURN_IF_ERROR(x.tp->Init());
+    }
+    return x;
+  }
+  void Install(Exchanges x) {
+    ep_ = std::move(x.ep);
+    tp_ = std::move(x.tp);
+    ffn_ = std::make_unique<FfnBlock<Ops>>(
+        c_, ops_,
+        typename FfnBlock<Ops>::Exchange{.ep = ep_.get(),
+                                         .moe_index = &moe_index_,
+                                         .row_local = &row_local_,
+                                         .row_all = &row_all_,
+                                         .counters = &ep_counters_});
+    all_stacked_ = true;
+    for (const LayerView& l : w_.layers) {
+      all_stacked_ =
+          all_stacked_ && (!l.is_moe || (l.stacked.gate != nullptr && l.stacked.experts.empty()));
+    }
   }
 
   // Layer `layer`'s keys (kind 0) or values (kind 1) in the f32 or the bf16 arena (null in the
@@ -591,10 +636,10 @@ class ForwardRunner {
   }
 
   const model::ModelConfig c_;
-  const ModelView w_;
+  ModelView w_;  // Replaced by SwitchPlacement.
   const KvArenaOptions kv_options_;
   Ops& ops_;
-  const ExpertParallelOptions ep_options_;
+  ExpertParallelOptions ep_options_;
   std::unique_ptr<EpExchange<Ops>> ep_;        // Set under expert parallelism.
   std::vector<int> moe_index_;                 // Model layer → placement layer (EP), or −1.
   std::vector<MoeLayerCounters> ep_counters_;  // Per placement layer (EP).

@@ -1,0 +1,208 @@
+// DeepSeek on the GPU path, in CI: deepseek_v3 (MLA with q LoRA, sigmoid bias-corrected routing
+// over expert groups, ungated shared experts, a dense first layer) through the GPU forward's
+// orchestration (ForwardRunner) on the CPU emulation of its device operations (CpuOps), G ranks
+// each its own thread with a Gloo group standing in for NCCL — under Attention-DP, plain
+// Attention-TP and shuffled Attention-TP with the planner's tables. Every rank's logits must be
+// the single-device CPU Transformer's, before and after the group rolls to another placement
+// between two passes (a live rollout: each rank's weights become the new placement's, the
+// Attention-TP tables the new placement's), and under Attention-DP each pass's activations served
+// locally must be what the placement in force says.
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "engine/gpu/forward_runner.h"
+#include "engine/gpu/model_view.h"
+#include "engine/gpu/testing/cpu_ops.h"
+#include "engine/gpu/testing/random_model.h"
+#include "engine/gpu/testing/rank_view.h"
+#include "engine/model/transformer.h"
+#include "engine/parallel/device_predictor.h"
+#include "engine/parallel/gloo_communicator.h"
+#include "engine/parallel/tp_weights.h"
+#include "engine/runtime/kv_cache.h"
+#include "gloo/rendezvous/hash_store.h"
+#include "gtest/gtest.h"
+#include "planner/affinity/layer_affinity.h"
+#include "planner/affinity/token_affinity_builder.h"
+#include "planner/placement/placement.h"
+#include "tests/testing/reference_trace.h"
+
+namespace semmoe::engine::gpu {
+namespace {
+
+using model::Arch;
+using model::LogitsMode;
+using model::SequenceInput;
+using testing::CpuOps;
+using testing::RankView;
+
+enum class Mode { kDp, kTpPlain, kTpShuffled };
+
+struct Case {
+  Mode mode;
+  int ranks;
+};
+
+std::string Name(const ::testing::TestParamInfo<Case>& info) {
+  const char* mode[] = {"dp", "tp_plain", "tp_shuffled"};
+  return absl::StrCat(mode[static_cast<int>(info.param.mode)], "_", info.param.ranks);
+}
+
+// The first placement (random) and the one rolled out (another random one, one replica per
+// device per layer).
+planner::Placement First(const model::ModelConfig& c, int g) {
+  return *planner::Placement::Random(c.MoeLayers(), c.num_experts, g, /*seed=*/3);
+}
+planner::Placement Second(const model::ModelConfig& c, int g) {
+  planner::Placement p = *planner::Placement::Random(c.MoeLayers(), c.num_experts, g, /*seed=*/11);
+  std::vector<std::vector<std::vector<int32_t>>> replicas(p.num_layers());
+  for (int l = 0; l < p.num_layers(); ++l) {
+    for (int d = 0; d < g; ++d) {
+      int e = 0;
+      while (p.Device(l, e) == d) ++e;
+      replicas[l].push_back({e});
+    }
+  }
+  return *p.WithReplicas(std::move(replicas));
+}
+
+class DeepseekEmulationTest : public ::testing::TestWithParam<Case> {};
+
+TEST_P(DeepseekEmulationTest, EveryRankMatchesOneDeviceThroughARollout) {
+  const Case& param = GetParam();
+  const int g = param.ranks;
+  const bool tp = param.mode != Mode::kDp;
+  const model::ModelConfig c = testing::RandomModelConfig(Arch::kDeepseekV3);
+  ASSERT_TRUE(c.mla && c.topk_method == model::TopkMethod::kNoauxTc);
+  const uint64_t seed = 57;
+  const model::ModelWeights weights = testing::RandomWeights(c, seed);
+  auto reference = model::Transformer::Create(c, weights);
+  ASSERT_TRUE(reference.ok());
+  const planner::Placement first = First(c, g), second = Second(c, g);
+  std::vector<std::vector<int32_t>> prompts(3);
+  for (int s = 0; s < 3; ++s) {
+    for (int t = 0; t < 5 + 6 * s; ++t) prompts[s].push_back((19 * t + 37 * s + 2) % c.vocab_size);
+  }
+  // Shuffled Attention-TP: each placement's predictor from the planner's tables.
+  std::unique_ptr<planner::TokenAffinity> affinity;
+  std::unique_ptr<DevicePredictor> predict_first, predict_second;
+  if (param.mode == Mode::kTpShuffled) {
+    const planner::trace::TraceSet trace = semmoe::testing::ReferenceTrace(c, **reference, prompts);
+    affinity = std::make_unique<planner::TokenAffinity>(planner::BuildTokenAffinity(trace));
+    predict_first = std::make_unique<DevicePredictor>(
+        *affinity, first, planner::LayerAffinity::Build(trace, first).Table());
+    predict_second = std::make_unique<DevicePredictor>(
+        *affinity, second, planner::LayerAffinity::Build(trace, second).Table());
+  }
+  constexpr int kPages = 48, kPageSize = 4, kPasses = 6, kSwitchBefore = 3;
+  const std::vector<int32_t> next = {7, 8, 9};
+  // Every rank runs the same batches: a ragged prefill, then decode steps.
+  auto batch_of = [&](int pass, const std::vector<std::unique_ptr<runtime::PagedSequence>>& seqs) {
+    std::vector<SequenceInput> batch;
+    for (size_t s = 0; s < prompts.size(); ++s) {
+      if (pass == 0) {
+        batch.push_back(
+            {prompts[s], 0, seqs[s].get(), s == 1 ? LogitsMode::kAll : LogitsMode::kLast});
+      } else {
+        const int position = static_cast<int>(prompts[s].size()) + pass - 1;
+        batch.push_back({absl::MakeConstSpan(&next[s], 1), position, seqs[s].get(),
+                         LogitsMode::kLast, pass == 1 ? prompts[s].back() : next[s]});
+      }
+    }
+    return batch;
+  };
+  auto paged = [&](const model::ModelConfig& config) {
+    auto cache = runtime::PagedKvCache::Create({.num_layers = config.num_layers,
+                                                .shape = config.kv_shape(),
+                                                .page_size = kPageSize,
+                                                .num_pages = kPages});
+    EXPECT_TRUE(cache.ok());
+    std::vector<std::unique_ptr<runtime::PagedSequence>> seqs;
+    for (size_t s = 0; s < prompts.size(); ++s) {
+      seqs.push_back((*cache)->NewSequence());
+      EXPECT_TRUE((*cache)->Reserve(*seqs.back(), 32).ok());
+    }
+    return std::make_pair(std::move(*cache), std::move(seqs));
+  };
+  std::vector<model::ForwardOutput> want(kPasses);
+  {
+    auto [cache, seqs] = paged(c);
+    for (int pass = 0; pass < kPasses; ++pass) {
+      auto out = (*reference)->Forward(batch_of(pass, seqs), {.collect_routing = true});
+      ASSERT_TRUE(out.ok()) << out.status();
+      want[pass] = std::move(*out);
+    }
+  }
+
+  gloo::rendezvous::HashStore store;
+  std::vector<std::thread> threads;
+  for (int r = 0; r < g; ++r) {
+    threads.emplace_back([&, r] {
+      model::ModelWeights mine = testing::RandomWeights(c, seed);
+      model::ModelConfig local = c;
+      if (tp) {
+        auto sliced = SliceForTp(c, mine, r, g);
+        ASSERT_TRUE(sliced.ok()) << sliced.status();
+        local = *sliced;
+      }
+      auto comm = GlooCommunicator::Create(store, {.rank = r, .size = g, .prefix = "ds"});
+      ASSERT_TRUE(comm.ok()) << comm.status();
+      const ModelView full = HostView(mine);
+      CpuOps ops;
+      ForwardRunner<CpuOps> runner(local, RankView(full, local, first, r), {kPages, kPageSize},
+                                   ops,
+                                   {.placement = &first,
+                                    .comm = comm->get(),
+                                    .attention_tp = tp,
+                                    .predictor = predict_first.get(),
+                                    .token_balance_eps = 0.05});
+      ASSERT_TRUE(runner.Init().ok());
+      auto [cache, seqs] = paged(local);
+      const planner::Placement* serving = &first;
+      for (int pass = 0; pass < kPasses; ++pass) {
+        const std::string what = absl::StrCat("rank ", r, " pass ", pass);
+        if (pass == kSwitchBefore) {
+          // Weights without the experts the next placement gains here: refused, nothing changed.
+          if (r == 0) {
+            const absl::Status refused =
+                runner.SwitchPlacement(second, RankView(full, local, first, r), nullptr);
+            EXPECT_EQ(refused.code(), absl::StatusCode::kFailedPrecondition) << refused;
+          }
+          const absl::Status s = runner.SwitchPlacement(second, RankView(full, local, second, r),
+                                                        predict_second.get());
+          ASSERT_TRUE(s.ok()) << what << ": " << s;
+          serving = &second;
+        }
+        auto got = runner.Forward(batch_of(pass, seqs), {.collect_routing = !tp});
+        ASSERT_TRUE(got.ok()) << what << ": " << got.status();
+        const model::Matrix& expected = want[pass].logits;
+        ASSERT_EQ(got->logits.rows(), expected.rows()) << what;
+        const float scale = expected.cwiseAbs().maxCoeff();
+        EXPECT_LE((got->logits - expected).cwiseAbs().maxCoeff(), 1e-4f * scale) << what;
+        if (tp) continue;
+        int64_t local_activations = 0, got_local = 0;
+        for (size_t l = 0; l < want[pass].routing.size(); ++l) {
+          EXPECT_EQ(got->routing[l].expert_ids, want[pass].routing[l].expert_ids) << what;
+          for (int32_t e : want[pass].routing[l].expert_ids) {
+            local_activations += serving->Serving(static_cast<int>(l), e, r) == r;
+          }
+        }
+        for (int64_t n : got->local_activations) got_local += n;
+        EXPECT_EQ(got_local, local_activations) << what;
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+}
+
+INSTANTIATE_TEST_SUITE_P(DeepseekV3, DeepseekEmulationTest,
+                         ::testing::Values(Case{Mode::kDp, 2}, Case{Mode::kDp, 4},
+                                           Case{Mode::kTpPlain, 2}, Case{Mode::kTpShuffled, 2},
+                                           Case{Mode::kTpShuffled, 4}),
+                         Name);
+
+}  // namespace
+}  // namespace semmoe::engine::gpu

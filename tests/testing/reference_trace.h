@@ -1,0 +1,23 @@
+// A routing trace of prompts from a model's own single-device prefill: what the planner's affinity
+// tables are built from in the emulation tests of the parallel forward (tests/gpu_*_test).
+#ifndef SEMMOE_TESTS_TESTING_REFERENCE_TRACE_H_
+#define SEMMOE_TESTS_TESTING_REFERENCE_TRACE_H_
+
+#include <cstdint>
+#include <vector>
+
+#include "engine/model/config.h"
+#include "engine/model/transformer.h"
+#include "planner/trace/trace_set.h"
+
+namespace semmoe::testing {
+
+// One request per prompt ("p0", "p1", ...), each token's top-k experts at every MoE layer.
+// Failures are gtest failures.
+planner::trace::TraceSet ReferenceTrace(const engine::model::ModelConfig& c,
+                                        const engine::model::Transformer& reference,
+                                        const std::vector<std::vector<int32_t>>& prompts);
+
+}  // namespace semmoe::testing
+
+#endif  // SEMMOE_TESTS_TESTING_REFERENCE_TRACE_H_
