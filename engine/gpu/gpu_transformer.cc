@@ -1,5 +1,8 @@
 #include "engine/gpu/gpu_transformer.h"
 
+#include <algorithm>
+#include <map>
+
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "engine/gpu/cuda_ops.h"
@@ -12,6 +15,7 @@ namespace semmoe::engine::gpu {
 struct GpuTransformer::Impl {
   model::ModelConfig config;
   bool bf16 = false;
+  Communicator* comm = nullptr;  // Under expert parallelism.
   std::unique_ptr<CudaOps> ops;
   std::unique_ptr<GpuWeights> weights;
   std::unique_ptr<ForwardRunner<CudaOps>> runner;  // Declared last: destroyed first.
@@ -44,6 +48,7 @@ absl::StatusOr<std::unique_ptr<GpuTransformer>> GpuTransformer::Create(
   auto impl = std::make_unique<Impl>();
   impl->config = c;
   impl->bf16 = options.bf16;
+  impl->comm = options.comm;
   ASSIGN_OR_RETURN(impl->ops, CudaOps::Create(options.device));
   ASSIGN_OR_RETURN(
       impl->weights,
@@ -61,6 +66,51 @@ absl::StatusOr<std::unique_ptr<GpuTransformer>> GpuTransformer::Create(
   impl->runner->EnableDecodeGraphs(options.decode_graphs);
   RETURN_IF_ERROR(impl->runner->Init());
   return std::unique_ptr<GpuTransformer>(new GpuTransformer(std::move(impl)));
+}
+
+absl::Status GpuTransformer::SwitchPlacement(const planner::Placement& next,
+                                             absl::Span<const GainedExpert> gained,
+                                             const DevicePredictor* predictor) {
+  Impl& m = *impl_;
+  if (m.comm == nullptr) {
+    return absl::FailedPreconditionError("a one-device forward has no placement to switch");
+  }
+  const model::ModelConfig& c = m.config;
+  const std::vector<int> moe = c.MoeLayers();
+  if (next.moe_layers() != moe || next.num_experts() != c.num_experts ||
+      next.num_devices() != m.comm->size()) {
+    return absl::InvalidArgumentError("the next placement does not fit the model and the group");
+  }
+  const int rank = m.comm->rank();
+  // Per MoE layer: what `next` runs here, and the gained experts' host weights.
+  std::vector<std::vector<int32_t>> held(moe.size());
+  std::vector<std::map<int32_t, const model::MlpWeights*>> up(moe.size());
+  for (const GainedExpert& g : gained) {
+    const auto it = std::find(moe.begin(), moe.end(), g.layer);
+    if (it == moe.end() || g.weights == nullptr || g.expert < 0 || g.expert >= c.num_experts) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("gained expert (layer ", g.layer, ", ", g.expert, ") is not in the model"));
+    }
+    up[it - moe.begin()][g.expert] = g.weights;
+  }
+  const ModelView now = m.weights->View();
+  for (size_t i = 0; i < moe.size(); ++i) {
+    for (int e = 0; e < c.num_experts; ++e) {
+      if (!next.Holds(static_cast<int>(i), rank, e)) continue;
+      held[i].push_back(e);
+      if (up[i].count(e) == 0 && now.layers[moe[i]].experts[e].gate.empty()) {
+        return absl::FailedPreconditionError(
+            absl::StrCat("layer ", moe[i], " expert ", e,
+                         " runs here under the next placement but is neither loaded nor gained"));
+      }
+    }
+  }
+  RETURN_IF_ERROR(m.ops->Begin());
+  RETURN_IF_ERROR(m.ops->Finish());  // No pass still reads the experts about to move.
+  for (size_t i = 0; i < moe.size(); ++i) {
+    RETURN_IF_ERROR(m.weights->SetExperts(moe[i], held[i], up[i]));
+  }
+  return m.runner->SwitchPlacement(next, m.weights->View(), predictor);
 }
 
 absl::StatusOr<model::ForwardOutput> GpuTransformer::Forward(

@@ -89,6 +89,22 @@ class GpuTransformer {
   absl::StatusOr<model::ForwardOutput> Forward(absl::Span<const model::SequenceInput> batch,
                                                const model::ForwardOptions& options = {});
 
+  // An expert a rank gains in a rollout: model layer, id, its host weights (borrowed for the call).
+  struct GainedExpert {
+    int layer = 0, expert = 0;
+    const model::MlpWeights* weights = nullptr;
+  };
+  // A live rollout under expert parallelism (every rank between the same two passes): the gained
+  // experts go up to the device, each MoE layer keeps exactly what `next` (borrowed, outlives
+  // this) runs here and frees the rest, and the pass serves `next` — under Attention-TP with
+  // `predictor`'s tables (borrowed; null: contiguous chunks). FAILED_PRECONDITION with nothing
+  // changed when an expert `next` runs here is neither on the device nor gained, or without
+  // expert parallelism; a CUDA error midway (the device full) leaves the rank unusable and is
+  // returned as it is (the group then fails, as for a dead peer).
+  absl::Status SwitchPlacement(const planner::Placement& next,
+                               absl::Span<const GainedExpert> gained,
+                               const DevicePredictor* predictor);
+
   const model::ModelConfig& config() const;
   int64_t weight_bytes() const;
   bool bf16() const;

@@ -3,6 +3,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "engine/gpu/bf16_view.h"
+#include "kernels/cuda/cuda_status.h"
 
 namespace semmoe::engine::gpu {
 namespace {
@@ -161,6 +162,121 @@ absl::StatusOr<std::unique_ptr<GpuWeights>> UploadWeights(const model::ModelConf
   }
   out->bytes = up.bytes() + static_cast<int64_t>(weights.embed.size()) * 4;
   return out;
+}
+
+}  // namespace semmoe::engine::gpu
+
+namespace semmoe::engine::gpu {
+
+absl::Status GpuWeights::SetExperts(int layer, const std::vector<int32_t>& held,
+                                    const std::map<int32_t, const model::MlpWeights*>& gained) {
+  if (layer < 0 || layer >= static_cast<int>(layers.size()) || !layers[layer].is_moe) {
+    return absl::InvalidArgumentError(absl::StrCat("layer ", layer, " is not a MoE layer"));
+  }
+  GpuLayer& g = layers[layer];
+  const int experts = static_cast<int>(g.experts.size());
+  auto here = [&](int32_t e) {
+    return bf16 ? !bf16_view.layers[layer].experts[e].gate.empty() : g.experts[e].gate.rows > 0;
+  };
+  for (int32_t e : held) {
+    if (e < 0 || e >= experts || (gained.count(e) == 0 && !here(e))) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "layer ", layer, " expert ", e, " is neither on the device nor among the gained"));
+    }
+  }
+  std::vector<bool> keep(experts, false);
+  for (int32_t e : held) keep[e] = true;
+  auto mlp_bytes = [](const GpuMlp& m) {
+    return 4 * (m.gate.w.size() + m.up.w.size() + m.down.w.size());
+  };
+  if (!bf16) {  // f32: one array per projection; upload the gained, then free the lost.
+    Uploader up(false);
+    std::map<int32_t, GpuMlp> fresh;
+    for (const auto& [e, w] : gained) {
+      if (keep[e]) RETURN_IF_ERROR(up.Mlp(*w, fresh[e]));
+    }
+    for (auto& [e, m] : fresh) {
+      bytes += mlp_bytes(m) - mlp_bytes(g.experts[e]);
+      g.experts[e] = std::move(m);
+    }
+    for (int e = 0; e < experts; ++e) {
+      if (keep[e]) continue;
+      bytes -= mlp_bytes(g.experts[e]);
+      g.experts[e] = GpuMlp();
+    }
+    return absl::OkStatus();
+  }
+  // bf16: a new stack per projection, rows in `held` order; then the old stacks go.
+  LayerView& view = bf16_view.layers[layer];
+  const int64_t n = static_cast<int64_t>(held.size());
+  struct Part {
+    LinearView MlpView::*linear;
+    const model::LinearWeight model::MlpWeights::*host;
+    const uint16_t* StackedExpertsView::*stacked;
+  };
+  const Part parts[] = {{&MlpView::gate, &model::MlpWeights::gate, &StackedExpertsView::gate},
+                        {&MlpView::up, &model::MlpWeights::up, &StackedExpertsView::up},
+                        {&MlpView::down, &model::MlpWeights::down, &StackedExpertsView::down}};
+  // The projections' shapes, from any expert held now or gained.
+  const MlpView* shape = nullptr;
+  for (int e = 0; e < experts && shape == nullptr; ++e) {
+    if (here(e)) shape = &view.experts[e];
+  }
+  std::vector<DeviceArray<uint16_t>> stacks(3);
+  std::vector<int64_t> rows(3), cols(3);
+  for (int p = 0; p < 3; ++p) {
+    if (shape != nullptr) {
+      rows[p] = (shape->*parts[p].linear).rows;
+      cols[p] = (shape->*parts[p].linear).cols;
+    } else if (!gained.empty()) {
+      const model::LinearWeight& w = (*gained.begin()->second).*parts[p].host;
+      rows[p] = w.rows();
+      cols[p] = w.cols();
+    }
+    const int64_t per = rows[p] * cols[p];
+    RETURN_IF_ERROR(stacks[p].Reserve(n * per));
+    for (int64_t i = 0; i < n; ++i) {
+      uint16_t* to = stacks[p].data() + i * per;
+      auto it = gained.find(held[i]);
+      if (it != gained.end()) {
+        const model::LinearWeight& w = (*it->second).*parts[p].host;
+        if (w.rows() * w.cols() != per) {
+          return absl::InvalidArgumentError("experts of one layer differ in shape");
+        }
+        const std::vector<uint16_t> bits = ToBf16Bits(w.w.data(), per);
+        CUDA_RETURN_IF_ERROR(cudaMemcpy(to, bits.data(), 2 * per, cudaMemcpyHostToDevice));
+      } else {
+        const uint16_t* from = (view.experts[held[i]].*parts[p].linear).w16;
+        CUDA_RETURN_IF_ERROR(cudaMemcpy(to, from, 2 * per, cudaMemcpyDeviceToDevice));
+      }
+    }
+  }
+  // Install: the new stacks replace the old ones (found among the arrays by address).
+  for (int p = 0; p < 3; ++p) {
+    const uint16_t* old = view.stacked.*parts[p].stacked;
+    for (auto it = bf16_arrays.begin(); it != bf16_arrays.end(); ++it) {
+      if (old != nullptr && it->data() == old) {
+        bytes -= 2 * it->size();
+        bf16_arrays.erase(it);
+        break;
+      }
+    }
+    bytes += 2 * stacks[p].size();
+    view.stacked.*parts[p].stacked = stacks[p].data();
+    bf16_arrays.push_back(std::move(stacks[p]));
+  }
+  view.stacked.experts = n == experts ? std::vector<int32_t>() : held;
+  if (n == 0) view.stacked = StackedExpertsView();  // None here (an empty list would mean all).
+  for (int e = 0; e < experts; ++e) view.experts[e] = MlpView();
+  for (int64_t i = 0; i < n; ++i) {
+    MlpView& m = view.experts[held[i]];
+    for (int p = 0; p < 3; ++p) {
+      m.*parts[p].linear = {.w16 = view.stacked.*parts[p].stacked + i * rows[p] * cols[p],
+                            .rows = rows[p],
+                            .cols = cols[p]};
+    }
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace semmoe::engine::gpu

@@ -6,6 +6,7 @@
 #define SEMMOE_ENGINE_GPU_GPU_WEIGHTS_H_
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <vector>
 
@@ -57,7 +58,16 @@ struct GpuWeights {
   std::vector<DeviceArray<uint16_t>> bf16_arrays;  // The bf16 linear layers (stacked experts).
   ModelView bf16_view;                             // Their view, with the f32 parts above.
 
-  ModelView View() const;  // Valid while this object lives.
+  ModelView View() const;  // Valid while this object lives (and until the next SetExperts).
+
+  // A live rollout's device half: makes MoE layer `layer` hold exactly the experts `held`
+  // (ascending ids). Those in `gained` (host weights, f32) are uploaded; the others of `held`
+  // must be here already and stay (bf16: copied on the device into the layer's new stack);
+  // every other expert of the layer is freed. FAILED_PRECONDITION, with nothing changed, when an
+  // expert of `held` is neither here nor gained; RESOURCE_EXHAUSTED when the device is full (a
+  // bf16 layer's old and new stacks coexist while it is rebuilt).
+  absl::Status SetExperts(int layer, const std::vector<int32_t>& held,
+                          const std::map<int32_t, const model::MlpWeights*>& gained);
 };
 
 // Uploads to the current CUDA device. With `every_expert`, FAILED_PRECONDITION if an expert is
