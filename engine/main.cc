@@ -40,7 +40,7 @@
 #include "engine/offline/score.h"
 #include "engine/offline/trace_run.h"
 #include "engine/runtime/batch_engine.h"
-#include "engine/server/device_backend.h"
+#include "engine/backend/device_backend.h"
 #include "engine/server/rank_server.h"
 #include "nlohmann/json.hpp"
 

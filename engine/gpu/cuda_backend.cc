@@ -1,15 +1,16 @@
-// The CUDA device backend (engine/server/device_backend.h): the GPU forward of engine/gpu behind
+// The CUDA device backend (engine/backend/device_backend.h): the GPU forward of engine/gpu behind
 // the engine's backend interface. Linked (alwayslink) into the engine only where the build has
 // the CUDA toolkit; it registers itself as "cuda" before main() runs.
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "engine/gpu/gpu_batch.h"
 #include "engine/gpu/gpu_prefill.h"
 #include "engine/gpu/gpu_serving_rank.h"
-#include "engine/server/device_backend.h"
+#include "engine/backend/device_backend.h"
 #include "kernels/cuda/cuda_status.h"
 
 namespace semmoe::engine::gpu {
@@ -35,6 +36,43 @@ class Session : public DeviceSession {
 
  private:
   std::unique_ptr<T> held_;
+  std::string description_;
+};
+
+// A serving rank's forward on its GPU, through the engine's seam (engine/parallel/rank_forward.h).
+class ServingSession : public DeviceSession, public RankForward {
+ public:
+  ServingSession(int device, std::unique_ptr<GpuServingRank> rank)
+      : rank_(std::move(rank)), description_(gpu::Describe(device, rank_->forward())) {}
+  std::string Describe() const override { return description_; }
+  RankForward* rank_forward() override { return this; }
+
+  absl::StatusOr<model::ForwardOutput> Forward(absl::Span<const model::SequenceInput> batch,
+                                               const model::ForwardOptions& options) override {
+    return rank_->forward().Forward(batch, options);
+  }
+  RankForwardCounters counters() const override {
+    RankForwardCounters c;
+    if (rank_->nccl() == nullptr) return c;  // One rank: no exchange.
+    c.layers = rank_->forward().ep_counters();
+    c.has_comm = true;
+    c.comm = rank_->nccl()->counters();
+    return c;
+  }
+  absl::Status SwitchPlacement(const planner::Placement& next,
+                               absl::Span<const GainedExpertWeights> gained,
+                               const DevicePredictor* predictor) override {
+    if (rank_->nccl() == nullptr) return absl::OkStatus();  // One rank holds every expert.
+    std::vector<GpuTransformer::GainedExpert> up;
+    for (const GainedExpertWeights& g : gained) {
+      up.push_back({.layer = g.layer, .expert = g.expert, .weights = g.weights});
+    }
+    return rank_->forward().SwitchPlacement(next, up, predictor);
+  }
+  bool host_kv_arena() const override { return false; }
+
+ private:
+  std::unique_ptr<GpuServingRank> rank_;
   std::string description_;
 };
 
@@ -64,33 +102,17 @@ class CudaBackend : public DeviceBackend {
   absl::StatusOr<std::unique_ptr<DeviceSession>> UseForServing(
       const model::ModelConfig& config, const model::ModelWeights& weights,
       const planner::Placement& placement, const RendezvousOptions& rendezvous,
-      const DeviceTarget& target, const TpServing* tp, GroupEngineOptions& engine) override {
+      const DeviceTarget& target, const TpServing* tp,
+      const runtime::BatchEngine::Options& batch) override {
     GpuTpOptions gpu_tp;
     if (tp != nullptr) {
       gpu_tp = {
           .enabled = true, .predictor = tp->predictor, .token_balance_eps = tp->token_balance_eps};
     }
-    ASSIGN_OR_RETURN(
-        std::unique_ptr<GpuServingRank> rank,
-        GpuServingRank::Create(tp != nullptr ? *tp->local_config : config, weights, placement,
-                               rendezvous, Gpu(target), engine.batch, gpu_tp));
-    GpuServingRank* gpu = rank.get();
-    engine.local_forward = [gpu](absl::Span<const model::SequenceInput> batch) {
-      return gpu->forward().Forward(batch);
-    };
-    engine.batch.host_kv_arena = false;
-    engine.local_stats = [gpu](GroupEngineStats& s) {
-      if (gpu->nccl() == nullptr) return;  // One rank: no exchange.
-      s.layers = gpu->forward().ep_counters();
-      for (int k = 0; k < kNumCollectiveKinds; ++k) {  // The Gloo group's lockstep, plus NCCL.
-        const CollectiveCounters& n = gpu->nccl()->counters().by_kind[k];
-        s.comm.by_kind[k].calls += n.calls;
-        s.comm.by_kind[k].bytes_sent += n.bytes_sent;
-        s.comm.by_kind[k].bytes_received += n.bytes_received;
-      }
-    };
-    const GpuTransformer& f = gpu->forward();
-    return std::make_unique<Session<GpuServingRank>>(target.device, std::move(rank), f);
+    ASSIGN_OR_RETURN(std::unique_ptr<GpuServingRank> rank,
+                     GpuServingRank::Create(tp != nullptr ? *tp->local_config : config, weights,
+                                            placement, rendezvous, Gpu(target), batch, gpu_tp));
+    return std::make_unique<ServingSession>(target.device, std::move(rank));
   }
 };
 

@@ -43,8 +43,11 @@ absl::StatusOr<std::unique_ptr<GroupEngine>> GroupEngine::Create(
   GroupEngine* self = engine.get();
   const bool tp = model.attention() == AttentionMode::kTp;
   const int rank = model.comm().rank();
+  const bool host_kv = options.device == nullptr ? options.batch.host_kv_arena
+                                                  : options.device->host_kv_arena();
   if (!tp || rank == kLeader) {
     runtime::BatchEngine::Options batch = options.batch;
+    batch.host_kv_arena = host_kv;
     batch.forward_every_step = true;
     batch.forward = [self](absl::Span<const SequenceInput> b) { return self->Forward(b); };
     ASSIGN_OR_RETURN(engine->batch_, runtime::BatchEngine::Create(model.transformer(), batch));
@@ -52,7 +55,7 @@ absl::StatusOr<std::unique_ptr<GroupEngine>> GroupEngine::Create(
     runtime::PagedKvCache::Options kv{.num_layers = model.local_num_layers(),
                                       .shape = model.local_kv_shape(),
                                       .page_size = options.batch.page_size,
-                                      .host_arena = options.batch.host_kv_arena};
+                                      .host_arena = host_kv};
     kv.num_pages = runtime::PagedKvCache::PagesForBytes(kv, options.batch.kv_cache_bytes);
     ASSIGN_OR_RETURN(engine->mirror_kv_, runtime::PagedKvCache::Create(kv));
   }
@@ -222,19 +225,20 @@ absl::StatusOr<model::ForwardOutput> GroupEngine::Forward(absl::Span<const Seque
     RETURN_IF_ERROR(model_.comm().Broadcast(absl::MakeSpan(size), kLeader));
     RETURN_IF_ERROR(model_.comm().Broadcast(absl::MakeSpan(wire), kLeader));
   }
-  RoutingSampler* sampler = model_.attention() == AttentionMode::kDp && !options_.local_forward &&
+  RoutingSampler* sampler = model_.attention() == AttentionMode::kDp &&
                                     options_.routing_sampler != nullptr &&
                                     !options_.routing_sampler->paused()
                                 ? options_.routing_sampler
                                 : nullptr;
+  const model::ForwardOptions forward_options{.collect_routing = sampler != nullptr};
   ASSIGN_OR_RETURN(model::ForwardOutput out,
-                   options_.local_forward ? options_.local_forward(batch)
-                                          : model_.transformer().Forward(
-                                                batch, {.collect_routing = sampler != nullptr}));
+                   options_.device != nullptr
+                       ? options_.device->Forward(batch, forward_options)
+                       : model_.transformer().Forward(batch, forward_options));
   if (sampler != nullptr) sampler->Observe(batch, out);
   ++forward_passes_;
   AddAttentionTimes(out);
-  if (model_.attention() == AttentionMode::kDp && !options_.local_forward) {
+  if (model_.attention() == AttentionMode::kDp && options_.device == nullptr) {
     // The FFN's rows are the batch's tokens in order: sum them per sequence.
     const std::vector<int32_t>& local = model_.ffn().row_local();
     const std::vector<int32_t>& all = model_.ffn().row_activations();
@@ -293,9 +297,9 @@ absl::Status GroupEngine::FollowerPass() {
                 .logits = static_cast<model::LogitsMode>(logits),
                 .prev_token = static_cast<int32_t>(prev)};
   }
-  ASSIGN_OR_RETURN(model::ForwardOutput out, options_.local_forward
-                                                 ? options_.local_forward(batch)
-                                                 : model_.transformer().Forward(batch));
+  ASSIGN_OR_RETURN(model::ForwardOutput out,
+                   options_.device != nullptr ? options_.device->Forward(batch, {})
+                                              : model_.transformer().Forward(batch));
   ++forward_passes_;
   AddAttentionTimes(out);
   return absl::OkStatus();
@@ -365,7 +369,17 @@ void GroupEngine::Snapshot() {
   s.layers = model_.ffn().counters();
   if (model_.tp_stage() != nullptr) s.tp = model_.tp_stage()->counters();
   s.comm = model_.comm().counters();
-  if (options_.local_stats) options_.local_stats(s);
+  if (options_.device != nullptr) {  // What the device measures, over the CPU stage's.
+    RankForwardCounters d = options_.device->counters();
+    if (!d.layers.empty()) s.layers = std::move(d.layers);
+    if (d.has_comm) {
+      for (int k = 0; k < kNumCollectiveKinds; ++k) {
+        s.comm.by_kind[k].calls += d.comm.by_kind[k].calls;
+        s.comm.by_kind[k].bytes_sent += d.comm.by_kind[k].bytes_sent;
+        s.comm.by_kind[k].bytes_received += d.comm.by_kind[k].bytes_received;
+      }
+    }
+  }
   absl::MutexLock lock(&mu_);
   // Keep the request counters updated concurrently under the lock.
   s.completed = stats_.completed;

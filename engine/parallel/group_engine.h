@@ -19,7 +19,6 @@
 
 #include <cstdint>
 #include <deque>
-#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -33,6 +32,7 @@
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 #include "engine/parallel/placement_rollout.h"
+#include "engine/parallel/rank_forward.h"
 #include "engine/parallel/rank_model.h"
 #include "engine/parallel/routing_sampler.h"
 #include "engine/runtime/batch_engine.h"
@@ -61,21 +61,17 @@ struct GroupEngineOptions {
   absl::Duration idle_poll = absl::Milliseconds(1);
   absl::Duration max_idle_poll = absl::Milliseconds(10);
   int max_inbox = 1024;  // Submitted but not yet taken by the loop; beyond: ResourceExhausted.
-  // Replaces the rank model's CPU forward: a rank serving from a GPU (engine/gpu; set
-  // batch.host_kv_arena = false with it), for the leader's passes and, under Attention-TP, the
-  // followers' too. Its passes leave the CPU stage's EP counters alone; it reports its own
-  // (local_stats) and, under Attention-DP, the per-request activation counts.
-  std::function<absl::StatusOr<model::ForwardOutput>(absl::Span<const model::SequenceInput>)>
-      local_forward;
+  // Borrowed, outlives the engine: the rank's forward on a device (rank_forward.h), for the
+  // leader's passes and, under Attention-TP, the followers' too; its counters replace the CPU
+  // stage's, and the host cache keeps no keys and values when it says so. Null: the rank model's
+  // CPU forward.
+  RankForward* device = nullptr;
   // Borrowed, outlives the engine: moves the group to other placements while it serves
   // (placement_rollout.h); its words join every agreement round. Null: the placement is fixed.
   PlacementRollout* rollout = nullptr;
   // Borrowed, outlives the engine: Attention-DP passes collect their routing for it (a live
   // routing trace, routing_sampler.h). Null: none.
   RoutingSampler* routing_sampler = nullptr;
-  // With local_forward: fills in what that forward measures (its EP layer counters, its own
-  // collectives) over the CPU stage's. Called on the engine's loop thread, between passes.
-  std::function<void(GroupEngineStats&)> local_stats;
 };
 
 struct GroupEngineStats {

@@ -237,6 +237,19 @@ absl::Status PlacementRollout::Switch(int64_t round) {
   const int64_t version = staged.placement->version;
   const int64_t loaded = static_cast<int64_t>(staged.experts.size());
   const absl::Time start = absl::Now();
+  if (device_ != nullptr) {
+    std::vector<GainedExpertWeights> gained;
+    for (const StagedExpert& e : staged.experts) {
+      gained.push_back({.layer = e.layer, .expert = e.expert, .weights = &e.weights});
+    }
+    const RankPlacement& next = *staged.placement;  // Moves into the model below, in place.
+    const absl::Status s =
+        device_->SwitchPlacement(next.placement, gained, next.predictor.get());
+    if (!s.ok()) {
+      return absl::InternalError(absl::StrCat("rank ", rank_, ": switching the device to placement "
+                                              "version ", version, " failed: ", s.message()));
+    }
+  }
   absl::StatusOr<RankModel::Switched> switched =
       model_.SwitchPlacement(std::move(staged.placement), std::move(staged.experts));
   if (!switched.ok()) {

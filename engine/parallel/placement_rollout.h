@@ -10,7 +10,8 @@
 //           memory.
 //   switch  in the first round where every rank reports the proposal staged, every rank switches
 //           (RankModel::SwitchPlacement: install, rebind the FFN and the Attention-TP tables, free
-//           the experts it lost) before its next pass. All ranks see the same agreement, so they
+//           the experts it lost; on a device rank the device first, RankForward::SwitchPlacement)
+//           before its next pass. All ranks see the same agreement, so they
 //           switch in the same round: the epoch.
 //   refuse  if any rank could not stage it, that rank's reason is broadcast, every rank drops what
 //           it staged and stays on its placement, and every rank's stats say why.
@@ -34,6 +35,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/types/span.h"
+#include "engine/parallel/rank_forward.h"
 #include "engine/parallel/rank_model.h"
 #include "engine/parallel/rank_placement.h"
 
@@ -69,6 +71,11 @@ class PlacementRollout {
   PlacementRollout(RankModel& model, Stager stager, std::string no_stager_reason = "",
                    double load_mb_per_s = 0);
   ~PlacementRollout();  // Stops staging.
+
+  // A rank serving from a device (borrowed, outlives this; null: the host's CPU forward): each
+  // switch moves the device to the new placement first (its gained experts uploaded, its lost
+  // freed), then the rank model. Set before the engine starts.
+  void set_device(RankForward* device) { device_ = device; }
 
   // Changes the loading cap (takes effect from the next rollout's next expert).
   void set_load_mb_per_s(double mb_per_s) { load_mb_per_s_ = mb_per_s; }
@@ -106,6 +113,7 @@ class PlacementRollout {
   void ClearProposal(int64_t version);
 
   RankModel& model_;
+  RankForward* device_ = nullptr;
   const Stager stager_;
   const std::string no_stager_reason_;
   std::atomic<double> load_mb_per_s_;

@@ -22,9 +22,7 @@ absl::StatusOr<std::unique_ptr<RankGroup>> FormRankGroup(const RankGroupInputs& 
   // Every rank takes part in rollouts (the leader proposes); each fetches the version itself.
   PlacementRollout::Stager stager;
   std::string no_stager;
-  if (in.cuda != nullptr) {
-    no_stager = "this group serves from GPUs, where live rollouts are not implemented yet";
-  } else if (o.planner.empty()) {
+  if (o.planner.empty()) {
     no_stager = "this group was started without --planner";
   } else {
     stager = [&o, config = in.config](
@@ -54,7 +52,12 @@ absl::StatusOr<std::unique_ptr<RankGroup>> FormRankGroup(const RankGroupInputs& 
                                              .hostname = o.host,
                                              .timeout = o.connect_timeout},
                                             {.device = o.cuda_device, .bf16 = o.cuda_bf16},
-                                            attention_tp ? &tp : nullptr, engine_options));
+                                            attention_tp ? &tp : nullptr, engine_options.batch));
+    engine_options.device = g->device->rank_forward();
+    if (engine_options.device == nullptr) {
+      return absl::InternalError("the device backend's serving session has no rank forward");
+    }
+    g->rollout->set_device(engine_options.device);
     LOG(INFO) << "rank " << o.rank << ": forward on " << g->device->Describe();
   }
   ASSIGN_OR_RETURN(g->engine, GroupEngine::Create(*g->model, engine_options));

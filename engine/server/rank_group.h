@@ -17,7 +17,7 @@
 #include "engine/parallel/rank_model.h"
 #include "engine/parallel/rank_placement.h"
 #include "engine/parallel/routing_sampler.h"
-#include "engine/server/device_backend.h"
+#include "engine/backend/device_backend.h"
 #include "engine/server/rank_server.h"
 
 namespace semmoe::engine {

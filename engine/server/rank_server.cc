@@ -13,7 +13,7 @@
 #include "engine/model/config.h"
 #include "engine/parallel/group_epoch.h"
 #include "engine/server/active_watch.h"
-#include "engine/server/device_backend.h"
+#include "engine/backend/device_backend.h"
 #include "engine/server/engine_metrics.h"
 #include "engine/server/engine_service.h"
 #include "engine/server/planner_fetch.h"

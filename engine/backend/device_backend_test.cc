@@ -1,4 +1,4 @@
-#include "engine/server/device_backend.h"
+#include "engine/backend/device_backend.h"
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -26,7 +26,7 @@ class FakeBackend : public DeviceBackend {
   absl::StatusOr<std::unique_ptr<DeviceSession>> UseForServing(
       const model::ModelConfig&, const model::ModelWeights&, const planner::Placement&,
       const RendezvousOptions&, const DeviceTarget&, const TpServing*,
-      GroupEngineOptions&) override {
+      const runtime::BatchEngine::Options&) override {
     return absl::UnimplementedError("fake");
   }
 };

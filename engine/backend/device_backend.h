@@ -5,8 +5,8 @@
 //
 // Thread-safety: registration happens during static initialisation, look-ups afterwards; both
 // are safe from any thread.
-#ifndef SEMMOE_ENGINE_SERVER_DEVICE_BACKEND_H_
-#define SEMMOE_ENGINE_SERVER_DEVICE_BACKEND_H_
+#ifndef SEMMOE_ENGINE_BACKEND_DEVICE_BACKEND_H_
+#define SEMMOE_ENGINE_BACKEND_DEVICE_BACKEND_H_
 
 #include <memory>
 #include <string>
@@ -18,7 +18,7 @@
 #include "engine/model/weights.h"
 #include "engine/offline/prefill_runner.h"
 #include "engine/parallel/device_predictor.h"
-#include "engine/parallel/group_engine.h"
+#include "engine/parallel/rank_forward.h"
 #include "engine/parallel/rendezvous.h"
 #include "engine/runtime/batch_engine.h"
 #include "planner/placement/placement.h"
@@ -45,12 +45,15 @@ struct TpServing {
 };
 
 // What a backend set up for one use (weights and KV cache on the device, its device group).
-// It must outlive every object configured with it (the engine whose options it filled in).
+// It must outlive every object configured with it.
 class DeviceSession {
  public:
   virtual ~DeviceSession() = default;
   // One line for logs, e.g. "CUDA device 0 (1234 MiB of weights, 256 MiB of KV cache)".
   virtual std::string Describe() const = 0;
+  // A serving session's rank forward, for GroupEngineOptions::device and the placement rollout
+  // (engine/parallel/rank_forward.h); null for the other uses.
+  virtual RankForward* rank_forward() { return nullptr; }
 };
 
 class DeviceBackend {
@@ -71,14 +74,16 @@ class DeviceBackend {
       const model::ModelConfig& config, const model::ModelWeights& weights,
       const DeviceTarget& target, int max_batch_tokens, offline::PrefillBackend& backend) = 0;
 
-  // `engine serve`: this rank's forward on `device`, the experts' exchange over a device group met
-  // through `rendezvous`; fills in engine.local_forward and engine.local_stats and turns off the
-  // host KV arena. `weights` are this rank's under `placement` (borrowed). `tp`: Attention-TP
-  // (null: Attention-DP), the weights then this rank's heads.
+  // `engine serve`: this rank's forward on `device` (the session's rank_forward()), the experts'
+  // exchange over a device group met through `rendezvous`, its KV cache sized for a BatchEngine
+  // made with `batch`. `weights` are this rank's under `placement` (borrowed, outlives the
+  // session or its next SwitchPlacement). `tp`: Attention-TP (null: Attention-DP), the weights
+  // then this rank's heads.
   virtual absl::StatusOr<std::unique_ptr<DeviceSession>> UseForServing(
       const model::ModelConfig& config, const model::ModelWeights& weights,
       const planner::Placement& placement, const RendezvousOptions& rendezvous,
-      const DeviceTarget& target, const TpServing* tp, GroupEngineOptions& engine) = 0;
+      const DeviceTarget& target, const TpServing* tp,
+      const runtime::BatchEngine::Options& batch) = 0;
 };
 
 // Makes `backend` the one for `kind` (e.g. "cuda"). Called by a backend's registrar; a second
@@ -94,4 +99,4 @@ std::vector<std::string> DeviceBackendKinds();
 
 }  // namespace semmoe::engine
 
-#endif  // SEMMOE_ENGINE_SERVER_DEVICE_BACKEND_H_
+#endif  // SEMMOE_ENGINE_BACKEND_DEVICE_BACKEND_H_

@@ -1,4 +1,4 @@
-#include "engine/server/device_backend.h"
+#include "engine/backend/device_backend.h"
 
 #include <map>
 
