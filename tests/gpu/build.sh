@@ -46,18 +46,22 @@ for target in "${targets[@]}" "${benches[@]}"; do
     esac
   done
 done
-# The shared trained model, for the GPU-vs-CPU generation test (engine/gpu): weights, config
-# and tokenizer only (about 32 MiB).
+# The shared models, for the GPU-against-reference tests (engine/gpu): the trained qwen3-moe-a
+# and the deepseek-v3-tiny fixture — weights, config and reference outputs (about 34 MiB and
+# 14 MiB).
 shared="${SEMMOE_SHARED_DIR:-../shared}"
-model="$shared/models/qwen3-moe-a"
-if [[ -f "$model/model.safetensors" ]]; then
-  mkdir -p "$out/shared/models/qwen3-moe-a"
-  cp "$model"/*.json "$model/model.safetensors" "$out/shared/models/qwen3-moe-a/"
-  mkdir -p "$out/shared/models/qwen3-moe-a/reference"
-  cp "$model/reference/prompts.json" "$out/shared/models/qwen3-moe-a/reference/"
-else
-  echo "gpu build: no shared model at $model; the shared-model GPU test will skip" >&2
-fi
+for name in qwen3-moe-a deepseek-v3-tiny; do
+  model="$shared/models/$name"
+  if [[ -f "$model/model.safetensors" ]]; then
+    mkdir -p "$out/shared/models/$name/reference"
+    cp "$model"/*.json "$model/model.safetensors" "$out/shared/models/$name/"
+    # The reference outputs the tests compare with (final logits, router top-k): about 1 MiB.
+    cp "$model"/reference/*.json "$model"/reference/*.f32 "$out/shared/models/$name/reference/"
+    cp "$model"/reference/*.i32 "$out/shared/models/$name/reference/" 2>/dev/null || true
+  else
+    echo "gpu build: no shared model at $model; its GPU test will skip" >&2
+  fi
+done
 cp tests/gpu/run.sh "$out/run.sh"
 # Packed: the binaries compress about 3x, and the device tool carries 64 MiB with the repository.
 count="$(ls "$out/bin" | grep -c '__')"

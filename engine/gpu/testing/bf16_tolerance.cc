@@ -134,4 +134,69 @@ void ExpectWithinBf16Tolerance(const Bf16Tolerance& t) {
   EXPECT_GE(t.greedy_identical, 8);
 }
 
+double FinalLogitsGap::median() const {
+  if (rel_l2.empty()) return 0;
+  std::vector<double> v = rel_l2;
+  std::nth_element(v.begin(), v.begin() + v.size() / 2, v.end());
+  return v[v.size() / 2];
+}
+
+double FinalLogitsGap::worst() const {
+  return rel_l2.empty() ? 0 : *std::max_element(rel_l2.begin(), rel_l2.end());
+}
+
+std::string FinalLogitsGap::Describe() const {
+  return absl::StrFormat("final-logit relative L2 median %.3g worst %.3g; argmax %d/%d", median(),
+                         worst(), argmax_same, prompts);
+}
+
+absl::StatusOr<FinalLogitsGap> MeasureFinalLogits(const std::string& dir,
+                                                  const model::ModelConfig& c,
+                                                  const ForwardFn& forward) {
+  const int vocab = c.vocab_size;
+  ASSIGN_OR_RETURN(std::unique_ptr<runtime::PagedKvCache> cache,
+                   runtime::PagedKvCache::Create({.num_layers = c.num_layers,
+                                                  .shape = c.kv_shape(),
+                                                  .page_size = 16,
+                                                  .num_pages = 512}));
+  ASSIGN_OR_RETURN(std::string meta_text, ReadFile(JoinPath(dir, "reference/prompts.json")));
+  const nlohmann::json meta = nlohmann::json::parse(meta_text, nullptr, /*allow_exceptions=*/false);
+  if (!meta.is_object() || !meta.contains("prompts")) {
+    return absl::InvalidArgumentError("reference/prompts.json has no prompts");
+  }
+  ASSIGN_OR_RETURN(std::vector<float> reference,
+                   ReadArray<float>(JoinPath(dir, "reference/final_logits.f32")));
+  std::vector<std::vector<int32_t>> prompts;
+  std::vector<int> index;
+  std::vector<std::unique_ptr<runtime::PagedSequence>> seqs;
+  for (const auto& p : meta["prompts"]) {
+    prompts.push_back(p["token_ids"].get<std::vector<int32_t>>());
+    index.push_back(p["index"].get<int>());
+    if ((static_cast<size_t>(index.back()) + 1) * vocab > reference.size()) {
+      return absl::InvalidArgumentError("reference/final_logits.f32 is too short");
+    }
+    seqs.push_back(cache->NewSequence());
+    RETURN_IF_ERROR(cache->Reserve(*seqs.back(), prompts.back().size()));
+  }
+  std::vector<model::SequenceInput> batch;
+  for (size_t s = 0; s < prompts.size(); ++s) {
+    batch.push_back({prompts[s], 0, seqs[s].get(), model::LogitsMode::kLast});
+  }
+  ASSIGN_OR_RETURN(model::ForwardOutput out, forward(batch, {}));
+  FinalLogitsGap gap;
+  gap.prompts = static_cast<int>(prompts.size());
+  for (size_t s = 0; s < prompts.size(); ++s) {
+    const float* ref = reference.data() + static_cast<size_t>(index[s]) * vocab;
+    const float* got = out.logits.row(s).data();
+    double diff = 0, norm = 0;
+    for (int v = 0; v < vocab; ++v) {
+      diff += (got[v] - ref[v]) * static_cast<double>(got[v] - ref[v]);
+      norm += ref[v] * static_cast<double>(ref[v]);
+    }
+    gap.rel_l2.push_back(std::sqrt(diff / norm));
+    gap.argmax_same += Argmax(got, vocab) == Argmax(ref, vocab);
+  }
+  return gap;
+}
+
 }  // namespace semmoe::engine::gpu::testing

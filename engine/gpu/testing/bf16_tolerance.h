@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
@@ -37,6 +38,20 @@ using ForwardFn = std::function<absl::StatusOr<model::ForwardOutput>(
 absl::StatusOr<Bf16Tolerance> MeasureAgainstReference(const std::string& dir,
                                                       const model::ModelConfig& config,
                                                       const ForwardFn& forward);
+
+// Any shared model's reference (the DeepSeek fixtures store no router top-k ids): every prompt in
+// one prefill batch through `forward`, each last position's logits against
+// reference/final_logits.f32 — per prompt the relative L2 gap, and whether the argmax agrees.
+struct FinalLogitsGap {
+  std::vector<double> rel_l2;  // Per prompt, in the reference's order.
+  int argmax_same = 0, prompts = 0;
+  double median() const;
+  double worst() const;
+  std::string Describe() const;
+};
+absl::StatusOr<FinalLogitsGap> MeasureFinalLogits(const std::string& dir,
+                                                  const model::ModelConfig& config,
+                                                  const ForwardFn& forward);
 
 // The bounds both tests hold a bf16 forward to: the README's figures with room for a different,
 // equally legitimate rounding (worst ≤ 0.25, median ≤ 0.15, argmax ≥ 21 of 22, router sets ≥ 96%,
