@@ -31,7 +31,7 @@
 #include "planner/affinity/token_affinity_builder.h"
 #include "planner/placement/balanced_assign.h"
 #include "planner/trace/trace_set.h"
-#include "tools/tiny_model/tiny_model.h"
+#include "engine/model/testing/tiny_model.h"
 
 namespace semmoe::engine {
 namespace {
@@ -87,11 +87,11 @@ std::string TempDir() {
   return tmp != nullptr ? tmp : "/tmp";
 }
 
-ModelCase TinyCase(const std::string& name, tools::TinyModelOptions options) {
+ModelCase TinyCase(const std::string& name, ::semmoe::testing::TinyModelOptions options) {
   ModelCase c{name, JoinPath(TempDir(), name), {}};
   options.seed = 11;
   options.num_layers = 3;
-  const absl::Status written = tools::WriteTinyModel(options, c.dir);
+  const absl::Status written = ::semmoe::testing::WriteTinyModel(options, c.dir);
   EXPECT_TRUE(written.ok()) << written;
   // Prompts of uneven lengths from a fixed pseudo-random sequence over the byte tokens.
   uint32_t state = 12345;
@@ -128,14 +128,14 @@ ModelCase SharedCase(const std::string& name, const std::string& folder) {
 const ModelCase& GetModelCase(const std::string& name) {
   static const auto* cases = [] {
     auto* m = new std::map<std::string, ModelCase>();
-    tools::TinyModelOptions q3;
+    ::semmoe::testing::TinyModelOptions q3;
     q3.arch = model::Arch::kQwen3Moe;
     q3.mlp_only_layers = {1};  // A dense layer between MoE layers.
     (*m)["tiny_qwen3_moe"] = TinyCase("tiny_qwen3_moe", q3);
-    tools::TinyModelOptions q2;
+    ::semmoe::testing::TinyModelOptions q2;
     q2.arch = model::Arch::kQwen2Moe;  // Shared expert and q/k/v biases.
     (*m)["tiny_qwen2_moe"] = TinyCase("tiny_qwen2_moe", q2);
-    tools::TinyModelOptions mx;
+    ::semmoe::testing::TinyModelOptions mx;
     mx.arch = model::Arch::kMixtral;
     mx.num_kv_heads = 4;  // KV heads split (not replicated) under TP.
     mx.dtype = kernels::DType::kF32;

@@ -48,7 +48,7 @@
 #include "gloo/rendezvous/hash_store.h"
 #include "kernels/safetensors.h"
 #include "nlohmann/json.hpp"
-#include "tools/tiny_model/tiny_model.h"
+#include "engine/model/testing/tiny_model.h"
 
 ABSL_FLAG(std::string, model, "", "Model directory; empty: a synthetic one.");
 ABSL_FLAG(std::vector<std::string>, moved, std::vector<std::string>({"2", "4", "8"}),
@@ -149,7 +149,7 @@ int Main() {
   std::string dir = absl::GetFlag(FLAGS_model);
   if (dir.empty()) {
     dir = absl::StrCat("/tmp/bench_rollout_model_", getpid());
-    TinyModelOptions o;
+    semmoe::testing::TinyModelOptions o;
     o.hidden_size = 512;
     o.num_layers = 4;
     o.num_heads = 8;
@@ -159,7 +159,7 @@ int Main() {
     o.top_k = 4;
     o.moe_intermediate_size = 256;
     o.seed = 1;
-    MUST(WriteTinyModel(o, dir));
+    MUST(semmoe::testing::WriteTinyModel(o, dir));
   }
   auto config = engine::model::LoadModelConfig(dir);
   MUST(config.status());

@@ -43,6 +43,14 @@ check "router binaries and libraries depend on no planner internals" \
 check "the router depends on no engine core (only its proto and tokenizer)" \
   'kind("cc_binary|cc_library", //router/...) except attr(testonly, 1, //router/...)' \
   '//engine/parallel/... + //engine/runtime/... + //engine/server/... + //engine/gpu/...'
+check "the router uses the text stack, not the engine's model compute" \
+  'kind("cc_binary|cc_library", //router/...) except attr(testonly, 1, //router/...)' \
+  '//engine/model:transformer + //engine/model:moe + //engine/model:model + //engine/model:linear + //engine/model:weights + //kernels/cpu/...'
+check "inside the engine, the core depends on no server (gRPC adapter)" \
+  '//engine/model/... + //engine/runtime/... + //engine/parallel/... + //engine/offline/... + //engine/backend/... + //engine/gpu/...' \
+  '//engine/server/...'
+check "the engine and the router depend on nothing under tools/" \
+  '//engine/... + //router/...' '//tools/...'
 check "the router core depends on no door (its gRPC service, its HTTP door)" \
   '//router/core/... except attr(testonly, 1, //router/core/...)' \
   '//router/server/... + //router/http/... + //router/openai/...'

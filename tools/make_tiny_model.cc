@@ -13,7 +13,7 @@
 #include "common/file.h"
 #include "engine/model/config.h"
 #include "kernels/dtype.h"
-#include "tools/tiny_model/tiny_model.h"
+#include "engine/model/testing/tiny_model.h"
 
 ABSL_FLAG(std::string, arch, "qwen3_moe",
           "qwen3_moe, qwen2_moe, mixtral, deepseek_v2 or deepseek_v3");
@@ -57,7 +57,7 @@ ABSL_FLAG(bool, yarn, false, "deepseek: YaRN rope scaling (factor 4)");
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage("Writes a seeded random MoE checkpoint in Hugging Face layout.");
   absl::ParseCommandLine(argc, argv);
-  using semmoe::tools::TinyModelOptions;
+  using semmoe::testing::TinyModelOptions;
   TinyModelOptions o;
   auto fail = [](const std::string& message) {
     std::cerr << "make_tiny_model: " << message << "\n";
@@ -112,7 +112,7 @@ int main(int argc, char** argv) {
     o.mlp_only_layers.push_back(layer);
   }
   const std::string out = semmoe::UserPath(absl::GetFlag(FLAGS_out));
-  absl::Status status = semmoe::tools::WriteTinyModel(o, out);
+  absl::Status status = semmoe::testing::WriteTinyModel(o, out);
   if (!status.ok()) return fail(std::string(status.message()));
   std::cout << "wrote " << semmoe::engine::model::ArchName(o.arch) << " checkpoint to " << out
             << "\n";

@@ -5,7 +5,7 @@
 #include "common/file.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tools/tiny_model/tiny_model.h"
+#include "engine/model/testing/tiny_model.h"
 
 namespace semmoe::engine::gpu {
 namespace {
@@ -13,13 +13,13 @@ namespace {
 using ::testing::HasSubstr;
 
 model::ModelConfig Config(model::Arch arch, int head_dim) {
-  tools::TinyModelOptions o;
+  ::semmoe::testing::TinyModelOptions o;
   o.arch = arch;
   o.head_dim = head_dim;
   o.hidden_size = 4 * head_dim;
   const std::string dir = JoinPath(std::getenv("TEST_TMPDIR"), std::string(model::ArchName(arch)) +
                                                                    "_" + std::to_string(head_dim));
-  EXPECT_TRUE(tools::WriteTinyModel(o, dir).ok());
+  EXPECT_TRUE(::semmoe::testing::WriteTinyModel(o, dir).ok());
   auto config = model::LoadModelConfig(dir);
   EXPECT_TRUE(config.ok()) << config.status();
   return *config;

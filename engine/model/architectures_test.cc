@@ -11,7 +11,7 @@
 #include "engine/model/model.h"
 #include "engine/model/testing/naive_checkpoint.h"
 #include "gtest/gtest.h"
-#include "tools/tiny_model/tiny_model.h"
+#include "engine/model/testing/tiny_model.h"
 
 namespace semmoe::engine::model {
 namespace {
@@ -137,19 +137,19 @@ class Naive {
 
 struct ArchCase {
   std::string name;
-  tools::TinyModelOptions options;
+  ::semmoe::testing::TinyModelOptions options;
 };
 
 void PrintTo(const ArchCase& c, std::ostream* os) { *os << c.name; }
 
 std::vector<ArchCase> Cases() {
   std::vector<ArchCase> cases;
-  tools::TinyModelOptions q3;
+  ::semmoe::testing::TinyModelOptions q3;
   q3.arch = Arch::kQwen3Moe;
   q3.head_dim = 24;  // heads × head_dim (96) ≠ hidden (64), as in Qwen3-30B-A3B.
   q3.seed = 1;
   cases.push_back({"qwen3_moe", q3});
-  tools::TinyModelOptions q3_dense = q3;
+  ::semmoe::testing::TinyModelOptions q3_dense = q3;
   q3_dense.num_layers = 3;
   q3_dense.mlp_only_layers = {1};
   q3_dense.norm_topk_prob = false;
@@ -157,13 +157,13 @@ std::vector<ArchCase> Cases() {
   q3_dense.dtype = kernels::DType::kF32;
   q3_dense.seed = 2;
   cases.push_back({"qwen3_moe_dense_layer_tied_f32", q3_dense});
-  tools::TinyModelOptions q2;
+  ::semmoe::testing::TinyModelOptions q2;
   q2.arch = Arch::kQwen2Moe;
   q2.num_kv_heads = 4;
   q2.norm_topk_prob = false;
   q2.seed = 3;
   cases.push_back({"qwen2_moe", q2});
-  tools::TinyModelOptions mx;
+  ::semmoe::testing::TinyModelOptions mx;
   mx.arch = Arch::kMixtral;
   mx.num_experts = 4;
   mx.dtype = kernels::DType::kF16;
@@ -177,7 +177,7 @@ class ArchitecturesTest : public ::testing::TestWithParam<ArchCase> {};
 
 TEST_P(ArchitecturesTest, MatchesNaiveFloat64Forward) {
   const std::string dir = JoinPath(std::getenv("TEST_TMPDIR"), GetParam().name);
-  ASSERT_TRUE(tools::WriteTinyModel(GetParam().options, dir).ok());
+  ASSERT_TRUE(::semmoe::testing::WriteTinyModel(GetParam().options, dir).ok());
   auto model = LoadModel(dir, {.require_tokenizer = true});
   ASSERT_TRUE(model.ok()) << model.status();
   auto ckpt = kernels::Checkpoint::Open(dir);
@@ -211,8 +211,8 @@ INSTANTIATE_TEST_SUITE_P(All, ArchitecturesTest, ::testing::ValuesIn(Cases()),
 
 TEST(LoadModelTest, MissingAndMisshapenTensorsAreClearErrors) {
   const std::string dir = JoinPath(std::getenv("TEST_TMPDIR"), "broken");
-  tools::TinyModelOptions o;
-  ASSERT_TRUE(tools::WriteTinyModel(o, dir).ok());
+  ::semmoe::testing::TinyModelOptions o;
+  ASSERT_TRUE(::semmoe::testing::WriteTinyModel(o, dir).ok());
   // Rewrite the checkpoint without one expert tensor, then with a wrong shape.
   auto ckpt = kernels::Checkpoint::Open(dir);
   ASSERT_TRUE(ckpt.ok());

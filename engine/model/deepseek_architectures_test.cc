@@ -16,7 +16,7 @@
 #include "engine/model/testing/naive_checkpoint.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
-#include "tools/tiny_model/tiny_model.h"
+#include "engine/model/testing/tiny_model.h"
 
 namespace semmoe::engine::model {
 namespace {
@@ -204,14 +204,14 @@ class NaiveDeepseek {
 
 struct Variant {
   std::string name;
-  tools::TinyModelOptions options;
+  ::semmoe::testing::TinyModelOptions options;
 };
 void PrintTo(const Variant& v, std::ostream* os) { *os << v.name; }
 
 std::vector<Variant> Variants() {
   using Arch = engine::model::Arch;
   std::vector<Variant> out;
-  tools::TinyModelOptions base;
+  ::semmoe::testing::TinyModelOptions base;
   base.hidden_size = 48;
   base.num_layers = 3;
   base.num_heads = 4;
@@ -220,7 +220,7 @@ std::vector<Variant> Variants() {
   base.max_position_embeddings = 256;
   base.init_std = 0.1f;
   // The fixture's shape: plain q_proj, YaRN, group-limited softmax, raw probabilities.
-  tools::TinyModelOptions v2 = base;
+  ::semmoe::testing::TinyModelOptions v2 = base;
   v2.arch = Arch::kDeepseekV2;
   v2.norm_topk_prob = false;
   v2.deepseek.yarn = true;
@@ -228,7 +228,7 @@ std::vector<Variant> Variants() {
   out.push_back({"v2_group_limited_yarn", v2});
   // DeepSeek-V2-Lite's: greedy, no dense layer, two shared experts; and norm_topk_prob with a
   // scaling factor (V2's rule: normalised weights are not scaled).
-  tools::TinyModelOptions lite = base;
+  ::semmoe::testing::TinyModelOptions lite = base;
   lite.arch = Arch::kDeepseekV2;
   lite.deepseek.topk_method = "greedy";
   lite.deepseek.first_k_dense_replace = 0;
@@ -237,14 +237,14 @@ std::vector<Variant> Variants() {
   lite.norm_topk_prob = true;
   lite.seed = 12;
   out.push_back({"v2_greedy_normalised_scaled", lite});
-  tools::TinyModelOptions raw = lite;
+  ::semmoe::testing::TinyModelOptions raw = lite;
   raw.norm_topk_prob = false;  // V2: unnormalised weights are scaled.
   raw.deepseek.routed_scaling_factor = 2;
   raw.dtype = kernels::DType::kF32;
   raw.seed = 13;
   out.push_back({"v2_greedy_scaled_f32", raw});
   // The V3 fixture's shape: q LoRA, noaux_tc with a bias, normalised then × 2.5.
-  tools::TinyModelOptions v3 = base;
+  ::semmoe::testing::TinyModelOptions v3 = base;
   v3.arch = Arch::kDeepseekV3;
   v3.deepseek.q_lora_rank = 24;
   v3.deepseek.routed_scaling_factor = 2.5;
@@ -253,7 +253,7 @@ std::vector<Variant> Variants() {
   out.push_back({"v3_noaux_tc_q_lora", v3});
   // V3 with two dense layers and MoE every other layer, YaRN, half-split RoPE, no q LoRA,
   // group-limited sigmoid without normalisation.
-  tools::TinyModelOptions v3b = base;
+  ::semmoe::testing::TinyModelOptions v3b = base;
   v3b.arch = Arch::kDeepseekV3;
   v3b.num_layers = 5;
   v3b.deepseek.first_k_dense_replace = 2;
@@ -284,7 +284,7 @@ double RelL2(const Eigen::RowVectorXf& ours, const Vec& expected) {
 // absorbed) both match the naive forward.
 TEST_P(DeepseekArchitecturesTest, MatchesNaiveFloat64ForwardInPrefillAndDecode) {
   const std::string dir = JoinPath(std::getenv("TEST_TMPDIR"), GetParam().name);
-  ASSERT_TRUE(tools::WriteTinyModel(GetParam().options, dir).ok());
+  ASSERT_TRUE(::semmoe::testing::WriteTinyModel(GetParam().options, dir).ok());
   auto model = LoadModel(dir, {.require_tokenizer = true});
   ASSERT_TRUE(model.ok()) << model.status();
   auto ckpt = kernels::Checkpoint::Open(dir);

@@ -6,7 +6,7 @@
 #include "common/file.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tools/tiny_model/tiny_model.h"
+#include "engine/model/testing/tiny_model.h"
 
 namespace semmoe::engine::model {
 namespace {
@@ -40,7 +40,7 @@ TEST(CheckPromptTest, TextNeedsATokenizerAndOnlyOneForm) {
   EXPECT_THAT(Error(CheckPrompt("hi", {1}, 4, none)), HasSubstr("either text or token_ids"));
 
   const std::string dir = JoinPath(std::getenv("TEST_TMPDIR"), "tiny_prompt");
-  ASSERT_TRUE(tools::WriteTinyModel({.seed = 2}, dir).ok());
+  ASSERT_TRUE(::semmoe::testing::WriteTinyModel({.seed = 2}, dir).ok());
   auto tokenizer = Tokenizer::FromDirectory(dir);
   ASSERT_TRUE(tokenizer.ok()) << tokenizer.status();
   const PromptLimits limits{.tokenizer = tokenizer->get(), .vocab_size = 100000};

@@ -6,7 +6,7 @@
 #include "common/file.h"
 #include "engine/model/tokenizer.h"
 #include "gtest/gtest.h"
-#include "tools/tiny_model/tiny_model.h"
+#include "engine/model/testing/tiny_model.h"
 
 namespace semmoe::engine::model {
 namespace {
@@ -15,7 +15,7 @@ class TextStreamTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     const std::string dir = JoinPath(std::getenv("TEST_TMPDIR"), "tiny");
-    ASSERT_TRUE(tools::WriteTinyModel({.seed = 1}, dir).ok());  // Byte-level BPE.
+    ASSERT_TRUE(::semmoe::testing::WriteTinyModel({.seed = 1}, dir).ok());  // Byte-level BPE.
     auto t = Tokenizer::FromDirectory(dir);
     ASSERT_TRUE(t.ok()) << t.status();
     tokenizer_ = t->release();

@@ -13,7 +13,7 @@
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "planner/trace/trace_reader.h"
-#include "tools/tiny_model/tiny_model.h"
+#include "engine/model/testing/tiny_model.h"
 
 namespace semmoe::engine::offline {
 namespace {
@@ -164,9 +164,9 @@ class TinyOfflineTest : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = Tmp("tiny");
-    tools::TinyModelOptions o;
+    ::semmoe::testing::TinyModelOptions o;
     o.seed = 21;
-    ASSERT_TRUE(tools::WriteTinyModel(o, dir_).ok());
+    ASSERT_TRUE(::semmoe::testing::WriteTinyModel(o, dir_).ok());
     auto m = model::LoadModel(dir_, {.require_tokenizer = true});
     ASSERT_TRUE(m.ok()) << m.status();
     model_ = std::move(*m);

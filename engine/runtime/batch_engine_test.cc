@@ -11,7 +11,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
-#include "tools/tiny_model/tiny_model.h"
+#include "engine/model/testing/tiny_model.h"
 
 namespace semmoe::engine::runtime {
 namespace {
@@ -23,9 +23,9 @@ using model::SequenceInput;
 
 std::unique_ptr<Model> TinyModel() {
   const std::string dir = JoinPath(std::getenv("TEST_TMPDIR"), "tiny");
-  tools::TinyModelOptions o;
+  ::semmoe::testing::TinyModelOptions o;
   o.seed = 11;
-  EXPECT_TRUE(tools::WriteTinyModel(o, dir).ok());
+  EXPECT_TRUE(::semmoe::testing::WriteTinyModel(o, dir).ok());
   auto model = model::LoadModel(dir, {.require_tokenizer = true});
   EXPECT_TRUE(model.ok()) << model.status();
   return std::move(*model);

@@ -17,7 +17,7 @@
 #include "grpcpp/server.h"
 #include "grpcpp/server_builder.h"
 #include "gtest/gtest.h"
-#include "tools/tiny_model/tiny_model.h"
+#include "engine/model/testing/tiny_model.h"
 
 namespace semmoe::engine {
 namespace {
@@ -26,9 +26,9 @@ class EngineServiceTest : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = JoinPath(std::getenv("TEST_TMPDIR"), "tiny_service");
-    tools::TinyModelOptions o;
+    ::semmoe::testing::TinyModelOptions o;
     o.seed = 2;
-    ASSERT_TRUE(tools::WriteTinyModel(o, dir_).ok());
+    ASSERT_TRUE(::semmoe::testing::WriteTinyModel(o, dir_).ok());
     auto comm = GlooCommunicator::Create(store_, {.rank = 0, .size = 1, .prefix = "svc"});
     ASSERT_TRUE(comm.ok());
     comm_ = std::move(*comm);

@@ -18,7 +18,7 @@
 #include "nlohmann/json.hpp"
 #include "router/core/router_core.h"
 #include "router/server/router_service.h"
-#include "tools/tiny_model/tiny_model.h"
+#include "engine/model/testing/tiny_model.h"
 // After Eigen (via local_engine.h): httplib brings <resolv.h>, whose `_res` macro breaks Eigen.
 #include <httplib.h>  // NOLINT(build/include_order)
 
@@ -33,7 +33,7 @@ class HttpFrontendTest : public ::testing::Test {
   void SetUp() override {
     dir_ = JoinPath(std::getenv("TEST_TMPDIR"), "tiny_http");
     // 8192 positions: room for requests long enough to be queued behind.
-    ASSERT_TRUE(tools::WriteTinyModel({.max_position_embeddings = 8192, .seed = 4}, dir_).ok());
+    ASSERT_TRUE(::semmoe::testing::WriteTinyModel({.max_position_embeddings = 8192, .seed = 4}, dir_).ok());
     auto e = engine::testing::LocalEngine::Start(dir_, EngineOptions());
     ASSERT_TRUE(e.ok()) << e.status();
     engine_ = std::move(*e);

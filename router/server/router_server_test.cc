@@ -15,7 +15,7 @@
 #include "planner/store/placement_store.h"
 #include "planner/store/testing/temp_database_path.h"
 #include "router/proto/router.grpc.pb.h"
-#include "tools/tiny_model/tiny_model.h"
+#include "engine/model/testing/tiny_model.h"
 
 namespace semmoe::router {
 namespace {
@@ -85,7 +85,7 @@ TEST(RouterServerTest, AMissingModelIsAnErrorNamingIt) {
 
 TEST(RouterServerTest, ServesGenerateOverItsEngines) {
   const std::string dir = JoinPath(std::getenv("TEST_TMPDIR"), "tiny_router_server");
-  ASSERT_TRUE(tools::WriteTinyModel({.seed = 5}, dir).ok());
+  ASSERT_TRUE(::semmoe::testing::WriteTinyModel({.seed = 5}, dir).ok());
   auto engine = engine::testing::LocalEngine::Start(dir);
   ASSERT_TRUE(engine.ok()) << engine.status();
   RouterServerOptions o = OneGroup({(*engine)->target()});
@@ -129,7 +129,7 @@ TEST(RouterServerTest, ServesGenerateOverItsEngines) {
 // arm whose version has no tables keeps the experiment from starting, naming the arm.
 TEST(RouterServerTest, RealScaleExperimentArmsGetTheirTables) {
   const std::string model = JoinPath(std::getenv("TEST_TMPDIR"), "real_vocab_model");
-  ASSERT_TRUE(tools::WriteTinyModel({.vocab_size = 151936,
+  ASSERT_TRUE(::semmoe::testing::WriteTinyModel({.vocab_size = 151936,
                                      .hidden_size = 16,
                                      .num_layers = 1,
                                      .num_heads = 2,

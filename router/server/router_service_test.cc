@@ -25,7 +25,7 @@
 #include "planner/store/placement_store.h"
 #include "router/core/router_core.h"
 #include "router/tables/router_tables.h"
-#include "tools/tiny_model/tiny_model.h"
+#include "engine/model/testing/tiny_model.h"
 
 namespace semmoe::router {
 namespace {
@@ -56,7 +56,7 @@ class RouterServiceTest : public ::testing::Test {
   void SetUp() override {
     dir_ = JoinPath(std::getenv("TEST_TMPDIR"), "tiny_router");
     // Long enough positions that a generation outlasts a short deadline.
-    ASSERT_TRUE(tools::WriteTinyModel({.max_position_embeddings = 8192, .seed = 3}, dir_).ok());
+    ASSERT_TRUE(::semmoe::testing::WriteTinyModel({.max_position_embeddings = 8192, .seed = 3}, dir_).ok());
     auto config = engine::model::LoadModelConfig(dir_);
     ASSERT_TRUE(config.ok());
     vocab_ = config->vocab_size;

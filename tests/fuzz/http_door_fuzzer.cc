@@ -13,7 +13,7 @@
 #include "router/http/http_frontend.h"
 #include "router/http/http_server.h"
 #include "tests/fuzz/fuzz_util.h"
-#include "tools/tiny_model/tiny_model.h"
+#include "engine/model/testing/tiny_model.h"
 
 namespace {
 
@@ -69,7 +69,7 @@ struct Door {
   Door() {
     const char* tmp = std::getenv("TEST_TMPDIR");
     const std::string dir = absl::StrCat(tmp != nullptr ? tmp : "/tmp", "/http_door_fuzzer_model");
-    if (!semmoe::tools::WriteTinyModel({.seed = 3}, dir).ok()) std::abort();
+    if (!semmoe::testing::WriteTinyModel({.seed = 3}, dir).ok()) std::abort();
     auto chat = semmoe::engine::model::ChatTemplate::Load(dir);
     if (!chat.ok()) std::abort();
     chat_template = std::make_unique<semmoe::engine::model::ChatTemplate>(*std::move(chat));

@@ -12,7 +12,7 @@
 #include "gtest/gtest.h"
 #include "router/core/router_core.h"
 #include "router/server/router_service.h"
-#include "tools/tiny_model/tiny_model.h"
+#include "engine/model/testing/tiny_model.h"
 
 namespace semmoe::tools {
 namespace {
@@ -21,7 +21,7 @@ class LoadRunnerTest : public ::testing::Test {
  protected:
   void SetUp() override {
     const std::string dir = JoinPath(std::getenv("TEST_TMPDIR"), "tiny_load");
-    ASSERT_TRUE(WriteTinyModel({.seed = 4}, dir).ok());
+    ASSERT_TRUE(semmoe::testing::WriteTinyModel({.seed = 4}, dir).ok());
     router::RouterOptions o;
     router::GroupOptions g{.rebatch = {.policy = router::Policy::kRoundRobin}};
     for (int r = 0; r < 2; ++r) {

@@ -7,16 +7,16 @@
 #include "engine/model/model.h"
 #include "engine/runtime/batch_engine.h"
 #include "glog/logging.h"
-#include "tools/tiny_model/tiny_model.h"
+#include "engine/model/testing/tiny_model.h"
 
 namespace semmoe::engine::testing {
 
 const std::string& TinyDir() {
   static const std::string* dir = [] {
     auto* d = new std::string(JoinPath(std::getenv("TEST_TMPDIR"), "tiny_group"));
-    tools::TinyModelOptions o;
+    ::semmoe::testing::TinyModelOptions o;
     o.seed = 3;
-    const absl::Status written = tools::WriteTinyModel(o, *d);
+    const absl::Status written = ::semmoe::testing::WriteTinyModel(o, *d);
     CHECK(written.ok()) << written;
     return d;
   }();

@@ -6,8 +6,8 @@
 // options struct always produces the same bytes. The tokenizer is byte-level BPE with the 256
 // byte tokens, `num_merges` merges learned from a small built-in English text, and the Qwen
 // special tokens <|endoftext|>, <|im_start|>, <|im_end|>.
-#ifndef SEMMOE_TOOLS_TINY_MODEL_TINY_MODEL_H_
-#define SEMMOE_TOOLS_TINY_MODEL_TINY_MODEL_H_
+#ifndef SEMMOE_ENGINE_MODEL_TESTING_TINY_MODEL_H_
+#define SEMMOE_ENGINE_MODEL_TESTING_TINY_MODEL_H_
 
 #include <cstdint>
 #include <string>
@@ -17,7 +17,7 @@
 #include "engine/model/config.h"
 #include "kernels/dtype.h"
 
-namespace semmoe::tools {
+namespace semmoe::testing {
 
 struct TinyModelOptions {
   engine::model::Arch arch = engine::model::Arch::kQwen3Moe;
@@ -62,6 +62,6 @@ struct TinyModelOptions {
 // Writes the checkpoint into `dir` (created if missing). InvalidArgument for inconsistent sizes.
 absl::Status WriteTinyModel(const TinyModelOptions& options, const std::string& dir);
 
-}  // namespace semmoe::tools
+}  // namespace semmoe::testing
 
-#endif  // SEMMOE_TOOLS_TINY_MODEL_TINY_MODEL_H_
+#endif  // SEMMOE_ENGINE_MODEL_TESTING_TINY_MODEL_H_

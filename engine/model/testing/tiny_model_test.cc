@@ -1,4 +1,4 @@
-#include "tools/tiny_model/tiny_model.h"
+#include "engine/model/testing/tiny_model.h"
 
 #include <cstdlib>
 
@@ -7,7 +7,7 @@
 #include "gtest/gtest.h"
 #include "kernels/safetensors.h"
 
-namespace semmoe::tools {
+namespace semmoe::testing {
 namespace {
 
 std::string Dir(const std::string& name) { return JoinPath(std::getenv("TEST_TMPDIR"), name); }
@@ -54,4 +54,4 @@ TEST(TinyModelTest, RejectsInconsistentSizes) {
 }
 
 }  // namespace
-}  // namespace semmoe::tools
+}  // namespace semmoe::testing

@@ -1,4 +1,4 @@
-#include "tools/tiny_model/tiny_model.h"
+#include "engine/model/testing/tiny_model.h"
 
 #include <sys/stat.h>
 
@@ -16,7 +16,7 @@
 #include "kernels/safetensors.h"
 #include "nlohmann/json.hpp"
 
-namespace semmoe::tools {
+namespace semmoe::testing {
 namespace {
 
 using engine::model::Arch;
@@ -401,4 +401,4 @@ absl::Status WriteTinyModel(const TinyModelOptions& options, const std::string& 
                              tokenizer_config.dump(2) + "\n");
 }
 
-}  // namespace semmoe::tools
+}  // namespace semmoe::testing
