@@ -28,6 +28,7 @@
 #include "planner/affinity/layer_affinity.h"
 #include "planner/affinity/token_affinity_builder.h"
 #include "planner/placement/placement.h"
+#include "tests/testing/emulated_passes.h"
 #include "tests/testing/reference_trace.h"
 
 namespace semmoe::engine::gpu {
@@ -57,16 +58,8 @@ planner::Placement First(const model::ModelConfig& c, int g) {
   return *planner::Placement::Random(c.MoeLayers(), c.num_experts, g, /*seed=*/3);
 }
 planner::Placement Second(const model::ModelConfig& c, int g) {
-  planner::Placement p = *planner::Placement::Random(c.MoeLayers(), c.num_experts, g, /*seed=*/11);
-  std::vector<std::vector<std::vector<int32_t>>> replicas(p.num_layers());
-  for (int l = 0; l < p.num_layers(); ++l) {
-    for (int d = 0; d < g; ++d) {
-      int e = 0;
-      while (p.Device(l, e) == d) ++e;
-      replicas[l].push_back({e});
-    }
-  }
-  return *p.WithReplicas(std::move(replicas));
+  return testing::WithOneReplicaPerDevice(
+      *planner::Placement::Random(c.MoeLayers(), c.num_experts, g, /*seed=*/11));
 }
 
 class DeepseekEmulationTest : public ::testing::TestWithParam<Case> {};
@@ -99,39 +92,14 @@ TEST_P(DeepseekEmulationTest, EveryRankMatchesOneDeviceThroughARollout) {
   }
   constexpr int kPages = 48, kPageSize = 4, kPasses = 6, kSwitchBefore = 3;
   const std::vector<int32_t> next = {7, 8, 9};
-  // Every rank runs the same batches: a ragged prefill, then decode steps.
-  auto batch_of = [&](int pass, const std::vector<std::unique_ptr<runtime::PagedSequence>>& seqs) {
-    std::vector<SequenceInput> batch;
-    for (size_t s = 0; s < prompts.size(); ++s) {
-      if (pass == 0) {
-        batch.push_back(
-            {prompts[s], 0, seqs[s].get(), s == 1 ? LogitsMode::kAll : LogitsMode::kLast});
-      } else {
-        const int position = static_cast<int>(prompts[s].size()) + pass - 1;
-        batch.push_back({absl::MakeConstSpan(&next[s], 1), position, seqs[s].get(),
-                         LogitsMode::kLast, pass == 1 ? prompts[s].back() : next[s]});
-      }
-    }
-    return batch;
-  };
-  auto paged = [&](const model::ModelConfig& config) {
-    auto cache = runtime::PagedKvCache::Create({.num_layers = config.num_layers,
-                                                .shape = config.kv_shape(),
-                                                .page_size = kPageSize,
-                                                .num_pages = kPages});
-    EXPECT_TRUE(cache.ok());
-    std::vector<std::unique_ptr<runtime::PagedSequence>> seqs;
-    for (size_t s = 0; s < prompts.size(); ++s) {
-      seqs.push_back((*cache)->NewSequence());
-      EXPECT_TRUE((*cache)->Reserve(*seqs.back(), 32).ok());
-    }
-    return std::make_pair(std::move(*cache), std::move(seqs));
-  };
+  // Every rank runs the same batches (PassBatch): a ragged prefill, then decode steps; the KV
+  // arena of the runners is the paged cache's shape (48 pages of 4).
   std::vector<model::ForwardOutput> want(kPasses);
   {
-    auto [cache, seqs] = paged(c);
+    const semmoe::testing::PagedSequences seqs =
+        semmoe::testing::NewPagedSequences(c, prompts.size(), 32);
     for (int pass = 0; pass < kPasses; ++pass) {
-      auto out = (*reference)->Forward(batch_of(pass, seqs), {.collect_routing = true});
+      auto out = (*reference)->Forward(semmoe::testing::PassBatch(pass, prompts, next, seqs), {.collect_routing = true});
       ASSERT_TRUE(out.ok()) << out.status();
       want[pass] = std::move(*out);
     }
@@ -160,7 +128,8 @@ TEST_P(DeepseekEmulationTest, EveryRankMatchesOneDeviceThroughARollout) {
                                     .predictor = predict_first.get(),
                                     .token_balance_eps = 0.05});
       ASSERT_TRUE(runner.Init().ok());
-      auto [cache, seqs] = paged(local);
+      const semmoe::testing::PagedSequences seqs =
+          semmoe::testing::NewPagedSequences(local, prompts.size(), 32);
       const planner::Placement* serving = &first;
       for (int pass = 0; pass < kPasses; ++pass) {
         const std::string what = absl::StrCat("rank ", r, " pass ", pass);
@@ -176,7 +145,7 @@ TEST_P(DeepseekEmulationTest, EveryRankMatchesOneDeviceThroughARollout) {
           ASSERT_TRUE(s.ok()) << what << ": " << s;
           serving = &second;
         }
-        auto got = runner.Forward(batch_of(pass, seqs), {.collect_routing = !tp});
+        auto got = runner.Forward(semmoe::testing::PassBatch(pass, prompts, next, seqs), {.collect_routing = !tp});
         ASSERT_TRUE(got.ok()) << what << ": " << got.status();
         const model::Matrix& expected = want[pass].logits;
         ASSERT_EQ(got->logits.rows(), expected.rows()) << what;

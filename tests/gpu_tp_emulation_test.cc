@@ -30,6 +30,7 @@
 #include "planner/affinity/token_affinity_builder.h"
 #include "planner/placement/placement.h"
 #include "planner/trace/trace_set.h"
+#include "tests/testing/emulated_passes.h"
 #include "tests/testing/reference_trace.h"
 
 namespace semmoe::engine::gpu {
@@ -123,43 +124,17 @@ TEST_P(TpForwardRunnerTest, EveryRankMatchesTheSingleDevice) {
     predictor = std::make_unique<DevicePredictor>(*affinity, placement, std::move(transitions));
   }
   constexpr int kPages = 48, kPageSize = 4;
-  // The batches every rank runs: a ragged prefill (one sequence wants every position's logits),
-  // then two decode steps. `Batch` builds one over a rank's own sequences.
+  // The batches every rank runs (PassBatch): a ragged prefill, then two decode steps; the KV
+  // arena of the runners is the paged cache's shape (48 pages of 4).
   const std::vector<int32_t> next = {7, 8, 9};
-  auto batch_of = [&](int pass, const std::vector<std::unique_ptr<runtime::PagedSequence>>& seqs) {
-    std::vector<SequenceInput> batch;
-    for (size_t s = 0; s < prompts.size(); ++s) {
-      if (pass == 0) {
-        batch.push_back(
-            {prompts[s], 0, seqs[s].get(), s == 1 ? LogitsMode::kAll : LogitsMode::kLast});
-      } else {
-        const int position = static_cast<int>(prompts[s].size()) + pass - 1;
-        batch.push_back({absl::MakeConstSpan(&next[s], 1), position, seqs[s].get(),
-                         LogitsMode::kLast, pass == 1 ? prompts[s].back() : next[s]});
-      }
-    }
-    return batch;
-  };
-  auto paged = [&](const model::ModelConfig& config) {
-    auto cache = runtime::PagedKvCache::Create({.num_layers = config.num_layers,
-                                                .shape = config.kv_shape(),
-                                                .page_size = kPageSize,
-                                                .num_pages = kPages});
-    EXPECT_TRUE(cache.ok());
-    std::vector<std::unique_ptr<runtime::PagedSequence>> seqs;
-    for (size_t s = 0; s < prompts.size(); ++s) {
-      seqs.push_back((*cache)->NewSequence());
-      EXPECT_TRUE((*cache)->Reserve(*seqs.back(), 24).ok());
-    }
-    return std::make_pair(std::move(*cache), std::move(seqs));
-  };
   constexpr int kPasses = 3;
   std::vector<model::Matrix> want(kPasses);
   std::vector<std::vector<ShufflePlan>> want_plans(kPasses);
   {
-    auto [cache, seqs] = paged(c);
+    const semmoe::testing::PagedSequences seqs =
+        semmoe::testing::NewPagedSequences(c, prompts.size(), 24);
     for (int pass = 0; pass < kPasses; ++pass) {
-      const std::vector<SequenceInput> batch = batch_of(pass, seqs);
+      const std::vector<SequenceInput> batch = semmoe::testing::PassBatch(pass, prompts, next, seqs);
       auto out = (*reference)->Forward(batch, {.collect_routing = true});
       ASSERT_TRUE(out.ok()) << out.status();
       want[pass] = out->logits;
@@ -185,9 +160,10 @@ TEST_P(TpForwardRunnerTest, EveryRankMatchesTheSingleDevice) {
                                     .predictor = predictor.get(),
                                     .token_balance_eps = 0.05});
       ASSERT_TRUE(runner.Init().ok());
-      auto [cache, seqs] = paged(*local);
+      const semmoe::testing::PagedSequences seqs =
+          semmoe::testing::NewPagedSequences(*local, prompts.size(), 24);
       for (int pass = 0; pass < kPasses; ++pass) {
-        auto got = runner.Forward(batch_of(pass, seqs), {});
+        auto got = runner.Forward(semmoe::testing::PassBatch(pass, prompts, next, seqs), {});
         const std::string what = absl::StrCat("rank ", r, " pass ", pass);
         ASSERT_TRUE(got.ok()) << what << ": " << got.status();
         ASSERT_EQ(got->logits.rows(), want[pass].rows()) << what;

@@ -24,19 +24,17 @@ namespace {
 TEST(Bf16ReferenceTest, SharedModelAgainstTheFp32Reference) {
   SEMMOE_REQUIRE_SHARED_DIR(shared);
   const std::string dir = JoinPath(shared, "models/qwen3-moe-a");
-  auto config = model::LoadModelConfig(dir);
-  ASSERT_TRUE(config.ok()) << config.status();
-  auto checkpoint = kernels::Checkpoint::Open(dir);
-  ASSERT_TRUE(checkpoint.ok()) << checkpoint.status();
-  auto weights = model::LoadWeights(*config, **checkpoint);
-  ASSERT_TRUE(weights.ok()) << weights.status();
-  auto bf16 = HostBf16Weights::Make(**weights);
+  auto loaded = testing::LoadHostModel(dir);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  const model::ModelConfig& config = loaded->config;
+  const model::ModelWeights& weights = *loaded->weights;
+  auto bf16 = HostBf16Weights::Make(weights);
   ASSERT_TRUE(bf16.ok()) << bf16.status();
   testing::CpuOps ops;
-  ForwardRunner<testing::CpuOps> runner(*config, (*bf16)->view(), {512, 16, /*bf16=*/true}, ops);
+  ForwardRunner<testing::CpuOps> runner(config, (*bf16)->view(), {512, 16, /*bf16=*/true}, ops);
   ASSERT_TRUE(runner.Init().ok());
   auto t = testing::MeasureAgainstReference(
-      dir, *config,
+      dir, config,
       [&](absl::Span<const model::SequenceInput> batch, const model::ForwardOptions& options) {
         return runner.Forward(batch, options);
       });
@@ -54,21 +52,19 @@ class DeepseekFixtureTest : public ::testing::TestWithParam<std::string> {};
 TEST_P(DeepseekFixtureTest, F32AndBf16AgainstTheReference) {
   SEMMOE_REQUIRE_SHARED_DIR(shared);
   const std::string dir = JoinPath(shared, "models/" + GetParam());
-  auto config = model::LoadModelConfig(dir);
-  ASSERT_TRUE(config.ok()) << config.status();
-  auto checkpoint = kernels::Checkpoint::Open(dir);
-  ASSERT_TRUE(checkpoint.ok()) << checkpoint.status();
-  auto weights = model::LoadWeights(*config, **checkpoint);
-  ASSERT_TRUE(weights.ok()) << weights.status();
-  auto bf16 = HostBf16Weights::Make(**weights);
+  auto loaded = testing::LoadHostModel(dir);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  const model::ModelConfig& config = loaded->config;
+  const model::ModelWeights& weights = *loaded->weights;
+  auto bf16 = HostBf16Weights::Make(weights);
   ASSERT_TRUE(bf16.ok()) << bf16.status();
   for (const bool half : {false, true}) {
     testing::CpuOps ops;
-    ForwardRunner<testing::CpuOps> runner(*config, half ? (*bf16)->view() : HostView(**weights),
+    ForwardRunner<testing::CpuOps> runner(config, half ? (*bf16)->view() : HostView(weights),
                                           {512, 16, half}, ops);
     ASSERT_TRUE(runner.Init().ok());
     auto gap = testing::MeasureFinalLogits(
-        dir, *config,
+        dir, config,
         [&](absl::Span<const model::SequenceInput> batch, const model::ForwardOptions& options) {
           return runner.Forward(batch, options);
         });

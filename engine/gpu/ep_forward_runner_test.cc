@@ -50,16 +50,7 @@ planner::Placement MakePlacement(const model::ModelConfig& c, Layout layout, int
     return *planner::Placement::Vanilla(c.MoeLayers(), c.num_experts, g);
   planner::Placement p = *planner::Placement::Random(c.MoeLayers(), c.num_experts, g, /*seed=*/7);
   if (layout == Layout::kRandom) return p;
-  // One replica per device per layer: the lowest-numbered expert homed elsewhere.
-  std::vector<std::vector<std::vector<int32_t>>> replicas(p.num_layers());
-  for (int l = 0; l < p.num_layers(); ++l) {
-    for (int d = 0; d < g; ++d) {
-      int e = 0;
-      while (p.Device(l, e) == d) ++e;
-      replicas[l].push_back({e});
-    }
-  }
-  return *p.WithReplicas(std::move(replicas));
+  return testing::WithOneReplicaPerDevice(p);
 }
 
 class EpForwardRunnerTest : public ::testing::TestWithParam<Case> {};

@@ -28,20 +28,18 @@ TEST(GpuDeepseekReferenceTest, FinalLogitsAndGreedyDecoding) {
   ASSERT_TRUE(devices.ok() && *devices > 0) << "needs a GPU";
   SEMMOE_REQUIRE_SHARED_DIR(shared);
   const std::string dir = JoinPath(shared, "models/deepseek-v3-tiny");
-  auto config = model::LoadModelConfig(dir);
-  ASSERT_TRUE(config.ok()) << config.status();
-  auto checkpoint = kernels::Checkpoint::Open(dir);
-  ASSERT_TRUE(checkpoint.ok()) << checkpoint.status();
-  auto weights = model::LoadWeights(*config, **checkpoint);
-  ASSERT_TRUE(weights.ok()) << weights.status();
+  auto loaded = testing::LoadHostModel(dir);
+  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  const model::ModelConfig& config = loaded->config;
+  const model::ModelWeights& weights = *loaded->weights;
   const int pages = 512, page_size = 16;
   for (const bool bf16 : {false, true}) {
     auto gpu = GpuTransformer::Create(
-        *config, **weights,
+        config, weights,
         {.device = 0, .bf16 = bf16, .num_pages = pages, .page_size = page_size});
     ASSERT_TRUE(gpu.ok()) << gpu.status();
     auto gap = testing::MeasureFinalLogits(
-        dir, *config,
+        dir, config,
         [&](absl::Span<const model::SequenceInput> batch, const model::ForwardOptions& options) {
           return (*gpu)->Forward(batch, options);
         });
@@ -57,10 +55,10 @@ TEST(GpuDeepseekReferenceTest, FinalLogitsAndGreedyDecoding) {
     EXPECT_LT(gap->worst(), 1e-4);
     EXPECT_EQ(gap->argmax_same, gap->prompts);
     // Greedy decoding through the latent cache, f32: the GPU's tokens are the CPU's.
-    auto cpu = model::Transformer::Create(*config, **weights);
+    auto cpu = model::Transformer::Create(config, weights);
     ASSERT_TRUE(cpu.ok());
-    auto cache = runtime::PagedKvCache::Create({.num_layers = config->num_layers,
-                                                .shape = config->kv_shape(),
+    auto cache = runtime::PagedKvCache::Create({.num_layers = config.num_layers,
+                                                .shape = config.kv_shape(),
                                                 .page_size = page_size,
                                                 .num_pages = pages});
     ASSERT_TRUE(cache.ok());
@@ -76,7 +74,7 @@ TEST(GpuDeepseekReferenceTest, FinalLogitsAndGreedyDecoding) {
       ASSERT_TRUE(g.ok() && c.ok()) << g.status() << c.status();
       const float* gr = g->logits.row(0).data();
       const float* cr = c->logits.row(0).data();
-      const int vocab = config->vocab_size;
+      const int vocab = config.vocab_size;
       const int32_t gn = std::max_element(gr, gr + vocab) - gr;
       const int32_t cn = std::max_element(cr, cr + vocab) - cr;
       EXPECT_EQ(gn, cn) << "step " << step;

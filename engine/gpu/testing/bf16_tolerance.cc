@@ -12,6 +12,7 @@
 #include "common/file.h"
 #include "common/status_macros.h"
 #include "engine/runtime/kv_cache.h"
+#include "kernels/safetensors.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 
@@ -31,6 +32,14 @@ int32_t Argmax(const float* row, int n) {
 }
 
 }  // namespace
+
+absl::StatusOr<HostModel> LoadHostModel(const std::string& dir) {
+  HostModel m;
+  ASSIGN_OR_RETURN(m.config, model::LoadModelConfig(dir));
+  ASSIGN_OR_RETURN(std::unique_ptr<kernels::Checkpoint> checkpoint, kernels::Checkpoint::Open(dir));
+  ASSIGN_OR_RETURN(m.weights, model::LoadWeights(m.config, *checkpoint));
+  return m;
+}
 
 std::string Bf16Tolerance::Describe() const {
   return absl::StrFormat(

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,7 @@
 #include "absl/types/span.h"
 #include "engine/model/config.h"
 #include "engine/model/transformer.h"
+#include "engine/model/weights.h"
 
 namespace semmoe::engine::gpu::testing {
 
@@ -28,6 +30,13 @@ struct Bf16Tolerance {
   double mean_agreeing_prefix = 0;       // Tokens before the first difference.
   std::string Describe() const;          // One line, for the test log and docs.
 };
+
+// A shared model's config and f32 weights, without its tokenizer (the GPU tests link none).
+struct HostModel {
+  model::ModelConfig config;
+  std::unique_ptr<model::ModelWeights> weights;
+};
+absl::StatusOr<HostModel> LoadHostModel(const std::string& dir);
 
 using ForwardFn = std::function<absl::StatusOr<model::ForwardOutput>(
     absl::Span<const model::SequenceInput>, const model::ForwardOptions&)>;

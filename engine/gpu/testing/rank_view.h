@@ -1,9 +1,11 @@
 // An expert-parallel rank's view of a model's weights: the experts the rank does not hold under
 // the placement are absent (null), so touching one would fail ForwardRunner::Init's check or
-// crash the emulation.
+// crash the emulation. And a placement with replicas, for the tests' layouts.
 #ifndef SEMMOE_ENGINE_GPU_TESTING_RANK_VIEW_H_
 #define SEMMOE_ENGINE_GPU_TESTING_RANK_VIEW_H_
 
+#include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "engine/gpu/model_view.h"
@@ -22,6 +24,20 @@ inline ModelView RankView(const ModelView& full, const model::ModelConfig& c,
     }
   }
   return view;
+}
+
+// `p` with one replica per device per MoE layer: on each device, the lowest-numbered expert homed
+// elsewhere.
+inline planner::Placement WithOneReplicaPerDevice(const planner::Placement& p) {
+  std::vector<std::vector<std::vector<int32_t>>> replicas(p.num_layers());
+  for (int l = 0; l < p.num_layers(); ++l) {
+    for (int d = 0; d < p.num_devices(); ++d) {
+      int e = 0;
+      while (p.Device(l, e) == d) ++e;
+      replicas[l].push_back({e});
+    }
+  }
+  return *p.WithReplicas(std::move(replicas));
 }
 
 }  // namespace semmoe::engine::gpu::testing
