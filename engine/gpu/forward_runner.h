@@ -7,8 +7,8 @@
 //
 // The pass: embedding gather; per layer RMSNorm, q/k/v projections (+ biases), QK-norm + RoPE,
 // the new keys and values stored into the paged cache, paged attention, o projection, residual
-// add — or DeepSeek's multi-head latent attention in its absorbed form (MlaAttention below; the
-// cache holds the latent); then the FFN half (engine/gpu/ffn_block.h: the MoE block — router, gating, the routed
+// add — or DeepSeek's multi-head latent attention in its absorbed form (engine/gpu/mla_block.h;
+// the cache holds the latent); then the FFN half (engine/gpu/ffn_block.h: the MoE block — router, gating, the routed
 // experts, the gated shared expert — or the dense MLP); last the final norm and lm_head on the
 // rows whose logits are wanted.
 //
@@ -79,11 +79,10 @@
 #include "engine/gpu/ep_exchange.h"
 #include "engine/gpu/ffn_block.h"
 #include "engine/gpu/grouped_experts.h"
+#include "engine/gpu/mla_block.h"
 #include "engine/gpu/model_view.h"
 #include "engine/gpu/tp_exchange.h"
 #include "engine/model/config.h"
-#include "engine/model/deepseek_config.h"
-#include "engine/model/mla_attention.h"
 #include "engine/model/transformer.h"
 #include "engine/parallel/communicator.h"
 #include "kernels/cpu/nn_ops.h"
@@ -149,21 +148,14 @@ class ForwardRunner {
     } else {
       RETURN_IF_ERROR(kv_.Reserve(c_.num_layers * layer_kv_floats_));
     }
-    // The rotary tables: over head_dim, or under MLA over the rotary dims (YaRN included).
-    std::vector<float> cos, sin;
     if (c_.mla) {
-      const std::vector<float> inv_freq = model::MlaRopeInvFreq(c_);
-      cos.resize(static_cast<size_t>(c_.max_position_embeddings) * inv_freq.size());
-      sin.resize(cos.size());
-      kernels::cpu::RopeTablesFromInvFreq(c_.max_position_embeddings, inv_freq,
-                                          static_cast<float>(c_.yarn.attention_factor),
-                                          cos.data(), sin.data());
-    } else {
-      cos.resize(static_cast<size_t>(c_.max_position_embeddings) * (c_.head_dim / 2));
-      sin.resize(cos.size());
-      kernels::cpu::RopeTables(c_.max_position_embeddings, c_.head_dim, c_.rope_theta, cos.data(),
-                               sin.data());
+      mla_ = std::make_unique<MlaBlock<Ops>>(c_, ops_);
+      return mla_->Init();
     }
+    std::vector<float> cos(static_cast<size_t>(c_.max_position_embeddings) * (c_.head_dim / 2));
+    std::vector<float> sin(cos.size());
+    kernels::cpu::RopeTables(c_.max_position_embeddings, c_.head_dim, c_.rope_theta, cos.data(),
+                             sin.data());
     RETURN_IF_ERROR(rope_cos_.Reserve(cos.size()));
     RETURN_IF_ERROR(rope_sin_.Reserve(sin.size()));
     RETURN_IF_ERROR(ops_.CopyIn(rope_cos_.data(), cos.data(), cos.size()));
@@ -336,10 +328,9 @@ class ForwardRunner {
                                          seq_of_token_.data(),
                                          page_table_.data(),
                                          logit_rows_.data(),
-                                         kv16_.data(),
-                                         qa_.data(),
-                                         oa_.data()};
+                                         kv16_.data()};
     ffn_->AppendPointers(pointers);
+    if (mla_ != nullptr) mla_->AppendPointers(pointers);
     for (const void* p : pointers) sig.push_back(reinterpret_cast<uintptr_t>(p));
     if constexpr (OpsHaveGraphs<Ops>::value) sig.push_back(ops_.scratch_generation());
     return sig;
@@ -443,14 +434,8 @@ class ForwardRunner {
     RETURN_IF_ERROR(chunk_.Reserve(tokens * (hidden + 1)));  // TP: the homes ride behind.
     RETURN_IF_ERROR(q_.Reserve(tokens * c_.q_size()));
     RETURN_IF_ERROR(attn_.Reserve(tokens * std::max(c_.q_size(), c_.attn_out_size())));
-    if (c_.mla) {  // The latents, and the absorbed queries and outputs (latent | rope per head).
-      const model::MlaConfig& m = c_.mla_dims;
-      const int64_t latent = m.kv_lora_rank + m.qk_rope_head_dim;
-      RETURN_IF_ERROR(k_.Reserve(tokens * std::max<int64_t>(latent, m.q_lora_rank)));
-      RETURN_IF_ERROR(v_.Reserve(tokens * latent));
-      for (Array<float>* a : {&qa_, &oa_}) {
-        RETURN_IF_ERROR(a->Reserve(tokens * c_.num_heads * latent));
-      }
+    if (mla_ != nullptr) {
+      RETURN_IF_ERROR(mla_->Reserve(tokens));
     } else {
       for (Array<float>* a : {&k_, &v_}) RETURN_IF_ERROR(a->Reserve(tokens * c_.kv_size()));
     }
@@ -467,8 +452,22 @@ class ForwardRunner {
   // o_ = o_proj(attention(norm(x))), the new keys and values written to the cache first (under
   // Attention-TP a partial sum over this rank's heads).
   absl::Status Attention(int layer, int64_t tokens, int max_pages) {
-    if (c_.mla) return MlaAttention(layer, tokens, max_pages);
     const LayerView& w = w_.layers[layer];
+    if (mla_ != nullptr) {
+      RETURN_IF_ERROR(mla_->Run(w, tokens,
+                                {.x = x_.data(),
+                                 .h = h_.data(),
+                                 .q = q_.data(),
+                                 .attn = attn_.data(),
+                                 .positions = positions_.data(),
+                                 .seq_of_token = seq_of_token_.data(),
+                                 .page_table = page_table_.data(),
+                                 .max_pages = max_pages,
+                                 .page_size = kv_options_.page_size,
+                                 .cache = Kv(layer, 0),
+                                 .cache16 = Kv16(layer, 0)}));
+      return ops_.Linear(attn_.data(), tokens, w.o, o_.data());
+    }
     const int64_t hidden = c_.hidden_size, q_size = c_.q_size(), kv_size = c_.kv_size();
     RETURN_IF_ERROR(ops_.Copy(h_.data(), x_.data(), tokens * hidden));
     RETURN_IF_ERROR(ops_.RmsNorm(h_.data(), tokens, hidden, hidden, w.input_norm, c_.rms_norm_eps));
@@ -531,110 +530,6 @@ class ForwardRunner {
     return ops_.Linear(attn_.data(), tokens, w.o, o_.data());
   }
 
-  // MLA (DeepSeek; model/mla_attention.h has the equations), in the absorbed form for every
-  // token: the cache holds [RMSNorm(c_kv) | RoPE(k_rope)] per position; each head's query becomes
-  // [q_nope · W_uk | RoPE(q_rope)] and attends to the cached rows as one shared KV head whose
-  // values are the same rows; the output's latent part goes through W_uv, then o_proj. k_ holds
-  // q LoRA's latent, v_ the new cache rows, qa_ the absorbed queries, oa_ the latent outputs.
-  absl::Status MlaAttention(int layer, int64_t tokens, int max_pages) {
-    const LayerView& w = w_.layers[layer];
-    const model::MlaConfig& m = c_.mla_dims;
-    const int heads = c_.num_heads;
-    const int64_t hidden = c_.hidden_size, dn = m.qk_nope_head_dim, dr = m.qk_rope_head_dim;
-    const int64_t r = m.kv_lora_rank, dv = c_.v_head_dim, latent = r + dr, q_head = dn + dr;
-    RETURN_IF_ERROR(ops_.Copy(h_.data(), x_.data(), tokens * hidden));
-    RETURN_IF_ERROR(ops_.RmsNorm(h_.data(), tokens, hidden, hidden, w.input_norm, c_.rms_norm_eps));
-    if (m.q_lora_rank > 0) {
-      RETURN_IF_ERROR(ops_.Linear(h_.data(), tokens, w.mla.q_a, k_.data()));
-      RETURN_IF_ERROR(ops_.RmsNorm(k_.data(), tokens, m.q_lora_rank, m.q_lora_rank,
-                                   w.mla.q_a_norm, model::kMlaLatentNormEps));
-      RETURN_IF_ERROR(ops_.Linear(k_.data(), tokens, w.mla.q_b, q_.data()));
-    } else {
-      RETURN_IF_ERROR(ops_.Linear(h_.data(), tokens, w.q, q_.data()));
-    }
-    RETURN_IF_ERROR(ops_.Linear(h_.data(), tokens, w.mla.kv_a, v_.data()));
-    RETURN_IF_ERROR(
-        ops_.RmsNorm(v_.data(), tokens, r, latent, w.mla.kv_a_norm, model::kMlaLatentNormEps));
-    RETURN_IF_ERROR(Rope(v_.data() + r, tokens, latent, 1, latent));  // The rotary key.
-    RETURN_IF_ERROR(ops_.StorePagedKv({.rows = v_.data(),
-                                       .tokens = tokens,
-                                       .width = latent,
-                                       .seq_of_token = seq_of_token_.data(),
-                                       .position = positions_.data(),
-                                       .page_table = page_table_.data(),
-                                       .max_pages = max_pages,
-                                       .page_size = kv_options_.page_size,
-                                       .cache = Kv(layer, 0),
-                                       .cache16 = Kv16(layer, 0)}));
-    // qa_[t, h] = [q_nope · W_uk_h | q_rope], then the rope part rotated.
-    const LinearView& kv_b = w.mla.kv_b;
-    const int64_t w_head = (dn + dv) * r;
-    RETURN_IF_ERROR(ops_.HeadLinear({.x = q_.data(),
-                                     .rows = tokens,
-                                     .heads = heads,
-                                     .in = dn,
-                                     .out = r,
-                                     .x_row_stride = heads * q_head,
-                                     .x_head_stride = q_head,
-                                     .w = kv_b.w,
-                                     .w16 = kv_b.w16,
-                                     .w_head_stride = w_head,
-                                     .transposed = true,
-                                     .y = qa_.data(),
-                                     .y_row_stride = heads * latent,
-                                     .y_head_stride = latent}));
-    RETURN_IF_ERROR(
-        ops_.Copy2D(qa_.data() + r, latent, q_.data() + dn, q_head, tokens * heads, dr));
-    RETURN_IF_ERROR(Rope(qa_.data() + r, tokens, heads * latent, heads, latent));
-    const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(q_head)) *
-                                           c_.yarn.softmax_mscale);
-    RETURN_IF_ERROR(ops_.PagedAttention({.q = qa_.data(),
-                                         .tokens = tokens,
-                                         .q_heads = heads,
-                                         .kv_heads = 1,
-                                         .head_dim = static_cast<int>(latent),
-                                         .k_cache = Kv(layer, 0),
-                                         .v_cache = Kv(layer, 0),
-                                         .page_size = kv_options_.page_size,
-                                         .page_table = page_table_.data(),
-                                         .max_pages = max_pages,
-                                         .seq_of_token = seq_of_token_.data(),
-                                         .position = positions_.data(),
-                                         .scale = scale,
-                                         .out = oa_.data(),
-                                         .k_cache16 = Kv16(layer, 0),
-                                         .v_cache16 = Kv16(layer, 0)}));
-    // attn_[t, h] = latent output · W_uv_hᵀ.
-    RETURN_IF_ERROR(ops_.HeadLinear({.x = oa_.data(),
-                                     .rows = tokens,
-                                     .heads = heads,
-                                     .in = r,
-                                     .out = dv,
-                                     .x_row_stride = heads * latent,
-                                     .x_head_stride = latent,
-                                     .w = kv_b.w == nullptr ? nullptr : kv_b.w + dn * r,
-                                     .w16 = kv_b.w16 == nullptr ? nullptr : kv_b.w16 + dn * r,
-                                     .w_head_stride = w_head,
-                                     .y = attn_.data(),
-                                     .y_row_stride = heads * dv,
-                                     .y_head_stride = dv}));
-    return ops_.Linear(attn_.data(), tokens, w.o, o_.data());
-  }
-
-  // MLA's RoPE on `heads` rotary parts of `rows` rows (the first at x; heads head_stride apart).
-  absl::Status Rope(float* x, int64_t rows, int64_t row_stride, int heads, int64_t head_stride) {
-    return ops_.PartialRope({.x = x,
-                             .rows = rows,
-                             .row_stride = row_stride,
-                             .heads = heads,
-                             .head_stride = head_stride,
-                             .rope_dim = c_.mla_dims.qk_rope_head_dim,
-                             .interleaved = c_.rope_interleave,
-                             .positions = positions_.data(),
-                             .cos = rope_cos_.data(),
-                             .sin = rope_sin_.data()});
-  }
-
   const model::ModelConfig c_;
   ModelView w_;  // Replaced by SwitchPlacement.
   const KvArenaOptions kv_options_;
@@ -651,7 +546,7 @@ class ForwardRunner {
   Array<float> rope_cos_, rope_sin_;
   // Per-pass buffers, grown to the largest pass and reused.
   Array<float> x_, h_, q_, k_, v_, attn_, o_, last_, logits_;
-  Array<float> qa_, oa_;  // MLA: the absorbed queries and the latent outputs.
+  std::unique_ptr<MlaBlock<Ops>> mla_;  // config.mla: the attention (Init).
   std::unique_ptr<FfnBlock<Ops>> ffn_;  // Set by Init.
   Array<float> chunk_;                  // Attention-TP: this rank's chunk of the residual stream.
   std::unique_ptr<TpExchange<Ops>> tp_;
