@@ -34,7 +34,7 @@
 #include "common/security.h"
 #include "common/security_flags.h"
 #include "common/status_macros.h"
-#include "engine/model/generation_config.h"
+#include "engine/text/generation_config.h"
 #include "engine/model/model.h"
 #include "engine/offline/jsonl.h"
 #include "engine/offline/score.h"

@@ -43,9 +43,12 @@ check "router binaries and libraries depend on no planner internals" \
 check "the router depends on no engine core (only its proto and tokenizer)" \
   'kind("cc_binary|cc_library", //router/...) except attr(testonly, 1, //router/...)' \
   '//engine/parallel/... + //engine/runtime/... + //engine/server/... + //engine/gpu/...'
-check "the router uses the text stack, not the engine's model compute" \
+check "the router uses the text stack, not engine/model" \
   'kind("cc_binary|cc_library", //router/...) except attr(testonly, 1, //router/...)' \
-  '//engine/model:transformer + //engine/model:moe + //engine/model:model + //engine/model:linear + //engine/model:weights + //kernels/cpu/...'
+  '//engine/model/... + //kernels/cpu/...'
+check "the text stack is below the engine's compute" \
+  '//engine/text/... except attr(testonly, 1, //engine/text/...)' \
+  '//engine/model/... + //engine/runtime/... + //engine/parallel/... + //engine/gpu/... + //kernels/cpu/...'
 check "inside the engine, the core depends on no server (gRPC adapter)" \
   '//engine/model/... + //engine/runtime/... + //engine/parallel/... + //engine/offline/... + //engine/backend/... + //engine/gpu/...' \
   '//engine/server/...'

@@ -11,7 +11,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "common/file.h"
-#include "engine/model/config.h"
+#include "engine/text/config.h"
 #include "kernels/dtype.h"
 #include "engine/model/testing/tiny_model.h"
 

@@ -15,7 +15,7 @@
 #include "absl/flags/usage.h"
 #include "common/file.h"
 #include "common/json_fields.h"
-#include "engine/model/chat_template.h"
+#include "engine/text/chat_template.h"
 #include "nlohmann/json.hpp"
 
 ABSL_FLAG(std::string, config, "", "tokenizer_config.json holding chat_template");

@@ -14,7 +14,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "engine/model/config.h"
+#include "engine/text/config.h"
 #include "engine/model/weights.h"
 #include "engine/offline/prefill_runner.h"
 #include "engine/parallel/device_predictor.h"

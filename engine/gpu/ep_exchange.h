@@ -30,7 +30,7 @@
 #include "common/status_macros.h"
 #include "engine/gpu/grouped_experts.h"
 #include "engine/gpu/model_view.h"
-#include "engine/model/config.h"
+#include "engine/text/config.h"
 #include "engine/parallel/communicator.h"
 #include "engine/parallel/dispatch_plan.h"
 #include "engine/parallel/moe_layer_counters.h"

@@ -82,7 +82,7 @@
 #include "engine/gpu/mla_block.h"
 #include "engine/gpu/model_view.h"
 #include "engine/gpu/tp_exchange.h"
-#include "engine/model/config.h"
+#include "engine/text/config.h"
 #include "engine/model/transformer.h"
 #include "engine/parallel/communicator.h"
 #include "kernels/cpu/nn_ops.h"

@@ -12,7 +12,7 @@
 #include "common/testing/shared_data.h"
 #include "engine/gpu/gpu_transformer.h"
 #include "engine/gpu/testing/bf16_tolerance.h"
-#include "engine/model/config.h"
+#include "engine/text/config.h"
 #include "engine/model/transformer.h"
 #include "engine/model/weights.h"
 #include "engine/runtime/kv_cache.h"

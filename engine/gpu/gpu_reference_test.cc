@@ -16,7 +16,7 @@
 #include "engine/gpu/gpu_prefill.h"
 #include "engine/gpu/gpu_transformer.h"
 #include "engine/gpu/testing/bf16_tolerance.h"
-#include "engine/model/config.h"
+#include "engine/text/config.h"
 #include "engine/model/transformer.h"
 #include "engine/model/weights.h"
 #include "engine/offline/prefill_runner.h"

@@ -10,7 +10,7 @@
 #define SEMMOE_ENGINE_GPU_GPU_SUPPORT_H_
 
 #include "absl/status/status.h"
-#include "engine/model/config.h"
+#include "engine/text/config.h"
 
 namespace semmoe::engine::gpu {
 

@@ -25,7 +25,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
-#include "engine/model/config.h"
+#include "engine/text/config.h"
 #include "engine/model/transformer.h"
 #include "engine/model/weights.h"
 #include "engine/parallel/communicator.h"

@@ -13,7 +13,7 @@
 #include "absl/status/statusor.h"
 #include "engine/gpu/device_array.h"
 #include "engine/gpu/model_view.h"
-#include "engine/model/config.h"
+#include "engine/text/config.h"
 #include "engine/model/weights.h"
 
 namespace semmoe::engine::gpu {

@@ -63,7 +63,9 @@ TEST_P(GpuWeightsTest, SetExpertsUploadsKeepsAndFrees) {
       }
     }
   }
-  if (bf16) EXPECT_EQ(view.stacked.experts, (std::vector<int32_t>{1, 3, 5}));
+  if (bf16) {
+    EXPECT_EQ(view.stacked.experts, (std::vector<int32_t>{1, 3, 5}));
+  }
   EXPECT_EQ(g.bytes, before);  // Three experts before, three after.
 }
 

@@ -30,7 +30,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "engine/gpu/device_prediction.h"
-#include "engine/model/config.h"
+#include "engine/text/config.h"
 #include "engine/parallel/communicator.h"
 #include "engine/parallel/device_predictor.h"
 #include "engine/parallel/shuffle.h"

@@ -2,10 +2,10 @@
 // quantities, dense-layer placement and the errors.
 #include <string>
 
-#include "engine/model/config.h"
-#include "engine/model/deepseek_config.h"
+#include "engine/text/config.h"
+#include "engine/text/deepseek_config.h"
 #include "engine/model/mla_attention.h"
-#include "engine/model/testing/config_fuzz.h"
+#include "engine/text/testing/config_fuzz.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"

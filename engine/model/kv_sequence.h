@@ -9,17 +9,9 @@
 #include <vector>
 
 #include "absl/types/span.h"
+#include "engine/text/config.h"  // KvShape.
 
 namespace semmoe::engine::model {
-
-// Floats per position per layer: the key row and the value row. Standard attention stores K and
-// V of the KV heads (both kv_heads × head_dim); MLA stores one key row (the latent and the
-// rotary key) and no values.
-struct KvShape {
-  int key_size = 0;
-  int value_size = 0;
-  int floats() const { return key_size + value_size; }
-};
 
 class KvSequence {
  public:

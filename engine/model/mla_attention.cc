@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "engine/model/deepseek_config.h"
+#include "engine/text/deepseek_config.h"
 #include "engine/model/linear.h"
 #include "engine/model/transformer.h"
 #include "kernels/cpu/nn_ops.h"

@@ -19,7 +19,7 @@
 #include <vector>
 
 #include "absl/types/span.h"
-#include "engine/model/config.h"
+#include "engine/text/config.h"
 #include "engine/model/weights.h"
 
 namespace semmoe::engine::model {

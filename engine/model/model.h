@@ -7,8 +7,8 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "engine/model/config.h"
-#include "engine/model/tokenizer.h"
+#include "engine/text/config.h"
+#include "engine/text/tokenizer.h"
 #include "engine/model/transformer.h"
 #include "engine/model/weights.h"
 #include "kernels/safetensors.h"

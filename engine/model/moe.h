@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "engine/model/config.h"
+#include "engine/text/config.h"
 #include "engine/model/weights.h"
 #include "kernels/op_args.h"
 

@@ -19,7 +19,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
-#include "engine/model/config.h"
+#include "engine/text/config.h"
 #include "engine/model/kv_sequence.h"
 #include "engine/model/mla_attention.h"
 #include "engine/model/moe.h"

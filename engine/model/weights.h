@@ -14,7 +14,7 @@
 
 #include "Eigen/Core"
 #include "absl/status/statusor.h"
-#include "engine/model/config.h"
+#include "engine/text/config.h"
 #include "kernels/safetensors.h"
 
 namespace semmoe::engine::model {

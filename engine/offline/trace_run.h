@@ -10,7 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "common/progress.h"
-#include "engine/model/tokenizer.h"
+#include "engine/text/tokenizer.h"
 #include "engine/model/transformer.h"
 #include "engine/offline/prefill_runner.h"
 

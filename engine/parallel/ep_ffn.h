@@ -24,7 +24,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "engine/model/config.h"
+#include "engine/text/config.h"
 #include "engine/model/moe.h"
 #include "engine/model/weights.h"
 #include "engine/parallel/communicator.h"

@@ -6,7 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "engine/model/config.h"
+#include "engine/text/config.h"
 #include "engine/parallel/gloo_communicator.h"
 #include "engine/parallel/group_engine.h"
 #include "engine/parallel/testing/tiny_group.h"

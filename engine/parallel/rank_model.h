@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "engine/model/config.h"
-#include "engine/model/tokenizer.h"
+#include "engine/text/config.h"
+#include "engine/text/tokenizer.h"
 #include "engine/model/transformer.h"
 #include "engine/model/weights.h"
 #include "engine/parallel/communicator.h"

@@ -10,7 +10,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "engine/model/config.h"
+#include "engine/text/config.h"
 #include "engine/parallel/device_predictor.h"
 #include "planner/affinity/token_affinity.h"
 #include "planner/placement/placement.h"

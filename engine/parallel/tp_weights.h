@@ -7,7 +7,7 @@
 #define SEMMOE_ENGINE_PARALLEL_TP_WEIGHTS_H_
 
 #include "absl/status/statusor.h"
-#include "engine/model/config.h"
+#include "engine/text/config.h"
 #include "engine/model/weights.h"
 
 namespace semmoe::engine {

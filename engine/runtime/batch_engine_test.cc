@@ -7,7 +7,7 @@
 #include "common/file.h"
 #include "common/testing/shared_data.h"
 #include "engine/model/model.h"
-#include "engine/model/unicode.h"
+#include "engine/text/unicode.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"

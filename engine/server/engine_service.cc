@@ -11,7 +11,7 @@
 #include "common/grpc_status.h"
 #include "common/security.h"
 #include "common/status_macros.h"
-#include "engine/model/prompt.h"
+#include "engine/text/prompt.h"
 
 namespace semmoe::engine {
 

@@ -7,7 +7,7 @@
 
 #include "absl/time/clock.h"
 #include "common/file.h"
-#include "engine/model/unicode.h"
+#include "engine/text/unicode.h"
 #include "engine/parallel/gloo_communicator.h"
 #include "engine/parallel/rank_model.h"
 #include "gloo/rendezvous/hash_store.h"

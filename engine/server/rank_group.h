@@ -9,8 +9,8 @@
 #include <memory>
 
 #include "absl/status/statusor.h"
-#include "engine/model/config.h"
-#include "engine/model/tokenizer.h"
+#include "engine/text/config.h"
+#include "engine/text/tokenizer.h"
 #include "engine/parallel/group_engine.h"
 #include "engine/parallel/group_epoch.h"
 #include "engine/parallel/placement_rollout.h"

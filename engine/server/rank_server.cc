@@ -10,7 +10,7 @@
 #include "common/metrics_server.h"
 #include "common/security.h"
 #include "common/status_macros.h"
-#include "engine/model/config.h"
+#include "engine/text/config.h"
 #include "engine/parallel/group_epoch.h"
 #include "engine/server/active_watch.h"
 #include "engine/backend/device_backend.h"

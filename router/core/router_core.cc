@@ -7,7 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/security.h"
-#include "engine/model/prompt.h"
+#include "engine/text/prompt.h"
 #include "glog/logging.h"
 #include "grpcpp/grpcpp.h"
 #include "planner/proto/planner.grpc.pb.h"

@@ -1,7 +1,7 @@
 // The router's core, free of RPC types: everything between a door (the gRPC service in
 // router/server, the HTTP door in router/http) and the engine ranks, written once.
 //
-// Submit: the prompt is checked and tokenised (engine/model/prompt.h, as the engines check it),
+// Submit: the prompt is checked and tokenised (engine/text/prompt.h, as the engines check it),
 // admitted (at most `max_in_flight` calls, and by predicted wait: call_policy.h), given its A/B
 // arm (engine_group.h ChooseGroup), scored against its group's tables (router/tables) and placed
 // by the group's rebatcher (router/rebatch) with the requests arriving in the same window. The
@@ -28,7 +28,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "engine/model/tokenizer.h"
+#include "engine/text/tokenizer.h"
 #include "router/core/engine_group.h"
 #include "router/core/router_api.h"
 #include "router/proto/router.pb.h"

@@ -31,7 +31,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "common/work_queue.h"
-#include "engine/model/chat_template.h"
+#include "engine/text/chat_template.h"
 #include "router/core/router_api.h"
 #include "router/http/http_server.h"
 #include "router/openai/openai_request.h"

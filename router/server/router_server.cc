@@ -9,7 +9,7 @@
 #include "common/grpc_status.h"
 #include "common/security.h"
 #include "common/status_macros.h"
-#include "engine/model/config.h"
+#include "engine/text/config.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "planner/proto/planner.grpc.pb.h"

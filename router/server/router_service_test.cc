@@ -11,7 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/file.h"
-#include "engine/model/config.h"
+#include "engine/text/config.h"
 #include "engine/server/testing/local_engine.h"
 #include "gmock/gmock.h"
 #include "grpcpp/grpcpp.h"

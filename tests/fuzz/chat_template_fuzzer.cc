@@ -1,5 +1,5 @@
 // Chat templates (tokenizer_config.json's chat_template): parse, then render a conversation.
-#include "engine/model/jinja/template.h"
+#include "engine/text/jinja/template.h"
 #include "tests/fuzz/fuzz_util.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

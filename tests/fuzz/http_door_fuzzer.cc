@@ -8,7 +8,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "engine/model/chat_template.h"
+#include "engine/text/chat_template.h"
 #include "router/core/router_api.h"
 #include "router/http/http_frontend.h"
 #include "router/http/http_server.h"

@@ -1,5 +1,5 @@
-// config.json of every architecture (engine/model/config.h).
-#include "engine/model/config.h"
+// config.json of every architecture (engine/text/config.h).
+#include "engine/text/config.h"
 #include "tests/fuzz/fuzz_util.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -6,7 +6,7 @@
 // this one reaches deep combinations of these pieces in few bytes.
 #include <string>
 
-#include "engine/model/jinja/template.h"
+#include "engine/text/jinja/template.h"
 #include "tests/fuzz/fuzz_util.h"
 
 namespace {

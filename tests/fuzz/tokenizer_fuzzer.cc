@@ -1,5 +1,5 @@
-// tokenizer.json (engine/model/tokenizer.h): load, then encode and decode a fixed text.
-#include "engine/model/tokenizer.h"
+// tokenizer.json (engine/text/tokenizer.h): load, then encode and decode a fixed text.
+#include "engine/text/tokenizer.h"
 #include "tests/fuzz/fuzz_util.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

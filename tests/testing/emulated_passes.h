@@ -7,7 +7,7 @@
 #include <memory>
 #include <vector>
 
-#include "engine/model/config.h"
+#include "engine/text/config.h"
 #include "engine/model/transformer.h"
 #include "engine/runtime/kv_cache.h"
 

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "engine/model/config.h"
+#include "engine/text/config.h"
 #include "engine/model/transformer.h"
 #include "planner/trace/trace_set.h"
 

@@ -6,7 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/file.h"
-#include "engine/model/config.h"
+#include "engine/text/config.h"
 #include "engine/server/testing/local_engine.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"

@@ -11,7 +11,7 @@
 #include <cstdint>
 
 #include "absl/status/statusor.h"
-#include "engine/model/config.h"
+#include "engine/text/config.h"
 #include "engine/model/weights.h"
 
 namespace semmoe::engine::gpu::testing {

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "engine/gpu/model_view.h"
-#include "engine/model/config.h"
+#include "engine/text/config.h"
 #include "planner/placement/placement.h"
 
 namespace semmoe::engine::gpu::testing {

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "engine/model/config.h"
+#include "engine/text/config.h"
 #include "kernels/dtype.h"
 
 namespace semmoe::testing {

@@ -3,7 +3,7 @@
 #include <cstdlib>
 
 #include "common/file.h"
-#include "engine/model/config.h"
+#include "engine/text/config.h"
 #include "gtest/gtest.h"
 #include "kernels/safetensors.h"
 

@@ -1,0 +1,51 @@
+// A checkpoint's chat template: `chat_template` from tokenizer_config.json (a string, or a list
+// of {"name", "template"} whose "default" entry is used), rendered with the Jinja subset of
+// engine/text/jinja/ the way transformers' apply_chat_template does: variables `messages`,
+// `add_generation_prompt`, `bos_token`, `eos_token`, plus any extra keyword (`tools`,
+// `enable_thinking`, ...).
+//
+// Thread-safe: immutable after Load/FromConfig.
+#ifndef SEMMOE_ENGINE_TEXT_CHAT_TEMPLATE_H_
+#define SEMMOE_ENGINE_TEXT_CHAT_TEMPLATE_H_
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "engine/text/jinja/template.h"
+#include "nlohmann/json.hpp"
+
+namespace semmoe::engine::model {
+
+class ChatTemplate {
+ public:
+  // From `model_dir`/tokenizer_config.json. NotFound when the file or its chat_template is
+  // missing (the model then serves completions only); InvalidArgument naming the file for bad
+  // JSON, a bad template or wrong types.
+  static absl::StatusOr<ChatTemplate> Load(const std::string& model_dir);
+  // From the parsed tokenizer_config.json (`source` names it in errors).
+  static absl::StatusOr<ChatTemplate> FromConfig(const nlohmann::ordered_json& config,
+                                                 const std::string& source);
+
+  // The prompt for `messages` (an array of {"role", "content", ...} objects, passed to the
+  // template as they are). `extra` (an object; may be null) adds variables: tools,
+  // enable_thinking, .... InvalidArgument when the template refuses the conversation
+  // (raise_exception) or fails on it, with the template's line.
+  absl::StatusOr<std::string> Apply(const nlohmann::ordered_json& messages,
+                                    bool add_generation_prompt,
+                                    const nlohmann::ordered_json& extra = nullptr) const;
+
+  const std::string& bos_token() const { return bos_token_; }
+  const std::string& eos_token() const { return eos_token_; }
+
+ private:
+  ChatTemplate(jinja::Template t, std::string bos, std::string eos)
+      : template_(std::move(t)), bos_token_(std::move(bos)), eos_token_(std::move(eos)) {}
+
+  jinja::Template template_;
+  std::string bos_token_;  // "" when the config names none.
+  std::string eos_token_;
+};
+
+}  // namespace semmoe::engine::model
+
+#endif  // SEMMOE_ENGINE_TEXT_CHAT_TEMPLATE_H_

