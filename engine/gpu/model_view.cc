@@ -7,9 +7,12 @@ LinearView Linear(const model::Matrix& m) {
   if (m.size() == 0) return {};
   return {.w = m.data(), .rows = m.rows(), .cols = m.cols()};
 }
-MlpView Mlp(const model::MlpWeights& m) {
-  return {Linear(m.gate.w), Linear(m.up.w), Linear(m.down.w)};
+LinearView Linear(const model::LinearWeight& l) {
+  LinearView v = Linear(l.w);
+  if (!l.bf16.empty()) v.exact16 = l.bf16.data();
+  return v;
 }
+MlpView Mlp(const model::MlpWeights& m) { return {Linear(m.gate), Linear(m.up), Linear(m.down)}; }
 const float* OrNull(const model::Vector& v) { return v.size() > 0 ? v.data() : nullptr; }
 
 }  // namespace
@@ -21,21 +24,21 @@ ModelView HostView(const model::ModelWeights& weights) {
     LayerView l;
     l.input_norm = w.input_norm.data();
     l.post_attention_norm = w.post_attention_norm.data();
-    l.q = Linear(w.q.w);
-    l.k = Linear(w.k.w);
-    l.v = Linear(w.v.w);
-    l.o = Linear(w.o.w);
+    l.q = Linear(w.q);
+    l.k = Linear(w.k);
+    l.v = Linear(w.v);
+    l.o = Linear(w.o);
     l.q_bias = OrNull(w.q_bias);
     l.k_bias = OrNull(w.k_bias);
     l.v_bias = OrNull(w.v_bias);
     l.q_norm = OrNull(w.q_norm);
     l.k_norm = OrNull(w.k_norm);
-    l.mla = MlaView{.q_a = Linear(w.mla.q_a.w),
+    l.mla = MlaView{.q_a = Linear(w.mla.q_a),
                     .q_a_norm = OrNull(w.mla.q_a_norm),
-                    .q_b = Linear(w.mla.q_b.w),
-                    .kv_a = Linear(w.mla.kv_a.w),
+                    .q_b = Linear(w.mla.q_b),
+                    .kv_a = Linear(w.mla.kv_a),
                     .kv_a_norm = OrNull(w.mla.kv_a_norm),
-                    .kv_b = Linear(w.mla.kv_b.w)};
+                    .kv_b = Linear(w.mla.kv_b)};
     l.is_moe = w.is_moe;
     if (w.is_moe) {
       l.router = Linear(w.router);
@@ -52,7 +55,7 @@ ModelView HostView(const model::ModelWeights& weights) {
     view.layers.push_back(std::move(l));
   }
   view.final_norm = weights.final_norm.data();
-  view.lm_head = Linear(weights.lm_head.w);
+  view.lm_head = Linear(weights.lm_head);
   return view;
 }
 

@@ -18,6 +18,9 @@ struct LinearView {  // y = x · wᵀ.
   // Or bf16 bits of the same [out, in] matrix: the product rounds x to bf16 and accumulates in
   // f32 (tensor cores on the GPU). At most one of w and w16 is set.
   const uint16_t* w16 = nullptr;
+  // With w: the same values as bf16 bits (a BF16 checkpoint's, widened exactly into w), which a
+  // product of few rows may read instead — half the bytes, the same result (CpuOps::Linear).
+  const uint16_t* exact16 = nullptr;
   int64_t rows = 0, cols = 0;  // out, in.
   bool empty() const { return w == nullptr && w16 == nullptr; }
 };
@@ -39,12 +42,12 @@ struct MlpView {
 // reads kv_b per head: W_uk_h = rows [h·(nope + v), + nope) and W_uv_h = the next v rows, each
 // [·, kv_lora_rank].
 struct MlaView {
-  LinearView q_a;                     // Empty without q LoRA (LayerView::q is q_proj).
-  const float* q_a_norm = nullptr;    // [q_lora_rank]
-  LinearView q_b;                     // [heads × (nope + rope), q_lora_rank]
-  LinearView kv_a;                    // [kv_lora_rank + rope, hidden]
-  const float* kv_a_norm = nullptr;   // [kv_lora_rank]
-  LinearView kv_b;                    // [heads × (nope + v), kv_lora_rank]
+  LinearView q_a;                    // Empty without q LoRA (LayerView::q is q_proj).
+  const float* q_a_norm = nullptr;   // [q_lora_rank]
+  LinearView q_b;                    // [heads × (nope + rope), q_lora_rank]
+  LinearView kv_a;                   // [kv_lora_rank + rope, hidden]
+  const float* kv_a_norm = nullptr;  // [kv_lora_rank]
+  LinearView kv_b;                   // [heads × (nope + v), kv_lora_rank]
 };
 
 struct LayerView {

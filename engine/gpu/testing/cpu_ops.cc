@@ -7,6 +7,7 @@
 #include "kernels/cpu/nn_ops.h"
 #include "kernels/cpu/paged_attention.h"
 #include "kernels/cpu/predict_devices.h"
+#include "kernels/cpu/small_gemm.h"
 #include "kernels/dtype.h"
 
 namespace semmoe::engine::gpu::testing {
@@ -14,11 +15,25 @@ namespace {
 
 using RowMajor = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
+// Rows at or below which an f32 product skips Eigen's packing (engine/model/linear.h's rule).
+constexpr int64_t kSmallGemmRows = 16;
+// Runs of at most this many new tokens of a sequence attend token by token (a decode step).
+constexpr int64_t kDirectAttentionTokens = 4;
+
 }  // namespace
 
 absl::Status CpuOps::Linear(const float* x, int64_t rows, const LinearView& w, float* y) {
   if (rows == 0) return absl::OkStatus();
   Eigen::Map<RowMajor> ym(y, rows, w.rows);
+  if (w.w16 == nullptr && rows <= kSmallGemmRows) {  // Unpacked: see kernels/cpu/small_gemm.h.
+    if (w.exact16 != nullptr) {
+      kernels::cpu::SmallGemmAbtBf16(
+          {x, rows, w.cols, w.cols, w.exact16, w.rows, w.cols, y, w.rows});
+    } else {
+      kernels::cpu::SmallGemmAbt({x, rows, w.cols, w.cols, w.w, w.rows, w.cols, y, w.rows});
+    }
+    return absl::OkStatus();
+  }
   if (w.w16 == nullptr) {
     Eigen::Map<const RowMajor> xm(x, rows, w.cols), wm(w.w, w.rows, w.cols);
     ym.noalias() = xm * wm.transpose();
@@ -57,7 +72,8 @@ absl::Status CpuOps::HeadLinear(const kernels::HeadLinearArgs& a) {
     if (a.w16 != nullptr) {
       w.resize(w_rows, w_cols);
       const uint16_t* bits = a.w16 + h * a.w_head_stride;
-      for (int64_t i = 0; i < w.size(); ++i) w.data()[i] = kernels::Bf16ToF32(kernels::BF16{bits[i]});
+      for (int64_t i = 0; i < w.size(); ++i)
+        w.data()[i] = kernels::Bf16ToF32(kernels::BF16{bits[i]});
     } else {
       w = Eigen::Map<const RowMajor>(a.w + h * a.w_head_stride, w_rows, w_cols);
     }
@@ -157,8 +173,61 @@ absl::Status CpuOps::StorePagedKv(const kernels::StorePagedKvArgs& a) {
   return absl::OkStatus();
 }
 
+namespace {
+
+// One sequence's run of `n` consecutive new tokens from batch token `t` (a prefill or a chunk):
+// its context gathered from the f32 pages into contiguous keys and values, then per head
+// scores = q·Kᵀ·scale, the causal softmax, out = scores·V as GEMMs (the per-token kernel reads
+// every cache row once per token).
+void GemmAttention(const kernels::PagedAttentionArgs& a, int64_t t, int64_t n) {
+  const int64_t row = int64_t{a.kv_heads} * a.head_dim, q_row = int64_t{a.q_heads} * a.head_dim;
+  const int group = a.q_heads / a.kv_heads, hd = a.head_dim;
+  const int64_t start = a.position[t], context = a.position[t + n - 1] + 1;
+  const int32_t* pages = a.page_table + int64_t{a.seq_of_token[t]} * a.max_pages;
+  RowMajor keys(context, row), values(context, row), scores;
+  for (int64_t p = 0; p < context; ++p) {
+    const int64_t slot = int64_t{pages[p / a.page_size]} * a.page_size + p % a.page_size;
+    std::copy_n(a.k_cache + slot * row, row, keys.row(p).data());
+    std::copy_n(a.v_cache + slot * row, row, values.row(p).data());
+  }
+  using Stride = Eigen::OuterStride<>;
+  for (int h = 0; h < a.q_heads; ++h) {
+    const int64_t kv = int64_t{h / group} * hd;
+    Eigen::Map<const RowMajor, 0, Stride> q(a.q + t * q_row + int64_t{h} * hd, n, hd,
+                                            Stride(q_row));
+    Eigen::Map<RowMajor, 0, Stride> out(a.out + t * q_row + int64_t{h} * hd, n, hd, Stride(q_row));
+    scores.noalias() = (q * keys.middleCols(kv, hd).transpose()) * a.scale;  // [n, context]
+    kernels::cpu::CausalSoftmax({scores.data(), n, context, context, start});
+    out.noalias() = scores * values.middleCols(kv, hd);
+  }
+}
+
+}  // namespace
+
 absl::Status CpuOps::PagedAttention(const kernels::PagedAttentionArgs& a) {
-  kernels::cpu::PagedAttention(a);
+  if (a.k_cache16 != nullptr) {  // The bf16 cache: the kernel's reference, token by token.
+    kernels::cpu::PagedAttention(a);
+    return absl::OkStatus();
+  }
+  const int64_t q_row = int64_t{a.q_heads} * a.head_dim;
+  for (int64_t t = 0, end = 0; t < a.tokens; t = end) {
+    end = t + 1;  // The run of the same sequence's consecutive positions.
+    while (end < a.tokens && a.seq_of_token[end] == a.seq_of_token[t] &&
+           a.position[end] == a.position[end - 1] + 1) {
+      ++end;
+    }
+    if (end - t > kDirectAttentionTokens) {
+      GemmAttention(a, t, end - t);
+      continue;
+    }
+    kernels::PagedAttentionArgs run = a;
+    run.q += t * q_row;
+    run.out += t * q_row;
+    run.tokens = end - t;
+    run.seq_of_token += t;
+    run.position += t;
+    kernels::cpu::PagedAttention(run);
+  }
   return absl::OkStatus();
 }
 

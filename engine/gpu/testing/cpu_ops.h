@@ -1,6 +1,10 @@
 // CpuOps: ForwardRunner's operations (engine/gpu/forward_runner.h) on the host, each the CPU
 // reference of the CUDA kernel CudaOps launches (kernels/cpu) and an Eigen product for the
-// GEMMs. ForwardRunner<CpuOps> runs the GPU forward's exact sequence of operations in CI.
+// GEMMs. ForwardRunner<CpuOps> runs the GPU forward's exact sequence of operations in CI. Where
+// the CPU Transformer has a faster way to the same values, so does CpuOps (the CPU product moves
+// onto it, issue 36; tools/bench_op_set): f32 products of ≤ 16 rows unpacked
+// (kernels/cpu/small_gemm, reading LinearView::exact16 when set), and a sequence's run of > 4 new
+// tokens attending through per-head GEMMs over its gathered context (an f32 cache).
 // Fresh float buffers are NaN, so reading memory the pass never wrote shows in the logits.
 #ifndef SEMMOE_ENGINE_GPU_TESTING_CPU_OPS_H_
 #define SEMMOE_ENGINE_GPU_TESTING_CPU_OPS_H_
