@@ -59,6 +59,22 @@ absl::Status CpuOps::Copy2D(float* dst, int64_t dst_stride, const float* src, in
 
 absl::Status CpuOps::HeadLinear(const kernels::HeadLinearArgs& a) {
   using Stride = Eigen::OuterStride<>;
+  if (a.w16 == nullptr) {  // f32: each head's operands in place, no copies.
+    const int64_t w_rows = a.transposed ? a.in : a.out, w_cols = a.transposed ? a.out : a.in;
+    for (int h = 0; h < a.heads; ++h) {
+      Eigen::Map<const RowMajor, 0, Stride> x(a.x + h * a.x_head_stride, a.rows, a.in,
+                                              Stride(a.x_row_stride));
+      Eigen::Map<const RowMajor> w(a.w + h * a.w_head_stride, w_rows, w_cols);
+      Eigen::Map<RowMajor, 0, Stride> y(a.y + h * a.y_head_stride, a.rows, a.out,
+                                        Stride(a.y_row_stride));
+      if (a.transposed) {
+        y.noalias() = x * w;
+      } else {
+        y.noalias() = x * w.transpose();
+      }
+    }
+    return absl::OkStatus();
+  }
   RowMajor x(a.rows, a.in), w;
   for (int h = 0; h < a.heads; ++h) {
     // The head's rows of x (rounded to bf16 for a bf16 product) and its matrix, widened to f32.
