@@ -34,14 +34,14 @@
 #include "common/security.h"
 #include "common/security_flags.h"
 #include "common/status_macros.h"
-#include "engine/text/generation_config.h"
+#include "engine/backend/device_backend.h"
 #include "engine/model/model.h"
 #include "engine/offline/jsonl.h"
 #include "engine/offline/score.h"
 #include "engine/offline/trace_run.h"
 #include "engine/runtime/batch_engine.h"
-#include "engine/backend/device_backend.h"
 #include "engine/server/rank_server.h"
+#include "engine/text/generation_config.h"
 #include "nlohmann/json.hpp"
 
 ABSL_FLAG(std::string, model, "",

@@ -36,10 +36,10 @@
 #include "absl/strings/numbers.h"
 #include "engine/gpu/gpu_transformer.h"
 #include "engine/gpu/testing/random_model.h"
-#include "engine/text/config.h"
 #include "engine/model/transformer.h"
 #include "engine/model/weights.h"
 #include "engine/runtime/kv_cache.h"
+#include "engine/text/config.h"
 #include "kernels/safetensors.h"
 
 namespace {

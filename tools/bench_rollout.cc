@@ -38,17 +38,17 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
-#include "engine/text/config.h"
+#include "engine/model/testing/tiny_model.h"
 #include "engine/model/weights.h"
 #include "engine/parallel/gloo_communicator.h"
 #include "engine/parallel/group_engine.h"
 #include "engine/parallel/placement_rollout.h"
 #include "engine/parallel/routing_sampler.h"
+#include "engine/text/config.h"
 #include "glog/logging.h"
 #include "gloo/rendezvous/hash_store.h"
 #include "kernels/safetensors.h"
 #include "nlohmann/json.hpp"
-#include "engine/model/testing/tiny_model.h"
 
 ABSL_FLAG(std::string, model, "", "Model directory; empty: a synthetic one.");
 ABSL_FLAG(std::vector<std::string>, moved, std::vector<std::string>({"2", "4", "8"}),

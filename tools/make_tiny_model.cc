@@ -11,9 +11,9 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "common/file.h"
+#include "engine/model/testing/tiny_model.h"
 #include "engine/text/config.h"
 #include "kernels/dtype.h"
-#include "engine/model/testing/tiny_model.h"
 
 ABSL_FLAG(std::string, arch, "qwen3_moe",
           "qwen3_moe, qwen2_moe, mixtral, deepseek_v2 or deepseek_v3");

@@ -14,13 +14,13 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "engine/text/config.h"
 #include "engine/model/weights.h"
 #include "engine/offline/prefill_runner.h"
 #include "engine/parallel/device_predictor.h"
 #include "engine/parallel/rank_forward.h"
 #include "engine/parallel/rendezvous.h"
 #include "engine/runtime/batch_engine.h"
+#include "engine/text/config.h"
 #include "planner/placement/placement.h"
 
 namespace semmoe::engine {

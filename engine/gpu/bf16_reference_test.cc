@@ -13,8 +13,8 @@
 #include "engine/gpu/forward_runner.h"
 #include "engine/gpu/testing/bf16_tolerance.h"
 #include "engine/gpu/testing/cpu_ops.h"
-#include "engine/text/config.h"
 #include "engine/model/weights.h"
+#include "engine/text/config.h"
 #include "gtest/gtest.h"
 #include "kernels/safetensors.h"
 

@@ -30,10 +30,10 @@
 #include "common/status_macros.h"
 #include "engine/gpu/grouped_experts.h"
 #include "engine/gpu/model_view.h"
-#include "engine/text/config.h"
 #include "engine/parallel/communicator.h"
 #include "engine/parallel/dispatch_plan.h"
 #include "engine/parallel/moe_layer_counters.h"
+#include "engine/text/config.h"
 #include "planner/placement/placement.h"
 
 namespace semmoe::engine::gpu {

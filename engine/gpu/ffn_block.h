@@ -24,10 +24,10 @@
 #include "engine/gpu/ep_exchange.h"
 #include "engine/gpu/grouped_experts.h"
 #include "engine/gpu/model_view.h"
-#include "engine/text/config.h"
 #include "engine/model/moe.h"
 #include "engine/model/transformer.h"
 #include "engine/parallel/moe_layer_counters.h"
+#include "engine/text/config.h"
 #include "kernels/op_args.h"
 
 namespace semmoe::engine::gpu {

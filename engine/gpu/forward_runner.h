@@ -8,9 +8,9 @@
 // The pass: embedding gather; per layer RMSNorm, q/k/v projections (+ biases), QK-norm + RoPE,
 // the new keys and values stored into the paged cache, paged attention, o projection, residual
 // add — or DeepSeek's multi-head latent attention in its absorbed form (engine/gpu/mla_block.h;
-// the cache holds the latent); then the FFN half (engine/gpu/ffn_block.h: the MoE block — router, gating, the routed
-// experts, the gated shared expert — or the dense MLP); last the final norm and lm_head on the
-// rows whose logits are wanted.
+// the cache holds the latent); then the FFN half (engine/gpu/ffn_block.h: the MoE block — router,
+// gating, the routed experts, the gated shared expert — or the dense MLP); last the final norm and
+// lm_head on the rows whose logits are wanted.
 //
 // bf16 weights (engine/gpu/bf16_view.h): every product with w16 weights rounds its input to bf16
 // and accumulates in f32; a MoE layer whose experts are stacked runs them as one grouped call
@@ -82,9 +82,9 @@
 #include "engine/gpu/mla_block.h"
 #include "engine/gpu/model_view.h"
 #include "engine/gpu/tp_exchange.h"
-#include "engine/text/config.h"
 #include "engine/model/transformer.h"
 #include "engine/parallel/communicator.h"
+#include "engine/text/config.h"
 #include "kernels/cpu/nn_ops.h"
 #include "kernels/op_args.h"
 #include "planner/placement/placement.h"
@@ -392,8 +392,7 @@ class ForwardRunner {
     if (o.placement == nullptr) return x;
     x.ep = std::make_unique<EpExchange<Ops>>(c_, *o.placement, *o.comm, ops_);
     if (o.attention_tp) {
-      x.tp = std::make_unique<TpExchange<Ops>>(c_, *o.comm, ops_, o.predictor,
-                                               o.token_balance_eps);
+      x.tp = std::make_unique<TpExchange<Ops>>(c_, *o.comm, ops_, o.predictor, o.token_balance_eps);
       RETURN_IF_ERROR(x.tp->Init());
     }
     return x;
@@ -540,7 +539,7 @@ class ForwardRunner {
   std::vector<MoeLayerCounters> ep_counters_;  // Per placement layer (EP).
   std::vector<int32_t> row_local_, row_all_;   // Per token of the pass: activations here, all.
   Array<float> kv_;
-  Array<uint16_t> kv16_;  // Instead of kv_ with KvArenaOptions::bf16.
+  Array<uint16_t> kv16_;         // Instead of kv_ with KvArenaOptions::bf16.
   int64_t layer_kv_floats_ = 0;  // Per layer: keys and values.
   int64_t layer_keys_ = 0;       // Per layer: the keys (the values follow them).
   Array<float> rope_cos_, rope_sin_;

@@ -8,9 +8,9 @@
 
 #include "absl/status/statusor.h"
 #include "engine/gpu/gpu_transformer.h"
-#include "engine/text/config.h"
 #include "engine/model/weights.h"
 #include "engine/runtime/batch_engine.h"
+#include "engine/text/config.h"
 
 namespace semmoe::engine::gpu {
 

@@ -12,10 +12,10 @@
 #include "common/testing/shared_data.h"
 #include "engine/gpu/gpu_transformer.h"
 #include "engine/gpu/testing/bf16_tolerance.h"
-#include "engine/text/config.h"
 #include "engine/model/transformer.h"
 #include "engine/model/weights.h"
 #include "engine/runtime/kv_cache.h"
+#include "engine/text/config.h"
 #include "gtest/gtest.h"
 #include "kernels/cuda/cuda_status.h"
 #include "kernels/safetensors.h"
@@ -35,8 +35,7 @@ TEST(GpuDeepseekReferenceTest, FinalLogitsAndGreedyDecoding) {
   const int pages = 512, page_size = 16;
   for (const bool bf16 : {false, true}) {
     auto gpu = GpuTransformer::Create(
-        config, weights,
-        {.device = 0, .bf16 = bf16, .num_pages = pages, .page_size = page_size});
+        config, weights, {.device = 0, .bf16 = bf16, .num_pages = pages, .page_size = page_size});
     ASSERT_TRUE(gpu.ok()) << gpu.status();
     auto gap = testing::MeasureFinalLogits(
         dir, config,
@@ -44,8 +43,8 @@ TEST(GpuDeepseekReferenceTest, FinalLogitsAndGreedyDecoding) {
           return (*gpu)->Forward(batch, options);
         });
     ASSERT_TRUE(gap.ok()) << gap.status();
-    std::cout << (bf16 ? "bf16" : "f32") << " (GPU) vs fp32 reference, deepseek-v3-tiny: "
-              << gap->Describe() << "\n";
+    std::cout << (bf16 ? "bf16" : "f32")
+              << " (GPU) vs fp32 reference, deepseek-v3-tiny: " << gap->Describe() << "\n";
     if (bf16) {
       EXPECT_LE(gap->median(), 3e-2);
       EXPECT_LE(gap->worst(), 0.3);

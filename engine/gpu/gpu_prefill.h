@@ -7,10 +7,10 @@
 
 #include "absl/status/statusor.h"
 #include "engine/gpu/gpu_transformer.h"
-#include "engine/text/config.h"
 #include "engine/model/weights.h"
 #include "engine/offline/prefill_runner.h"
 #include "engine/runtime/kv_cache.h"
+#include "engine/text/config.h"
 
 namespace semmoe::engine::gpu {
 

@@ -10,11 +10,11 @@
 
 #include "absl/status/statusor.h"
 #include "engine/gpu/gpu_transformer.h"
-#include "engine/text/config.h"
 #include "engine/model/weights.h"
 #include "engine/parallel/communicator.h"
 #include "engine/parallel/rendezvous.h"
 #include "engine/runtime/batch_engine.h"
+#include "engine/text/config.h"
 #include "gloo/rendezvous/store.h"
 #include "planner/placement/placement.h"
 

@@ -25,12 +25,12 @@
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
-#include "engine/text/config.h"
 #include "engine/model/transformer.h"
 #include "engine/model/weights.h"
 #include "engine/parallel/communicator.h"
 #include "engine/parallel/device_predictor.h"
 #include "engine/parallel/moe_layer_counters.h"
+#include "engine/text/config.h"
 #include "planner/placement/placement.h"
 
 namespace semmoe::engine::gpu {
@@ -76,8 +76,8 @@ class GpuTransformer {
  public:
   // UNAVAILABLE without a CUDA device; INVALID_ARGUMENT for shapes the kernels do not take
   // (engine/gpu/gpu_support.h: heads over 1024 floats, more than 1024 experts or 32 groups, top_k
-  // over 32) or a placement that does not fit; FAILED_PRECONDITION if an expert this device runs is not
-  // loaded; RESOURCE_EXHAUSTED if the GPU is full.
+  // over 32) or a placement that does not fit; FAILED_PRECONDITION if an expert this device runs is
+  // not loaded; RESOURCE_EXHAUSTED if the GPU is full.
   static absl::StatusOr<std::unique_ptr<GpuTransformer>> Create(const model::ModelConfig& config,
                                                                 const model::ModelWeights& weights,
                                                                 const GpuForwardOptions& options);

@@ -13,8 +13,8 @@
 #include "absl/status/statusor.h"
 #include "engine/gpu/device_array.h"
 #include "engine/gpu/model_view.h"
-#include "engine/text/config.h"
 #include "engine/model/weights.h"
+#include "engine/text/config.h"
 
 namespace semmoe::engine::gpu {
 
@@ -35,14 +35,14 @@ struct GpuMla {  // engine/gpu/model_view.h MlaView.
 struct GpuLayer {
   DeviceArray<float> input_norm, post_attention_norm;
   GpuLinear q, k, v, o;
-  GpuMla mla;  // config.mla only.
+  GpuMla mla;                                 // config.mla only.
   DeviceArray<float> q_bias, k_bias, v_bias;  // Empty unless config.attention_bias.
   DeviceArray<float> q_norm, k_norm;          // Empty unless config.qk_norm.
   bool is_moe = false;
   GpuMlp dense;
-  GpuLinear router;             // [experts, hidden]
+  GpuLinear router;                // [experts, hidden]
   DeviceArray<float> router_bias;  // noaux_tc only.
-  std::vector<GpuMlp> experts;  // All of them.
+  std::vector<GpuMlp> experts;     // All of them.
   bool has_shared_expert = false;
   GpuMlp shared_expert;
   GpuLinear shared_expert_gate;  // [1, hidden]; empty for DeepSeek's ungated shared experts.

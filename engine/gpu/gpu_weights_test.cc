@@ -39,8 +39,8 @@ TEST_P(GpuWeightsTest, SetExpertsUploadsKeepsAndFrees) {
   ASSERT_TRUE(w.ok()) << w.status();
   GpuWeights& g = **w;
   const int64_t before = g.bytes;
-  const std::map<int32_t, const model::MlpWeights*> gained = {
-      {3, &all.layers[layer].experts[3]}, {5, &all.layers[layer].experts[5]}};
+  const std::map<int32_t, const model::MlpWeights*> gained = {{3, &all.layers[layer].experts[3]},
+                                                              {5, &all.layers[layer].experts[5]}};
   // Expert 6 is neither here nor gained: refused, nothing changed.
   EXPECT_EQ(g.SetExperts(layer, {1, 3, 6}, gained).code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_FALSE(g.View().layers[layer].experts[0].gate.empty());
@@ -51,8 +51,9 @@ TEST_P(GpuWeightsTest, SetExpertsUploadsKeepsAndFrees) {
     EXPECT_EQ(!view.experts[e].gate.empty(), held) << "expert " << e;
     if (!held) continue;
     const model::MlpWeights& host = all.layers[layer].experts[e];
-    for (auto [part, want] : {std::pair{&MlpView::gate, &host.gate}, std::pair{&MlpView::up, &host.up},
-                              std::pair{&MlpView::down, &host.down}}) {
+    for (auto [part, want] :
+         {std::pair{&MlpView::gate, &host.gate}, std::pair{&MlpView::up, &host.up},
+          std::pair{&MlpView::down, &host.down}}) {
       const LinearView& v = view.experts[e].*part;
       const int64_t n = want->rows() * want->cols();
       ASSERT_EQ(v.rows * v.cols, n);

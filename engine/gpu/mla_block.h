@@ -22,9 +22,9 @@
 #include "absl/status/status.h"
 #include "common/status_macros.h"
 #include "engine/gpu/model_view.h"
+#include "engine/model/mla_attention.h"
 #include "engine/text/config.h"
 #include "engine/text/deepseek_config.h"
-#include "engine/model/mla_attention.h"
 #include "kernels/cpu/nn_ops.h"
 #include "kernels/op_args.h"
 
@@ -71,7 +71,8 @@ class MlaBlock {
     const int64_t latent = m.kv_lora_rank + m.qk_rope_head_dim;
     RETURN_IF_ERROR(q_latent_.Reserve(tokens * std::max(1, m.q_lora_rank)));
     RETURN_IF_ERROR(rows_.Reserve(tokens * latent));
-    for (Array<float>* a : {&qa_, &oa_}) RETURN_IF_ERROR(a->Reserve(tokens * c_.num_heads * latent));
+    for (Array<float>* a : {&qa_, &oa_})
+      RETURN_IF_ERROR(a->Reserve(tokens * c_.num_heads * latent));
     return absl::OkStatus();
   }
 
@@ -132,8 +133,8 @@ class MlaBlock {
                                      .y_head_stride = latent}));
     RETURN_IF_ERROR(ops_.Copy2D(qa_.data() + r, latent, p.q + dn, q_head, tokens * heads, dr));
     RETURN_IF_ERROR(Rope(qa_.data() + r, tokens, heads * latent, heads, latent, p.positions));
-    const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(q_head)) *
-                                           c_.yarn.softmax_mscale);
+    const float scale =
+        static_cast<float>(1.0 / std::sqrt(static_cast<double>(q_head)) * c_.yarn.softmax_mscale);
     RETURN_IF_ERROR(ops_.PagedAttention({.q = qa_.data(),
                                          .tokens = tokens,
                                          .q_heads = heads,

@@ -30,10 +30,10 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "engine/gpu/device_prediction.h"
-#include "engine/text/config.h"
 #include "engine/parallel/communicator.h"
 #include "engine/parallel/device_predictor.h"
 #include "engine/parallel/shuffle.h"
+#include "engine/text/config.h"
 
 namespace semmoe::engine::gpu {
 

@@ -1,10 +1,11 @@
 // deepseek_v2 / deepseek_v3 config.json parsing: the published configs, the derived MLA and YaRN
 // quantities, dense-layer placement and the errors.
+#include "engine/text/deepseek_config.h"
+
 #include <string>
 
-#include "engine/text/config.h"
-#include "engine/text/deepseek_config.h"
 #include "engine/model/mla_attention.h"
+#include "engine/text/config.h"
 #include "engine/text/testing/config_fuzz.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -146,8 +147,8 @@ TEST(DeepseekConfigTest, YarnFrequenciesOfTheV2Fixture) {
   j["max_position_embeddings"] = 2048;
   auto c = ParseModelConfig(j.dump());
   ASSERT_TRUE(c.ok()) << c.status();
-  const std::vector<float> expected = {1, 0.25693506f, 0.0625f, 0.013834965f, 0.0025f,
-                                       0.00079056947f, 0.00025f, 7.9056947e-05f};
+  const std::vector<float> expected = {1,       0.25693506f,    0.0625f,  0.013834965f,
+                                       0.0025f, 0.00079056947f, 0.00025f, 7.9056947e-05f};
   const std::vector<float> got = MlaRopeInvFreq(*c);
   ASSERT_EQ(got.size(), expected.size());
   for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i] / expected[i], 1.0, 1e-6) << i;
@@ -195,7 +196,8 @@ INSTANTIATE_TEST_SUITE_P(
         Bad{"no_dense_width", Set(kV2Lite, "intermediate_size", nlohmann::json::value_t::discarded),
             "layer 0 is dense but intermediate_size is not set"},
         Bad{"bias", Set(kV2Lite, "attention_bias", true), "MLA projection biases"},
-        Bad{"scale", Set(kV3, "routed_scaling_factor", 0), "routed_scaling_factor: must be positive"}),
+        Bad{"scale", Set(kV3, "routed_scaling_factor", 0),
+            "routed_scaling_factor: must be positive"}),
     [](const ::testing::TestParamInfo<Bad>& info) { return info.param.name; });
 
 // Fuzz-style (testing/config_fuzz.h), inside rope_scaling too.

@@ -3,9 +3,9 @@
 #include <algorithm>
 #include <cmath>
 
-#include "engine/text/deepseek_config.h"
 #include "engine/model/linear.h"
 #include "engine/model/transformer.h"
+#include "engine/text/deepseek_config.h"
 #include "kernels/cpu/nn_ops.h"
 
 namespace semmoe::engine::model {
@@ -38,9 +38,9 @@ std::vector<float> MlaRopeInvFreq(const ModelConfig& c) {
 
 MlaAttention::MlaAttention(const ModelConfig& config) : config_(config) {
   const MlaConfig& m = config.mla_dims;
-  scale_ = static_cast<float>(1.0 / std::sqrt(static_cast<double>(m.qk_nope_head_dim +
-                                                                  m.qk_rope_head_dim)) *
-                              config.yarn.softmax_mscale);
+  scale_ = static_cast<float>(
+      1.0 / std::sqrt(static_cast<double>(m.qk_nope_head_dim + m.qk_rope_head_dim)) *
+      config.yarn.softmax_mscale);
   const std::vector<float> inv_freq = MlaRopeInvFreq(config);
   rope_cos_.resize(static_cast<size_t>(config.max_position_embeddings) * inv_freq.size());
   rope_sin_.resize(rope_cos_.size());
@@ -110,7 +110,8 @@ void MlaAttention::Absorbed(const LayerWeights& w, int layer, const SequenceInpu
   }
 }
 
-Matrix MlaAttention::Forward(const LayerWeights& w, int layer, absl::Span<const SequenceInput> batch,
+Matrix MlaAttention::Forward(const LayerWeights& w, int layer,
+                             absl::Span<const SequenceInput> batch,
                              const std::vector<int32_t>& positions, const Matrix& h) const {
   const ModelConfig& c = config_;
   const MlaConfig& m = c.mla_dims;

@@ -19,8 +19,8 @@
 #include <vector>
 
 #include "absl/types/span.h"
-#include "engine/text/config.h"
 #include "engine/model/weights.h"
+#include "engine/text/config.h"
 
 namespace semmoe::engine::model {
 

@@ -7,10 +7,10 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "engine/text/config.h"
-#include "engine/text/tokenizer.h"
 #include "engine/model/transformer.h"
 #include "engine/model/weights.h"
+#include "engine/text/config.h"
+#include "engine/text/tokenizer.h"
 #include "kernels/safetensors.h"
 
 namespace semmoe::engine::model {

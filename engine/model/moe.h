@@ -7,8 +7,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "engine/text/config.h"
 #include "engine/model/weights.h"
+#include "engine/text/config.h"
 #include "kernels/op_args.h"
 
 namespace semmoe::engine::model {

@@ -19,11 +19,11 @@
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
-#include "engine/text/config.h"
 #include "engine/model/kv_sequence.h"
 #include "engine/model/mla_attention.h"
 #include "engine/model/moe.h"
 #include "engine/model/weights.h"
+#include "engine/text/config.h"
 
 namespace semmoe::engine::model {
 

@@ -43,9 +43,9 @@ struct MlpWeights {   // SwiGLU: down(silu(gate(x)) ⊙ up(x)).
 // Multi-head latent attention (config.mla). Per head the query is [q_nope | q_rope] and kv_b's
 // output [k_nope | v]; see ModelConfig::mla_dims.
 struct MlaWeights {
-  LinearWeight q_a;  // [q_lora_rank, hidden]; empty without q LoRA (LayerWeights::q is q_proj).
-  Vector q_a_norm;   // [q_lora_rank]
-  LinearWeight q_b;  // [heads × (nope + rope), q_lora_rank]
+  LinearWeight q_a;   // [q_lora_rank, hidden]; empty without q LoRA (LayerWeights::q is q_proj).
+  Vector q_a_norm;    // [q_lora_rank]
+  LinearWeight q_b;   // [heads × (nope + rope), q_lora_rank]
   LinearWeight kv_a;  // kv_a_proj_with_mqa [kv_lora_rank + rope, hidden]: latent | rotary key.
   Vector kv_a_norm;   // [kv_lora_rank]
   LinearWeight kv_b;  // [heads × (nope + v_head_dim), kv_lora_rank]

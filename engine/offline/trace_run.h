@@ -10,9 +10,9 @@
 
 #include "absl/status/statusor.h"
 #include "common/progress.h"
-#include "engine/text/tokenizer.h"
 #include "engine/model/transformer.h"
 #include "engine/offline/prefill_runner.h"
+#include "engine/text/tokenizer.h"
 
 namespace semmoe::engine::offline {
 
@@ -22,7 +22,7 @@ struct TraceOptions {
   int max_batch_tokens = 2048;
   // Prompts longer than this are cut to their first tokens (0: the model's positions).
   int max_prompt_tokens = 0;
-  PrefillBackend backend;  // Default: the transformer's own forward.
+  PrefillBackend backend;        // Default: the transformer's own forward.
   Progress* progress = nullptr;  // Borrowed; when set, Add(1) per prompt done.
 };
 

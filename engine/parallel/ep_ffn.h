@@ -24,11 +24,11 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "engine/text/config.h"
 #include "engine/model/moe.h"
 #include "engine/model/weights.h"
 #include "engine/parallel/communicator.h"
 #include "engine/parallel/moe_layer_counters.h"
+#include "engine/text/config.h"
 #include "planner/placement/placement.h"
 
 namespace semmoe::engine {

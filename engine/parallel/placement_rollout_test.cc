@@ -6,10 +6,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
-#include "engine/text/config.h"
 #include "engine/parallel/gloo_communicator.h"
 #include "engine/parallel/group_engine.h"
 #include "engine/parallel/testing/tiny_group.h"
+#include "engine/text/config.h"
 #include "gloo/rendezvous/hash_store.h"
 #include "gtest/gtest.h"
 

@@ -13,8 +13,6 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "engine/text/config.h"
-#include "engine/text/tokenizer.h"
 #include "engine/model/transformer.h"
 #include "engine/model/weights.h"
 #include "engine/parallel/communicator.h"
@@ -22,6 +20,8 @@
 #include "engine/parallel/ep_ffn.h"
 #include "engine/parallel/rank_placement.h"
 #include "engine/parallel/tp_stage.h"
+#include "engine/text/config.h"
+#include "engine/text/tokenizer.h"
 #include "planner/placement/placement.h"
 
 namespace semmoe::engine {

@@ -10,8 +10,8 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "engine/text/config.h"
 #include "engine/parallel/device_predictor.h"
+#include "engine/text/config.h"
 #include "planner/affinity/token_affinity.h"
 #include "planner/placement/placement.h"
 

@@ -29,8 +29,8 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
-#include "engine/text/config.h"
 #include "engine/model/transformer.h"
+#include "engine/text/config.h"
 #include "planner/trace/trace_format.h"
 
 namespace semmoe::engine {

@@ -7,8 +7,8 @@
 #define SEMMOE_ENGINE_PARALLEL_TP_WEIGHTS_H_
 
 #include "absl/status/statusor.h"
-#include "engine/text/config.h"
 #include "engine/model/weights.h"
+#include "engine/text/config.h"
 
 namespace semmoe::engine {
 

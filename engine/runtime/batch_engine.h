@@ -26,11 +26,11 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
-#include "engine/text/text_stream.h"
-#include "engine/text/tokenizer.h"
 #include "engine/model/transformer.h"
 #include "engine/runtime/kv_cache.h"
 #include "engine/runtime/sampler.h"
+#include "engine/text/text_stream.h"
+#include "engine/text/tokenizer.h"
 
 namespace semmoe::engine::runtime {
 

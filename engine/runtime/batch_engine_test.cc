@@ -7,11 +7,11 @@
 #include "common/file.h"
 #include "common/testing/shared_data.h"
 #include "engine/model/model.h"
+#include "engine/model/testing/tiny_model.h"
 #include "engine/text/unicode.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
-#include "engine/model/testing/tiny_model.h"
 
 namespace semmoe::engine::runtime {
 namespace {
@@ -183,8 +183,7 @@ TEST(BatchEngineTest, StopStringsEosAndStreamingEvents) {
   ASSERT_EQ(done.size(), 1u);
   const std::string text = done[0].text;
   EXPECT_EQ(events.size(), 24u);
-  EXPECT_EQ(model::ToValidUtf8(*m->tokenizer->Decode(done[0].tokens, /*skip_special=*/true)),
-            text);
+  EXPECT_EQ(model::ToValidUtf8(*m->tokenizer->Decode(done[0].tokens, /*skip_special=*/true)), text);
   ASSERT_GE(text.size(), 6u);
   // The output is decoded once: the events' pieces joined are the result's text.
   std::string joined;

@@ -17,9 +17,9 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "engine/text/tokenizer.h"
 #include "engine/parallel/group_engine.h"
 #include "engine/proto/engine.grpc.pb.h"
+#include "engine/text/tokenizer.h"
 
 namespace semmoe::engine {
 

@@ -7,9 +7,10 @@
 
 #include "absl/time/clock.h"
 #include "common/file.h"
-#include "engine/text/unicode.h"
+#include "engine/model/testing/tiny_model.h"
 #include "engine/parallel/gloo_communicator.h"
 #include "engine/parallel/rank_model.h"
+#include "engine/text/unicode.h"
 #include "gloo/rendezvous/hash_store.h"
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
@@ -17,7 +18,6 @@
 #include "grpcpp/server.h"
 #include "grpcpp/server_builder.h"
 #include "gtest/gtest.h"
-#include "engine/model/testing/tiny_model.h"
 
 namespace semmoe::engine {
 namespace {

@@ -9,16 +9,16 @@
 #include <memory>
 
 #include "absl/status/statusor.h"
-#include "engine/text/config.h"
-#include "engine/text/tokenizer.h"
+#include "engine/backend/device_backend.h"
 #include "engine/parallel/group_engine.h"
 #include "engine/parallel/group_epoch.h"
 #include "engine/parallel/placement_rollout.h"
 #include "engine/parallel/rank_model.h"
 #include "engine/parallel/rank_placement.h"
 #include "engine/parallel/routing_sampler.h"
-#include "engine/backend/device_backend.h"
 #include "engine/server/rank_server.h"
+#include "engine/text/config.h"
+#include "engine/text/tokenizer.h"
 
 namespace semmoe::engine {
 

@@ -44,9 +44,9 @@ absl::StatusOr<std::string> TokenTextToBytes(absl::string_view token) {
   std::string bytes;
   for (const CodePoint& cp : cps) {
     if (cp.value >= t.inverse.size() || t.inverse[cp.value] < 0) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "token '%s' has a character (U+%04X) outside the byte-level alphabet", token,
-          static_cast<uint32_t>(cp.value)));
+      return absl::InvalidArgumentError(
+          absl::StrFormat("token '%s' has a character (U+%04X) outside the byte-level alphabet",
+                          token, static_cast<uint32_t>(cp.value)));
     }
     bytes += static_cast<char>(t.inverse[cp.value]);
   }

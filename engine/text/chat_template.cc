@@ -32,8 +32,7 @@ absl::StatusOr<ChatTemplate> ChatTemplate::Load(const std::string& model_dir) {
     }
     return text.status();
   }
-  nlohmann::ordered_json config =
-      ParseOrderedJsonOrDiscarded(*text);
+  nlohmann::ordered_json config = ParseOrderedJsonOrDiscarded(*text);
   if (config.is_discarded())
     return absl::InvalidArgumentError(absl::StrCat(path, ": invalid JSON"));
   return FromConfig(config, path);

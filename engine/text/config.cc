@@ -132,8 +132,8 @@ absl::string_view ArchName(Arch arch) {
 }
 
 absl::StatusOr<Arch> ParseArch(absl::string_view model_type) {
-  for (Arch arch : {Arch::kQwen3Moe, Arch::kQwen2Moe, Arch::kMixtral, Arch::kDeepseekV2,
-                    Arch::kDeepseekV3}) {
+  for (Arch arch :
+       {Arch::kQwen3Moe, Arch::kQwen2Moe, Arch::kMixtral, Arch::kDeepseekV2, Arch::kDeepseekV3}) {
     if (model_type == ArchName(arch)) return arch;
   }
   return absl::InvalidArgumentError(absl::StrCat(

@@ -79,8 +79,8 @@ struct ModelConfig {
   int num_layers = 0;
   int num_heads = 0;
   int num_kv_heads = 0;
-  int head_dim = 0;  // `head_dim`, else hidden_size / num_heads. MLA: the q/k head size
-                     // qk_nope + qk_rope (the config's own `head_dim` key is ignored).
+  int head_dim = 0;    // `head_dim`, else hidden_size / num_heads. MLA: the q/k head size
+                       // qk_nope + qk_rope (the config's own `head_dim` key is ignored).
   int v_head_dim = 0;  // The value head size: head_dim except under MLA (`v_head_dim`).
   float rms_norm_eps = 1e-6f;
   double rope_theta = 10000.0;

@@ -3,10 +3,9 @@
 #include <string>
 
 #include "engine/text/testing/config_fuzz.h"
-#include "nlohmann/json.hpp"
-
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
 
 namespace semmoe::engine::model {
 namespace {
@@ -104,8 +103,8 @@ TEST(ConfigTest, DenseLayersFromSparseStepAndMlpOnlyLayers) {
 }
 
 TEST(ConfigTest, EosMayBeAList) {
-  auto c = ParseModelConfig(Replace(kQwen3, R"("eos_token_id": 151645)",
-                                    R"("eos_token_id": [151645, 151643])"));
+  auto c = ParseModelConfig(
+      Replace(kQwen3, R"("eos_token_id": 151645)", R"("eos_token_id": [151645, 151643])"));
   ASSERT_TRUE(c.ok()) << c.status();
   EXPECT_EQ(c->eos_token_ids, (std::vector<int32_t>{151645, 151643}));
 }
@@ -135,32 +134,34 @@ INSTANTIATE_TEST_SUITE_P(
         BadConfig{"not_object", "[1, 2]", "expected a JSON object"},
         BadConfig{"missing_experts", Replace(kQwen3, R"("num_experts": 128,)", ""),
                   "num_experts: missing"},
-        BadConfig{"wrong_type", Replace(kQwen3, R"("hidden_size": 2048)", R"("hidden_size": "2048")"),
+        BadConfig{"wrong_type",
+                  Replace(kQwen3, R"("hidden_size": 2048)", R"("hidden_size": "2048")"),
                   "hidden_size: expected an integer, got string"},
         BadConfig{"negative", Replace(kQwen3, R"("hidden_size": 2048)", R"("hidden_size": -1)"),
                   "hidden_size: value -1 is outside"},
-        BadConfig{"top_k_too_big", Replace(kQwen3, R"("num_experts_per_tok": 8)",
-                                           R"("num_experts_per_tok": 129)"),
+        BadConfig{"top_k_too_big",
+                  Replace(kQwen3, R"("num_experts_per_tok": 8)", R"("num_experts_per_tok": 129)"),
                   "num_experts_per_tok: value 129 is outside"},
-        BadConfig{"kv_heads", Replace(kQwen3, R"("num_key_value_heads": 4)",
-                                      R"("num_key_value_heads": 5)"),
+        BadConfig{"kv_heads",
+                  Replace(kQwen3, R"("num_key_value_heads": 4)", R"("num_key_value_heads": 5)"),
                   "5 does not divide num_attention_heads 32"},
-        BadConfig{"rope_scaling", Replace(kQwen3, R"("rope_scaling": null)",
-                                          R"("rope_scaling": {"type": "yarn"})"),
+        BadConfig{"rope_scaling",
+                  Replace(kQwen3, R"("rope_scaling": null)", R"("rope_scaling": {"type": "yarn"})"),
                   "rope_scaling: rope scaling is not supported"},
-        BadConfig{"activation", Replace(kQwen3, R"("hidden_act": "silu")",
-                                        R"("hidden_act": "gelu")"),
+        BadConfig{"activation",
+                  Replace(kQwen3, R"("hidden_act": "silu")", R"("hidden_act": "gelu")"),
                   "hidden_act: 'gelu' is not supported"},
-        BadConfig{"mixtral_window", Replace(kMixtral, R"("sliding_window": null)",
-                                            R"("sliding_window": 4096)"),
+        BadConfig{"mixtral_window",
+                  Replace(kMixtral, R"("sliding_window": null)", R"("sliding_window": 4096)"),
                   "sliding_window"},
-        BadConfig{"qwen2_no_shared", Replace(kQwen2, R"("shared_expert_intermediate_size": 5632,)", ""),
+        BadConfig{"qwen2_no_shared",
+                  Replace(kQwen2, R"("shared_expert_intermediate_size": 5632,)", ""),
                   "shared_expert_intermediate_size: missing"},
-        BadConfig{"eos_out_of_vocab", Replace(kMixtral, R"("eos_token_id": 2)",
-                                              R"("eos_token_id": 32000)"),
+        BadConfig{"eos_out_of_vocab",
+                  Replace(kMixtral, R"("eos_token_id": 2)", R"("eos_token_id": 32000)"),
                   "eos_token_id: 32000 is outside the vocabulary"},
-        BadConfig{"mlp_only_out_of_range", Replace(kQwen3, R"("mlp_only_layers": [])",
-                                                   R"("mlp_only_layers": [48])"),
+        BadConfig{"mlp_only_out_of_range",
+                  Replace(kQwen3, R"("mlp_only_layers": [])", R"("mlp_only_layers": [48])"),
                   "mlp_only_layers: expected layer indices in [0, 48)"}),
     [](const ::testing::TestParamInfo<BadConfig>& info) { return info.param.name; });
 

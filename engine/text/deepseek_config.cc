@@ -48,9 +48,9 @@ absl::Status ParseYarn(const JsonFields& f, const nlohmann::json& j, ModelConfig
   y.enabled = true;
   ASSIGN_OR_RETURN(y.factor, r.Number("factor"));
   if (y.factor < 1.0) return r.Error("factor", "must be >= 1");
-  ASSIGN_OR_RETURN(y.original_max_position_embeddings,
-                   r.Int("original_max_position_embeddings", c.max_position_embeddings, 1,
-                         INT32_MAX));
+  ASSIGN_OR_RETURN(
+      y.original_max_position_embeddings,
+      r.Int("original_max_position_embeddings", c.max_position_embeddings, 1, INT32_MAX));
   ASSIGN_OR_RETURN(y.beta_fast, r.Number("beta_fast", 32.0));
   ASSIGN_OR_RETURN(y.beta_slow, r.Number("beta_slow", 1.0));
   if (y.beta_fast <= 0 || y.beta_slow <= 0 || y.beta_slow > y.beta_fast) {
@@ -83,8 +83,9 @@ absl::StatusOr<TopkMethod> ParseTopkMethod(const JsonFields& f, Arch arch) {
   if (s == "greedy") return TopkMethod::kGreedy;
   if (s == "group_limited_greedy") return TopkMethod::kGroupLimitedGreedy;
   if (s == "noaux_tc") return TopkMethod::kNoauxTc;
-  return f.Error("topk_method",
-                 absl::StrCat("'", s, "' is not supported (greedy, group_limited_greedy, noaux_tc)"));
+  return f.Error(
+      "topk_method",
+      absl::StrCat("'", s, "' is not supported (greedy, group_limited_greedy, noaux_tc)"));
 }
 
 absl::Status ParseMoe(const JsonFields& f, ModelConfig& c) {
@@ -106,14 +107,14 @@ absl::Status ParseMoe(const JsonFields& f, ModelConfig& c) {
   ASSIGN_OR_RETURN(c.n_group, f.Int("n_group", 1, 1, c.num_experts));
   ASSIGN_OR_RETURN(c.topk_group, f.Int("topk_group", 1, 1, c.n_group));
   if (c.num_experts % c.n_group != 0) {
-    return f.Error("n_group", absl::StrCat(c.n_group, " does not divide n_routed_experts ",
-                                           c.num_experts));
+    return f.Error("n_group",
+                   absl::StrCat(c.n_group, " does not divide n_routed_experts ", c.num_experts));
   }
   const int group_size = c.num_experts / c.n_group;
   if (c.topk_method != TopkMethod::kGreedy && c.topk_group * group_size < c.top_k) {
-    return f.Error("topk_group", absl::StrCat(c.topk_group, " groups of ", group_size,
-                                              " experts cannot hold num_experts_per_tok ",
-                                              c.top_k));
+    return f.Error("topk_group",
+                   absl::StrCat(c.topk_group, " groups of ", group_size,
+                                " experts cannot hold num_experts_per_tok ", c.top_k));
   }
   if (c.topk_method == TopkMethod::kNoauxTc && group_size < 2) {
     return f.Error("n_group", "noaux_tc scores a group by its top 2: groups need >= 2 experts");

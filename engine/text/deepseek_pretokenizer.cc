@@ -100,7 +100,7 @@ size_t MatchWords(const std::vector<CodePoint>& t, size_t i, size_t end) {
   }
   if (last_newline != SIZE_MAX) return last_newline + 1 - i;
   const size_t run = run_end - i;
-  if (run == 0) return 0;  // A digit or another unmatched character.
+  if (run == 0) return 0;        // A digit or another unmatched character.
   if (!in(run_end)) return run;  // (?!\S) holds at the end of the piece.
   return run >= 2 ? run - 1 : run;
 }

@@ -15,8 +15,7 @@ ModelConfig Model() {
 
 TEST(GenerationConfigTest, MergesEosAndReadsSampling) {
   auto g = ParseGenerationConfig(
-      R"({"eos_token_id": [7, 9], "do_sample": true, "temperature": 0.6, "top_p": 0.95})",
-      Model());
+      R"({"eos_token_id": [7, 9], "do_sample": true, "temperature": 0.6, "top_p": 0.95})", Model());
   ASSERT_TRUE(g.ok()) << g.status();
   EXPECT_THAT(g->eos_token_ids, ::testing::ElementsAre(7, 9));
   EXPECT_TRUE(g->do_sample);

@@ -48,8 +48,7 @@ TEST(PretokenizerTest, DigitsAreSingle) {
 }
 
 TEST(PretokenizerTest, Contractions) {
-  EXPECT_THAT(Split("I'm you'RE he'll"),
-              ElementsAre("I", "'m", " you", "'RE", " he", "'ll"));
+  EXPECT_THAT(Split("I'm you'RE he'll"), ElementsAre("I", "'m", " you", "'RE", " he", "'ll"));
   EXPECT_THAT(Split("'x"), ElementsAre("'x"));  // Not a contraction: punctuation + letters.
 }
 

@@ -4,9 +4,9 @@
 
 #include "absl/time/clock.h"
 #include "common/file.h"
+#include "engine/model/testing/tiny_model.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "engine/model/testing/tiny_model.h"
 
 namespace semmoe::engine::model {
 namespace {

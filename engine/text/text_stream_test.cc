@@ -4,9 +4,9 @@
 #include <string>
 
 #include "common/file.h"
+#include "engine/model/testing/tiny_model.h"
 #include "engine/text/tokenizer.h"
 #include "gtest/gtest.h"
-#include "engine/model/testing/tiny_model.h"
 
 namespace semmoe::engine::model {
 namespace {

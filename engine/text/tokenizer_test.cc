@@ -61,8 +61,7 @@ nlohmann::json TinyTokenizer(bool pair_merges) {
         {"pretokenizers",
          {{{"type", "Split"}, {"pattern", pattern}, {"behavior", "Isolated"}, {"invert", false}},
           {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"use_regex", false}}}}}},
-      {"model",
-       {{"type", "BPE"}, {"dropout", nullptr}, {"vocab", vocab}, {"merges", merges}}},
+      {"model", {{"type", "BPE"}, {"dropout", nullptr}, {"vocab", vocab}, {"merges", merges}}},
       {"added_tokens",
        {{{"id", 260}, {"content", "<|end|>"}, {"special", true}},
         {{"id", 261}, {"content", "<|end|>x"}, {"special", false}}}},
@@ -132,7 +131,10 @@ TEST(TokenizerTest, BadFilesAreClearErrors) {
   };
   std::vector<Case> cases = {
       {[](nlohmann::json& j) { j["model"]["type"] = "Unigram"; }, "model type 'Unigram'"},
-      {[](nlohmann::json& j) { j["normalizer"] = {{"type", "NFKC"}}; }, "normalizer 'NFKC'"},
+      {[](nlohmann::json& j) {
+         j["normalizer"] = {{"type", "NFKC"}};
+       },
+       "normalizer 'NFKC'"},
       {[](nlohmann::json& j) {
          j["pre_tokenizer"]["pretokenizers"][0]["pattern"]["Regex"] = "\\w+";
        },
@@ -185,12 +187,28 @@ TEST(TokenizerFuzzTest, CorruptedFilesNeverCrash) {
   }
   EXPECT_GT(rejected, 300);
   // Every field replaced by a value of each wrong JSON type.
-  const std::vector<nlohmann::json> wrong = {nullptr, 1, -1, 2.5, true, "x", nlohmann::json::array(),
-                                            nlohmann::json::object(), {1, 2}, {{"type", 3}}};
-  const std::vector<std::vector<std::string>> paths = {
-      {"normalizer"}, {"normalizer", "type"}, {"pre_tokenizer"}, {"pre_tokenizer", "type"},
-      {"pre_tokenizer", "pretokenizers"}, {"model"}, {"model", "type"}, {"model", "vocab"},
-      {"model", "merges"}, {"model", "dropout"}, {"added_tokens"}, {"model", "byte_fallback"}};
+  const std::vector<nlohmann::json> wrong = {nullptr,
+                                             1,
+                                             -1,
+                                             2.5,
+                                             true,
+                                             "x",
+                                             nlohmann::json::array(),
+                                             nlohmann::json::object(),
+                                             {1, 2},
+                                             {{"type", 3}}};
+  const std::vector<std::vector<std::string>> paths = {{"normalizer"},
+                                                       {"normalizer", "type"},
+                                                       {"pre_tokenizer"},
+                                                       {"pre_tokenizer", "type"},
+                                                       {"pre_tokenizer", "pretokenizers"},
+                                                       {"model"},
+                                                       {"model", "type"},
+                                                       {"model", "vocab"},
+                                                       {"model", "merges"},
+                                                       {"model", "dropout"},
+                                                       {"added_tokens"},
+                                                       {"model", "byte_fallback"}};
   for (const auto& path : paths) {
     for (const auto& value : wrong) {
       nlohmann::json j = TinyTokenizer(false);

@@ -137,16 +137,12 @@ bool IsWhitespace(char32_t c) {
   return u_isUWhiteSpace(static_cast<UChar32>(c));
 }
 
-bool IsMark(char32_t c) {
-  return (U_GET_GC_MASK(static_cast<UChar32>(c)) & U_GC_M_MASK) != 0;
-}
+bool IsMark(char32_t c) { return (U_GET_GC_MASK(static_cast<UChar32>(c)) & U_GC_M_MASK) != 0; }
 
 bool IsPunctuation(char32_t c) {
   return (U_GET_GC_MASK(static_cast<UChar32>(c)) & U_GC_P_MASK) != 0;
 }
 
-bool IsSymbol(char32_t c) {
-  return (U_GET_GC_MASK(static_cast<UChar32>(c)) & U_GC_S_MASK) != 0;
-}
+bool IsSymbol(char32_t c) { return (U_GET_GC_MASK(static_cast<UChar32>(c)) & U_GC_S_MASK) != 0; }
 
 }  // namespace semmoe::engine::model

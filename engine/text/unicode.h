@@ -35,12 +35,12 @@ size_t CompleteUtf8Prefix(absl::string_view bytes);
 // Unicode NFC. REQUIRES: valid UTF-8 (InvalidArgument otherwise).
 absl::StatusOr<std::string> NormalizeNfc(absl::string_view text);
 
-bool IsLetter(char32_t c);      // General category L*.
-bool IsNumber(char32_t c);      // General category N*.
-bool IsWhitespace(char32_t c);  // White_Space property (what \s matches).
-bool IsMark(char32_t c);        // General category M*.
-bool IsPunctuation(char32_t c); // General category P*.
-bool IsSymbol(char32_t c);      // General category S*.
+bool IsLetter(char32_t c);       // General category L*.
+bool IsNumber(char32_t c);       // General category N*.
+bool IsWhitespace(char32_t c);   // White_Space property (what \s matches).
+bool IsMark(char32_t c);         // General category M*.
+bool IsPunctuation(char32_t c);  // General category P*.
+bool IsSymbol(char32_t c);       // General category S*.
 
 }  // namespace semmoe::engine::model
 

@@ -80,7 +80,7 @@ class HttpFrontend {
  private:
   HttpFrontend(std::unique_ptr<WorkQueue> work, std::unique_ptr<HttpServer> server)
       : work_(std::move(work)), server_(std::move(server)) {}
-  std::unique_ptr<WorkQueue> work_;      // Destroyed after the server: nothing posts then.
+  std::unique_ptr<WorkQueue> work_;  // Destroyed after the server: nothing posts then.
   std::unique_ptr<HttpServer> server_;
 };
 

@@ -11,14 +11,14 @@
 #include "absl/strings/str_split.h"
 #include "absl/synchronization/notification.h"
 #include "common/file.h"
-#include "engine/text/config.h"
+#include "engine/model/testing/tiny_model.h"
 #include "engine/server/testing/local_engine.h"
+#include "engine/text/config.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "router/core/router_core.h"
 #include "router/server/router_service.h"
-#include "engine/model/testing/tiny_model.h"
 // After Eigen (via local_engine.h): httplib brings <resolv.h>, whose `_res` macro breaks Eigen.
 #include <httplib.h>  // NOLINT(build/include_order)
 
@@ -33,7 +33,8 @@ class HttpFrontendTest : public ::testing::Test {
   void SetUp() override {
     dir_ = JoinPath(std::getenv("TEST_TMPDIR"), "tiny_http");
     // 8192 positions: room for requests long enough to be queued behind.
-    ASSERT_TRUE(::semmoe::testing::WriteTinyModel({.max_position_embeddings = 8192, .seed = 4}, dir_).ok());
+    ASSERT_TRUE(
+        ::semmoe::testing::WriteTinyModel({.max_position_embeddings = 8192, .seed = 4}, dir_).ok());
     auto e = engine::testing::LocalEngine::Start(dir_, EngineOptions());
     ASSERT_TRUE(e.ok()) << e.status();
     engine_ = std::move(*e);
@@ -54,9 +55,8 @@ class HttpFrontendTest : public ::testing::Test {
     auto chat = engine::model::ChatTemplate::Load(dir_);
     ASSERT_TRUE(chat.ok()) << chat.status();
     chat_ = std::make_unique<engine::model::ChatTemplate>(*std::move(chat));
-    auto f = HttpFrontend::Start({.served_model = "tiny",
-                                  .chat_template = chat_.get(),
-                                  .router = core_.get()});
+    auto f = HttpFrontend::Start(
+        {.served_model = "tiny", .chat_template = chat_.get(), .router = core_.get()});
     ASSERT_TRUE(f.ok()) << f.status();
     frontend_ = std::move(*f);
     client_ = std::make_unique<httplib::Client>("127.0.0.1", frontend_->port());

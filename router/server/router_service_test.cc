@@ -11,8 +11,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/file.h"
-#include "engine/text/config.h"
+#include "engine/model/testing/tiny_model.h"
 #include "engine/server/testing/local_engine.h"
+#include "engine/text/config.h"
 #include "gmock/gmock.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
@@ -25,7 +26,6 @@
 #include "planner/store/placement_store.h"
 #include "router/core/router_core.h"
 #include "router/tables/router_tables.h"
-#include "engine/model/testing/tiny_model.h"
 
 namespace semmoe::router {
 namespace {
@@ -56,7 +56,8 @@ class RouterServiceTest : public ::testing::Test {
   void SetUp() override {
     dir_ = JoinPath(std::getenv("TEST_TMPDIR"), "tiny_router");
     // Long enough positions that a generation outlasts a short deadline.
-    ASSERT_TRUE(::semmoe::testing::WriteTinyModel({.max_position_embeddings = 8192, .seed = 3}, dir_).ok());
+    ASSERT_TRUE(
+        ::semmoe::testing::WriteTinyModel({.max_position_embeddings = 8192, .seed = 3}, dir_).ok());
     auto config = engine::model::LoadModelConfig(dir_);
     ASSERT_TRUE(config.ok());
     vocab_ = config->vocab_size;

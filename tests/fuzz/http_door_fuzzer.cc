@@ -8,12 +8,12 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "engine/model/testing/tiny_model.h"
 #include "engine/text/chat_template.h"
 #include "router/core/router_api.h"
 #include "router/http/http_frontend.h"
 #include "router/http/http_server.h"
 #include "tests/fuzz/fuzz_util.h"
-#include "engine/model/testing/tiny_model.h"
 
 namespace {
 
@@ -75,10 +75,9 @@ struct Door {
     chat_template = std::make_unique<semmoe::engine::model::ChatTemplate>(*std::move(chat));
     using semmoe::router::http::HttpFrontend;
     options.limits = {.max_header_bytes = 8 << 10, .max_body_bytes = 64 << 10};
-    options.handler = HttpFrontend::Handler({.served_model = "m",
-                                             .chat_template = chat_template.get(),
-                                             .router = &router},
-                                            [] { return semmoe::router::http::HttpCounters{}; });
+    options.handler = HttpFrontend::Handler(
+        {.served_model = "m", .chat_template = chat_template.get(), .router = &router},
+        [] { return semmoe::router::http::HttpCounters{}; });
     options.error_body = HttpFrontend::ErrorBody();
   }
   std::unique_ptr<semmoe::engine::model::ChatTemplate> chat_template;

@@ -7,9 +7,9 @@
 #include <memory>
 #include <vector>
 
-#include "engine/text/config.h"
 #include "engine/model/transformer.h"
 #include "engine/runtime/kv_cache.h"
+#include "engine/text/config.h"
 
 namespace semmoe::testing {
 

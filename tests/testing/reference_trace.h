@@ -6,8 +6,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "engine/text/config.h"
 #include "engine/model/transformer.h"
+#include "engine/text/config.h"
 #include "planner/trace/trace_set.h"
 
 namespace semmoe::testing {

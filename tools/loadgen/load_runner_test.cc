@@ -6,13 +6,13 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/file.h"
-#include "engine/text/config.h"
+#include "engine/model/testing/tiny_model.h"
 #include "engine/server/testing/local_engine.h"
+#include "engine/text/config.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "router/core/router_core.h"
 #include "router/server/router_service.h"
-#include "engine/model/testing/tiny_model.h"
 
 namespace semmoe::tools {
 namespace {

@@ -16,9 +16,9 @@
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
-#include "engine/text/config.h"
 #include "engine/model/transformer.h"
 #include "engine/model/weights.h"
+#include "engine/text/config.h"
 
 namespace semmoe::engine::gpu::testing {
 

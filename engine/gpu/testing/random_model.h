@@ -3,16 +3,17 @@
 // between MoE layers, qwen2_moe with attention biases, a gated shared expert and raw top-k
 // weights, mixtral with plain attention, deepseek_v2 (MLA without q LoRA, YaRN, group-max
 // routing, ungated shared experts, a dense first layer) and deepseek_v3 (MLA with q LoRA,
-// sigmoid bias-corrected routing by group top-two sums, scaled weights). Weights N(0, 0.08²), norms N(1, 0.1²). RandomWeights
-// fills any config; at a production shape (a benchmark's), use the fast fill.
+// sigmoid bias-corrected routing by group top-two sums, scaled weights). Weights N(0, 0.08²), norms
+// N(1, 0.1²). RandomWeights fills any config; at a production shape (a benchmark's), use the fast
+// fill.
 #ifndef SEMMOE_ENGINE_GPU_TESTING_RANDOM_MODEL_H_
 #define SEMMOE_ENGINE_GPU_TESTING_RANDOM_MODEL_H_
 
 #include <cstdint>
 
 #include "absl/status/statusor.h"
-#include "engine/text/config.h"
 #include "engine/model/weights.h"
+#include "engine/text/config.h"
 
 namespace semmoe::engine::gpu::testing {
 

@@ -10,9 +10,9 @@
 #include "absl/strings/str_format.h"
 #include "common/file.h"
 #include "common/status_macros.h"
+#include "engine/model/weights.h"
 #include "engine/text/byte_level.h"
 #include "engine/text/pretokenizer.h"
-#include "engine/model/weights.h"
 #include "kernels/safetensors.h"
 #include "nlohmann/json.hpp"
 

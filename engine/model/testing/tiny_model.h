@@ -50,7 +50,7 @@ struct TinyModelOptions {
     std::string scoring_func, topk_method;
     int n_group = 4, topk_group = 2;
     double routed_scaling_factor = 1.0;
-    bool yarn = false;  // rope_scaling yarn: factor 4 over max_position_embeddings / 4.
+    bool yarn = false;            // rope_scaling yarn: factor 4 over max_position_embeddings / 4.
     bool rope_interleave = true;  // deepseek_v3's key (v2 is always interleaved).
   } deepseek;
   kernels::DType dtype = kernels::DType::kBF16;

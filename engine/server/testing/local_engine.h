@@ -8,11 +8,11 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
-#include "engine/text/config.h"
 #include "engine/parallel/gloo_communicator.h"
 #include "engine/parallel/group_engine.h"
 #include "engine/parallel/rank_model.h"
 #include "engine/server/engine_service.h"
+#include "engine/text/config.h"
 #include "gloo/rendezvous/hash_store.h"
 #include "grpcpp/security/server_credentials.h"
 #include "grpcpp/server.h"

@@ -30,10 +30,14 @@ inline int FuzzConfig(const std::string& base, uint32_t seed, int edits_to_try,
     rejected += !engine::model::ParseModelConfig(text).ok();
   }
   const nlohmann::json good = nlohmann::json::parse(base);
-  const std::vector<nlohmann::json> wrong = {
-      nlohmann::json(nullptr), nlohmann::json(-7),   nlohmann::json(1e300),
-      nlohmann::json(0.5),     nlohmann::json(true), nlohmann::json("x"),
-      nlohmann::json::array({1, "a"}), nlohmann::json::object()};
+  const std::vector<nlohmann::json> wrong = {nlohmann::json(nullptr),
+                                             nlohmann::json(-7),
+                                             nlohmann::json(1e300),
+                                             nlohmann::json(0.5),
+                                             nlohmann::json(true),
+                                             nlohmann::json("x"),
+                                             nlohmann::json::array({1, "a"}),
+                                             nlohmann::json::object()};
   for (auto it = good.begin(); it != good.end(); ++it) {
     for (const nlohmann::json& value : wrong) {
       nlohmann::json j = good;
