@@ -59,47 +59,30 @@ absl::Status CpuOps::Copy2D(float* dst, int64_t dst_stride, const float* src, in
 
 absl::Status CpuOps::HeadLinear(const kernels::HeadLinearArgs& a) {
   using Stride = Eigen::OuterStride<>;
-  if (a.w16 == nullptr) {  // f32: each head's operands in place, no copies.
-    const int64_t w_rows = a.transposed ? a.in : a.out, w_cols = a.transposed ? a.out : a.in;
-    for (int h = 0; h < a.heads; ++h) {
-      Eigen::Map<const RowMajor, 0, Stride> x(a.x + h * a.x_head_stride, a.rows, a.in,
-                                              Stride(a.x_row_stride));
-      Eigen::Map<const RowMajor> w(a.w + h * a.w_head_stride, w_rows, w_cols);
-      Eigen::Map<RowMajor, 0, Stride> y(a.y + h * a.y_head_stride, a.rows, a.out,
-                                        Stride(a.y_row_stride));
-      if (a.transposed) {
-        y.noalias() = x * w;
-      } else {
-        y.noalias() = x * w.transpose();
-      }
-    }
-    return absl::OkStatus();
-  }
-  RowMajor x(a.rows, a.in), w;
+  const int64_t w_rows = a.transposed ? a.in : a.out, w_cols = a.transposed ? a.out : a.in;
+  RowMajor xb, wb;  // bf16: the head's rows of x rounded to bf16 and its matrix, widened to f32.
   for (int h = 0; h < a.heads; ++h) {
-    // The head's rows of x (rounded to bf16 for a bf16 product) and its matrix, widened to f32.
-    for (int64_t r = 0; r < a.rows; ++r) {
-      const float* from = a.x + r * a.x_row_stride + h * a.x_head_stride;
-      for (int64_t i = 0; i < a.in; ++i) {
-        x(r, i) = a.w16 != nullptr ? kernels::Bf16ToF32(kernels::F32ToBf16(from[i])) : from[i];
-      }
-    }
-    const int64_t w_rows = a.transposed ? a.in : a.out, w_cols = a.transposed ? a.out : a.in;
-    if (a.w16 != nullptr) {
-      w.resize(w_rows, w_cols);
-      const uint16_t* bits = a.w16 + h * a.w_head_stride;
-      for (int64_t i = 0; i < w.size(); ++i)
-        w.data()[i] = kernels::Bf16ToF32(kernels::BF16{bits[i]});
-    } else {
-      w = Eigen::Map<const RowMajor>(a.w + h * a.w_head_stride, w_rows, w_cols);
-    }
+    Eigen::Map<const RowMajor, 0, Stride> x(a.x + h * a.x_head_stride, a.rows, a.in,
+                                            Stride(a.x_row_stride));
     Eigen::Map<RowMajor, 0, Stride> y(a.y + h * a.y_head_stride, a.rows, a.out,
                                       Stride(a.y_row_stride));
-    if (a.transposed) {
-      y.noalias() = x * w;
-    } else {
-      y.noalias() = x * w.transpose();
+    auto product = [&](const auto& xm, const auto& wm) {
+      if (a.transposed) {
+        y.noalias() = xm * wm;
+      } else {
+        y.noalias() = xm * wm.transpose();
+      }
+    };
+    if (a.w16 == nullptr) {  // f32: the operands in place.
+      product(x, Eigen::Map<const RowMajor>(a.w + h * a.w_head_stride, w_rows, w_cols));
+      continue;
     }
+    xb = x.unaryExpr([](float v) { return kernels::Bf16ToF32(kernels::F32ToBf16(v)); });
+    wb.resize(w_rows, w_cols);
+    const uint16_t* bits = a.w16 + h * a.w_head_stride;
+    for (int64_t i = 0; i < wb.size(); ++i)
+      wb.data()[i] = kernels::Bf16ToF32(kernels::BF16{bits[i]});
+    product(xb, wb);
   }
   return absl::OkStatus();
 }
