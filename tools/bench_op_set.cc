@@ -1,13 +1,16 @@
 // bench_op_set: the CPU Transformer (engine/model/transformer.h) against the op-set forward on the
 // CPU op set (ForwardRunner<CpuOps>, engine/gpu/forward_runner.h), f32, one thread, side by side
 // in one run: for batch 1, 16 and 64, a prefill of 128 tokens per sequence and 16 decode steps
-// after it, each measured three times alternating the two; prints tokens/s of each and the ratio
-// (op set over Transformer). Issue 36 moves the CPU product onto the op set; this is the gate.
+// after it, each measured three times alternating the two after an untimed warm-up of each;
+// prints tokens/s of each and the ratio (op set over Transformer). Issue 36 moves the CPU product
+// onto the op set; this is the gate.
 //
-//   bazel run -c opt //tools:bench_op_set -- MODEL_DIR
+//   bazel run -c opt //tools:bench_op_set -- MODEL_DIR [prefill|decode]
+// (a phase named: only that phase's lines, e.g. to profile it).
 #include <chrono>
 #include <cstdio>
 #include <random>
+#include <string>
 
 #include "engine/gpu/forward_runner.h"
 #include "engine/gpu/model_view.h"
@@ -20,8 +23,9 @@ using Clock = std::chrono::steady_clock;
 double Sec(Clock::time_point s) { return std::chrono::duration<double>(Clock::now() - s).count(); }
 
 int main(int argc, char** argv) {
-  if (argc != 2) {
-    std::fprintf(stderr, "usage: bench_op_set MODEL_DIR\n");
+  const std::string only = argc == 3 ? argv[2] : "";
+  if (argc < 2 || argc > 3 || (argc == 3 && only != "prefill" && only != "decode")) {
+    std::fprintf(stderr, "usage: bench_op_set MODEL_DIR [prefill|decode]\n");
     return 2;
   }
   auto m = model::LoadModel(argv[1]);
@@ -43,9 +47,10 @@ int main(int argc, char** argv) {
   std::mt19937 rng(1);
   for (int batch : {1, 16, 64}) {
     for (int phase = 0; phase < 2; ++phase) {
+      if (!only.empty() && only != (phase == 0 ? "prefill" : "decode")) continue;
       double t[2] = {0, 0};
       int64_t toks = 0;
-      for (int rep = 0; rep < 3; ++rep) {
+      for (int rep = -1; rep < 3; ++rep) {  // rep −1 warms up, untimed.
         for (int impl = 0; impl < 2; ++impl) {
           std::vector<std::unique_ptr<runtime::PagedSequence>> seqs;
           std::vector<std::vector<int32_t>> prompts;
@@ -69,9 +74,10 @@ int main(int argc, char** argv) {
             std::printf("%s\n", out.status().ToString().c_str());
             return 3;
           }
+          const bool timed = rep >= 0;
           if (phase == 0) {
-            t[impl] += Sec(s);
-            if (impl == 0) toks += batch * 128;
+            if (timed) t[impl] += Sec(s);
+            if (timed && impl == 0) toks += batch * 128;
             continue;
           }
           std::vector<int32_t> next(batch);
@@ -84,8 +90,8 @@ int main(int argc, char** argv) {
             }
             auto s2 = Clock::now();
             if (!run(in).ok()) return 4;
-            t[impl] += Sec(s2);
-            if (impl == 0) toks += batch;
+            if (timed) t[impl] += Sec(s2);
+            if (timed && impl == 0) toks += batch;
           }
         }
       }

@@ -7,10 +7,10 @@
 //
 // The pass: embedding gather; per layer RMSNorm, q/k/v projections (+ biases), QK-norm + RoPE,
 // the new keys and values stored into the paged cache, paged attention, o projection, residual
-// add — or DeepSeek's multi-head latent attention in its absorbed form (engine/gpu/mla_block.h;
-// the cache holds the latent); then the FFN half (engine/gpu/ffn_block.h: the MoE block — router,
-// gating, the routed experts, the gated shared expert — or the dense MLP); last the final norm and
-// lm_head on the rows whose logits are wanted.
+// add — or DeepSeek's multi-head latent attention (engine/gpu/mla_block.h; the cache holds the
+// latent; absorbed, or expanded for a pass of fresh prompts); then the FFN half
+// (engine/gpu/ffn_block.h: the MoE block — router, gating, the routed experts, the gated shared
+// expert — or the dense MLP); last the final norm and lm_head on the rows whose logits are wanted.
 //
 // bf16 weights (engine/gpu/bf16_view.h): every product with w16 weights rounds its input to bf16
 // and accumulates in f32; a MoE layer whose experts are stacked runs them as one grouped call
@@ -245,6 +245,8 @@ class ForwardRunner {
     RETURN_IF_ERROR(ops_.CopyIn(seq_of_token_.data(), b.seq_of_token.data(), tokens));
     RETURN_IF_ERROR(ops_.CopyIn(logit_rows_.data(), b.logit_rows.data(), rows));
     RETURN_IF_ERROR(ops_.CopyIn(page_table_.data(), b.page_table.data(), b.page_table.size()));
+    if (mla_ != nullptr)
+      RETURN_IF_ERROR(mla_->BeginPass(graph ? decltype(batch){} : batch, tokens));
     if (graph) {  // A padded decode step: its device work as a graph.
       RETURN_IF_ERROR(graphs_.Run(static_cast<int>(tokens), Signature(),
                                   [&] { return Body(batch, b, tokens, rows, options, out); }));

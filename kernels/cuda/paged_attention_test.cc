@@ -29,8 +29,9 @@ TEST(PagedAttentionTest, MatchesTheCpuForDecodeAndPrefill) {
   ASSERT_TRUE(devices.ok() && *devices > 0) << "needs a GPU";
   std::mt19937 rng(9);
   std::normal_distribution<float> normal;
-  // 80 and 576: MLA's absorbed heads (kv_lora_rank + rope) of deepseek-v3-tiny and DeepSeek-V3.
-  for (int head_dim : {32, 64, 128, 80, 576}) {
+  // 80 and 576: MLA's absorbed heads (kv_lora_rank + rope) of deepseek-v3-tiny and DeepSeek-V3;
+  // 48 and 192 their expanded heads (nope + rope; engine/gpu/mla_block.h).
+  for (int head_dim : {32, 64, 128, 80, 576, 48, 192}) {
     for (auto [q_heads, kv_heads] : {std::pair{1, 1}, std::pair{8, 4}, std::pair{8, 1}}) {
       for (int page_size : {1, 16}) {
         const std::vector<int> lengths = {1, 7, 40, 129};  // Sequence lengths.

@@ -1,5 +1,7 @@
 #include "engine/gpu/testing/cpu_ops.h"
 
+#include <vector>
+
 #include "Eigen/Core"
 #include "kernels/cpu/forward_ops.h"
 #include "kernels/cpu/grouped_swiglu.h"
@@ -17,7 +19,7 @@ using RowMajor = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::Row
 
 // Rows at or below which an f32 product skips Eigen's packing (engine/model/linear.h's rule).
 constexpr int64_t kSmallGemmRows = 16;
-// Runs of at most this many new tokens of a sequence attend token by token (a decode step).
+// Runs of at most this many new tokens of a sequence (a decode step) attend token by token.
 constexpr int64_t kDirectAttentionTokens = 4;
 
 }  // namespace
@@ -174,30 +176,68 @@ absl::Status CpuOps::StorePagedKv(const kernels::StorePagedKvArgs& a) {
 
 namespace {
 
-// One sequence's run of `n` consecutive new tokens from batch token `t` (a prefill or a chunk):
-// its context gathered from the f32 pages into contiguous keys and values, then per head
-// scores = q·Kᵀ·scale, the causal softmax, out = scores·V as GEMMs (the per-token kernel reads
-// every cache row once per token).
+// A sequence's context [0, context) of the cache `cache` as contiguous rows of all KV heads: in
+// place when its slots are consecutive (one-position pages over a pass's rows: MLA's expanded
+// form), else gathered from the pages into `buffer`.
+const float* Context(const kernels::PagedAttentionArgs& a, const float* cache, int64_t t,
+                     int64_t context, std::vector<float>& buffer) {
+  const int64_t row = int64_t{a.kv_heads} * a.head_dim;
+  const int32_t* pages = a.page_table + int64_t{a.seq_of_token[t]} * a.max_pages;
+  auto slot = [&](int64_t p) {
+    return int64_t{pages[p / a.page_size]} * a.page_size + p % a.page_size;
+  };
+  const int64_t first = slot(0);
+  bool consecutive = true;
+  for (int64_t p = a.page_size; p < context && consecutive; p += a.page_size) {
+    consecutive = slot(p) == first + p;
+  }
+  if (consecutive) return cache + first * row;
+  buffer.resize(context * row);
+  for (int64_t p = 0; p < context; ++p) {
+    std::copy_n(cache + slot(p) * row, row, buffer.data() + p * row);
+  }
+  return buffer.data();
+}
+
+// One sequence's run of `n` consecutive new tokens from batch token `t`: scores = q·Kᵀ·scale,
+// the causal softmax, out = scores·V as GEMMs over its context (Context). A run of more than
+// kDirectAttentionTokens tokens (a prefill or a chunk) takes one product per head over the whole
+// run; a shorter one (a decode step) one product per token and KV head with the group's query
+// heads as the rows, so each key is read once for the group (MLA: once for every head). Both beat
+// kernels/cpu/decode_attention token by token (tools/bench_op_set: decode 1.0-1.4x of it).
 void GemmAttention(const kernels::PagedAttentionArgs& a, int64_t t, int64_t n) {
-  const int64_t row = int64_t{a.kv_heads} * a.head_dim, q_row = int64_t{a.q_heads} * a.head_dim;
+  const int64_t q_row = int64_t{a.q_heads} * a.head_dim, row = int64_t{a.kv_heads} * a.head_dim;
   const int group = a.q_heads / a.kv_heads, hd = a.head_dim;
   const int64_t start = a.position[t], context = a.position[t + n - 1] + 1;
-  const int32_t* pages = a.page_table + int64_t{a.seq_of_token[t]} * a.max_pages;
-  RowMajor keys(context, row), values(context, row), scores;
-  for (int64_t p = 0; p < context; ++p) {
-    const int64_t slot = int64_t{pages[p / a.page_size]} * a.page_size + p % a.page_size;
-    std::copy_n(a.k_cache + slot * row, row, keys.row(p).data());
-    std::copy_n(a.v_cache + slot * row, row, values.row(p).data());
-  }
+  thread_local std::vector<float> key_buffer, value_buffer;
+  const float* k = Context(a, a.k_cache, t, context, key_buffer);
+  const float* v = a.v_cache == a.k_cache ? k : Context(a, a.v_cache, t, context, value_buffer);
+  const Eigen::Map<const RowMajor> keys(k, context, row), values(v, context, row);
+  RowMajor scores;
   using Stride = Eigen::OuterStride<>;
-  for (int h = 0; h < a.q_heads; ++h) {
-    const int64_t kv = int64_t{h / group} * hd;
-    Eigen::Map<const RowMajor, 0, Stride> q(a.q + t * q_row + int64_t{h} * hd, n, hd,
-                                            Stride(q_row));
-    Eigen::Map<RowMajor, 0, Stride> out(a.out + t * q_row + int64_t{h} * hd, n, hd, Stride(q_row));
-    scores.noalias() = (q * keys.middleCols(kv, hd).transpose()) * a.scale;  // [n, context]
-    kernels::cpu::CausalSoftmax({scores.data(), n, context, context, start});
-    out.noalias() = scores * values.middleCols(kv, hd);
+  if (n > kDirectAttentionTokens) {
+    for (int h = 0; h < a.q_heads; ++h) {
+      const int64_t kv = int64_t{h / group} * hd;
+      Eigen::Map<const RowMajor, 0, Stride> q(a.q + t * q_row + int64_t{h} * hd, n, hd,
+                                              Stride(q_row));
+      Eigen::Map<RowMajor, 0, Stride> out(a.out + t * q_row + int64_t{h} * hd, n, hd,
+                                          Stride(q_row));
+      scores.noalias() = (q * keys.middleCols(kv, hd).transpose()) * a.scale;  // [n, context]
+      kernels::cpu::CausalSoftmax({scores.data(), n, context, context, start});
+      out.noalias() = scores * values.middleCols(kv, hd);
+    }
+    return;
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t seen = a.position[t + i] + 1;  // This token's context.
+    for (int g = 0; g < a.kv_heads; ++g) {
+      const int64_t kv = int64_t{g} * hd, head0 = (t + i) * q_row + int64_t{g} * group * hd;
+      Eigen::Map<const RowMajor> q(a.q + head0, group, hd);
+      Eigen::Map<RowMajor> out(a.out + head0, group, hd);
+      scores.noalias() = (q * keys.block(0, kv, seen, hd).transpose()) * a.scale;
+      for (int r = 0; r < group; ++r) kernels::cpu::Softmax({scores.row(r).data(), seen});
+      out.noalias() = scores * values.block(0, kv, seen, hd);
+    }
   }
 }
 
@@ -208,24 +248,13 @@ absl::Status CpuOps::PagedAttention(const kernels::PagedAttentionArgs& a) {
     kernels::cpu::PagedAttention(a);
     return absl::OkStatus();
   }
-  const int64_t q_row = int64_t{a.q_heads} * a.head_dim;
   for (int64_t t = 0, end = 0; t < a.tokens; t = end) {
     end = t + 1;  // The run of the same sequence's consecutive positions.
     while (end < a.tokens && a.seq_of_token[end] == a.seq_of_token[t] &&
            a.position[end] == a.position[end - 1] + 1) {
       ++end;
     }
-    if (end - t > kDirectAttentionTokens) {
-      GemmAttention(a, t, end - t);
-      continue;
-    }
-    kernels::PagedAttentionArgs run = a;
-    run.q += t * q_row;
-    run.out += t * q_row;
-    run.tokens = end - t;
-    run.seq_of_token += t;
-    run.position += t;
-    kernels::cpu::PagedAttention(run);
+    GemmAttention(a, t, end - t);
   }
   return absl::OkStatus();
 }
