@@ -18,8 +18,8 @@ struct PagedAttentionArgs {
   // q_heads % kv_heads == 0 (GQA; MLA's absorbed form is one KV head of kv_lora_rank + rope
   // floats, its values the same rows as its keys).
   int q_heads = 0, kv_heads = 0, head_dim = 0;  // CUDA: head_dim ≤ 1024.
-  const float* k_cache = nullptr;  // [pages, page_size, kv_heads, head_dim].
-  const float* v_cache = nullptr;  // Same shape.
+  const float* k_cache = nullptr;               // [pages, page_size, kv_heads, head_dim].
+  const float* v_cache = nullptr;               // Same shape.
   int page_size = 0;
   const int32_t* page_table = nullptr;  // [sequences, max_pages]: a sequence's pages in order.
   int max_pages = 0;
@@ -199,7 +199,7 @@ struct SegmentSumArgs {
 };
 
 // Attention-TP's device prediction at one MoE layer (engine/parallel/device_predictor.h as lookup
-// tables, engine/gpu/device_prediction.h): token t's scores are the layer's row for the pair
+// tables, engine/forward/device_prediction.h): token t's scores are the layer's row for the pair
 // (previous[t], ids[t]) when that pair is a learned context, else the row of ids[t]
 // (row_of_token; an id outside [0, vocab) or mapped to −1 takes unseen_row); then, with history,
 // the A entry of (prev2[t], prev1[t]) replaces them — its confidence on its device, 0 elsewhere —

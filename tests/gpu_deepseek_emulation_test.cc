@@ -13,11 +13,11 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "engine/gpu/forward_runner.h"
-#include "engine/gpu/model_view.h"
-#include "engine/gpu/testing/cpu_ops.h"
-#include "engine/gpu/testing/random_model.h"
-#include "engine/gpu/testing/rank_view.h"
+#include "engine/forward/cpu_ops.h"
+#include "engine/forward/forward_runner.h"
+#include "engine/forward/model_view.h"
+#include "engine/forward/testing/random_model.h"
+#include "engine/forward/testing/rank_view.h"
 #include "engine/model/transformer.h"
 #include "engine/parallel/device_predictor.h"
 #include "engine/parallel/gloo_communicator.h"
@@ -31,13 +31,12 @@
 #include "tests/testing/emulated_passes.h"
 #include "tests/testing/reference_trace.h"
 
-namespace semmoe::engine::gpu {
+namespace semmoe::engine::forward {
 namespace {
 
 using model::Arch;
 using model::LogitsMode;
 using model::SequenceInput;
-using testing::CpuOps;
 using testing::RankView;
 
 enum class Mode { kDp, kTpPlain, kTpShuffled };
@@ -99,7 +98,9 @@ TEST_P(DeepseekEmulationTest, EveryRankMatchesOneDeviceThroughARollout) {
     const semmoe::testing::PagedSequences seqs =
         semmoe::testing::NewPagedSequences(c, prompts.size(), 32);
     for (int pass = 0; pass < kPasses; ++pass) {
-      auto out = (*reference)->Forward(semmoe::testing::PassBatch(pass, prompts, next, seqs), {.collect_routing = true});
+      auto out = (*reference)
+                     ->Forward(semmoe::testing::PassBatch(pass, prompts, next, seqs),
+                               {.collect_routing = true});
       ASSERT_TRUE(out.ok()) << out.status();
       want[pass] = std::move(*out);
     }
@@ -120,8 +121,7 @@ TEST_P(DeepseekEmulationTest, EveryRankMatchesOneDeviceThroughARollout) {
       ASSERT_TRUE(comm.ok()) << comm.status();
       const ModelView full = HostView(mine);
       CpuOps ops;
-      ForwardRunner<CpuOps> runner(local, RankView(full, local, first, r), {kPages, kPageSize},
-                                   ops,
+      ForwardRunner<CpuOps> runner(local, RankView(full, local, first, r), {kPages, kPageSize}, ops,
                                    {.placement = &first,
                                     .comm = comm->get(),
                                     .attention_tp = tp,
@@ -145,7 +145,8 @@ TEST_P(DeepseekEmulationTest, EveryRankMatchesOneDeviceThroughARollout) {
           ASSERT_TRUE(s.ok()) << what << ": " << s;
           serving = &second;
         }
-        auto got = runner.Forward(semmoe::testing::PassBatch(pass, prompts, next, seqs), {.collect_routing = !tp});
+        auto got = runner.Forward(semmoe::testing::PassBatch(pass, prompts, next, seqs),
+                                  {.collect_routing = !tp});
         ASSERT_TRUE(got.ok()) << what << ": " << got.status();
         const model::Matrix& expected = want[pass].logits;
         ASSERT_EQ(got->logits.rows(), expected.rows()) << what;
@@ -174,4 +175,4 @@ INSTANTIATE_TEST_SUITE_P(DeepseekV3, DeepseekEmulationTest,
                          Name);
 
 }  // namespace
-}  // namespace semmoe::engine::gpu
+}  // namespace semmoe::engine::forward

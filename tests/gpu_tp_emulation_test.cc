@@ -13,11 +13,11 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "engine/gpu/forward_runner.h"
-#include "engine/gpu/model_view.h"
-#include "engine/gpu/testing/cpu_ops.h"
-#include "engine/gpu/testing/random_model.h"
-#include "engine/gpu/testing/rank_view.h"
+#include "engine/forward/cpu_ops.h"
+#include "engine/forward/forward_runner.h"
+#include "engine/forward/model_view.h"
+#include "engine/forward/testing/random_model.h"
+#include "engine/forward/testing/rank_view.h"
 #include "engine/model/transformer.h"
 #include "engine/parallel/device_predictor.h"
 #include "engine/parallel/dispatch_plan.h"
@@ -33,13 +33,12 @@
 #include "tests/testing/emulated_passes.h"
 #include "tests/testing/reference_trace.h"
 
-namespace semmoe::engine::gpu {
+namespace semmoe::engine::forward {
 namespace {
 
 using model::Arch;
 using model::LogitsMode;
 using model::SequenceInput;
-using testing::CpuOps;
 
 enum class Prediction { kPlain, kTokens, kTokensAndLayers };
 
@@ -134,7 +133,8 @@ TEST_P(TpForwardRunnerTest, EveryRankMatchesTheSingleDevice) {
     const semmoe::testing::PagedSequences seqs =
         semmoe::testing::NewPagedSequences(c, prompts.size(), 24);
     for (int pass = 0; pass < kPasses; ++pass) {
-      const std::vector<SequenceInput> batch = semmoe::testing::PassBatch(pass, prompts, next, seqs);
+      const std::vector<SequenceInput> batch =
+          semmoe::testing::PassBatch(pass, prompts, next, seqs);
       auto out = (*reference)->Forward(batch, {.collect_routing = true});
       ASSERT_TRUE(out.ok()) << out.status();
       want[pass] = out->logits;
@@ -205,4 +205,4 @@ TEST(TpForwardRunnerInitTest, AttentionTpWithoutAGroupIsAnError) {
 }
 
 }  // namespace
-}  // namespace semmoe::engine::gpu
+}  // namespace semmoe::engine::forward

@@ -34,8 +34,8 @@
 #include <vector>
 
 #include "absl/strings/numbers.h"
+#include "engine/forward/testing/random_model.h"
 #include "engine/gpu/gpu_transformer.h"
-#include "engine/gpu/testing/random_model.h"
 #include "engine/model/transformer.h"
 #include "engine/model/weights.h"
 #include "engine/runtime/kv_cache.h"
@@ -328,9 +328,9 @@ int main(int argc, char** argv) {
   }
   if (synthetic_layers > 0) {
     const model::ModelConfig config = OrDie(
-        semmoe::engine::gpu::testing::Qwen3A3bConfig(synthetic_layers), "Qwen3-30B-A3B config");
+        semmoe::engine::forward::testing::Qwen3A3bConfig(synthetic_layers), "Qwen3-30B-A3B config");
     const auto start = std::chrono::steady_clock::now();
-    const model::ModelWeights weights = semmoe::engine::gpu::testing::RandomWeights(
+    const model::ModelWeights weights = semmoe::engine::forward::testing::RandomWeights(
         config, 1, {.fast_uniform = true, .stddev = 0.02f});
     std::printf("\nrandom Qwen3-30B-A3B-shaped weights, %d layers: %.1f s\n", synthetic_layers,
                 std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());

@@ -1,6 +1,6 @@
 // bench_op_set: the CPU Transformer (engine/model/transformer.h) against the op-set forward on the
-// CPU op set (ForwardRunner<CpuOps>, engine/gpu/forward_runner.h), f32, one thread, side by side
-// in one run: for batch 1, 16 and 64, a prefill of 128 tokens per sequence and 16 decode steps
+// CPU op set (ForwardRunner<CpuOps>, engine/forward/forward_runner.h), f32, one thread, side by
+// side in one run: for batch 1, 16 and 64, a prefill of 128 tokens per sequence and 16 decode steps
 // after it, each measured three times alternating the two after an untimed warm-up of each;
 // prints tokens/s of each and the ratio (op set over Transformer). Issue 36 moves the CPU product
 // onto the op set; this is the gate.
@@ -12,9 +12,9 @@
 #include <random>
 #include <string>
 
-#include "engine/gpu/forward_runner.h"
-#include "engine/gpu/model_view.h"
-#include "engine/gpu/testing/cpu_ops.h"
+#include "engine/forward/cpu_ops.h"
+#include "engine/forward/forward_runner.h"
+#include "engine/forward/model_view.h"
 #include "engine/model/model.h"
 #include "engine/runtime/kv_cache.h"
 
@@ -37,9 +37,9 @@ int main(int argc, char** argv) {
   const int page = 16, pages = 64 * 20;
   auto cache = runtime::PagedKvCache::Create(
       {.num_layers = c.num_layers, .shape = c.kv_shape(), .page_size = page, .num_pages = pages});
-  gpu::testing::CpuOps ops;
-  gpu::ForwardRunner<gpu::testing::CpuOps> runner(c, gpu::HostView(*(*m)->weights), {pages, page},
-                                                  ops);
+  forward::CpuOps ops;
+  forward::ForwardRunner<forward::CpuOps> runner(c, forward::HostView(*(*m)->weights),
+                                                 {pages, page}, ops);
   if (absl::Status s = runner.Init(); !s.ok()) {
     std::printf("%s\n", s.ToString().c_str());
     return 1;

@@ -42,16 +42,18 @@ check "router binaries and libraries depend on no planner internals" \
   "$PLANNER_INTERNALS"
 check "the router depends on no engine core (only its proto and tokenizer)" \
   'kind("cc_binary|cc_library", //router/...) except attr(testonly, 1, //router/...)' \
-  '//engine/parallel/... + //engine/runtime/... + //engine/server/... + //engine/gpu/...'
+  '//engine/parallel/... + //engine/runtime/... + //engine/server/... + //engine/forward/... + //engine/gpu/...'
 check "the router uses the text stack, not engine/model" \
   'kind("cc_binary|cc_library", //router/...) except attr(testonly, 1, //router/...)' \
   '//engine/model/... + //kernels/cpu/...'
 check "the text stack is below the engine's compute" \
   '//engine/text/... except attr(testonly, 1, //engine/text/...)' \
-  '//engine/model/... + //engine/runtime/... + //engine/parallel/... + //engine/gpu/... + //kernels/cpu/...'
+  '//engine/model/... + //engine/runtime/... + //engine/parallel/... + //engine/forward/... + //engine/gpu/... + //kernels/cpu/...'
 check "inside the engine, the core depends on no server (gRPC adapter)" \
-  '//engine/model/... + //engine/runtime/... + //engine/parallel/... + //engine/offline/... + //engine/backend/... + //engine/gpu/...' \
+  '//engine/model/... + //engine/runtime/... + //engine/parallel/... + //engine/offline/... + //engine/backend/... + //engine/forward/... + //engine/gpu/...' \
   '//engine/server/...'
+check "the forward pass is device-neutral: nothing of a GPU below it" \
+  '//engine/forward/...' '//engine/gpu/... + //kernels/cuda/... + @local_cuda//...'
 check "the engine and the router depend on nothing under tools/" \
   '//engine/... + //router/...' '//tools/...'
 check "the router core depends on no door (its gRPC service, its HTTP door)" \

@@ -64,7 +64,7 @@ absl::Status CudaOps::CopyBytes(void* dst, const void* src, int64_t bytes, cudaM
 
 // y [rows, w.rows] = x [rows, w.cols] · wᵀ. Row-major x and y are column-major xᵀ and yᵀ, so
 // this is yᵀ = w · xᵀ with w read transposed from its row-major [rows, cols] storage.
-absl::Status CudaOps::Linear(const float* x, int64_t rows, const LinearView& w, float* y) {
+absl::Status CudaOps::Linear(const float* x, int64_t rows, const forward::LinearView& w, float* y) {
   if (rows == 0) return absl::OkStatus();
   const float one = 1.0f, zero = 0.0f;
   if (w.w16 != nullptr) {

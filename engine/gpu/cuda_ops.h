@@ -1,4 +1,4 @@
-// CudaOps: ForwardRunner's operations (engine/gpu/forward_runner.h) on one CUDA device — the
+// CudaOps: ForwardRunner's operations (engine/forward/forward_runner.h) on one CUDA device — the
 // kernels of //kernels/cuda, cuBLAS SGEMM in pedantic math (plain f32, no TF32) for f32 weights,
 // cuBLAS GemmEx on tensor cores (bf16 × bf16, f32 accumulation and output) for bf16 ones — all
 // queued on the object's own stream. Copies to the host wait for the stream. Thread-compatible;
@@ -14,8 +14,8 @@
 #include <memory>
 
 #include "absl/status/statusor.h"
+#include "engine/forward/model_view.h"
 #include "engine/gpu/device_array.h"
-#include "engine/gpu/model_view.h"
 #include "kernels/op_args.h"
 
 namespace semmoe::engine::gpu {
@@ -24,7 +24,7 @@ class CudaOps {
  public:
   template <typename T>
   using Array = DeviceArray<T>;
-  static constexpr bool kGraphs = true;  // engine/gpu/decode_graphs.h.
+  static constexpr bool kGraphs = true;  // engine/forward/decode_graphs.h.
 
   // UNAVAILABLE without a CUDA device; INVALID_ARGUMENT for a device that does not exist.
   static absl::StatusOr<std::unique_ptr<CudaOps>> Create(int device);
@@ -44,7 +44,7 @@ class CudaOps {
 
   absl::Status Copy2D(float* dst, int64_t dst_stride, const float* src, int64_t src_stride,
                       int64_t rows, int64_t width);
-  absl::Status Linear(const float* x, int64_t rows, const LinearView& w, float* y);
+  absl::Status Linear(const float* x, int64_t rows, const forward::LinearView& w, float* y);
   // One strided batched product (cuBLAS), f32 pedantic or bf16 on tensor cores as Linear.
   absl::Status HeadLinear(const kernels::HeadLinearArgs& a);
   absl::Status PartialRope(const kernels::PartialRopeArgs& a);

@@ -10,8 +10,8 @@
 
 #include "common/file.h"
 #include "common/testing/shared_data.h"
+#include "engine/forward/testing/bf16_tolerance.h"
 #include "engine/gpu/gpu_transformer.h"
-#include "engine/gpu/testing/bf16_tolerance.h"
 #include "engine/model/transformer.h"
 #include "engine/model/weights.h"
 #include "engine/runtime/kv_cache.h"
@@ -28,7 +28,7 @@ TEST(GpuDeepseekReferenceTest, FinalLogitsAndGreedyDecoding) {
   ASSERT_TRUE(devices.ok() && *devices > 0) << "needs a GPU";
   SEMMOE_REQUIRE_SHARED_DIR(shared);
   const std::string dir = JoinPath(shared, "models/deepseek-v3-tiny");
-  auto loaded = testing::LoadHostModel(dir);
+  auto loaded = forward::testing::LoadHostModel(dir);
   ASSERT_TRUE(loaded.ok()) << loaded.status();
   const model::ModelConfig& config = loaded->config;
   const model::ModelWeights& weights = *loaded->weights;
@@ -37,7 +37,7 @@ TEST(GpuDeepseekReferenceTest, FinalLogitsAndGreedyDecoding) {
     auto gpu = GpuTransformer::Create(
         config, weights, {.device = 0, .bf16 = bf16, .num_pages = pages, .page_size = page_size});
     ASSERT_TRUE(gpu.ok()) << gpu.status();
-    auto gap = testing::MeasureFinalLogits(
+    auto gap = forward::testing::MeasureFinalLogits(
         dir, config,
         [&](absl::Span<const model::SequenceInput> batch, const model::ForwardOptions& options) {
           return (*gpu)->Forward(batch, options);

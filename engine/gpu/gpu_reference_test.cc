@@ -13,9 +13,9 @@
 
 #include "common/file.h"
 #include "common/testing/shared_data.h"
+#include "engine/forward/testing/bf16_tolerance.h"
 #include "engine/gpu/gpu_prefill.h"
 #include "engine/gpu/gpu_transformer.h"
-#include "engine/gpu/testing/bf16_tolerance.h"
 #include "engine/model/transformer.h"
 #include "engine/model/weights.h"
 #include "engine/offline/prefill_runner.h"
@@ -174,14 +174,14 @@ TEST_F(GpuReferenceTest, SharedModelBf16WithinTheReadmeTolerance) {
   auto gpu = GpuTransformer::Create(config_, *weights_,
                                     {.device = 0, .bf16 = true, .num_pages = 512, .page_size = 16});
   ASSERT_TRUE(gpu.ok()) << gpu.status();
-  auto t = testing::MeasureAgainstReference(
+  auto t = forward::testing::MeasureAgainstReference(
       dir_, config_,
       [&](absl::Span<const SequenceInput> batch, const model::ForwardOptions& options) {
         return (*gpu)->Forward(batch, options);
       });
   ASSERT_TRUE(t.ok()) << t.status();
   std::cout << "bf16 (GPU) vs fp32 reference, qwen3-moe-a: " << t->Describe() << "\n";
-  testing::ExpectWithinBf16Tolerance(*t);
+  forward::testing::ExpectWithinBf16Tolerance(*t);
 }
 
 // `engine score` / `engine trace` on the GPU: the prefill runner through GpuPrefill gives the

@@ -5,8 +5,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "engine/forward/forward_runner.h"
 #include "engine/gpu/cuda_ops.h"
-#include "engine/gpu/forward_runner.h"
 #include "engine/gpu/gpu_support.h"
 #include "engine/gpu/gpu_weights.h"
 
@@ -18,7 +18,7 @@ struct GpuTransformer::Impl {
   Communicator* comm = nullptr;  // Under expert parallelism.
   std::unique_ptr<CudaOps> ops;
   std::unique_ptr<GpuWeights> weights;
-  std::unique_ptr<ForwardRunner<CudaOps>> runner;  // Declared last: destroyed first.
+  std::unique_ptr<forward::ForwardRunner<CudaOps>> runner;  // Declared last: destroyed first.
 };
 
 GpuTransformer::GpuTransformer(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -53,16 +53,16 @@ absl::StatusOr<std::unique_ptr<GpuTransformer>> GpuTransformer::Create(
   ASSIGN_OR_RETURN(
       impl->weights,
       UploadWeights(c, weights, /*every_expert=*/options.placement == nullptr, options.bf16));
-  impl->runner = std::make_unique<ForwardRunner<CudaOps>>(
+  impl->runner = std::make_unique<forward::ForwardRunner<CudaOps>>(
       c, impl->weights->View(),
-      KvArenaOptions{
+      forward::KvArenaOptions{
           .num_pages = options.num_pages, .page_size = options.page_size, .bf16 = options.bf16},
       *impl->ops,
-      ExpertParallelOptions{.placement = options.placement,
-                            .comm = options.comm,
-                            .attention_tp = options.attention_tp,
-                            .predictor = options.predictor,
-                            .token_balance_eps = options.token_balance_eps});
+      forward::ExpertParallelOptions{.placement = options.placement,
+                                     .comm = options.comm,
+                                     .attention_tp = options.attention_tp,
+                                     .predictor = options.predictor,
+                                     .token_balance_eps = options.token_balance_eps});
   impl->runner->EnableDecodeGraphs(options.decode_graphs);
   RETURN_IF_ERROR(impl->runner->Init());
   return std::unique_ptr<GpuTransformer>(new GpuTransformer(std::move(impl)));
@@ -93,7 +93,7 @@ absl::Status GpuTransformer::SwitchPlacement(const planner::Placement& next,
     }
     up[it - moe.begin()][g.expert] = g.weights;
   }
-  const ModelView now = m.weights->View();
+  const forward::ModelView now = m.weights->View();
   for (size_t i = 0; i < moe.size(); ++i) {
     for (int e = 0; e < c.num_experts; ++e) {
       if (!next.Holds(static_cast<int>(i), rank, e)) continue;

@@ -2,7 +2,7 @@
 // function (the same batches, checks, routing and outputs; with f32 weights logits agree with
 // the CPU's to float rounding, with bf16 ones to bf16's, docs/ENGINE.md "Precision"), with the
 // weights (engine/gpu/gpu_weights.h) and the paged KV
-// cache in GPU memory. The pass itself is ForwardRunner<CudaOps> (engine/gpu/forward_runner.h):
+// cache in GPU memory. The pass itself is ForwardRunner<CudaOps> (engine/forward/forward_runner.h):
 // CI runs the same ForwardRunner over the kernels' CPU references against the CPU Transformer;
 // gpu_transformer_test and gpu_reference_test check this class on a GPU.
 //
@@ -12,7 +12,7 @@
 // then only hands out pages (BatchEngine::Options::host_kv_arena = false).
 //
 // With a placement and an NCCL group (GpuForwardOptions) the routed experts are exchanged
-// across ranks (engine/gpu/ep_exchange.h); each output then counts its sequences' activations
+// across ranks (engine/forward/ep_exchange.h); each output then counts its sequences' activations
 // served here, and ep_counters() the exchange. Not counted on the GPU: attention time (it would
 // need a device sync per layer).
 //
@@ -35,9 +35,9 @@
 
 namespace semmoe::engine::gpu {
 
-// Which CUDA device, and the weights' precision there: bf16 (engine/gpu/bf16_view.h: tensor-core
-// products with f32 accumulation, experts as one grouped call per MoE layer) or f32 (the CPU
-// forward's function, to float rounding).
+// Which CUDA device, and the weights' precision there: bf16 (engine/forward/bf16_view.h:
+// tensor-core products with f32 accumulation, experts as one grouped call per MoE layer) or f32
+// (the CPU forward's function, to float rounding).
 struct GpuTarget {
   int device = 0;
   bool bf16 = false;
@@ -57,13 +57,13 @@ struct GpuForwardOptions {
   int num_pages = 0;   // KV pages (> 0), the same count as the host cache's.
   int page_size = 16;  // Positions per page, as the host cache's.
   // > 0: decode steps of up to this many sequences replay as CUDA graphs, one per power-of-two
-  // bucket (engine/gpu/decode_graphs.h). Needs bf16 on one device (no placement).
+  // bucket (engine/forward/decode_graphs.h). Needs bf16 on one device (no placement).
   int decode_graphs = 0;
   // Expert parallelism (Attention-DP): the placement and a group whose collectives take device
   // memory (NcclCommunicator); both borrowed. The weights then need only this rank's experts.
   const planner::Placement* placement = nullptr;
   Communicator* comm = nullptr;
-  // Attention-TP over `comm` (engine/gpu/tp_exchange.h): `weights` and `config` are then this
+  // Attention-TP over `comm` (engine/forward/tp_exchange.h): `weights` and `config` are then this
   // rank's slice of the heads (engine/parallel/tp_weights.h), every rank runs the same batch,
   // and `predictor` (borrowed; null: contiguous chunks) orders the shuffled chunks. Not yet
   // served by `engine serve --device cuda` (Attention-DP only there).

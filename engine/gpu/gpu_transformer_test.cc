@@ -1,7 +1,7 @@
 // The GPU forward against the CPU forward (engine/model/transformer.h, itself checked against a
 // float64 reference by architectures_test) on seeded random models of each architecture's
-// features (engine/gpu/testing/random_model.h), through the differential scenario of
-// engine/gpu/testing/forward_check.h — ragged prefill with every logits mode, chunked prefill
+// features (engine/forward/testing/random_model.h), through the differential scenario of
+// engine/forward/testing/forward_check.h — ragged prefill with every logits mode, chunked prefill
 // next to decode, decode across page boundaries, routing — plus the empty batch and the errors.
 // Needs a GPU (tag gpu). Kept free of the tokenizer (and so of ICU) to ship small.
 #include "engine/gpu/gpu_transformer.h"
@@ -10,12 +10,12 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "engine/gpu/bf16_view.h"
-#include "engine/gpu/forward_runner.h"
+#include "engine/forward/bf16_view.h"
+#include "engine/forward/cpu_ops.h"
+#include "engine/forward/forward_runner.h"
+#include "engine/forward/testing/forward_check.h"
+#include "engine/forward/testing/random_model.h"
 #include "engine/gpu/nccl_communicator.h"
-#include "engine/gpu/testing/cpu_ops.h"
-#include "engine/gpu/testing/forward_check.h"
-#include "engine/gpu/testing/random_model.h"
 #include "engine/model/transformer.h"
 #include "engine/runtime/kv_cache.h"
 #include "gloo/rendezvous/hash_store.h"
@@ -39,8 +39,8 @@ class GpuTransformerTest : public ::testing::TestWithParam<Arch> {
  protected:
   void SetUp() override {
     ASSERT_TRUE(HaveGpu()) << "needs a GPU";
-    config_ = testing::RandomModelConfig(GetParam());
-    weights_ = testing::RandomWeights(config_, static_cast<uint64_t>(GetParam()) + 21);
+    config_ = forward::testing::RandomModelConfig(GetParam());
+    weights_ = forward::testing::RandomWeights(config_, static_cast<uint64_t>(GetParam()) + 21);
     auto cpu = model::Transformer::Create(config_, weights_);
     ASSERT_TRUE(cpu.ok()) << cpu.status();
     cpu_ = std::move(*cpu);
@@ -67,7 +67,7 @@ class GpuTransformerTest : public ::testing::TestWithParam<Arch> {
 
 TEST_P(GpuTransformerTest, MatchesTheCpuTransformer) {
   const std::string arch(model::ArchName(GetParam()));
-  testing::ExpectSameAsCpu(
+  forward::testing::ExpectSameAsCpu(
       [&](absl::Span<const model::SequenceInput> batch, const model::ForwardOptions& options) {
         return gpu_->Forward(batch, options);
       },
@@ -95,7 +95,7 @@ TEST_P(GpuTransformerTest, ExpertParallelOnAOneRankNcclGroupMatchesTheCpu) {
                                     .placement = &*placement,
                                     .comm = nccl->get()});
   ASSERT_TRUE(ep.ok()) << ep.status();
-  testing::ExpectSameAsCpu(
+  forward::testing::ExpectSameAsCpu(
       [&](absl::Span<const model::SequenceInput> batch, const model::ForwardOptions& options) {
         return (*ep)->Forward(batch, options);
       },
@@ -121,7 +121,7 @@ TEST_P(GpuTransformerTest, AttentionTpOnAOneRankNcclGroupMatchesTheCpu) {
                                     .comm = nccl->get(),
                                     .attention_tp = true});
   ASSERT_TRUE(tp.ok()) << tp.status();
-  testing::ExpectSameAsCpu(
+  forward::testing::ExpectSameAsCpu(
       [&](absl::Span<const model::SequenceInput> batch, const model::ForwardOptions& options) {
         return (*tp)->Forward(batch, options);
       },
@@ -138,11 +138,11 @@ TEST_P(GpuTransformerTest, Bf16MatchesItsCpuEmulation) {
   ASSERT_TRUE(gpu.ok()) << gpu.status();
   EXPECT_TRUE((*gpu)->bf16());
   EXPECT_LT((*gpu)->weight_bytes(), gpu_->weight_bytes());
-  auto host = HostBf16Weights::Make(weights_);
+  auto host = forward::HostBf16Weights::Make(weights_);
   ASSERT_TRUE(host.ok()) << host.status();
-  testing::CpuOps ops;
-  ForwardRunner<testing::CpuOps> emulation(config_, (*host)->view(), {kPages, kPageSize, true},
-                                           ops);
+  forward::CpuOps ops;
+  forward::ForwardRunner<forward::CpuOps> emulation(config_, (*host)->view(),
+                                                    {kPages, kPageSize, true}, ops);
   ASSERT_TRUE(emulation.Init().ok());
   std::vector<std::vector<int32_t>> tokens = {{1, 5, 9, 2, 7}, {3, 3, 8}, {4, 1, 2, 6, 8, 9, 10}};
   std::vector<std::unique_ptr<runtime::PagedSequence>> seqs;
@@ -254,16 +254,16 @@ INSTANTIATE_TEST_SUITE_P(All, GpuTransformerTest,
 
 TEST(GpuTransformerCreateTest, RejectsShapesTheKernelsDoNotTake) {
   ASSERT_TRUE(HaveGpu()) << "needs a GPU";
-  model::ModelConfig c = testing::RandomModelConfig(Arch::kMixtral);
+  model::ModelConfig c = forward::testing::RandomModelConfig(Arch::kMixtral);
   c.head_dim = 16;
   c.hidden_size = 64;
-  const model::ModelWeights w = testing::RandomWeights(c, 1);
+  const model::ModelWeights w = forward::testing::RandomWeights(c, 1);
   auto gpu = GpuTransformer::Create(c, w, {.num_pages = 4});
   EXPECT_EQ(gpu.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(gpu.status().message().find("head_dim"), std::string::npos) << gpu.status();
 
-  c = testing::RandomModelConfig(Arch::kMixtral);
-  model::ModelWeights partial = testing::RandomWeights(c, 2);
+  c = forward::testing::RandomModelConfig(Arch::kMixtral);
+  model::ModelWeights partial = forward::testing::RandomWeights(c, 2);
   partial.layers[1].experts[2] = model::MlpWeights();  // Held by another EP rank.
   gpu = GpuTransformer::Create(c, partial, {.num_pages = 4});
   EXPECT_EQ(gpu.status().code(), absl::StatusCode::kFailedPrecondition);

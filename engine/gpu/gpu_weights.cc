@@ -2,7 +2,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
-#include "engine/gpu/bf16_view.h"
+#include "engine/forward/bf16_view.h"
 #include "kernels/cuda/cuda_status.h"
 
 namespace semmoe::engine::gpu {
@@ -44,21 +44,21 @@ class Uploader {
   int64_t bytes_ = 0;
 };
 
-LinearView ViewOf(const GpuLinear& l) {
+forward::LinearView ViewOf(const GpuLinear& l) {
   if (l.rows == 0) return {};
   return {.w = l.w.data(), .rows = l.rows, .cols = l.cols};
 }
-MlpView ViewOf(const GpuMlp& m) { return {ViewOf(m.gate), ViewOf(m.up), ViewOf(m.down)}; }
+forward::MlpView ViewOf(const GpuMlp& m) { return {ViewOf(m.gate), ViewOf(m.up), ViewOf(m.down)}; }
 const float* OrNull(const DeviceArray<float>& a) { return a.empty() ? nullptr : a.data(); }
 
 }  // namespace
 
-ModelView GpuWeights::View() const {
+forward::ModelView GpuWeights::View() const {
   if (bf16) return bf16_view;
-  ModelView view;
+  forward::ModelView view;
   view.embed = embed.data();
   for (const GpuLayer& g : layers) {
-    LayerView l;
+    forward::LayerView l;
     l.input_norm = g.input_norm.data();
     l.post_attention_norm = g.post_attention_norm.data();
     l.q = ViewOf(g.q);
@@ -70,12 +70,12 @@ ModelView GpuWeights::View() const {
     l.v_bias = OrNull(g.v_bias);
     l.q_norm = OrNull(g.q_norm);
     l.k_norm = OrNull(g.k_norm);
-    l.mla = MlaView{.q_a = ViewOf(g.mla.q_a),
-                    .q_a_norm = OrNull(g.mla.q_a_norm),
-                    .q_b = ViewOf(g.mla.q_b),
-                    .kv_a = ViewOf(g.mla.kv_a),
-                    .kv_a_norm = OrNull(g.mla.kv_a_norm),
-                    .kv_b = ViewOf(g.mla.kv_b)};
+    l.mla = forward::MlaView{.q_a = ViewOf(g.mla.q_a),
+                             .q_a_norm = OrNull(g.mla.q_a_norm),
+                             .q_b = ViewOf(g.mla.q_b),
+                             .kv_a = ViewOf(g.mla.kv_a),
+                             .kv_a_norm = OrNull(g.mla.kv_a_norm),
+                             .kv_b = ViewOf(g.mla.kv_b)};
     l.is_moe = g.is_moe;
     l.dense = ViewOf(g.dense);
     l.router = ViewOf(g.router);
@@ -150,8 +150,8 @@ absl::StatusOr<std::unique_ptr<GpuWeights>> UploadWeights(const model::ModelConf
     out->bf16_view = out->View();  // The f32 parts; the linear layers' pointers still null.
     out->bf16 = true;
     GpuWeights* self = out.get();
-    RETURN_IF_ERROR(AttachBf16(
-        HostView(weights),
+    RETURN_IF_ERROR(forward::AttachBf16(
+        forward::HostView(weights),
         [self, &up](std::vector<uint16_t> bits) -> absl::StatusOr<const uint16_t*> {
           self->bf16_arrays.emplace_back();
           RETURN_IF_ERROR(self->bf16_arrays.back().Assign(bits.data(), bits.size()));
@@ -207,18 +207,19 @@ absl::Status GpuWeights::SetExperts(int layer, const std::vector<int32_t>& held,
     return absl::OkStatus();
   }
   // bf16: a new stack per projection, rows in `held` order; then the old stacks go.
-  LayerView& view = bf16_view.layers[layer];
+  forward::LayerView& view = bf16_view.layers[layer];
   const int64_t n = static_cast<int64_t>(held.size());
   struct Part {
-    LinearView MlpView::*linear;
+    forward::LinearView forward::MlpView::*linear;
     const model::LinearWeight model::MlpWeights::*host;
-    const uint16_t* StackedExpertsView::*stacked;
+    const uint16_t* forward::StackedExpertsView::*stacked;
   };
-  const Part parts[] = {{&MlpView::gate, &model::MlpWeights::gate, &StackedExpertsView::gate},
-                        {&MlpView::up, &model::MlpWeights::up, &StackedExpertsView::up},
-                        {&MlpView::down, &model::MlpWeights::down, &StackedExpertsView::down}};
+  const Part parts[] = {
+      {&forward::MlpView::gate, &model::MlpWeights::gate, &forward::StackedExpertsView::gate},
+      {&forward::MlpView::up, &model::MlpWeights::up, &forward::StackedExpertsView::up},
+      {&forward::MlpView::down, &model::MlpWeights::down, &forward::StackedExpertsView::down}};
   // The projections' shapes, from any expert held now or gained.
-  const MlpView* shape = nullptr;
+  const forward::MlpView* shape = nullptr;
   for (int e = 0; e < experts && shape == nullptr; ++e) {
     if (here(e)) shape = &view.experts[e];
   }
@@ -243,7 +244,7 @@ absl::Status GpuWeights::SetExperts(int layer, const std::vector<int32_t>& held,
         if (w.rows() * w.cols() != per) {
           return absl::InvalidArgumentError("experts of one layer differ in shape");
         }
-        const std::vector<uint16_t> bits = ToBf16Bits(w.w.data(), per);
+        const std::vector<uint16_t> bits = forward::ToBf16Bits(w.w.data(), per);
         CUDA_RETURN_IF_ERROR(cudaMemcpy(to, bits.data(), 2 * per, cudaMemcpyHostToDevice));
       } else {
         const uint16_t* from = (view.experts[held[i]].*parts[p].linear).w16;
@@ -266,10 +267,11 @@ absl::Status GpuWeights::SetExperts(int layer, const std::vector<int32_t>& held,
     bf16_arrays.push_back(std::move(stacks[p]));
   }
   view.stacked.experts = n == experts ? std::vector<int32_t>() : held;
-  if (n == 0) view.stacked = StackedExpertsView();  // None here (an empty list would mean all).
-  for (int e = 0; e < experts; ++e) view.experts[e] = MlpView();
+  if (n == 0)
+    view.stacked = forward::StackedExpertsView();  // None here (an empty list would mean all).
+  for (int e = 0; e < experts; ++e) view.experts[e] = forward::MlpView();
   for (int64_t i = 0; i < n; ++i) {
-    MlpView& m = view.experts[held[i]];
+    forward::MlpView& m = view.experts[held[i]];
     for (int p = 0; p < 3; ++p) {
       m.*parts[p].linear = {.w16 = view.stacked.*parts[p].stacked + i * rows[p] * cols[p],
                             .rows = rows[p],

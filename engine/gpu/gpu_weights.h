@@ -1,6 +1,6 @@
 // GpuWeights: a model's parameters in GPU memory in the checkpoint's HF layouts (linear weights
 // [out, in]), uploaded from the host's ModelWeights: f32 (the same function as the CPU forward; a
-// BF16 checkpoint widens exactly), or with every linear layer in bf16 (engine/gpu/bf16_view.h —
+// BF16 checkpoint widens exactly), or with every linear layer in bf16 (engine/forward/bf16_view.h —
 // what decode streams, at half the bytes; norms, router and embedding stay f32).
 #ifndef SEMMOE_ENGINE_GPU_GPU_WEIGHTS_H_
 #define SEMMOE_ENGINE_GPU_GPU_WEIGHTS_H_
@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "engine/forward/model_view.h"
 #include "engine/gpu/device_array.h"
-#include "engine/gpu/model_view.h"
 #include "engine/model/weights.h"
 #include "engine/text/config.h"
 
@@ -27,7 +27,7 @@ struct GpuMlp {
   GpuLinear gate, up, down;
 };
 
-struct GpuMla {  // engine/gpu/model_view.h MlaView.
+struct GpuMla {  // engine/forward/model_view.h MlaView.
   GpuLinear q_a, q_b, kv_a, kv_b;
   DeviceArray<float> q_a_norm, kv_a_norm;
 };
@@ -56,9 +56,10 @@ struct GpuWeights {
   int64_t bytes = 0;  // Device memory held.
   bool bf16 = false;
   std::vector<DeviceArray<uint16_t>> bf16_arrays;  // The bf16 linear layers (stacked experts).
-  ModelView bf16_view;                             // Their view, with the f32 parts above.
+  forward::ModelView bf16_view;                    // Their view, with the f32 parts above.
 
-  ModelView View() const;  // Valid while this object lives (and until the next SetExperts).
+  forward::ModelView View()
+      const;  // Valid while this object lives (and until the next SetExperts).
 
   // A live rollout's device half: makes MoE layer `layer` hold exactly the experts `held`
   // (ascending ids). Those in `gained` (host weights, f32) are uploaded; the others of `held`

@@ -9,8 +9,8 @@
 #include <map>
 #include <vector>
 
-#include "engine/gpu/bf16_view.h"
-#include "engine/gpu/testing/random_model.h"
+#include "engine/forward/bf16_view.h"
+#include "engine/forward/testing/random_model.h"
 #include "gtest/gtest.h"
 #include "kernels/cuda/cuda_status.h"
 
@@ -30,8 +30,8 @@ TEST_P(GpuWeightsTest, SetExpertsUploadsKeepsAndFrees) {
   auto devices = kernels::cuda::DeviceCount();
   ASSERT_TRUE(devices.ok() && *devices > 0) << "needs a GPU";
   const bool bf16 = GetParam();
-  const model::ModelConfig c = testing::RandomModelConfig(model::Arch::kDeepseekV3);
-  const model::ModelWeights all = testing::RandomWeights(c, 5);
+  const model::ModelConfig c = forward::testing::RandomModelConfig(model::Arch::kDeepseekV3);
+  const model::ModelWeights all = forward::testing::RandomWeights(c, 5);
   const int layer = c.MoeLayers().back();
   model::ModelWeights mine = all;  // This rank holds experts 0, 1 and 2 of `layer` at first.
   for (int e = 3; e < c.num_experts; ++e) mine.layers[layer].experts[e] = model::MlpWeights();
@@ -45,20 +45,20 @@ TEST_P(GpuWeightsTest, SetExpertsUploadsKeepsAndFrees) {
   EXPECT_EQ(g.SetExperts(layer, {1, 3, 6}, gained).code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_FALSE(g.View().layers[layer].experts[0].gate.empty());
   ASSERT_TRUE(g.SetExperts(layer, {1, 3, 5}, gained).ok());
-  const LayerView& view = g.View().layers[layer];
+  const forward::LayerView& view = g.View().layers[layer];
   for (int e = 0; e < c.num_experts; ++e) {
     const bool held = e == 1 || e == 3 || e == 5;
     EXPECT_EQ(!view.experts[e].gate.empty(), held) << "expert " << e;
     if (!held) continue;
     const model::MlpWeights& host = all.layers[layer].experts[e];
-    for (auto [part, want] :
-         {std::pair{&MlpView::gate, &host.gate}, std::pair{&MlpView::up, &host.up},
-          std::pair{&MlpView::down, &host.down}}) {
-      const LinearView& v = view.experts[e].*part;
+    for (auto [part, want] : {std::pair{&forward::MlpView::gate, &host.gate},
+                              std::pair{&forward::MlpView::up, &host.up},
+                              std::pair{&forward::MlpView::down, &host.down}}) {
+      const forward::LinearView& v = view.experts[e].*part;
       const int64_t n = want->rows() * want->cols();
       ASSERT_EQ(v.rows * v.cols, n);
       if (bf16) {
-        EXPECT_EQ(ToHost(v.w16, n), ToBf16Bits(want->w.data(), n)) << "expert " << e;
+        EXPECT_EQ(ToHost(v.w16, n), forward::ToBf16Bits(want->w.data(), n)) << "expert " << e;
       } else {
         EXPECT_EQ(ToHost(v.w, n), std::vector<float>(want->w.data(), want->w.data() + n));
       }

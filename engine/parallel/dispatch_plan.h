@@ -1,6 +1,6 @@
 // DispatchPlan: where one rank's tokens go at one MoE layer under expert parallelism, built once
 // on the host from the tokens' routing and the placement, and used by both exchanges (the CPU's
-// engine/parallel/ep_ffn.h and the GPU's engine/gpu/ep_exchange.h), with the one rule for
+// engine/parallel/ep_ffn.h and the GPU's engine/forward/ep_exchange.h), with the one rule for
 // counting what crosses ranks.
 //
 // A token goes once to every rank that serves at least one of its top-k experts: an expert runs

@@ -1,5 +1,5 @@
 // MoeLayerCounters: what one rank's expert-parallel exchange did at one MoE layer, accumulated
-// over passes (the CPU's engine/parallel/ep_ffn.h and the GPU's engine/gpu/ep_exchange.h both
+// over passes (the CPU's engine/parallel/ep_ffn.h and the GPU's engine/forward/ep_exchange.h both
 // fill it; EngineService reports it).
 #ifndef SEMMOE_ENGINE_PARALLEL_MOE_LAYER_COUNTERS_H_
 #define SEMMOE_ENGINE_PARALLEL_MOE_LAYER_COUNTERS_H_

@@ -30,7 +30,7 @@ TEST(PagedAttentionTest, MatchesTheCpuForDecodeAndPrefill) {
   std::mt19937 rng(9);
   std::normal_distribution<float> normal;
   // 80 and 576: MLA's absorbed heads (kv_lora_rank + rope) of deepseek-v3-tiny and DeepSeek-V3;
-  // 48 and 192 their expanded heads (nope + rope; engine/gpu/mla_block.h).
+  // 48 and 192 their expanded heads (nope + rope; engine/forward/mla_block.h).
   for (int head_dim : {32, 64, 128, 80, 576, 48, 192}) {
     for (auto [q_heads, kv_heads] : {std::pair{1, 1}, std::pair{8, 4}, std::pair{8, 1}}) {
       for (int page_size : {1, 16}) {

@@ -1,0 +1,314 @@
+// EpExchange<Ops>: the routed experts of a MoE layer under expert parallelism, on any Ops
+// (engine/forward/forward_runner.h) and any Communicator whose collectives take Ops memory (NCCL
+// with CudaOps; Gloo with the CPU emulation, which is how CI tests it). The same exchange as
+// the CPU's engine/parallel/ep_ffn.h:
+//   dispatch  the DispatchPlan of engine/parallel/dispatch_plan.h: each token goes once to every
+//             rank serving at least one of its top-k experts, with those experts' ids
+//             (`num_experts` for slots served elsewhere) and gate weights;
+//   experts   every rank runs its experts grouped by expert over the rows it received;
+//   combine   each received row's gate-weighted sum goes back; the owner adds the returns in
+//             rank order (deterministic).
+// Overlap: a rank's rows for its own experts never enter the collectives. They are queued on the
+// device before the dispatch's all-to-all, so the device computes them while the collective
+// (NCCL, on its own stream) moves the peers' rows; the caller's independent work (the shared
+// expert) is queued before the combine's all-to-all likewise. The sum is unchanged: a rank's own
+// results are added at their place in rank order.
+// Every rank calls Run() for every MoE layer in the same order, with zero tokens if it has none.
+#ifndef SEMMOE_ENGINE_FORWARD_EP_EXCHANGE_H_
+#define SEMMOE_ENGINE_FORWARD_EP_EXCHANGE_H_
+
+#include <algorithm>
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "absl/types/span.h"
+#include "common/status_macros.h"
+#include "engine/forward/grouped_experts.h"
+#include "engine/forward/model_view.h"
+#include "engine/parallel/communicator.h"
+#include "engine/parallel/dispatch_plan.h"
+#include "engine/parallel/moe_layer_counters.h"
+#include "engine/text/config.h"
+#include "planner/placement/placement.h"
+
+namespace semmoe::engine::forward {
+
+template <typename Ops>
+class EpExchange {
+ public:
+  template <typename T>
+  using Array = typename Ops::template Array<T>;
+
+  // All borrowed; they outlive this.
+  EpExchange(const model::ModelConfig& config, const planner::Placement& placement,
+             Communicator& comm, Ops& ops)
+      : c_(config), placement_(placement), comm_(comm), ops_(ops) {}
+
+  // out [tokens, hidden] (Ops memory) = Σ_j weights[t, j] · expert_{ids[t, j]}(h[t]), the experts
+  // run where the placement serves them. `ids`/`weights`: the tokens' routing on the host.
+  // Adds each token's activations served on this rank, and all of them, to row_local/row_all,
+  // and what the layer did to `counters` (CountExchange, as the CPU exchange; wall times of the
+  // phases, device work included). `during_combine` (may be empty): device work independent of
+  // the exchange, queued before the combine's collective so the device runs it meanwhile (the
+  // shared expert).
+  absl::Status Run(int moe_index, const LayerView& w, const float* h, int64_t tokens,
+                   const std::vector<int32_t>& ids, const std::vector<float>& weights, float* out,
+                   std::vector<int32_t>& row_local, std::vector<int32_t>& row_all,
+                   MoeLayerCounters& counters,
+                   const std::function<absl::Status()>& during_combine = {}) {
+    const int g = comm_.size(), me = comm_.rank(), k = c_.top_k;
+    const int64_t hidden = c_.hidden_size;
+    absl::Time start = absl::Now();
+
+    // Which rows go where, in rank order, with their expert ids and gate weights for their
+    // destination (engine/parallel/dispatch_plan.h, shared with the CPU exchange).
+    const DispatchPlan plan = PlanDispatch(placement_, moe_index, me, k, ids, weights);
+    home_devices_ = plan.home_device;
+    for (int64_t t = 0; t < tokens; ++t) {
+      row_local[t] += plan.local_per_token[t];
+      row_all[t] += k;
+    }
+    // This rank's own rows never enter the collectives: [self_at, self_at + self) of the plan.
+    const std::vector<int64_t>& send_rows = plan.send_rows;
+    int64_t self_at = 0;
+    for (int d = 0; d < me; ++d) self_at += send_rows[d];
+    const int64_t self = send_rows[me];
+    const int64_t planned = static_cast<int64_t>(plan.send_index.size());
+    const int64_t sent_total = planned - self;
+    std::vector<int64_t> to_peers = send_rows, recv_rows(g);
+    to_peers[me] = 0;
+
+    // Row counts first (through Ops memory: an NCCL group reads device buffers only).
+    RETURN_IF_ERROR(send_counts_.Reserve(g));
+    RETURN_IF_ERROR(recv_counts_.Reserve(g));
+    RETURN_IF_ERROR(ops_.CopyIn(send_counts_.data(), to_peers.data(), g));
+    const std::vector<int64_t> ones(g, 1);
+    RETURN_IF_ERROR(ops_.Finish());  // The collectives run on their own stream.
+    absl::Time wait = absl::Now();
+    RETURN_IF_ERROR(comm_.AllToAllV(absl::Span<const int64_t>(send_counts_.data(), g), ones,
+                                    absl::Span<int64_t>(recv_counts_.data(), g), ones));
+    counters.dispatch_wait_seconds += Seconds(wait);
+    RETURN_IF_ERROR(ops_.CopyOut(recv_rows.data(), recv_counts_.data(), g));
+    int64_t received = 0;
+    for (int d = 0; d < g; ++d) {
+      if (recv_rows[d] < 0 || (d == me && recv_rows[d] != 0)) {
+        return absl::InternalError(
+            absl::StrCat("peer ", d, " announced ", recv_rows[d], " rows for rank ", me));
+      }
+      received += recv_rows[d];
+    }
+
+    // The plan's rows, ids and weights: this rank's own first, then the peers' in rank order.
+    RETURN_IF_ERROR(Reserve(planned, received, self));
+    const std::vector<int32_t> index = SelfFirst(plan.send_index, self_at, self, 1);
+    RETURN_IF_ERROR(ops_.CopyIn(send_index_.data(), index.data(), planned));
+    const std::vector<int32_t> send_ids = SelfFirst(plan.send_ids, self_at, self, k);
+    const std::vector<float> send_weights = SelfFirst(plan.send_weights, self_at, self, k);
+    RETURN_IF_ERROR(ops_.CopyIn(send_ids_.data(), send_ids.data(), planned * k));
+    RETURN_IF_ERROR(ops_.CopyIn(send_weights_.data(), send_weights.data(), planned * k));
+    RETURN_IF_ERROR(
+        ops_.GatherRowsByIndex(h, send_index_.data(), planned, hidden, send_rows_.data()));
+    RETURN_IF_ERROR(ops_.Finish());
+    // Overlap: this rank's own rows through its experts are queued before the dispatch, so the
+    // device computes them while the collective moves the peers' rows (a semantic placement makes
+    // them most rows).
+    RETURN_IF_ERROR(ServeRows(moe_index, w, send_rows_.data(), send_ids_.data(),
+                              send_weights_.data(), self, self_results_.data(), /*slot=*/0));
+    const int64_t peer_at = self;
+    RETURN_IF_ERROR(comm_.AllToAllV(
+        absl::Span<const float>(send_rows_.data() + peer_at * hidden, sent_total * hidden),
+        Scaled(to_peers, hidden), absl::Span<float>(recv_rows_.data(), received * hidden),
+        Scaled(recv_rows, hidden)));
+    RETURN_IF_ERROR(
+        comm_.AllToAllV(absl::Span<const int32_t>(send_ids_.data() + peer_at * k, sent_total * k),
+                        Scaled(to_peers, k), absl::Span<int32_t>(recv_ids_.data(), received * k),
+                        Scaled(recv_rows, k)));
+    RETURN_IF_ERROR(
+        comm_.AllToAllV(absl::Span<const float>(send_weights_.data() + peer_at * k, sent_total * k),
+                        Scaled(to_peers, k), absl::Span<float>(recv_weights_.data(), received * k),
+                        Scaled(recv_rows, k)));
+    CountExchange(plan, recv_rows, me, static_cast<int>(hidden), counters);
+    counters.dispatch_seconds += Seconds(start);
+
+    // The peers' rows through this rank's experts.
+    RETURN_IF_ERROR(ServeRows(moe_index, w, recv_rows_.data(), recv_ids_.data(),
+                              recv_weights_.data(), received, results_.data(), /*slot=*/1));
+    RETURN_IF_ERROR(ops_.Finish());
+    counters.expert_seconds += Seconds(start);
+
+    // Combine: results back to their owners (the shared expert meanwhile), added in rank order —
+    // this rank's own at its place, so the sum is the one a full exchange makes.
+    if (during_combine) RETURN_IF_ERROR(during_combine());
+    RETURN_IF_ERROR(comm_.AllToAllV(
+        absl::Span<const float>(results_.data(), received * hidden), Scaled(recv_rows, hidden),
+        absl::Span<float>(back_.data(), sent_total * hidden), Scaled(to_peers, hidden)));
+    RETURN_IF_ERROR(ops_.Zero(out, tokens * hidden));
+    int64_t row = 0;
+    for (int d = 0; d < g; ++d) {
+      if (d == me) {
+        RETURN_IF_ERROR(
+            ops_.ScatterAddRows(out, self_results_.data(), send_index_.data(), self, hidden));
+        continue;
+      }
+      RETURN_IF_ERROR(ops_.ScatterAddRows(out, back_.data() + row * hidden,
+                                          send_index_.data() + self + row, send_rows[d], hidden));
+      row += send_rows[d];
+    }
+    RETURN_IF_ERROR(ops_.Finish());
+    counters.combine_seconds += Seconds(start);
+    return absl::OkStatus();
+  }
+
+  // Per token of the latest Run: the device holding the homes of most of its experts
+  // (DispatchPlan::home_device; Attention-TP's history for the A tables).
+  const std::vector<int32_t>& home_devices() const { return home_devices_; }
+
+ private:
+  // Seconds since `start`, which moves to now.
+  static double Seconds(absl::Time& start) {
+    const absl::Time now = absl::Now();
+    const double s = absl::ToDoubleSeconds(now - start);
+    start = now;
+    return s;
+  }
+
+  static std::vector<int64_t> Scaled(const std::vector<int64_t>& rows, int64_t width) {
+    std::vector<int64_t> out(rows.size());
+    for (size_t i = 0; i < rows.size(); ++i) out[i] = rows[i] * width;
+    return out;
+  }
+
+  // `v`'s rows [at, at + n) (of `width` values each) first, then the others in order.
+  template <typename T>
+  static std::vector<T> SelfFirst(const std::vector<T>& v, int64_t at, int64_t n, int64_t width) {
+    std::vector<T> out(v.begin() + at * width, v.begin() + (at + n) * width);
+    out.insert(out.end(), v.begin(), v.begin() + at * width);
+    out.insert(out.end(), v.begin() + (at + n) * width, v.end());
+    return out;
+  }
+
+  // out [rows, hidden] = each row's gate-weighted sum over its slots that this rank serves (ids
+  // `num_experts`: served elsewhere, contributing zero). x [rows, hidden], ids and weights
+  // [rows, k]: Ops memory. Queued; returns once the row counts per expert are on the host.
+  absl::Status ServeRows(int moe_index, const LayerView& w, const float* x, const int32_t* ids,
+                         const float* weights, int64_t rows, float* out, int slot) {
+    const int me = comm_.rank(), k = c_.top_k, experts = c_.num_experts;
+    const int64_t hidden = c_.hidden_size, inter = c_.moe_intermediate_size, entries = rows * k;
+    RETURN_IF_ERROR(ops_.PermuteByExpert({.ids = ids,
+                                          .entries = entries,
+                                          .experts = experts + 1,
+                                          .counts = counts_.data(),
+                                          .offsets = offsets_.data(),
+                                          .entry_of_position = entry_of_position_.data(),
+                                          .position_of_entry = position_of_entry_.data()}));
+    std::vector<int64_t> offsets(experts + 2);
+    RETURN_IF_ERROR(ops_.CopyOut(offsets.data(), offsets_.data(), experts + 2));
+    for (int e = 0; e < experts; ++e) {
+      if (offsets[e + 1] > offsets[e] && !placement_.Holds(moe_index, me, e)) {
+        return absl::InternalError(absl::StrCat("rank ", me, " was sent rows for expert ", e,
+                                                " of MoE layer ", moe_index,
+                                                ", which it does not hold"));
+      }
+    }
+    RETURN_IF_ERROR(ops_.GatherRows({.x = x,
+                                     .entry_of_position = entry_of_position_.data(),
+                                     .entries = entries,
+                                     .k = k,
+                                     .hidden = hidden,
+                                     .y = y_.data()}));
+    if (w.stacked.gate != nullptr) {
+      RETURN_IF_ERROR(StackedExperts(w.stacked, offsets, hidden, inter, slot));
+    } else {
+      RETURN_IF_ERROR(RunGroupedExperts(ops_, offsets, experts, w.experts, y_.data(), g_.data(),
+                                        u_.data(), z_.data(), hidden, inter));
+    }
+    RETURN_IF_ERROR(ops_.Zero(z_.data() + offsets[experts] * hidden,
+                              (offsets[experts + 1] - offsets[experts]) * hidden));
+    return ops_.CombineRows({.y = z_.data(),
+                             .weights = weights,
+                             .position_of_entry = position_of_entry_.data(),
+                             .tokens = rows,
+                             .k = k,
+                             .hidden = hidden,
+                             .out = out});
+  }
+
+  // The rows of this rank's experts (y_, grouped by expert id: `offsets` [experts + 2]) through
+  // its stacked bf16 experts as one grouped call into z_: the stack holds the rank's experts in
+  // id order and the others have no rows (checked), so each stacked expert's rows start where
+  // the permutation put its id's.
+  // `slot`: which of a Run's two calls (their host offsets must outlive the queued copy).
+  absl::Status StackedExperts(const StackedExpertsView& stack, const std::vector<int64_t>& offsets,
+                              int64_t hidden, int64_t inter, int slot) {
+    const int experts = c_.num_experts;
+    const int n = stack.experts.empty() ? experts : static_cast<int>(stack.experts.size());
+    std::vector<int64_t>& starts = stack_starts_[slot];
+    starts.assign(n + 1, 0);
+    for (int i = 0; i < n; ++i) starts[i] = offsets[stack.experts.empty() ? i : stack.experts[i]];
+    starts[n] = offsets[experts];
+    const int64_t rows = offsets[experts];
+    RETURN_IF_ERROR(stack_offsets_.Reserve(n + 1));
+    RETURN_IF_ERROR(ops_.CopyIn(stack_offsets_.data(), starts.data(), n + 1));
+    RETURN_IF_ERROR(ops_.RoundToBf16(y_.data(), rows * hidden, y16_.data()));
+    RETURN_IF_ERROR(ops_.GroupedSwiGlu({.x = y16_.data(),
+                                        .offsets = stack_offsets_.data(),
+                                        .experts = n,
+                                        .rows = rows,
+                                        .hidden = hidden,
+                                        .inter = inter,
+                                        .gate = stack.gate,
+                                        .up = stack.up,
+                                        .down = stack.down,
+                                        .act = g_.data(),
+                                        .out = z_.data()}));
+    return absl::OkStatus();
+  }
+
+  // `planned`: rows of the plan (this rank's own included); `received` from peers; `self` own.
+  absl::Status Reserve(int64_t planned, int64_t received, int64_t self) {
+    const int64_t hidden = c_.hidden_size, k = c_.top_k;
+    const int64_t entries = std::max(received, self) * k;  // Scratch of one ServeRows.
+    RETURN_IF_ERROR(send_index_.Reserve(planned));
+    RETURN_IF_ERROR(send_rows_.Reserve(planned * hidden));
+    RETURN_IF_ERROR(back_.Reserve(planned * hidden));
+    RETURN_IF_ERROR(send_ids_.Reserve(planned * k));
+    RETURN_IF_ERROR(send_weights_.Reserve(planned * k));
+    RETURN_IF_ERROR(self_results_.Reserve(self * hidden));
+    RETURN_IF_ERROR(recv_rows_.Reserve(received * hidden));
+    RETURN_IF_ERROR(results_.Reserve(received * hidden));
+    RETURN_IF_ERROR(recv_ids_.Reserve(received * k));
+    RETURN_IF_ERROR(recv_weights_.Reserve(received * k));
+    RETURN_IF_ERROR(entry_of_position_.Reserve(entries));
+    RETURN_IF_ERROR(position_of_entry_.Reserve(entries));
+    RETURN_IF_ERROR(counts_.Reserve(c_.num_experts + 1));
+    RETURN_IF_ERROR(offsets_.Reserve(c_.num_experts + 2));
+    RETURN_IF_ERROR(y_.Reserve(entries * hidden));
+    RETURN_IF_ERROR(y16_.Reserve(entries * hidden));
+    RETURN_IF_ERROR(z_.Reserve(entries * hidden));
+    RETURN_IF_ERROR(g_.Reserve(entries * c_.moe_intermediate_size));
+    return u_.Reserve(entries * c_.moe_intermediate_size);
+  }
+
+  const model::ModelConfig& c_;
+  const planner::Placement& placement_;
+  Communicator& comm_;
+  Ops& ops_;
+  std::vector<int32_t> home_devices_;
+  Array<int64_t> send_counts_, recv_counts_, counts_, offsets_, entry_of_position_,
+      position_of_entry_;
+  Array<int32_t> send_index_, send_ids_, recv_ids_;
+  Array<float> send_rows_, recv_rows_, send_weights_, recv_weights_, results_, back_, y_, z_, g_,
+      u_, self_results_;
+  Array<uint16_t> y16_;                   // The rows in bf16 (stacked experts).
+  Array<int64_t> stack_offsets_;          // Stacked expert → its first row.
+  std::vector<int64_t> stack_starts_[2];  // Their host copies, per ServeRows call of a Run.
+};
+
+}  // namespace semmoe::engine::forward
+
+#endif  // SEMMOE_ENGINE_FORWARD_EP_EXCHANGE_H_
