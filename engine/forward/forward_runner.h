@@ -72,12 +72,15 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "common/status_macros.h"
 #include "engine/forward/batch_layout.h"
 #include "engine/forward/decode_graphs.h"
 #include "engine/forward/ep_exchange.h"
 #include "engine/forward/ffn_block.h"
+#include "engine/forward/forward_options.h"
 #include "engine/forward/grouped_experts.h"
 #include "engine/forward/mla_block.h"
 #include "engine/forward/model_view.h"
@@ -90,22 +93,6 @@
 #include "planner/placement/placement.h"
 
 namespace semmoe::engine::forward {
-
-struct KvArenaOptions {
-  int num_pages = 0;   // > 0.
-  int page_size = 16;  // > 0.
-  bool bf16 = false;   // Keys and values stored as bf16 (rounded, read back widened).
-};
-
-struct ExpertParallelOptions {  // Both null: every expert on this device.
-  const planner::Placement* placement = nullptr;
-  Communicator* comm = nullptr;
-  // Attention-TP over `comm` (needs the placement and comm). `predictor` (borrowed; null: plain
-  // contiguous chunks) and `token_balance_eps` as engine/parallel/tp_stage.h.
-  bool attention_tp = false;
-  const DevicePredictor* predictor = nullptr;
-  double token_balance_eps = 0;
-};
 
 template <typename Ops>
 class ForwardRunner {
@@ -121,6 +108,10 @@ class ForwardRunner {
   // Pure decode steps of up to `max_batch` sequences as graphs (see above; 0: off). Call before
   // Init.
   void EnableDecodeGraphs(int max_batch) { graph_max_batch_ = max_batch; }
+  // Each pass's output gets the wall time of each layer's attention (attention_seconds,
+  // attention_seconds_per_layer), waiting for the layer's queued work (Ops::Finish): free on the
+  // CPU op set, a device sync per layer elsewhere. Not with decode graphs. Call before Init.
+  void EnableAttentionTiming() { time_attention_ = true; }
   const DecodeGraphs<Ops>& decode_graphs() const { return graphs_; }
 
   // Checks the weights (and the placement against the model and the group), allocates the KV
@@ -128,6 +119,9 @@ class ForwardRunner {
   absl::Status Init() {
     if (kv_options_.num_pages <= 0 || kv_options_.page_size <= 0) {
       return absl::InvalidArgumentError("the KV arena needs num_pages and page_size > 0");
+    }
+    if (time_attention_ && graph_max_batch_ > 0) {
+      return absl::InvalidArgumentError("attention timing waits inside a pass: no decode graphs");
     }
     RETURN_IF_ERROR(CheckExperts(ep_options_, w_));
     if (ep_options_.placement != nullptr) {
@@ -196,6 +190,12 @@ class ForwardRunner {
     return tp_ != nullptr ? tp_->plans() : kNone;
   }
   int64_t tp_prediction_bytes() const { return tp_ != nullptr ? tp_->prediction_bytes() : 0; }
+  // Under Attention-TP (else null / empty): TpExchange::counters() and LastDevices().
+  const TpStageCounters* tp_counters() const { return tp_ != nullptr ? &tp_->counters() : nullptr; }
+  absl::StatusOr<std::vector<int32_t>> tp_last_devices() {
+    if (tp_ == nullptr) return std::vector<int32_t>{};
+    return tp_->LastDevices();
+  }
 
   // Per placement layer, under expert parallelism (else empty): what the exchange did so far.
   const std::vector<MoeLayerCounters>& ep_counters() const { return ep_counters_; }
@@ -286,8 +286,16 @@ class ForwardRunner {
       RETURN_IF_ERROR(ops_.CopyIn(prev_ids_.data(), prev.data(), tokens));
       RETURN_IF_ERROR(tp_->BeginPass(ids_.data(), prev_ids_.data(), tokens));
     }
+    if (time_attention_) out.attention_seconds_per_layer.assign(c_.num_layers, 0.0);
     for (int layer = 0; layer < c_.num_layers; ++layer) {
+      const absl::Time start = time_attention_ ? absl::Now() : absl::InfinitePast();
       RETURN_IF_ERROR(Attention(layer, tokens, b.max_pages));
+      if (time_attention_) {
+        RETURN_IF_ERROR(ops_.Finish());
+        const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
+        out.attention_seconds += seconds;
+        out.attention_seconds_per_layer[layer] = seconds;
+      }
       const bool collect = options.collect_routing && w_.layers[layer].is_moe;
       model::Routing routing;
       if (tp_ == nullptr) {
@@ -400,6 +408,7 @@ class ForwardRunner {
     return x;
   }
   void Install(Exchanges x) {
+    if (tp_ != nullptr && x.tp != nullptr) x.tp->ContinueCounters(tp_->counters());  // A rollout.
     ep_ = std::move(x.ep);
     tp_ = std::move(x.tp);
     ffn_ = std::make_unique<FfnBlock<Ops>>(
@@ -554,6 +563,7 @@ class ForwardRunner {
   Array<int32_t> prev_ids_;  // Attention-TP: each token's predecessor, for the predictions.
   Array<int32_t> ids_, positions_, seq_of_token_, page_table_, logit_rows_;
   int graph_max_batch_ = 0;
+  bool time_attention_ = false;
   bool all_stacked_ = false;  // Every MoE layer's experts stacked: no host sync in a pass.
   DecodeGraphs<Ops> graphs_{ops_};
 };

@@ -28,11 +28,14 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "common/status_macros.h"
 #include "engine/forward/device_prediction.h"
 #include "engine/parallel/communicator.h"
 #include "engine/parallel/device_predictor.h"
 #include "engine/parallel/shuffle.h"
+#include "engine/parallel/tp_counters.h"
 #include "engine/text/config.h"
 
 namespace semmoe::engine::forward {
@@ -56,6 +59,8 @@ class TpExchange {
     const std::vector<int> moe = config.MoeLayers();
     for (size_t i = 0; i < moe.size(); ++i) moe_index_[moe[i]] = static_cast<int>(i);
     plans_.resize(config.num_layers);
+    counters_.srs_seconds_per_layer.assign(config.num_layers, 0.0);
+    counters_.sag_seconds_per_layer.assign(config.num_layers, 0.0);
   }
 
   // Uploads the predictor's tables (Ops memory must be usable).
@@ -94,7 +99,10 @@ class TpExchange {
   absl::StatusOr<int64_t> ReduceScatter(int layer, int64_t tokens, const float* partial,
                                         const float* x, float* chunk) {
     const int g = comm_.size(), me = comm_.rank();
+    absl::Time start = absl::Now();
     ASSIGN_OR_RETURN(plans_[layer], Plan(layer, tokens));
+    counters_.predict_seconds += Seconds(start);
+    counters_.tokens += tokens;
     const ShufflePlan& plan = plans_[layer];
     layer_ = layer;
     RETURN_IF_ERROR(order_.Reserve(tokens));
@@ -111,6 +119,9 @@ class TpExchange {
     RETURN_IF_ERROR(
         ops_.GatherRowsByIndex(x, order_.data() + begin, rows, hidden_, residual_.data()));
     RETURN_IF_ERROR(ops_.AddInPlace(chunk, residual_.data(), rows * hidden_));
+    const double srs = Seconds(start);
+    counters_.srs_seconds += srs;
+    counters_.srs_seconds_per_layer[layer] += srs;
     return rows;
   }
 
@@ -118,6 +129,35 @@ class TpExchange {
   // latest ReduceScatter). `homes`: after a MoE layer, the device each of this rank's chunk
   // tokens had its experts homed on (EpExchange::home_devices); carried when the history is.
   absl::Status AllGather(float* chunk, float* x, const std::vector<int32_t>& homes) {
+    absl::Time start = absl::Now();
+    RETURN_IF_ERROR(Gather(chunk, x, homes));
+    const double sag = Seconds(start);
+    counters_.sag_seconds += sag;
+    counters_.sag_seconds_per_layer[layer_] += sag;
+    return absl::OkStatus();
+  }
+
+  // The plans of the latest pass, per model layer (tests compare them with the host's rule).
+  const std::vector<ShufflePlan>& plans() const { return plans_; }
+  // What the exchange did so far. Seconds are the host's: each call waits for the work queued
+  // before its collective, not for the packing and unpacking it queues (on the CPU: all of it).
+  const TpStageCounters& counters() const { return counters_; }
+  // Counts on from `before` (the exchange this one replaces in a rollout).
+  void ContinueCounters(const TpStageCounters& before) { counters_ = before; }
+  // Per token of the latest pass (batch order): the device holding the homes of most of its
+  // experts at the latest MoE layer, as the all-gathers carried them. Only with the A tables (the
+  // predictions use the history); else empty. Copied out of Ops memory on each call.
+  absl::StatusOr<std::vector<int32_t>> LastDevices() {
+    if (!history_ || plans_[layer_].order.empty()) return std::vector<int32_t>{};
+    const int64_t n = static_cast<int64_t>(plans_[layer_].order.size());
+    std::vector<float> devices(n);
+    RETURN_IF_ERROR(ops_.CopyOut(devices.data(), prev1_.data(), n));
+    RETURN_IF_ERROR(ops_.Finish());
+    return std::vector<int32_t>(devices.begin(), devices.end());
+  }
+
+ private:
+  absl::Status Gather(float* chunk, float* x, const std::vector<int32_t>& homes) {
     const int g = comm_.size(), me = comm_.rank();
     const ShufflePlan& plan = plans_[layer_];
     const int64_t total = static_cast<int64_t>(plan.order.size()), rows = plan.counts[me];
@@ -153,10 +193,14 @@ class TpExchange {
     return absl::OkStatus();
   }
 
-  // The plans of the latest pass, per model layer (tests compare them with the host's rule).
-  const std::vector<ShufflePlan>& plans() const { return plans_; }
+  // Seconds since `start`, which moves to now.
+  static double Seconds(absl::Time& start) {
+    const absl::Time now = absl::Now();
+    const double s = absl::ToDoubleSeconds(now - start);
+    start = now;
+    return s;
+  }
 
- private:
   absl::StatusOr<ShufflePlan> Plan(int layer, int64_t tokens) {
     const int g = comm_.size();
     const int moe = moe_index_[layer];
@@ -180,6 +224,7 @@ class TpExchange {
   const int32_t* ids_ = nullptr;
   const int32_t* previous_ = nullptr;
   std::vector<ShufflePlan> plans_;
+  TpStageCounters counters_;
   int layer_ = 0;                // Of the latest ReduceScatter.
   std::vector<int64_t> counts_;  // Floats per rank of the latest plan.
   std::vector<float> host_scores_;

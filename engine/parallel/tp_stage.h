@@ -23,16 +23,9 @@
 #include "engine/parallel/device_predictor.h"
 #include "engine/parallel/ep_ffn.h"
 #include "engine/parallel/shuffle.h"
+#include "engine/parallel/tp_counters.h"
 
 namespace semmoe::engine {
-
-struct TpStageCounters {
-  int64_t tokens = 0;          // Tokens through the stage (each counted once per layer).
-  double srs_seconds = 0;      // Pack + reduce-scatter + residual.
-  double sag_seconds = 0;      // All-gather + unpack.
-  double predict_seconds = 0;  // Device prediction and shuffle planning.
-  std::vector<double> srs_seconds_per_layer, sag_seconds_per_layer;  // [model layers]
-};
 
 class TpLayerStage final : public model::LayerStage {
  public:

@@ -1,0 +1,32 @@
+// The options of a forward pass's KV arena and of its expert parallelism (forward_runner.h),
+// apart so that wrappers of the runner (cpu_forward.h) need not include it.
+#ifndef SEMMOE_ENGINE_FORWARD_FORWARD_OPTIONS_H_
+#define SEMMOE_ENGINE_FORWARD_FORWARD_OPTIONS_H_
+
+#include "engine/parallel/communicator.h"
+#include "engine/parallel/device_predictor.h"
+#include "planner/placement/placement.h"
+
+namespace semmoe::engine::forward {
+
+struct KvArenaOptions {
+  int num_pages = 0;   // > 0.
+  int page_size = 16;  // > 0.
+  bool bf16 = false;   // Keys and values stored as bf16 (rounded, read back widened).
+};
+
+struct ExpertParallelOptions {  // Both null: every expert on this device.
+  const planner::Placement* placement = nullptr;
+  Communicator* comm = nullptr;
+  // Attention-TP over `comm` (needs the placement and comm): every rank runs the same batch
+  // through its slice of the heads. `predictor` (borrowed; null: plain contiguous chunks) orders
+  // the shuffled chunks; with it a rank's chunk may hold up to ⌊(1 + token_balance_eps) · batch /
+  // ranks⌋ tokens (tp_exchange.h).
+  bool attention_tp = false;
+  const DevicePredictor* predictor = nullptr;
+  double token_balance_eps = 0;
+};
+
+}  // namespace semmoe::engine::forward
+
+#endif  // SEMMOE_ENGINE_FORWARD_FORWARD_OPTIONS_H_
