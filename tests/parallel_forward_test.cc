@@ -1,10 +1,10 @@
 // The invariant of docs/PARALLEL.md: placement never changes the math (every architecture:
-// qwen3_moe, qwen2_moe, mixtral, and deepseek_v2/v3 with MLA on the shared fixtures). G ranks (threads, each with
-// its own Gloo communicator, weights and KV) run prompts through prefill and greedy decoding in
-// Attention-DP, Attention-TP plain and Attention-TP shuffled, under vanilla, random, skewed and
-// replicated (hot experts copied to other devices) placements; the tokens must equal one device's,
-// the logits agree within 1e-4 relative L2, and the byte counters must equal the bytes recomputed
-// from the routing each rank saw.
+// qwen3_moe, qwen2_moe, mixtral, and deepseek_v2/v3 with MLA on the shared fixtures). G ranks
+// (threads, each with its own Gloo communicator, weights and KV) run prompts through prefill and
+// greedy decoding in Attention-DP, Attention-TP plain and Attention-TP shuffled, under vanilla,
+// random, skewed and replicated (hot experts copied to other devices) placements; the tokens must
+// equal one device's, the logits agree within 1e-4 relative L2, and the byte counters must equal
+// the bytes recomputed from the routing each rank saw.
 #include <cmath>
 #include <cstdlib>
 #include <iostream>
@@ -18,11 +18,14 @@
 #include "absl/strings/str_cat.h"
 #include "common/file.h"
 #include "common/testing/shared_data.h"
+#include "engine/forward/cpu_forward.h"
 #include "engine/model/model.h"
+#include "engine/model/testing/tiny_model.h"
 #include "engine/parallel/gloo_communicator.h"
 #include "engine/parallel/lockstep_greedy.h"
 #include "engine/parallel/rank_model.h"
 #include "engine/parallel/tp_weights.h"
+#include "engine/runtime/kv_cache.h"
 #include "gloo/rendezvous/hash_store.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -31,7 +34,6 @@
 #include "planner/affinity/token_affinity_builder.h"
 #include "planner/placement/balanced_assign.h"
 #include "planner/trace/trace_set.h"
-#include "engine/model/testing/tiny_model.h"
 
 namespace semmoe::engine {
 namespace {
@@ -59,12 +61,11 @@ const char* LayoutName(Layout l) {
 using SeqOutput = GreedyOutput;
 
 absl::StatusOr<std::vector<SeqOutput>> RunGreedy(
-    const model::Transformer& transformer, model::KvShape kv,
+    const GreedyForwardFn& forward, runtime::PagedKvCache& pages,
     const std::vector<std::vector<int32_t>>& prompts,
     std::vector<std::vector<Routing>>* routing = nullptr) {
-  return RunLockstepGreedy(
-      transformer, prompts,
-      {.decode_steps = kDecodeSteps, .kv = kv, .keep_logits = true, .routing = routing});
+  return RunLockstepGreedy(forward, pages, prompts,
+                           {.decode_steps = kDecodeSteps, .keep_logits = true, .routing = routing});
 }
 
 double RelL2(const std::vector<float>& a, const std::vector<float>& b) {
@@ -165,8 +166,15 @@ const Reference& GetReference(const ModelCase& c) {
     auto model = model::LoadModel(c.dir);
     EXPECT_TRUE(model.ok()) << model.status();
     ref->model = std::move(*model);
-    auto outputs =
-        RunGreedy(*ref->model->transformer, ref->model->config.kv_shape(), c.prompts, &ref->routing);
+    // The single device: the CPU Transformer over a host cache.
+    const model::ModelConfig& config = ref->model->config;
+    auto pages = runtime::PagedKvCache::Create(
+        {.num_layers = config.num_layers, .shape = config.kv_shape(), .num_pages = 256});
+    EXPECT_TRUE(pages.ok()) << pages.status();
+    const model::Transformer& one = *ref->model->transformer;
+    auto outputs = RunGreedy([&](absl::Span<const model::SequenceInput> b,
+                                 const model::ForwardOptions& o) { return one.Forward(b, o); },
+                             **pages, c.prompts, &ref->routing);
     EXPECT_TRUE(outputs.ok()) << outputs.status();
     ref->outputs = std::move(*outputs);
   }
@@ -256,7 +264,7 @@ struct RankResult {
   std::vector<std::vector<Routing>> routing;  // [forward][moe layer], rows this rank routed.
   std::vector<MoeLayerCounters> counters;
   CommCounters comm;
-  std::vector<int32_t> tp_devices;  // TpLayerStage::last_devices() after the last forward.
+  std::vector<int32_t> tp_devices;  // CpuForward::TpLastDevices() after the last forward.
 };
 
 using Param = std::tuple<std::string, int, Mode, Layout>;
@@ -315,15 +323,19 @@ TEST_P(ParallelForwardTest, MatchesOneDeviceAndCountsBytesExactly) {
           mine.prompt_ids.push_back(i);
         }
       }
-      auto outputs = RunGreedy((*rank_model)->transformer(), (*rank_model)->local_kv_shape(),
-                               prompts, &mine.routing);
+      auto pages = (*rank_model)->NewPageCache();
+      ASSERT_TRUE(pages.ok()) << pages.status();
+      forward::CpuForward& cpu = *(*rank_model)->cpu_forward();
+      auto outputs = RunGreedy([&](absl::Span<const model::SequenceInput> b,
+                                   const model::ForwardOptions& o) { return cpu.Forward(b, o); },
+                               **pages, prompts, &mine.routing);
       ASSERT_TRUE(outputs.ok()) << outputs.status();
       mine.outputs = std::move(*outputs);
-      mine.counters = (*rank_model)->ffn().counters();
+      mine.counters = cpu.ep_counters();
       mine.comm = (*comm)->counters();
-      if ((*rank_model)->tp_stage() != nullptr) {
-        mine.tp_devices = (*rank_model)->tp_stage()->last_devices();
-      }
+      auto devices = cpu.TpLastDevices();
+      ASSERT_TRUE(devices.ok()) << devices.status();
+      mine.tp_devices = std::move(*devices);
     });
   }
   for (std::thread& t : threads) t.join();
@@ -491,7 +503,7 @@ TEST(RankModelTest, MlaSplitsOnlyItsQueryHeads) {
   ASSERT_TRUE(local.ok()) << local.status();
   EXPECT_EQ(local->num_heads, 2);
   const model::LayerWeights& layer = (*weights)->weights->layers[1];
-  EXPECT_EQ(layer.mla.q_b.rows(), 2 * 48);  // Two heads of [nope 32 | rope 16].
+  EXPECT_EQ(layer.mla.q_b.rows(), 2 * 48);   // Two heads of [nope 32 | rope 16].
   EXPECT_EQ(layer.mla.kv_b.rows(), 2 * 64);  // Two heads of [k_nope 32 | v 32].
   EXPECT_EQ(layer.o.cols(), 2 * 32);
   EXPECT_EQ(layer.mla.kv_a.rows(), 64 + 16);  // The latent stays whole.

@@ -28,12 +28,14 @@
 #include "absl/time/clock.h"
 #include "common/file.h"
 #include "common/status_macros.h"
+#include "engine/forward/cpu_forward.h"
 #include "engine/model/model.h"
 #include "engine/offline/jsonl.h"
 #include "engine/parallel/gloo_communicator.h"
 #include "engine/parallel/lockstep_greedy.h"
 #include "engine/parallel/rank_model.h"
 #include "engine/parallel/tp_weights.h"
+#include "engine/runtime/kv_cache.h"
 #include "gloo/rendezvous/hash_store.h"
 #include "nlohmann/json.hpp"
 #include "planner/affinity/layer_affinity.h"
@@ -115,11 +117,16 @@ absl::StatusOr<planner::trace::TraceSet> Profile(const engine::model::Model& m,
                   .top_k = static_cast<uint16_t>(c.top_k)};
   for (int l : c.MoeLayers()) trace.header.moe_layers.push_back(static_cast<uint16_t>(l));
   const int layers = static_cast<int>(c.MoeLayers().size()), k = c.top_k;
+  ASSIGN_OR_RETURN(auto pages,
+                   engine::runtime::PagedKvCache::Create(
+                       {.num_layers = c.num_layers, .shape = c.kv_shape(), .num_pages = 512}));
+  const engine::model::Transformer& one = *m.transformer;
+  const auto forward = [&](absl::Span<const engine::model::SequenceInput> b,
+                           const engine::model::ForwardOptions& o) { return one.Forward(b, o); };
   for (size_t i = 0; i < prompts.size(); ++i) {
     std::vector<std::vector<engine::model::Routing>> routing;
-    RETURN_IF_ERROR(engine::RunLockstepGreedy(*m.transformer, {prompts[i]},
-                                              {.kv = c.kv_shape(), .routing = &routing})
-                        .status());
+    RETURN_IF_ERROR(
+        engine::RunLockstepGreedy(forward, *pages, {prompts[i]}, {.routing = &routing}).status());
     std::vector<uint16_t> experts;
     for (size_t t = 0; t < prompts[i].size(); ++t) {
       for (int l = 0; l < layers; ++l) {
@@ -157,12 +164,15 @@ absl::StatusOr<Row> RunConfig(const std::string& dir,
         for (size_t i = 0; i < prompts.size(); ++i) {
           if (attention == AttentionMode::kTp || request_rank[i] == r) mine.push_back(prompts[i]);
         }
+        ASSIGN_OR_RETURN(auto pages, model->NewPageCache());
+        engine::forward::CpuForward& cpu = *model->cpu_forward();
         RETURN_IF_ERROR(
-            engine::RunLockstepGreedy(model->transformer(), mine,
-                                      {.decode_steps = absl::GetFlag(FLAGS_decode_steps),
-                                       .kv = model->local_kv_shape()})
+            engine::RunLockstepGreedy(
+                [&](absl::Span<const engine::model::SequenceInput> b,
+                    const engine::model::ForwardOptions& o) { return cpu.Forward(b, o); },
+                *pages, mine, {.decode_steps = absl::GetFlag(FLAGS_decode_steps)})
                 .status());
-        counters[r] = model->ffn().counters();
+        counters[r] = cpu.ep_counters();
         comm_counters[r] = comm->counters();
         return absl::OkStatus();
       }();

@@ -1,7 +1,6 @@
 // EpExchange<Ops>: the routed experts of a MoE layer under expert parallelism, on any Ops
 // (engine/forward/forward_runner.h) and any Communicator whose collectives take Ops memory (NCCL
-// with CudaOps; Gloo with the CPU emulation, which is how CI tests it). The same exchange as
-// the CPU's engine/parallel/ep_ffn.h:
+// with CudaOps; Gloo with CpuOps, the CPU product's ranks):
 //   dispatch  the DispatchPlan of engine/parallel/dispatch_plan.h: each token goes once to every
 //             rank serving at least one of its top-k experts, with those experts' ids
 //             (`num_experts` for slots served elsewhere) and gate weights;

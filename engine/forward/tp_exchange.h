@@ -1,6 +1,6 @@
-// TpExchange<Ops>: Attention-TP's shuffled reduce-scatter (SRS) and all-gather (SAG) for the GPU
-// forward (engine/forward/forward_runner.h), on any Ops whose memory the communicator takes (NCCL
-// with CudaOps; Gloo with the CPU emulation in CI). The GPU twin of engine/parallel/tp_stage.h.
+// TpExchange<Ops>: Attention-TP's shuffled reduce-scatter (SRS) and all-gather (SAG) for the
+// op-set forward (engine/forward/forward_runner.h), on any Ops whose memory the communicator
+// takes (NCCL with CudaOps; Gloo with CpuOps, the CPU product's ranks).
 //
 // Every rank holds the attention output of its heads for the whole batch: a partial sum. The SRS
 // packs those rows in the layer's chunk order (a device kernel, fused into the staging buffer the

@@ -1,7 +1,7 @@
 // DispatchPlan: where one rank's tokens go at one MoE layer under expert parallelism, built once
-// on the host from the tokens' routing and the placement, and used by both exchanges (the CPU's
-// engine/parallel/ep_ffn.h and the GPU's engine/forward/ep_exchange.h), with the one rule for
-// counting what crosses ranks.
+// on the host from the tokens' routing and the placement, and used by the exchange of the op-set
+// forward (engine/forward/ep_exchange.h, on the CPU and the GPU), with the one rule for counting
+// what crosses ranks.
 //
 // A token goes once to every rank that serves at least one of its top-k experts: an expert runs
 // on the token's own rank if that rank holds it (home or replica), else on its home. Rows are

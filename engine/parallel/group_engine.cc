@@ -43,20 +43,32 @@ absl::StatusOr<std::unique_ptr<GroupEngine>> GroupEngine::Create(
   GroupEngine* self = engine.get();
   const bool tp = model.attention() == AttentionMode::kTp;
   const int rank = model.comm().rank();
-  const bool host_kv = options.device == nullptr ? options.batch.host_kv_arena
-                                                  : options.device->host_kv_arena();
+  engine->forward_ = options.device != nullptr ? options.device : model.forward();
+  if (engine->forward_ == nullptr) {
+    return absl::InvalidArgumentError(
+        "the rank has no forward: its RankModel was made without a CPU forward and no device "
+        "forward was given");
+  }
+  const bool host_kv = engine->forward_->host_kv_arena();
+  runtime::PagedKvCache::Options kv{.num_layers = model.local_num_layers(),
+                                    .shape = model.local_kv_shape(),
+                                    .page_size = options.batch.page_size,
+                                    .host_arena = host_kv};
+  kv.num_pages = runtime::PagedKvCache::PagesForBytes(kv, options.batch.kv_cache_bytes);
+  if (options.device == nullptr && kv.num_pages != model.kv_pages()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the batch's KV cache (", kv.num_pages, " pages of ", kv.page_size,
+        ") is not the rank forward's arena (", model.kv_pages(),
+        " pages): give RankModelOptions and BatchEngine::Options the same page_size and "
+        "kv_cache_bytes"));
+  }
   if (!tp || rank == kLeader) {
     runtime::BatchEngine::Options batch = options.batch;
     batch.host_kv_arena = host_kv;
     batch.forward_every_step = true;
     batch.forward = [self](absl::Span<const SequenceInput> b) { return self->Forward(b); };
-    ASSIGN_OR_RETURN(engine->batch_, runtime::BatchEngine::Create(model.transformer(), batch));
+    ASSIGN_OR_RETURN(engine->batch_, runtime::BatchEngine::Create(model.local_config(), batch));
   } else {
-    runtime::PagedKvCache::Options kv{.num_layers = model.local_num_layers(),
-                                      .shape = model.local_kv_shape(),
-                                      .page_size = options.batch.page_size,
-                                      .host_arena = host_kv};
-    kv.num_pages = runtime::PagedKvCache::PagesForBytes(kv, options.batch.kv_cache_bytes);
     ASSIGN_OR_RETURN(engine->mirror_kv_, runtime::PagedKvCache::Create(kv));
   }
   {
@@ -231,28 +243,10 @@ absl::StatusOr<model::ForwardOutput> GroupEngine::Forward(absl::Span<const Seque
                                 ? options_.routing_sampler
                                 : nullptr;
   const model::ForwardOptions forward_options{.collect_routing = sampler != nullptr};
-  ASSIGN_OR_RETURN(model::ForwardOutput out,
-                   options_.device != nullptr
-                       ? options_.device->Forward(batch, forward_options)
-                       : model_.transformer().Forward(batch, forward_options));
+  ASSIGN_OR_RETURN(model::ForwardOutput out, forward_->Forward(batch, forward_options));
   if (sampler != nullptr) sampler->Observe(batch, out);
   ++forward_passes_;
   AddAttentionTimes(out);
-  if (model_.attention() == AttentionMode::kDp && options_.device == nullptr) {
-    // The FFN's rows are the batch's tokens in order: sum them per sequence.
-    const std::vector<int32_t>& local = model_.ffn().row_local();
-    const std::vector<int32_t>& all = model_.ffn().row_activations();
-    size_t row = 0;
-    for (const SequenceInput& s : batch) {
-      int64_t l = 0, a = 0;
-      for (size_t i = 0; i < s.tokens.size() && row < local.size(); ++i, ++row) {
-        l += local[row];
-        a += all[row];
-      }
-      out.local_activations.push_back(l);
-      out.activations.push_back(a);
-    }
-  }
   return out;
 }
 
@@ -297,9 +291,7 @@ absl::Status GroupEngine::FollowerPass() {
                 .logits = static_cast<model::LogitsMode>(logits),
                 .prev_token = static_cast<int32_t>(prev)};
   }
-  ASSIGN_OR_RETURN(model::ForwardOutput out,
-                   options_.device != nullptr ? options_.device->Forward(batch, {})
-                                              : model_.transformer().Forward(batch));
+  ASSIGN_OR_RETURN(model::ForwardOutput out, forward_->Forward(batch, {}));
   ++forward_passes_;
   AddAttentionTimes(out);
   return absl::OkStatus();
@@ -366,13 +358,12 @@ void GroupEngine::Snapshot() {
   s.forward_passes = forward_passes_;
   s.attention_seconds = attention_seconds_;
   s.attention_seconds_per_layer = attention_seconds_per_layer_;
-  s.layers = model_.ffn().counters();
-  if (model_.tp_stage() != nullptr) s.tp = model_.tp_stage()->counters();
+  if (model_.tp_counters() != nullptr) s.tp = *model_.tp_counters();
   s.comm = model_.comm().counters();
-  if (options_.device != nullptr) {  // What the device measures, over the CPU stage's.
-    RankForwardCounters d = options_.device->counters();
-    if (!d.layers.empty()) s.layers = std::move(d.layers);
-    if (d.has_comm) {
+  {
+    RankForwardCounters d = forward_->counters();
+    s.layers = std::move(d.layers);
+    if (d.has_comm) {  // A device group's collectives, over the host group's.
       for (int k = 0; k < kNumCollectiveKinds; ++k) {
         s.comm.by_kind[k].calls += d.comm.by_kind[k].calls;
         s.comm.by_kind[k].bytes_sent += d.comm.by_kind[k].bytes_sent;

@@ -62,9 +62,9 @@ struct GroupEngineOptions {
   absl::Duration max_idle_poll = absl::Milliseconds(10);
   int max_inbox = 1024;  // Submitted but not yet taken by the loop; beyond: ResourceExhausted.
   // Borrowed, outlives the engine: the rank's forward on a device (rank_forward.h), for the
-  // leader's passes and, under Attention-TP, the followers' too; its counters replace the CPU
-  // stage's, and the host cache keeps no keys and values when it says so. Null: the rank model's
-  // CPU forward.
+  // leader's passes and, under Attention-TP, the followers' too. Null: the rank model's CPU
+  // forward (RankModel::forward(), whose arena must have the batch's pages). Either way the keys
+  // and values live with the forward and the host cache only hands out pages.
   RankForward* device = nullptr;
   // Borrowed, outlives the engine: moves the group to other placements while it serves
   // (placement_rollout.h); its words join every agreement round. Null: the placement is fixed.
@@ -139,8 +139,9 @@ class GroupEngine {
 
   RankModel& model_;
   const GroupEngineOptions options_;
-  std::unique_ptr<runtime::BatchEngine> batch_;       // DP ranks and the TP leader.
-  std::unique_ptr<runtime::PagedKvCache> mirror_kv_;  // TP followers.
+  RankForward* forward_ = nullptr;               // options_.device, else the model's CPU forward.
+  std::unique_ptr<runtime::BatchEngine> batch_;  // DP ranks and the TP leader.
+  std::unique_ptr<runtime::PagedKvCache> mirror_kv_;                      // TP followers.
   absl::flat_hash_map<std::string, std::shared_ptr<RequestSink>> sinks_;  // Loop thread only.
   int64_t forward_passes_ = 0;
   double attention_seconds_ = 0;

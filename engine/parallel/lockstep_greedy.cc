@@ -2,18 +2,24 @@
 
 #include <memory>
 
-#include "engine/model/kv_sequence.h"
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 
 namespace semmoe::engine {
 
 absl::StatusOr<std::vector<GreedyOutput>> RunLockstepGreedy(
-    const model::Transformer& transformer, const std::vector<std::vector<int32_t>>& prompts,
-    const LockstepGreedyOptions& options) {
-  const int layers = transformer.config().num_layers;
-  std::vector<std::unique_ptr<model::DenseKvSequence>> kv;
+    const GreedyForwardFn& forward, runtime::PagedKvCache& pages,
+    const std::vector<std::vector<int32_t>>& prompts, const LockstepGreedyOptions& options) {
+  std::vector<std::unique_ptr<runtime::PagedSequence>> kv;
   for (const auto& p : prompts) {
-    kv.push_back(std::make_unique<model::DenseKvSequence>(
-        layers, options.kv, static_cast<int>(p.size()) + options.decode_steps));
+    kv.push_back(pages.NewSequence());
+    const absl::Status reserved =
+        pages.Reserve(*kv.back(), static_cast<int>(p.size()) + options.decode_steps);
+    if (!reserved.ok()) {
+      return absl::Status(reserved.code(), absl::StrCat("greedy generation of ", prompts.size(),
+                                                        " prompts with ", options.decode_steps,
+                                                        " decode steps: ", reserved.message()));
+    }
   }
   std::vector<GreedyOutput> out(prompts.size());
   std::vector<std::vector<int32_t>> next(prompts.size());
@@ -30,7 +36,7 @@ absl::StatusOr<std::vector<GreedyOutput>> RunLockstepGreedy(
            .logits = model::LogitsMode::kLast,
            .prev_token = prefill ? -1 : last[i]});
     }
-    auto result = transformer.Forward(batch, {.collect_routing = options.routing != nullptr});
+    auto result = forward(batch, {.collect_routing = options.routing != nullptr});
     if (!result.ok()) return result.status();
     if (options.routing != nullptr) options.routing->push_back(std::move(result->routing));
     for (size_t i = 0; i < prompts.size(); ++i) {

@@ -6,11 +6,14 @@
 #define SEMMOE_ENGINE_PARALLEL_LOCKSTEP_GREEDY_H_
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/types/span.h"
 #include "engine/model/moe.h"
 #include "engine/model/transformer.h"
+#include "engine/runtime/kv_cache.h"
 
 namespace semmoe::engine {
 
@@ -21,15 +24,20 @@ struct GreedyOutput {
 
 struct LockstepGreedyOptions {
   int decode_steps = 0;
-  model::KvShape kv;  // The KV cache rows (the rank's: RankModel::local_kv_shape()).
   bool keep_logits = false;
   // If set, the routing of every forward (per MoE layer, the rows this process routed).
   std::vector<std::vector<model::Routing>>* routing = nullptr;
 };
 
+using GreedyForwardFn = std::function<absl::StatusOr<model::ForwardOutput>(
+    absl::Span<const model::SequenceInput>, const model::ForwardOptions&)>;
+
+// `forward` runs each pass over sequences whose pages `pages` hands out (the forward's arena's,
+// RankModel::NewPageCache; or a host arena for a forward that reads it). Reserve's error when the
+// prompts and their decode steps do not fit; the forward's errors as they are.
 absl::StatusOr<std::vector<GreedyOutput>> RunLockstepGreedy(
-    const model::Transformer& transformer, const std::vector<std::vector<int32_t>>& prompts,
-    const LockstepGreedyOptions& options);
+    const GreedyForwardFn& forward, runtime::PagedKvCache& pages,
+    const std::vector<std::vector<int32_t>>& prompts, const LockstepGreedyOptions& options);
 
 }  // namespace semmoe::engine
 

@@ -1,6 +1,6 @@
 // MoeLayerCounters: what one rank's expert-parallel exchange did at one MoE layer, accumulated
-// over passes (the CPU's engine/parallel/ep_ffn.h and the GPU's engine/forward/ep_exchange.h both
-// fill it; EngineService reports it).
+// over passes (engine/forward/ep_exchange.h fills it, on the CPU and the GPU; EngineService
+// reports it).
 #ifndef SEMMOE_ENGINE_PARALLEL_MOE_LAYER_COUNTERS_H_
 #define SEMMOE_ENGINE_PARALLEL_MOE_LAYER_COUNTERS_H_
 

@@ -2,11 +2,33 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
-#include "engine/parallel/dp_stage.h"
 #include "engine/parallel/tp_weights.h"
 #include "kernels/safetensors.h"
 
 namespace semmoe::engine {
+namespace {
+
+// The CPU forward through the seam GroupEngine runs a rank's passes with.
+class CpuRankForward final : public RankForward {
+ public:
+  explicit CpuRankForward(forward::CpuForward& cpu) : cpu_(cpu) {}
+  absl::StatusOr<model::ForwardOutput> Forward(absl::Span<const model::SequenceInput> batch,
+                                               const model::ForwardOptions& options) override {
+    return cpu_.Forward(batch, options);
+  }
+  RankForwardCounters counters() const override { return {.layers = cpu_.ep_counters()}; }
+  absl::Status SwitchPlacement(const planner::Placement&, absl::Span<const GainedExpertWeights>,
+                               const DevicePredictor*) override {
+    return absl::FailedPreconditionError(
+        "a CPU rank switches placements with its RankModel (RankModel::SwitchPlacement)");
+  }
+  bool host_kv_arena() const override { return false; }
+
+ private:
+  forward::CpuForward& cpu_;
+};
+
+}  // namespace
 
 const char* AttentionModeName(AttentionMode mode) {
   return mode == AttentionMode::kDp ? "dp" : "tp";
@@ -52,21 +74,27 @@ absl::StatusOr<std::unique_ptr<RankModel>> RankModel::Create(const std::string& 
     return tokenizer.status();
   }
 
-  ASSIGN_OR_RETURN(m->ffn_, ExpertParallelFfn::Create(c, *m->weights_, placement, comm));
-  model::LayerStage* stage = nullptr;
-  if (options.attention == AttentionMode::kDp) {
-    m->dp_stage_ = std::make_unique<DpLayerStage>(*m->ffn_);
-    stage = m->dp_stage_.get();
-  } else {
-    if (options.predictor != nullptr && options.predictor->num_devices() != comm.size()) {
-      return absl::InvalidArgumentError("the device predictor is for another group size");
-    }
-    m->tp_stage_ = std::make_unique<TpLayerStage>(c, *m->ffn_, comm, options.predictor,
-                                                  options.token_balance_eps);
-    stage = m->tp_stage_.get();
+  if (options.attention == AttentionMode::kTp && options.predictor != nullptr &&
+      options.predictor->num_devices() != comm.size()) {
+    return absl::InvalidArgumentError("the device predictor is for another group size");
   }
-  ASSIGN_OR_RETURN(m->transformer_,
-                   model::Transformer::Create(m->local_config_, *m->weights_, stage));
+  if (!options.cpu_forward) return m;
+  runtime::PagedKvCache::Options kv{.num_layers = m->local_config_.num_layers,
+                                    .shape = m->local_config_.kv_shape(),
+                                    .page_size = options.page_size};
+  m->kv_pages_ = runtime::PagedKvCache::PagesForBytes(kv, options.kv_cache_bytes);
+  ASSIGN_OR_RETURN(
+      m->cpu_, forward::CpuForward::Create(
+                   m->local_config_, *m->weights_,
+                   {.num_pages = m->kv_pages_,
+                    .page_size = options.page_size,
+                    .ep = {.placement = &placement,
+                           .comm = &comm,
+                           .attention_tp = options.attention == AttentionMode::kTp,
+                           .predictor = options.attention == AttentionMode::kTp ? options.predictor
+                                                                                : nullptr,
+                           .token_balance_eps = options.token_balance_eps}}));
+  m->rank_forward_ = std::make_unique<CpuRankForward>(*m->cpu_);
   return m;
 }
 
@@ -78,6 +106,15 @@ absl::StatusOr<std::unique_ptr<RankModel>> RankModel::Create(
   m->owned_ = std::move(placement);
   m->placement_ = &m->owned_->placement;
   return m;
+}
+
+absl::StatusOr<std::unique_ptr<runtime::PagedKvCache>> RankModel::NewPageCache() const {
+  if (cpu_ == nullptr) return absl::FailedPreconditionError("this rank has no CPU forward");
+  return runtime::PagedKvCache::Create({.num_layers = local_config_.num_layers,
+                                        .shape = local_config_.kv_shape(),
+                                        .page_size = options_.page_size,
+                                        .num_pages = kv_pages_,
+                                        .host_arena = false});
 }
 
 std::vector<std::pair<int, int>> GainedExperts(const planner::Placement& current,
@@ -120,15 +157,18 @@ absl::StatusOr<RankModel::Switched> RankModel::SwitchPlacement(std::unique_ptr<R
     }
   }
   // Install the gained experts (the old placement does not use them), then rebind: only now
-  // does any pass see the new placement. If the FFN refuses it, take them out again.
+  // does any pass see the new placement. If the forward refuses it, take them out again.
   for (StagedExpert& s : gained) {
     weights_->layers[s.layer].experts[s.expert] = std::move(s.weights);
   }
-  if (absl::Status set = ffn_->SetPlacement(p); !set.ok()) {
-    for (const auto& [layer, expert] : want) weights_->layers[layer].experts[expert] = {};
-    return set;
+  if (cpu_ != nullptr) {
+    const DevicePredictor* predictor =
+        options_.attention == AttentionMode::kTp ? next->predictor.get() : nullptr;
+    if (absl::Status set = cpu_->SwitchPlacement(p, *weights_, predictor); !set.ok()) {
+      for (const auto& [layer, expert] : want) weights_->layers[layer].experts[expert] = {};
+      return set;
+    }
   }
-  if (tp_stage_ != nullptr) tp_stage_->SetPredictor(next->predictor.get());
   // Free what the new placement no longer puts here.
   Switched out;
   const planner::Placement& old = *placement_;

@@ -1,7 +1,9 @@
 // RankModel: one EP rank's share of a model, ready to run: only the experts the placement puts
-// on this rank, under Attention-TP only this rank's attention heads, and the transformer wired
-// to the parallel stage (DP or TP, plain or shuffled). Every rank of the group runs the same
-// layers in lockstep; see dp_stage.h and tp_stage.h for what each call exchanges.
+// on this rank, under Attention-TP only this rank's attention heads, and — unless the rank's
+// forward runs on a device — the CPU forward over them (engine/forward/cpu_forward.h: the op-set
+// forward with the experts' exchange under Attention-DP, or Attention-TP's shuffled
+// reduce-scatter / all-gather, plain or shuffled). Every rank of the group runs the same layers
+// in lockstep; engine/forward/ep_exchange.h and tp_exchange.h say what each layer exchanges.
 //
 // Thread-compatible (owns the rank's use of the communicator).
 #ifndef SEMMOE_ENGINE_PARALLEL_RANK_MODEL_H_
@@ -13,13 +15,14 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "engine/model/transformer.h"
+#include "engine/forward/cpu_forward.h"
 #include "engine/model/weights.h"
 #include "engine/parallel/communicator.h"
 #include "engine/parallel/device_predictor.h"
-#include "engine/parallel/ep_ffn.h"
+#include "engine/parallel/rank_forward.h"
 #include "engine/parallel/rank_placement.h"
-#include "engine/parallel/tp_stage.h"
+#include "engine/parallel/tp_counters.h"
+#include "engine/runtime/kv_cache.h"
 #include "engine/text/config.h"
 #include "engine/text/tokenizer.h"
 #include "planner/placement/placement.h"
@@ -37,6 +40,13 @@ struct RankModelOptions {
   // With a predictor: a rank's share of a batch may reach (1 + eps) × the mean, so more tokens
   // land where their experts are (planner/placement/balanced_assign.h). 0: equal chunks.
   double token_balance_eps = 0.05;
+  // The rank's CPU forward and its KV arena: as many pages of `page_size` positions as
+  // `kv_cache_bytes` hold of this rank's cache rows — the rule of the BatchEngine the rank
+  // serves with, whose Options must give the same two values (GroupEngine checks). False
+  // `cpu_forward`: none (the forward runs on a device: GroupEngineOptions::device).
+  bool cpu_forward = true;
+  int page_size = 16;
+  int64_t kv_cache_bytes = 256ll << 20;
 };
 
 // An expert a rank gains in a rollout, loaded before the switch. `layer` is the model layer.
@@ -85,7 +95,6 @@ class RankModel {
 
   // The model's own config (heads of the whole model).
   const model::ModelConfig& config() const { return config_; }
-  const model::Transformer& transformer() const { return *transformer_; }
   // This rank's weights (its experts only; under Attention-TP its heads only).
   const model::ModelWeights& weights() const { return *weights_; }
   // Null if the directory has no tokenizer.json.
@@ -101,8 +110,18 @@ class RankModel {
     return owned_ != nullptr ? owned_->predictor.get() : options_.predictor;
   }
   double token_balance_eps() const { return options_.token_balance_eps; }
-  const ExpertParallelFfn& ffn() const { return *ffn_; }
-  const TpLayerStage* tp_stage() const { return tp_stage_.get(); }
+  // The CPU forward (null when options.cpu_forward was false), and the seam GroupEngine runs it
+  // through. Its SwitchPlacement is refused: a CPU rank switches with this object's.
+  forward::CpuForward* cpu_forward() const { return cpu_.get(); }
+  RankForward* forward() const { return rank_forward_.get(); }
+  // The CPU forward's KV pages (0: none), and a host cache that hands them out (no arena: the
+  // forward keeps the keys and values) for callers that run passes themselves (tests, tools).
+  int kv_pages() const { return kv_pages_; }
+  absl::StatusOr<std::unique_ptr<runtime::PagedKvCache>> NewPageCache() const;
+  // Under Attention-TP on the CPU: what the exchange did so far; else null.
+  const TpStageCounters* tp_counters() const {
+    return cpu_ != nullptr ? cpu_->tp_counters() : nullptr;
+  }
   Communicator& comm() const { return comm_; }
 
  private:
@@ -116,10 +135,9 @@ class RankModel {
   model::ModelConfig config_, local_config_;
   std::unique_ptr<model::ModelWeights> weights_;
   std::unique_ptr<model::Tokenizer> tokenizer_;
-  std::unique_ptr<ExpertParallelFfn> ffn_;
-  std::unique_ptr<model::LayerStage> dp_stage_;
-  std::unique_ptr<TpLayerStage> tp_stage_;
-  std::unique_ptr<model::Transformer> transformer_;
+  int kv_pages_ = 0;
+  std::unique_ptr<forward::CpuForward> cpu_;
+  std::unique_ptr<RankForward> rank_forward_;  // Over cpu_.
 };
 
 }  // namespace semmoe::engine

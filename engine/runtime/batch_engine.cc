@@ -41,9 +41,9 @@ const char* FinishReasonName(FinishReason reason) {
   return "unknown";
 }
 
-BatchEngine::BatchEngine(const model::Transformer& transformer, const Options& options,
-                         std::unique_ptr<PagedKvCache> cache)
-    : transformer_(transformer), options_(options), cache_(std::move(cache)) {}
+BatchEngine::BatchEngine(const model::ModelConfig& config, const model::Transformer* transformer,
+                         const Options& options, std::unique_ptr<PagedKvCache> cache)
+    : config_(config), transformer_(transformer), options_(options), cache_(std::move(cache)) {}
 
 BatchEngine::~BatchEngine() {
   // Sequences hold pages of cache_: release them before the cache goes.
@@ -53,22 +53,34 @@ BatchEngine::~BatchEngine() {
 
 absl::StatusOr<std::unique_ptr<BatchEngine>> BatchEngine::Create(
     const model::Transformer& transformer, const Options& options) {
+  return Create(transformer.config(), &transformer, options);
+}
+
+absl::StatusOr<std::unique_ptr<BatchEngine>> BatchEngine::Create(const model::ModelConfig& config,
+                                                                 const Options& options) {
+  if (!options.forward) {
+    return absl::InvalidArgumentError("a batch engine made from a config needs options.forward");
+  }
+  return Create(config, nullptr, options);
+}
+
+absl::StatusOr<std::unique_ptr<BatchEngine>> BatchEngine::Create(
+    const model::ModelConfig& c, const model::Transformer* transformer, const Options& options) {
   if (options.max_batch_tokens <= 0 || options.max_running <= 0 || options.max_waiting <= 0) {
     return absl::InvalidArgumentError(
         "max_batch_tokens, max_running and max_waiting must be positive");
   }
-  const model::ModelConfig& c = transformer.config();
   PagedKvCache::Options kv{.num_layers = c.num_layers,
                            .shape = c.kv_shape(),
                            .page_size = options.page_size,
                            .host_arena = options.host_kv_arena};
   kv.num_pages = PagedKvCache::PagesForBytes(kv, options.kv_cache_bytes);
   ASSIGN_OR_RETURN(std::unique_ptr<PagedKvCache> cache, PagedKvCache::Create(kv));
-  return std::unique_ptr<BatchEngine>(new BatchEngine(transformer, options, std::move(cache)));
+  return std::unique_ptr<BatchEngine>(new BatchEngine(c, transformer, options, std::move(cache)));
 }
 
 absl::Status BatchEngine::Submit(GenerationRequest request) {
-  const model::ModelConfig& c = transformer_.config();
+  const model::ModelConfig& c = config_;
   const std::string& id = request.id;
   if (request.prompt.empty()) return absl::InvalidArgumentError(absl::StrCat(id, ": empty prompt"));
   if (request.max_tokens < 0) {
@@ -163,7 +175,7 @@ bool BatchEngine::Append(Sequence& seq, int32_t token, std::string& text) {
 absl::StatusOr<model::ForwardOutput> BatchEngine::RunForward(
     absl::Span<const SequenceInput> batch) {
   if (options_.forward) return options_.forward(batch);
-  return transformer_.Forward(batch);
+  return transformer_->Forward(batch);
 }
 
 bool BatchEngine::Cancel(const std::string& id) {

@@ -101,6 +101,10 @@ class BatchEngine {
 
   static absl::StatusOr<std::unique_ptr<BatchEngine>> Create(const model::Transformer& transformer,
                                                              const Options& options);
+  // The same for a forward given only as options.forward (required: INVALID_ARGUMENT without
+  // it), for a model of `config` (the forward's: under Attention-TP the rank's heads).
+  static absl::StatusOr<std::unique_ptr<BatchEngine>> Create(const model::ModelConfig& config,
+                                                             const Options& options);
   ~BatchEngine();
 
   // InvalidArgument for an empty prompt, a prompt + max_tokens longer than the model's positions
@@ -129,15 +133,19 @@ class BatchEngine {
 
  private:
   struct Sequence;
-  BatchEngine(const model::Transformer& transformer, const Options& options,
-              std::unique_ptr<PagedKvCache> cache);
+  static absl::StatusOr<std::unique_ptr<BatchEngine>> Create(const model::ModelConfig& config,
+                                                             const model::Transformer* transformer,
+                                                             const Options& options);
+  BatchEngine(const model::ModelConfig& config, const model::Transformer* transformer,
+              const Options& options, std::unique_ptr<PagedKvCache> cache);
   absl::StatusOr<model::ForwardOutput> RunForward(absl::Span<const model::SequenceInput> batch);
   bool ReserveOrPreempt(size_t index, int positions);
   void Preempt(size_t index);
   // Applies a sampled token; true if the sequence finished. `text`: the text it completes.
   bool Append(Sequence& seq, int32_t token, std::string& text);
 
-  const model::Transformer& transformer_;
+  const model::ModelConfig config_;
+  const model::Transformer* transformer_;  // Null: options_.forward runs every pass.
   const Options options_;
   std::unique_ptr<PagedKvCache> cache_;
   std::deque<std::unique_ptr<Sequence>> waiting_;

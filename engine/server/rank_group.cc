@@ -16,9 +16,14 @@ absl::StatusOr<std::unique_ptr<RankGroup>> FormRankGroup(const RankGroupInputs& 
   g->comm = std::move(joined.comm);
   ASSIGN_OR_RETURN(std::unique_ptr<RankPlacement> placement,
                    BuildRankPlacement(*in.source, *in.config, o.ranks, o.use_layer_tables));
+  // A CUDA rank's forward keeps its own weights and KV cache on the device; a CPU rank's arena
+  // has the pages of the batch it serves.
   ASSIGN_OR_RETURN(g->model, RankModel::Create(o.model_dir, std::move(placement), *g->comm,
                                                {.attention = o.attention,
-                                                .token_balance_eps = o.token_balance_eps}));
+                                                .token_balance_eps = o.token_balance_eps,
+                                                .cpu_forward = in.cuda == nullptr,
+                                                .page_size = o.engine.batch.page_size,
+                                                .kv_cache_bytes = o.engine.batch.kv_cache_bytes}));
   // Every rank takes part in rollouts (the leader proposes); each fetches the version itself.
   PlacementRollout::Stager stager;
   std::string no_stager;
