@@ -16,6 +16,7 @@
 #include "engine/forward/cpu_ops.h"
 #include "engine/forward/forward_runner.h"
 #include "engine/forward/model_view.h"
+#include "engine/forward/testing/gpu_like_ops.h"
 #include "engine/forward/testing/random_model.h"
 #include "engine/forward/testing/rank_view.h"
 #include "engine/model/transformer.h"
@@ -33,6 +34,8 @@
 
 namespace semmoe::engine::forward {
 namespace {
+
+using testing::GpuLikeCpuOps;
 
 using model::Arch;
 using model::LogitsMode;
@@ -120,13 +123,14 @@ TEST_P(DeepseekEmulationTest, EveryRankMatchesOneDeviceThroughARollout) {
       auto comm = GlooCommunicator::Create(store, {.rank = r, .size = g, .prefix = "ds"});
       ASSERT_TRUE(comm.ok()) << comm.status();
       const ModelView full = HostView(mine);
-      CpuOps ops;
-      ForwardRunner<CpuOps> runner(local, RankView(full, local, first, r), {kPages, kPageSize}, ops,
-                                   {.placement = &first,
-                                    .comm = comm->get(),
-                                    .attention_tp = tp,
-                                    .predictor = predict_first.get(),
-                                    .token_balance_eps = 0.05});
+      GpuLikeCpuOps ops;
+      ForwardRunner<GpuLikeCpuOps> runner(local, RankView(full, local, first, r),
+                                          {kPages, kPageSize}, ops,
+                                          {.placement = &first,
+                                           .comm = comm->get(),
+                                           .attention_tp = tp,
+                                           .predictor = predict_first.get(),
+                                           .token_balance_eps = 0.05});
       ASSERT_TRUE(runner.Init().ok());
       const semmoe::testing::PagedSequences seqs =
           semmoe::testing::NewPagedSequences(local, prompts.size(), 32);

@@ -16,6 +16,7 @@
 #include "engine/forward/cpu_ops.h"
 #include "engine/forward/forward_runner.h"
 #include "engine/forward/model_view.h"
+#include "engine/forward/testing/gpu_like_ops.h"
 #include "engine/forward/testing/random_model.h"
 #include "engine/forward/testing/rank_view.h"
 #include "engine/model/transformer.h"
@@ -35,6 +36,8 @@
 
 namespace semmoe::engine::forward {
 namespace {
+
+using testing::GpuLikeCpuOps;
 
 using model::Arch;
 using model::LogitsMode;
@@ -151,14 +154,14 @@ TEST_P(TpForwardRunnerTest, EveryRankMatchesTheSingleDevice) {
       ASSERT_TRUE(local.ok()) << local.status();
       auto comm = GlooCommunicator::Create(store, {.rank = r, .size = g, .prefix = "tp"});
       ASSERT_TRUE(comm.ok()) << comm.status();
-      CpuOps ops;
-      ForwardRunner<CpuOps> runner(*local, testing::RankView(HostView(mine), *local, placement, r),
-                                   {kPages, kPageSize}, ops,
-                                   {.placement = &placement,
-                                    .comm = comm->get(),
-                                    .attention_tp = true,
-                                    .predictor = predictor.get(),
-                                    .token_balance_eps = 0.05});
+      GpuLikeCpuOps ops;
+      ForwardRunner<GpuLikeCpuOps> runner(
+          *local, testing::RankView(HostView(mine), *local, placement, r), {kPages, kPageSize}, ops,
+          {.placement = &placement,
+           .comm = comm->get(),
+           .attention_tp = true,
+           .predictor = predictor.get(),
+           .token_balance_eps = 0.05});
       ASSERT_TRUE(runner.Init().ok());
       const semmoe::testing::PagedSequences seqs =
           semmoe::testing::NewPagedSequences(*local, prompts.size(), 24);
@@ -197,8 +200,8 @@ INSTANTIATE_TEST_SUITE_P(All, TpForwardRunnerTest,
 TEST(TpForwardRunnerInitTest, AttentionTpWithoutAGroupIsAnError) {
   const model::ModelConfig c = testing::RandomModelConfig(Arch::kMixtral);
   const model::ModelWeights w = testing::RandomWeights(c, 1);
-  CpuOps ops;
-  ForwardRunner<CpuOps> runner(c, HostView(w), {8, 4}, ops, {.attention_tp = true});
+  GpuLikeCpuOps ops;
+  ForwardRunner<GpuLikeCpuOps> runner(c, HostView(w), {8, 4}, ops, {.attention_tp = true});
   const absl::Status s = runner.Init();
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("Attention-TP needs expert parallelism"), std::string::npos) << s;

@@ -36,6 +36,7 @@
 #include "engine/parallel/rank_model.h"
 #include "engine/parallel/tp_weights.h"
 #include "engine/runtime/kv_cache.h"
+#include "engine/text/config.h"
 #include "gloo/rendezvous/hash_store.h"
 #include "nlohmann/json.hpp"
 #include "planner/affinity/layer_affinity.h"
@@ -157,13 +158,24 @@ absl::StatusOr<Row> RunConfig(const std::string& dir,
       status[r] = [&]() -> absl::Status {
         ASSIGN_OR_RETURN(auto comm, engine::GlooCommunicator::Create(
                                         store, {.rank = r, .size = g, .prefix = "bench"}));
-        ASSIGN_OR_RETURN(auto model, engine::RankModel::Create(
-                                         dir, placement, *comm,
-                                         {.attention = attention, .predictor = predictor}));
         std::vector<std::vector<int32_t>> mine;
         for (size_t i = 0; i < prompts.size(); ++i) {
           if (attention == AttentionMode::kTp || request_rank[i] == r) mine.push_back(prompts[i]);
         }
+        // The CPU forward's KV arena: this rank's prompts and decode steps, a page of slack each
+        // (the whole model's rows per position: at least a TP rank's).
+        ASSIGN_OR_RETURN(const engine::model::ModelConfig config,
+                         engine::model::LoadModelConfig(dir));
+        int64_t positions = 0;
+        for (const auto& p : mine) {
+          positions += static_cast<int64_t>(p.size()) + absl::GetFlag(FLAGS_decode_steps) + 16;
+        }
+        const int64_t kv_bytes = std::max<int64_t>(positions, 16) * config.num_layers *
+                                 config.kv_shape().floats() * int64_t{sizeof(float)};
+        ASSIGN_OR_RETURN(auto model, engine::RankModel::Create(dir, placement, *comm,
+                                                               {.attention = attention,
+                                                                .predictor = predictor,
+                                                                .kv_cache_bytes = kv_bytes}));
         ASSIGN_OR_RETURN(auto pages, model->NewPageCache());
         engine::forward::CpuForward& cpu = *model->cpu_forward();
         RETURN_IF_ERROR(

@@ -21,6 +21,12 @@ using RowMajor = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::Row
 constexpr int64_t kSmallGemmRows = 16;
 // Runs of at most this many new tokens of a sequence (a decode step) attend token by token.
 constexpr int64_t kDirectAttentionTokens = 4;
+// From this many query heads per KV head such a run attends through products over the group
+// (each key read once for the group: MLA's one latent head); fewer take the per-token kernel,
+// which is faster there in the AVX2 build (tools/bench_op_set, --config=opt: qwen3-moe-a's
+// groups of 2 decode at 0.93x of the kernel through the products, deepseek-v3-tiny's 8 at
+// 1.03-1.07x).
+constexpr int kGroupedQueryHeads = 4;
 
 }  // namespace
 
@@ -202,9 +208,9 @@ const float* Context(const kernels::PagedAttentionArgs& a, const float* cache, i
 // One sequence's run of `n` consecutive new tokens from batch token `t`: scores = q·Kᵀ·scale,
 // the causal softmax, out = scores·V as GEMMs over its context (Context). A run of more than
 // kDirectAttentionTokens tokens (a prefill or a chunk) takes one product per head over the whole
-// run; a shorter one (a decode step) one product per token and KV head with the group's query
-// heads as the rows, so each key is read once for the group (MLA: once for every head). Both beat
-// kernels/cpu/decode_attention token by token (tools/bench_op_set: decode 1.0-1.4x of it).
+// run; a shorter one (a decode step) whose KV heads serve kGroupedQueryHeads or more query heads
+// one product per token and KV head with the group's query heads as the rows, so each key is
+// read once for the group (MLA: once for every head).
 void GemmAttention(const kernels::PagedAttentionArgs& a, int64_t t, int64_t n) {
   const int64_t q_row = int64_t{a.q_heads} * a.head_dim, row = int64_t{a.kv_heads} * a.head_dim;
   const int group = a.q_heads / a.kv_heads, hd = a.head_dim;
@@ -248,13 +254,25 @@ absl::Status CpuOps::PagedAttention(const kernels::PagedAttentionArgs& a) {
     kernels::cpu::PagedAttention(a);
     return absl::OkStatus();
   }
+  const int64_t q_row = int64_t{a.q_heads} * a.head_dim;
+  const bool grouped = a.q_heads / a.kv_heads >= kGroupedQueryHeads;
   for (int64_t t = 0, end = 0; t < a.tokens; t = end) {
     end = t + 1;  // The run of the same sequence's consecutive positions.
     while (end < a.tokens && a.seq_of_token[end] == a.seq_of_token[t] &&
            a.position[end] == a.position[end - 1] + 1) {
       ++end;
     }
-    GemmAttention(a, t, end - t);
+    if (end - t > kDirectAttentionTokens || grouped) {
+      GemmAttention(a, t, end - t);
+      continue;
+    }
+    kernels::PagedAttentionArgs run = a;
+    run.q += t * q_row;
+    run.out += t * q_row;
+    run.tokens = end - t;
+    run.seq_of_token += t;
+    run.position += t;
+    kernels::cpu::PagedAttention(run);
   }
   return absl::OkStatus();
 }

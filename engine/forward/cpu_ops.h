@@ -4,9 +4,10 @@
 // the CPU product moves onto (issue 36), as fast as the CPU Transformer (tools/bench_op_set):
 // f32 products of ≤ 16 rows unpacked (kernels/cpu/small_gemm, reading LinearView::exact16 when
 // set), and attention over an f32 cache as products over a sequence's context — per head for a
-// run of > 4 new tokens, per KV head's group of query heads for a decode step. (A bf16 cache, the
-// GPU's, attends through the kernel's reference token by token.)
-// Fresh float buffers are NaN, so reading memory the pass never wrote shows in the logits.
+// run of > 4 new tokens, per KV head's group of ≥ 4 query heads for a decode step (smaller groups
+// and a bf16 cache, the GPU's, through the kernel's reference token by token).
+// In builds without NDEBUG (the tests') fresh float buffers are NaN, so reading memory the pass
+// never wrote shows in the logits; optimised builds leave them unfilled.
 #ifndef SEMMOE_ENGINE_FORWARD_CPU_OPS_H_
 #define SEMMOE_ENGINE_FORWARD_CPU_OPS_H_
 
@@ -27,13 +28,17 @@ class CpuOps {
   template <typename T>
   class Array {
    public:
+    // Grows by half at least, so that passes of slowly growing sizes reallocate rarely.
     absl::Status Reserve(int64_t n) {
       if (n <= size_) return absl::OkStatus();
-      data_.reset(new T[n + 1]);
+      const int64_t capacity = std::max(n, size_ + size_ / 2);
+      data_.reset(new T[capacity + 1]);
+#ifndef NDEBUG  // Tests: memory a pass reads before it writes shows.
       const T poison =
           std::is_floating_point_v<T> ? std::numeric_limits<T>::quiet_NaN() : static_cast<T>(-1);
-      std::fill_n(data_.get(), n + 1, poison);
-      size_ = n;
+      std::fill_n(data_.get(), capacity + 1, poison);
+#endif
+      size_ = capacity;
       return absl::OkStatus();
     }
     T* data() const { return data_.get(); }

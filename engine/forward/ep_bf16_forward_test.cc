@@ -13,6 +13,7 @@
 #include "engine/forward/bf16_view.h"
 #include "engine/forward/cpu_ops.h"
 #include "engine/forward/forward_runner.h"
+#include "engine/forward/testing/gpu_like_ops.h"
 #include "engine/forward/testing/random_model.h"
 #include "engine/forward/testing/rank_view.h"
 #include "engine/parallel/gloo_communicator.h"
@@ -23,6 +24,8 @@
 
 namespace semmoe::engine::forward {
 namespace {
+
+using testing::GpuLikeCpuOps;
 
 using model::Arch;
 using model::LogitsMode;
@@ -36,8 +39,9 @@ struct Case {
 class EpBf16Test : public ::testing::TestWithParam<Case> {};
 
 // Rank `r`'s passes: a ragged prefill of its two prompts, then two decode steps.
-std::vector<model::ForwardOutput> RunPasses(ForwardRunner<CpuOps>& runner,
-                                            const model::ModelConfig& c, int r) {
+template <typename Ops>
+std::vector<model::ForwardOutput> RunPasses(ForwardRunner<Ops>& runner, const model::ModelConfig& c,
+                                            int r) {
   constexpr int kPages = 32, kPageSize = 4;
   auto cache = runtime::PagedKvCache::Create({.num_layers = c.num_layers,
                                               .shape = c.kv_shape(),
@@ -102,9 +106,9 @@ TEST_P(EpBf16Test, EveryRankMatchesTheOneDeviceBf16Pass) {
       }
       auto comm = GlooCommunicator::Create(store, {.rank = r, .size = g, .prefix = "bf16"});
       ASSERT_TRUE(comm.ok()) << comm.status();
-      CpuOps ops;
-      ForwardRunner<CpuOps> runner(c, (*mine)->view(), {32, 4, true}, ops,
-                                   {.placement = &placement, .comm = comm->get()});
+      GpuLikeCpuOps ops;
+      ForwardRunner<GpuLikeCpuOps> runner(c, (*mine)->view(), {32, 4, true}, ops,
+                                          {.placement = &placement, .comm = comm->get()});
       ASSERT_TRUE(runner.Init().ok());
       const std::vector<model::ForwardOutput> got = RunPasses(runner, c, r);
       ASSERT_EQ(got.size(), want.size());

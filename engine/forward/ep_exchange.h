@@ -12,6 +12,10 @@
 // (NCCL, on its own stream) moves the peers' rows; the caller's independent work (the shared
 // expert) is queued before the combine's all-to-all likewise. The sum is unchanged: a rank's own
 // results are added at their place in rank order.
+// That overlap needs an op set whose work runs beside the collectives (Ops::kOverlapsCollectives:
+// CudaOps). On the CPU op set the calling thread does both in turn, so there a rank's own rows
+// join the received ones after the dispatch and every expert's weights are read once per layer,
+// not once for each group of rows.
 // Every rank calls Run() for every MoE layer in the same order, with zero tokens if it has none.
 #ifndef SEMMOE_ENGINE_FORWARD_EP_EXCHANGE_H_
 #define SEMMOE_ENGINE_FORWARD_EP_EXCHANGE_H_
@@ -19,6 +23,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <functional>
+#include <type_traits>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -36,6 +41,12 @@
 #include "planner/placement/placement.h"
 
 namespace semmoe::engine::forward {
+
+// Whether Ops' work runs beside the communicator's collectives (Ops::kOverlapsCollectives).
+template <typename Ops, typename = void>
+struct OpsOverlapCollectives : std::false_type {};
+template <typename Ops>
+struct OpsOverlapCollectives<Ops, std::enable_if_t<Ops::kOverlapsCollectives>> : std::true_type {};
 
 template <typename Ops>
 class EpExchange {
@@ -103,7 +114,11 @@ class EpExchange {
     }
 
     // The plan's rows, ids and weights: this rank's own first, then the peers' in rank order.
-    RETURN_IF_ERROR(Reserve(planned, received, self));
+    // Without overlap the received rows follow a copy of this rank's own (`front` of them), and
+    // one ServeRows runs them all.
+    constexpr bool kOverlap = OpsOverlapCollectives<Ops>::value;
+    const int64_t front = kOverlap ? 0 : self;
+    RETURN_IF_ERROR(Reserve(planned, received + front, self, w.stacked.gate != nullptr));
     const std::vector<int32_t> index = SelfFirst(plan.send_index, self_at, self, 1);
     RETURN_IF_ERROR(ops_.CopyIn(send_index_.data(), index.data(), planned));
     const std::vector<int32_t> send_ids = SelfFirst(plan.send_ids, self_at, self, k);
@@ -113,30 +128,38 @@ class EpExchange {
     RETURN_IF_ERROR(
         ops_.GatherRowsByIndex(h, send_index_.data(), planned, hidden, send_rows_.data()));
     RETURN_IF_ERROR(ops_.Finish());
-    // Overlap: this rank's own rows through its experts are queued before the dispatch, so the
-    // device computes them while the collective moves the peers' rows (a semantic placement makes
-    // them most rows).
-    RETURN_IF_ERROR(ServeRows(moe_index, w, send_rows_.data(), send_ids_.data(),
-                              send_weights_.data(), self, self_results_.data(), /*slot=*/0));
+    if constexpr (kOverlap) {
+      // This rank's own rows through its experts are queued before the dispatch, so the device
+      // computes them while the collective moves the peers' rows (a semantic placement makes
+      // them most rows).
+      RETURN_IF_ERROR(ServeRows(moe_index, w, send_rows_.data(), send_ids_.data(),
+                                send_weights_.data(), self, self_results_.data(), /*slot=*/0));
+    } else {
+      RETURN_IF_ERROR(ops_.Copy(recv_rows_.data(), send_rows_.data(), self * hidden));
+      RETURN_IF_ERROR(ops_.CopyIn(recv_ids_.data(), send_ids.data(), self * k));
+      RETURN_IF_ERROR(ops_.CopyIn(recv_weights_.data(), send_weights.data(), self * k));
+    }
     const int64_t peer_at = self;
     RETURN_IF_ERROR(comm_.AllToAllV(
         absl::Span<const float>(send_rows_.data() + peer_at * hidden, sent_total * hidden),
-        Scaled(to_peers, hidden), absl::Span<float>(recv_rows_.data(), received * hidden),
+        Scaled(to_peers, hidden),
+        absl::Span<float>(recv_rows_.data() + front * hidden, received * hidden),
         Scaled(recv_rows, hidden)));
-    RETURN_IF_ERROR(
-        comm_.AllToAllV(absl::Span<const int32_t>(send_ids_.data() + peer_at * k, sent_total * k),
-                        Scaled(to_peers, k), absl::Span<int32_t>(recv_ids_.data(), received * k),
-                        Scaled(recv_rows, k)));
-    RETURN_IF_ERROR(
-        comm_.AllToAllV(absl::Span<const float>(send_weights_.data() + peer_at * k, sent_total * k),
-                        Scaled(to_peers, k), absl::Span<float>(recv_weights_.data(), received * k),
-                        Scaled(recv_rows, k)));
+    RETURN_IF_ERROR(comm_.AllToAllV(
+        absl::Span<const int32_t>(send_ids_.data() + peer_at * k, sent_total * k),
+        Scaled(to_peers, k), absl::Span<int32_t>(recv_ids_.data() + front * k, received * k),
+        Scaled(recv_rows, k)));
+    RETURN_IF_ERROR(comm_.AllToAllV(
+        absl::Span<const float>(send_weights_.data() + peer_at * k, sent_total * k),
+        Scaled(to_peers, k), absl::Span<float>(recv_weights_.data() + front * k, received * k),
+        Scaled(recv_rows, k)));
     CountExchange(plan, recv_rows, me, static_cast<int>(hidden), counters);
     counters.dispatch_seconds += Seconds(start);
 
-    // The peers' rows through this rank's experts.
+    // The peers' rows (without overlap: and this rank's own, in front) through its experts.
     RETURN_IF_ERROR(ServeRows(moe_index, w, recv_rows_.data(), recv_ids_.data(),
-                              recv_weights_.data(), received, results_.data(), /*slot=*/1));
+                              recv_weights_.data(), front + received, results_.data(),
+                              /*slot=*/1));
     RETURN_IF_ERROR(ops_.Finish());
     counters.expert_seconds += Seconds(start);
 
@@ -144,14 +167,15 @@ class EpExchange {
     // this rank's own at its place, so the sum is the one a full exchange makes.
     if (during_combine) RETURN_IF_ERROR(during_combine());
     RETURN_IF_ERROR(comm_.AllToAllV(
-        absl::Span<const float>(results_.data(), received * hidden), Scaled(recv_rows, hidden),
-        absl::Span<float>(back_.data(), sent_total * hidden), Scaled(to_peers, hidden)));
+        absl::Span<const float>(results_.data() + front * hidden, received * hidden),
+        Scaled(recv_rows, hidden), absl::Span<float>(back_.data(), sent_total * hidden),
+        Scaled(to_peers, hidden)));
     RETURN_IF_ERROR(ops_.Zero(out, tokens * hidden));
+    const float* own = kOverlap ? self_results_.data() : results_.data();
     int64_t row = 0;
     for (int d = 0; d < g; ++d) {
       if (d == me) {
-        RETURN_IF_ERROR(
-            ops_.ScatterAddRows(out, self_results_.data(), send_index_.data(), self, hidden));
+        RETURN_IF_ERROR(ops_.ScatterAddRows(out, own, send_index_.data(), self, hidden));
         continue;
       }
       RETURN_IF_ERROR(ops_.ScatterAddRows(out, back_.data() + row * hidden,
@@ -269,9 +293,11 @@ class EpExchange {
   }
 
   // `planned`: rows of the plan (this rank's own included); `received` from peers; `self` own.
-  absl::Status Reserve(int64_t planned, int64_t received, int64_t self) {
+  // `stacked`: the layer's experts run as one bf16 grouped call (which needs the rows in bf16).
+  absl::Status Reserve(int64_t planned, int64_t received, int64_t self, bool stacked) {
     const int64_t hidden = c_.hidden_size, k = c_.top_k;
     const int64_t entries = std::max(received, self) * k;  // Scratch of one ServeRows.
+    // (Without overlap `received` counts this rank's own rows too: the most one call serves.)
     RETURN_IF_ERROR(send_index_.Reserve(planned));
     RETURN_IF_ERROR(send_rows_.Reserve(planned * hidden));
     RETURN_IF_ERROR(back_.Reserve(planned * hidden));
@@ -287,7 +313,7 @@ class EpExchange {
     RETURN_IF_ERROR(counts_.Reserve(c_.num_experts + 1));
     RETURN_IF_ERROR(offsets_.Reserve(c_.num_experts + 2));
     RETURN_IF_ERROR(y_.Reserve(entries * hidden));
-    RETURN_IF_ERROR(y16_.Reserve(entries * hidden));
+    if (stacked) RETURN_IF_ERROR(y16_.Reserve(entries * hidden));
     RETURN_IF_ERROR(z_.Reserve(entries * hidden));
     RETURN_IF_ERROR(g_.Reserve(entries * c_.moe_intermediate_size));
     return u_.Reserve(entries * c_.moe_intermediate_size);

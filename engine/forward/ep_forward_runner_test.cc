@@ -13,6 +13,7 @@
 #include "engine/forward/cpu_ops.h"
 #include "engine/forward/forward_runner.h"
 #include "engine/forward/model_view.h"
+#include "engine/forward/testing/gpu_like_ops.h"
 #include "engine/forward/testing/random_model.h"
 #include "engine/forward/testing/rank_view.h"
 #include "engine/model/transformer.h"
@@ -24,6 +25,8 @@
 
 namespace semmoe::engine::forward {
 namespace {
+
+using testing::GpuLikeCpuOps;
 
 using model::Arch;
 using model::LogitsMode;
@@ -74,9 +77,9 @@ TEST_P(EpForwardRunnerTest, EveryRankMatchesTheSingleDevice) {
     threads.emplace_back([&, r] {
       auto comm = GlooCommunicator::Create(store, {.rank = r, .size = g, .prefix = "ep"});
       ASSERT_TRUE(comm.ok()) << comm.status();
-      CpuOps ops;
-      ForwardRunner<CpuOps> runner(c, RankView(full, c, placement, r), {kPages, kPageSize}, ops,
-                                   {.placement = &placement, .comm = comm->get()});
+      GpuLikeCpuOps ops;
+      ForwardRunner<GpuLikeCpuOps> runner(c, RankView(full, c, placement, r), {kPages, kPageSize},
+                                          ops, {.placement = &placement, .comm = comm->get()});
       ASSERT_TRUE(runner.Init().ok());
       auto cache = runtime::PagedKvCache::Create({.num_layers = c.num_layers,
                                                   .shape = c.kv_shape(),
@@ -191,20 +194,20 @@ TEST(EpForwardRunnerInitTest, APlacementForAnotherGroupOrMissingExpertsIsAnError
   gloo::rendezvous::HashStore store;
   auto comm = GlooCommunicator::Create(store, {.rank = 0, .size = 1, .prefix = "init"});
   ASSERT_TRUE(comm.ok());
-  CpuOps ops;
+  GpuLikeCpuOps ops;
   const planner::Placement two = MakePlacement(c, Layout::kVanilla, 2);
-  ForwardRunner<CpuOps> wrong_group(c, HostView(weights), {8, 4}, ops,
-                                    {.placement = &two, .comm = comm->get()});
+  ForwardRunner<GpuLikeCpuOps> wrong_group(c, HostView(weights), {8, 4}, ops,
+                                           {.placement = &two, .comm = comm->get()});
   EXPECT_EQ(wrong_group.Init().code(), absl::StatusCode::kInvalidArgument);
   const planner::Placement one = MakePlacement(c, Layout::kVanilla, 1);
   ModelView missing = HostView(weights);
   missing.layers[2].experts[1] = MlpView();
-  ForwardRunner<CpuOps> no_expert(c, missing, {8, 4}, ops,
-                                  {.placement = &one, .comm = comm->get()});
+  ForwardRunner<GpuLikeCpuOps> no_expert(c, missing, {8, 4}, ops,
+                                         {.placement = &one, .comm = comm->get()});
   const absl::Status s = no_expert.Init();
   EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_NE(s.message().find("layer 2 expert 1"), std::string::npos) << s;
-  ForwardRunner<CpuOps> half(c, HostView(weights), {8, 4}, ops, {.placement = &one});
+  ForwardRunner<GpuLikeCpuOps> half(c, HostView(weights), {8, 4}, ops, {.placement = &one});
   EXPECT_EQ(half.Init().code(), absl::StatusCode::kInvalidArgument);
 }
 

@@ -25,6 +25,8 @@ class CudaOps {
   template <typename T>
   using Array = DeviceArray<T>;
   static constexpr bool kGraphs = true;  // engine/forward/decode_graphs.h.
+  // Kernels run on their stream while the NCCL collectives run on theirs (ep_exchange.h).
+  static constexpr bool kOverlapsCollectives = true;
 
   // UNAVAILABLE without a CUDA device; INVALID_ARGUMENT for a device that does not exist.
   static absl::StatusOr<std::unique_ptr<CudaOps>> Create(int device);
