@@ -36,6 +36,7 @@
 #include "common/status_macros.h"
 #include "engine/backend/device_backend.h"
 #include "engine/model/model.h"
+#include "engine/offline/cpu_prefill.h"
 #include "engine/offline/jsonl.h"
 #include "engine/offline/score.h"
 #include "engine/offline/trace_run.h"
@@ -199,7 +200,11 @@ int Generate(int device) {
     on_device = std::move(*session);
     std::cerr << "engine: forward on " << on_device->Describe() << "\n";
   }
-  auto engine = runtime::BatchEngine::Create(*model.transformer, options);
+  // On the device its forward; on the CPU the engine's own (the op-set forward over the host
+  // weights).
+  auto engine = on_device != nullptr
+                    ? runtime::BatchEngine::Create(model.config, options)
+                    : runtime::BatchEngine::Create(model.config, *model.weights, options);
   if (!engine.ok()) return Fail(engine.status());
   absl::Status submitted = (*engine)->Submit({.id = "generate",
                                               .prompt = *ids,
@@ -249,17 +254,26 @@ int Generate(int device) {
   return 0;
 }
 
-// The device backend of score/trace on CUDA `device` (null for the CPU: device < 0); fills in
-// *backend, which is valid while the returned session lives.
-absl::StatusOr<std::unique_ptr<DeviceSession>> PrefillOn(const model::Model& model, int device,
-                                                         offline::PrefillBackend* backend) {
-  if (device < 0) return nullptr;
+// Where score/trace run: the CPU product's forward (device < 0) or CUDA `device`'s. Fills in
+// *backend, which is valid while the returned object lives.
+struct PrefillForward {
+  std::unique_ptr<offline::CpuPrefill> cpu;
+  std::unique_ptr<DeviceSession> device;
+};
+absl::StatusOr<PrefillForward> PrefillOn(const model::Model& model, int device,
+                                         offline::PrefillBackend* backend) {
+  PrefillForward on;
+  if (device < 0) {
+    ASSIGN_OR_RETURN(on.cpu, offline::CpuPrefill::Create(model.config, *model.weights,
+                                                         absl::GetFlag(FLAGS_max_batch_tokens)));
+    *backend = on.cpu->backend();
+    return on;
+  }
   ASSIGN_OR_RETURN(DeviceBackend * cuda, GetDeviceBackend("cuda"));
-  ASSIGN_OR_RETURN(std::unique_ptr<DeviceSession> session,
-                   cuda->UseForPrefill(model.config, *model.weights, Target(device),
-                                       absl::GetFlag(FLAGS_max_batch_tokens), *backend));
-  std::cerr << "engine: forward on " << session->Describe() << "\n";
-  return session;
+  ASSIGN_OR_RETURN(on.device, cuda->UseForPrefill(model.config, *model.weights, Target(device),
+                                                  absl::GetFlag(FLAGS_max_batch_tokens), *backend));
+  std::cerr << "engine: forward on " << on.device->Describe() << "\n";
+  return on;
 }
 
 // A progress line over the lines of `path` (stderr, on a terminal, unless --quiet).

@@ -3,17 +3,23 @@
 // dense-matmul rate that the model achieves is visible.
 //
 //   bazel run -c opt --config=opt //tools:bench_forward --
-//   --model=$PWD/../shared/models/qwen3-moe-a
+//   --model=$PWD/../shared/models/qwen3-moe-a [--forward=op_set,transformer]
 //
-// Several comma-separated models are measured interleaved (each batch size, each model in turn)
-// and compared side by side at the end: tokens/s against the first model's, and KV-cache bytes
-// per token (MLA caches the latent, not per-head K and V).
+// `--forward`: what runs the passes — `op_set`, the CPU product's forward (CpuForward,
+// engine/forward/cpu_forward.h, over a paged arena; the default), and/or `transformer`, the CPU
+// Transformer it replaces (engine/model/transformer.h, over contiguous caches). Every (model,
+// forward) pair is a contender; several are measured interleaved (each batch size, each contender
+// in turn) and compared side by side at the end: tokens/s against contender 0's, and with both
+// forwards the op set's against the Transformer's on each model. A prefill's first pass is a
+// warm-up, untimed (a serving engine's buffers are grown once); decode steps follow an untimed
+// prefill.
 //
 // FLOPs are counted analytically per token: 2 × (attention projections + the k routed experts +
 // router [+ shared expert]) + attention (QKᵀ and PV over the context) + lm_head where logits are
 // produced. MLA is counted in its absorbed form (what a decode step runs): q/kv_a/o projections,
-// kv_b folded into the query and output per head, scores and PV over the cached latent. Prefill runs `--prompt_tokens` per sequence; decode runs `--decode_steps` one-token
-// steps per sequence after a prefill of `--context` tokens.
+// kv_b folded into the query and output per head, scores and PV over the cached latent. Prefill
+// runs `--prompt_tokens` per sequence; decode runs `--decode_steps` one-token steps per sequence
+// after a prefill of `--context` tokens.
 #include <chrono>
 #include <cstdio>
 #include <functional>
@@ -26,7 +32,9 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/strings/str_split.h"
+#include "engine/forward/cpu_forward.h"
 #include "engine/model/model.h"
+#include "engine/runtime/kv_cache.h"
 
 ABSL_FLAG(std::vector<std::string>, model, {},
           "checkpoint directory, or several (comma-separated) to compare side by side");
@@ -36,6 +44,8 @@ ABSL_FLAG(int, prompt_tokens, 128, "prefill: tokens per sequence");
 ABSL_FLAG(int, context, 128, "decode: context length before the measured steps");
 ABSL_FLAG(int, decode_steps, 16, "decode: measured one-token steps");
 ABSL_FLAG(double, min_seconds, 1.0, "repeat each measurement for at least this long");
+ABSL_FLAG(std::vector<std::string>, forward, std::vector<std::string>({"op_set"}),
+          "what runs the passes: op_set (the product's CpuForward) and/or transformer");
 
 namespace semmoe::tools {
 namespace {
@@ -68,13 +78,14 @@ double GemmGflops(int n, double min_seconds) {
 // Multiply-adds of one token's attention at `context`: projections and QKᵀ/PV.
 double AttentionMacs(const ModelConfig& c, double context) {
   const double h = c.hidden_size;
-  if (!c.mla) return h * (2 * c.q_size() + 2 * c.kv_size()) + 2.0 * context * c.num_heads * c.head_dim;
+  if (!c.mla)
+    return h * (2 * c.q_size() + 2 * c.kv_size()) + 2.0 * context * c.num_heads * c.head_dim;
   const engine::model::MlaConfig& m = c.mla_dims;
   const double r = m.kv_lora_rank, dr = m.qk_rope_head_dim, heads = c.num_heads;
   double macs = m.q_lora_rank > 0 ? h * m.q_lora_rank + m.q_lora_rank * c.q_size() : h * c.q_size();
-  macs += h * (r + dr) + c.attn_out_size() * h;                // kv_a, o_proj
-  macs += heads * (m.qk_nope_head_dim + c.v_head_dim) * r;     // kv_b absorbed
-  macs += context * heads * (r + dr) + context * heads * r;    // scores, PV over the latent
+  macs += h * (r + dr) + c.attn_out_size() * h;              // kv_a, o_proj
+  macs += heads * (m.qk_nope_head_dim + c.v_head_dim) * r;   // kv_b absorbed
+  macs += context * heads * (r + dr) + context * heads * r;  // scores, PV over the latent
   return macs;
 }
 
@@ -106,52 +117,98 @@ struct Measurement {
   double gflops;
 };
 
-Measurement Prefill(const engine::model::Model& m, int batch, int tokens, double min_seconds) {
+// The passes of one measurement, over `sequences` sequences of up to `capacity` positions: the
+// op-set forward with an arena of just their pages, or the Transformer over contiguous caches.
+class Runner {
+ public:
+  Runner(const engine::model::Model& m, bool op_set, int sequences, int capacity) : m_(m) {
+    if (!op_set) return;
+    const int pages = (capacity + kPage - 1) / kPage * sequences;
+    auto cache = engine::runtime::PagedKvCache::Create({.num_layers = m.config.num_layers,
+                                                        .shape = m.config.kv_shape(),
+                                                        .page_size = kPage,
+                                                        .num_pages = pages,
+                                                        .host_arena = false});
+    auto cpu = engine::forward::CpuForward::Create(m.config, *m.weights,
+                                                   {.num_pages = pages, .page_size = kPage});
+    if (!cache.ok() || !cpu.ok()) {
+      std::fprintf(stderr, "bench_forward: %s\n",
+                   (cache.ok() ? cpu.status() : cache.status()).ToString().c_str());
+      std::exit(1);
+    }
+    cache_ = std::move(*cache);
+    cpu_ = std::move(*cpu);
+  }
+  std::unique_ptr<engine::model::KvSequence> NewSequence(int capacity) {
+    if (cache_ == nullptr) {
+      return std::make_unique<DenseKvSequence>(m_.config.num_layers, m_.config.kv_shape(),
+                                               capacity);
+    }
+    std::unique_ptr<engine::runtime::PagedSequence> seq = cache_->NewSequence();
+    if (!cache_->Reserve(*seq, capacity).ok()) std::exit(1);
+    return seq;
+  }
+  absl::StatusOr<engine::model::ForwardOutput> Forward(absl::Span<const SequenceInput> batch) {
+    return cpu_ != nullptr ? cpu_->Forward(batch) : m_.transformer->Forward(batch);
+  }
+
+ private:
+  static constexpr int kPage = 16;
+  const engine::model::Model& m_;
+  std::unique_ptr<engine::runtime::PagedKvCache> cache_;
+  std::unique_ptr<engine::forward::CpuForward> cpu_;
+};
+
+Measurement Prefill(const engine::model::Model& m, bool op_set, int batch, int tokens,
+                    double min_seconds) {
+  Runner runner(m, op_set, batch, tokens);
   const ModelConfig& c = m.config;
   std::mt19937 rng(batch);
   std::vector<std::vector<int32_t>> prompts;
   for (int b = 0; b < batch; ++b) prompts.push_back(RandomTokens(tokens, c.vocab_size, rng));
   double flops_per_seq = 0;
   for (int t = 0; t < tokens; ++t) flops_per_seq += TokenFlops(c, t + 1, t == tokens - 1);
-  int reps = 0;
+  int reps = -1;  // The first pass warms up (a serving engine's buffers are grown), untimed.
   double elapsed = 0;
   do {
-    std::vector<std::unique_ptr<DenseKvSequence>> kvs;
+    std::vector<std::unique_ptr<engine::model::KvSequence>> kvs;
     std::vector<SequenceInput> in;
     for (int b = 0; b < batch; ++b) {
-      kvs.push_back(std::make_unique<DenseKvSequence>(c.num_layers, c.kv_shape(), tokens));
+      kvs.push_back(runner.NewSequence(tokens));
       in.push_back({prompts[b], 0, kvs.back().get(), LogitsMode::kLast});
     }
     auto start = Clock::now();
-    auto out = m.transformer->Forward(in);
-    elapsed += Seconds(start);
+    auto out = runner.Forward(in);
+    if (reps >= 0) elapsed += Seconds(start);
     if (!out.ok()) {
       std::fprintf(stderr, "%s\n", out.status().ToString().c_str());
       std::exit(1);
     }
     ++reps;
-  } while (elapsed < min_seconds);
+  } while (reps < 1 || elapsed < min_seconds);
   return {static_cast<double>(batch) * tokens * reps / elapsed,
           flops_per_seq * batch * reps / elapsed / 1e9};
 }
 
-Measurement Decode(const engine::model::Model& m, int batch, int context, int steps,
+Measurement Decode(const engine::model::Model& m, bool op_set, int batch, int context, int steps,
                    double min_seconds) {
   const ModelConfig& c = m.config;
+  Runner runner(m, op_set, batch, context + steps);
   std::mt19937 rng(1000 + batch);
   double flops_per_step = 0;
   int reps = 0;
   double elapsed = 0;
+  std::vector<std::unique_ptr<engine::model::KvSequence>> kvs;
   do {
-    std::vector<std::unique_ptr<DenseKvSequence>> kvs;
+    kvs.clear();  // Their pages back first.
     std::vector<std::vector<int32_t>> prompts;
     std::vector<SequenceInput> in;
     for (int b = 0; b < batch; ++b) {
-      kvs.push_back(std::make_unique<DenseKvSequence>(c.num_layers, c.kv_shape(), context + steps));
+      kvs.push_back(runner.NewSequence(context + steps));
       prompts.push_back(RandomTokens(context, c.vocab_size, rng));
       in.push_back({prompts.back(), 0, kvs.back().get(), LogitsMode::kNone});
     }
-    if (!m.transformer->Forward(in).ok()) std::exit(1);
+    if (!runner.Forward(in).ok()) std::exit(1);
     std::vector<int32_t> next(batch);
     for (int s = 0; s < steps; ++s) {
       in.clear();
@@ -161,7 +218,7 @@ Measurement Decode(const engine::model::Model& m, int batch, int context, int st
             {absl::MakeConstSpan(&next[b], 1), context + s, kvs[b].get(), LogitsMode::kLast});
       }
       auto start = Clock::now();
-      auto out = m.transformer->Forward(in);
+      auto out = runner.Forward(in);
       elapsed += Seconds(start);
       if (!out.ok()) std::exit(1);
       if (reps == 0) flops_per_step += batch * TokenFlops(c, context + s + 1, true);
@@ -187,13 +244,35 @@ int Main() {
     }
     const ModelConfig& c = (*model)->config;
     const engine::model::KvShape kv = c.kv_shape();
-    std::printf("model %zu %s: %s, hidden %d, %d layers (%zu MoE), %d experts top-%d, expert ffn "
-                "%d, shared ffn %d; KV cache %d floats per token per layer%s\n",
-                models.size(), dir.c_str(), std::string(engine::model::ArchName(c.arch)).c_str(),
-                c.hidden_size, c.num_layers, c.MoeLayers().size(), c.num_experts, c.top_k,
-                c.moe_intermediate_size, c.shared_expert_intermediate_size, kv.floats(),
-                c.mla ? " (MLA latent + rotary key)" : " (K and V)");
+    std::printf(
+        "model %zu %s: %s, hidden %d, %d layers (%zu MoE), %d experts top-%d, expert ffn "
+        "%d, shared ffn %d; KV cache %d floats per token per layer%s\n",
+        models.size(), dir.c_str(), std::string(engine::model::ArchName(c.arch)).c_str(),
+        c.hidden_size, c.num_layers, c.MoeLayers().size(), c.num_experts, c.top_k,
+        c.moe_intermediate_size, c.shared_expert_intermediate_size, kv.floats(),
+        c.mla ? " (MLA latent + rotary key)" : " (K and V)");
     models.push_back(std::move(*model));
+  }
+  struct Contender {
+    size_t model;
+    bool op_set;
+  };
+  std::vector<Contender> contenders;
+  for (size_t i = 0; i < models.size(); ++i) {
+    for (const std::string& f : absl::GetFlag(FLAGS_forward)) {
+      if (f != "op_set" && f != "transformer") {
+        std::fprintf(stderr, "bench_forward: --forward takes op_set and transformer, not '%s'\n",
+                     f.c_str());
+        return 2;
+      }
+      contenders.push_back({i, f == "op_set"});
+      std::printf("contender %zu: model %zu on the %s\n", contenders.size() - 1, i,
+                  f == "op_set" ? "op-set forward (CpuForward)" : "CPU Transformer");
+    }
+  }
+  if (contenders.empty()) {
+    std::fprintf(stderr, "bench_forward: --forward is empty\n");
+    return 2;
   }
   const double min_s = absl::GetFlag(FLAGS_min_seconds);
   // Each row gets its own GEMM reference, measured right before and right after it and
@@ -217,39 +296,59 @@ int Main() {
     rows.push_back({phase, batch, model, m, (before + after) / 2});
   };
   for (int batch : batches) {
-    for (size_t i = 0; i < models.size(); ++i) {
+    for (size_t i = 0; i < contenders.size(); ++i) {
+      const Contender& k = contenders[i];
       measure("prefill", batch, i, [&] {
-        return Prefill(*models[i], batch, absl::GetFlag(FLAGS_prompt_tokens), min_s);
+        return Prefill(*models[k.model], k.op_set, batch, absl::GetFlag(FLAGS_prompt_tokens),
+                       min_s);
       });
     }
   }
   for (int batch : batches) {
-    for (size_t i = 0; i < models.size(); ++i) {
+    for (size_t i = 0; i < contenders.size(); ++i) {
+      const Contender& k = contenders[i];
       measure("decode", batch, i, [&] {
-        return Decode(*models[i], batch, absl::GetFlag(FLAGS_context),
+        return Decode(*models[k.model], k.op_set, batch, absl::GetFlag(FLAGS_context),
                       absl::GetFlag(FLAGS_decode_steps), min_s);
       });
     }
   }
-  std::printf("%-6s %-14s %12s %10s %16s %14s\n", "model", "phase batch", "tokens/s", "GFLOP/s",
+  std::printf("%-6s %-14s %12s %10s %16s %14s\n", "cont.", "phase batch", "tokens/s", "GFLOP/s",
               "GEMM GFLOP/s", "share of GEMM");
   for (const Row& r : rows) {
     std::printf("%-6zu %-14s %12.0f %10.2f %16.1f %13.0f%%\n", r.model,
                 (r.phase + " " + std::to_string(r.batch)).c_str(), r.m.tokens_per_s, r.m.gflops,
                 r.gemm, 100 * r.m.gflops / r.gemm);
   }
-  if (models.size() > 1) {
-    // Side by side: each model's tokens/s over model 0's, measured next to each other.
-    std::printf("\nagainst model 0 (tokens/s ratio, same phase and batch):\n");
+  if (contenders.size() > 1) {
+    // Side by side: each contender's tokens/s over contender 0's, measured next to each other.
+    std::printf("\nagainst contender 0 (tokens/s ratio, same phase and batch):\n");
     for (const Row& r : rows) {
       if (r.model == 0) continue;
       for (const Row& base : rows) {
         if (base.model == 0 && base.phase == r.phase && base.batch == r.batch) {
-          std::printf("  model %zu %-14s %.2fx\n", r.model,
+          std::printf("  contender %zu %-14s %.2fx\n", r.model,
                       (r.phase + " " + std::to_string(r.batch)).c_str(),
                       r.m.tokens_per_s / base.m.tokens_per_s);
         }
       }
+    }
+  }
+  // The op set against the Transformer on each model, when both ran.
+  bool header = false;
+  for (const Row& r : rows) {
+    const Contender& k = contenders[r.model];
+    if (!k.op_set) continue;
+    for (const Row& base : rows) {
+      const Contender& b = contenders[base.model];
+      if (b.op_set || b.model != k.model || base.phase != r.phase || base.batch != r.batch) {
+        continue;
+      }
+      if (!header) std::printf("\nop-set forward against the Transformer, per model:\n");
+      header = true;
+      std::printf("  model %zu %-14s %.2fx\n", k.model,
+                  (r.phase + " " + std::to_string(r.batch)).c_str(),
+                  r.m.tokens_per_s / base.m.tokens_per_s);
     }
   }
   std::printf("\n(prefill: %d tokens per sequence; decode: context %d, %d steps per run)\n",

@@ -241,7 +241,9 @@ void GemmAttention(const kernels::PagedAttentionArgs& a, int64_t t, int64_t n) {
       Eigen::Map<const RowMajor> q(a.q + head0, group, hd);
       Eigen::Map<RowMajor> out(a.out + head0, group, hd);
       scores.noalias() = (q * keys.block(0, kv, seen, hd).transpose()) * a.scale;
-      for (int r = 0; r < group; ++r) kernels::cpu::Softmax({scores.row(r).data(), seen});
+      for (int r = 0; r < group; ++r) {
+        kernels::cpu::Softmax(absl::Span<float>(scores.row(r).data(), static_cast<size_t>(seen)));
+      }
       out.noalias() = scores * values.block(0, kv, seen, hd);
     }
   }

@@ -64,6 +64,29 @@ absl::StatusOr<std::unique_ptr<BatchEngine>> BatchEngine::Create(const model::Mo
   return Create(config, nullptr, options);
 }
 
+absl::StatusOr<std::unique_ptr<BatchEngine>> BatchEngine::Create(const model::ModelConfig& config,
+                                                                 const model::ModelWeights& weights,
+                                                                 Options options) {
+  if (options.forward) return Create(config, options);
+  options.host_kv_arena = false;
+  PagedKvCache::Options kv{.num_layers = config.num_layers,
+                           .shape = config.kv_shape(),
+                           .page_size = options.page_size,
+                           .host_arena = false};
+  kv.num_pages = PagedKvCache::PagesForBytes(kv, options.kv_cache_bytes);
+  ASSIGN_OR_RETURN(
+      std::unique_ptr<forward::CpuForward> cpu,
+      forward::CpuForward::Create(config, weights,
+                                  {.num_pages = kv.num_pages, .page_size = options.page_size}));
+  forward::CpuForward* forward = cpu.get();
+  options.forward = [forward](absl::Span<const SequenceInput> batch) {
+    return forward->Forward(batch);
+  };
+  ASSIGN_OR_RETURN(std::unique_ptr<BatchEngine> engine, Create(config, nullptr, options));
+  engine->cpu_ = std::move(cpu);
+  return engine;
+}
+
 absl::StatusOr<std::unique_ptr<BatchEngine>> BatchEngine::Create(
     const model::ModelConfig& c, const model::Transformer* transformer, const Options& options) {
   if (options.max_batch_tokens <= 0 || options.max_running <= 0 || options.max_waiting <= 0) {

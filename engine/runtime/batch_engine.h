@@ -26,7 +26,9 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
+#include "engine/forward/cpu_forward.h"
 #include "engine/model/transformer.h"
+#include "engine/model/weights.h"
 #include "engine/runtime/kv_cache.h"
 #include "engine/runtime/sampler.h"
 #include "engine/text/text_stream.h"
@@ -105,6 +107,12 @@ class BatchEngine {
   // it), for a model of `config` (the forward's: under Attention-TP the rank's heads).
   static absl::StatusOr<std::unique_ptr<BatchEngine>> Create(const model::ModelConfig& config,
                                                              const Options& options);
+  // The CPU product's engine: options.forward if set, else the engine's own CPU forward over
+  // `weights` (borrowed, outlive the engine; engine/forward/cpu_forward.h), which keeps the keys
+  // and values in an arena of the cache's pages (options.host_kv_arena is then ignored).
+  static absl::StatusOr<std::unique_ptr<BatchEngine>> Create(const model::ModelConfig& config,
+                                                             const model::ModelWeights& weights,
+                                                             Options options);
   ~BatchEngine();
 
   // InvalidArgument for an empty prompt, a prompt + max_tokens longer than the model's positions
@@ -145,7 +153,8 @@ class BatchEngine {
   bool Append(Sequence& seq, int32_t token, std::string& text);
 
   const model::ModelConfig config_;
-  const model::Transformer* transformer_;  // Null: options_.forward runs every pass.
+  const model::Transformer* transformer_;     // Null: options_.forward runs every pass.
+  std::unique_ptr<forward::CpuForward> cpu_;  // The engine's own forward (options_.forward's).
   const Options options_;
   std::unique_ptr<PagedKvCache> cache_;
   std::deque<std::unique_ptr<Sequence>> waiting_;

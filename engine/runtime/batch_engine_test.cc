@@ -55,13 +55,29 @@ std::vector<int32_t> Prompt(int length, int salt) {
   return p;
 }
 
-TEST(BatchEngineTest, ContinuousBatchingWithChunksAndPreemptionMatchesAlone) {
+// The two engines of the tests below: over the CPU Transformer, or the CPU product's (its own
+// op-set forward, engine/forward/cpu_forward.h).
+enum class Forward { kTransformer, kOpSet };
+absl::StatusOr<std::unique_ptr<BatchEngine>> MakeEngine(Forward f, const Model& m,
+                                                        const BatchEngine::Options& o) {
+  if (f == Forward::kTransformer) return BatchEngine::Create(*m.transformer, o);
+  return BatchEngine::Create(m.config, *m.weights, o);
+}
+std::string ForwardName(const ::testing::TestParamInfo<Forward>& info) {
+  return info.param == Forward::kTransformer ? "Transformer" : "OpSet";
+}
+
+class BatchEngineForwardTest : public ::testing::TestWithParam<Forward> {};
+INSTANTIATE_TEST_SUITE_P(Both, BatchEngineForwardTest,
+                         ::testing::Values(Forward::kTransformer, Forward::kOpSet), ForwardName);
+
+TEST_P(BatchEngineForwardTest, ContinuousBatchingWithChunksAndPreemptionMatchesAlone) {
   auto m = TinyModel();
   // A tiny KV cache (16 pages × 4 positions) and 9-token steps force chunked prefill, mixed
   // steps and preemption.
   BatchEngine::Options o{.max_batch_tokens = 9, .max_running = 8, .page_size = 4};
   o.kv_cache_bytes = 16ll * m->config.num_layers * 2 * 4 * m->config.kv_size() * 4;
-  auto engine = BatchEngine::Create(*m->transformer, o);
+  auto engine = MakeEngine(GetParam(), *m, o);
   ASSERT_TRUE(engine.ok()) << engine.status();
   std::map<std::string, std::vector<int32_t>> expected;
   for (int r = 0; r < 12; ++r) {
@@ -250,12 +266,12 @@ TEST(BatchEngineTest, SubmitErrors) {
 
 // The shared trained model: 22 reference prompts batched together give exactly the reference's
 // 32-token greedy continuations.
-TEST(BatchEngineTest, SharedModelGreedyContinuationsInOneBatch) {
+TEST_P(BatchEngineForwardTest, SharedModelGreedyContinuationsInOneBatch) {
   SEMMOE_REQUIRE_SHARED_DIR(shared);
   const std::string dir = JoinPath(shared, "models/qwen3-moe-a");
   auto m = model::LoadModel(dir);
   ASSERT_TRUE(m.ok()) << m.status();
-  auto engine = BatchEngine::Create(*(*m)->transformer, {.max_batch_tokens = 512});
+  auto engine = MakeEngine(GetParam(), **m, {.max_batch_tokens = 512});
   auto prompts = nlohmann::json::parse(*ReadFile(JoinPath(dir, "reference/prompts.json")));
   std::map<std::string, std::vector<int32_t>> expected;
   for (const auto& p : prompts["prompts"]) {
