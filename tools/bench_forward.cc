@@ -12,7 +12,8 @@
 // in turn) and compared side by side at the end: tokens/s against contender 0's, and with both
 // forwards the op set's against the Transformer's on each model. A prefill's first pass is a
 // warm-up, untimed (a serving engine's buffers are grown once); decode steps follow an untimed
-// prefill.
+// prefill. `--rounds N` repeats the whole interleaved sweep N times and reports each row's median
+// (this VM's speed drifts by ±15% within a minute).
 //
 // FLOPs are counted analytically per token: 2 × (attention projections + the k routed experts +
 // router [+ shared expert]) + attention (QKᵀ and PV over the context) + lm_head where logits are
@@ -20,6 +21,7 @@
 // kv_b folded into the query and output per head, scores and PV over the cached latent. Prefill
 // runs `--prompt_tokens` per sequence; decode runs `--decode_steps` one-token steps per sequence
 // after a prefill of `--context` tokens.
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <functional>
@@ -44,6 +46,8 @@ ABSL_FLAG(int, prompt_tokens, 128, "prefill: tokens per sequence");
 ABSL_FLAG(int, context, 128, "decode: context length before the measured steps");
 ABSL_FLAG(int, decode_steps, 16, "decode: measured one-token steps");
 ABSL_FLAG(double, min_seconds, 1.0, "repeat each measurement for at least this long");
+ABSL_FLAG(int, rounds, 1,
+          "measure every row this many times, interleaved, and report each row's median");
 ABSL_FLAG(std::vector<std::string>, forward, std::vector<std::string>({"op_set"}),
           "what runs the passes: op_set (the product's CpuForward) and/or transformer");
 
@@ -295,23 +299,53 @@ int Main() {
     const double after = GemmGflops(1024, min_s / 2);
     rows.push_back({phase, batch, model, m, (before + after) / 2});
   };
-  for (int batch : batches) {
-    for (size_t i = 0; i < contenders.size(); ++i) {
-      const Contender& k = contenders[i];
-      measure("prefill", batch, i, [&] {
-        return Prefill(*models[k.model], k.op_set, batch, absl::GetFlag(FLAGS_prompt_tokens),
-                       min_s);
-      });
+  const int rounds = absl::GetFlag(FLAGS_rounds);
+  if (rounds < 1) {
+    std::fprintf(stderr, "bench_forward: --rounds must be at least 1\n");
+    return 2;
+  }
+  for (int round = 0; round < rounds; ++round) {
+    for (int batch : batches) {
+      for (size_t i = 0; i < contenders.size(); ++i) {
+        const Contender& k = contenders[i];
+        measure("prefill", batch, i, [&] {
+          return Prefill(*models[k.model], k.op_set, batch, absl::GetFlag(FLAGS_prompt_tokens),
+                         min_s);
+        });
+      }
+    }
+    for (int batch : batches) {
+      for (size_t i = 0; i < contenders.size(); ++i) {
+        const Contender& k = contenders[i];
+        measure("decode", batch, i, [&] {
+          return Decode(*models[k.model], k.op_set, batch, absl::GetFlag(FLAGS_context),
+                        absl::GetFlag(FLAGS_decode_steps), min_s);
+        });
+      }
     }
   }
-  for (int batch : batches) {
-    for (size_t i = 0; i < contenders.size(); ++i) {
-      const Contender& k = contenders[i];
-      measure("decode", batch, i, [&] {
-        return Decode(*models[k.model], k.op_set, batch, absl::GetFlag(FLAGS_context),
-                      absl::GetFlag(FLAGS_decode_steps), min_s);
-      });
+  // With several rounds, each row's median over them (tokens/s, GFLOP/s and GEMM each).
+  if (rounds > 1) {
+    std::vector<Row> medians;
+    for (size_t r = 0; r < rows.size() / rounds; ++r) {
+      std::vector<double> tps, gf, gemm;
+      for (int k = 0; k < rounds; ++k) {
+        const Row& x = rows[k * (rows.size() / rounds) + r];
+        tps.push_back(x.m.tokens_per_s);
+        gf.push_back(x.m.gflops);
+        gemm.push_back(x.gemm);
+      }
+      auto median = [](std::vector<double> v) {
+        std::sort(v.begin(), v.end());
+        return v.size() % 2 == 1 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+      };
+      Row m = rows[r];
+      m.m = {median(tps), median(gf)};
+      m.gemm = median(gemm);
+      medians.push_back(m);
     }
+    rows = std::move(medians);
+    std::printf("medians over %d rounds:\n", rounds);
   }
   std::printf("%-6s %-14s %12s %10s %16s %14s\n", "cont.", "phase batch", "tokens/s", "GFLOP/s",
               "GEMM GFLOP/s", "share of GEMM");
