@@ -19,14 +19,14 @@ absl::StatusOr<BatchLayout> LayOutBatch(absl::Span<const model::SequenceInput> b
     absl::Span<const int32_t> pages = seq.kv->page_table();
     if (pages.empty() || static_cast<int64_t>(pages.size()) * page_size != seq.kv->capacity()) {
       return absl::InvalidArgumentError(
-          absl::StrCat("sequence ", s, ": the GPU forward needs a paged KV sequence with pages of ",
+          absl::StrCat("sequence ", s, ": the forward needs a paged KV sequence with pages of ",
                        page_size, " positions (engine/runtime/kv_cache.h)"));
     }
     for (size_t p = 0; p < pages.size(); ++p) {
       if (pages[p] < 0 || pages[p] >= num_pages) {
         return absl::InvalidArgumentError(absl::StrCat("sequence ", s, ": page ", pages[p],
-                                                       " is outside the GPU cache's ", num_pages,
-                                                       " pages"));
+                                                       " is outside the forward's cache of ",
+                                                       num_pages, " pages"));
       }
       b.page_table[s * b.max_pages + p] = pages[p];
     }

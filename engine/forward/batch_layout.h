@@ -1,6 +1,6 @@
-// BatchLayout: a forward batch flattened the way the GPU kernels read it — per token its id,
+// BatchLayout: a forward batch flattened the way the op sets' kernels read it — per token its id,
 // position and sequence; the rows whose logits are wanted; every sequence's page table padded
-// into one [sequences, max_pages] matrix. Host code only (tested in CI without a GPU).
+// into one [sequences, max_pages] matrix. Host code only.
 #ifndef SEMMOE_ENGINE_FORWARD_BATCH_LAYOUT_H_
 #define SEMMOE_ENGINE_FORWARD_BATCH_LAYOUT_H_
 

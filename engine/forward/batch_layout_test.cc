@@ -97,13 +97,13 @@ TEST_F(BatchLayoutTest, ErrorsNameTheSequence) {
   model::DenseKvSequence dense(1, {2, 2}, 4);
   auto unpaged = LayOutBatch({{t, 0, a.get()}, {t, 0, &dense}}, 4, 16);
   EXPECT_EQ(unpaged.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NE(unpaged.status().message().find("sequence 1: the GPU forward needs a paged KV"),
+  EXPECT_NE(unpaged.status().message().find("sequence 1: the forward needs a paged KV"),
             std::string::npos)
       << unpaged.status();
   auto wrong_size = LayOutBatch({{t, 0, a.get()}}, 8, 16);  // The host pages hold 4.
   EXPECT_NE(wrong_size.status().message().find("pages of 8 positions"), std::string::npos);
   auto outside = LayOutBatch({{t, 0, a.get()}}, 4, a->pages()[0]);  // A smaller GPU arena.
-  EXPECT_NE(outside.status().message().find("is outside the GPU cache"), std::string::npos)
+  EXPECT_NE(outside.status().message().find("is outside the forward's cache"), std::string::npos)
       << outside.status();
 }
 

@@ -1,4 +1,4 @@
-// FfnBlock<Ops>: the feed-forward half of a layer in the GPU forward
+// FfnBlock<Ops>: the feed-forward half of a layer in the op-set forward
 // (engine/forward/forward_runner.h, whose Ops it uses): x += FFN(norm(x)) over the pass's rows —
 // all of them, or this rank's Attention-TP chunk. A dense layer runs its MLP. A MoE layer runs the
 // router and gating, then the routed experts: on this device a stable permutation of the (token,

@@ -242,7 +242,7 @@ TEST_P(GpuTransformerTest, EmptyBatchAndErrors) {
   ASSERT_TRUE(view.ok());
   auto outside = gpu_->Forward({{tokens, 0, view->get(), LogitsMode::kLast}});
   EXPECT_EQ(outside.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NE(outside.status().message().find("outside the GPU cache"), std::string::npos)
+  EXPECT_NE(outside.status().message().find("outside the forward's cache"), std::string::npos)
       << outside.status();
 }
 
