@@ -19,17 +19,22 @@ struct PagedAttentionArgs {
   // floats, its values the same rows as its keys).
   int q_heads = 0, kv_heads = 0, head_dim = 0;  // CUDA: head_dim ≤ 1024.
   const float* k_cache = nullptr;               // [pages, page_size, kv_heads, head_dim].
-  const float* v_cache = nullptr;               // Same shape.
+  const float* v_cache = nullptr;               // [pages, page_size, kv_heads, value_dim()].
   int page_size = 0;
   const int32_t* page_table = nullptr;  // [sequences, max_pages]: a sequence's pages in order.
   int max_pages = 0;
   const int32_t* seq_of_token = nullptr;  // [tokens].
   const int32_t* position = nullptr;      // [tokens]: attends to [0, position].
   float scale = 1;
-  float* out = nullptr;  // [tokens, q_heads, head_dim].
+  float* out = nullptr;  // [tokens, q_heads, value_dim()].
   // A bf16 cache instead of k_cache / v_cache (bits, read widened to f32 exactly): used when set.
   const uint16_t* k_cache16 = nullptr;
   const uint16_t* v_cache16 = nullptr;
+  // The values' head size when it differs from the keys' (MLA's expanded form: v_head_dim
+  // against nope + rope); 0: head_dim. CUDA: ≤ 1024. (Last, so positional initialisers of the
+  // fields above keep their meaning.)
+  int v_head_dim = 0;
+  int value_dim() const { return v_head_dim > 0 ? v_head_dim : head_dim; }
 };
 
 // Row t of `rows` to cache[page_table[seq_of_token[t] · max_pages + position[t] / page_size]]

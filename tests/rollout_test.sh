@@ -230,12 +230,15 @@ start_cluster live --attn=dp --placement=1 --sample_routing=1
 for p in "${PROMPTS[@]}"; do
   "$RCLIENT" generate --target="$RADDR" --prompt="$p" --max_tokens=6 >/dev/null
 done
-for _ in $(seq 1 300); do  # The ranks flush their traces every 10 s.
-  st="$(console cluster status --json)"
-  grep -q '"live_tokens"' <<<"$st" && break
+for _ in $(seq 1 300); do  # The ranks flush their traces every 10 s, each on its own clock:
+  st="$(console cluster status --json)"  # the drift may show before the second rank's file.
+  grep -q '"live_tokens"' <<<"$st" && [[ -s "$TMP/live/rank0.trace" && -s "$TMP/live/rank1.trace" ]] &&
+    break
   sleep 0.1
 done
 grep -q '"live_tokens"' <<<"$st" || fail "no drift in cluster status --json: $st"
+[[ -s "$TMP/live/rank0.trace" && -s "$TMP/live/rank1.trace" ]] ||
+  fail "a rank wrote no live trace: $(ls -l "$TMP/live")"
 out="$(console cluster status)"
 grep -q "drift of the group, version 1 on [1-9][0-9]* live tokens: LAR" <<<"$out" ||
   fail "cluster status: $out"

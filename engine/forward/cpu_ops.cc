@@ -182,12 +182,11 @@ absl::Status CpuOps::StorePagedKv(const kernels::StorePagedKvArgs& a) {
 
 namespace {
 
-// A sequence's context [0, context) of the cache `cache` as contiguous rows of all KV heads: in
-// place when its slots are consecutive (one-position pages over a pass's rows: MLA's expanded
-// form), else gathered from the pages into `buffer`.
-const float* Context(const kernels::PagedAttentionArgs& a, const float* cache, int64_t t,
-                     int64_t context, std::vector<float>& buffer) {
-  const int64_t row = int64_t{a.kv_heads} * a.head_dim;
+// A sequence's context [0, context) of the cache `cache` (rows of `row` floats: all KV heads) as
+// contiguous rows: in place when its slots are consecutive (one-position pages over a pass's
+// rows: MLA's expanded form), else gathered from the pages into `buffer`.
+const float* Context(const kernels::PagedAttentionArgs& a, const float* cache, int64_t row,
+                     int64_t t, int64_t context, std::vector<float>& buffer) {
   const int32_t* pages = a.page_table + int64_t{a.seq_of_token[t]} * a.max_pages;
   auto slot = [&](int64_t p) {
     return int64_t{pages[p / a.page_size]} * a.page_size + p % a.page_size;
@@ -212,39 +211,41 @@ const float* Context(const kernels::PagedAttentionArgs& a, const float* cache, i
 // one product per token and KV head with the group's query heads as the rows, so each key is
 // read once for the group (MLA: once for every head).
 void GemmAttention(const kernels::PagedAttentionArgs& a, int64_t t, int64_t n) {
-  const int64_t q_row = int64_t{a.q_heads} * a.head_dim, row = int64_t{a.kv_heads} * a.head_dim;
-  const int group = a.q_heads / a.kv_heads, hd = a.head_dim;
+  const int group = a.q_heads / a.kv_heads, hd = a.head_dim, vd = a.value_dim();
+  const int64_t q_row = int64_t{a.q_heads} * hd, out_row = int64_t{a.q_heads} * vd;
+  const int64_t row = int64_t{a.kv_heads} * hd, v_row = int64_t{a.kv_heads} * vd;
   const int64_t start = a.position[t], context = a.position[t + n - 1] + 1;
   thread_local std::vector<float> key_buffer, value_buffer;
-  const float* k = Context(a, a.k_cache, t, context, key_buffer);
-  const float* v = a.v_cache == a.k_cache ? k : Context(a, a.v_cache, t, context, value_buffer);
-  const Eigen::Map<const RowMajor> keys(k, context, row), values(v, context, row);
+  const float* k = Context(a, a.k_cache, row, t, context, key_buffer);
+  const float* v = a.v_cache == a.k_cache && vd == hd
+                       ? k
+                       : Context(a, a.v_cache, v_row, t, context, value_buffer);
+  const Eigen::Map<const RowMajor> keys(k, context, row), values(v, context, v_row);
   RowMajor scores;
   using Stride = Eigen::OuterStride<>;
   if (n > kDirectAttentionTokens) {
     for (int h = 0; h < a.q_heads; ++h) {
-      const int64_t kv = int64_t{h / group} * hd;
+      const int64_t kv = int64_t{h / group};
       Eigen::Map<const RowMajor, 0, Stride> q(a.q + t * q_row + int64_t{h} * hd, n, hd,
                                               Stride(q_row));
-      Eigen::Map<RowMajor, 0, Stride> out(a.out + t * q_row + int64_t{h} * hd, n, hd,
-                                          Stride(q_row));
-      scores.noalias() = (q * keys.middleCols(kv, hd).transpose()) * a.scale;  // [n, context]
+      Eigen::Map<RowMajor, 0, Stride> out(a.out + t * out_row + int64_t{h} * vd, n, vd,
+                                          Stride(out_row));
+      scores.noalias() = (q * keys.middleCols(kv * hd, hd).transpose()) * a.scale;  // [n, ctx]
       kernels::cpu::CausalSoftmax({scores.data(), n, context, context, start});
-      out.noalias() = scores * values.middleCols(kv, hd);
+      out.noalias() = scores * values.middleCols(kv * vd, vd);
     }
     return;
   }
   for (int64_t i = 0; i < n; ++i) {
     const int64_t seen = a.position[t + i] + 1;  // This token's context.
     for (int g = 0; g < a.kv_heads; ++g) {
-      const int64_t kv = int64_t{g} * hd, head0 = (t + i) * q_row + int64_t{g} * group * hd;
-      Eigen::Map<const RowMajor> q(a.q + head0, group, hd);
-      Eigen::Map<RowMajor> out(a.out + head0, group, hd);
-      scores.noalias() = (q * keys.block(0, kv, seen, hd).transpose()) * a.scale;
+      Eigen::Map<const RowMajor> q(a.q + (t + i) * q_row + int64_t{g} * group * hd, group, hd);
+      Eigen::Map<RowMajor> out(a.out + (t + i) * out_row + int64_t{g} * group * vd, group, vd);
+      scores.noalias() = (q * keys.block(0, int64_t{g} * hd, seen, hd).transpose()) * a.scale;
       for (int r = 0; r < group; ++r) {
         kernels::cpu::Softmax(absl::Span<float>(scores.row(r).data(), static_cast<size_t>(seen)));
       }
-      out.noalias() = scores * values.block(0, kv, seen, hd);
+      out.noalias() = scores * values.block(0, int64_t{g} * vd, seen, vd);
     }
   }
 }
@@ -270,7 +271,7 @@ absl::Status CpuOps::PagedAttention(const kernels::PagedAttentionArgs& a) {
     }
     kernels::PagedAttentionArgs run = a;
     run.q += t * q_row;
-    run.out += t * q_row;
+    run.out += t * int64_t{a.q_heads} * a.value_dim();
     run.tokens = end - t;
     run.seq_of_token += t;
     run.position += t;

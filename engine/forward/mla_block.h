@@ -11,8 +11,9 @@
 //   where W_uk_h and W_uv_h are rows of kv_b, read in place;
 // - expanded (a pass of fresh prompts only: every sequence starts at position 0, so its whole
 //   context is this pass's rows): [k_nope | v] = c_kv · kv_bᵀ for the pass's rows, each head's
-//   key [k_nope | RoPE(k_rope)] and value assembled, and ordinary multi-head attention over
-//   them, indexed by a page table of one-position pages into the pass's rows. Per cached
+//   key [k_nope | RoPE(k_rope)] and value (v wide: PagedAttentionArgs::v_head_dim) assembled,
+//   and ordinary multi-head attention over them, indexed by a page table of one-position pages
+//   into the pass's rows. Per cached
 //   position a head then costs nope + rope + v floats of products instead of
 //   2 × kv_lora_rank + rope: about a third for DeepSeek-V3 (320 against 1088), so prompts go
 //   this way (the CPU Transformer's rule too).
@@ -92,7 +93,7 @@ class MlaBlock {
   absl::Status BeginPass(absl::Span<const model::SequenceInput> batch, int64_t tokens) {
     const model::MlaConfig& m = c_.mla_dims;
     const int64_t q_head = m.qk_nope_head_dim + m.qk_rope_head_dim;
-    expanded_ = c_.v_head_dim <= q_head && !batch.empty();
+    expanded_ = !batch.empty();
     int64_t longest = 0;
     for (const model::SequenceInput& s : batch) {
       expanded_ = expanded_ && s.start_position == 0;
@@ -112,9 +113,8 @@ class MlaBlock {
     RETURN_IF_ERROR(ops_.CopyIn(table_.data(), table.data(), table.size()));
     RETURN_IF_ERROR(latent_.Reserve(tokens * m.kv_lora_rank));
     RETURN_IF_ERROR(kv_.Reserve(tokens * heads * (m.qk_nope_head_dim + c_.v_head_dim)));
-    for (Array<float>* a : {&keys_, &values_, &out_}) {
-      RETURN_IF_ERROR(a->Reserve(tokens * heads * q_head));
-    }
+    RETURN_IF_ERROR(keys_.Reserve(tokens * heads * q_head));
+    RETURN_IF_ERROR(values_.Reserve(tokens * heads * c_.v_head_dim));
     return absl::OkStatus();
   }
 
@@ -218,30 +218,28 @@ class MlaBlock {
     RETURN_IF_ERROR(Rope(p.q + dn, tokens, heads * q_head, heads, q_head, p.positions));
     RETURN_IF_ERROR(ops_.Copy2D(latent_.data(), r, rows_.data(), latent, tokens, r));
     RETURN_IF_ERROR(ops_.Linear(latent_.data(), tokens, w.mla.kv_b, kv_.data()));
-    // keys [t, h] = [k_nope | k_rope], values [t, h] = [v | 0] (the padding's outputs unused).
+    // keys [t, h] = [k_nope | k_rope], values [t, h] = v: heads of their own size.
     RETURN_IF_ERROR(ops_.Copy2D(keys_.data(), q_head, kv_.data(), kv_head, tokens * heads, dn));
     for (int h = 0; h < heads; ++h) {
       RETURN_IF_ERROR(ops_.Copy2D(keys_.data() + h * q_head + dn, heads * q_head, rows_.data() + r,
                                   latent, tokens, dr));
     }
-    if (dv < q_head) RETURN_IF_ERROR(ops_.Zero(values_.data(), tokens * heads * q_head));
-    RETURN_IF_ERROR(
-        ops_.Copy2D(values_.data(), q_head, kv_.data() + dn, kv_head, tokens * heads, dv));
-    RETURN_IF_ERROR(ops_.PagedAttention({.q = p.q,
-                                         .tokens = tokens,
-                                         .q_heads = heads,
-                                         .kv_heads = heads,
-                                         .head_dim = static_cast<int>(q_head),
-                                         .k_cache = keys_.data(),
-                                         .v_cache = values_.data(),
-                                         .page_size = 1,
-                                         .page_table = table_.data(),
-                                         .max_pages = table_pages_,
-                                         .seq_of_token = p.seq_of_token,
-                                         .position = p.positions,
-                                         .scale = Scale(),
-                                         .out = out_.data()}));
-    return ops_.Copy2D(p.attn, dv, out_.data(), q_head, tokens * heads, dv);
+    RETURN_IF_ERROR(ops_.Copy2D(values_.data(), dv, kv_.data() + dn, kv_head, tokens * heads, dv));
+    return ops_.PagedAttention({.q = p.q,
+                                .tokens = tokens,
+                                .q_heads = heads,
+                                .kv_heads = heads,
+                                .head_dim = static_cast<int>(q_head),
+                                .k_cache = keys_.data(),
+                                .v_cache = values_.data(),
+                                .page_size = 1,
+                                .page_table = table_.data(),
+                                .max_pages = table_pages_,
+                                .seq_of_token = p.seq_of_token,
+                                .position = p.positions,
+                                .scale = Scale(),
+                                .out = p.attn,
+                                .v_head_dim = static_cast<int>(dv)});
   }
 
   float Scale() const {
@@ -274,11 +272,11 @@ class MlaBlock {
   Array<float> qa_, oa_;              // The absorbed queries and the latent outputs.
   // The expanded form (BeginPass): whether this pass takes it, its page table [sequences,
   // table_pages_], the pass's latents [T, r], [k_nope | v] [T, heads × (nope + v)], and per head
-  // the keys, the padded values and the outputs [T, heads × (nope + rope)].
+  // the keys [T, heads × (nope + rope)] and the values [T, heads × v].
   bool expanded_ = false;
   int table_pages_ = 0;
   Array<int32_t> table_;
-  Array<float> latent_, kv_, keys_, values_, out_;
+  Array<float> latent_, kv_, keys_, values_;
 };
 
 }  // namespace semmoe::engine::forward

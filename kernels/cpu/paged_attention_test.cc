@@ -15,8 +15,12 @@ namespace semmoe::kernels::cpu {
 namespace {
 
 // Against softmax(q·kᵀ · scale) · v computed in double over contiguous rows, for sequences
-// whose pages are scattered, GQA groups, prefill (every position) and decode (the last).
-TEST(PagedAttentionTest, MatchesContiguousAttentionThroughScatteredPages) {
+// whose pages are scattered, GQA groups, prefill (every position) and decode (the last); values
+// of the keys' head size, and of another (v_head_dim: MLA's expanded form).
+class PagedAttentionValuesTest : public ::testing::TestWithParam<int> {};
+INSTANTIATE_TEST_SUITE_P(ValueHeads, PagedAttentionValuesTest, ::testing::Values(0, 5, 12));
+
+TEST_P(PagedAttentionValuesTest, MatchesContiguousAttentionThroughScatteredPages) {
   std::mt19937 rng(3);
   std::normal_distribution<float> normal;
   const int head_dim = 8, q_heads = 4, kv_heads = 2, page_size = 3;
@@ -27,7 +31,10 @@ TEST(PagedAttentionTest, MatchesContiguousAttentionThroughScatteredPages) {
   std::shuffle(ids.begin(), ids.end(), rng);
   const std::vector<int32_t> table(ids.begin(), ids.end());  // [3 sequences, 4 pages].
   const int64_t row = kv_heads * head_dim;
-  std::vector<float> k(static_cast<size_t>(pages) * page_size * row), v(k.size());
+  const int v_dim = GetParam() > 0 ? GetParam() : head_dim;
+  const int64_t v_row = kv_heads * v_dim;
+  std::vector<float> k(static_cast<size_t>(pages) * page_size * row);
+  std::vector<float> v(static_cast<size_t>(pages) * page_size * v_row);
   for (float& x : k) x = normal(rng);
   for (float& x : v) x = normal(rng);
   std::vector<int32_t> seq, pos;
@@ -38,11 +45,24 @@ TEST(PagedAttentionTest, MatchesContiguousAttentionThroughScatteredPages) {
     }
   }
   const int64_t tokens = static_cast<int64_t>(seq.size());
-  std::vector<float> q(tokens * q_heads * head_dim), out(q.size());
+  std::vector<float> q(tokens * q_heads * head_dim), out(tokens * q_heads * v_dim);
   for (float& x : q) x = normal(rng);
   const float scale = 0.35f;
-  PagedAttention({q.data(), tokens, q_heads, kv_heads, head_dim, k.data(), v.data(), page_size,
-                  table.data(), max_pages, seq.data(), pos.data(), scale, out.data()});
+  PagedAttention({.q = q.data(),
+                  .tokens = tokens,
+                  .q_heads = q_heads,
+                  .kv_heads = kv_heads,
+                  .head_dim = head_dim,
+                  .k_cache = k.data(),
+                  .v_cache = v.data(),
+                  .page_size = page_size,
+                  .page_table = table.data(),
+                  .max_pages = max_pages,
+                  .seq_of_token = seq.data(),
+                  .position = pos.data(),
+                  .scale = scale,
+                  .out = out.data(),
+                  .v_head_dim = GetParam()});
   for (int64_t t = 0; t < tokens; ++t) {
     for (int h = 0; h < q_heads; ++h) {
       const int kvh = h / (q_heads / kv_heads);
@@ -58,14 +78,14 @@ TEST(PagedAttentionTest, MatchesContiguousAttentionThroughScatteredPages) {
       const double max = *std::max_element(w.begin(), w.end());
       double sum = 0;
       for (double& x : w) sum += (x = std::exp(x - max));
-      for (int i = 0; i < head_dim; ++i) {
+      for (int i = 0; i < v_dim; ++i) {
         double want = 0;
         for (int p = 0; p <= pos[t]; ++p) {
           const int64_t slot =
               table[seq[t] * max_pages + p / page_size] * page_size + p % page_size;
-          want += w[p] / sum * v[slot * row + kvh * head_dim + i];
+          want += w[p] / sum * v[slot * v_row + kvh * v_dim + i];
         }
-        EXPECT_NEAR(out[(t * q_heads + h) * head_dim + i], want, 1e-5) << t << " " << h;
+        EXPECT_NEAR(out[(t * q_heads + h) * v_dim + i], want, 1e-5) << t << " " << h;
       }
     }
   }

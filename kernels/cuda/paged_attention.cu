@@ -8,8 +8,9 @@ namespace semmoe::kernels::cuda {
 namespace {
 
 constexpr unsigned kFull = 0xffffffffu;
-// A lane holds head_dim / 32 (rounded up) floats of q and of the output: up to 8 (head_dim ≤ 256,
-// the standard heads) or 32 (≤ 1024: MLA's absorbed latent heads, 512 + 64 for DeepSeek-V3).
+// A lane holds head_dim / 32 (rounded up) floats of q, and value_dim / 32 of the output: up to 8
+// (≤ 256, the standard heads) or 32 (≤ 1024: MLA's absorbed latent heads, 512 + 64 for
+// DeepSeek-V3).
 constexpr int kSmallPerLane = 8, kLargePerLane = 32;
 constexpr int kWarpsPerBlock = 4;
 
@@ -28,7 +29,7 @@ __global__ void PagedAttentionKernel(PagedAttentionArgs a, const T* k_cache, con
   const int64_t t = warp / a.q_heads;
   const int head = static_cast<int>(warp % a.q_heads);
   const int kv_head = head / (a.q_heads / a.kv_heads);
-  const int dim = a.head_dim;
+  const int dim = a.head_dim, vdim = a.v_head_dim > 0 ? a.v_head_dim : a.head_dim;
   float q[kMaxPerLane], acc[kMaxPerLane];
   const float* qrow = a.q + (t * a.q_heads + head) * dim;
 #pragma unroll
@@ -42,6 +43,7 @@ __global__ void PagedAttentionKernel(PagedAttentionArgs a, const T* k_cache, con
     const int64_t slot =
         static_cast<int64_t>(pages[p / a.page_size]) * a.page_size + p % a.page_size;
     const int64_t base = (slot * a.kv_heads + kv_head) * dim;
+    const int64_t vbase = (slot * a.kv_heads + kv_head) * vdim;
     float s = 0.0f;
 #pragma unroll
     for (int i = 0; i < kMaxPerLane; ++i) {
@@ -54,16 +56,16 @@ __global__ void PagedAttentionKernel(PagedAttentionArgs a, const T* k_cache, con
     l = l * correction + w;
 #pragma unroll
     for (int i = 0; i < kMaxPerLane; ++i) {
-      if (lane + 32 * i < dim) {
-        acc[i] = acc[i] * correction + w * Load(v_cache, base + lane + 32 * i);
+      if (lane + 32 * i < vdim) {
+        acc[i] = acc[i] * correction + w * Load(v_cache, vbase + lane + 32 * i);
       }
     }
     m = m_new;
   }
-  float* orow = a.out + (t * a.q_heads + head) * dim;
+  float* orow = a.out + (t * a.q_heads + head) * vdim;
 #pragma unroll
   for (int i = 0; i < kMaxPerLane; ++i) {
-    if (lane + 32 * i < dim) orow[lane + 32 * i] = acc[i] / l;
+    if (lane + 32 * i < vdim) orow[lane + 32 * i] = acc[i] / l;
   }
 }
 
@@ -71,8 +73,8 @@ __global__ void PagedAttentionKernel(PagedAttentionArgs a, const T* k_cache, con
 
 template <typename T>
 static void Launch(const PagedAttentionArgs& a, const T* k_cache, const T* v_cache, unsigned blocks,
-            Stream stream) {
-  if (a.head_dim <= 32 * kSmallPerLane) {
+                   Stream stream) {
+  if (a.head_dim <= 32 * kSmallPerLane && a.value_dim() <= 32 * kSmallPerLane) {
     PagedAttentionKernel<T, kSmallPerLane>
         <<<blocks, 32 * kWarpsPerBlock, 0, stream>>>(a, k_cache, v_cache);
   } else {
@@ -83,7 +85,8 @@ static void Launch(const PagedAttentionArgs& a, const T* k_cache, const T* v_cac
 
 CudaError LaunchPagedAttention(const PagedAttentionArgs& a, Stream stream) {
   if (a.q_heads <= 0 || a.kv_heads <= 0 || a.q_heads % a.kv_heads != 0 || a.head_dim <= 0 ||
-      a.head_dim > 32 * kLargePerLane || a.page_size <= 0) {
+      a.head_dim > 32 * kLargePerLane || a.v_head_dim < 0 || a.value_dim() > 32 * kLargePerLane ||
+      a.page_size <= 0) {
     return cudaErrorInvalidValue;
   }
   const int64_t warps = a.tokens * a.q_heads;

@@ -30,8 +30,12 @@ TEST(PagedAttentionTest, MatchesTheCpuForDecodeAndPrefill) {
   std::mt19937 rng(9);
   std::normal_distribution<float> normal;
   // 80 and 576: MLA's absorbed heads (kv_lora_rank + rope) of deepseek-v3-tiny and DeepSeek-V3;
-  // 48 and 192 their expanded heads (nope + rope; engine/forward/mla_block.h).
-  for (int head_dim : {32, 64, 128, 80, 576, 48, 192}) {
+  // 48 and 192 their expanded heads (nope + rope; engine/forward/mla_block.h), whose values are
+  // 32 and 128 wide (v_head_dim; 0: the keys' size).
+  for (auto [head_dim, v_head_dim] :
+       {std::pair{32, 0}, std::pair{64, 0}, std::pair{128, 0}, std::pair{80, 0}, std::pair{576, 0},
+        std::pair{48, 0}, std::pair{192, 0}, std::pair{48, 32}, std::pair{192, 128}}) {
+    const int v_dim = v_head_dim > 0 ? v_head_dim : head_dim;
     for (auto [q_heads, kv_heads] : {std::pair{1, 1}, std::pair{8, 4}, std::pair{8, 1}}) {
       for (int page_size : {1, 16}) {
         const std::vector<int> lengths = {1, 7, 40, 129};  // Sequence lengths.
@@ -48,7 +52,8 @@ TEST(PagedAttentionTest, MatchesTheCpuForDecodeAndPrefill) {
           }
         }
         const int64_t row = static_cast<int64_t>(kv_heads) * head_dim;
-        std::vector<float> k(static_cast<int64_t>(pages) * page_size * row), v(k.size());
+        std::vector<float> k(static_cast<int64_t>(pages) * page_size * row);
+        std::vector<float> v(static_cast<int64_t>(pages) * page_size * kv_heads * v_dim);
         for (float& x : k) x = normal(rng);
         for (float& x : v) x = normal(rng);
         for (bool prefill : {false, true}) {
@@ -60,29 +65,32 @@ TEST(PagedAttentionTest, MatchesTheCpuForDecodeAndPrefill) {
             }
           }
           const int64_t tokens = seq.size();
-          std::vector<float> q(tokens * q_heads * head_dim), want(q.size());
+          std::vector<float> q(tokens * q_heads * head_dim), want(tokens * q_heads * v_dim);
           for (float& x : q) x = normal(rng);
           const float scale = 1.0f / std::sqrt(static_cast<float>(head_dim));
-          cpu::PagedAttention({q.data(), tokens, q_heads, kv_heads, head_dim, k.data(), v.data(),
-                               page_size, table.data(), max_pages, seq.data(), pos.data(), scale,
-                               want.data()});
+          PagedAttentionArgs host{q.data(),   tokens,     q_heads,   kv_heads,     head_dim,
+                                  k.data(),   v.data(),   page_size, table.data(), max_pages,
+                                  seq.data(), pos.data(), scale,     want.data()};
+          host.v_head_dim = v_head_dim;
+          cpu::PagedAttention(host);
           float *d_q = ToDevice(q), *d_k = ToDevice(k), *d_v = ToDevice(v),
-                *d_out = ToDevice(std::vector<float>(q.size()));
+                *d_out = ToDevice(std::vector<float>(want.size()));
           int32_t *d_table = ToDevice(table), *d_seq = ToDevice(seq), *d_pos = ToDevice(pos);
-          ASSERT_EQ(
-              LaunchPagedAttention({d_q, tokens, q_heads, kv_heads, head_dim, d_k, d_v, page_size,
-                                    d_table, max_pages, d_seq, d_pos, scale, d_out},
-                                   nullptr),
-              cudaSuccess);
-          std::vector<float> got(q.size());
+          PagedAttentionArgs device{d_q,   tokens, q_heads,   kv_heads, head_dim,
+                                    d_k,   d_v,    page_size, d_table,  max_pages,
+                                    d_seq, d_pos,  scale,     d_out};
+          device.v_head_dim = v_head_dim;
+          ASSERT_EQ(LaunchPagedAttention(device, nullptr), cudaSuccess);
+          std::vector<float> got(want.size());
           ASSERT_EQ(cudaMemcpy(got.data(), d_out, 4 * got.size(), cudaMemcpyDeviceToHost),
                     cudaSuccess);
           testing::ErrorReport::Add(prefill ? "paged_attention prefill" : "paged_attention decode",
                                     got, want);
           for (size_t i = 0; i < got.size(); ++i) {
             ASSERT_NEAR(got[i], want[i], 1e-4f * std::max(1.0f, std::abs(want[i])))
-                << "head_dim " << head_dim << " heads " << q_heads << "/" << kv_heads << " page "
-                << page_size << (prefill ? " prefill" : " decode") << " i " << i;
+                << "head_dim " << head_dim << " v " << v_dim << " heads " << q_heads << "/"
+                << kv_heads << " page " << page_size << (prefill ? " prefill" : " decode") << " i "
+                << i;
           }
           for (void* p : {static_cast<void*>(d_q), static_cast<void*>(d_k), static_cast<void*>(d_v),
                           static_cast<void*>(d_out), static_cast<void*>(d_table),
