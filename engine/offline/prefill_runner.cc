@@ -14,6 +14,17 @@ int PrefillPagesNeeded(int max_batch_tokens, int max_position, int page_size) {
   return (tokens + page_size - 1) / page_size + tokens;
 }
 
+absl::StatusOr<std::unique_ptr<runtime::PagedKvCache>> PrefillPageLender(
+    const model::ModelConfig& config, int max_batch_tokens) {
+  return runtime::PagedKvCache::Create(
+      {.num_layers = config.num_layers,
+       .shape = config.kv_shape(),
+       .page_size = kPrefillPageSize,
+       .num_pages =
+           PrefillPagesNeeded(max_batch_tokens, config.max_position_embeddings, kPrefillPageSize),
+       .host_arena = false});
+}
+
 absl::Status PrefillRunner::Add(std::vector<int32_t> tokens) {
   const int max = transformer_.config().max_position_embeddings;
   if (static_cast<int>(tokens.size()) > max) {

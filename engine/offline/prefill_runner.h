@@ -5,10 +5,12 @@
 #define SEMMOE_ENGINE_OFFLINE_PREFILL_RUNNER_H_
 
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "engine/model/transformer.h"
 #include "engine/runtime/kv_cache.h"
 
@@ -27,6 +29,24 @@ struct PrefillBackend {
 // Pages a cache of `page_size` needs so that any pass of a PrefillRunner with this budget fits:
 // its tokens (at most max(max_batch_tokens, max_position)) plus one partial page per prompt.
 int PrefillPagesNeeded(int max_batch_tokens, int max_position, int page_size);
+
+// The page size of a forward that keeps its own arena for a PrefillRunner (CpuPrefill,
+// GpuPrefill), and the host cache that lends its pages (no arena): PrefillPagesNeeded of them.
+inline constexpr int kPrefillPageSize = 16;
+absl::StatusOr<std::unique_ptr<runtime::PagedKvCache>> PrefillPageLender(
+    const model::ModelConfig& config, int max_batch_tokens);
+
+// A backend over `forward` (anything with Forward(batch, options): CpuForward, GpuTransformer)
+// whose arena `lender` hands out. Both borrowed; they outlive the backend.
+template <typename Forward>
+PrefillBackend BackendOver(Forward& forward, runtime::PagedKvCache& lender) {
+  return {.forward =
+              [&forward](absl::Span<const model::SequenceInput> batch,
+                         const model::ForwardOptions& options) {
+                return forward.Forward(batch, options);
+              },
+          .cache = &lender};
+}
 
 struct PromptResult {
   int index;  // Order of Add().
