@@ -3,17 +3,20 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <memory>
+#include <tuple>
 
 #include "common/file.h"
 #include "common/testing/shared_data.h"
 #include "engine/model/model.h"
+#include "engine/model/testing/tiny_model.h"
+#include "engine/offline/cpu_prefill.h"
 #include "engine/offline/score.h"
 #include "engine/offline/trace_run.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 #include "planner/trace/trace_reader.h"
-#include "engine/model/testing/tiny_model.h"
 
 namespace semmoe::engine::offline {
 namespace {
@@ -39,19 +42,30 @@ std::vector<nlohmann::json> ReadLines(const std::string& path) {
 }
 
 // `engine score` on each shared model's reference input reproduces the reference final logits
-// and router choices. Its routing lists the MoE layers only, in layer order, as the reference's
-// router files do (deepseek-v*-tiny: layers 1-3; layer 0 is dense).
-class ScoreReferenceTest : public ::testing::TestWithParam<std::string> {};
+// and router choices, on the CPU Transformer and on the product's forward (CpuPrefill, what
+// `engine score` runs). Its routing lists the MoE layers only, in layer order, as the
+// reference's router files do (deepseek-v*-tiny: layers 1-3; layer 0 is dense).
+class ScoreReferenceTest : public ::testing::TestWithParam<std::tuple<std::string, bool>> {};
 
 TEST_P(ScoreReferenceTest, MatchesReference) {
   SEMMOE_REQUIRE_SHARED_DIR(shared);
-  const std::string dir = JoinPath(shared, "models/" + GetParam());
+  const auto& [name, op_set] = GetParam();
+  const std::string dir = JoinPath(shared, "models/" + name);
   auto m = model::LoadModel(dir);
   ASSERT_TRUE(m.ok()) << m.status();
-  const std::string out = Tmp(GetParam() + ".score.jsonl");
+  const std::string out = Tmp(name + (op_set ? ".op_set" : "") + ".score.jsonl");
+  std::unique_ptr<CpuPrefill> cpu;
+  PrefillBackend backend;
+  if (op_set) {
+    auto made = CpuPrefill::Create((*m)->config, *(*m)->weights, 300);
+    ASSERT_TRUE(made.ok()) << made.status();
+    cpu = std::move(*made);
+    backend = cpu->backend();
+  }
   auto n = RunScore(*(*m)->transformer, {.input = JoinPath(dir, "reference/score_input.jsonl"),
                                          .output = out,
-                                         .max_batch_tokens = 300});
+                                         .max_batch_tokens = 300,
+                                         .backend = backend});
   ASSERT_TRUE(n.ok()) << n.status();
   EXPECT_EQ(*n, 22);
   auto final_logits = ReadBinary<float>(JoinPath(dir, "reference/final_logits.f32"));
@@ -92,8 +106,8 @@ TEST_P(ScoreReferenceTest, MatchesReference) {
       }
     }
   }
-  std::cout << GetParam() << ": worst final-logit rel-L2 " << worst << ", router sets " << same
-            << "/" << pairs << "\n";
+  std::cout << name << (op_set ? " (op set)" : " (Transformer)") << ": worst final-logit rel-L2 "
+            << worst << ", router sets " << same << "/" << pairs << "\n";
   EXPECT_EQ(pairs, 1347 * layers);
   // The random-initialised fixtures have no near-tie: every set must match.
   if (prompts.value("random_init", false)) {
@@ -104,18 +118,27 @@ TEST_P(ScoreReferenceTest, MatchesReference) {
 }
 
 INSTANTIATE_TEST_SUITE_P(SharedModels, ScoreReferenceTest,
-                         ::testing::Values("qwen3-moe-a", "deepseek-v2-tiny", "deepseek-v3-tiny"),
-                         [](const ::testing::TestParamInfo<std::string>& info) {
-                           std::string name = info.param;
+                         ::testing::Combine(::testing::Values("qwen3-moe-a", "deepseek-v2-tiny",
+                                                              "deepseek-v3-tiny"),
+                                            ::testing::Bool()),
+                         [](const ::testing::TestParamInfo<std::tuple<std::string, bool>>& info) {
+                           std::string name = std::get<0>(info.param);
                            for (char& c : name) {
                              if (c == '-') c = '_';
                            }
-                           return name;
+                           return name + (std::get<1>(info.param) ? "_op_set" : "_transformer");
                          });
 
 // `engine trace` against the shared model's reference routing trace: 20 held-out prompts spread
-// over all domains (64–512 tokens, so positions past the 256 the model was trained on too).
-TEST(TraceTest, SharedModelMatchesReferenceTrace) {
+// over all domains (64–512 tokens, so positions past the 256 the model was trained on too), on
+// the CPU Transformer and on the product's forward (CpuPrefill).
+class TraceTest : public ::testing::TestWithParam<bool> {};
+INSTANTIATE_TEST_SUITE_P(Forwards, TraceTest, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool>& info) {
+                           return std::string(info.param ? "op_set" : "transformer");
+                         });
+
+TEST_P(TraceTest, SharedModelMatchesReferenceTrace) {
   SEMMOE_REQUIRE_SHARED_DIR(shared);
   const std::string dir = JoinPath(shared, "models/qwen3-moe-a");
   const std::string ref = JoinPath(dir, "reference/trace");
@@ -134,10 +157,20 @@ TEST(TraceTest, SharedModelMatchesReferenceTrace) {
     jsonl += nlohmann::json({{"id", i}, {"token_ids", prompt}}).dump() + "\n";
   }
   ASSERT_TRUE(WriteFileAtomically(Tmp("ref_prompts.jsonl"), jsonl).ok());
-  auto summary = RunTrace(*(*m)->transformer, nullptr,
-                          {.prompts = Tmp("ref_prompts.jsonl"), .output = Tmp("ref.trace")});
+  std::unique_ptr<CpuPrefill> cpu;
+  PrefillBackend backend;
+  if (GetParam()) {
+    auto made = CpuPrefill::Create((*m)->config, *(*m)->weights, TraceOptions{}.max_batch_tokens);
+    ASSERT_TRUE(made.ok()) << made.status();
+    cpu = std::move(*made);
+    backend = cpu->backend();
+  }
+  const std::string trace = Tmp(GetParam() ? "ref.op_set.trace" : "ref.trace");
+  auto summary =
+      RunTrace(*(*m)->transformer, nullptr,
+               {.prompts = Tmp("ref_prompts.jsonl"), .output = trace, .backend = backend});
   ASSERT_TRUE(summary.ok()) << summary.status();
-  auto reader = planner::trace::TraceReader::Open(Tmp("ref.trace"));
+  auto reader = planner::trace::TraceReader::Open(trace);
   ASSERT_TRUE(reader.ok());
   planner::trace::TraceToken token;
   int64_t pairs = 0, same = 0;
