@@ -7,16 +7,20 @@
 #include <cmath>
 #include <complex>
 #include <cstdlib>
+#include <functional>
 #include <map>
+#include <memory>
 #include <numeric>
 
 #include "absl/strings/str_cat.h"
 #include "common/file.h"
+#include "engine/forward/cpu_forward.h"
 #include "engine/model/model.h"
 #include "engine/model/testing/naive_checkpoint.h"
+#include "engine/model/testing/tiny_model.h"
+#include "engine/runtime/kv_cache.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
-#include "engine/model/testing/tiny_model.h"
 
 namespace semmoe::engine::model {
 namespace {
@@ -82,7 +86,8 @@ class NaiveDeepseek {
           const double* qh = qa.data() + hh * (dn_ + dr_);
           Vec q_rope(qh + dn_, qh + dn_ + dr_);
           Rotate(q_rope, t);
-          Vec qq(qh, qh + dn_), kk(kv.data() + hh * (dn_ + dv_), kv.data() + hh * (dn_ + dv_) + dn_);
+          Vec qq(qh, qh + dn_),
+              kk(kv.data() + hh * (dn_ + dv_), kv.data() + hh * (dn_ + dv_) + dn_);
           qq.insert(qq.end(), q_rope.begin(), q_rope.end());
           kk.insert(kk.end(), k_rope.begin(), k_rope.end());
           q[t].push_back(qq);
@@ -95,8 +100,9 @@ class NaiveDeepseek {
         for (int hh = 0; hh < heads_; ++hh) {
           Vec scores(t + 1), out(dv_, 0.0);
           for (int s = 0; s <= t; ++s) {
-            scores[s] = std::inner_product(q[t][hh].begin(), q[t][hh].end(), k[s][hh].begin(), 0.0) *
-                        scale_;
+            scores[s] =
+                std::inner_product(q[t][hh].begin(), q[t][hh].end(), k[s][hh].begin(), 0.0) *
+                scale_;
           }
           Softmax(scores);
           for (int s = 0; s <= t; ++s) {
@@ -280,8 +286,34 @@ double RelL2(const Eigen::RowVectorXf& ours, const Vec& expected) {
   return std::sqrt(diff / norm);
 }
 
+using ForwardFn = std::function<absl::StatusOr<ForwardOutput>(absl::Span<const SequenceInput>)>;
+using NewSequence = std::function<std::unique_ptr<KvSequence>(int capacity)>;
+
 // A prefill (latent expanded through kv_b) and a prefill followed by decode steps (kv_b
-// absorbed) both match the naive forward.
+// absorbed) through `forward` both match the naive forward.
+void ExpectNaive(NaiveDeepseek& naive, const std::vector<int32_t>& ids, const ForwardFn& forward,
+                 const NewSequence& new_sequence) {
+  std::unique_ptr<KvSequence> kv = new_sequence(ids.size());
+  SequenceInput in{ids, 0, kv.get(), LogitsMode::kLast};
+  auto out = forward({&in, 1});
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_LT(RelL2(out->logits.row(0), naive.Forward(ids)), 1e-5) << "prefill";
+
+  std::unique_ptr<KvSequence> kv2 = new_sequence(ids.size());
+  const int prefix = static_cast<int>(ids.size()) - 3;
+  SequenceInput first{absl::MakeConstSpan(ids).subspan(0, prefix), 0, kv2.get(), LogitsMode::kNone};
+  ASSERT_TRUE(forward({&first, 1}).ok());
+  for (int p = prefix; p < static_cast<int>(ids.size()); ++p) {
+    SequenceInput step{absl::MakeConstSpan(ids).subspan(p, 1), p, kv2.get(), LogitsMode::kLast};
+    auto decoded = forward({&step, 1});
+    ASSERT_TRUE(decoded.ok()) << decoded.status();
+    const std::vector<int32_t> seen(ids.begin(), ids.begin() + p + 1);
+    EXPECT_LT(RelL2(decoded->logits.row(0), naive.Forward(seen)), 1e-5) << "decode at " << p;
+  }
+}
+
+// On the CPU Transformer, and on the product's op-set forward (engine/forward/cpu_forward.h:
+// MLA's expanded form for the prompt, its absorbed form for the decode steps).
 TEST_P(DeepseekArchitecturesTest, MatchesNaiveFloat64ForwardInPrefillAndDecode) {
   const std::string dir = JoinPath(std::getenv("TEST_TMPDIR"), GetParam().name);
   ASSERT_TRUE(::semmoe::testing::WriteTinyModel(GetParam().options, dir).ok());
@@ -295,24 +327,33 @@ TEST_P(DeepseekArchitecturesTest, MatchesNaiveFloat64ForwardInPrefillAndDecode) 
   ASSERT_TRUE(ids.ok());
   ASSERT_GT(ids->size(), 8u);
   const ModelConfig& c = (*model)->config;
-
-  DenseKvSequence kv(c.num_layers, c.kv_shape(), ids->size());
-  SequenceInput in{*ids, 0, &kv, LogitsMode::kLast};
-  auto out = (*model)->transformer->Forward({&in, 1});
-  ASSERT_TRUE(out.ok()) << out.status();
-  EXPECT_LT(RelL2(out->logits.row(0), naive.Forward(*ids)), 1e-5) << "prefill";
-
-  DenseKvSequence kv2(c.num_layers, c.kv_shape(), ids->size());
-  const int prefix = static_cast<int>(ids->size()) - 3;
-  SequenceInput first{absl::MakeConstSpan(*ids).subspan(0, prefix), 0, &kv2, LogitsMode::kNone};
-  ASSERT_TRUE((*model)->transformer->Forward({&first, 1}).ok());
-  for (int p = prefix; p < static_cast<int>(ids->size()); ++p) {
-    SequenceInput step{absl::MakeConstSpan(*ids).subspan(p, 1), p, &kv2, LogitsMode::kLast};
-    auto decoded = (*model)->transformer->Forward({&step, 1});
-    ASSERT_TRUE(decoded.ok()) << decoded.status();
-    const std::vector<int32_t> seen(ids->begin(), ids->begin() + p + 1);
-    EXPECT_LT(RelL2(decoded->logits.row(0), naive.Forward(seen)), 1e-5) << "decode at " << p;
+  {
+    SCOPED_TRACE("the Transformer");
+    ExpectNaive(
+        naive, *ids,
+        [&](absl::Span<const SequenceInput> b) { return (*model)->transformer->Forward(b); },
+        [&](int capacity) {
+          return std::make_unique<DenseKvSequence>(c.num_layers, c.kv_shape(), capacity);
+        });
   }
+  SCOPED_TRACE("the op-set forward");
+  constexpr int kPages = 32, kPageSize = 4;
+  auto pages = runtime::PagedKvCache::Create({.num_layers = c.num_layers,
+                                              .shape = c.kv_shape(),
+                                              .page_size = kPageSize,
+                                              .num_pages = kPages,
+                                              .host_arena = false});
+  ASSERT_TRUE(pages.ok());
+  auto cpu = forward::CpuForward::Create(c, *(*model)->weights,
+                                         {.num_pages = kPages, .page_size = kPageSize});
+  ASSERT_TRUE(cpu.ok()) << cpu.status();
+  ExpectNaive(
+      naive, *ids, [&](absl::Span<const SequenceInput> b) { return (*cpu)->Forward(b); },
+      [&](int capacity) -> std::unique_ptr<KvSequence> {
+        std::unique_ptr<runtime::PagedSequence> seq = (*pages)->NewSequence();
+        EXPECT_TRUE((*pages)->Reserve(*seq, capacity).ok());
+        return seq;
+      });
 }
 
 INSTANTIATE_TEST_SUITE_P(All, DeepseekArchitecturesTest, ::testing::ValuesIn(Variants()),
