@@ -8,10 +8,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/file.h"
+#include "engine/forward/cpu_forward.h"
 #include "engine/model/model.h"
 #include "engine/model/testing/naive_checkpoint.h"
-#include "gtest/gtest.h"
 #include "engine/model/testing/tiny_model.h"
+#include "engine/runtime/kv_cache.h"
+#include "gtest/gtest.h"
 
 namespace semmoe::engine::model {
 namespace {
@@ -189,19 +191,37 @@ TEST_P(ArchitecturesTest, MatchesNaiveFloat64Forward) {
   ASSERT_GT(ids->size(), 5u);
   EXPECT_EQ(*(*model)->tokenizer->Decode(*ids), "The experts live on the same device.\n");
 
-  DenseKvSequence kv((*model)->config.num_layers, (*model)->config.kv_shape(), ids->size());
+  const Vec expected = naive.Forward(*ids);
+  auto expect_naive = [&](const absl::StatusOr<ForwardOutput>& out, const std::string& what) {
+    ASSERT_TRUE(out.ok()) << out.status();
+    ASSERT_EQ(static_cast<int64_t>(expected.size()), out->logits.cols());
+    double diff = 0, norm = 0;
+    for (size_t i = 0; i < expected.size(); ++i) {
+      diff += (out->logits(0, i) - expected[i]) * (out->logits(0, i) - expected[i]);
+      norm += expected[i] * expected[i];
+    }
+    EXPECT_GT(norm, 1.0);  // Logits are not trivially zero.
+    EXPECT_LT(std::sqrt(diff / norm), 1e-5) << GetParam().name << " on " << what;
+  };
+  const ModelConfig& c = (*model)->config;
+  DenseKvSequence kv(c.num_layers, c.kv_shape(), ids->size());
   SequenceInput in{*ids, 0, &kv, LogitsMode::kLast};
-  auto out = (*model)->transformer->Forward({&in, 1});
-  ASSERT_TRUE(out.ok()) << out.status();
-  Vec expected = naive.Forward(*ids);
-  ASSERT_EQ(static_cast<int64_t>(expected.size()), out->logits.cols());
-  double diff = 0, norm = 0;
-  for (size_t i = 0; i < expected.size(); ++i) {
-    diff += (out->logits(0, i) - expected[i]) * (out->logits(0, i) - expected[i]);
-    norm += expected[i] * expected[i];
-  }
-  EXPECT_GT(norm, 1.0);  // Logits are not trivially zero.
-  EXPECT_LT(std::sqrt(diff / norm), 1e-5) << GetParam().name;
+  expect_naive((*model)->transformer->Forward({&in, 1}), "the Transformer");
+  // The product's op-set forward (engine/forward/cpu_forward.h) over a paged arena.
+  constexpr int kPages = 16, kPageSize = 4;
+  auto pages = runtime::PagedKvCache::Create({.num_layers = c.num_layers,
+                                              .shape = c.kv_shape(),
+                                              .page_size = kPageSize,
+                                              .num_pages = kPages,
+                                              .host_arena = false});
+  ASSERT_TRUE(pages.ok());
+  auto cpu = forward::CpuForward::Create(c, *(*model)->weights,
+                                         {.num_pages = kPages, .page_size = kPageSize});
+  ASSERT_TRUE(cpu.ok()) << cpu.status();
+  std::unique_ptr<runtime::PagedSequence> seq = (*pages)->NewSequence();
+  ASSERT_TRUE((*pages)->Reserve(*seq, static_cast<int>(ids->size())).ok());
+  SequenceInput paged{*ids, 0, seq.get(), LogitsMode::kLast};
+  expect_naive((*cpu)->Forward({&paged, 1}), "the op-set forward");
 }
 
 INSTANTIATE_TEST_SUITE_P(All, ArchitecturesTest, ::testing::ValuesIn(Cases()),
