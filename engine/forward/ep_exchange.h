@@ -303,7 +303,9 @@ class EpExchange {
     RETURN_IF_ERROR(back_.Reserve(planned * hidden));
     RETURN_IF_ERROR(send_ids_.Reserve(planned * k));
     RETURN_IF_ERROR(send_weights_.Reserve(planned * k));
-    RETURN_IF_ERROR(self_results_.Reserve(self * hidden));
+    if constexpr (OpsOverlapCollectives<Ops>::value) {  // Else its results join results_.
+      RETURN_IF_ERROR(self_results_.Reserve(self * hidden));
+    }
     RETURN_IF_ERROR(recv_rows_.Reserve(received * hidden));
     RETURN_IF_ERROR(results_.Reserve(received * hidden));
     RETURN_IF_ERROR(recv_ids_.Reserve(received * k));

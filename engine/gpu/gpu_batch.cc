@@ -10,9 +10,8 @@ absl::StatusOr<std::unique_ptr<GpuTransformer>> CreateGpuForward(
     const runtime::BatchEngine::Options& options, const planner::Placement* placement,
     Communicator* comm, const GpuTpOptions& tp) {
   // The same page count BatchEngine::Create gives its host cache.
-  const int pages = runtime::PagedKvCache::PagesForBytes(
-      {.num_layers = config.num_layers, .shape = config.kv_shape(), .page_size = options.page_size},
-      options.kv_cache_bytes);
+  const int pages =
+      runtime::PagedKvCache::PagesForModel(config, options.page_size, options.kv_cache_bytes);
   return GpuTransformer::Create(config, weights,
                                 {.device = target.device,
                                  .bf16 = target.bf16,

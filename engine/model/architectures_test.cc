@@ -8,11 +8,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/file.h"
-#include "engine/forward/cpu_forward.h"
+#include "engine/forward/testing/paged_cpu_forward.h"
 #include "engine/model/model.h"
 #include "engine/model/testing/naive_checkpoint.h"
 #include "engine/model/testing/tiny_model.h"
-#include "engine/runtime/kv_cache.h"
 #include "gtest/gtest.h"
 
 namespace semmoe::engine::model {
@@ -208,20 +207,12 @@ TEST_P(ArchitecturesTest, MatchesNaiveFloat64Forward) {
   SequenceInput in{*ids, 0, &kv, LogitsMode::kLast};
   expect_naive((*model)->transformer->Forward({&in, 1}), "the Transformer");
   // The product's op-set forward (engine/forward/cpu_forward.h) over a paged arena.
-  constexpr int kPages = 16, kPageSize = 4;
-  auto pages = runtime::PagedKvCache::Create({.num_layers = c.num_layers,
-                                              .shape = c.kv_shape(),
-                                              .page_size = kPageSize,
-                                              .num_pages = kPages,
-                                              .host_arena = false});
-  ASSERT_TRUE(pages.ok());
-  auto cpu = forward::CpuForward::Create(c, *(*model)->weights,
-                                         {.num_pages = kPages, .page_size = kPageSize});
+  auto cpu = forward::testing::PagedCpuForward::Create(c, *(*model)->weights, /*num_pages=*/16);
   ASSERT_TRUE(cpu.ok()) << cpu.status();
-  std::unique_ptr<runtime::PagedSequence> seq = (*pages)->NewSequence();
-  ASSERT_TRUE((*pages)->Reserve(*seq, static_cast<int>(ids->size())).ok());
-  SequenceInput paged{*ids, 0, seq.get(), LogitsMode::kLast};
-  expect_naive((*cpu)->Forward({&paged, 1}), "the op-set forward");
+  auto seq = (*cpu)->NewSequence(static_cast<int>(ids->size()));
+  ASSERT_TRUE(seq.ok()) << seq.status();
+  SequenceInput paged{*ids, 0, seq->get(), LogitsMode::kLast};
+  expect_naive((*cpu)->forward().Forward({&paged, 1}), "the op-set forward");
 }
 
 INSTANTIATE_TEST_SUITE_P(All, ArchitecturesTest, ::testing::ValuesIn(Cases()),

@@ -14,11 +14,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/file.h"
-#include "engine/forward/cpu_forward.h"
+#include "engine/forward/testing/paged_cpu_forward.h"
 #include "engine/model/model.h"
 #include "engine/model/testing/naive_checkpoint.h"
 #include "engine/model/testing/tiny_model.h"
-#include "engine/runtime/kv_cache.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 
@@ -337,22 +336,14 @@ TEST_P(DeepseekArchitecturesTest, MatchesNaiveFloat64ForwardInPrefillAndDecode) 
         });
   }
   SCOPED_TRACE("the op-set forward");
-  constexpr int kPages = 32, kPageSize = 4;
-  auto pages = runtime::PagedKvCache::Create({.num_layers = c.num_layers,
-                                              .shape = c.kv_shape(),
-                                              .page_size = kPageSize,
-                                              .num_pages = kPages,
-                                              .host_arena = false});
-  ASSERT_TRUE(pages.ok());
-  auto cpu = forward::CpuForward::Create(c, *(*model)->weights,
-                                         {.num_pages = kPages, .page_size = kPageSize});
+  auto cpu = forward::testing::PagedCpuForward::Create(c, *(*model)->weights, /*num_pages=*/32);
   ASSERT_TRUE(cpu.ok()) << cpu.status();
   ExpectNaive(
-      naive, *ids, [&](absl::Span<const SequenceInput> b) { return (*cpu)->Forward(b); },
+      naive, *ids, [&](absl::Span<const SequenceInput> b) { return (*cpu)->forward().Forward(b); },
       [&](int capacity) -> std::unique_ptr<KvSequence> {
-        std::unique_ptr<runtime::PagedSequence> seq = (*pages)->NewSequence();
-        EXPECT_TRUE((*pages)->Reserve(*seq, capacity).ok());
-        return seq;
+        auto seq = (*cpu)->NewSequence(capacity);
+        EXPECT_TRUE(seq.ok()) << seq.status();
+        return seq.ok() ? std::move(*seq) : nullptr;
       });
 }
 

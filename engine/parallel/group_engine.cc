@@ -50,11 +50,13 @@ absl::StatusOr<std::unique_ptr<GroupEngine>> GroupEngine::Create(
         "forward was given");
   }
   const bool host_kv = engine->forward_->host_kv_arena();
-  runtime::PagedKvCache::Options kv{.num_layers = model.local_num_layers(),
-                                    .shape = model.local_kv_shape(),
-                                    .page_size = options.batch.page_size,
-                                    .host_arena = host_kv};
-  kv.num_pages = runtime::PagedKvCache::PagesForBytes(kv, options.batch.kv_cache_bytes);
+  runtime::PagedKvCache::Options kv{
+      .num_layers = model.local_num_layers(),
+      .shape = model.local_kv_shape(),
+      .page_size = options.batch.page_size,
+      .num_pages = runtime::PagedKvCache::PagesForModel(
+          model.local_config(), options.batch.page_size, options.batch.kv_cache_bytes),
+      .host_arena = host_kv};
   if (options.device == nullptr && kv.num_pages != model.kv_pages()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "the batch's KV cache (", kv.num_pages, " pages of ", kv.page_size,

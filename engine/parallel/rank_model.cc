@@ -79,10 +79,8 @@ absl::StatusOr<std::unique_ptr<RankModel>> RankModel::Create(const std::string& 
     return absl::InvalidArgumentError("the device predictor is for another group size");
   }
   if (!options.cpu_forward) return m;
-  runtime::PagedKvCache::Options kv{.num_layers = m->local_config_.num_layers,
-                                    .shape = m->local_config_.kv_shape(),
-                                    .page_size = options.page_size};
-  m->kv_pages_ = runtime::PagedKvCache::PagesForBytes(kv, options.kv_cache_bytes);
+  m->kv_pages_ = runtime::PagedKvCache::PagesForModel(m->local_config_, options.page_size,
+                                                      options.kv_cache_bytes);
   ASSIGN_OR_RETURN(
       m->cpu_, forward::CpuForward::Create(
                    m->local_config_, *m->weights_,

@@ -69,15 +69,10 @@ absl::StatusOr<std::unique_ptr<BatchEngine>> BatchEngine::Create(const model::Mo
                                                                  Options options) {
   if (options.forward) return Create(config, options);
   options.host_kv_arena = false;
-  PagedKvCache::Options kv{.num_layers = config.num_layers,
-                           .shape = config.kv_shape(),
-                           .page_size = options.page_size,
-                           .host_arena = false};
-  kv.num_pages = PagedKvCache::PagesForBytes(kv, options.kv_cache_bytes);
-  ASSIGN_OR_RETURN(
-      std::unique_ptr<forward::CpuForward> cpu,
-      forward::CpuForward::Create(config, weights,
-                                  {.num_pages = kv.num_pages, .page_size = options.page_size}));
+  const int pages = PagedKvCache::PagesForModel(config, options.page_size, options.kv_cache_bytes);
+  ASSIGN_OR_RETURN(std::unique_ptr<forward::CpuForward> cpu,
+                   forward::CpuForward::Create(
+                       config, weights, {.num_pages = pages, .page_size = options.page_size}));
   forward::CpuForward* forward = cpu.get();
   options.forward = [forward](absl::Span<const SequenceInput> batch) {
     return forward->Forward(batch);
@@ -93,12 +88,13 @@ absl::StatusOr<std::unique_ptr<BatchEngine>> BatchEngine::Create(
     return absl::InvalidArgumentError(
         "max_batch_tokens, max_running and max_waiting must be positive");
   }
-  PagedKvCache::Options kv{.num_layers = c.num_layers,
-                           .shape = c.kv_shape(),
-                           .page_size = options.page_size,
-                           .host_arena = options.host_kv_arena};
-  kv.num_pages = PagedKvCache::PagesForBytes(kv, options.kv_cache_bytes);
-  ASSIGN_OR_RETURN(std::unique_ptr<PagedKvCache> cache, PagedKvCache::Create(kv));
+  ASSIGN_OR_RETURN(std::unique_ptr<PagedKvCache> cache,
+                   PagedKvCache::Create({.num_layers = c.num_layers,
+                                         .shape = c.kv_shape(),
+                                         .page_size = options.page_size,
+                                         .num_pages = PagedKvCache::PagesForModel(
+                                             c, options.page_size, options.kv_cache_bytes),
+                                         .host_arena = options.host_kv_arena}));
   return std::unique_ptr<BatchEngine>(new BatchEngine(c, transformer, options, std::move(cache)));
 }
 

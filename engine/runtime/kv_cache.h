@@ -70,10 +70,11 @@ class PagedKvCache {
   struct Options {
     int num_layers = 0;
     model::KvShape shape;  // Floats per position per layer (ModelConfig::kv_shape()).
-    int page_size = 16;  // Positions per page (> 0).
-    int num_pages = 0;   // > 0.
+    int page_size = 16;    // Positions per page (> 0).
+    int num_pages = 0;     // > 0.
     // False: only pages and page tables are managed here; the keys and values live where the
-    // forward pass keeps them (the GPU's arena, engine/gpu) and Key()/Value() return null.
+    // forward pass keeps them (its own arena: engine/forward/cpu_forward.h, the GPU's) and
+    // Key()/Value() return null.
     bool host_arena = true;
   };
   // InvalidArgument for non-positive sizes; ResourceExhausted if the arena cannot be allocated.
@@ -81,6 +82,14 @@ class PagedKvCache {
 
   // Pages needed to hold `max_bytes` of cache for these sizes (at least 1).
   static int PagesForBytes(const Options& options, int64_t max_bytes);
+  // The same for the cache rows of a model of `config` (its layers and KvShape): the pages a
+  // BatchEngine with this page_size and kv_cache_bytes hands out, which a forward that keeps the
+  // keys and values itself sizes its arena with.
+  static int PagesForModel(const model::ModelConfig& config, int page_size, int64_t max_bytes) {
+    return PagesForBytes(
+        {.num_layers = config.num_layers, .shape = config.kv_shape(), .page_size = page_size},
+        max_bytes);
+  }
 
   // A view over `pages` (not allocated from the free list); InvalidArgument for an id out of
   // range.
