@@ -42,9 +42,12 @@ void* Alloc(size_t bytes) {
 }
 
 // Median-free but warm: one warm-up, then the mean over `reps` runs, in seconds.
-double Time(const std::function<void()>& run, int reps = 20) {
+double Time(const std::string& name, const std::function<void()>& run, int reps = 20) {
   run();
-  CHECK_CUDA(cudaDeviceSynchronize());
+  if (const cudaError_t e = cudaDeviceSynchronize(); e != cudaSuccess) {
+    std::fprintf(stderr, "bench_kernels: %s: %s\n", name.c_str(), cudaGetErrorString(e));
+    std::exit(1);
+  }
   cudaEvent_t start, stop;
   CHECK_CUDA(cudaEventCreate(&start));
   CHECK_CUDA(cudaEventCreate(&stop));
@@ -81,7 +84,7 @@ int main(int argc, char** argv) {
   const size_t copy_bytes = size_t{512} << 20;
   void* a = Alloc(copy_bytes);
   void* b = Alloc(copy_bytes);
-  const double copy_s = Time([&] { cudaMemcpyAsync(b, a, copy_bytes, cudaMemcpyDeviceToDevice); });
+  const double copy_s = Time("copy", [&] { cudaMemcpyAsync(b, a, copy_bytes, cudaMemcpyDeviceToDevice); });
   const double copy_gbs = 2.0 * copy_bytes / copy_s / 1e9;
   cudaFree(a);
   cudaFree(b);
@@ -96,6 +99,7 @@ int main(int argc, char** argv) {
   }
   const float one = 1.0f, zero = 0.0f;
   const double gemm_s = Time(
+      "cuBLAS GEMM",
       [&] {
         cublasGemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, ga, CUDA_R_16BF, n, gb,
                      CUDA_R_16BF, n, &zero, gc, CUDA_R_32F, n, CUBLAS_COMPUTE_32F,
@@ -110,13 +114,13 @@ int main(int argc, char** argv) {
   std::vector<Row> rows;
   auto bandwidth = [&](const std::string& kernel, const std::string& shape, double bytes,
                        const std::function<void()>& run) {
-    const double s = Time(run);
+    const double s = Time(kernel, run);
     const double gbs = bytes / s / 1e9;
     rows.push_back({kernel, shape, s, gbs, gbs / copy_gbs, false});
   };
   auto compute = [&](const std::string& kernel, const std::string& shape, double flops,
                      const std::function<void()>& run) {
-    const double s = Time(run, 5);
+    const double s = Time(kernel, run, 5);
     const double tf = flops / s / 1e12;
     rows.push_back({kernel, shape, s, tf, tf / gemm_tflops, true});
   };
@@ -126,6 +130,13 @@ int main(int argc, char** argv) {
   const int experts = 128, k = 8;
   const int64_t entries = tokens * k;
   float* logits = static_cast<float*>(Alloc(4 * tokens * experts));
+  {  // Random logits: zeros would route every token to the same eight experts.
+    std::mt19937 logit_rng(7);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    std::vector<float> host(tokens * experts);
+    for (float& v : host) v = normal(logit_rng);
+    CHECK_CUDA(cudaMemcpy(logits, host.data(), 4 * host.size(), cudaMemcpyHostToDevice));
+  }
   int32_t* ids = static_cast<int32_t*>(Alloc(4 * entries));
   float* weights = static_cast<float*>(Alloc(4 * entries));
   bandwidth("router gating", "16384 tok x 128 experts, top-8", 4.0 * tokens * experts, [&] {
@@ -153,7 +164,17 @@ int main(int argc, char** argv) {
                                      .position_of_entry = poe},
                                     nullptr);
             });
-  const int64_t rows_small = 8192;  // Gather/combine on 8192 tokens × top-8 rows.
+  // Gather/combine on 8192 tokens × top-8 rows: the first 8192 tokens' routing, permuted alone
+  // (the positions above index 16384 tokens, and x holds 8192).
+  const int64_t rows_small = 8192;
+  CHECK_CUDA(static_cast<cudaError_t>(LaunchPermuteByExpert({.ids = ids,
+                                    .entries = rows_small * k,
+                                    .experts = experts,
+                                    .counts = counts,
+                                    .offsets = offsets,
+                                    .entry_of_position = eop,
+                                    .position_of_entry = poe},
+                                   nullptr)));
   float* x = static_cast<float*>(Alloc(4 * rows_small * hidden));
   float* y = static_cast<float*>(Alloc(4 * rows_small * k * hidden));
   bandwidth("gather rows", "65536 rows x 4096", 2.0 * 4 * rows_small * k * hidden, [&] {

@@ -45,7 +45,8 @@ TEST_P(GpuWeightsTest, SetExpertsUploadsKeepsAndFrees) {
   EXPECT_EQ(g.SetExperts(layer, {1, 3, 6}, gained).code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_FALSE(g.View().layers[layer].experts[0].gate.empty());
   ASSERT_TRUE(g.SetExperts(layer, {1, 3, 5}, gained).ok());
-  const forward::LayerView& view = g.View().layers[layer];
+  const forward::ModelView model_view = g.View();  // A value: the layer's view refers into it.
+  const forward::LayerView& view = model_view.layers[layer];
   for (int e = 0; e < c.num_experts; ++e) {
     const bool held = e == 1 || e == 3 || e == 5;
     EXPECT_EQ(!view.experts[e].gate.empty(), held) << "expert " << e;

@@ -153,8 +153,16 @@ TEST(PagedAttentionTest, BadShapesAreRefused) {
       cudaErrorInvalidValue);
   EXPECT_EQ(
       LaunchPagedAttention(
-          {.tokens = 1, .q_heads = 1, .kv_heads = 1, .head_dim = 48, .page_size = 1}, nullptr),
-      cudaErrorInvalidValue);
+          {.tokens = 1, .q_heads = 1, .kv_heads = 1, .head_dim = 1056, .page_size = 1}, nullptr),
+      cudaErrorInvalidValue);  // Keys over 1024 floats.
+  EXPECT_EQ(LaunchPagedAttention({.tokens = 1,
+                                  .q_heads = 1,
+                                  .kv_heads = 1,
+                                  .head_dim = 64,
+                                  .page_size = 1,
+                                  .v_head_dim = 1056},
+                                 nullptr),
+            cudaErrorInvalidValue);  // Values over 1024 floats.
 }
 
 }  // namespace
