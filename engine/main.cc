@@ -298,7 +298,7 @@ int Score(int device) {
   if (!on_device.ok()) return Fail(on_device.status());
   const std::string input = UserPath(absl::GetFlag(FLAGS_input));
   std::unique_ptr<Progress> progress = ProgressOver(input, "engine score", "inputs");
-  auto n = offline::RunScore(*(*m)->transformer,
+  auto n = offline::RunScore((*m)->config,
                              {.input = input,
                               .output = UserPath(absl::GetFlag(FLAGS_out)),
                               .max_batch_tokens = absl::GetFlag(FLAGS_max_batch_tokens),
@@ -322,7 +322,7 @@ int Trace(int device) {
   const auto start = std::chrono::steady_clock::now();
   const std::string prompts = UserPath(absl::GetFlag(FLAGS_prompts));
   std::unique_ptr<Progress> progress = ProgressOver(prompts, "engine trace", "prompts");
-  auto summary = offline::RunTrace(*(*m)->transformer, (*m)->tokenizer.get(),
+  auto summary = offline::RunTrace((*m)->config, (*m)->tokenizer.get(),
                                    {.prompts = prompts,
                                     .output = UserPath(absl::GetFlag(FLAGS_out)),
                                     .max_batch_tokens = absl::GetFlag(FLAGS_max_batch_tokens),

@@ -3,7 +3,7 @@
 // orchestration (ForwardRunner) on the CPU emulation of its device operations (CpuOps), G ranks
 // each its own thread with a Gloo group standing in for NCCL — under Attention-DP, plain
 // Attention-TP and shuffled Attention-TP with the planner's tables. Every rank's logits must be
-// the single-device CPU Transformer's, before and after the group rolls to another placement
+// the single device's (the product's CPU forward), before and after the group rolls to another placement
 // between two passes (a live rollout: each rank's weights become the new placement's, the
 // Attention-TP tables the new placement's), and under Attention-DP each pass's activations served
 // locally must be what the placement in force says.
@@ -13,13 +13,14 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "engine/forward/cpu_forward.h"
 #include "engine/forward/cpu_ops.h"
 #include "engine/forward/forward_runner.h"
 #include "engine/forward/model_view.h"
 #include "engine/forward/testing/gpu_like_ops.h"
 #include "engine/forward/testing/random_model.h"
 #include "engine/forward/testing/rank_view.h"
-#include "engine/model/transformer.h"
+#include "engine/model/forward_io.h"
 #include "engine/parallel/device_predictor.h"
 #include "engine/parallel/gloo_communicator.h"
 #include "engine/parallel/tp_weights.h"
@@ -74,8 +75,9 @@ TEST_P(DeepseekEmulationTest, EveryRankMatchesOneDeviceThroughARollout) {
   ASSERT_TRUE(c.mla && c.topk_method == model::TopkMethod::kNoauxTc);
   const uint64_t seed = 57;
   const model::ModelWeights weights = testing::RandomWeights(c, seed);
-  auto reference = model::Transformer::Create(c, weights);
-  ASSERT_TRUE(reference.ok());
+  // The one device: the product's CPU forward, its arena the shape of NewPagedSequences' cache.
+  auto reference = CpuForward::Create(c, weights, {.num_pages = 48, .page_size = 4});
+  ASSERT_TRUE(reference.ok()) << reference.status();
   const planner::Placement first = First(c, g), second = Second(c, g);
   std::vector<std::vector<int32_t>> prompts(3);
   for (int s = 0; s < 3; ++s) {
@@ -85,7 +87,7 @@ TEST_P(DeepseekEmulationTest, EveryRankMatchesOneDeviceThroughARollout) {
   std::unique_ptr<planner::TokenAffinity> affinity;
   std::unique_ptr<DevicePredictor> predict_first, predict_second;
   if (param.mode == Mode::kTpShuffled) {
-    const planner::trace::TraceSet trace = semmoe::testing::ReferenceTrace(c, **reference, prompts);
+    const planner::trace::TraceSet trace = semmoe::testing::ReferenceTrace(c, weights, prompts);
     affinity = std::make_unique<planner::TokenAffinity>(planner::BuildTokenAffinity(trace));
     predict_first = std::make_unique<DevicePredictor>(
         *affinity, first, planner::LayerAffinity::Build(trace, first).Table());

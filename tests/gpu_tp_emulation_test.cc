@@ -4,8 +4,8 @@
 // the heads (engine/parallel/tp_weights.h), only its own experts, and a Gloo group standing in for
 // NCCL. Every rank runs the same batches — a ragged prefill, then decode steps — through the
 // shuffled reduce-scatter and all-gather, plain or with the planner's T tables (and A tables,
-// whose history rides the all-gather), and every rank's logits must be the single-device CPU
-// Transformer's. Every layer's chunk plan, predicted on the "device" (device_prediction.h), must
+// whose history rides the all-gather), and every rank's logits must be the single device's (the
+// product's CPU forward). Every layer's chunk plan, predicted on the "device" (device_prediction.h), must
 // be the host's rule (DevicePredictor::Score, PlanShuffle) fed the single device's routing.
 #include <memory>
 #include <string>
@@ -13,13 +13,14 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "engine/forward/cpu_forward.h"
 #include "engine/forward/cpu_ops.h"
 #include "engine/forward/forward_runner.h"
 #include "engine/forward/model_view.h"
 #include "engine/forward/testing/gpu_like_ops.h"
 #include "engine/forward/testing/random_model.h"
 #include "engine/forward/testing/rank_view.h"
-#include "engine/model/transformer.h"
+#include "engine/model/forward_io.h"
 #include "engine/parallel/device_predictor.h"
 #include "engine/parallel/dispatch_plan.h"
 #include "engine/parallel/gloo_communicator.h"
@@ -109,15 +110,16 @@ TEST_P(TpForwardRunnerTest, EveryRankMatchesTheSingleDevice) {
   const model::ModelConfig c = testing::RandomModelConfig(param.arch);
   const uint64_t seed = 41;
   const model::ModelWeights weights = testing::RandomWeights(c, seed);
-  auto reference = model::Transformer::Create(c, weights);
-  ASSERT_TRUE(reference.ok());
+  // The one device: the product's CPU forward, its arena the shape of NewPagedSequences' cache.
+  auto reference = CpuForward::Create(c, weights, {.num_pages = 48, .page_size = 4});
+  ASSERT_TRUE(reference.ok()) << reference.status();
   const planner::Placement placement =
       *planner::Placement::Random(c.MoeLayers(), c.num_experts, g, /*seed=*/3);
   const std::vector<std::vector<int32_t>> prompts = Prompts(c.vocab_size);
   std::unique_ptr<planner::TokenAffinity> affinity;
   std::unique_ptr<DevicePredictor> predictor;
   if (param.prediction != Prediction::kPlain) {
-    const planner::trace::TraceSet trace = semmoe::testing::ReferenceTrace(c, **reference, prompts);
+    const planner::trace::TraceSet trace = semmoe::testing::ReferenceTrace(c, weights, prompts);
     affinity = std::make_unique<planner::TokenAffinity>(planner::BuildTokenAffinity(trace));
     planner::TransitionTable transitions;
     if (param.prediction == Prediction::kTokensAndLayers) {

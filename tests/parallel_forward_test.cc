@@ -19,6 +19,7 @@
 #include "common/file.h"
 #include "common/testing/shared_data.h"
 #include "engine/forward/cpu_forward.h"
+#include "engine/forward/testing/paged_cpu_forward.h"
 #include "engine/model/model.h"
 #include "engine/model/testing/tiny_model.h"
 #include "engine/parallel/gloo_communicator.h"
@@ -166,15 +167,16 @@ const Reference& GetReference(const ModelCase& c) {
     auto model = model::LoadModel(c.dir);
     EXPECT_TRUE(model.ok()) << model.status();
     ref->model = std::move(*model);
-    // The single device: the CPU Transformer over a host cache.
+    // The single device: the product's CPU forward with every expert.
     const model::ModelConfig& config = ref->model->config;
-    auto pages = runtime::PagedKvCache::Create(
-        {.num_layers = config.num_layers, .shape = config.kv_shape(), .num_pages = 256});
-    EXPECT_TRUE(pages.ok()) << pages.status();
-    const model::Transformer& one = *ref->model->transformer;
-    auto outputs = RunGreedy([&](absl::Span<const model::SequenceInput> b,
-                                 const model::ForwardOptions& o) { return one.Forward(b, o); },
-                             **pages, c.prompts, &ref->routing);
+    auto one = forward::testing::PagedCpuForward::Create(config, *ref->model->weights,
+                                                         /*num_pages=*/256, /*page_size=*/16);
+    EXPECT_TRUE(one.ok()) << one.status();
+    auto outputs = RunGreedy(
+        [&](absl::Span<const model::SequenceInput> b, const model::ForwardOptions& o) {
+          return (*one)->forward().Forward(b, o);
+        },
+        (*one)->pages(), c.prompts, &ref->routing);
     EXPECT_TRUE(outputs.ok()) << outputs.status();
     ref->outputs = std::move(*outputs);
   }

@@ -118,12 +118,17 @@ absl::StatusOr<planner::trace::TraceSet> Profile(const engine::model::Model& m,
                   .top_k = static_cast<uint16_t>(c.top_k)};
   for (int l : c.MoeLayers()) trace.header.moe_layers.push_back(static_cast<uint16_t>(l));
   const int layers = static_cast<int>(c.MoeLayers().size()), k = c.top_k;
-  ASSIGN_OR_RETURN(auto pages,
-                   engine::runtime::PagedKvCache::Create(
-                       {.num_layers = c.num_layers, .shape = c.kv_shape(), .num_pages = 512}));
-  const engine::model::Transformer& one = *m.transformer;
+  // One device: the CPU forward with every expert, its arena of the lender's pages.
+  constexpr int kPages = 512, kPageSize = 16;
+  ASSIGN_OR_RETURN(auto pages, engine::runtime::PagedKvCache::Create({.num_layers = c.num_layers,
+                                                                       .shape = c.kv_shape(),
+                                                                       .page_size = kPageSize,
+                                                                       .num_pages = kPages,
+                                                                       .host_arena = false}));
+  ASSIGN_OR_RETURN(auto one, engine::forward::CpuForward::Create(
+                                 c, *m.weights, {.num_pages = kPages, .page_size = kPageSize}));
   const auto forward = [&](absl::Span<const engine::model::SequenceInput> b,
-                           const engine::model::ForwardOptions& o) { return one.Forward(b, o); };
+                           const engine::model::ForwardOptions& o) { return one->Forward(b, o); };
   for (size_t i = 0; i < prompts.size(); ++i) {
     std::vector<std::vector<engine::model::Routing>> routing;
     RETURN_IF_ERROR(

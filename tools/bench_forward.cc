@@ -3,16 +3,13 @@
 // dense-matmul rate that the model achieves is visible.
 //
 //   bazel run -c opt --config=opt //tools:bench_forward --
-//   --model=$PWD/../shared/models/qwen3-moe-a [--forward=op_set,transformer]
+//   --model=$PWD/../shared/models/qwen3-moe-a[,OTHER_MODEL_DIR...]
 //
-// `--forward`: what runs the passes — `op_set`, the CPU product's forward (CpuForward,
-// engine/forward/cpu_forward.h, over a paged arena; the default), and/or `transformer`, the CPU
-// Transformer it replaces (engine/model/transformer.h, over contiguous caches). Every (model,
-// forward) pair is a contender; several are measured interleaved (each batch size, each contender
-// in turn) and compared side by side at the end: tokens/s against contender 0's, and with both
-// forwards the op set's against the Transformer's on each model. A prefill's first pass is a
-// warm-up, untimed (a serving engine's buffers are grown once); decode steps follow an untimed
-// prefill. `--rounds N` repeats the whole interleaved sweep N times and reports each row's median
+// The passes run on the CPU product's forward (CpuForward, engine/forward/cpu_forward.h, over a
+// paged arena of just the measured sequences' pages). Each model is a contender; several are
+// measured interleaved (each batch size, each contender in turn) and compared side by side at
+// the end: tokens/s against contender 0's. A prefill's first pass is a warm-up, untimed (a
+// serving engine's buffers are grown once); decode steps follow an untimed prefill. `--rounds N` repeats the whole interleaved sweep N times and reports each row's median
 // (this VM's speed drifts by ±15% within a minute).
 //
 // FLOPs are counted analytically per token: 2 × (attention projections + the k routed experts +
@@ -48,13 +45,10 @@ ABSL_FLAG(int, decode_steps, 16, "decode: measured one-token steps");
 ABSL_FLAG(double, min_seconds, 1.0, "repeat each measurement for at least this long");
 ABSL_FLAG(int, rounds, 1,
           "measure every row this many times, interleaved, and report each row's median");
-ABSL_FLAG(std::vector<std::string>, forward, std::vector<std::string>({"op_set"}),
-          "what runs the passes: op_set (the product's CpuForward) and/or transformer");
 
 namespace semmoe::tools {
 namespace {
 
-using engine::model::DenseKvSequence;
 using engine::model::LogitsMode;
 using engine::model::ModelConfig;
 using engine::model::SequenceInput;
@@ -122,11 +116,10 @@ struct Measurement {
 };
 
 // The passes of one measurement, over `sequences` sequences of up to `capacity` positions: the
-// op-set forward with an arena of just their pages, or the Transformer over contiguous caches.
+// CPU forward with an arena of just their pages.
 class Runner {
  public:
-  Runner(const engine::model::Model& m, bool op_set, int sequences, int capacity) : m_(m) {
-    if (!op_set) return;
+  Runner(const engine::model::Model& m, int sequences, int capacity) {
     const int pages = (capacity + kPage - 1) / kPage * sequences;
     auto cache = engine::runtime::PagedKvCache::Create({.num_layers = m.config.num_layers,
                                                         .shape = m.config.kv_shape(),
@@ -144,28 +137,22 @@ class Runner {
     cpu_ = std::move(*cpu);
   }
   std::unique_ptr<engine::model::KvSequence> NewSequence(int capacity) {
-    if (cache_ == nullptr) {
-      return std::make_unique<DenseKvSequence>(m_.config.num_layers, m_.config.kv_shape(),
-                                               capacity);
-    }
     std::unique_ptr<engine::runtime::PagedSequence> seq = cache_->NewSequence();
     if (!cache_->Reserve(*seq, capacity).ok()) std::exit(1);
     return seq;
   }
   absl::StatusOr<engine::model::ForwardOutput> Forward(absl::Span<const SequenceInput> batch) {
-    return cpu_ != nullptr ? cpu_->Forward(batch) : m_.transformer->Forward(batch);
+    return cpu_->Forward(batch);
   }
 
  private:
   static constexpr int kPage = 16;
-  const engine::model::Model& m_;
   std::unique_ptr<engine::runtime::PagedKvCache> cache_;
   std::unique_ptr<engine::forward::CpuForward> cpu_;
 };
 
-Measurement Prefill(const engine::model::Model& m, bool op_set, int batch, int tokens,
-                    double min_seconds) {
-  Runner runner(m, op_set, batch, tokens);
+Measurement Prefill(const engine::model::Model& m, int batch, int tokens, double min_seconds) {
+  Runner runner(m, batch, tokens);
   const ModelConfig& c = m.config;
   std::mt19937 rng(batch);
   std::vector<std::vector<int32_t>> prompts;
@@ -194,10 +181,10 @@ Measurement Prefill(const engine::model::Model& m, bool op_set, int batch, int t
           flops_per_seq * batch * reps / elapsed / 1e9};
 }
 
-Measurement Decode(const engine::model::Model& m, bool op_set, int batch, int context, int steps,
+Measurement Decode(const engine::model::Model& m, int batch, int context, int steps,
                    double min_seconds) {
   const ModelConfig& c = m.config;
-  Runner runner(m, op_set, batch, context + steps);
+  Runner runner(m, batch, context + steps);
   std::mt19937 rng(1000 + batch);
   double flops_per_step = 0;
   int reps = 0;
@@ -257,27 +244,6 @@ int Main() {
         c.mla ? " (MLA latent + rotary key)" : " (K and V)");
     models.push_back(std::move(*model));
   }
-  struct Contender {
-    size_t model;
-    bool op_set;
-  };
-  std::vector<Contender> contenders;
-  for (size_t i = 0; i < models.size(); ++i) {
-    for (const std::string& f : absl::GetFlag(FLAGS_forward)) {
-      if (f != "op_set" && f != "transformer") {
-        std::fprintf(stderr, "bench_forward: --forward takes op_set and transformer, not '%s'\n",
-                     f.c_str());
-        return 2;
-      }
-      contenders.push_back({i, f == "op_set"});
-      std::printf("contender %zu: model %zu on the %s\n", contenders.size() - 1, i,
-                  f == "op_set" ? "op-set forward (CpuForward)" : "CPU Transformer");
-    }
-  }
-  if (contenders.empty()) {
-    std::fprintf(stderr, "bench_forward: --forward is empty\n");
-    return 2;
-  }
   const double min_s = absl::GetFlag(FLAGS_min_seconds);
   // Each row gets its own GEMM reference, measured right before and right after it and
   // averaged: on a shared VM the clock drifts by ±15% within a minute (more at times), and a
@@ -306,19 +272,16 @@ int Main() {
   }
   for (int round = 0; round < rounds; ++round) {
     for (int batch : batches) {
-      for (size_t i = 0; i < contenders.size(); ++i) {
-        const Contender& k = contenders[i];
+      for (size_t i = 0; i < models.size(); ++i) {
         measure("prefill", batch, i, [&] {
-          return Prefill(*models[k.model], k.op_set, batch, absl::GetFlag(FLAGS_prompt_tokens),
-                         min_s);
+          return Prefill(*models[i], batch, absl::GetFlag(FLAGS_prompt_tokens), min_s);
         });
       }
     }
     for (int batch : batches) {
-      for (size_t i = 0; i < contenders.size(); ++i) {
-        const Contender& k = contenders[i];
+      for (size_t i = 0; i < models.size(); ++i) {
         measure("decode", batch, i, [&] {
-          return Decode(*models[k.model], k.op_set, batch, absl::GetFlag(FLAGS_context),
+          return Decode(*models[i], batch, absl::GetFlag(FLAGS_context),
                         absl::GetFlag(FLAGS_decode_steps), min_s);
         });
       }
@@ -354,7 +317,7 @@ int Main() {
                 (r.phase + " " + std::to_string(r.batch)).c_str(), r.m.tokens_per_s, r.m.gflops,
                 r.gemm, 100 * r.m.gflops / r.gemm);
   }
-  if (contenders.size() > 1) {
+  if (models.size() > 1) {
     // Side by side: each contender's tokens/s over contender 0's, measured next to each other.
     std::printf("\nagainst contender 0 (tokens/s ratio, same phase and batch):\n");
     for (const Row& r : rows) {
@@ -366,23 +329,6 @@ int Main() {
                       r.m.tokens_per_s / base.m.tokens_per_s);
         }
       }
-    }
-  }
-  // The op set against the Transformer on each model, when both ran.
-  bool header = false;
-  for (const Row& r : rows) {
-    const Contender& k = contenders[r.model];
-    if (!k.op_set) continue;
-    for (const Row& base : rows) {
-      const Contender& b = contenders[base.model];
-      if (b.op_set || b.model != k.model || base.phase != r.phase || base.batch != r.batch) {
-        continue;
-      }
-      if (!header) std::printf("\nop-set forward against the Transformer, per model:\n");
-      header = true;
-      std::printf("  model %zu %-14s %.2fx\n", k.model,
-                  (r.phase + " " + std::to_string(r.batch)).c_str(),
-                  r.m.tokens_per_s / base.m.tokens_per_s);
     }
   }
   std::printf("\n(prefill: %d tokens per sequence; decode: context %d, %d steps per run)\n",

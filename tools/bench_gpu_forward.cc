@@ -34,9 +34,10 @@
 #include <vector>
 
 #include "absl/strings/numbers.h"
+#include "engine/forward/cpu_forward.h"
 #include "engine/forward/testing/random_model.h"
 #include "engine/gpu/gpu_transformer.h"
-#include "engine/model/transformer.h"
+#include "engine/model/forward_io.h"
 #include "engine/model/weights.h"
 #include "engine/runtime/kv_cache.h"
 #include "engine/text/config.h"
@@ -150,9 +151,12 @@ void BenchModel(const std::string& name, const semmoe::engine::model::ModelConfi
                 const semmoe::engine::model::ModelWeights& weights, bool with_f32,
                 int cpu_sequences, double copy_bandwidth, bool json) {
   namespace model = semmoe::engine::model;
-  const auto cpu = OrDie(model::Transformer::Create(config, weights), "CPU forward");
   const int page_size = 16, context = 256, max_sequences = 64;
   const int pages = max_sequences * (context / page_size + 1);
+  // The CPU product's forward, its arena indexed by the same page tables as the GPUs'.
+  const auto cpu = OrDie(semmoe::engine::forward::CpuForward::Create(
+                             config, weights, {.num_pages = pages, .page_size = page_size}),
+                         "CPU forward");
   std::unique_ptr<GpuTransformer> gpu;
   if (with_f32) {
     gpu =
@@ -172,7 +176,8 @@ void BenchModel(const std::string& name, const semmoe::engine::model::ModelConfi
   const auto cache = OrDie(PagedKvCache::Create({.num_layers = config.num_layers,
                                                  .shape = config.kv_shape(),
                                                  .page_size = page_size,
-                                                 .num_pages = pages}),
+                                                 .num_pages = pages,
+                                                 .host_arena = false}),
                            "KV cache");
   std::vector<std::unique_ptr<PagedSequence>> seqs;
   std::vector<std::vector<int32_t>> prompts(max_sequences);

@@ -9,7 +9,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
-#include "engine/model/transformer.h"
+#include "engine/model/forward_io.h"
 
 namespace semmoe::engine::forward {
 

@@ -20,7 +20,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "engine/forward/forward_options.h"
-#include "engine/model/transformer.h"
+#include "engine/model/forward_io.h"
 #include "engine/model/weights.h"
 #include "engine/parallel/device_predictor.h"
 #include "engine/parallel/moe_layer_counters.h"
@@ -46,7 +46,7 @@ class CpuForward {
                                                             const CpuForwardOptions& options);
   ~CpuForward();
 
-  // As model::Transformer::Forward, plus INVALID_ARGUMENT for a sequence without a page table
+  // model::CheckBatch's errors, plus INVALID_ARGUMENT for a sequence without a page table
   // or with pages outside the arena. Under expert parallelism errors of the collectives are
   // returned as they are (the group is then unusable).
   absl::StatusOr<model::ForwardOutput> Forward(absl::Span<const model::SequenceInput> batch,

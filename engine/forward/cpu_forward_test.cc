@@ -1,5 +1,6 @@
-// CpuForward against the CPU Transformer on every architecture (the differential scenario of
-// testing/forward_check.h), its attention timing, and its errors. Expert parallelism and
+// CpuForward on every architecture in the differential scenario of testing/forward_check.h
+// (batches, chunks, pages and decode against each sequence alone), its attention timing, and its
+// errors. Against the PyTorch references: cpu_forward_reference_test. Expert parallelism and
 // Attention-TP through the same runner: ep_forward_runner_test, //tests:parallel_forward_test.
 #include "engine/forward/cpu_forward.h"
 
@@ -9,7 +10,7 @@
 
 #include "engine/forward/testing/forward_check.h"
 #include "engine/forward/testing/random_model.h"
-#include "engine/model/transformer.h"
+#include "engine/model/forward_io.h"
 #include "engine/runtime/kv_cache.h"
 #include "gtest/gtest.h"
 
@@ -20,11 +21,9 @@ using model::Arch;
 
 class CpuForwardTest : public ::testing::TestWithParam<Arch> {};
 
-TEST_P(CpuForwardTest, MatchesTheTransformerAndTimesAttention) {
+TEST_P(CpuForwardTest, MatchesEachSequenceAloneAndTimesAttention) {
   const model::ModelConfig config = testing::RandomModelConfig(GetParam());
   const model::ModelWeights weights = testing::RandomWeights(config, 40);
-  auto reference = model::Transformer::Create(config, weights);
-  ASSERT_TRUE(reference.ok()) << reference.status();
   constexpr int kPages = 64;
   auto cache = runtime::PagedKvCache::Create({.num_layers = config.num_layers,
                                               .shape = config.kv_shape(),
@@ -47,7 +46,7 @@ TEST_P(CpuForwardTest, MatchesTheTransformerAndTimesAttention) {
         }
         return out;
       },
-      **reference, **cache);
+      config, weights, **cache);
   EXPECT_EQ(passes, 8);
   EXPECT_EQ((*cpu)->kv_bytes(),
             int64_t{config.num_layers} * kPages * 4 * config.kv_shape().floats() * 4);

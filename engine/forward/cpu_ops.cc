@@ -17,13 +17,15 @@ namespace {
 
 using RowMajor = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
 
-// Rows at or below which an f32 product skips Eigen's packing (engine/model/linear.h's rule).
+// Rows at or below which an f32 product skips Eigen's packing: Eigen's blocked GEMM packs both
+// operands on every call, which for the few rows of a decode step (or a rarely chosen expert)
+// costs as much as the multiply itself (measured with tools/bench_forward).
 constexpr int64_t kSmallGemmRows = 16;
 // Runs of at most this many new tokens of a sequence (a decode step) attend token by token.
 constexpr int64_t kDirectAttentionTokens = 4;
 // From this many query heads per KV head such a run attends through products over the group
 // (each key read once for the group: MLA's one latent head); fewer take the per-token kernel,
-// which is faster there in the AVX2 build (tools/bench_op_set, --config=opt: qwen3-moe-a's
+// which is faster there in the AVX2 build (tools/bench_op_set at 0b1ac06, --config=opt: qwen3-moe-a's
 // groups of 2 decode at 0.93x of the kernel through the products, deepseek-v3-tiny's 8 at
 // 1.03-1.07x).
 constexpr int kGroupedQueryHeads = 4;

@@ -1,7 +1,7 @@
 // CpuOps: the CPU op set of ForwardRunner (engine/forward/forward_runner.h): each operation the
 // CPU reference of the CUDA kernel CudaOps launches (kernels/cpu), Eigen for the products. So
-// ForwardRunner<CpuOps> runs the GPU's exact sequence of operations in CI, and it is the op set
-// the CPU product moves onto (issue 36), as fast as the CPU Transformer (tools/bench_op_set):
+// ForwardRunner<CpuOps> runs the GPU's exact sequence of operations in CI, and it is the CPU
+// product's forward (CpuForward; its speed: docs/PERFORMANCE.md, tools/bench_forward):
 // f32 products of ≤ 16 rows unpacked (kernels/cpu/small_gemm, reading LinearView::exact16 when
 // set), and attention over an f32 cache as products over a sequence's context — per head for a
 // run of > 4 new tokens, per KV head's group of ≥ 4 query heads for a decode step (smaller groups

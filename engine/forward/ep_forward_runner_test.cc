@@ -1,8 +1,8 @@
 // The GPU forward's expert-parallel pass (ForwardRunner + EpExchange) in CI: G ranks, each its
 // own thread with the CPU emulation of the device operations (CpuOps), only its own experts, and
 // a Gloo group standing in for NCCL (both take the memory the Ops hand out). Every rank serves
-// its own sequences (Attention-DP, one rank idle at first) and must give what the single-device
-// CPU Transformer gives for them, under vanilla, random and replicated placements; the
+// its own sequences (Attention-DP, one rank idle at first) and must give what the single device
+// (the product's CPU forward) gives for them, under vanilla, random and replicated placements; the
 // per-sequence activation counts must match the routing and the placement.
 #include <memory>
 #include <string>
@@ -10,13 +10,14 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "engine/forward/cpu_forward.h"
 #include "engine/forward/cpu_ops.h"
 #include "engine/forward/forward_runner.h"
 #include "engine/forward/model_view.h"
 #include "engine/forward/testing/gpu_like_ops.h"
 #include "engine/forward/testing/random_model.h"
 #include "engine/forward/testing/rank_view.h"
-#include "engine/model/transformer.h"
+#include "engine/model/forward_io.h"
 #include "engine/parallel/gloo_communicator.h"
 #include "engine/runtime/kv_cache.h"
 #include "gloo/rendezvous/hash_store.h"
@@ -62,8 +63,6 @@ TEST_P(EpForwardRunnerTest, EveryRankMatchesTheSingleDevice) {
   const int g = param.ranks;
   const model::ModelConfig c = testing::RandomModelConfig(param.arch);
   const model::ModelWeights weights = testing::RandomWeights(c, 31);
-  auto reference = model::Transformer::Create(c, weights);
-  ASSERT_TRUE(reference.ok());
   const planner::Placement placement = MakePlacement(c, param.layout, g);
   const ModelView full = HostView(weights);
   const int moe_layers = static_cast<int>(c.MoeLayers().size());
@@ -81,6 +80,10 @@ TEST_P(EpForwardRunnerTest, EveryRankMatchesTheSingleDevice) {
       ForwardRunner<GpuLikeCpuOps> runner(c, RankView(full, c, placement, r), {kPages, kPageSize},
                                           ops, {.placement = &placement, .comm = comm->get()});
       ASSERT_TRUE(runner.Init().ok());
+      // The single device: the CPU forward with every expert, its arena indexed by the same
+      // page tables as the runner's.
+      auto reference = CpuForward::Create(c, weights, {.num_pages = kPages, .page_size = kPageSize});
+      ASSERT_TRUE(reference.ok()) << reference.status();
       auto cache = runtime::PagedKvCache::Create({.num_layers = c.num_layers,
                                                   .shape = c.kv_shape(),
                                                   .page_size = kPageSize,

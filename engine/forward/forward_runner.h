@@ -1,9 +1,9 @@
-// ForwardRunner<Ops>: the forward pass of engine/model/transformer.h as a sequence of primitive
-// operations on one device's memory, independent of the device. `Ops` supplies the memory and
+// ForwardRunner<Ops>: the forward pass, written once, as a sequence of primitive operations on
+// one device's memory, independent of the device (docs/ENGINE.md, "The forward pass"). `Ops` supplies the memory and
 // the operations; CudaOps (engine/gpu/cuda_ops.h) runs them on a GPU, CpuOps
 // (engine/forward/cpu_ops.h) runs the very same sequence on the CPU references of the
-// kernels, so CI checks this orchestration — buffer sizes, strides, offsets, the order of
-// operations — against the CPU Transformer without a GPU.
+// kernels — the CPU product's forward (CpuForward), and in CI the check of this orchestration
+// (buffer sizes, strides, offsets, the order of operations) without a GPU.
 //
 // The pass: embedding gather; per layer RMSNorm, q/k/v projections (+ biases), QK-norm + RoPE,
 // the new keys and values stored into the paged cache, paged attention, o projection, residual
@@ -85,7 +85,7 @@
 #include "engine/forward/mla_block.h"
 #include "engine/forward/model_view.h"
 #include "engine/forward/tp_exchange.h"
-#include "engine/model/transformer.h"
+#include "engine/model/forward_io.h"
 #include "engine/parallel/communicator.h"
 #include "engine/text/config.h"
 #include "kernels/cpu/nn_ops.h"
@@ -200,8 +200,8 @@ class ForwardRunner {
   // Per placement layer, under expert parallelism (else empty): what the exchange did so far.
   const std::vector<MoeLayerCounters>& ep_counters() const { return ep_counters_; }
 
-  // As Transformer::Forward, plus INVALID_ARGUMENT from LayOutBatch for sequences without
-  // fitting page tables.
+  // model::CheckBatch's errors, plus INVALID_ARGUMENT from LayOutBatch for sequences without
+  // fitting page tables. An empty batch is valid (an idle rank still joins its collectives).
   absl::StatusOr<model::ForwardOutput> Forward(absl::Span<const model::SequenceInput> batch,
                                                const model::ForwardOptions& options) {
     ASSIGN_OR_RETURN(const model::BatchShape shape, model::CheckBatch(c_, batch));

@@ -1,7 +1,8 @@
-// The GPU forward's orchestration (ForwardRunner) run on the CPU references of its kernels
-// (CpuOps) against the CPU Transformer, for each architecture's features: what CI can check of
-// the GPU path without a GPU. The kernels themselves are checked against the same references on
-// the GPU (kernels/cuda/*_test), and GpuTransformer against the Transformer there.
+// The forward's orchestration (ForwardRunner) on the CPU references of its kernels (CpuOps), for
+// each architecture's features: batches, chunks, pages and decode steps against each sequence
+// alone (testing/forward_check.h), bf16's two expert paths, padded decode steps. The kernels
+// themselves are checked against the same references on the GPU (kernels/cuda/*_test), and
+// GpuTransformer against the same scenario there.
 #include "engine/forward/forward_runner.h"
 
 #include <algorithm>
@@ -18,7 +19,7 @@
 #include "engine/forward/model_view.h"
 #include "engine/forward/testing/forward_check.h"
 #include "engine/forward/testing/random_model.h"
-#include "engine/model/transformer.h"
+#include "engine/model/forward_io.h"
 #include "engine/runtime/kv_cache.h"
 #include "gtest/gtest.h"
 
@@ -33,9 +34,6 @@ class ForwardRunnerTest : public ::testing::TestWithParam<Arch> {
   void SetUp() override {
     config_ = testing::RandomModelConfig(GetParam());
     weights_ = testing::RandomWeights(config_, static_cast<uint64_t>(GetParam()) + 21);
-    auto cpu = model::Transformer::Create(config_, weights_);
-    ASSERT_TRUE(cpu.ok()) << cpu.status();
-    cpu_ = std::move(*cpu);
     auto cache = runtime::PagedKvCache::Create({.num_layers = config_.num_layers,
                                                 .shape = config_.kv_shape(),
                                                 .page_size = 4,
@@ -49,18 +47,17 @@ class ForwardRunnerTest : public ::testing::TestWithParam<Arch> {
   static constexpr int kPages = 64;
   model::ModelConfig config_;
   model::ModelWeights weights_;
-  std::unique_ptr<model::Transformer> cpu_;
   std::unique_ptr<runtime::PagedKvCache> cache_;
   CpuOps ops_;
   std::unique_ptr<ForwardRunner<CpuOps>> runner_;
 };
 
-TEST_P(ForwardRunnerTest, MatchesTheCpuTransformer) {
+TEST_P(ForwardRunnerTest, MatchesEachSequenceAlone) {
   testing::ExpectSameAsCpu(
       [&](absl::Span<const model::SequenceInput> batch, const model::ForwardOptions& options) {
         return runner_->Forward(batch, options);
       },
-      *cpu_, *cache_);
+      config_, weights_, *cache_);
   EXPECT_EQ(runner_->kv_bytes(),
             int64_t{config_.num_layers} * kPages * 4 * config_.kv_shape().floats() * 4);
 }

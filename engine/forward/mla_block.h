@@ -1,6 +1,9 @@
 // MlaBlock<Ops>: DeepSeek's multi-head latent attention in the op-set forward
-// (engine/forward/forward_runner.h, whose Ops it uses; engine/model/mla_attention.h has the
-// equations). Every pass writes the new latent rows to the cache:
+// (engine/forward/forward_runner.h, whose Ops it uses). Per head, with kv_b expanding the cached
+// latent to [k_nope | v] and k_rope one head shared by all heads:
+//   scores = (q_nope·k_nope + RoPE(q_rope)·RoPE(k_rope)) · (nope + rope)^-½ · YaRN mscale²
+// The cache holds the latent, never per-head K/V: MLA's memory saving. Every pass writes the new
+// latent rows to the cache:
 //   q      = q_proj(h), or q_b(RMSNorm(q_a(h)))          per head [q_nope | q_rope]
 //   cache  ← [RMSNorm(c_kv) | RoPE(k_rope)] of kv_a(h)    kv_lora_rank + rope floats a position
 // then attends in one of two forms, chosen per pass:
@@ -16,7 +19,7 @@
 //   into the pass's rows. Per cached
 //   position a head then costs nope + rope + v floats of products instead of
 //   2 × kv_lora_rank + rope: about a third for DeepSeek-V3 (320 against 1088), so prompts go
-//   this way (the CPU Transformer's rule too).
+//   this way.
 // The caller applies o_proj.
 //
 // Thread-compatible.
@@ -32,8 +35,8 @@
 #include "absl/types/span.h"
 #include "common/status_macros.h"
 #include "engine/forward/model_view.h"
-#include "engine/model/mla_attention.h"
-#include "engine/model/transformer.h"
+#include "engine/forward/mla_rope.h"
+#include "engine/model/forward_io.h"
 #include "engine/text/config.h"
 #include "engine/text/deepseek_config.h"
 #include "kernels/cpu/nn_ops.h"
@@ -64,7 +67,7 @@ class MlaBlock {
 
   // Uploads the rotary tables (over the rotary dims, YaRN included). Ops memory must be usable.
   absl::Status Init() {
-    const std::vector<float> inv_freq = model::MlaRopeInvFreq(c_);
+    const std::vector<float> inv_freq = MlaRopeInvFreq(c_);
     std::vector<float> cos(static_cast<size_t>(c_.max_position_embeddings) * inv_freq.size());
     std::vector<float> sin(cos.size());
     kernels::cpu::RopeTablesFromInvFreq(c_.max_position_embeddings, inv_freq,

@@ -1,7 +1,7 @@
 // DeepSeek on the GPU: the deepseek-v3-tiny fixture (MLA with q LoRA, noaux_tc routing over expert
 // groups, ungated shared experts) through GpuTransformer, f32 and bf16, against the fp32 reference
 // stored with it — the bounds its CPU emulation meets in CI (engine/gpu:bf16_reference_test) —
-// and greedy decoding on the GPU against the CPU Transformer through the latent cache. Needs a GPU
+// and greedy decoding on the GPU against the CPU forward through the latent cache. Needs a GPU
 // (tag gpu) and SEMMOE_SHARED_DIR (tests/gpu/run.sh sets it to the copy build.sh packs).
 #include <algorithm>
 #include <iostream>
@@ -10,9 +10,10 @@
 
 #include "common/file.h"
 #include "common/testing/shared_data.h"
+#include "engine/forward/cpu_forward.h"
 #include "engine/forward/testing/bf16_tolerance.h"
 #include "engine/gpu/gpu_transformer.h"
-#include "engine/model/transformer.h"
+#include "engine/model/forward_io.h"
 #include "engine/model/weights.h"
 #include "engine/runtime/kv_cache.h"
 #include "engine/text/config.h"
@@ -54,12 +55,14 @@ TEST(GpuDeepseekReferenceTest, FinalLogitsAndGreedyDecoding) {
     EXPECT_LT(gap->worst(), 1e-4);
     EXPECT_EQ(gap->argmax_same, gap->prompts);
     // Greedy decoding through the latent cache, f32: the GPU's tokens are the CPU's.
-    auto cpu = model::Transformer::Create(config, weights);
-    ASSERT_TRUE(cpu.ok());
+    auto cpu = forward::CpuForward::Create(config, weights,
+                                           {.num_pages = pages, .page_size = page_size});
+    ASSERT_TRUE(cpu.ok()) << cpu.status();
     auto cache = runtime::PagedKvCache::Create({.num_layers = config.num_layers,
                                                 .shape = config.kv_shape(),
                                                 .page_size = page_size,
-                                                .num_pages = pages});
+                                                .num_pages = pages,
+                                                .host_arena = false});
     ASSERT_TRUE(cache.ok());
     std::vector<int32_t> prompt = {1, 17, 300, 4000, 42, 7, 99, 1234};
     auto seq = (*cache)->NewSequence();

@@ -13,11 +13,13 @@
 
 #include "common/file.h"
 #include "common/testing/shared_data.h"
+#include "engine/forward/cpu_forward.h"
 #include "engine/forward/testing/bf16_tolerance.h"
 #include "engine/gpu/gpu_prefill.h"
 #include "engine/gpu/gpu_transformer.h"
-#include "engine/model/transformer.h"
+#include "engine/model/forward_io.h"
 #include "engine/model/weights.h"
+#include "engine/offline/cpu_prefill.h"
 #include "engine/offline/prefill_runner.h"
 #include "engine/runtime/kv_cache.h"
 #include "engine/text/config.h"
@@ -66,29 +68,33 @@ class GpuReferenceTest : public ::testing::Test {
     auto weights = model::LoadWeights(config_, **checkpoint);
     ASSERT_TRUE(weights.ok()) << weights.status();
     weights_ = std::move(*weights);
-    auto cpu = model::Transformer::Create(config_, *weights_);
-    ASSERT_TRUE(cpu.ok());
+    // The CPU product's forward, its arena indexed by the same page tables as the GPU's.
+    auto cpu = forward::CpuForward::Create(config_, *weights_,
+                                           {.num_pages = kPages, .page_size = kPageSize});
+    ASSERT_TRUE(cpu.ok()) << cpu.status();
     cpu_ = std::move(*cpu);
     auto meta_text = ReadFile(JoinPath(dir_, "reference/prompts.json"));
     ASSERT_TRUE(meta_text.ok());
     meta_ = nlohmann::json::parse(*meta_text);
   }
+  static constexpr int kPageSize = 16, kPages = 512;
   std::string dir_;
   model::ModelConfig config_;
   std::unique_ptr<model::ModelWeights> weights_;
-  std::unique_ptr<model::Transformer> cpu_;
+  std::unique_ptr<forward::CpuForward> cpu_;
   nlohmann::json meta_;
 };
 
 TEST_F(GpuReferenceTest, SharedModelFinalLogitsAndGreedyDecoding) {
-  const int page_size = 16, pages = 512;
+  const int page_size = kPageSize, pages = kPages;
   auto gpu =
       GpuTransformer::Create(config_, *weights_, {.num_pages = pages, .page_size = page_size});
   ASSERT_TRUE(gpu.ok()) << gpu.status();
   auto cache = runtime::PagedKvCache::Create({.num_layers = config_.num_layers,
                                               .shape = config_.kv_shape(),
                                               .page_size = page_size,
-                                              .num_pages = pages});
+                                              .num_pages = pages,
+                                              .host_arena = false});
   ASSERT_TRUE(cache.ok());
 
   const nlohmann::json& meta = meta_;
@@ -190,6 +196,8 @@ TEST_F(GpuReferenceTest, PrefillRunnerOnTheGpuMatchesTheCpu) {
   const int budget = 256;
   auto gpu = GpuPrefill::Create(config_, *weights_, GpuTarget{.device = 0}, budget);
   ASSERT_TRUE(gpu.ok()) << gpu.status();
+  auto cpu = offline::CpuPrefill::Create(config_, *weights_, budget);
+  ASSERT_TRUE(cpu.ok()) << cpu.status();
 
   struct Result {
     std::vector<float> logits;
@@ -198,7 +206,7 @@ TEST_F(GpuReferenceTest, PrefillRunnerOnTheGpuMatchesTheCpu) {
   auto run = [&](offline::PrefillBackend backend) {
     std::vector<Result> results;
     offline::PrefillRunner runner(
-        *cpu_, budget,
+        config_, budget,
         [&](const offline::PromptResult& r) {
           Result out{{r.last_logits, r.last_logits + config_.vocab_size}, {}};
           for (size_t t = 0; t < r.tokens.size(); ++t) {
@@ -217,7 +225,7 @@ TEST_F(GpuReferenceTest, PrefillRunnerOnTheGpuMatchesTheCpu) {
     EXPECT_TRUE(runner.Flush().ok());
     return results;
   };
-  const std::vector<Result> want = run({});
+  const std::vector<Result> want = run((*cpu)->backend());
   const std::vector<Result> got = run((*gpu)->backend());
   ASSERT_EQ(got.size(), want.size());
   ASSERT_GT(want.size(), 10u);

@@ -25,7 +25,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
-#include "engine/model/transformer.h"
+#include "engine/model/forward_io.h"
 #include "engine/model/weights.h"
 #include "engine/parallel/communicator.h"
 #include "engine/parallel/device_predictor.h"

@@ -16,7 +16,7 @@
 #include "engine/forward/testing/forward_check.h"
 #include "engine/forward/testing/random_model.h"
 #include "engine/gpu/nccl_communicator.h"
-#include "engine/model/transformer.h"
+#include "engine/model/forward_io.h"
 #include "engine/runtime/kv_cache.h"
 #include "gloo/rendezvous/hash_store.h"
 #include "gtest/gtest.h"
@@ -41,9 +41,6 @@ class GpuTransformerTest : public ::testing::TestWithParam<Arch> {
     ASSERT_TRUE(HaveGpu()) << "needs a GPU";
     config_ = forward::testing::RandomModelConfig(GetParam());
     weights_ = forward::testing::RandomWeights(config_, static_cast<uint64_t>(GetParam()) + 21);
-    auto cpu = model::Transformer::Create(config_, weights_);
-    ASSERT_TRUE(cpu.ok()) << cpu.status();
-    cpu_ = std::move(*cpu);
     auto cache = runtime::PagedKvCache::Create({.num_layers = config_.num_layers,
                                                 .shape = config_.kv_shape(),
                                                 .page_size = kPageSize,
@@ -60,18 +57,17 @@ class GpuTransformerTest : public ::testing::TestWithParam<Arch> {
   static constexpr int kPages = 64;
   model::ModelConfig config_;
   model::ModelWeights weights_;
-  std::unique_ptr<model::Transformer> cpu_;
   std::unique_ptr<runtime::PagedKvCache> cache_;
   std::unique_ptr<GpuTransformer> gpu_;
 };
 
-TEST_P(GpuTransformerTest, MatchesTheCpuTransformer) {
+TEST_P(GpuTransformerTest, MatchesTheCpuForwardOnEachSequenceAlone) {
   const std::string arch(model::ArchName(GetParam()));
   forward::testing::ExpectSameAsCpu(
       [&](absl::Span<const model::SequenceInput> batch, const model::ForwardOptions& options) {
         return gpu_->Forward(batch, options);
       },
-      *cpu_, *cache_,
+      config_, weights_, *cache_,
       [&](const std::string&, const model::Matrix& got, const model::Matrix& want) {
         kernels::cuda::testing::ErrorReport::Add(absl::StrCat("gpu_forward logits ", arch),
                                                  absl::MakeConstSpan(got.data(), got.size()),
@@ -99,7 +95,7 @@ TEST_P(GpuTransformerTest, ExpertParallelOnAOneRankNcclGroupMatchesTheCpu) {
       [&](absl::Span<const model::SequenceInput> batch, const model::ForwardOptions& options) {
         return (*ep)->Forward(batch, options);
       },
-      *cpu_, *cache_);
+      config_, weights_, *cache_);
   auto idle = (*ep)->Forward({});  // An idle rank still joins the exchange.
   ASSERT_TRUE(idle.ok()) << idle.status();
   EXPECT_GT((*nccl)->counters()[CollectiveKind::kAllToAll].calls, 0);
@@ -125,7 +121,7 @@ TEST_P(GpuTransformerTest, AttentionTpOnAOneRankNcclGroupMatchesTheCpu) {
       [&](absl::Span<const model::SequenceInput> batch, const model::ForwardOptions& options) {
         return (*tp)->Forward(batch, options);
       },
-      *cpu_, *cache_);
+      config_, weights_, *cache_);
   EXPECT_GT((*nccl)->counters()[CollectiveKind::kReduceScatter].calls, 0);
 }
 

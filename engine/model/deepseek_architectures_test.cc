@@ -3,7 +3,7 @@
 // layers, interleaved or half RoPE), from make_tiny_model checkpoints, against a naive float64
 // forward written from DeepSeek's released modelling code: one token at a time, per-head K/V
 // expanded from the latent, complex-number RoPE, −inf group masking, the config read from
-// config.json by itself. Independent of mla_attention.cc and moe.cc.
+// config.json by itself. Independent of the product's forward (engine/forward).
 #include <cmath>
 #include <complex>
 #include <cstdlib>
@@ -311,8 +311,8 @@ void ExpectNaive(NaiveDeepseek& naive, const std::vector<int32_t>& ids, const Fo
   }
 }
 
-// On the CPU Transformer, and on the product's op-set forward (engine/forward/cpu_forward.h:
-// MLA's expanded form for the prompt, its absorbed form for the decode steps).
+// On the product's op-set forward (engine/forward/cpu_forward.h: MLA's expanded form for the
+// prompt, its absorbed form for the decode steps).
 TEST_P(DeepseekArchitecturesTest, MatchesNaiveFloat64ForwardInPrefillAndDecode) {
   const std::string dir = JoinPath(std::getenv("TEST_TMPDIR"), GetParam().name);
   ASSERT_TRUE(::semmoe::testing::WriteTinyModel(GetParam().options, dir).ok());
@@ -326,16 +326,6 @@ TEST_P(DeepseekArchitecturesTest, MatchesNaiveFloat64ForwardInPrefillAndDecode) 
   ASSERT_TRUE(ids.ok());
   ASSERT_GT(ids->size(), 8u);
   const ModelConfig& c = (*model)->config;
-  {
-    SCOPED_TRACE("the Transformer");
-    ExpectNaive(
-        naive, *ids,
-        [&](absl::Span<const SequenceInput> b) { return (*model)->transformer->Forward(b); },
-        [&](int capacity) {
-          return std::make_unique<DenseKvSequence>(c.num_layers, c.kv_shape(), capacity);
-        });
-  }
-  SCOPED_TRACE("the op-set forward");
   auto cpu = forward::testing::PagedCpuForward::Create(c, *(*model)->weights, /*num_pages=*/32);
   ASSERT_TRUE(cpu.ok()) << cpu.status();
   ExpectNaive(

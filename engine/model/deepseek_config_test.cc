@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "engine/model/mla_attention.h"
+#include "engine/forward/mla_rope.h"
 #include "engine/text/config.h"
 #include "engine/text/testing/config_fuzz.h"
 #include "gmock/gmock.h"
@@ -149,7 +149,7 @@ TEST(DeepseekConfigTest, YarnFrequenciesOfTheV2Fixture) {
   ASSERT_TRUE(c.ok()) << c.status();
   const std::vector<float> expected = {1,       0.25693506f,    0.0625f,  0.013834965f,
                                        0.0025f, 0.00079056947f, 0.00025f, 7.9056947e-05f};
-  const std::vector<float> got = MlaRopeInvFreq(*c);
+  const std::vector<float> got = forward::MlaRopeInvFreq(*c);
   ASSERT_EQ(got.size(), expected.size());
   for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i] / expected[i], 1.0, 1e-6) << i;
   EXPECT_NEAR(c->yarn.softmax_mscale, 1.205628, 1e-6);

@@ -1,7 +1,9 @@
 // KvSequence: where the forward pass keeps one sequence's attention keys and values.
 //
-// The runtime's paged cache implements it over pages (engine/runtime/kv_cache.h); DenseKvSequence
-// below is the plain contiguous version for offline scoring and tests.
+// The runtime's paged cache implements it over pages (engine/runtime/kv_cache.h): every forward
+// (CpuForward, GpuTransformer) keeps keys and values in an arena of its own and reads only the
+// page table. DenseKvSequence below, contiguous and without a page table, is what the tests
+// give a forward to see it refused.
 #ifndef SEMMOE_ENGINE_MODEL_KV_SEQUENCE_H_
 #define SEMMOE_ENGINE_MODEL_KV_SEQUENCE_H_
 

@@ -16,7 +16,6 @@ absl::StatusOr<std::unique_ptr<Model>> LoadModel(const std::string& dir,
                      kernels::Checkpoint::Open(dir));
     ASSIGN_OR_RETURN(model->weights, LoadWeights(model->config, *checkpoint, options.load));
   }
-  ASSIGN_OR_RETURN(model->transformer, Transformer::Create(model->config, *model->weights));
   auto tokenizer = Tokenizer::FromDirectory(dir);
   if (tokenizer.ok()) {
     model->tokenizer = std::move(*tokenizer);

@@ -1,5 +1,6 @@
-// Model: everything needed to run a checkpoint directory — config, mapped checkpoint, f32
-// weights, the forward pass, and (if the directory has one) the tokenizer.
+// Model: what a checkpoint directory holds — config, f32 weights and (if the directory has one)
+// the tokenizer. The forward passes over it are engine/forward's CpuForward (and on a GPU
+// engine/gpu's GpuTransformer).
 #ifndef SEMMOE_ENGINE_MODEL_MODEL_H_
 #define SEMMOE_ENGINE_MODEL_MODEL_H_
 
@@ -7,7 +8,6 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "engine/model/transformer.h"
 #include "engine/model/weights.h"
 #include "engine/text/config.h"
 #include "engine/text/tokenizer.h"
@@ -19,7 +19,6 @@ struct Model {
   std::string dir;
   ModelConfig config;
   std::unique_ptr<ModelWeights> weights;
-  std::unique_ptr<Transformer> transformer;
   std::unique_ptr<Tokenizer> tokenizer;  // Null if the directory has no tokenizer.json.
 };
 

@@ -4,7 +4,6 @@
 #include <iostream>
 #include <map>
 #include <memory>
-#include <tuple>
 
 #include "common/file.h"
 #include "common/testing/shared_data.h"
@@ -42,30 +41,24 @@ std::vector<nlohmann::json> ReadLines(const std::string& path) {
 }
 
 // `engine score` on each shared model's reference input reproduces the reference final logits
-// and router choices, on the CPU Transformer and on the product's forward (CpuPrefill, what
-// `engine score` runs). Its routing lists the MoE layers only, in layer order, as the
-// reference's router files do (deepseek-v*-tiny: layers 1-3; layer 0 is dense).
-class ScoreReferenceTest : public ::testing::TestWithParam<std::tuple<std::string, bool>> {};
+// and router choices on the product's forward (CpuPrefill, what `engine score` runs). Its
+// routing lists the MoE layers only, in layer order, as the reference's router files do
+// (deepseek-v*-tiny: layers 1-3; layer 0 is dense).
+class ScoreReferenceTest : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(ScoreReferenceTest, MatchesReference) {
   SEMMOE_REQUIRE_SHARED_DIR(shared);
-  const auto& [name, op_set] = GetParam();
+  const std::string& name = GetParam();
   const std::string dir = JoinPath(shared, "models/" + name);
   auto m = model::LoadModel(dir);
   ASSERT_TRUE(m.ok()) << m.status();
-  const std::string out = Tmp(name + (op_set ? ".op_set" : "") + ".score.jsonl");
-  std::unique_ptr<CpuPrefill> cpu;
-  PrefillBackend backend;
-  if (op_set) {
-    auto made = CpuPrefill::Create((*m)->config, *(*m)->weights, 300);
-    ASSERT_TRUE(made.ok()) << made.status();
-    cpu = std::move(*made);
-    backend = cpu->backend();
-  }
-  auto n = RunScore(*(*m)->transformer, {.input = JoinPath(dir, "reference/score_input.jsonl"),
-                                         .output = out,
-                                         .max_batch_tokens = 300,
-                                         .backend = backend});
+  const std::string out = Tmp(name + ".score.jsonl");
+  auto cpu = CpuPrefill::Create((*m)->config, *(*m)->weights, 300);
+  ASSERT_TRUE(cpu.ok()) << cpu.status();
+  auto n = RunScore((*m)->config, {.input = JoinPath(dir, "reference/score_input.jsonl"),
+                                   .output = out,
+                                   .max_batch_tokens = 300,
+                                   .backend = (*cpu)->backend()});
   ASSERT_TRUE(n.ok()) << n.status();
   EXPECT_EQ(*n, 22);
   auto final_logits = ReadBinary<float>(JoinPath(dir, "reference/final_logits.f32"));
@@ -106,7 +99,7 @@ TEST_P(ScoreReferenceTest, MatchesReference) {
       }
     }
   }
-  std::cout << name << (op_set ? " (op set)" : " (Transformer)") << ": worst final-logit rel-L2 "
+  std::cout << name << ": worst final-logit rel-L2 "
             << worst << ", router sets " << same << "/" << pairs << "\n";
   EXPECT_EQ(pairs, 1347 * layers);
   // The random-initialised fixtures have no near-tie: every set must match.
@@ -118,27 +111,19 @@ TEST_P(ScoreReferenceTest, MatchesReference) {
 }
 
 INSTANTIATE_TEST_SUITE_P(SharedModels, ScoreReferenceTest,
-                         ::testing::Combine(::testing::Values("qwen3-moe-a", "deepseek-v2-tiny",
-                                                              "deepseek-v3-tiny"),
-                                            ::testing::Bool()),
-                         [](const ::testing::TestParamInfo<std::tuple<std::string, bool>>& info) {
-                           std::string name = std::get<0>(info.param);
+                         ::testing::Values("qwen3-moe-a", "deepseek-v2-tiny", "deepseek-v3-tiny"),
+                         [](const ::testing::TestParamInfo<std::string>& info) {
+                           std::string name = info.param;
                            for (char& c : name) {
                              if (c == '-') c = '_';
                            }
-                           return name + (std::get<1>(info.param) ? "_op_set" : "_transformer");
+                           return name;
                          });
 
 // `engine trace` against the shared model's reference routing trace: 20 held-out prompts spread
 // over all domains (64–512 tokens, so positions past the 256 the model was trained on too), on
-// the CPU Transformer and on the product's forward (CpuPrefill).
-class TraceTest : public ::testing::TestWithParam<bool> {};
-INSTANTIATE_TEST_SUITE_P(Forwards, TraceTest, ::testing::Bool(),
-                         [](const ::testing::TestParamInfo<bool>& info) {
-                           return std::string(info.param ? "op_set" : "transformer");
-                         });
-
-TEST_P(TraceTest, SharedModelMatchesReferenceTrace) {
+// the product's forward (CpuPrefill).
+TEST(TraceTest, SharedModelMatchesReferenceTrace) {
   SEMMOE_REQUIRE_SHARED_DIR(shared);
   const std::string dir = JoinPath(shared, "models/qwen3-moe-a");
   const std::string ref = JoinPath(dir, "reference/trace");
@@ -157,18 +142,13 @@ TEST_P(TraceTest, SharedModelMatchesReferenceTrace) {
     jsonl += nlohmann::json({{"id", i}, {"token_ids", prompt}}).dump() + "\n";
   }
   ASSERT_TRUE(WriteFileAtomically(Tmp("ref_prompts.jsonl"), jsonl).ok());
-  std::unique_ptr<CpuPrefill> cpu;
-  PrefillBackend backend;
-  if (GetParam()) {
-    auto made = CpuPrefill::Create((*m)->config, *(*m)->weights, TraceOptions{}.max_batch_tokens);
-    ASSERT_TRUE(made.ok()) << made.status();
-    cpu = std::move(*made);
-    backend = cpu->backend();
-  }
-  const std::string trace = Tmp(GetParam() ? "ref.op_set.trace" : "ref.trace");
-  auto summary =
-      RunTrace(*(*m)->transformer, nullptr,
-               {.prompts = Tmp("ref_prompts.jsonl"), .output = trace, .backend = backend});
+  auto cpu = CpuPrefill::Create((*m)->config, *(*m)->weights, TraceOptions{}.max_batch_tokens);
+  ASSERT_TRUE(cpu.ok()) << cpu.status();
+  const std::string trace = Tmp("ref.trace");
+  auto summary = RunTrace((*m)->config, nullptr,
+                          {.prompts = Tmp("ref_prompts.jsonl"),
+                           .output = trace,
+                           .backend = (*cpu)->backend()});
   ASSERT_TRUE(summary.ok()) << summary.status();
   auto reader = planner::trace::TraceReader::Open(trace);
   ASSERT_TRUE(reader.ok());
@@ -203,9 +183,13 @@ class TinyOfflineTest : public ::testing::Test {
     auto m = model::LoadModel(dir_, {.require_tokenizer = true});
     ASSERT_TRUE(m.ok()) << m.status();
     model_ = std::move(*m);
+    auto cpu = CpuPrefill::Create(model_->config, *model_->weights, ScoreOptions{}.max_batch_tokens);
+    ASSERT_TRUE(cpu.ok()) << cpu.status();
+    cpu_ = std::move(*cpu);
   }
   std::string dir_;
   std::unique_ptr<model::Model> model_;
+  std::unique_ptr<CpuPrefill> cpu_;  // What `engine score` and `engine trace` run on.
 };
 
 TEST_F(TinyOfflineTest, ScoreErrorsNameTheLineAndLeaveNoOutput) {
@@ -221,72 +205,95 @@ TEST_F(TinyOfflineTest, ScoreErrorsNameTheLineAndLeaveNoOutput) {
            {"{\"id\": \"a\", \"token_ids\": [1.5]}\n", "token id 1.5"}}) {
     const std::string in = Tmp("in.jsonl"), out = Tmp("out.jsonl");
     ASSERT_TRUE(WriteFileAtomically(in, c.input).ok());
-    auto n = RunScore(*model_->transformer, {.input = in, .output = out});
+    auto n = RunScore(model_->config, {.input = in, .output = out, .backend = cpu_->backend()});
     ASSERT_FALSE(n.ok()) << c.input;
     EXPECT_THAT(std::string(n.status().message()), HasSubstr(c.error));
     EXPECT_FALSE(ReadFile(out).ok());
     EXPECT_FALSE(ReadFile(out + ".partial").ok());
   }
-  EXPECT_EQ(
-      RunScore(*model_->transformer, {.input = Tmp("missing"), .output = Tmp("o")}).status().code(),
-      absl::StatusCode::kNotFound);
+  EXPECT_EQ(RunScore(model_->config,
+                     {.input = Tmp("missing"), .output = Tmp("o"), .backend = cpu_->backend()})
+                .status()
+                .code(),
+            absl::StatusCode::kNotFound);
+  // Without a forward to run on: refused, and no output.
+  ASSERT_TRUE(WriteFileAtomically(Tmp("in.jsonl"), "{\"id\": 1, \"token_ids\": [1, 2]}\n").ok());
+  auto unbacked = RunScore(model_->config, {.input = Tmp("in.jsonl"), .output = Tmp("out.jsonl")});
+  EXPECT_EQ(unbacked.status().code(), absl::StatusCode::kFailedPrecondition) << unbacked.status();
+  EXPECT_FALSE(ReadFile(Tmp("out.jsonl")).ok());
 }
 
-// A backend with its own forward and paged sequences (how the GPU forward plugs in) gives the
-// same bytes as the default path, across batch boundaries and for a prompt longer than the
-// batch budget, and returns every page.
-TEST_F(TinyOfflineTest, APagedBackendScoresAndTracesTheSameBytes) {
+// Small batches (several passes, one prompt longer than the budget) score and trace what one
+// batch of everything does — the same routing, logits within f32 summation order — through a
+// backend that wraps the forward (how the GPU forward plugs in), and return every page.
+TEST_F(TinyOfflineTest, SmallBatchesScoreAndTraceWhatOneBatchDoes) {
   std::string in;
   for (int i = 0; i < 9; ++i) {
     std::vector<int32_t> ids;
     for (int t = 0; t < 3 + 5 * i; ++t) ids.push_back((7 * t + i) % 300);
     in += nlohmann::json({{"id", i}, {"token_ids", ids}}).dump() + "\n";
   }
-  ASSERT_TRUE(WriteFileAtomically(Tmp("paged_in.jsonl"), in).ok());
-  const model::ModelConfig& c = model_->config;
-  const int budget = 24, page_size = 4;
-  const int pages = PrefillPagesNeeded(budget, c.max_position_embeddings, page_size);
-  EXPECT_EQ(pages, c.max_position_embeddings / page_size + c.max_position_embeddings);
-  auto cache = runtime::PagedKvCache::Create({.num_layers = c.num_layers,
-                                              .shape = c.kv_shape(),
-                                              .page_size = page_size,
-                                              .num_pages = pages});
-  ASSERT_TRUE(cache.ok());
+  ASSERT_TRUE(WriteFileAtomically(Tmp("batched_in.jsonl"), in).ok());
+  const int budget = 24;
+  const PrefillBackend plain = cpu_->backend();
   int passes = 0;
-  PrefillBackend backend{
+  PrefillBackend counted{
       .forward =
           [&](absl::Span<const model::SequenceInput> batch, const model::ForwardOptions& o) {
             ++passes;
             for (const auto& s : batch) EXPECT_FALSE(s.kv->page_table().empty());
-            return model_->transformer->Forward(batch, o);
+            return plain.forward(batch, o);
           },
-      .cache = cache->get()};
-  ASSERT_TRUE(RunScore(*model_->transformer, {.input = Tmp("paged_in.jsonl"),
-                                              .output = Tmp("dense.jsonl"),
-                                              .max_batch_tokens = budget})
+      .cache = plain.cache};
+  ASSERT_TRUE(RunScore(model_->config, {.input = Tmp("batched_in.jsonl"),
+                                        .output = Tmp("one.jsonl"),
+                                        .backend = plain})
                   .ok());
-  ASSERT_TRUE(RunScore(*model_->transformer, {.input = Tmp("paged_in.jsonl"),
-                                              .output = Tmp("paged.jsonl"),
-                                              .max_batch_tokens = budget,
-                                              .backend = backend})
+  ASSERT_TRUE(RunScore(model_->config, {.input = Tmp("batched_in.jsonl"),
+                                        .output = Tmp("small.jsonl"),
+                                        .max_batch_tokens = budget,
+                                        .backend = counted})
                   .ok());
   EXPECT_GT(passes, 3);  // Several batches.
-  EXPECT_EQ(*ReadFile(Tmp("paged.jsonl")), *ReadFile(Tmp("dense.jsonl")));
-  EXPECT_EQ((*cache)->free_pages(), pages);
+  const auto one = ReadLines(Tmp("one.jsonl")), small = ReadLines(Tmp("small.jsonl"));
+  ASSERT_EQ(one.size(), 9u);
+  ASSERT_EQ(small.size(), one.size());
+  for (size_t i = 0; i < one.size(); ++i) {
+    EXPECT_EQ(small[i]["id"], one[i]["id"]);
+    EXPECT_EQ(small[i]["routing"], one[i]["routing"]) << i;
+    const auto a = small[i]["last_logits"].get<std::vector<float>>();
+    const auto b = one[i]["last_logits"].get<std::vector<float>>();
+    ASSERT_EQ(a.size(), b.size());
+    for (size_t v = 0; v < a.size(); ++v) EXPECT_NEAR(a[v], b[v], 1e-4f) << i << " " << v;
+  }
+  EXPECT_EQ(plain.cache->free_pages(), plain.cache->total_pages());
 
-  ASSERT_TRUE(RunTrace(*model_->transformer, nullptr,
-                       {.prompts = Tmp("paged_in.jsonl"),
-                        .output = Tmp("dense.trace"),
-                        .max_batch_tokens = budget})
+  ASSERT_TRUE(RunTrace(model_->config, nullptr,
+                       {.prompts = Tmp("batched_in.jsonl"),
+                        .output = Tmp("one.trace"),
+                        .backend = plain})
                   .ok());
-  ASSERT_TRUE(RunTrace(*model_->transformer, nullptr,
-                       {.prompts = Tmp("paged_in.jsonl"),
-                        .output = Tmp("paged.trace"),
+  ASSERT_TRUE(RunTrace(model_->config, nullptr,
+                       {.prompts = Tmp("batched_in.jsonl"),
+                        .output = Tmp("small.trace"),
                         .max_batch_tokens = budget,
-                        .backend = backend})
+                        .backend = counted})
                   .ok());
-  EXPECT_EQ(*ReadFile(Tmp("paged.trace")), *ReadFile(Tmp("dense.trace")));
-  EXPECT_EQ((*cache)->free_pages(), pages);
+  auto a = planner::trace::TraceReader::Open(Tmp("one.trace"));
+  auto b = planner::trace::TraceReader::Open(Tmp("small.trace"));
+  ASSERT_TRUE(a.ok() && b.ok());
+  planner::trace::TraceToken ta, tb;
+  int64_t tokens = 0;
+  while (*(*a)->Next(ta)) {
+    ASSERT_TRUE(*(*b)->Next(tb));
+    EXPECT_EQ(tb.request, ta.request);
+    EXPECT_EQ(tb.position, ta.position);
+    EXPECT_EQ(tb.experts, ta.experts);
+    ++tokens;
+  }
+  EXPECT_FALSE(*(*b)->Next(tb));
+  EXPECT_GT(tokens, 100);
+  EXPECT_EQ(plain.cache->free_pages(), plain.cache->total_pages());
 }
 
 // The trace holds, for every prompt token, the routing the forward pass chose — checked
@@ -306,12 +313,16 @@ TEST_F(TinyOfflineTest, TraceRecordsEveryTokensRouting) {
   score_in += "{\"id\": 3, \"token_ids\": [5, 6, 7, 8]}\n";
   ASSERT_TRUE(WriteFileAtomically(prompts, jsonl).ok());
   ASSERT_TRUE(WriteFileAtomically(Tmp("score_in.jsonl"), score_in).ok());
-  auto summary = RunTrace(*model_->transformer, model_->tokenizer.get(),
-                          {.prompts = prompts, .output = Tmp("t.trace"), .max_batch_tokens = 16});
+  auto summary = RunTrace(model_->config, model_->tokenizer.get(),
+                          {.prompts = prompts,
+                           .output = Tmp("t.trace"),
+                           .max_batch_tokens = 16,
+                           .backend = cpu_->backend()});
   ASSERT_TRUE(summary.ok()) << summary.status();
   EXPECT_EQ(summary->prompts, 4);
-  ASSERT_TRUE(RunScore(*model_->transformer,
-                       {.input = Tmp("score_in.jsonl"), .output = Tmp("score_out.jsonl")})
+  ASSERT_TRUE(RunScore(model_->config, {.input = Tmp("score_in.jsonl"),
+                                        .output = Tmp("score_out.jsonl"),
+                                        .backend = cpu_->backend()})
                   .ok());
   auto scored = ReadLines(Tmp("score_out.jsonl"));
 
@@ -339,13 +350,14 @@ TEST_F(TinyOfflineTest, TraceRecordsEveryTokensRouting) {
 TEST_F(TinyOfflineTest, TraceErrors) {
   const std::string prompts = Tmp("bad_prompts.jsonl");
   ASSERT_TRUE(WriteFileAtomically(prompts, "{\"id\": 1, \"prompt\": \"x\"}\n").ok());
-  auto s = RunTrace(*model_->transformer, model_->tokenizer.get(),
-                    {.prompts = prompts, .output = Tmp("bad.trace")});
+  auto s = RunTrace(model_->config, model_->tokenizer.get(),
+                    {.prompts = prompts, .output = Tmp("bad.trace"), .backend = cpu_->backend()});
   ASSERT_FALSE(s.ok());
   EXPECT_THAT(std::string(s.status().message()), HasSubstr("bad_prompts.jsonl:1: needs \"text\""));
   EXPECT_FALSE(ReadFile(Tmp("bad.trace")).ok());
   ASSERT_TRUE(WriteFileAtomically(prompts, "{\"id\": 1, \"text\": \"hi\"}\n").ok());
-  s = RunTrace(*model_->transformer, nullptr, {.prompts = prompts, .output = Tmp("bad.trace")});
+  s = RunTrace(model_->config, nullptr,
+               {.prompts = prompts, .output = Tmp("bad.trace"), .backend = cpu_->backend()});
   EXPECT_THAT(std::string(s.status().message()), HasSubstr("needs a tokenizer.json"));
 }
 

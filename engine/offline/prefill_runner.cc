@@ -26,7 +26,7 @@ absl::StatusOr<std::unique_ptr<runtime::PagedKvCache>> PrefillPageLender(
 }
 
 absl::Status PrefillRunner::Add(std::vector<int32_t> tokens) {
-  const int max = transformer_.config().max_position_embeddings;
+  const int max = config_.max_position_embeddings;
   if (static_cast<int>(tokens.size()) > max) {
     return absl::InvalidArgumentError(absl::StrCat(
         "prompt of ", tokens.size(), " tokens exceeds the model's ", max, " positions"));
@@ -41,24 +41,17 @@ absl::Status PrefillRunner::Add(std::vector<int32_t> tokens) {
 
 absl::Status PrefillRunner::Flush() {
   if (pending_.empty()) return absl::OkStatus();
-  const model::ModelConfig& c = transformer_.config();
-  std::vector<std::unique_ptr<model::KvSequence>> kvs;  // Paged ones return their pages at exit.
+  if (!backend_.forward || backend_.cache == nullptr) {
+    return absl::FailedPreconditionError("the prefill runner has no forward pass to run on");
+  }
+  std::vector<std::unique_ptr<runtime::PagedSequence>> seqs;  // Their pages return at exit.
   std::vector<model::SequenceInput> batch;
   for (const auto& tokens : pending_) {
-    const int n = static_cast<int>(tokens.size());
-    if (backend_.forward) {
-      std::unique_ptr<runtime::PagedSequence> seq = backend_.cache->NewSequence();
-      RETURN_IF_ERROR(backend_.cache->Reserve(*seq, n));
-      kvs.push_back(std::move(seq));
-    } else {
-      kvs.push_back(std::make_unique<model::DenseKvSequence>(c.num_layers, c.kv_shape(), n));
-    }
-    batch.push_back({tokens, 0, kvs.back().get(), model::LogitsMode::kLast});
+    seqs.push_back(backend_.cache->NewSequence());
+    RETURN_IF_ERROR(backend_.cache->Reserve(*seqs.back(), static_cast<int>(tokens.size())));
+    batch.push_back({tokens, 0, seqs.back().get(), model::LogitsMode::kLast});
   }
-  const model::ForwardOptions options{.collect_routing = true};
-  ASSIGN_OR_RETURN(model::ForwardOutput out, backend_.forward
-                                                 ? backend_.forward(batch, options)
-                                                 : transformer_.Forward(batch, options));
+  ASSIGN_OR_RETURN(model::ForwardOutput out, backend_.forward(batch, {.collect_routing = true}));
   size_t token_offset = 0;
   for (size_t i = 0; i < pending_.size(); ++i) {
     PromptResult result{next_index_++, pending_[i], out.logits.row(i).data(), {}, {}};

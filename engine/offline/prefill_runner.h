@@ -11,19 +11,20 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "engine/model/transformer.h"
+#include "engine/model/forward_io.h"
 #include "engine/runtime/kv_cache.h"
 
 namespace semmoe::engine::offline {
 
-// Where the passes run. The default: the transformer's own forward over contiguous per-prompt
-// KV buffers. A forward that keeps its cache elsewhere (the GPU's, engine/gpu) takes paged
-// sequences: `cache` lends each pass its pages (released after it) and `forward` runs it.
+// Where the passes run: a forward that keeps its KV in an arena of its own (CpuForward,
+// GpuTransformer) takes paged sequences; `cache` lends each pass its pages (released after it)
+// and `forward` runs it. Both required (BackendOver makes one; engine/offline/cpu_prefill.h and
+// engine/gpu/gpu_prefill.h own the forward and its lender).
 struct PrefillBackend {
   std::function<absl::StatusOr<model::ForwardOutput>(absl::Span<const model::SequenceInput>,
                                                      const model::ForwardOptions&)>
       forward;
-  runtime::PagedKvCache* cache = nullptr;  // Borrowed; required with `forward`.
+  runtime::PagedKvCache* cache = nullptr;  // Borrowed.
 };
 
 // Pages a cache of `page_size` needs so that any pass of a PrefillRunner with this budget fits:
@@ -60,10 +61,11 @@ struct PromptResult {
 class PrefillRunner {
  public:
   using Callback = std::function<absl::Status(const PromptResult&)>;
-  // Prompts are grouped until `max_batch_tokens` (a longer prompt runs alone).
-  PrefillRunner(const model::Transformer& transformer, int max_batch_tokens, Callback callback,
-                PrefillBackend backend = {})
-      : transformer_(transformer),
+  // Prompts are grouped until `max_batch_tokens` (a longer prompt runs alone). `config`
+  // borrowed; Flush() fails with FAILED_PRECONDITION when `backend` lacks its forward or cache.
+  PrefillRunner(const model::ModelConfig& config, int max_batch_tokens, Callback callback,
+                PrefillBackend backend)
+      : config_(config),
         max_batch_tokens_(max_batch_tokens),
         callback_(std::move(callback)),
         backend_(std::move(backend)) {}
@@ -75,7 +77,7 @@ class PrefillRunner {
   absl::Status Flush();
 
  private:
-  const model::Transformer& transformer_;
+  const model::ModelConfig& config_;
   const int max_batch_tokens_;
   Callback callback_;
   PrefillBackend backend_;

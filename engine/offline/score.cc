@@ -13,16 +13,15 @@ namespace semmoe::engine::offline {
 
 namespace {
 
-absl::StatusOr<int> ScoreInto(const model::Transformer& transformer, const ScoreOptions& options,
+absl::StatusOr<int> ScoreInto(const model::ModelConfig& c, const ScoreOptions& options,
                               const std::string& partial) {
-  const model::ModelConfig& c = transformer.config();
   ASSIGN_OR_RETURN(auto reader, JsonlReader::Open(options.input));
   std::ofstream out(partial, std::ios::binary | std::ios::trunc);
   if (!out) return absl::InternalError(absl::StrCat("cannot create ", partial));
   std::vector<nlohmann::json> ids;
   const int layers = static_cast<int>(c.MoeLayers().size());
   PrefillRunner runner(
-      transformer, options.max_batch_tokens,
+      c, options.max_batch_tokens,
       [&](const PromptResult& r) {
         std::string line = absl::StrCat("{\"id\": ", ids[r.index].dump(), ", \"last_logits\": [");
         for (int v = 0; v < c.vocab_size; ++v) {
@@ -66,9 +65,9 @@ absl::StatusOr<int> ScoreInto(const model::Transformer& transformer, const Score
 
 }  // namespace
 
-absl::StatusOr<int> RunScore(const model::Transformer& transformer, const ScoreOptions& options) {
+absl::StatusOr<int> RunScore(const model::ModelConfig& config, const ScoreOptions& options) {
   const std::string partial = options.output + ".partial";
-  absl::StatusOr<int> lines = ScoreInto(transformer, options, partial);
+  absl::StatusOr<int> lines = ScoreInto(config, options, partial);
   if (lines.ok() && std::rename(partial.c_str(), options.output.c_str()) != 0) {
     lines = absl::InternalError(absl::StrCat("cannot rename ", partial, " to ", options.output));
   }

@@ -11,7 +11,7 @@
 
 #include "absl/status/statusor.h"
 #include "common/progress.h"
-#include "engine/model/transformer.h"
+#include "engine/model/forward_io.h"
 #include "engine/offline/prefill_runner.h"
 
 namespace semmoe::engine::offline {
@@ -20,12 +20,13 @@ struct ScoreOptions {
   std::string input;
   std::string output;
   int max_batch_tokens = 2048;
-  PrefillBackend backend;  // Default: the transformer's own forward.
+  PrefillBackend backend;  // Required: where the passes run.
   Progress* progress = nullptr;  // Borrowed; when set, Add(1) per prompt done.
 };
 
 // Returns the number of lines scored. Errors name the input line at fault.
-absl::StatusOr<int> RunScore(const model::Transformer& transformer, const ScoreOptions& options);
+// `config`: the model's (borrowed).
+absl::StatusOr<int> RunScore(const model::ModelConfig& config, const ScoreOptions& options);
 
 }  // namespace semmoe::engine::offline
 

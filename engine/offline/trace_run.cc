@@ -8,10 +8,10 @@
 
 namespace semmoe::engine::offline {
 
-absl::StatusOr<TraceSummary> RunTrace(const model::Transformer& transformer,
+absl::StatusOr<TraceSummary> RunTrace(const model::ModelConfig& config,
                                       const model::Tokenizer* tokenizer,
                                       const TraceOptions& options) {
-  const model::ModelConfig& c = transformer.config();
+  const model::ModelConfig& c = config;
   planner::trace::TraceHeader header;
   header.num_experts = c.num_experts;
   header.vocab_size = c.vocab_size;
@@ -26,7 +26,7 @@ absl::StatusOr<TraceSummary> RunTrace(const model::Transformer& transformer,
   std::vector<float> weights(layers * k);
   TraceSummary summary;
   PrefillRunner runner(
-      transformer, options.max_batch_tokens,
+      c, options.max_batch_tokens,
       [&](const PromptResult& r) {
         for (size_t t = 0; t < r.tokens.size(); ++t) {
           for (int l = 0; l < layers; ++l) {

@@ -10,7 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "common/progress.h"
-#include "engine/model/transformer.h"
+#include "engine/model/forward_io.h"
 #include "engine/offline/prefill_runner.h"
 #include "engine/text/tokenizer.h"
 
@@ -22,7 +22,7 @@ struct TraceOptions {
   int max_batch_tokens = 2048;
   // Prompts longer than this are cut to their first tokens (0: the model's positions).
   int max_prompt_tokens = 0;
-  PrefillBackend backend;        // Default: the transformer's own forward.
+  PrefillBackend backend;        // Required: where the passes run.
   Progress* progress = nullptr;  // Borrowed; when set, Add(1) per prompt done.
 };
 
@@ -31,8 +31,9 @@ struct TraceSummary {
   int64_t tokens = 0;
 };
 
-// `tokenizer` may be null when every line has token_ids. Errors name the input line at fault.
-absl::StatusOr<TraceSummary> RunTrace(const model::Transformer& transformer,
+// `config`: the model's. `tokenizer` may be null when every line has token_ids. Errors name the
+// input line at fault.
+absl::StatusOr<TraceSummary> RunTrace(const model::ModelConfig& config,
                                       const model::Tokenizer* tokenizer,
                                       const TraceOptions& options);
 

@@ -11,8 +11,8 @@
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
-#include "engine/model/moe.h"
-#include "engine/model/transformer.h"
+#include "engine/model/routing.h"
+#include "engine/model/forward_io.h"
 #include "engine/runtime/kv_cache.h"
 
 namespace semmoe::engine {

@@ -12,7 +12,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
-#include "engine/model/transformer.h"
+#include "engine/model/forward_io.h"
 #include "engine/model/weights.h"
 #include "engine/parallel/communicator.h"
 #include "engine/parallel/device_predictor.h"
@@ -39,7 +39,7 @@ class RankForward {
  public:
   virtual ~RankForward() = default;
 
-  // One pass of this rank, in lockstep with the group. As model::Transformer::Forward; under
+  // One pass of this rank, in lockstep with the group. As CpuForward::Forward (engine/forward/cpu_forward.h); under
   // Attention-DP the output also counts each sequence's expert activations served here and in
   // all (local_activations, activations); with options.collect_routing, the routing of this
   // rank's tokens (what the routing sampler records).

@@ -29,7 +29,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
-#include "engine/model/transformer.h"
+#include "engine/model/forward_io.h"
 #include "engine/text/config.h"
 #include "planner/trace/trace_format.h"
 

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/file.h"
+#include "engine/forward/testing/paged_cpu_forward.h"
 #include "engine/model/kv_sequence.h"
 #include "engine/model/model.h"
 #include "engine/parallel/gloo_communicator.h"
@@ -111,9 +112,12 @@ TEST(RoutingSamplerTest, TracesWhatEachRankServes) {
         EXPECT_EQ(static_cast<int32_t>(tokens[p].token), ran[p]);
       }
       // The prompt's routing as one device computes it.
-      model::DenseKvSequence kv(config->num_layers, config->kv_shape(), 64);
-      auto out =
-          (*one)->transformer->Forward({{.tokens = prompt, .kv = &kv}}, {.collect_routing = true});
+      auto cpu = forward::testing::PagedCpuForward::Create(*config, *(*one)->weights, 16);
+      ASSERT_TRUE(cpu.ok()) << cpu.status();
+      auto kv = (*cpu)->NewSequence(64);
+      ASSERT_TRUE(kv.ok()) << kv.status();
+      auto out = (*cpu)->forward().Forward({{.tokens = prompt, .kv = kv->get()}},
+                                           {.collect_routing = true});
       ASSERT_TRUE(out.ok()) << out.status();
       const int k = config->top_k;
       for (size_t l = 0; l < out->routing.size(); ++l) {

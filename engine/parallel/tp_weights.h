@@ -16,7 +16,7 @@ namespace semmoe::engine {
 absl::Status CheckTpSplit(const model::ModelConfig& config, int size);
 
 // Slices `weights` in place for `rank` of `size` and returns the rank's config (num_heads and
-// num_kv_heads per rank), with which a Transformer over the sliced weights computes this rank's
+// num_kv_heads per rank), with which a forward over the sliced weights computes this rank's
 // heads. InvalidArgument if the heads do not split.
 absl::StatusOr<model::ModelConfig> SliceForTp(const model::ModelConfig& config,
                                               model::ModelWeights& weights, int rank, int size);

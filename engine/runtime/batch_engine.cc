@@ -41,9 +41,9 @@ const char* FinishReasonName(FinishReason reason) {
   return "unknown";
 }
 
-BatchEngine::BatchEngine(const model::ModelConfig& config, const model::Transformer* transformer,
-                         const Options& options, std::unique_ptr<PagedKvCache> cache)
-    : config_(config), transformer_(transformer), options_(options), cache_(std::move(cache)) {}
+BatchEngine::BatchEngine(const model::ModelConfig& config, const Options& options,
+                         std::unique_ptr<PagedKvCache> cache)
+    : config_(config), options_(options), cache_(std::move(cache)) {}
 
 BatchEngine::~BatchEngine() {
   // Sequences hold pages of cache_: release them before the cache goes.
@@ -51,17 +51,23 @@ BatchEngine::~BatchEngine() {
   running_.clear();
 }
 
-absl::StatusOr<std::unique_ptr<BatchEngine>> BatchEngine::Create(
-    const model::Transformer& transformer, const Options& options) {
-  return Create(transformer.config(), &transformer, options);
-}
-
-absl::StatusOr<std::unique_ptr<BatchEngine>> BatchEngine::Create(const model::ModelConfig& config,
+absl::StatusOr<std::unique_ptr<BatchEngine>> BatchEngine::Create(const model::ModelConfig& c,
                                                                  const Options& options) {
   if (!options.forward) {
     return absl::InvalidArgumentError("a batch engine made from a config needs options.forward");
   }
-  return Create(config, nullptr, options);
+  if (options.max_batch_tokens <= 0 || options.max_running <= 0 || options.max_waiting <= 0) {
+    return absl::InvalidArgumentError(
+        "max_batch_tokens, max_running and max_waiting must be positive");
+  }
+  ASSIGN_OR_RETURN(std::unique_ptr<PagedKvCache> cache,
+                   PagedKvCache::Create({.num_layers = c.num_layers,
+                                         .shape = c.kv_shape(),
+                                         .page_size = options.page_size,
+                                         .num_pages = PagedKvCache::PagesForModel(
+                                             c, options.page_size, options.kv_cache_bytes),
+                                         .host_arena = options.host_kv_arena}));
+  return std::unique_ptr<BatchEngine>(new BatchEngine(c, options, std::move(cache)));
 }
 
 absl::StatusOr<std::unique_ptr<BatchEngine>> BatchEngine::Create(const model::ModelConfig& config,
@@ -77,25 +83,9 @@ absl::StatusOr<std::unique_ptr<BatchEngine>> BatchEngine::Create(const model::Mo
   options.forward = [forward](absl::Span<const SequenceInput> batch) {
     return forward->Forward(batch);
   };
-  ASSIGN_OR_RETURN(std::unique_ptr<BatchEngine> engine, Create(config, nullptr, options));
+  ASSIGN_OR_RETURN(std::unique_ptr<BatchEngine> engine, Create(config, options));
   engine->cpu_ = std::move(cpu);
   return engine;
-}
-
-absl::StatusOr<std::unique_ptr<BatchEngine>> BatchEngine::Create(
-    const model::ModelConfig& c, const model::Transformer* transformer, const Options& options) {
-  if (options.max_batch_tokens <= 0 || options.max_running <= 0 || options.max_waiting <= 0) {
-    return absl::InvalidArgumentError(
-        "max_batch_tokens, max_running and max_waiting must be positive");
-  }
-  ASSIGN_OR_RETURN(std::unique_ptr<PagedKvCache> cache,
-                   PagedKvCache::Create({.num_layers = c.num_layers,
-                                         .shape = c.kv_shape(),
-                                         .page_size = options.page_size,
-                                         .num_pages = PagedKvCache::PagesForModel(
-                                             c, options.page_size, options.kv_cache_bytes),
-                                         .host_arena = options.host_kv_arena}));
-  return std::unique_ptr<BatchEngine>(new BatchEngine(c, transformer, options, std::move(cache)));
 }
 
 absl::Status BatchEngine::Submit(GenerationRequest request) {
@@ -191,12 +181,6 @@ bool BatchEngine::Append(Sequence& seq, int32_t token, std::string& text) {
   return false;
 }
 
-absl::StatusOr<model::ForwardOutput> BatchEngine::RunForward(
-    absl::Span<const SequenceInput> batch) {
-  if (options_.forward) return options_.forward(batch);
-  return transformer_->Forward(batch);
-}
-
 bool BatchEngine::Cancel(const std::string& id) {
   if (!in_flight_.contains(id)) return false;
   in_flight_.erase(id);
@@ -238,7 +222,7 @@ absl::Status BatchEngine::Step(std::vector<GenerationResult>& finished,
     budget -= chunk;
   }
   if (plan.empty()) {
-    if (options_.forward_every_step) RETURN_IF_ERROR(RunForward({}).status());
+    if (options_.forward_every_step) RETURN_IF_ERROR(options_.forward({}).status());
     if (idle()) return absl::OkStatus();
     return absl::ResourceExhaustedError("no request fits the KV cache");  // Guarded by Submit().
   }
@@ -251,7 +235,7 @@ absl::Status BatchEngine::Step(std::vector<GenerationResult>& finished,
                                   last ? LogitsMode::kLast : LogitsMode::kNone,
                                   seq->computed > 0 ? seq->tokens[seq->computed - 1] : -1});
   }
-  ASSIGN_OR_RETURN(model::ForwardOutput out, RunForward(batch));
+  ASSIGN_OR_RETURN(model::ForwardOutput out, options_.forward(batch));
   ++stats_.steps;
   if (out.activations.size() == plan.size() && out.local_activations.size() == plan.size()) {
     for (size_t b = 0; b < plan.size(); ++b) {

@@ -12,8 +12,8 @@
 // here, once, as it is generated (model::TextStream): each token event carries its piece of
 // text, and the pieces joined are the result's text.
 //
-// Thread-safety: not thread-safe; one thread drives Submit() and Step(). The transformer and
-// tokenizer must outlive the engine.
+// Thread-safety: not thread-safe; one thread drives Submit() and Step(). The weights, the forward
+// and the tokenizer must outlive the engine.
 #ifndef SEMMOE_ENGINE_RUNTIME_BATCH_ENGINE_H_
 #define SEMMOE_ENGINE_RUNTIME_BATCH_ENGINE_H_
 
@@ -27,7 +27,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
 #include "engine/forward/cpu_forward.h"
-#include "engine/model/transformer.h"
+#include "engine/model/forward_io.h"
 #include "engine/model/weights.h"
 #include "engine/runtime/kv_cache.h"
 #include "engine/runtime/sampler.h"
@@ -89,8 +89,9 @@ class BatchEngine {
     int64_t kv_cache_bytes = 256ll << 20;
     const model::Tokenizer* tokenizer = nullptr;  // For the text and stop strings.
     std::vector<int32_t> eos_ids;                 // Usually config.eos_token_ids.
-    // Runs a forward pass; null = transformer.Forward. Attention-TP's leader wraps it to tell
-    // its followers the batch first (engine/server/tp_group.h).
+    // Runs a forward pass (required by Create(config, options); Create(config, weights,
+    // options) fills it with the engine's own CPU forward when null). Attention-TP's leader wraps
+    // it to tell its followers the batch first (engine/server/tp_group.h).
     std::function<absl::StatusOr<model::ForwardOutput>(absl::Span<const model::SequenceInput>)>
         forward;
     // Step() runs a forward pass even when nothing is scheduled (an empty batch): the ranks of
@@ -101,10 +102,8 @@ class BatchEngine {
     bool host_kv_arena = true;
   };
 
-  static absl::StatusOr<std::unique_ptr<BatchEngine>> Create(const model::Transformer& transformer,
-                                                             const Options& options);
-  // The same for a forward given only as options.forward (required: INVALID_ARGUMENT without
-  // it), for a model of `config` (the forward's: under Attention-TP the rank's heads).
+  // An engine over options.forward (required: INVALID_ARGUMENT without it), for a model of
+  // `config` (the forward's: under Attention-TP the rank's heads).
   static absl::StatusOr<std::unique_ptr<BatchEngine>> Create(const model::ModelConfig& config,
                                                              const Options& options);
   // The CPU product's engine: options.forward if set, else the engine's own CPU forward over
@@ -141,19 +140,14 @@ class BatchEngine {
 
  private:
   struct Sequence;
-  static absl::StatusOr<std::unique_ptr<BatchEngine>> Create(const model::ModelConfig& config,
-                                                             const model::Transformer* transformer,
-                                                             const Options& options);
-  BatchEngine(const model::ModelConfig& config, const model::Transformer* transformer,
-              const Options& options, std::unique_ptr<PagedKvCache> cache);
-  absl::StatusOr<model::ForwardOutput> RunForward(absl::Span<const model::SequenceInput> batch);
+  BatchEngine(const model::ModelConfig& config, const Options& options,
+              std::unique_ptr<PagedKvCache> cache);
   bool ReserveOrPreempt(size_t index, int positions);
   void Preempt(size_t index);
   // Applies a sampled token; true if the sequence finished. `text`: the text it completes.
   bool Append(Sequence& seq, int32_t token, std::string& text);
 
   const model::ModelConfig config_;
-  const model::Transformer* transformer_;     // Null: options_.forward runs every pass.
   std::unique_ptr<forward::CpuForward> cpu_;  // The engine's own forward (options_.forward's).
   const Options options_;
   std::unique_ptr<PagedKvCache> cache_;

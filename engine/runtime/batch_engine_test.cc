@@ -6,6 +6,8 @@
 #include "absl/strings/str_cat.h"
 #include "common/file.h"
 #include "common/testing/shared_data.h"
+#include "engine/forward/cpu_forward.h"
+#include "engine/forward/testing/paged_cpu_forward.h"
 #include "engine/model/model.h"
 #include "engine/model/testing/tiny_model.h"
 #include "engine/text/unicode.h"
@@ -16,7 +18,6 @@
 namespace semmoe::engine::runtime {
 namespace {
 
-using model::DenseKvSequence;
 using model::LogitsMode;
 using model::Model;
 using model::SequenceInput;
@@ -31,14 +32,19 @@ std::unique_ptr<Model> TinyModel() {
   return std::move(*model);
 }
 
-// Greedy continuation of one prompt alone, one token at a time (the reference for batching).
+// Greedy continuation of one prompt alone, one token at a time (the reference for batching), on
+// a CpuForward of its own.
 std::vector<int32_t> GreedyAlone(const Model& m, const std::vector<int32_t>& prompt, int n) {
-  DenseKvSequence kv(m.config.num_layers, m.config.kv_shape(), prompt.size() + n);
+  const int capacity = static_cast<int>(prompt.size()) + n;
+  auto cpu = forward::testing::PagedCpuForward::Create(m.config, *m.weights, capacity / 4 + 1);
+  EXPECT_TRUE(cpu.ok()) << cpu.status();
+  auto kv = (*cpu)->NewSequence(capacity);
+  EXPECT_TRUE(kv.ok()) << kv.status();
   std::vector<int32_t> out, step = prompt;
   int pos = 0;
   for (int i = 0; i < n; ++i) {
-    SequenceInput in{step, pos, &kv, LogitsMode::kLast};
-    auto f = m.transformer->Forward({&in, 1});
+    SequenceInput in{step, pos, kv->get(), LogitsMode::kLast};
+    auto f = (*cpu)->forward().Forward({&in, 1});
     EXPECT_TRUE(f.ok());
     Eigen::Index best;
     f->logits.row(0).maxCoeff(&best);
@@ -55,29 +61,19 @@ std::vector<int32_t> Prompt(int length, int salt) {
   return p;
 }
 
-// The two engines of the tests below: over the CPU Transformer, or the CPU product's (its own
-// op-set forward, engine/forward/cpu_forward.h).
-enum class Forward { kTransformer, kOpSet };
-absl::StatusOr<std::unique_ptr<BatchEngine>> MakeEngine(Forward f, const Model& m,
-                                                        const BatchEngine::Options& o) {
-  if (f == Forward::kTransformer) return BatchEngine::Create(*m.transformer, o);
+// The CPU product's engine: its own op-set forward (engine/forward/cpu_forward.h).
+absl::StatusOr<std::unique_ptr<BatchEngine>> MakeEngine(const Model& m,
+                                                        const BatchEngine::Options& o = {}) {
   return BatchEngine::Create(m.config, *m.weights, o);
 }
-std::string ForwardName(const ::testing::TestParamInfo<Forward>& info) {
-  return info.param == Forward::kTransformer ? "Transformer" : "OpSet";
-}
 
-class BatchEngineForwardTest : public ::testing::TestWithParam<Forward> {};
-INSTANTIATE_TEST_SUITE_P(Both, BatchEngineForwardTest,
-                         ::testing::Values(Forward::kTransformer, Forward::kOpSet), ForwardName);
-
-TEST_P(BatchEngineForwardTest, ContinuousBatchingWithChunksAndPreemptionMatchesAlone) {
+TEST(BatchEngineTest, ContinuousBatchingWithChunksAndPreemptionMatchesAlone) {
   auto m = TinyModel();
   // A tiny KV cache (16 pages × 4 positions) and 9-token steps force chunked prefill, mixed
   // steps and preemption.
   BatchEngine::Options o{.max_batch_tokens = 9, .max_running = 8, .page_size = 4};
   o.kv_cache_bytes = 16ll * m->config.num_layers * 2 * 4 * m->config.kv_size() * 4;
-  auto engine = MakeEngine(GetParam(), *m, o);
+  auto engine = MakeEngine(*m, o);
   ASSERT_TRUE(engine.ok()) << engine.status();
   std::map<std::string, std::vector<int32_t>> expected;
   for (int r = 0; r < 12; ++r) {
@@ -106,7 +102,7 @@ TEST_P(BatchEngineForwardTest, ContinuousBatchingWithChunksAndPreemptionMatchesA
 
 TEST(BatchEngineTest, CancelFreesTheSlotAndTheOthersContinue) {
   auto m = TinyModel();
-  auto engine = BatchEngine::Create(*m->transformer, {});
+  auto engine = MakeEngine(*m);
   ASSERT_TRUE((*engine)
                   ->Submit({.id = "a", .prompt = Prompt(5, 1), .max_tokens = 6, .ignore_eos = true})
                   .ok());
@@ -135,12 +131,18 @@ TEST(BatchEngineTest, ForwardEveryStepRunsEmptyPassesThroughTheHook) {
   int passes = 0, empty_passes = 0;
   BatchEngine::Options o;
   o.forward_every_step = true;
+  o.host_kv_arena = false;
+  auto cpu = forward::CpuForward::Create(
+      m->config, *m->weights,
+      {.num_pages = PagedKvCache::PagesForModel(m->config, o.page_size, o.kv_cache_bytes),
+       .page_size = o.page_size});
+  ASSERT_TRUE(cpu.ok()) << cpu.status();
   o.forward = [&](absl::Span<const SequenceInput> batch) {
     ++passes;
     empty_passes += batch.empty();
-    return m->transformer->Forward(batch);
+    return (*cpu)->Forward(batch);
   };
-  auto engine = BatchEngine::Create(*m->transformer, o);
+  auto engine = BatchEngine::Create(m->config, o);
   std::vector<GenerationResult> finished;
   ASSERT_TRUE((*engine)->Step(finished).ok());  // Idle: still one (empty) pass.
   EXPECT_EQ(passes, 1);
@@ -157,7 +159,7 @@ TEST(BatchEngineTest, ForwardEveryStepRunsEmptyPassesThroughTheHook) {
 TEST(BatchEngineTest, SeededSamplingDoesNotDependOnTheBatch) {
   auto m = TinyModel();
   auto run = [&](int others) {
-    auto engine = BatchEngine::Create(*m->transformer, {});
+    auto engine = MakeEngine(*m);
     for (int i = 0; i < others; ++i) {
       EXPECT_TRUE((*engine)
                       ->Submit({.id = absl::StrCat("other", i),
@@ -188,7 +190,7 @@ TEST(BatchEngineTest, SeededSamplingDoesNotDependOnTheBatch) {
 TEST(BatchEngineTest, StopStringsEosAndStreamingEvents) {
   auto m = TinyModel();
   BatchEngine::Options o{.tokenizer = m->tokenizer.get()};
-  auto engine = BatchEngine::Create(*m->transformer, o);
+  auto engine = MakeEngine(*m, o);
   const auto prompt = *m->tokenizer->Encode("The router sends");
   ASSERT_TRUE((*engine)
                   ->Submit({.id = "free", .prompt = prompt, .max_tokens = 24, .ignore_eos = true})
@@ -227,7 +229,7 @@ TEST(BatchEngineTest, StopStringsEosAndStreamingEvents) {
 
   // EOS: make the first greedy token an EOS id.
   o.eos_ids = {done[0].tokens[0]};
-  auto eos_engine = BatchEngine::Create(*m->transformer, o);
+  auto eos_engine = MakeEngine(*m, o);
   ASSERT_TRUE((*eos_engine)->Submit({.id = "eos", .prompt = prompt, .max_tokens = 24}).ok());
   auto eos = (*eos_engine)->RunUntilIdle();
   EXPECT_EQ((*eos)[0].finish, FinishReason::kEos);
@@ -237,7 +239,7 @@ TEST(BatchEngineTest, StopStringsEosAndStreamingEvents) {
 
 TEST(BatchEngineTest, PromptOnlyRequests) {
   auto m = TinyModel();
-  auto engine = BatchEngine::Create(*m->transformer, {.max_batch_tokens = 5});
+  auto engine = MakeEngine(*m, {.max_batch_tokens = 5});
   ASSERT_TRUE((*engine)->Submit({.id = "p", .prompt = Prompt(12, 1), .max_tokens = 0}).ok());
   auto results = (*engine)->RunUntilIdle();
   ASSERT_EQ(results->size(), 1u);
@@ -248,7 +250,7 @@ TEST(BatchEngineTest, PromptOnlyRequests) {
 
 TEST(BatchEngineTest, SubmitErrors) {
   auto m = TinyModel();
-  auto engine = BatchEngine::Create(*m->transformer, {.max_waiting = 2});
+  auto engine = MakeEngine(*m, {.max_waiting = 2});
   auto code = [&](GenerationRequest r) { return (*engine)->Submit(std::move(r)).code(); };
   using absl::StatusCode;
   EXPECT_EQ(code({.id = "a", .prompt = {}}), StatusCode::kInvalidArgument);
@@ -261,17 +263,17 @@ TEST(BatchEngineTest, SubmitErrors) {
   EXPECT_EQ(code({.id = "a", .prompt = {1}}), StatusCode::kAlreadyExists);
   EXPECT_EQ(code({.id = "b", .prompt = {1}}), StatusCode::kOk);
   EXPECT_EQ(code({.id = "c", .prompt = {1}}), StatusCode::kResourceExhausted);
-  EXPECT_FALSE(BatchEngine::Create(*m->transformer, {.max_batch_tokens = 0}).ok());
+  EXPECT_FALSE(MakeEngine(*m, {.max_batch_tokens = 0}).ok());
 }
 
 // The shared trained model: 22 reference prompts batched together give exactly the reference's
 // 32-token greedy continuations.
-TEST_P(BatchEngineForwardTest, SharedModelGreedyContinuationsInOneBatch) {
+TEST(BatchEngineTest, SharedModelGreedyContinuationsInOneBatch) {
   SEMMOE_REQUIRE_SHARED_DIR(shared);
   const std::string dir = JoinPath(shared, "models/qwen3-moe-a");
   auto m = model::LoadModel(dir);
   ASSERT_TRUE(m.ok()) << m.status();
-  auto engine = MakeEngine(GetParam(), **m, {.max_batch_tokens = 512});
+  auto engine = MakeEngine(**m, {.max_batch_tokens = 512});
   auto prompts = nlohmann::json::parse(*ReadFile(JoinPath(dir, "reference/prompts.json")));
   std::map<std::string, std::vector<int32_t>> expected;
   for (const auto& p : prompts["prompts"]) {

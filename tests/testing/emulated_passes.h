@@ -7,7 +7,7 @@
 #include <memory>
 #include <vector>
 
-#include "engine/model/transformer.h"
+#include "engine/model/forward_io.h"
 #include "engine/runtime/kv_cache.h"
 #include "engine/text/config.h"
 

@@ -16,7 +16,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
-#include "engine/model/transformer.h"
+#include "engine/model/forward_io.h"
 #include "engine/model/weights.h"
 #include "engine/text/config.h"
 

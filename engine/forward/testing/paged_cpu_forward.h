@@ -40,6 +40,8 @@ class PagedCpuForward {
     return seq;
   }
   CpuForward& forward() { return *forward_; }
+  // The cache that lends the arena's pages.
+  runtime::PagedKvCache& pages() { return *pages_; }
 
  private:
   PagedCpuForward() = default;

@@ -32,7 +32,7 @@ std::vector<int32_t> Prompt(int length, int salt) {
 std::map<std::string, std::vector<int32_t>> Expected(int requests, int max_tokens) {
   auto m = model::LoadModel(TinyDir());
   CHECK(m.ok()) << m.status();
-  auto engine = runtime::BatchEngine::Create(*(*m)->transformer, {});
+  auto engine = runtime::BatchEngine::Create((*m)->config, *(*m)->weights, {});
   CHECK(engine.ok()) << engine.status();
   for (int i = 0; i < requests; ++i) {
     const absl::Status submitted = (*engine)->Submit({.id = absl::StrCat("r", i),

@@ -1,18 +1,27 @@
-// The forward pass against every shared trained model's reference outputs (an independent fp32
-// PyTorch implementation of the HF architecture; ../shared/models/*/README.md, "Reference
-// outputs"). One test instance per model under $SEMMOE_SHARED_DIR/models with a reference/.
+// The product's CPU forward (CpuForward on one device) against every shared model's reference
+// outputs (an independent fp32 PyTorch implementation of the HF architecture;
+// ../shared/models/*/README.md, "Reference outputs"). One test instance per model under
+// $SEMMOE_SHARED_DIR/models with a reference/.
 #include <cmath>
 #include <cstring>
 #include <iostream>
 
 #include "common/file.h"
 #include "common/testing/shared_data.h"
+#include "engine/forward/testing/paged_cpu_forward.h"
 #include "engine/model/model.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
 
-namespace semmoe::engine::model {
+namespace semmoe::engine::forward {
 namespace {
+
+using model::ForwardOutput;
+using model::LoadModel;
+using model::LogitsMode;
+using model::Model;
+using model::SequenceInput;
+using runtime::PagedSequence;
 
 template <typename T>
 std::vector<T> ReadBinary(const std::string& path) {
@@ -34,21 +43,40 @@ class ReferenceTest : public ::testing::TestWithParam<std::string> {
     meta_ = nlohmann::json::parse(*ReadFile(JoinPath(dir_, "reference/prompts.json")));
     ASSERT_EQ(meta_["vocab_size"].get<int>(), model_->config.vocab_size);
     ASSERT_EQ(meta_["top_k"].get<int>(), model_->config.top_k);
+    // Pages for every prompt at once with its greedy continuation, and as many again.
+    int pages = 0;
+    for (const auto& p : prompts()) {
+      const int n = static_cast<int>(p["token_ids"].size() + p["greedy_continuation_ids"].size());
+      pages += 2 * ((n + kPageSize - 1) / kPageSize);
+    }
+    auto cpu = testing::PagedCpuForward::Create(model_->config, *model_->weights, pages, kPageSize);
+    ASSERT_TRUE(cpu.ok()) << cpu.status();
+    cpu_ = std::move(*cpu);
   }
 
+  std::unique_ptr<PagedSequence> NewSequence(size_t capacity) {
+    auto seq = cpu_->NewSequence(static_cast<int>(capacity));
+    EXPECT_TRUE(seq.ok()) << seq.status();
+    return seq.ok() ? std::move(*seq) : nullptr;
+  }
+  absl::StatusOr<ForwardOutput> Forward(absl::Span<const SequenceInput> batch,
+                                        const model::ForwardOptions& options = {}) {
+    return cpu_->forward().Forward(batch, options);
+  }
   ForwardOutput Run(const std::vector<int32_t>& ids, LogitsMode mode) {
-    DenseKvSequence kv(model_->config.num_layers, model_->config.kv_shape(),
-                       static_cast<int>(ids.size()));
-    SequenceInput in{ids, 0, &kv, mode};
-    auto out = model_->transformer->Forward({&in, 1}, {.collect_routing = true});
+    std::unique_ptr<PagedSequence> kv = NewSequence(ids.size());
+    SequenceInput in{ids, 0, kv.get(), mode};
+    auto out = Forward({&in, 1}, {.collect_routing = true});
     EXPECT_TRUE(out.ok()) << out.status();
     return std::move(*out);
   }
   const nlohmann::json& prompts() const { return meta_["prompts"]; }
 
+  static constexpr int kPageSize = 16;
   std::string dir_;
   std::unique_ptr<Model> model_;
   nlohmann::json meta_;
+  std::unique_ptr<testing::PagedCpuForward> cpu_;
 };
 
 TEST_P(ReferenceTest, TokenizerReproducesThePromptIds) {
@@ -145,14 +173,13 @@ TEST_P(ReferenceTest, GreedyContinuationsThroughTheKvCache) {
   for (const auto& p : prompts()) {
     std::vector<int32_t> ids = p["token_ids"].get<std::vector<int32_t>>();
     std::vector<int32_t> expected = p["greedy_continuation_ids"].get<std::vector<int32_t>>();
-    DenseKvSequence kv(model_->config.num_layers, model_->config.kv_shape(),
-                       static_cast<int>(ids.size() + expected.size()));
+    std::unique_ptr<PagedSequence> kv = NewSequence(ids.size() + expected.size());
     std::vector<int32_t> generated;
     std::vector<int32_t> step = ids;
     int position = 0;
     for (size_t i = 0; i < expected.size(); ++i) {
-      SequenceInput in{step, position, &kv, LogitsMode::kLast};
-      auto out = model_->transformer->Forward({&in, 1});
+      SequenceInput in{step, position, kv.get(), LogitsMode::kLast};
+      auto out = Forward({&in, 1});
       ASSERT_TRUE(out.ok()) << out.status();
       Eigen::Index best;
       out->logits.row(0).maxCoeff(&best);
@@ -171,17 +198,16 @@ TEST_P(ReferenceTest, GreedyContinuationsThroughTheKvCache) {
 TEST_P(ReferenceTest, BatchedAndChunkedEqualsAlone) {
   std::vector<std::vector<int32_t>> all;
   for (const auto& p : prompts()) all.push_back(p["token_ids"].get<std::vector<int32_t>>());
-  std::vector<std::unique_ptr<DenseKvSequence>> kvs;
+  std::vector<std::unique_ptr<PagedSequence>> kvs;
   std::vector<SequenceInput> batch;
   for (const auto& ids : all) {
-    kvs.push_back(std::make_unique<DenseKvSequence>(model_->config.num_layers,
-                                                    model_->config.kv_shape(), ids.size()));
+    kvs.push_back(NewSequence(ids.size()));
     // First chunk: all but the last 3 tokens (at least 1), no logits.
     const int first = std::max<int>(1, static_cast<int>(ids.size()) - 3);
     batch.push_back(
         {absl::MakeConstSpan(ids).subspan(0, first), 0, kvs.back().get(), LogitsMode::kNone});
   }
-  auto chunk1 = model_->transformer->Forward(batch);
+  auto chunk1 = Forward(batch);
   ASSERT_TRUE(chunk1.ok()) << chunk1.status();
   EXPECT_EQ(chunk1->logits.rows(), 0);
   std::vector<SequenceInput> rest;
@@ -191,7 +217,7 @@ TEST_P(ReferenceTest, BatchedAndChunkedEqualsAlone) {
     rest.push_back(
         {absl::MakeConstSpan(all[i]).subspan(first), first, kvs[i].get(), LogitsMode::kLast});
   }
-  auto chunk2 = model_->transformer->Forward(rest);
+  auto chunk2 = Forward(rest);
   ASSERT_TRUE(chunk2.ok()) << chunk2.status();
   ASSERT_EQ(chunk2->logits.rows(), static_cast<int64_t>(rest.size()));
   int row = 0;
@@ -206,25 +232,23 @@ TEST_P(ReferenceTest, BatchedAndChunkedEqualsAlone) {
 }
 
 TEST_P(ReferenceTest, BadInputsAreErrors) {
-  DenseKvSequence kv(model_->config.num_layers, model_->config.kv_shape(), 4);
+  std::unique_ptr<PagedSequence> kv = NewSequence(4);
   std::vector<int32_t> bad = {1, model_->config.vocab_size};
-  SequenceInput in{bad, 0, &kv, LogitsMode::kLast};
-  auto out = model_->transformer->Forward({&in, 1});
+  SequenceInput in{bad, 0, kv.get(), LogitsMode::kLast};
+  auto out = Forward({&in, 1});
   EXPECT_EQ(out.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(out.status().message().find("is outside the vocabulary"), std::string::npos);
-  std::vector<int32_t> many(5, 1);
-  SequenceInput too_long{many, 0, &kv, LogitsMode::kLast};
-  EXPECT_NE(model_->transformer->Forward({&too_long, 1}).status().message().find("KV capacity"),
-            std::string::npos);
-  SequenceInput empty{{}, 0, &kv, LogitsMode::kLast};
-  EXPECT_FALSE(model_->transformer->Forward({&empty, 1}).ok());
-  SequenceInput far{many, model_->config.max_position_embeddings - 1, &kv, LogitsMode::kLast};
-  EXPECT_NE(model_->transformer->Forward({&far, 1}).status().message().find("max_position"),
-            std::string::npos);
+  std::vector<int32_t> many(kv->capacity() + 1, 1);  // A page's worth and one more.
+  SequenceInput too_long{many, 0, kv.get(), LogitsMode::kLast};
+  EXPECT_NE(Forward({&too_long, 1}).status().message().find("KV capacity"), std::string::npos);
+  SequenceInput empty{{}, 0, kv.get(), LogitsMode::kLast};
+  EXPECT_FALSE(Forward({&empty, 1}).ok());
+  SequenceInput far{many, model_->config.max_position_embeddings - 1, kv.get(), LogitsMode::kLast};
+  EXPECT_NE(Forward({&far, 1}).status().message().find("max_position"), std::string::npos);
 }
 
 INSTANTIATE_TEST_SUITE_P(SharedModels, ReferenceTest,
-                         ::testing::ValuesIn(testing::SharedModelsWithReference()),
+                         ::testing::ValuesIn(semmoe::testing::SharedModelsWithReference()),
                          [](const ::testing::TestParamInfo<std::string>& info) {
                            std::string name = info.param;
                            for (char& c : name) {
@@ -239,8 +263,8 @@ GTEST_ALLOW_UNINSTANTIATED_PARAMETERIZED_TEST(ReferenceTest);
 // it has reference outputs.
 TEST(SharedModelsTest, AtLeastOneModelHasReferenceOutputs) {
   SEMMOE_REQUIRE_SHARED_DIR(shared);
-  EXPECT_FALSE(testing::SharedModelsWithReference().empty());
+  EXPECT_FALSE(semmoe::testing::SharedModelsWithReference().empty());
 }
 
 }  // namespace
-}  // namespace semmoe::engine::model
+}  // namespace semmoe::engine::forward
