@@ -198,6 +198,8 @@ int Generate(int device) {
     auto session = (*backend)->UseForBatch(model.config, *model.weights, Target(device), options);
     if (!session.ok()) return Fail(session.status());
     on_device = std::move(*session);
+    options.forward = on_device->batch_forward();
+    options.host_kv_arena = false;  // The keys and values live on the device.
     std::cerr << "engine: forward on " << on_device->Describe() << "\n";
   }
   // On the device its forward; on the CPU the engine's own (the op-set forward over the host
@@ -271,7 +273,8 @@ absl::StatusOr<PrefillForward> PrefillOn(const model::Model& model, int device,
   }
   ASSIGN_OR_RETURN(DeviceBackend * cuda, GetDeviceBackend("cuda"));
   ASSIGN_OR_RETURN(on.device, cuda->UseForPrefill(model.config, *model.weights, Target(device),
-                                                  absl::GetFlag(FLAGS_max_batch_tokens), *backend));
+                                                  absl::GetFlag(FLAGS_max_batch_tokens)));
+  *backend = on.device->prefill_backend();
   std::cerr << "engine: forward on " << on.device->Describe() << "\n";
   return on;
 }

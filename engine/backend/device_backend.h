@@ -44,15 +44,21 @@ struct TpServing {
   double token_balance_eps = 0;
 };
 
-// What a backend set up for one use (weights and KV cache on the device, its device group).
-// It must outlive every object configured with it.
+// What a backend set up for one use (weights and KV cache on the device, its device group), and
+// the forward it offers for that use; the caller puts it where it belongs (nothing of the
+// caller's is rewritten). It must outlive every object given its forward.
 class DeviceSession {
  public:
   virtual ~DeviceSession() = default;
   // One line for logs, e.g. "CUDA device 0 (1234 MiB of weights, 256 MiB of KV cache)".
   virtual std::string Describe() const = 0;
-  // A serving session's rank forward, for GroupEngineOptions::device and the placement rollout
-  // (engine/parallel/rank_forward.h); null for the other uses.
+  // UseForBatch's: the passes of a BatchEngine made with the options it was given, keys and
+  // values on the device (the engine's cache then needs no host arena); null for other uses.
+  virtual runtime::BatchEngine::ForwardFn batch_forward() { return nullptr; }
+  // UseForPrefill's: where `engine score` / `trace` run their passes; empty for other uses.
+  virtual offline::PrefillBackend prefill_backend() { return {}; }
+  // UseForServing's: the rank forward, for GroupEngineOptions::device and the placement rollout
+  // (engine/parallel/rank_forward.h); null for other uses.
   virtual RankForward* rank_forward() { return nullptr; }
 };
 
@@ -63,16 +69,17 @@ class DeviceBackend {
   // Devices this machine has; an error when the driver cannot be reached.
   virtual absl::StatusOr<int> DeviceCount() const = 0;
 
-  // `engine generate`: points options.forward at `device` (no host KV arena), with a device
-  // cache for the pages a BatchEngine created with `options` hands out.
+  // `engine generate`: a forward on `target` (the session's batch_forward()) with a device cache
+  // for the pages a BatchEngine created with `options` hands out.
   virtual absl::StatusOr<std::unique_ptr<DeviceSession>> UseForBatch(
       const model::ModelConfig& config, const model::ModelWeights& weights,
-      const DeviceTarget& target, runtime::BatchEngine::Options& options) = 0;
+      const DeviceTarget& target, const runtime::BatchEngine::Options& options) = 0;
 
-  // `engine score` / `trace`: fills in *backend for passes of up to `max_batch_tokens`.
+  // `engine score` / `trace`: passes of up to `max_batch_tokens` (the session's
+  // prefill_backend()).
   virtual absl::StatusOr<std::unique_ptr<DeviceSession>> UseForPrefill(
       const model::ModelConfig& config, const model::ModelWeights& weights,
-      const DeviceTarget& target, int max_batch_tokens, offline::PrefillBackend& backend) = 0;
+      const DeviceTarget& target, int max_batch_tokens) = 0;
 
   // `engine serve`: this rank's forward on `device` (the session's rank_forward()), the experts'
   // exchange over a device group met through `rendezvous`, its KV cache sized for a BatchEngine

@@ -14,13 +14,12 @@ class FakeBackend : public DeviceBackend {
   absl::StatusOr<int> DeviceCount() const override { return 3; }
   absl::StatusOr<std::unique_ptr<DeviceSession>> UseForBatch(
       const model::ModelConfig&, const model::ModelWeights&, const DeviceTarget&,
-      runtime::BatchEngine::Options&) override {
+      const runtime::BatchEngine::Options&) override {
     return absl::UnimplementedError("fake");
   }
   absl::StatusOr<std::unique_ptr<DeviceSession>> UseForPrefill(const model::ModelConfig&,
                                                                const model::ModelWeights&,
-                                                               const DeviceTarget&, int,
-                                                               offline::PrefillBackend&) override {
+                                                               const DeviceTarget&, int) override {
     return absl::UnimplementedError("fake");
   }
   absl::StatusOr<std::unique_ptr<DeviceSession>> UseForServing(

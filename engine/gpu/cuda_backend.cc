@@ -26,16 +26,34 @@ GpuTarget Gpu(const DeviceTarget& target) {
   return {.device = target.device, .bf16 = target.bf16, .decode_graphs = target.decode_graphs};
 }
 
-// Each session owns what its forward needs and says what it holds.
-template <typename T>
-class Session : public DeviceSession {
+// `engine generate`'s session: the forward of a BatchEngine's passes.
+class BatchSession : public DeviceSession {
  public:
-  Session(int device, std::unique_ptr<T> held, const GpuTransformer& forward)
-      : held_(std::move(held)), description_(gpu::Describe(device, forward)) {}
+  BatchSession(int device, std::unique_ptr<GpuTransformer> forward)
+      : forward_(std::move(forward)), description_(gpu::Describe(device, *forward_)) {}
   std::string Describe() const override { return description_; }
+  runtime::BatchEngine::ForwardFn batch_forward() override {
+    GpuTransformer* forward = forward_.get();
+    return [forward](absl::Span<const model::SequenceInput> batch) {
+      return forward->Forward(batch);
+    };
+  }
 
  private:
-  std::unique_ptr<T> held_;
+  std::unique_ptr<GpuTransformer> forward_;
+  std::string description_;
+};
+
+// `engine score` / `trace`'s session: the prefill runner's backend.
+class PrefillSession : public DeviceSession {
+ public:
+  PrefillSession(int device, std::unique_ptr<GpuPrefill> prefill)
+      : prefill_(std::move(prefill)), description_(gpu::Describe(device, prefill_->forward())) {}
+  std::string Describe() const override { return description_; }
+  offline::PrefillBackend prefill_backend() override { return prefill_->backend(); }
+
+ private:
+  std::unique_ptr<GpuPrefill> prefill_;
   std::string description_;
 };
 
@@ -82,21 +100,18 @@ class CudaBackend : public DeviceBackend {
 
   absl::StatusOr<std::unique_ptr<DeviceSession>> UseForBatch(
       const model::ModelConfig& config, const model::ModelWeights& weights,
-      const DeviceTarget& target, runtime::BatchEngine::Options& options) override {
+      const DeviceTarget& target, const runtime::BatchEngine::Options& options) override {
     ASSIGN_OR_RETURN(std::unique_ptr<GpuTransformer> forward,
-                     UseGpuForward(config, weights, Gpu(target), options));
-    const GpuTransformer& f = *forward;
-    return std::make_unique<Session<GpuTransformer>>(target.device, std::move(forward), f);
+                     CreateGpuForward(config, weights, Gpu(target), options));
+    return std::make_unique<BatchSession>(target.device, std::move(forward));
   }
 
   absl::StatusOr<std::unique_ptr<DeviceSession>> UseForPrefill(
       const model::ModelConfig& config, const model::ModelWeights& weights,
-      const DeviceTarget& target, int max_batch_tokens, offline::PrefillBackend& backend) override {
+      const DeviceTarget& target, int max_batch_tokens) override {
     ASSIGN_OR_RETURN(std::unique_ptr<GpuPrefill> prefill,
                      GpuPrefill::Create(config, weights, Gpu(target), max_batch_tokens));
-    backend = prefill->backend();
-    const GpuTransformer& f = prefill->forward();
-    return std::make_unique<Session<GpuPrefill>>(target.device, std::move(prefill), f);
+    return std::make_unique<PrefillSession>(target.device, std::move(prefill));
   }
 
   absl::StatusOr<std::unique_ptr<DeviceSession>> UseForServing(

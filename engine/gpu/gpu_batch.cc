@@ -25,17 +25,4 @@ absl::StatusOr<std::unique_ptr<GpuTransformer>> CreateGpuForward(
                                  .token_balance_eps = tp.token_balance_eps});
 }
 
-absl::StatusOr<std::unique_ptr<GpuTransformer>> UseGpuForward(
-    const model::ModelConfig& config, const model::ModelWeights& weights, const GpuTarget& target,
-    runtime::BatchEngine::Options& options) {
-  ASSIGN_OR_RETURN(std::unique_ptr<GpuTransformer> gpu,
-                   CreateGpuForward(config, weights, target, options));
-  GpuTransformer* forward = gpu.get();
-  options.forward = [forward](absl::Span<const model::SequenceInput> batch) {
-    return forward->Forward(batch);
-  };
-  options.host_kv_arena = false;
-  return gpu;
-}
-
 }  // namespace semmoe::engine::gpu

@@ -23,12 +23,6 @@ absl::StatusOr<std::unique_ptr<GpuTransformer>> CreateGpuForward(
     const runtime::BatchEngine::Options& options, const planner::Placement* placement = nullptr,
     Communicator* comm = nullptr, const GpuTpOptions& tp = {});
 
-// CreateGpuForward, then points options.forward at it, with no host KV arena. The returned object
-// must outlive the BatchEngine created with `options`.
-absl::StatusOr<std::unique_ptr<GpuTransformer>> UseGpuForward(
-    const model::ModelConfig& config, const model::ModelWeights& weights, const GpuTarget& target,
-    runtime::BatchEngine::Options& options);
-
 }  // namespace semmoe::engine::gpu
 
 #endif  // SEMMOE_ENGINE_GPU_GPU_BATCH_H_

@@ -164,12 +164,34 @@ absl::StatusOr<MlpWeights> LoadExpert(const ModelConfig& c, const kernels::Check
                    c.moe_intermediate_size);
 }
 
+namespace {
+int64_t LinearBytes(const LinearWeight& w) {
+  return static_cast<int64_t>(w.w.size()) * 4 + static_cast<int64_t>(w.bf16.size()) * 2;
+}
+}  // namespace
+
 int64_t WeightBytes(const MlpWeights& m) {
-  int64_t bytes = 0;
-  for (const LinearWeight* w : {&m.gate, &m.up, &m.down}) {
-    bytes += static_cast<int64_t>(w->w.size()) * 4 + static_cast<int64_t>(w->bf16.size()) * 2;
+  return LinearBytes(m.gate) + LinearBytes(m.up) + LinearBytes(m.down);
+}
+
+int64_t WeightBytes(const ModelWeights& w) {
+  int64_t floats = w.embed.size() + w.final_norm.size();
+  int64_t bytes = LinearBytes(w.lm_head);
+  for (const LayerWeights& l : w.layers) {
+    for (const LinearWeight* x : {&l.q, &l.k, &l.v, &l.o, &l.mla.q_a, &l.mla.q_b, &l.mla.kv_a,
+                                  &l.mla.kv_b}) {
+      bytes += LinearBytes(*x);
+    }
+    for (const Vector* v : {&l.input_norm, &l.q_bias, &l.k_bias, &l.v_bias, &l.q_norm, &l.k_norm,
+                            &l.mla.q_a_norm, &l.mla.kv_a_norm, &l.post_attention_norm,
+                            &l.router_bias}) {
+      floats += v->size();
+    }
+    floats += l.router.size() + l.shared_expert_gate.size();
+    bytes += WeightBytes(l.dense) + WeightBytes(l.shared_expert);
+    for (const MlpWeights& e : l.experts) bytes += WeightBytes(e);
   }
-  return bytes;
+  return bytes + 4 * floats;
 }
 
 absl::StatusOr<std::unique_ptr<ModelWeights>> LoadWeights(const ModelConfig& c,

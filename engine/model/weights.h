@@ -92,6 +92,8 @@ absl::StatusOr<MlpWeights> LoadExpert(const ModelConfig& config,
                                       const kernels::Checkpoint& checkpoint, int layer, int expert);
 // Bytes an expert's weights take in memory (f32, plus the bf16 copy when there is one).
 int64_t WeightBytes(const MlpWeights& mlp);
+// The same for a whole model's (or a rank's) weights.
+int64_t WeightBytes(const ModelWeights& weights);
 
 // The HF tensor-name prefix of an expert's projections, e.g. "model.layers.3.mlp.experts.7." and
 // the names of its three projections ({gate, up, down}: gate_proj/up_proj/down_proj, or

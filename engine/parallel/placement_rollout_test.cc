@@ -6,6 +6,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "common/status_macros.h"
+#include "engine/forward/cpu_forward.h"
 #include "engine/parallel/gloo_communicator.h"
 #include "engine/parallel/group_engine.h"
 #include "engine/parallel/testing/tiny_group.h"
@@ -40,17 +42,75 @@ absl::StatusOr<std::unique_ptr<RankPlacement>> Build(int64_t v) {
                             *config, kRanks);
 }
 
+// A device rank's forward, emulated on the host: its own copy of the rank's weights (what a GPU
+// holds after the upload), a CpuForward over them with an arena of the batch's pages, and a
+// group of its own (NCCL's, on a GPU). Its SwitchPlacement takes the gained experts and frees
+// the lost, as GpuTransformer's does.
+class EmulatedDevice : public RankForward {
+ public:
+  static constexpr int64_t kKvBytes = 4 << 20;
+
+  static std::unique_ptr<EmulatedDevice> Create(const RankModel& model, Communicator& comm) {
+    auto d = std::unique_ptr<EmulatedDevice>(new EmulatedDevice(model.comm().rank()));
+    d->weights_ = model.weights();
+    const bool tp = model.attention() == AttentionMode::kTp;
+    auto cpu = forward::CpuForward::Create(
+        model.local_config(), d->weights_,
+        {.num_pages = runtime::PagedKvCache::PagesForModel(model.local_config(), 16, kKvBytes),
+         .page_size = 16,
+         .ep = {.placement = &model.placement(),
+                .comm = &comm,
+                .attention_tp = tp,
+                .predictor = tp ? model.predictor() : nullptr,
+                .token_balance_eps = model.token_balance_eps()}});
+    EXPECT_TRUE(cpu.ok()) << cpu.status();
+    if (!cpu.ok()) return nullptr;
+    d->cpu_ = std::move(*cpu);
+    return d;
+  }
+  absl::StatusOr<model::ForwardOutput> Forward(absl::Span<const model::SequenceInput> batch,
+                                               const model::ForwardOptions& options) override {
+    return cpu_->Forward(batch, options);
+  }
+  RankForwardCounters counters() const override { return {.layers = cpu_->ep_counters()}; }
+  absl::Status SwitchPlacement(const planner::Placement& next,
+                               absl::Span<const GainedExpertWeights> gained,
+                               const DevicePredictor* predictor) override {
+    for (const GainedExpertWeights& g : gained) {
+      weights_.layers[g.layer].experts[g.expert] = *g.weights;
+    }
+    RETURN_IF_ERROR(cpu_->SwitchPlacement(next, weights_, predictor));
+    for (int i = 0; i < next.num_layers(); ++i) {
+      for (int e = 0; e < next.num_experts(); ++e) {
+        if (!next.Holds(i, rank_, e)) weights_.layers[next.moe_layers()[i]].experts[e] = {};
+      }
+    }
+    return absl::OkStatus();
+  }
+  bool host_kv_arena() const override { return false; }
+  const model::ModelWeights& weights() const { return weights_; }
+
+ private:
+  explicit EmulatedDevice(int rank) : rank_(rank) {}
+  const int rank_;
+  model::ModelWeights weights_;
+  std::unique_ptr<forward::CpuForward> cpu_;
+};
+
 struct Rank {
   std::unique_ptr<Communicator> comm;
   std::unique_ptr<RankModel> model;
+  std::unique_ptr<Communicator> device_comm;  // An emulated device's group.
+  std::unique_ptr<EmulatedDevice> device;
   std::unique_ptr<PlacementRollout> rollout;
   std::unique_ptr<GroupEngine> engine;
 };
 
 class PlacementRolloutTest : public ::testing::TestWithParam<AttentionMode> {
  protected:
-  // `with_stager` false: the ranks cannot stage (as GPU groups), every proposal is refused.
-  void Start(AttentionMode mode, bool with_stager = true) {
+  // `with_stager` false: the ranks cannot stage, every proposal is refused. `device`: each rank's
+  // forward is an EmulatedDevice, and the rank keeps no host weights (as a GPU rank).
+  void Start(AttentionMode mode, bool with_stager = true, bool device = false) {
     gloo::rendezvous::HashStore store;
     ranks_.resize(kRanks);
     std::vector<std::thread> threads;
@@ -58,9 +118,27 @@ class PlacementRolloutTest : public ::testing::TestWithParam<AttentionMode> {
       threads.emplace_back([&, r] {
         Rank& rank = ranks_[r];
         rank.comm = *GlooCommunicator::Create(store, {.rank = r, .size = kRanks, .prefix = "pr"});
-        auto model = RankModel::Create(TinyDir(), *Build(1), *rank.comm, {.attention = mode});
+        auto model = RankModel::Create(TinyDir(), *Build(1), *rank.comm,
+                                       {.attention = mode, .cpu_forward = !device});
         ASSERT_TRUE(model.ok()) << model.status();
         rank.model = std::move(*model);
+        GroupEngineOptions options;
+        if (device) {
+          rank.device_comm =
+              *GlooCommunicator::Create(store, {.rank = r, .size = kRanks, .prefix = "dev"});
+          rank.device = EmulatedDevice::Create(*rank.model, *rank.device_comm);
+          ASSERT_NE(rank.device, nullptr);
+          auto released = rank.model->ReleaseHostWeights();
+          ASSERT_TRUE(released.ok()) << released.status();
+          EXPECT_GT(*released, 0);
+          EXPECT_FALSE(rank.model->holds_host_weights());
+          options.device = rank.device.get();
+          options.batch.kv_cache_bytes = EmulatedDevice::kKvBytes;
+        } else {  // The CPU forward reads the host weights in place: they stay.
+          EXPECT_EQ(rank.model->ReleaseHostWeights().status().code(),
+                    absl::StatusCode::kFailedPrecondition);
+          EXPECT_TRUE(rank.model->holds_host_weights());
+        }
         PlacementRollout::Stager stager = [this, r](int64_t v) {
           // Rank 1 cannot load version 7 (say, its disk failed).
           if (v == 7 && r == 1) {
@@ -72,7 +150,9 @@ class PlacementRolloutTest : public ::testing::TestWithParam<AttentionMode> {
         };
         rank.rollout = std::make_unique<PlacementRollout>(
             *rank.model, with_stager ? stager : nullptr, "this group serves from GPUs");
-        auto engine = GroupEngine::Create(*rank.model, {.rollout = rank.rollout.get()});
+        if (device) rank.rollout->set_device(rank.device.get());
+        options.rollout = rank.rollout.get();
+        auto engine = GroupEngine::Create(*rank.model, options);
         ASSERT_TRUE(engine.ok()) << engine.status();
         rank.engine = std::move(*engine);
       });
@@ -108,7 +188,8 @@ class PlacementRolloutTest : public ::testing::TestWithParam<AttentionMode> {
   void ExpectHoldsOnly(int64_t version) {
     auto p = planner::Placement::FromJson(PlacementJson(version));
     for (int r = 0; r < kRanks; ++r) {
-      const model::ModelWeights& w = ranks_[r].model->weights();
+      const model::ModelWeights& w = ranks_[r].device != nullptr ? ranks_[r].device->weights()
+                                                                 : ranks_[r].model->weights();
       for (int i = 0; i < p->num_layers(); ++i) {
         for (int e = 0; e < kExperts; ++e) {
           EXPECT_EQ(w.layers[p->moe_layers()[i]].experts[e].loaded(), p->Holds(i, r, e))
@@ -240,6 +321,53 @@ TEST_P(PlacementRolloutTest, WithoutAStagerEveryProposalIsRefused) {
   EXPECT_EQ(ranks_[1].rollout->stats().last_error,
             "version 2 refused: rank 0: this group serves from GPUs; the group stays on version 1");
   ExpectHoldsOnly(1);
+}
+
+// A device group (each rank's forward emulated as a device, no host weights kept): the rollout
+// moves the device's experts — loaded from the checkpoint, handed over, not kept on the host —
+// under load, and every output stays one device's.
+TEST_P(PlacementRolloutTest, DeviceRanksSwitchWithoutAHostCopy) {
+  constexpr int kRequests = 12, kTokens = 5;
+  const auto expected = Expected(kRequests, kTokens);
+  Start(GetParam(), /*with_stager=*/true, /*device=*/true);
+  std::vector<std::shared_ptr<Collect>> sinks;
+  auto submit = [&](int i) {
+    auto sink = std::make_shared<Collect>();
+    sinks.push_back(sink);
+    const int rank = GetParam() == AttentionMode::kDp ? i % kRanks : 0;
+    ASSERT_TRUE(ranks_[rank]
+                    .engine
+                    ->Submit({.id = absl::StrCat("r", i),
+                              .prompt = Prompt(3 + i % 7, i),
+                              .max_tokens = kTokens,
+                              .ignore_eos = true},
+                             sink)
+                    .ok());
+  };
+  for (int i = 0; i < 4; ++i) submit(i);
+  ranks_[0].rollout->Propose(2);
+  for (int i = 4; i < 8; ++i) submit(i);
+  WaitFor(2);
+  ExpectHoldsOnly(2);
+  auto one = planner::Placement::FromJson(PlacementJson(1));
+  auto two = planner::Placement::FromJson(PlacementJson(2));
+  for (int r = 0; r < kRanks; ++r) {
+    const RolloutStats s = ranks_[r].rollout->stats();
+    const int64_t gained = static_cast<int64_t>(GainedExperts(*one, *two, r).size());
+    EXPECT_EQ(s.last_experts_loaded, gained);
+    EXPECT_EQ(s.last_experts_freed, gained);
+    EXPECT_GT(s.last_bytes_freed, 0);
+    EXPECT_FALSE(ranks_[r].model->holds_host_weights());
+  }
+  ranks_[0].rollout->Propose(1);
+  for (int i = 8; i < kRequests; ++i) submit(i);
+  WaitFor(1);
+  ExpectHoldsOnly(1);
+  for (int i = 0; i < kRequests; ++i) {
+    sinks[i]->done.WaitForNotification();
+    ASSERT_TRUE(sinks[i]->status.ok()) << i << ": " << sinks[i]->status;
+    EXPECT_EQ(sinks[i]->result.tokens, expected.at(absl::StrCat("r", i))) << i;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, PlacementRolloutTest,

@@ -106,6 +106,17 @@ absl::StatusOr<std::unique_ptr<RankModel>> RankModel::Create(
   return m;
 }
 
+absl::StatusOr<int64_t> RankModel::ReleaseHostWeights() {
+  if (cpu_ != nullptr) {
+    return absl::FailedPreconditionError(
+        "this rank's forward runs on the CPU over its host weights; they cannot be released");
+  }
+  if (weights_ == nullptr) return 0;
+  const int64_t bytes = model::WeightBytes(*weights_);
+  weights_.reset();
+  return bytes;
+}
+
 absl::StatusOr<std::unique_ptr<runtime::PagedKvCache>> RankModel::NewPageCache() const {
   if (cpu_ == nullptr) return absl::FailedPreconditionError("this rank has no CPU forward");
   return runtime::PagedKvCache::Create({.num_layers = local_config_.num_layers,
@@ -153,6 +164,24 @@ absl::StatusOr<RankModel::Switched> RankModel::SwitchPlacement(std::unique_ptr<R
                                                      want[i].first,
                                                      " was not loaded for the switch"));
     }
+  }
+  // Without host weights (a device rank's, released) the device took the gained experts: here
+  // only the placement moves, and the freed experts are counted at their f32 size.
+  if (weights_ == nullptr) {
+    Switched out;
+    const int64_t expert_bytes = int64_t{4} * 3 * config_.hidden_size * config_.moe_intermediate_size;
+    for (int i = 0; i < p.num_layers(); ++i) {
+      for (int e = 0; e < p.num_experts(); ++e) {
+        if (placement_->Holds(i, rank, e) && !p.Holds(i, rank, e)) {
+          ++out.experts_freed;
+          out.bytes_freed += expert_bytes;
+        }
+      }
+    }
+    std::unique_ptr<RankPlacement> previous = std::move(owned_);
+    owned_ = std::move(next);
+    placement_ = &owned_->placement;
+    return out;
   }
   // Install the gained experts (the old placement does not use them), then rebind: only now
   // does any pass see the new placement. If the forward refuses it, take them out again.

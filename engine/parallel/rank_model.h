@@ -95,8 +95,15 @@ class RankModel {
 
   // The model's own config (heads of the whole model).
   const model::ModelConfig& config() const { return config_; }
-  // This rank's weights (its experts only; under Attention-TP its heads only).
+  // This rank's weights (its experts only; under Attention-TP its heads only). REQUIRES:
+  // holds_host_weights().
   const model::ModelWeights& weights() const { return *weights_; }
+  // A rank whose forward runs on a device keeps no host copy of its weights once the device has
+  // them: this frees them (FAILED_PRECONDITION with a CPU forward, which reads them in place).
+  // From then on SwitchPlacement only rebinds the placement (the device took the gained experts;
+  // the freed ones are counted at their f32 size). Returns the bytes freed.
+  absl::StatusOr<int64_t> ReleaseHostWeights();
+  bool holds_host_weights() const { return weights_ != nullptr; }
   // Null if the directory has no tokenizer.json.
   const model::Tokenizer* tokenizer() const { return tokenizer_.get(); }
   AttentionMode attention() const { return options_.attention; }

@@ -81,6 +81,10 @@ struct BatchEngineStats {
 
 class BatchEngine {
  public:
+  // One forward pass over the batch's sequences (their pages are the engine's cache's).
+  using ForwardFn =
+      std::function<absl::StatusOr<model::ForwardOutput>(absl::Span<const model::SequenceInput>)>;
+
   struct Options {
     int max_batch_tokens = 256;  // Tokens per forward pass (> 0).
     int max_running = 64;        // Sequences in the batch (> 0).
@@ -92,8 +96,7 @@ class BatchEngine {
     // Runs a forward pass (required by Create(config, options); Create(config, weights,
     // options) fills it with the engine's own CPU forward when null). Attention-TP's leader wraps
     // it to tell its followers the batch first (engine/server/tp_group.h).
-    std::function<absl::StatusOr<model::ForwardOutput>(absl::Span<const model::SequenceInput>)>
-        forward;
+    ForwardFn forward;
     // Step() runs a forward pass even when nothing is scheduled (an empty batch): the ranks of
     // an expert-parallel group must all run the same number of passes.
     bool forward_every_step = false;

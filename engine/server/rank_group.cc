@@ -63,7 +63,11 @@ absl::StatusOr<std::unique_ptr<RankGroup>> FormRankGroup(const RankGroupInputs& 
       return absl::InternalError("the device backend's serving session has no rank forward");
     }
     g->rollout->set_device(engine_options.device);
-    LOG(INFO) << "rank " << o.rank << ": forward on " << g->device->Describe();
+    // The device holds the weights now: no host copy stays (a rollout's gained experts go
+    // straight from the checkpoint to the device).
+    ASSIGN_OR_RETURN(const int64_t released, g->model->ReleaseHostWeights());
+    LOG(INFO) << "rank " << o.rank << ": forward on " << g->device->Describe() << "; "
+              << released / (1 << 20) << " MiB of host weights released";
   }
   ASSIGN_OR_RETURN(g->engine, GroupEngine::Create(*g->model, engine_options));
   return g;
