@@ -184,6 +184,20 @@ class PlacementRolloutTest : public ::testing::TestWithParam<AttentionMode> {
     }
   }
 
+  // Request i (`tokens` greedy tokens): under Attention-DP to rank i % G, else to the leader.
+  std::shared_ptr<Collect> Submit(int i, int tokens) {
+    auto sink = std::make_shared<Collect>();
+    const int rank = GetParam() == AttentionMode::kDp ? i % kRanks : 0;
+    const absl::Status submitted = ranks_[rank].engine->Submit({.id = absl::StrCat("r", i),
+                                                                .prompt = Prompt(3 + i % 7, i),
+                                                                .max_tokens = tokens,
+                                                                .ignore_eos = true},
+                                                               sink);
+    EXPECT_TRUE(submitted.ok()) << submitted;
+    if (!submitted.ok()) sink->OnError(submitted);  // Nothing else would end its wait.
+    return sink;
+  }
+
   // Each rank holds exactly the experts of the version it serves.
   void ExpectHoldsOnly(int64_t version) {
     auto p = planner::Placement::FromJson(PlacementJson(version));
@@ -210,19 +224,7 @@ TEST_P(PlacementRolloutTest, SwitchesUnderLoadWithoutChangingOutputs) {
   const auto expected = Expected(kRequests, kTokens);
   Start(GetParam());
   std::vector<std::shared_ptr<Collect>> sinks;
-  auto submit = [&](int i) {
-    auto sink = std::make_shared<Collect>();
-    sinks.push_back(sink);
-    const int rank = GetParam() == AttentionMode::kDp ? i % kRanks : 0;
-    ASSERT_TRUE(ranks_[rank]
-                    .engine
-                    ->Submit({.id = absl::StrCat("r", i),
-                              .prompt = Prompt(3 + i % 7, i),
-                              .max_tokens = kTokens,
-                              .ignore_eos = true},
-                             sink)
-                    .ok());
-  };
+  auto submit = [&](int i) { sinks.push_back(Submit(i, kTokens)); };
   for (int i = 0; i < 6; ++i) submit(i);
   ranks_[1].rollout->Propose(2);  // Not the leader: ignored.
   absl::SleepFor(absl::Milliseconds(30));
@@ -331,19 +333,7 @@ TEST_P(PlacementRolloutTest, DeviceRanksSwitchWithoutAHostCopy) {
   const auto expected = Expected(kRequests, kTokens);
   Start(GetParam(), /*with_stager=*/true, /*device=*/true);
   std::vector<std::shared_ptr<Collect>> sinks;
-  auto submit = [&](int i) {
-    auto sink = std::make_shared<Collect>();
-    sinks.push_back(sink);
-    const int rank = GetParam() == AttentionMode::kDp ? i % kRanks : 0;
-    ASSERT_TRUE(ranks_[rank]
-                    .engine
-                    ->Submit({.id = absl::StrCat("r", i),
-                              .prompt = Prompt(3 + i % 7, i),
-                              .max_tokens = kTokens,
-                              .ignore_eos = true},
-                             sink)
-                    .ok());
-  };
+  auto submit = [&](int i) { sinks.push_back(Submit(i, kTokens)); };
   for (int i = 0; i < 4; ++i) submit(i);
   ranks_[0].rollout->Propose(2);
   for (int i = 4; i < 8; ++i) submit(i);
