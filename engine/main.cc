@@ -199,7 +199,6 @@ int Generate(int device) {
     if (!session.ok()) return Fail(session.status());
     on_device = std::move(*session);
     options.forward = on_device->batch_forward();
-    options.host_kv_arena = false;  // The keys and values live on the device.
     std::cerr << "engine: forward on " << on_device->Describe() << "\n";
   }
   // On the device its forward; on the CPU the engine's own (the op-set forward over the host

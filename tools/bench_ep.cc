@@ -123,8 +123,7 @@ absl::StatusOr<planner::trace::TraceSet> Profile(const engine::model::Model& m,
   ASSIGN_OR_RETURN(auto pages, engine::runtime::PagedKvCache::Create({.num_layers = c.num_layers,
                                                                        .shape = c.kv_shape(),
                                                                        .page_size = kPageSize,
-                                                                       .num_pages = kPages,
-                                                                       .host_arena = false}));
+                                                                       .num_pages = kPages}));
   ASSIGN_OR_RETURN(auto one, engine::forward::CpuForward::Create(
                                  c, *m.weights, {.num_pages = kPages, .page_size = kPageSize}));
   const auto forward = [&](absl::Span<const engine::model::SequenceInput> b,

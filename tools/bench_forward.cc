@@ -124,8 +124,7 @@ class Runner {
     auto cache = engine::runtime::PagedKvCache::Create({.num_layers = m.config.num_layers,
                                                         .shape = m.config.kv_shape(),
                                                         .page_size = kPage,
-                                                        .num_pages = pages,
-                                                        .host_arena = false});
+                                                        .num_pages = pages});
     auto cpu = engine::forward::CpuForward::Create(m.config, *m.weights,
                                                    {.num_pages = pages, .page_size = kPage});
     if (!cache.ok() || !cpu.ok()) {

@@ -176,8 +176,7 @@ void BenchModel(const std::string& name, const semmoe::engine::model::ModelConfi
   const auto cache = OrDie(PagedKvCache::Create({.num_layers = config.num_layers,
                                                  .shape = config.kv_shape(),
                                                  .page_size = page_size,
-                                                 .num_pages = pages,
-                                                 .host_arena = false}),
+                                                 .num_pages = pages}),
                            "KV cache");
   std::vector<std::unique_ptr<PagedSequence>> seqs;
   std::vector<std::vector<int32_t>> prompts(max_sequences);

@@ -15,7 +15,7 @@ class BatchLayoutTest : public ::testing::Test {
  protected:
   void SetUp() override {
     auto cache = runtime::PagedKvCache::Create(
-        {.num_layers = 1, .shape = {2, 2}, .page_size = 4, .num_pages = 16, .host_arena = false});
+        {.num_layers = 1, .shape = {2, 2}, .page_size = 4, .num_pages = 16});
     ASSERT_TRUE(cache.ok());
     cache_ = std::move(*cache);
   }
@@ -94,7 +94,7 @@ TEST_F(BatchLayoutTest, TheEmptyBatchHasNoRows) {
 TEST_F(BatchLayoutTest, ErrorsNameTheSequence) {
   auto a = Sequence(4);
   const std::vector<int32_t> t = {1};
-  model::DenseKvSequence dense(1, {2, 2}, 4);
+  model::UnpagedKvSequence dense(4);
   auto unpaged = LayOutBatch({{t, 0, a.get()}, {t, 0, &dense}}, 4, 16);
   EXPECT_EQ(unpaged.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(unpaged.status().message().find("sequence 1: the forward needs a paged KV"),

@@ -78,7 +78,7 @@ TEST(CpuForwardErrorsTest, RefusesWhatItCannotServe) {
   EXPECT_EQ((*cpu)->SwitchPlacement(*placement, weights, nullptr).code(),
             absl::StatusCode::kFailedPrecondition);
   // A sequence whose pages are not in the arena.
-  model::DenseKvSequence dense(config.num_layers, config.kv_shape(), 8);
+  model::UnpagedKvSequence dense(8);
   const std::vector<int32_t> tokens = {1, 2};
   EXPECT_EQ((*cpu)->Forward({{tokens, 0, &dense, model::LogitsMode::kLast}}).status().code(),
             absl::StatusCode::kInvalidArgument);

@@ -67,7 +67,7 @@ TEST_P(ForwardRunnerTest, EmptyBatchAndErrors) {
   ASSERT_TRUE(empty.ok()) << empty.status();
   EXPECT_EQ(empty->logits.rows(), 0);
   const std::vector<int32_t> tokens = {1, 2, 3};
-  model::DenseKvSequence dense(config_.num_layers, config_.kv_shape(), 8);
+  model::UnpagedKvSequence dense(8);
   auto unpaged = runner_->Forward({{tokens, 0, &dense, LogitsMode::kLast}}, {});
   EXPECT_EQ(unpaged.status().code(), absl::StatusCode::kInvalidArgument);
   auto seq = cache_->NewSequence();

@@ -87,7 +87,6 @@ class ServingSession : public DeviceSession, public RankForward {
     }
     return rank_->forward().SwitchPlacement(next, up, predictor);
   }
-  bool host_kv_arena() const override { return false; }
 
  private:
   std::unique_ptr<GpuServingRank> rank_;

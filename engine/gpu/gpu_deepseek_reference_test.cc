@@ -61,8 +61,7 @@ TEST(GpuDeepseekReferenceTest, FinalLogitsAndGreedyDecoding) {
     auto cache = runtime::PagedKvCache::Create({.num_layers = config.num_layers,
                                                 .shape = config.kv_shape(),
                                                 .page_size = page_size,
-                                                .num_pages = pages,
-                                                .host_arena = false});
+                                                .num_pages = pages});
     ASSERT_TRUE(cache.ok());
     std::vector<int32_t> prompt = {1, 17, 300, 4000, 42, 7, 99, 1234};
     auto seq = (*cache)->NewSequence();

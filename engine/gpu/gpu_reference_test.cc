@@ -93,8 +93,7 @@ TEST_F(GpuReferenceTest, SharedModelFinalLogitsAndGreedyDecoding) {
   auto cache = runtime::PagedKvCache::Create({.num_layers = config_.num_layers,
                                               .shape = config_.kv_shape(),
                                               .page_size = page_size,
-                                              .num_pages = pages,
-                                              .host_arena = false});
+                                              .num_pages = pages});
   ASSERT_TRUE(cache.ok());
 
   const nlohmann::json& meta = meta_;

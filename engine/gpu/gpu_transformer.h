@@ -8,8 +8,8 @@
 //
 // The KV cache: the caller's sequences are paged (engine/runtime/kv_cache.h) and carry page
 // tables (KvSequence::page_table()); this class holds keys and values for `num_pages` pages of
-// `page_size` positions in its own device arena and indexes it with those tables. The host cache
-// then only hands out pages (BatchEngine::Options::host_kv_arena = false).
+// `page_size` positions in its own device arena and indexes it with those tables; the host cache
+// only hands out pages.
 //
 // With a placement and an NCCL group (GpuForwardOptions) the routed experts are exchanged
 // across ranks (engine/forward/ep_exchange.h); each output then counts its sequences' activations

@@ -216,7 +216,7 @@ TEST_P(GpuTransformerTest, EmptyBatchAndErrors) {
   EXPECT_EQ(empty->logits.rows(), 0);
 
   const std::vector<int32_t> tokens = {1, 2, 3};
-  model::DenseKvSequence dense(config_.num_layers, config_.kv_shape(), 8);
+  model::UnpagedKvSequence dense(8);
   auto unpaged = gpu_->Forward({{tokens, 0, &dense, LogitsMode::kLast}});
   EXPECT_EQ(unpaged.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(unpaged.status().message().find("paged KV"), std::string::npos) << unpaged.status();

@@ -1,17 +1,16 @@
-// KvSequence: where the forward pass keeps one sequence's attention keys and values.
+// KvSequence: where a sequence's attention keys and values are, for the forward pass.
 //
-// The runtime's paged cache implements it over pages (engine/runtime/kv_cache.h): every forward
-// (CpuForward, GpuTransformer) keeps keys and values in an arena of its own and reads only the
-// page table. DenseKvSequence below, contiguous and without a page table, is what the tests
-// give a forward to see it refused.
+// The keys and values live in the forward's own arena (engine/forward/cpu_forward.h on the CPU,
+// engine/gpu/gpu_transformer.h on a GPU), in pages; a sequence names its pages in order (its page
+// table) and how many positions they hold. The runtime's paged cache hands them out
+// (engine/runtime/kv_cache.h). UnpagedKvSequence, a capacity without pages, is what tests give a
+// forward to see it refused.
 #ifndef SEMMOE_ENGINE_MODEL_KV_SEQUENCE_H_
 #define SEMMOE_ENGINE_MODEL_KV_SEQUENCE_H_
 
 #include <cstdint>
-#include <vector>
 
 #include "absl/types/span.h"
-#include "engine/text/config.h"  // KvShape.
 
 namespace semmoe::engine::model {
 
@@ -20,36 +19,18 @@ class KvSequence {
   virtual ~KvSequence() = default;
   // Positions [0, capacity()) are writable.
   virtual int capacity() const = 0;
-  // The [key_size] / [value_size] row of `layer` at `position` (KvShape). REQUIRES: position <
-  // capacity(). Value() of a shape without values is not called.
-  virtual float* Key(int layer, int position) = 0;
-  virtual float* Value(int layer, int position) = 0;
-  // A paged sequence's page table (position p is in page page_table()[p / page_size]); empty
-  // for a contiguous one. A forward pass that keeps the cache elsewhere (the GPU's) indexes its
-  // own arena with it.
-  virtual absl::Span<const int32_t> page_table() const { return {}; }
+  // Position p is in page page_table()[p / page_size] of the forward's arena; empty: no pages.
+  virtual absl::Span<const int32_t> page_table() const = 0;
 };
 
-class DenseKvSequence : public KvSequence {
+class UnpagedKvSequence : public KvSequence {
  public:
-  DenseKvSequence(int num_layers, KvShape shape, int capacity)
-      : shape_(shape),
-        capacity_(capacity),
-        keys_(static_cast<size_t>(num_layers) * capacity * shape.key_size),
-        values_(static_cast<size_t>(num_layers) * capacity * shape.value_size) {}
+  explicit UnpagedKvSequence(int capacity) : capacity_(capacity) {}
   int capacity() const override { return capacity_; }
-  float* Key(int layer, int position) override {
-    return keys_.data() + (static_cast<size_t>(layer) * capacity_ + position) * shape_.key_size;
-  }
-  float* Value(int layer, int position) override {
-    return values_.data() + (static_cast<size_t>(layer) * capacity_ + position) * shape_.value_size;
-  }
+  absl::Span<const int32_t> page_table() const override { return {}; }
 
  private:
-  KvShape shape_;
   int capacity_;
-  std::vector<float> keys_;
-  std::vector<float> values_;
 };
 
 }  // namespace semmoe::engine::model

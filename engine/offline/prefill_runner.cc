@@ -21,8 +21,7 @@ absl::StatusOr<std::unique_ptr<runtime::PagedKvCache>> PrefillPageLender(
        .shape = config.kv_shape(),
        .page_size = kPrefillPageSize,
        .num_pages =
-           PrefillPagesNeeded(max_batch_tokens, config.max_position_embeddings, kPrefillPageSize),
-       .host_arena = false});
+           PrefillPagesNeeded(max_batch_tokens, config.max_position_embeddings, kPrefillPageSize)});
 }
 
 absl::Status PrefillRunner::Add(std::vector<int32_t> tokens) {

@@ -49,14 +49,12 @@ absl::StatusOr<std::unique_ptr<GroupEngine>> GroupEngine::Create(
         "the rank has no forward: its RankModel was made without a CPU forward and no device "
         "forward was given");
   }
-  const bool host_kv = engine->forward_->host_kv_arena();
   runtime::PagedKvCache::Options kv{
       .num_layers = model.local_num_layers(),
       .shape = model.local_kv_shape(),
       .page_size = options.batch.page_size,
       .num_pages = runtime::PagedKvCache::PagesForModel(
-          model.local_config(), options.batch.page_size, options.batch.kv_cache_bytes),
-      .host_arena = host_kv};
+          model.local_config(), options.batch.page_size, options.batch.kv_cache_bytes)};
   if (options.device == nullptr && kv.num_pages != model.kv_pages()) {
     return absl::InvalidArgumentError(absl::StrCat(
         "the batch's KV cache (", kv.num_pages, " pages of ", kv.page_size,
@@ -66,7 +64,6 @@ absl::StatusOr<std::unique_ptr<GroupEngine>> GroupEngine::Create(
   }
   if (!tp || rank == kLeader) {
     runtime::BatchEngine::Options batch = options.batch;
-    batch.host_kv_arena = host_kv;
     batch.forward_every_step = true;
     batch.forward = [self](absl::Span<const SequenceInput> b) { return self->Forward(b); };
     ASSIGN_OR_RETURN(engine->batch_, runtime::BatchEngine::Create(model.local_config(), batch));

@@ -87,7 +87,6 @@ class EmulatedDevice : public RankForward {
     }
     return absl::OkStatus();
   }
-  bool host_kv_arena() const override { return false; }
   const model::ModelWeights& weights() const { return weights_; }
 
  private:

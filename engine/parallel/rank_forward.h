@@ -55,10 +55,6 @@ class RankForward {
   virtual absl::Status SwitchPlacement(const planner::Placement& next,
                                        absl::Span<const GainedExpertWeights> gained,
                                        const DevicePredictor* predictor) = 0;
-
-  // False: the keys and values live with this forward; the host's paged cache only hands out
-  // pages (BatchEngine::Options::host_kv_arena).
-  virtual bool host_kv_arena() const = 0;
 };
 
 }  // namespace semmoe::engine

@@ -22,7 +22,6 @@ class CpuRankForward final : public RankForward {
     return absl::FailedPreconditionError(
         "a CPU rank switches placements with its RankModel (RankModel::SwitchPlacement)");
   }
-  bool host_kv_arena() const override { return false; }
 
  private:
   forward::CpuForward& cpu_;
@@ -122,8 +121,7 @@ absl::StatusOr<std::unique_ptr<runtime::PagedKvCache>> RankModel::NewPageCache()
   return runtime::PagedKvCache::Create({.num_layers = local_config_.num_layers,
                                         .shape = local_config_.kv_shape(),
                                         .page_size = options_.page_size,
-                                        .num_pages = kv_pages_,
-                                        .host_arena = false});
+                                        .num_pages = kv_pages_});
 }
 
 std::vector<std::pair<int, int>> GainedExperts(const planner::Placement& current,

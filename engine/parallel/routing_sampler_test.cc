@@ -145,7 +145,7 @@ TEST(RoutingSamplerTest, SamplesAShareAndKeepsAtMostMaxTokens) {
       *config, {.share = 0.5, .max_tokens = 40, .path = TracePath(9), .seed = 3});
   ASSERT_TRUE(sampler.ok());
   // 200 one-token requests, each a fresh sequence at position 0.
-  std::vector<model::DenseKvSequence> dummies(200, model::DenseKvSequence(1, {1, 1}, 1));
+  std::vector<model::UnpagedKvSequence> dummies(200, model::UnpagedKvSequence(1));
   for (int i = 0; i < 200; ++i) {
     const int32_t token = i % 100;
     model::ForwardOutput out;

@@ -65,8 +65,7 @@ absl::StatusOr<std::unique_ptr<BatchEngine>> BatchEngine::Create(const model::Mo
                                          .shape = c.kv_shape(),
                                          .page_size = options.page_size,
                                          .num_pages = PagedKvCache::PagesForModel(
-                                             c, options.page_size, options.kv_cache_bytes),
-                                         .host_arena = options.host_kv_arena}));
+                                             c, options.page_size, options.kv_cache_bytes)}));
   return std::unique_ptr<BatchEngine>(new BatchEngine(c, options, std::move(cache)));
 }
 
@@ -74,7 +73,6 @@ absl::StatusOr<std::unique_ptr<BatchEngine>> BatchEngine::Create(const model::Mo
                                                                  const model::ModelWeights& weights,
                                                                  Options options) {
   if (options.forward) return Create(config, options);
-  options.host_kv_arena = false;
   const int pages = PagedKvCache::PagesForModel(config, options.page_size, options.kv_cache_bytes);
   ASSIGN_OR_RETURN(std::unique_ptr<forward::CpuForward> cpu,
                    forward::CpuForward::Create(

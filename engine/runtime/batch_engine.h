@@ -100,9 +100,6 @@ class BatchEngine {
     // Step() runs a forward pass even when nothing is scheduled (an empty batch): the ranks of
     // an expert-parallel group must all run the same number of passes.
     bool forward_every_step = false;
-    // False when `forward` keeps keys and values itself (the GPU forward, engine/gpu): the
-    // cache then only hands out pages (kv_cache_bytes still sizes it) and allocates no memory.
-    bool host_kv_arena = true;
   };
 
   // An engine over options.forward (required: INVALID_ARGUMENT without it), for a model of
@@ -111,7 +108,7 @@ class BatchEngine {
                                                              const Options& options);
   // The CPU product's engine: options.forward if set, else the engine's own CPU forward over
   // `weights` (borrowed, outlive the engine; engine/forward/cpu_forward.h), which keeps the keys
-  // and values in an arena of the cache's pages (options.host_kv_arena is then ignored).
+  // and values in an arena of the cache's pages.
   static absl::StatusOr<std::unique_ptr<BatchEngine>> Create(const model::ModelConfig& config,
                                                              const model::ModelWeights& weights,
                                                              Options options);

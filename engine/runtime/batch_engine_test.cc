@@ -131,7 +131,6 @@ TEST(BatchEngineTest, ForwardEveryStepRunsEmptyPassesThroughTheHook) {
   int passes = 0, empty_passes = 0;
   BatchEngine::Options o;
   o.forward_every_step = true;
-  o.host_kv_arena = false;
   auto cpu = forward::CpuForward::Create(
       m->config, *m->weights,
       {.num_pages = PagedKvCache::PagesForModel(m->config, o.page_size, o.kv_cache_bytes),

@@ -1,6 +1,6 @@
 #include "engine/runtime/kv_cache.h"
 
-#include <new>
+#include <algorithm>
 
 #include "absl/strings/str_cat.h"
 
@@ -12,35 +12,8 @@ int PagedSequence::capacity() const {
   return static_cast<int>(pages_.size()) * cache_.options_.page_size;
 }
 
-float* PagedKvCache::Row(absl::Span<const int32_t> pages, int layer, int position, int kind) {
-  const auto& o = options_;
-  if (arena_ == nullptr) return nullptr;  // No host arena (Options::host_arena).
-  const int page = pages[position / o.page_size];
-  const int slot = position % o.page_size;
-  // A page holds, per layer, page_size key rows then page_size value rows.
-  const model::KvShape& shape = o.shape;
-  float* layer_block = arena_.get() + page * page_floats_ +
-                       static_cast<int64_t>(layer) * o.page_size * shape.floats();
-  return kind == 0 ? layer_block + static_cast<int64_t>(slot) * shape.key_size
-                   : layer_block + static_cast<int64_t>(o.page_size) * shape.key_size +
-                         static_cast<int64_t>(slot) * shape.value_size;
-}
-
-float* PagedSequence::Key(int layer, int position) {
-  return cache_.Row(pages_, layer, position, 0);
-}
-float* PagedSequence::Value(int layer, int position) {
-  return cache_.Row(pages_, layer, position, 1);
-}
-
 int PageTableView::capacity() const {
   return static_cast<int>(pages_.size()) * cache_.options_.page_size;
-}
-float* PageTableView::Key(int layer, int position) {
-  return cache_.Row(pages_, layer, position, 0);
-}
-float* PageTableView::Value(int layer, int position) {
-  return cache_.Row(pages_, layer, position, 1);
 }
 
 absl::StatusOr<std::unique_ptr<PageTableView>> PagedKvCache::View(std::vector<int32_t> pages) {
@@ -53,23 +26,12 @@ absl::StatusOr<std::unique_ptr<PageTableView>> PagedKvCache::View(std::vector<in
   return std::unique_ptr<PageTableView>(new PageTableView(*this, std::move(pages)));
 }
 
-PagedKvCache::PagedKvCache(const Options& options)
-    : options_(options),
-      page_floats_(static_cast<int64_t>(options.num_layers) * options.page_size *
-                   options.shape.floats()) {}
-
 absl::StatusOr<std::unique_ptr<PagedKvCache>> PagedKvCache::Create(const Options& options) {
   if (options.num_layers <= 0 || options.shape.key_size <= 0 || options.shape.value_size < 0 ||
       options.page_size <= 0 || options.num_pages <= 0) {
     return absl::InvalidArgumentError("PagedKvCache: every size must be positive");
   }
   std::unique_ptr<PagedKvCache> cache(new PagedKvCache(options));
-  const int64_t floats = cache->page_floats_ * options.num_pages;
-  if (options.host_arena) cache->arena_.reset(new (std::nothrow) float[floats]);
-  if (options.host_arena && cache->arena_ == nullptr) {
-    return absl::ResourceExhaustedError(
-        absl::StrCat("PagedKvCache: cannot allocate ", floats * 4, " bytes"));
-  }
   absl::MutexLock lock(&cache->mu_);
   for (int32_t p = options.num_pages - 1; p >= 0; --p) cache->free_.push_back(p);
   return cache;

@@ -1,9 +1,11 @@
-// PagedKvCache: attention keys and values for many sequences in fixed-size pages.
+// PagedKvCache: the pages of many sequences' attention keys and values, handed out and taken back.
 //
-// Memory is one arena of `num_pages` pages; a page holds `page_size` consecutive positions of
-// one sequence for every layer (keys and values). A sequence's page table maps position / page_size
-// to a page, so sequences grow a page at a time and return every page when they end, with no
-// fragmentation and no copying (the vLLM PagedAttention layout, on the CPU).
+// The keys and values themselves live in the arena of the forward pass (engine/forward's
+// CpuForward, engine/gpu's GpuTransformer): `num_pages` pages, each `page_size` consecutive
+// positions of one sequence for every layer. This object manages which page holds what: a
+// sequence's page table maps position / page_size to a page, so sequences grow a page at a time
+// and return every page when they end, with no fragmentation and no copying (the vLLM
+// PagedAttention layout).
 //
 // Thread-safety: page allocation and release are internally synchronised; a PagedSequence itself
 // is used by one thread at a time.
@@ -19,6 +21,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/types/span.h"
 #include "engine/model/kv_sequence.h"
+#include "engine/text/config.h"  // KvShape, ModelConfig.
 
 namespace semmoe::engine::runtime {
 
@@ -33,8 +36,6 @@ class PagedSequence : public model::KvSequence {
   PagedSequence& operator=(const PagedSequence&) = delete;
 
   int capacity() const override;
-  float* Key(int layer, int position) override;
-  float* Value(int layer, int position) override;
   int num_pages() const { return static_cast<int>(pages_.size()); }
   // Its page table: position p lives in page pages()[p / page_size].
   absl::Span<const int32_t> pages() const { return pages_; }
@@ -53,8 +54,6 @@ class PagedSequence : public model::KvSequence {
 class PageTableView : public model::KvSequence {
  public:
   int capacity() const override;
-  float* Key(int layer, int position) override;
-  float* Value(int layer, int position) override;
   absl::Span<const int32_t> page_table() const override { return pages_; }
 
  private:
@@ -72,12 +71,8 @@ class PagedKvCache {
     model::KvShape shape;  // Floats per position per layer (ModelConfig::kv_shape()).
     int page_size = 16;    // Positions per page (> 0).
     int num_pages = 0;     // > 0.
-    // False: only pages and page tables are managed here; the keys and values live where the
-    // forward pass keeps them (its own arena: engine/forward/cpu_forward.h, the GPU's) and
-    // Key()/Value() return null.
-    bool host_arena = true;
   };
-  // InvalidArgument for non-positive sizes; ResourceExhausted if the arena cannot be allocated.
+  // InvalidArgument for non-positive sizes.
   static absl::StatusOr<std::unique_ptr<PagedKvCache>> Create(const Options& options);
 
   // Pages needed to hold `max_bytes` of cache for these sizes (at least 1).
@@ -112,14 +107,10 @@ class PagedKvCache {
  private:
   friend class PagedSequence;
   friend class PageTableView;
-  explicit PagedKvCache(const Options& options);
-  // The key (kind 0) or value (kind 1) row for `position` in a sequence with `pages`.
-  float* Row(absl::Span<const int32_t> pages, int layer, int position, int kind);
+  explicit PagedKvCache(const Options& options) : options_(options) {}
   void Release(std::vector<int32_t>& pages);
 
   const Options options_;
-  const int64_t page_floats_;  // num_layers × page_size × shape.floats().
-  std::unique_ptr<float[]> arena_;
   mutable absl::Mutex mu_;
   std::vector<int32_t> free_ ABSL_GUARDED_BY(mu_);
 };

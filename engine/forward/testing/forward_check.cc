@@ -26,8 +26,7 @@ class AloneReference {
     auto pages = runtime::PagedKvCache::Create({.num_layers = config.num_layers,
                                                 .shape = config.kv_shape(),
                                                 .page_size = kPageSize,
-                                                .num_pages = kPages,
-                                                .host_arena = false});
+                                                .num_pages = kPages});
     ASSERT_TRUE(pages.ok()) << pages.status();
     pages_ = std::move(*pages);
     auto cpu = CpuForward::Create(config, weights, {.num_pages = kPages, .page_size = kPageSize});

@@ -25,8 +25,7 @@ class PagedCpuForward {
     ASSIGN_OR_RETURN(f->pages_, runtime::PagedKvCache::Create({.num_layers = config.num_layers,
                                                                .shape = config.kv_shape(),
                                                                .page_size = page_size,
-                                                               .num_pages = num_pages,
-                                                               .host_arena = false}));
+                                                               .num_pages = num_pages}));
     ASSIGN_OR_RETURN(f->forward_,
                      CpuForward::Create(config, weights,
                                         {.num_pages = num_pages, .page_size = page_size}));
