@@ -1,10 +1,10 @@
-// GpuTransformer: the forward pass of engine/model/transformer.h on one CUDA device — the same
-// function (the same batches, checks, routing and outputs; with f32 weights logits agree with
+// GpuTransformer: the forward pass on one CUDA device — the function the CPU product's CpuForward
+// computes (the same batches, checks, routing and outputs; with f32 weights logits agree with
 // the CPU's to float rounding, with bf16 ones to bf16's, docs/ENGINE.md "Precision"), with the
-// weights (engine/gpu/gpu_weights.h) and the paged KV
-// cache in GPU memory. The pass itself is ForwardRunner<CudaOps> (engine/forward/forward_runner.h):
-// CI runs the same ForwardRunner over the kernels' CPU references against the CPU Transformer;
-// gpu_transformer_test and gpu_reference_test check this class on a GPU.
+// weights (engine/gpu/gpu_weights.h) and the paged KV cache in GPU memory. The pass itself is
+// ForwardRunner<CudaOps> (engine/forward/forward_runner.h); CpuForward is ForwardRunner<CpuOps>,
+// which CI runs over the kernels' CPU references; gpu_transformer_test and gpu_reference_test
+// check this class on a GPU.
 //
 // The KV cache: the caller's sequences are paged (engine/runtime/kv_cache.h) and carry page
 // tables (KvSequence::page_table()); this class holds keys and values for `num_pages` pages of
@@ -83,7 +83,7 @@ class GpuTransformer {
                                                                 const GpuForwardOptions& options);
   ~GpuTransformer();
 
-  // As Transformer::Forward (the same errors, from model::CheckBatch), plus INVALID_ARGUMENT for
+  // As CpuForward::Forward (the same errors, from model::CheckBatch), plus INVALID_ARGUMENT for
   // a sequence without a page table or with pages outside this arena. CUDA and cuBLAS errors are
   // returned as INTERNAL naming the call.
   absl::StatusOr<model::ForwardOutput> Forward(absl::Span<const model::SequenceInput> batch,

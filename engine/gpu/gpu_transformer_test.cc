@@ -1,5 +1,6 @@
-// The GPU forward against the CPU forward (engine/model/transformer.h, itself checked against a
-// float64 reference by architectures_test) on seeded random models of each architecture's
+// The GPU forward against the CPU forward (engine/forward/cpu_forward.h, itself checked against
+// float64 and PyTorch references: architectures_test, cpu_forward_reference_test) on seeded
+// random models of each architecture's
 // features (engine/forward/testing/random_model.h), through the differential scenario of
 // engine/forward/testing/forward_check.h — ragged prefill with every logits mode, chunked prefill
 // next to decode, decode across page boundaries, routing — plus the empty batch and the errors.
