@@ -160,7 +160,8 @@ struct PartialRopeArgs {
 // One product per head, each head with its own matrix (MLA's absorbed kv_b): for h < heads and
 // every row r, y[r, h] (out floats at y + r·y_row_stride + h·y_head_stride) = x[r, h] (in floats
 // at x + r·x_row_stride + h·x_head_stride) · W_hᵀ, where W_h at w + h·w_head_stride is
-// row-major [out, in]; with `transposed`, x[r, h] · W_h for W_h row-major [in, out].
+// row-major [out, in]; with `transposed`, x[r, h] · W_h for W_h row-major [in, out]. An
+// x_head_stride of 0 gives every head the same x (MLA's expanded keys and values).
 struct HeadLinearArgs {
   const float* x = nullptr;
   int64_t rows = 0;

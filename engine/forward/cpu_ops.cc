@@ -1,5 +1,6 @@
 #include "engine/forward/cpu_ops.h"
 
+#include <algorithm>
 #include <vector>
 
 #include "Eigen/Core"
@@ -23,6 +24,8 @@ using RowMajor = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::Row
 constexpr int64_t kSmallGemmRows = 16;
 // Runs of at most this many new tokens of a sequence (a decode step) attend token by token.
 constexpr int64_t kDirectAttentionTokens = 4;
+// Query rows a longer run's attention takes at a time (GemmAttention).
+constexpr int64_t kCausalBlockTokens = 32;
 // From this many query heads per KV head such a run attends through products over the group
 // (each key read once for the group: MLA's one latent head); fewer take the per-token kernel,
 // which is faster there in the AVX2 build (tools/bench_op_set at 0b1ac06, --config=opt: qwen3-moe-a's
@@ -226,15 +229,21 @@ void GemmAttention(const kernels::PagedAttentionArgs& a, int64_t t, int64_t n) {
   RowMajor scores;
   using Stride = Eigen::OuterStride<>;
   if (n > kDirectAttentionTokens) {
-    for (int h = 0; h < a.q_heads; ++h) {
-      const int64_t kv = int64_t{h / group};
-      Eigen::Map<const RowMajor, 0, Stride> q(a.q + t * q_row + int64_t{h} * hd, n, hd,
-                                              Stride(q_row));
-      Eigen::Map<RowMajor, 0, Stride> out(a.out + t * out_row + int64_t{h} * vd, n, vd,
-                                          Stride(out_row));
-      scores.noalias() = (q * keys.middleCols(kv * hd, hd).transpose()) * a.scale;  // [n, ctx]
-      kernels::cpu::CausalSoftmax({scores.data(), n, context, context, start});
-      out.noalias() = scores * values.middleCols(kv * vd, vd);
+    // Blocks of kCausalBlockTokens rows, each over the context its last row sees: the
+    // products skip most of what the causal mask would zero.
+    for (int64_t i0 = 0; i0 < n; i0 += kCausalBlockTokens) {
+      const int64_t rows = std::min(kCausalBlockTokens, n - i0);
+      const int64_t seen = a.position[t + i0 + rows - 1] + 1;
+      for (int h = 0; h < a.q_heads; ++h) {
+        const int64_t kv = int64_t{h / group};
+        Eigen::Map<const RowMajor, 0, Stride> q(a.q + (t + i0) * q_row + int64_t{h} * hd, rows,
+                                                hd, Stride(q_row));
+        Eigen::Map<RowMajor, 0, Stride> out(a.out + (t + i0) * out_row + int64_t{h} * vd, rows,
+                                            vd, Stride(out_row));
+        scores.noalias() = (a.scale * q) * keys.block(0, kv * hd, seen, hd).transpose();
+        kernels::cpu::CausalSoftmax({scores.data(), rows, seen, seen, start + i0});
+        out.noalias() = scores * values.block(0, kv * vd, seen, vd);
+      }
     }
     return;
   }
@@ -243,7 +252,7 @@ void GemmAttention(const kernels::PagedAttentionArgs& a, int64_t t, int64_t n) {
     for (int g = 0; g < a.kv_heads; ++g) {
       Eigen::Map<const RowMajor> q(a.q + (t + i) * q_row + int64_t{g} * group * hd, group, hd);
       Eigen::Map<RowMajor> out(a.out + (t + i) * out_row + int64_t{g} * group * vd, group, vd);
-      scores.noalias() = (q * keys.block(0, int64_t{g} * hd, seen, hd).transpose()) * a.scale;
+      scores.noalias() = (a.scale * q) * keys.block(0, int64_t{g} * hd, seen, hd).transpose();
       for (int r = 0; r < group; ++r) {
         kernels::cpu::Softmax(absl::Span<float>(scores.row(r).data(), static_cast<size_t>(seen)));
       }

@@ -13,10 +13,11 @@
 //   attn[h] = oa[h]'s latent part · W_uv_hᵀ              a second batched product
 //   where W_uk_h and W_uv_h are rows of kv_b, read in place;
 // - expanded (a pass of fresh prompts only: every sequence starts at position 0, so its whole
-//   context is this pass's rows): [k_nope | v] = c_kv · kv_bᵀ for the pass's rows, each head's
-//   key [k_nope | RoPE(k_rope)] and value (v wide: PagedAttentionArgs::v_head_dim) assembled,
-//   and ordinary multi-head attention over them, indexed by a page table of one-position pages
-//   into the pass's rows. Per cached
+//   context is this pass's rows): per head, k_nope = c_kv · W_uk_hᵀ and v = c_kv · W_uv_hᵀ for
+//   the pass's rows (two strided batched products that write each head's key [k_nope |
+//   RoPE(k_rope)] and value (v wide: PagedAttentionArgs::v_head_dim) in place), and ordinary
+//   multi-head attention over them, indexed by a page table of one-position pages into the
+//   pass's rows. Per cached
 //   position a head then costs nope + rope + v floats of products instead of
 //   2 × kv_lora_rank + rope: about a third for DeepSeek-V3 (320 against 1088), so prompts go
 //   this way.
@@ -114,8 +115,6 @@ class MlaBlock {
     const int64_t heads = c_.num_heads;
     RETURN_IF_ERROR(table_.Reserve(table.size()));
     RETURN_IF_ERROR(ops_.CopyIn(table_.data(), table.data(), table.size()));
-    RETURN_IF_ERROR(latent_.Reserve(tokens * m.kv_lora_rank));
-    RETURN_IF_ERROR(kv_.Reserve(tokens * heads * (m.qk_nope_head_dim + c_.v_head_dim)));
     RETURN_IF_ERROR(keys_.Reserve(tokens * heads * q_head));
     RETURN_IF_ERROR(values_.Reserve(tokens * heads * c_.v_head_dim));
     return absl::OkStatus();
@@ -219,15 +218,34 @@ class MlaBlock {
     const int64_t dn = m.qk_nope_head_dim, dr = m.qk_rope_head_dim, r = m.kv_lora_rank;
     const int64_t dv = c_.v_head_dim, latent = r + dr, q_head = dn + dr, kv_head = dn + dv;
     RETURN_IF_ERROR(Rope(p.q + dn, tokens, heads * q_head, heads, q_head, p.positions));
-    RETURN_IF_ERROR(ops_.Copy2D(latent_.data(), r, rows_.data(), latent, tokens, r));
-    RETURN_IF_ERROR(ops_.Linear(latent_.data(), tokens, w.mla.kv_b, kv_.data()));
-    // keys [t, h] = [k_nope | k_rope], values [t, h] = v: heads of their own size.
-    RETURN_IF_ERROR(ops_.Copy2D(keys_.data(), q_head, kv_.data(), kv_head, tokens * heads, dn));
+    // keys [t, h] = [latent · W_uk_hᵀ | RoPE(k_rope)] and values [t, h] = latent · W_uv_hᵀ: kv_b's
+    // two halves per head, each written where attention reads it (heads of their own size).
+    const LinearView& kv_b = w.mla.kv_b;
+    kernels::HeadLinearArgs half{.x = rows_.data(),
+                                 .rows = tokens,
+                                 .heads = heads,
+                                 .in = r,
+                                 .out = dn,
+                                 .x_row_stride = latent,
+                                 .x_head_stride = 0,
+                                 .w = kv_b.w,
+                                 .w16 = kv_b.w16,
+                                 .w_head_stride = kv_head * r,
+                                 .y = keys_.data(),
+                                 .y_row_stride = heads * q_head,
+                                 .y_head_stride = q_head};
+    RETURN_IF_ERROR(ops_.HeadLinear(half));
+    half.out = dv;
+    half.w = kv_b.w == nullptr ? nullptr : kv_b.w + dn * r;
+    half.w16 = kv_b.w16 == nullptr ? nullptr : kv_b.w16 + dn * r;
+    half.y = values_.data();
+    half.y_row_stride = heads * dv;
+    half.y_head_stride = dv;
+    RETURN_IF_ERROR(ops_.HeadLinear(half));
     for (int h = 0; h < heads; ++h) {
       RETURN_IF_ERROR(ops_.Copy2D(keys_.data() + h * q_head + dn, heads * q_head, rows_.data() + r,
                                   latent, tokens, dr));
     }
-    RETURN_IF_ERROR(ops_.Copy2D(values_.data(), dv, kv_.data() + dn, kv_head, tokens * heads, dv));
     return ops_.PagedAttention({.q = p.q,
                                 .tokens = tokens,
                                 .q_heads = heads,
@@ -274,12 +292,11 @@ class MlaBlock {
   Array<float> rows_;                 // The new cache rows.
   Array<float> qa_, oa_;              // The absorbed queries and the latent outputs.
   // The expanded form (BeginPass): whether this pass takes it, its page table [sequences,
-  // table_pages_], the pass's latents [T, r], [k_nope | v] [T, heads × (nope + v)], and per head
-  // the keys [T, heads × (nope + rope)] and the values [T, heads × v].
+  // table_pages_], and per head the keys [T, heads × (nope + rope)] and the values [T, heads × v].
   bool expanded_ = false;
   int table_pages_ = 0;
   Array<int32_t> table_;
-  Array<float> latent_, kv_, keys_, values_;
+  Array<float> keys_, values_;
 };
 
 }  // namespace semmoe::engine::forward
