@@ -77,6 +77,48 @@ struct ModelView {
 // A view of host weights in place (no copy). REQUIRES every expert loaded; `weights` outlives it.
 ModelView HostView(const model::ModelWeights& weights);
 
+// The view of parameters held as `Weights`: the host's ModelWeights, or a device's copy with the
+// same field names (engine/gpu/gpu_weights.h). `linear` maps each linear layer (and the router)
+// to its LinearView (empty when absent), `vector` each norm or bias to its pointer (null when
+// absent). A layer has a shared expert when its gate projection has a shape.
+template <typename Weights, typename LinearFn, typename VectorFn>
+ModelView ViewOf(const Weights& weights, const LinearFn& linear, const VectorFn& vector) {
+  auto mlp = [&](const auto& m) { return MlpView{linear(m.gate), linear(m.up), linear(m.down)}; };
+  ModelView view;
+  view.embed = weights.embed.data();
+  for (const auto& w : weights.layers) {
+    LayerView& l = view.layers.emplace_back();
+    l.input_norm = vector(w.input_norm);
+    l.post_attention_norm = vector(w.post_attention_norm);
+    l.q = linear(w.q);
+    l.k = linear(w.k);
+    l.v = linear(w.v);
+    l.o = linear(w.o);
+    l.q_bias = vector(w.q_bias);
+    l.k_bias = vector(w.k_bias);
+    l.v_bias = vector(w.v_bias);
+    l.q_norm = vector(w.q_norm);
+    l.k_norm = vector(w.k_norm);
+    l.mla = MlaView{.q_a = linear(w.mla.q_a),
+                    .q_a_norm = vector(w.mla.q_a_norm),
+                    .q_b = linear(w.mla.q_b),
+                    .kv_a = linear(w.mla.kv_a),
+                    .kv_a_norm = vector(w.mla.kv_a_norm),
+                    .kv_b = linear(w.mla.kv_b)};
+    l.is_moe = w.is_moe;
+    l.dense = mlp(w.dense);
+    l.router = linear(w.router);
+    l.router_bias = vector(w.router_bias);
+    for (const auto& e : w.experts) l.experts.push_back(mlp(e));
+    l.shared_expert = mlp(w.shared_expert);
+    l.shared_expert_gate = linear(w.shared_expert_gate);
+    l.has_shared_expert = l.shared_expert.gate.rows > 0;
+  }
+  view.final_norm = vector(weights.final_norm);
+  view.lm_head = linear(weights.lm_head);
+  return view;
+}
+
 }  // namespace semmoe::engine::forward
 
 #endif  // SEMMOE_ENGINE_FORWARD_MODEL_VIEW_H_

@@ -44,51 +44,17 @@ class Uploader {
   int64_t bytes_ = 0;
 };
 
-forward::LinearView ViewOf(const GpuLinear& l) {
-  if (l.rows == 0) return {};
-  return {.w = l.w.data(), .rows = l.rows, .cols = l.cols};
-}
-forward::MlpView ViewOf(const GpuMlp& m) { return {ViewOf(m.gate), ViewOf(m.up), ViewOf(m.down)}; }
-const float* OrNull(const DeviceArray<float>& a) { return a.empty() ? nullptr : a.data(); }
-
 }  // namespace
 
 forward::ModelView GpuWeights::View() const {
   if (bf16) return bf16_view;
-  forward::ModelView view;
-  view.embed = embed.data();
-  for (const GpuLayer& g : layers) {
-    forward::LayerView l;
-    l.input_norm = g.input_norm.data();
-    l.post_attention_norm = g.post_attention_norm.data();
-    l.q = ViewOf(g.q);
-    l.k = ViewOf(g.k);
-    l.v = ViewOf(g.v);
-    l.o = ViewOf(g.o);
-    l.q_bias = OrNull(g.q_bias);
-    l.k_bias = OrNull(g.k_bias);
-    l.v_bias = OrNull(g.v_bias);
-    l.q_norm = OrNull(g.q_norm);
-    l.k_norm = OrNull(g.k_norm);
-    l.mla = forward::MlaView{.q_a = ViewOf(g.mla.q_a),
-                             .q_a_norm = OrNull(g.mla.q_a_norm),
-                             .q_b = ViewOf(g.mla.q_b),
-                             .kv_a = ViewOf(g.mla.kv_a),
-                             .kv_a_norm = OrNull(g.mla.kv_a_norm),
-                             .kv_b = ViewOf(g.mla.kv_b)};
-    l.is_moe = g.is_moe;
-    l.dense = ViewOf(g.dense);
-    l.router = ViewOf(g.router);
-    l.router_bias = OrNull(g.router_bias);
-    for (const GpuMlp& e : g.experts) l.experts.push_back(ViewOf(e));
-    l.has_shared_expert = g.has_shared_expert;
-    l.shared_expert = ViewOf(g.shared_expert);
-    l.shared_expert_gate = ViewOf(g.shared_expert_gate);
-    view.layers.push_back(std::move(l));
-  }
-  view.final_norm = final_norm.data();
-  view.lm_head = ViewOf(lm_head);
-  return view;
+  return forward::ViewOf(
+      *this,
+      [](const GpuLinear& l) -> forward::LinearView {
+        if (l.rows == 0) return {};
+        return {.w = l.w.data(), .rows = l.rows, .cols = l.cols};
+      },
+      [](const DeviceArray<float>& a) { return a.empty() ? nullptr : a.data(); });
 }
 
 absl::StatusOr<std::unique_ptr<GpuWeights>> UploadWeights(const model::ModelConfig& config,
@@ -138,8 +104,7 @@ absl::StatusOr<std::unique_ptr<GpuWeights>> UploadWeights(const model::ModelConf
       }
       RETURN_IF_ERROR(up.Mlp(w.experts[e], g.experts[e]));
     }
-    g.has_shared_expert = w.shared_expert.loaded();
-    if (g.has_shared_expert) {
+    if (w.shared_expert.loaded()) {
       RETURN_IF_ERROR(up.Mlp(w.shared_expert, g.shared_expert));
       RETURN_IF_ERROR(up.Gate(w.shared_expert_gate, g.shared_expert_gate));
     }

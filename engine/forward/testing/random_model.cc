@@ -1,10 +1,8 @@
 #include "engine/forward/testing/random_model.h"
 
-#include <algorithm>
-#include <random>
 #include <string>
-#include <thread>
-#include <vector>
+
+#include "engine/model/testing/random_draws.h"
 
 namespace semmoe::engine::forward::testing {
 namespace {
@@ -13,19 +11,15 @@ using model::Matrix;
 
 class Generator {
  public:
-  Generator(uint64_t seed, const RandomFill& fill) : rng_(seed), state_(seed), fill_(fill) {}
+  Generator(uint64_t seed, const RandomFill& fill) : draws_(seed), fill_(fill) {}
   Matrix Mat(int64_t rows, int64_t cols) {
     Matrix m(rows, cols);
-    if (fill_.fast_uniform) {
-      FillUniform(m.data(), m.size());
-    } else {
-      for (int64_t i = 0; i < m.size(); ++i) m.data()[i] = fill_.stddev * Draw();
-    }
+    Fill(m.data(), m.size(), 0.0f, fill_.stddev);
     return m;
   }
   model::Vector Norm(int64_t n) {
     model::Vector v(n);
-    for (int64_t i = 0; i < n; ++i) v[i] = 1.0f + 0.1f * Draw();
+    Fill(v.data(), n, 1.0f, 0.1f);
     return v;
   }
   model::Vector Bias(int64_t n) { return Mat(n, 1).col(0); }
@@ -38,49 +32,15 @@ class Generator {
   }
 
  private:
-  static constexpr uint64_t kGamma = 0x9e3779b97f4a7c15ull;  // splitmix64's increment.
-
-  // splitmix64's output for `state`, as a uniform value on ±√3 (mean 0, deviation 1).
-  static float Uniform(uint64_t state) {
-    uint64_t z = state;
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    z ^= z >> 31;
-    constexpr float kUnit = 1.0f / 16777216.0f;  // 24 bits → [0, 1).
-    return 1.7320508f * (2.0f * static_cast<float>(z >> 40) * kUnit - 1.0f);
-  }
-
-  // Mean 0, deviation 1: normal, or uniform.
-  float Draw() {
-    if (!fill_.fast_uniform) return normal_(rng_);
-    state_ += kGamma;
-    return Uniform(state_);
-  }
-
-  // n draws of the uniform stream, the i-th from state + (i + 1)·γ: the same values whichever
-  // thread computes them, so large matrices are filled in parallel.
-  void FillUniform(float* out, int64_t n) {
-    const uint64_t base = state_;
-    const float scale = fill_.stddev;
-    auto fill = [&](int64_t begin, int64_t end) {
-      for (int64_t i = begin; i < end; ++i) {
-        out[i] = scale * Uniform(base + static_cast<uint64_t>(i + 1) * kGamma);
-      }
-    };
-    const int64_t threads =
-        n < (1 << 20) ? 1 : std::max<int64_t>(1, std::thread::hardware_concurrency());
-    std::vector<std::thread> pool;
-    for (int64_t t = 1; t < threads; ++t) {
-      pool.emplace_back(fill, n * t / threads, n * (t + 1) / threads);
+  void Fill(float* out, int64_t n, float mean, float std) {
+    if (fill_.fast_uniform) {
+      draws_.FillUniform(out, n, mean, std);
+    } else {
+      draws_.FillNormal(out, n, mean, std);
     }
-    fill(0, n / threads);
-    for (std::thread& t : pool) t.join();
-    state_ += static_cast<uint64_t>(n) * kGamma;
   }
 
-  std::mt19937_64 rng_;
-  std::normal_distribution<float> normal_;
-  uint64_t state_;
+  semmoe::testing::RandomDraws draws_;
   RandomFill fill_;
 };
 

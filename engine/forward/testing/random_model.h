@@ -4,8 +4,9 @@
 // weights, mixtral with plain attention, deepseek_v2 (MLA without q LoRA, YaRN, group-max
 // routing, ungated shared experts, a dense first layer) and deepseek_v3 (MLA with q LoRA,
 // sigmoid bias-corrected routing by group top-two sums, scaled weights). Weights N(0, 0.08²), norms
-// N(1, 0.1²). RandomWeights fills any config; at a production shape (a benchmark's), use the fast
-// fill.
+// N(1, 0.1²), drawn by the same source as the tests' checkpoints
+// (engine/model/testing/random_draws.h). RandomWeights fills any config; at a production shape (a
+// benchmark's), use the fast fill.
 #ifndef SEMMOE_ENGINE_FORWARD_TESTING_RANDOM_MODEL_H_
 #define SEMMOE_ENGINE_FORWARD_TESTING_RANDOM_MODEL_H_
 
@@ -18,8 +19,8 @@
 namespace semmoe::engine::forward::testing {
 
 model::ModelConfig RandomModelConfig(model::Arch arch);
-// How RandomWeights draws: normal (the tests' models), or uniform of the same deviation from a
-// splitmix64 stream — about 20x faster, for billions of weights.
+// How RandomWeights draws: normal (the tests' models), or uniform of the same deviation
+// (RandomDraws::FillUniform) — about 20x faster, for billions of weights.
 struct RandomFill {
   bool fast_uniform = false;
   float stddev = 0.08f;  // Of the weights; norms are 1 ± 0.1 either way.

@@ -2,14 +2,15 @@
 
 #include <sys/stat.h>
 
-#include <cmath>
 #include <map>
-#include <random>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/file.h"
 #include "common/status_macros.h"
+#include "engine/model/testing/random_draws.h"
 #include "engine/model/weights.h"
 #include "engine/text/byte_level.h"
 #include "engine/text/pretokenizer.h"
@@ -31,27 +32,6 @@ constexpr char kTrainingText[] =
     "experts it needs. This is the whole idea: put the data and the experts together.\n"
     "int main(int argc, char** argv) { return run(argc, argv); }\n"
     "def forward(self, x):\n    return self.down(self.act(self.gate(x)) * self.up(x))\n";
-
-// Deterministic N(mean, std²) from a seeded engine (Box-Muller; std::normal_distribution's
-// algorithm is implementation-defined).
-class Gaussian {
- public:
-  explicit Gaussian(uint64_t seed) : engine_(seed) {}
-  float Next(float mean, float std) {
-    double u1 = (static_cast<double>(engine_() >> 11) + 0.5) / 9007199254740992.0;
-    double u2 = static_cast<double>(engine_() >> 11) / 9007199254740992.0;
-    return mean + std * static_cast<float>(std::sqrt(-2.0 * std::log(u1)) *
-                                           std::cos(6.283185307179586 * u2));
-  }
-  std::vector<float> Fill(size_t n, float mean, float std) {
-    std::vector<float> v(n);
-    for (float& x : v) x = Next(mean, std);
-    return v;
-  }
-
- private:
-  std::mt19937_64 engine_;
-};
 
 // Learns `num_merges` byte-level BPE merges from kTrainingText (most frequent pair first; ties by
 // the pair's bytes), returning them as (left, right) raw-byte strings.
@@ -315,7 +295,7 @@ absl::Status WriteTinyModel(const TinyModelOptions& options, const std::string& 
   // Parse our own config back: the same validation every user checkpoint gets.
   ASSIGN_OR_RETURN(engine::model::ModelConfig c, engine::model::ParseModelConfig(config.dump()));
 
-  Gaussian rng(o.seed);
+  RandomDraws draws(o.seed);
   std::vector<SafetensorsWriter> shards(o.num_shards);
   int tensor_index = 0;
   nlohmann::ordered_json weight_map = nlohmann::ordered_json::object();
@@ -325,7 +305,9 @@ absl::Status WriteTinyModel(const TinyModelOptions& options, const std::string& 
     for (int64_t d : shape) n *= d;
     const int shard = tensor_index++ % o.num_shards;
     weight_map[name] = absl::StrFormat("model-%05d-of-%05d.safetensors", shard + 1, o.num_shards);
-    return shards[shard].AddF32(name, o.dtype, shape, rng.Fill(n, mean, std));
+    std::vector<float> values(n);
+    draws.FillNormal(values.data(), static_cast<int64_t>(n), mean, std);
+    return shards[shard].AddF32(name, o.dtype, shape, std::move(values));
   };
   const float s = o.init_std;
   const int64_t h = c.hidden_size;

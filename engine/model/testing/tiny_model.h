@@ -2,10 +2,11 @@
 // shards + index, generation_config.json, tokenizer.json) for any supported architecture and
 // size. Used by unit tests and by `bazel run //tools:make_tiny_model`.
 //
-// Weights are N(0, init_std²) (norm weights N(1, 0.1²)) from a seeded generator, so a given
-// options struct always produces the same bytes. The tokenizer is byte-level BPE with the 256
-// byte tokens, `num_merges` merges learned from a small built-in English text, and the Qwen
-// special tokens <|endoftext|>, <|im_start|>, <|im_end|>.
+// Weights are N(0, init_std²) (norm weights N(1, 0.1²)) from RandomDraws (random_draws.h, the
+// in-memory random models' source too), so a given options struct always produces the same
+// bytes. The tokenizer is byte-level BPE with the 256 byte tokens, `num_merges` merges learned
+// from a small built-in English text, and the Qwen special tokens <|endoftext|>, <|im_start|>,
+// <|im_end|>.
 #ifndef SEMMOE_ENGINE_MODEL_TESTING_TINY_MODEL_H_
 #define SEMMOE_ENGINE_MODEL_TESTING_TINY_MODEL_H_
 
