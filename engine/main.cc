@@ -265,8 +265,8 @@ absl::StatusOr<PrefillForward> PrefillOn(const model::Model& model, int device,
                                          offline::PrefillBackend* backend) {
   PrefillForward on;
   if (device < 0) {
-    ASSIGN_OR_RETURN(on.cpu, offline::CpuPrefill::Create(model.config, *model.weights,
-                                                         absl::GetFlag(FLAGS_max_batch_tokens)));
+    ASSIGN_OR_RETURN(on.cpu, offline::CreateCpuPrefill(model.config, *model.weights,
+                                                       absl::GetFlag(FLAGS_max_batch_tokens)));
     *backend = on.cpu->backend();
     return on;
   }
@@ -300,12 +300,12 @@ int Score(int device) {
   if (!on_device.ok()) return Fail(on_device.status());
   const std::string input = UserPath(absl::GetFlag(FLAGS_input));
   std::unique_ptr<Progress> progress = ProgressOver(input, "engine score", "inputs");
-  auto n = offline::RunScore((*m)->config,
-                             {.input = input,
-                              .output = UserPath(absl::GetFlag(FLAGS_out)),
-                              .max_batch_tokens = absl::GetFlag(FLAGS_max_batch_tokens),
-                              .backend = backend,
-                              .progress = progress.get()});
+  auto n =
+      offline::RunScore((*m)->config, {.input = input,
+                                       .output = UserPath(absl::GetFlag(FLAGS_out)),
+                                       .max_batch_tokens = absl::GetFlag(FLAGS_max_batch_tokens),
+                                       .backend = backend,
+                                       .progress = progress.get()});
   progress.reset();  // Its last line before the summary.
   if (!n.ok()) return Fail(n.status());
   std::cerr << "scored " << *n << " inputs into " << absl::GetFlag(FLAGS_out) << "\n";

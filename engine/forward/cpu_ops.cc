@@ -28,9 +28,9 @@ constexpr int64_t kDirectAttentionTokens = 4;
 constexpr int64_t kCausalBlockTokens = 32;
 // From this many query heads per KV head such a run attends through products over the group
 // (each key read once for the group: MLA's one latent head); fewer take the per-token kernel,
-// which is faster there in the AVX2 build (tools/bench_op_set at 0b1ac06, --config=opt: qwen3-moe-a's
-// groups of 2 decode at 0.93x of the kernel through the products, deepseek-v3-tiny's 8 at
-// 1.03-1.07x).
+// which is faster there in the AVX2 build (tools/bench_op_set at 0b1ac06, --config=opt:
+// qwen3-moe-a's groups of 2 decode at 0.93x of the kernel through the products, deepseek-v3-tiny's
+// 8 at 1.03-1.07x).
 constexpr int kGroupedQueryHeads = 4;
 
 }  // namespace
@@ -236,10 +236,10 @@ void GemmAttention(const kernels::PagedAttentionArgs& a, int64_t t, int64_t n) {
       const int64_t seen = a.position[t + i0 + rows - 1] + 1;
       for (int h = 0; h < a.q_heads; ++h) {
         const int64_t kv = int64_t{h / group};
-        Eigen::Map<const RowMajor, 0, Stride> q(a.q + (t + i0) * q_row + int64_t{h} * hd, rows,
-                                                hd, Stride(q_row));
-        Eigen::Map<RowMajor, 0, Stride> out(a.out + (t + i0) * out_row + int64_t{h} * vd, rows,
-                                            vd, Stride(out_row));
+        Eigen::Map<const RowMajor, 0, Stride> q(a.q + (t + i0) * q_row + int64_t{h} * hd, rows, hd,
+                                                Stride(q_row));
+        Eigen::Map<RowMajor, 0, Stride> out(a.out + (t + i0) * out_row + int64_t{h} * vd, rows, vd,
+                                            Stride(out_row));
         scores.noalias() = (a.scale * q) * keys.block(0, kv * hd, seen, hd).transpose();
         kernels::cpu::CausalSoftmax({scores.data(), rows, seen, seen, start + i0});
         out.noalias() = scores * values.block(0, kv * vd, seen, vd);

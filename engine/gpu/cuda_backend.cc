@@ -7,10 +7,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
+#include "engine/backend/device_backend.h"
 #include "engine/gpu/gpu_batch.h"
 #include "engine/gpu/gpu_prefill.h"
 #include "engine/gpu/gpu_serving_rank.h"
-#include "engine/backend/device_backend.h"
 #include "kernels/cuda/cuda_status.h"
 
 namespace semmoe::engine::gpu {
@@ -34,9 +34,8 @@ class BatchSession : public DeviceSession {
   std::string Describe() const override { return description_; }
   runtime::BatchEngine::ForwardFn batch_forward() override {
     GpuTransformer* forward = forward_.get();
-    return [forward](absl::Span<const model::SequenceInput> batch) {
-      return forward->Forward(batch);
-    };
+    return
+        [forward](absl::Span<const model::SequenceInput> batch) { return forward->Forward(batch); };
   }
 
  private:
@@ -105,11 +104,12 @@ class CudaBackend : public DeviceBackend {
     return std::make_unique<BatchSession>(target.device, std::move(forward));
   }
 
-  absl::StatusOr<std::unique_ptr<DeviceSession>> UseForPrefill(
-      const model::ModelConfig& config, const model::ModelWeights& weights,
-      const DeviceTarget& target, int max_batch_tokens) override {
+  absl::StatusOr<std::unique_ptr<DeviceSession>> UseForPrefill(const model::ModelConfig& config,
+                                                               const model::ModelWeights& weights,
+                                                               const DeviceTarget& target,
+                                                               int max_batch_tokens) override {
     ASSIGN_OR_RETURN(std::unique_ptr<GpuPrefill> prefill,
-                     GpuPrefill::Create(config, weights, Gpu(target), max_batch_tokens));
+                     CreateGpuPrefill(config, weights, Gpu(target), max_batch_tokens));
     return std::make_unique<PrefillSession>(target.device, std::move(prefill));
   }
 

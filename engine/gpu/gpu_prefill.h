@@ -9,28 +9,17 @@
 #include "engine/gpu/gpu_transformer.h"
 #include "engine/model/weights.h"
 #include "engine/offline/prefill_runner.h"
-#include "engine/runtime/kv_cache.h"
 #include "engine/text/config.h"
 
 namespace semmoe::engine::gpu {
 
-class GpuPrefill {
- public:
-  // Pages for any pass of `max_batch_tokens` (offline::PrefillPagesNeeded). Errors as
-  // GpuTransformer::Create.
-  static absl::StatusOr<std::unique_ptr<GpuPrefill>> Create(const model::ModelConfig& config,
-                                                            const model::ModelWeights& weights,
-                                                            const GpuTarget& target,
-                                                            int max_batch_tokens);
-  // For ScoreOptions/TraceOptions::backend; valid while this object lives.
-  offline::PrefillBackend backend();
-  const GpuTransformer& forward() const { return *forward_; }
+using GpuPrefill = offline::PrefillOn<GpuTransformer>;
 
- private:
-  GpuPrefill() = default;
-  std::unique_ptr<GpuTransformer> forward_;
-  std::unique_ptr<runtime::PagedKvCache> pages_;
-};
+// Errors as GpuTransformer::Create.
+absl::StatusOr<std::unique_ptr<GpuPrefill>> CreateGpuPrefill(const model::ModelConfig& config,
+                                                             const model::ModelWeights& weights,
+                                                             const GpuTarget& target,
+                                                             int max_batch_tokens);
 
 }  // namespace semmoe::engine::gpu
 

@@ -193,9 +193,9 @@ TEST_F(GpuReferenceTest, SharedModelBf16WithinTheReadmeTolerance) {
 // CPU's last logits and routing, prompt by prompt, over several batches.
 TEST_F(GpuReferenceTest, PrefillRunnerOnTheGpuMatchesTheCpu) {
   const int budget = 256;
-  auto gpu = GpuPrefill::Create(config_, *weights_, GpuTarget{.device = 0}, budget);
+  auto gpu = CreateGpuPrefill(config_, *weights_, GpuTarget{.device = 0}, budget);
   ASSERT_TRUE(gpu.ok()) << gpu.status();
-  auto cpu = offline::CpuPrefill::Create(config_, *weights_, budget);
+  auto cpu = offline::CreateCpuPrefill(config_, *weights_, budget);
   ASSERT_TRUE(cpu.ok()) << cpu.status();
 
   struct Result {

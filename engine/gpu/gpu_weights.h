@@ -43,8 +43,8 @@ struct GpuLayer {
   GpuLinear router;                // [experts, hidden]
   DeviceArray<float> router_bias;  // noaux_tc only.
   std::vector<GpuMlp> experts;     // All of them.
-  GpuMlp shared_expert;  // Shaped (rows > 0) when the layer has one.
-  GpuLinear shared_expert_gate;  // [1, hidden]; empty for DeepSeek's ungated shared experts.
+  GpuMlp shared_expert;            // Shaped (rows > 0) when the layer has one.
+  GpuLinear shared_expert_gate;    // [1, hidden]; empty for DeepSeek's ungated shared experts.
 };
 
 struct GpuWeights {

@@ -10,26 +10,16 @@
 #include "engine/forward/cpu_forward.h"
 #include "engine/model/weights.h"
 #include "engine/offline/prefill_runner.h"
-#include "engine/runtime/kv_cache.h"
 #include "engine/text/config.h"
 
 namespace semmoe::engine::offline {
 
-class CpuPrefill {
- public:
-  // Pages for any pass of `max_batch_tokens` (PrefillPagesNeeded). `config` and `weights`
-  // borrowed; they outlive this. Errors as CpuForward::Create.
-  static absl::StatusOr<std::unique_ptr<CpuPrefill>> Create(const model::ModelConfig& config,
-                                                            const model::ModelWeights& weights,
-                                                            int max_batch_tokens);
-  // For ScoreOptions/TraceOptions::backend; valid while this object lives.
-  PrefillBackend backend();
+using CpuPrefill = PrefillOn<forward::CpuForward>;
 
- private:
-  CpuPrefill() = default;
-  std::unique_ptr<forward::CpuForward> forward_;
-  std::unique_ptr<runtime::PagedKvCache> pages_;
-};
+// `config` and `weights` borrowed; they outlive the result. Errors as CpuForward::Create.
+absl::StatusOr<std::unique_ptr<CpuPrefill>> CreateCpuPrefill(const model::ModelConfig& config,
+                                                             const model::ModelWeights& weights,
+                                                             int max_batch_tokens);
 
 }  // namespace semmoe::engine::offline
 

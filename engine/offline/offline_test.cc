@@ -53,7 +53,7 @@ TEST_P(ScoreReferenceTest, MatchesReference) {
   auto m = model::LoadModel(dir);
   ASSERT_TRUE(m.ok()) << m.status();
   const std::string out = Tmp(name + ".score.jsonl");
-  auto cpu = CpuPrefill::Create((*m)->config, *(*m)->weights, 300);
+  auto cpu = CreateCpuPrefill((*m)->config, *(*m)->weights, 300);
   ASSERT_TRUE(cpu.ok()) << cpu.status();
   auto n = RunScore((*m)->config, {.input = JoinPath(dir, "reference/score_input.jsonl"),
                                    .output = out,
@@ -99,8 +99,8 @@ TEST_P(ScoreReferenceTest, MatchesReference) {
       }
     }
   }
-  std::cout << name << ": worst final-logit rel-L2 "
-            << worst << ", router sets " << same << "/" << pairs << "\n";
+  std::cout << name << ": worst final-logit rel-L2 " << worst << ", router sets " << same << "/"
+            << pairs << "\n";
   EXPECT_EQ(pairs, 1347 * layers);
   // The random-initialised fixtures have no near-tie: every set must match.
   if (prompts.value("random_init", false)) {
@@ -142,13 +142,12 @@ TEST(TraceTest, SharedModelMatchesReferenceTrace) {
     jsonl += nlohmann::json({{"id", i}, {"token_ids", prompt}}).dump() + "\n";
   }
   ASSERT_TRUE(WriteFileAtomically(Tmp("ref_prompts.jsonl"), jsonl).ok());
-  auto cpu = CpuPrefill::Create((*m)->config, *(*m)->weights, TraceOptions{}.max_batch_tokens);
+  auto cpu = CreateCpuPrefill((*m)->config, *(*m)->weights, TraceOptions{}.max_batch_tokens);
   ASSERT_TRUE(cpu.ok()) << cpu.status();
   const std::string trace = Tmp("ref.trace");
-  auto summary = RunTrace((*m)->config, nullptr,
-                          {.prompts = Tmp("ref_prompts.jsonl"),
-                           .output = trace,
-                           .backend = (*cpu)->backend()});
+  auto summary = RunTrace(
+      (*m)->config, nullptr,
+      {.prompts = Tmp("ref_prompts.jsonl"), .output = trace, .backend = (*cpu)->backend()});
   ASSERT_TRUE(summary.ok()) << summary.status();
   auto reader = planner::trace::TraceReader::Open(trace);
   ASSERT_TRUE(reader.ok());
@@ -183,7 +182,7 @@ class TinyOfflineTest : public ::testing::Test {
     auto m = model::LoadModel(dir_, {.require_tokenizer = true});
     ASSERT_TRUE(m.ok()) << m.status();
     model_ = std::move(*m);
-    auto cpu = CpuPrefill::Create(model_->config, *model_->weights, ScoreOptions{}.max_batch_tokens);
+    auto cpu = CreateCpuPrefill(model_->config, *model_->weights, ScoreOptions{}.max_batch_tokens);
     ASSERT_TRUE(cpu.ok()) << cpu.status();
     cpu_ = std::move(*cpu);
   }
@@ -245,10 +244,10 @@ TEST_F(TinyOfflineTest, SmallBatchesScoreAndTraceWhatOneBatchDoes) {
             return plain.forward(batch, o);
           },
       .cache = plain.cache};
-  ASSERT_TRUE(RunScore(model_->config, {.input = Tmp("batched_in.jsonl"),
-                                        .output = Tmp("one.jsonl"),
-                                        .backend = plain})
-                  .ok());
+  ASSERT_TRUE(
+      RunScore(model_->config,
+               {.input = Tmp("batched_in.jsonl"), .output = Tmp("one.jsonl"), .backend = plain})
+          .ok());
   ASSERT_TRUE(RunScore(model_->config, {.input = Tmp("batched_in.jsonl"),
                                         .output = Tmp("small.jsonl"),
                                         .max_batch_tokens = budget,
@@ -268,11 +267,10 @@ TEST_F(TinyOfflineTest, SmallBatchesScoreAndTraceWhatOneBatchDoes) {
   }
   EXPECT_EQ(plain.cache->free_pages(), plain.cache->total_pages());
 
-  ASSERT_TRUE(RunTrace(model_->config, nullptr,
-                       {.prompts = Tmp("batched_in.jsonl"),
-                        .output = Tmp("one.trace"),
-                        .backend = plain})
-                  .ok());
+  ASSERT_TRUE(
+      RunTrace(model_->config, nullptr,
+               {.prompts = Tmp("batched_in.jsonl"), .output = Tmp("one.trace"), .backend = plain})
+          .ok());
   ASSERT_TRUE(RunTrace(model_->config, nullptr,
                        {.prompts = Tmp("batched_in.jsonl"),
                         .output = Tmp("small.trace"),

@@ -11,6 +11,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "common/status_macros.h"
 #include "engine/model/forward_io.h"
 #include "engine/runtime/kv_cache.h"
 
@@ -18,8 +19,8 @@ namespace semmoe::engine::offline {
 
 // Where the passes run: a forward that keeps its KV in an arena of its own (CpuForward,
 // GpuTransformer) takes paged sequences; `cache` lends each pass its pages (released after it)
-// and `forward` runs it. Both required (BackendOver makes one; engine/offline/cpu_prefill.h and
-// engine/gpu/gpu_prefill.h own the forward and its lender).
+// and `forward` runs it. Both required (PrefillOn, below, owns a forward and its lender and makes
+// one).
 struct PrefillBackend {
   std::function<absl::StatusOr<model::ForwardOutput>(absl::Span<const model::SequenceInput>,
                                                      const model::ForwardOptions&)>
@@ -37,17 +38,39 @@ inline constexpr int kPrefillPageSize = 16;
 absl::StatusOr<std::unique_ptr<runtime::PagedKvCache>> PrefillPageLender(
     const model::ModelConfig& config, int max_batch_tokens);
 
-// A backend over `forward` (anything with Forward(batch, options): CpuForward, GpuTransformer)
-// whose arena `lender` hands out. Both borrowed; they outlive the backend.
+// A forward that keeps its own arena for a PrefillRunner (anything with Forward(batch, options):
+// CpuForward, GpuTransformer) with the host cache that lends its sequences the arena's pages:
+// CpuPrefill (engine/offline/cpu_prefill.h), GpuPrefill (engine/gpu/gpu_prefill.h).
 template <typename Forward>
-PrefillBackend BackendOver(Forward& forward, runtime::PagedKvCache& lender) {
-  return {.forward =
-              [&forward](absl::Span<const model::SequenceInput> batch,
-                         const model::ForwardOptions& options) {
-                return forward.Forward(batch, options);
-              },
-          .cache = &lender};
-}
+class PrefillOn {
+ public:
+  // `create(num_pages, page_size)` returns the forward over an arena of that many pages for any
+  // pass of `max_batch_tokens` (PrefillPagesNeeded of kPrefillPageSize); its errors are these.
+  template <typename CreateForward>
+  static absl::StatusOr<std::unique_ptr<PrefillOn>> Create(const model::ModelConfig& config,
+                                                           int max_batch_tokens,
+                                                           const CreateForward& create) {
+    std::unique_ptr<PrefillOn> p(new PrefillOn());
+    ASSIGN_OR_RETURN(p->pages_, PrefillPageLender(config, max_batch_tokens));
+    ASSIGN_OR_RETURN(p->forward_, create(p->pages_->total_pages(), kPrefillPageSize));
+    return p;
+  }
+  // For ScoreOptions/TraceOptions::backend; valid while this object lives.
+  PrefillBackend backend() {
+    return {.forward =
+                [this](absl::Span<const model::SequenceInput> batch,
+                       const model::ForwardOptions& options) {
+                  return forward_->Forward(batch, options);
+                },
+            .cache = pages_.get()};
+  }
+  const Forward& forward() const { return *forward_; }
+
+ private:
+  PrefillOn() = default;
+  std::unique_ptr<Forward> forward_;
+  std::unique_ptr<runtime::PagedKvCache> pages_;
+};
 
 struct PromptResult {
   int index;  // Order of Add().

@@ -23,7 +23,7 @@ TEST(RandomDrawsTest, NormalDrawsAreSeededAndHaveTheirMoments) {
   }
   const double mean = sum / kN;
   for (float v : a) squares += (v - mean) * (v - mean);
-  EXPECT_NEAR(mean, 1.5, 0.005);                    // 4 standard errors: 4 · 0.25 / √N.
+  EXPECT_NEAR(mean, 1.5, 0.005);  // 4 standard errors: 4 · 0.25 / √N.
   EXPECT_NEAR(std::sqrt(squares / kN), 0.25, 0.002);
   // One draw at a time is the same stream.
   RandomDraws one(7);
