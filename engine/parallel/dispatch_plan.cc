@@ -5,7 +5,8 @@
 namespace semmoe::engine {
 
 DispatchPlan PlanDispatch(const planner::Placement& placement, int moe_index, int rank, int top_k,
-                          absl::Span<const int32_t> ids, absl::Span<const float> weights) {
+                          absl::Span<const int32_t> ids, absl::Span<const float> weights,
+                          const planner::HolderChoice* choice) {
   const int g = placement.num_devices(), k = top_k;
   const int64_t tokens = k > 0 ? static_cast<int64_t>(ids.size()) / k : 0;
   DispatchPlan plan;
@@ -15,6 +16,25 @@ DispatchPlan PlanDispatch(const planner::Placement& placement, int moe_index, in
   plan.local_per_token.assign(tokens, 0);
   plan.home_device.assign(tokens, 0);
 
+  // The device serving each activation: the rank's own when it holds the expert, else the
+  // choice's next holder with shares left (the home without a choice).
+  std::vector<std::vector<int32_t>> left(choice != nullptr ? placement.num_experts() : 0);
+  auto serving = [&](int e) -> int {
+    if (choice == nullptr || placement.Holds(moe_index, rank, e)) {
+      return placement.Serving(moe_index, e, rank);
+    }
+    std::vector<int32_t>& shares = left[e];
+    if (shares.empty())
+      shares.assign(choice->Shares(rank, e).begin(), choice->Shares(rank, e).end());
+    for (size_t h = 0; h < shares.size(); ++h) {
+      if (shares[h] > 0) {
+        --shares[h];
+        return placement.HoldersOf(moe_index, e)[h];
+      }
+    }
+    return placement.Device(moe_index, e);
+  };
+  std::vector<int32_t> served_by(ids.size());
   std::vector<std::vector<int32_t>> to(g);
   std::vector<int> sent(g), homes(g);
   for (int64_t t = 0; t < tokens; ++t) {
@@ -22,7 +42,7 @@ DispatchPlan PlanDispatch(const planner::Placement& placement, int moe_index, in
     std::fill(homes.begin(), homes.end(), 0);
     for (int j = 0; j < k; ++j) {
       const int e = ids[t * k + j];
-      const int d = placement.Serving(moe_index, e, rank);
+      const int d = served_by[t * k + j] = serving(e);
       if (sent[d]++ == 0) to[d].push_back(static_cast<int32_t>(t));
       ++(d == rank ? plan.local_activations : plan.remote_activations);
       plan.local_per_token[t] += d == rank;
@@ -43,8 +63,7 @@ DispatchPlan PlanDispatch(const planner::Placement& placement, int moe_index, in
       plan.send_index.push_back(t);
       for (int j = 0; j < k; ++j) {
         const int32_t e = ids[t * k + j];
-        plan.send_ids.push_back(placement.Serving(moe_index, e, rank) == d ? e
-                                                                           : plan.served_elsewhere);
+        plan.send_ids.push_back(served_by[t * k + j] == d ? e : plan.served_elsewhere);
         plan.send_weights.push_back(weights[t * k + j]);
       }
     }

@@ -4,7 +4,10 @@
 // what crosses ranks.
 //
 // A token goes once to every rank that serves at least one of its top-k experts: an expert runs
-// on the token's own rank if that rank holds it (home or replica), else on its home. Rows are
+// on the token's own rank if that rank holds it (home or replica), else on its home — or, with a
+// per-batch holder choice (planner/placement/holder_choice.h), on the holders it picks: of this
+// rank's activations of the expert, in token order, the first Shares()[0] go to the first holder,
+// the next Shares()[1] to the second, and so on. Rows are
 // grouped by destination in rank order, tokens ascending within a rank; each sent row carries, per
 // slot, the expert id when the destination serves it, else kServedElsewhere, and the gate weight.
 #ifndef SEMMOE_ENGINE_PARALLEL_DISPATCH_PLAN_H_
@@ -15,6 +18,7 @@
 
 #include "absl/types/span.h"
 #include "engine/parallel/moe_layer_counters.h"
+#include "planner/placement/holder_choice.h"
 #include "planner/placement/placement.h"
 
 namespace semmoe::engine {
@@ -40,9 +44,12 @@ struct DispatchPlan {
 };
 
 // REQUIRES: 0 <= moe_index < placement.num_layers(), 0 <= rank < placement.num_devices(),
-// ids.size() == weights.size() == tokens × top_k with ids in [0, num_experts) (the router's top-k).
+// ids.size() == weights.size() == tokens × top_k with ids in [0, num_experts) (the router's top-k);
+// `choice`, when given, made for this layer from a demand whose row `rank` is ExpertDemand(ids)
+// (an activation past its shares goes to the expert's home).
 DispatchPlan PlanDispatch(const planner::Placement& placement, int moe_index, int rank, int top_k,
-                          absl::Span<const int32_t> ids, absl::Span<const float> weights);
+                          absl::Span<const int32_t> ids, absl::Span<const float> weights,
+                          const planner::HolderChoice* choice = nullptr);
 
 // The byte-counting rule: payload only, to and from peers (the rank's own rows are not counted).
 // A dispatched row is the hidden state (f32) plus, per slot, an i32 expert id and an f32 weight;

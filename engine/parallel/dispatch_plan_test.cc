@@ -53,6 +53,35 @@ TEST(DispatchPlanTest, TheReplicaIsOnlyTheHoldersOwn) {
   EXPECT_THAT(plan.local_per_token, ElementsAre(1));
 }
 
+TEST(DispatchPlanTest, AHolderChoiceSendsAnExpertsActivationsToItsHoldersInTokenOrder) {
+  const planner::Placement placement = TestPlacement();  // Expert 7: home 3, replica on 0.
+  // Rank 1, top-1: three tokens for expert 7, one for its own expert 2.
+  const std::vector<int32_t> ids = {7, 7, 7, 2};
+  const std::vector<float> weights = {1, 1, 1, 1};
+  std::vector<int32_t> demand(4 * 8, 0);
+  demand[1 * 8 + 7] = 3;
+  demand[1 * 8 + 2] = 1;
+  // Device 3 busy with its own expert 6: all three go to the replica on device 0.
+  demand[3 * 8 + 6] = 10;
+  planner::HolderChoice busy = planner::ChooseHolders(placement, 0, demand);
+  DispatchPlan plan = PlanDispatch(placement, 0, /*rank=*/1, 1, ids, weights, &busy);
+  EXPECT_THAT(plan.send_rows, ElementsAre(3, 1, 0, 0));
+  EXPECT_THAT(plan.send_index, ElementsAre(0, 1, 2, 3));
+  EXPECT_THAT(plan.send_ids, ElementsAre(7, 7, 7, 2));
+  EXPECT_EQ(plan.local_activations, 1);
+  EXPECT_EQ(plan.remote_activations, 3);
+  // Device 3 as loaded as device 1: shares {home 1, replica 2}, the first token to the home.
+  demand[3 * 8 + 6] = 1;
+  planner::HolderChoice even = planner::ChooseHolders(placement, 0, demand);
+  ASSERT_THAT(even.Shares(1, 7), ElementsAre(1, 2));
+  plan = PlanDispatch(placement, 0, /*rank=*/1, 1, ids, weights, &even);
+  EXPECT_THAT(plan.send_rows, ElementsAre(2, 1, 0, 1));
+  EXPECT_THAT(plan.send_index, ElementsAre(1, 2, 3, 0));
+  // Without a choice, the home.
+  plan = PlanDispatch(placement, 0, /*rank=*/1, 1, ids, weights);
+  EXPECT_THAT(plan.send_rows, ElementsAre(0, 1, 0, 3));
+}
+
 TEST(DispatchPlanTest, NoTokensPlanNothing) {
   const DispatchPlan plan = PlanDispatch(TestPlacement(), 0, 2, 2, {}, {});
   EXPECT_THAT(plan.send_rows, ElementsAre(0, 0, 0, 0));
