@@ -5,6 +5,7 @@
 // random, skewed and replicated (hot experts copied to other devices) placements; the tokens must
 // equal one device's, the logits agree within 1e-4 relative L2, and the byte counters must equal
 // the bytes recomputed from the routing each rank saw.
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <iostream>
@@ -34,6 +35,7 @@
 #include "planner/affinity/token_affinity.h"
 #include "planner/affinity/token_affinity_builder.h"
 #include "planner/placement/balanced_assign.h"
+#include "planner/placement/holder_choice.h"
 #include "planner/trace/trace_set.h"
 
 namespace semmoe::engine {
@@ -172,11 +174,10 @@ const Reference& GetReference(const ModelCase& c) {
     auto one = forward::testing::PagedCpuForward::Create(config, *ref->model->weights,
                                                          /*num_pages=*/256, /*page_size=*/16);
     EXPECT_TRUE(one.ok()) << one.status();
-    auto outputs = RunGreedy(
-        [&](absl::Span<const model::SequenceInput> b, const model::ForwardOptions& o) {
-          return (*one)->forward().Forward(b, o);
-        },
-        (*one)->pages(), c.prompts, &ref->routing);
+    auto outputs =
+        RunGreedy([&](absl::Span<const model::SequenceInput> b,
+                      const model::ForwardOptions& o) { return (*one)->forward().Forward(b, o); },
+                  (*one)->pages(), c.prompts, &ref->routing);
     EXPECT_TRUE(outputs.ok()) << outputs.status();
     ref->outputs = std::move(*outputs);
   }
@@ -420,15 +421,38 @@ TEST_P(ParallelForwardTest, MatchesOneDeviceAndCountsBytesExactly) {
   // Bytes: recompute each rank's dispatch/combine traffic from the routing it ran.
   const int64_t hidden = config.hidden_size, k = config.top_k;
   const int64_t row_bytes = hidden * 4 + k * 8;
+  // With replicas, each pass's layer spreads an expert's activations from ranks without it over
+  // its holders by the choice all ranks compute from everyone's activations per expert
+  // (planner/placement:holder_choice), this rank's in token order.
   std::vector<std::vector<int64_t>> rows(g, std::vector<int64_t>(g, 0));  // [src][dst]
   std::vector<int64_t> local(g, 0), remote(g, 0);
-  for (int r = 0; r < g; ++r) {
-    for (const auto& forward : results[r].routing) {
-      for (size_t l = 0; l < forward.size(); ++l) {
-        for (int t = 0; t < forward[l].tokens(); ++t) {
+  const size_t passes = results[0].routing.size();
+  const int n = config.num_experts;
+  for (size_t pass = 0; pass < passes; ++pass) {
+    for (size_t l = 0; l < results[0].routing[pass].size(); ++l) {
+      std::vector<int32_t> demand(static_cast<size_t>(g) * n, 0);
+      for (int r = 0; r < g; ++r) {
+        ASSERT_EQ(results[r].routing.size(), passes) << "rank " << r;
+        for (int32_t e : results[r].routing[pass][l].expert_ids) ++demand[r * n + e];
+      }
+      const planner::HolderChoice choice = planner::ChooseHolders(*placement, l, demand);
+      for (int r = 0; r < g; ++r) {
+        const model::Routing& routed = results[r].routing[pass][l];
+        std::vector<std::vector<int32_t>> left(n);
+        for (int e = 0; e < n; ++e)
+          left[e].assign(choice.Shares(r, e).begin(), choice.Shares(r, e).end());
+        for (int t = 0; t < routed.tokens(); ++t) {
           std::vector<bool> hit(g, false);
           for (int j = 0; j < k; ++j) {
-            const int d = placement->Serving(l, forward[l].expert_ids[t * k + j], r);
+            const int e = routed.expert_ids[t * k + j];
+            int d = placement->Serving(l, e, r);
+            if (placement->replicas_per_device() > 0 && d != r) {
+              const auto holder =
+                  std::find_if(left[e].begin(), left[e].end(), [](int32_t c) { return c > 0; });
+              ASSERT_NE(holder, left[e].end()) << "expert " << e << " past its shares";
+              --*holder;
+              d = placement->HoldersOf(l, e)[holder - left[e].begin()];
+            }
             hit[d] = true;
             ++(d == r ? local[r] : remote[r]);
           }

@@ -3,7 +3,10 @@
 // with CudaOps; Gloo with CpuOps, the CPU product's ranks):
 //   dispatch  the DispatchPlan of engine/parallel/dispatch_plan.h: each token goes once to every
 //             rank serving at least one of its top-k experts, with those experts' ids
-//             (`num_experts` for slots served elsewhere) and gate weights;
+//             (`num_experts` for slots served elsewhere) and gate weights. With replicas (and the
+//             holder choice on), the ranks first all-gather their activations per expert and all
+//             compute the same per-batch holder choice (planner/placement/holder_choice.h): an
+//             expert a rank does not hold runs on the least-loaded of its holders;
 //   experts   every rank runs its experts grouped by expert over the rows it received;
 //   combine   each received row's gate-weighted sum goes back; the owner adds the returns in
 //             rank order (deterministic).
@@ -23,6 +26,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <type_traits>
 #include <vector>
 
@@ -38,6 +42,7 @@
 #include "engine/parallel/dispatch_plan.h"
 #include "engine/parallel/moe_layer_counters.h"
 #include "engine/text/config.h"
+#include "planner/placement/holder_choice.h"
 #include "planner/placement/placement.h"
 
 namespace semmoe::engine::forward {
@@ -54,10 +59,15 @@ class EpExchange {
   template <typename T>
   using Array = typename Ops::template Array<T>;
 
-  // All borrowed; they outlive this.
+  // All borrowed; they outlive this. `holder_choice`: with replicas, choose each batch's holders
+  // by load (else an expert a rank does not hold runs on its home).
   EpExchange(const model::ModelConfig& config, const planner::Placement& placement,
-             Communicator& comm, Ops& ops)
-      : c_(config), placement_(placement), comm_(comm), ops_(ops) {}
+             Communicator& comm, Ops& ops, bool holder_choice = true)
+      : c_(config),
+        placement_(placement),
+        comm_(comm),
+        ops_(ops),
+        holder_choice_(holder_choice && placement.replicas_per_device() > 0) {}
 
   // out [tokens, hidden] (Ops memory) = Σ_j weights[t, j] · expert_{ids[t, j]}(h[t]), the experts
   // run where the placement serves them. `ids`/`weights`: the tokens' routing on the host.
@@ -77,7 +87,13 @@ class EpExchange {
 
     // Which rows go where, in rank order, with their expert ids and gate weights for their
     // destination (engine/parallel/dispatch_plan.h, shared with the CPU exchange).
-    const DispatchPlan plan = PlanDispatch(placement_, moe_index, me, k, ids, weights);
+    std::optional<planner::HolderChoice> choice;
+    if (holder_choice_) {
+      ASSIGN_OR_RETURN(choice, ChooseHolders(moe_index, ids, counters));
+      holder_load_ = choice->load();
+    }
+    const DispatchPlan plan =
+        PlanDispatch(placement_, moe_index, me, k, ids, weights, choice ? &*choice : nullptr);
     home_devices_ = plan.home_device;
     for (int64_t t = 0; t < tokens; ++t) {
       row_local[t] += plan.local_per_token[t];
@@ -190,6 +206,8 @@ class EpExchange {
   // Per token of the latest Run: the device holding the homes of most of its experts
   // (DispatchPlan::home_device; Attention-TP's history for the A tables).
   const std::vector<int32_t>& home_devices() const { return home_devices_; }
+  // The last Run's expert activations per rank under the holder choice (empty without one).
+  const std::vector<int64_t>& holder_load() const { return holder_load_; }
 
  private:
   // Seconds since `start`, which moves to now.
@@ -292,6 +310,33 @@ class EpExchange {
     return absl::OkStatus();
   }
 
+  // Every rank's activations per expert (all-gathered through Ops memory: an NCCL group reads
+  // device buffers only), and the holder choice they all compute from them.
+  absl::StatusOr<planner::HolderChoice> ChooseHolders(int moe_index,
+                                                      const std::vector<int32_t>& ids,
+                                                      MoeLayerCounters& counters) {
+    const int g = comm_.size(), n = c_.num_experts;
+    const std::vector<int32_t> mine = planner::ExpertDemand(ids, n);
+    RETURN_IF_ERROR(own_demand_.Reserve(n));
+    RETURN_IF_ERROR(demand_.Reserve(int64_t{g} * n));
+    RETURN_IF_ERROR(ops_.CopyIn(own_demand_.data(), mine.data(), n));
+    RETURN_IF_ERROR(ops_.Finish());
+    absl::Time wait = absl::Now();
+    RETURN_IF_ERROR(comm_.AllGatherV(absl::Span<const int32_t>(own_demand_.data(), n),
+                                     std::vector<int64_t>(g, n),
+                                     absl::Span<int32_t>(demand_.data(), int64_t{g} * n)));
+    counters.dispatch_wait_seconds += Seconds(wait);
+    std::vector<int32_t> demand(int64_t{g} * n);
+    RETURN_IF_ERROR(ops_.CopyOut(demand.data(), demand_.data(), demand.size()));
+    for (size_t i = 0; i < demand.size(); ++i) {
+      if (demand[i] < 0) {
+        return absl::InternalError(absl::StrCat("peer ", i / n, " announced ", demand[i],
+                                                " activations of expert ", i % n));
+      }
+    }
+    return planner::ChooseHolders(placement_, moe_index, demand);
+  }
+
   // `planned`: rows of the plan (this rank's own included); `received` from peers; `self` own.
   // `stacked`: the layer's experts run as one bf16 grouped call (which needs the rows in bf16).
   absl::Status Reserve(int64_t planned, int64_t received, int64_t self, bool stacked) {
@@ -325,7 +370,10 @@ class EpExchange {
   const planner::Placement& placement_;
   Communicator& comm_;
   Ops& ops_;
+  const bool holder_choice_;
   std::vector<int32_t> home_devices_;
+  std::vector<int64_t> holder_load_;
+  Array<int32_t> own_demand_, demand_;  // The holder choice's all-gather.
   Array<int64_t> send_counts_, recv_counts_, counts_, offsets_, entry_of_position_,
       position_of_entry_;
   Array<int32_t> send_index_, send_ids_, recv_ids_;

@@ -25,6 +25,9 @@ struct ExpertParallelOptions {  // Both null: every expert on this device.
   bool attention_tp = false;
   const DevicePredictor* predictor = nullptr;
   double token_balance_eps = 0;
+  // With replicas in the placement: each batch, an expert a rank does not hold runs on the
+  // least-loaded of its holders (planner/placement/holder_choice.h); false: on its home.
+  bool holder_choice = true;
 };
 
 }  // namespace semmoe::engine::forward

@@ -1,7 +1,7 @@
 // ForwardRunner<Ops>: the forward pass, written once, as a sequence of primitive operations on
-// one device's memory, independent of the device (docs/ENGINE.md, "The forward pass"). `Ops` supplies the memory and
-// the operations; CudaOps (engine/gpu/cuda_ops.h) runs them on a GPU, CpuOps
-// (engine/forward/cpu_ops.h) runs the very same sequence on the CPU references of the
+// one device's memory, independent of the device (docs/ENGINE.md, "The forward pass"). `Ops`
+// supplies the memory and the operations; CudaOps (engine/gpu/cuda_ops.h) runs them on a GPU,
+// CpuOps (engine/forward/cpu_ops.h) runs the very same sequence on the CPU references of the
 // kernels — the CPU product's forward (CpuForward), and in CI the check of this orchestration
 // (buffer sizes, strides, offsets, the order of operations) without a GPU.
 //
@@ -400,7 +400,7 @@ class ForwardRunner {
   absl::StatusOr<Exchanges> MakeExchanges(const ExpertParallelOptions& o) {
     Exchanges x;
     if (o.placement == nullptr) return x;
-    x.ep = std::make_unique<EpExchange<Ops>>(c_, *o.placement, *o.comm, ops_);
+    x.ep = std::make_unique<EpExchange<Ops>>(c_, *o.placement, *o.comm, ops_, o.holder_choice);
     if (o.attention_tp) {
       x.tp = std::make_unique<TpExchange<Ops>>(c_, *o.comm, ops_, o.predictor, o.token_balance_eps);
       RETURN_IF_ERROR(x.tp->Init());
