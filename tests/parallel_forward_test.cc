@@ -425,7 +425,7 @@ TEST_P(ParallelForwardTest, MatchesOneDeviceAndCountsBytesExactly) {
   // its holders by the choice all ranks compute from everyone's activations per expert
   // (planner/placement:holder_choice), this rank's in token order.
   std::vector<std::vector<int64_t>> rows(g, std::vector<int64_t>(g, 0));  // [src][dst]
-  std::vector<int64_t> local(g, 0), remote(g, 0);
+  std::vector<int64_t> local(g, 0), remote(g, 0), served(g, 0);
   const size_t passes = results[0].routing.size();
   const int n = config.num_experts;
   for (size_t pass = 0; pass < passes; ++pass) {
@@ -455,6 +455,7 @@ TEST_P(ParallelForwardTest, MatchesOneDeviceAndCountsBytesExactly) {
             }
             hit[d] = true;
             ++(d == r ? local[r] : remote[r]);
+            ++served[d];
           }
           for (int d = 0; d < g; ++d) rows[r][d] += hit[d] ? 1 : 0;
         }
@@ -463,7 +464,7 @@ TEST_P(ParallelForwardTest, MatchesOneDeviceAndCountsBytesExactly) {
   }
   const int64_t calls = static_cast<int64_t>(kDecodeSteps + 1) * moe_layers.size();
   for (int r = 0; r < g; ++r) {
-    int64_t sent = 0, received = 0, local_total = 0, remote_total = 0;
+    int64_t sent = 0, received = 0, local_total = 0, remote_total = 0, served_total = 0;
     for (int d = 0; d < g; ++d) {
       if (d == r) continue;
       sent += rows[r][d];
@@ -472,6 +473,7 @@ TEST_P(ParallelForwardTest, MatchesOneDeviceAndCountsBytesExactly) {
     for (const MoeLayerCounters& m : results[r].counters) {
       local_total += m.local_activations;
       remote_total += m.remote_activations;
+      served_total += m.served_activations;
     }
     int64_t dispatch_sent = 0, dispatch_received = 0, combine_sent = 0, combine_received = 0;
     for (const MoeLayerCounters& m : results[r].counters) {
@@ -486,6 +488,7 @@ TEST_P(ParallelForwardTest, MatchesOneDeviceAndCountsBytesExactly) {
     EXPECT_EQ(combine_received, sent * hidden * 4) << "rank " << r;
     EXPECT_EQ(local_total, local[r]);
     EXPECT_EQ(remote_total, remote[r]);
+    EXPECT_EQ(served_total, served[r]) << "rank " << r << ": the activations its experts ran";
     // The communicator saw exactly that plus the row-count exchange (one i64 per peer per call).
     const CollectiveCounters& a2a = results[r].comm[CollectiveKind::kAllToAll];
     EXPECT_EQ(a2a.bytes_sent, dispatch_sent + combine_sent + calls * 8 * (g - 1)) << "rank " << r;

@@ -7,9 +7,12 @@
 // greedy decode steps, for every G, in Attention-DP (vanilla: round-robin requests; semantic:
 // the router's affinity rule), Attention-TP plain and Attention-TP shuffled (predicting devices
 // by token id only, "tp_shuffled_T", and by token id and the previous layers, "tp_shuffled").
-// Printed per row: LAR, all-to-all payload bytes per token (dispatch + combine, f32 rows), RS+AG
-// bytes per token, and wall time per MoE layer call (dispatch / experts / combine, the slowest
-// rank).
+// Printed per row: LAR, the expert load's balance (per MoE layer, the busiest rank's expert
+// activations over the mean, "max/mean", averaged over layers), all-to-all payload bytes per
+// token (dispatch + combine, f32 rows), RS+AG bytes per token, and wall time per MoE layer call
+// (dispatch / experts / combine, the slowest rank). With --replicas, the replicated semantic
+// placement runs with the per-batch holder choice ("+choice", planner/placement/holder_choice.h)
+// and without it (an expert a rank lacks on its home, "+home").
 //
 //   bazel run -c opt //tools:bench_ep -- --model DIR --prompts FILE [--ranks G]
 //       [--placement semantic|FILE] [--json]
@@ -71,7 +74,7 @@ using planner::Placement;
 struct Row {
   int ranks = 0;
   std::string mode, placement;
-  double lar = 0, a2a_bytes_per_token = 0, rsag_bytes_per_token = 0;
+  double lar = 0, load_max_mean = 0, a2a_bytes_per_token = 0, rsag_bytes_per_token = 0;
   double dispatch_ms = 0, expert_ms = 0, combine_ms = 0, wall_s = 0;
 };
 
@@ -121,9 +124,9 @@ absl::StatusOr<planner::trace::TraceSet> Profile(const engine::model::Model& m,
   // One device: the CPU forward with every expert, its arena of the lender's pages.
   constexpr int kPages = 512, kPageSize = 16;
   ASSIGN_OR_RETURN(auto pages, engine::runtime::PagedKvCache::Create({.num_layers = c.num_layers,
-                                                                       .shape = c.kv_shape(),
-                                                                       .page_size = kPageSize,
-                                                                       .num_pages = kPages}));
+                                                                      .shape = c.kv_shape(),
+                                                                      .page_size = kPageSize,
+                                                                      .num_pages = kPages}));
   ASSIGN_OR_RETURN(auto one, engine::forward::CpuForward::Create(
                                  c, *m.weights, {.num_pages = kPages, .page_size = kPageSize}));
   const auto forward = [&](absl::Span<const engine::model::SequenceInput> b,
@@ -149,7 +152,7 @@ absl::StatusOr<Row> RunConfig(const std::string& dir,
                               const std::vector<std::vector<int32_t>>& prompts,
                               const Placement& placement, AttentionMode attention,
                               const engine::DevicePredictor* predictor,
-                              const std::vector<int>& request_rank) {
+                              const std::vector<int>& request_rank, bool holder_choice = true) {
   const int g = placement.num_devices();
   gloo::rendezvous::HashStore store;
   std::vector<absl::Status> status(g);
@@ -179,6 +182,7 @@ absl::StatusOr<Row> RunConfig(const std::string& dir,
         ASSIGN_OR_RETURN(auto model, engine::RankModel::Create(dir, placement, *comm,
                                                                {.attention = attention,
                                                                 .predictor = predictor,
+                                                                .holder_choice = holder_choice,
                                                                 .kv_cache_bytes = kv_bytes}));
         ASSIGN_OR_RETURN(auto pages, model->NewPageCache());
         engine::forward::CpuForward& cpu = *model->cpu_forward();
@@ -220,6 +224,17 @@ absl::StatusOr<Row> RunConfig(const std::string& dir,
     row.expert_ms = std::max(row.expert_ms, 1e3 * experts / calls);
     row.combine_ms = std::max(row.combine_ms, 1e3 * combine / calls);
   }
+  // Per MoE layer, the busiest rank's expert activations over the mean; averaged over layers.
+  const size_t layers = counters[0].size();
+  for (size_t l = 0; l < layers; ++l) {
+    int64_t max = 0, sum = 0;
+    for (int r = 0; r < g; ++r) {
+      max = std::max(max, counters[r][l].served_activations);
+      sum += counters[r][l].served_activations;
+    }
+    row.load_max_mean += sum == 0 ? 1.0 : static_cast<double>(max) * g / static_cast<double>(sum);
+  }
+  row.load_max_mean /= std::max<size_t>(1, layers);
   row.lar = static_cast<double>(local) / std::max<int64_t>(1, local + remote);
   row.a2a_bytes_per_token = static_cast<double>(a2a) / std::max<int64_t>(1, tokens);
   row.rsag_bytes_per_token = static_cast<double>(rsag) / std::max<int64_t>(1, tokens);
@@ -306,11 +321,13 @@ absl::Status Main() {
                                   planner::TokensOfRequests(trace, profile_requests), replicas));
       const std::vector<int> requests = planner::AffinityRequests(
           heldout_ids, affinity.DpScores(replicated, config.vocab_size), g);
-      ASSIGN_OR_RETURN(r,
-                       RunConfig(dir, heldout, replicated, AttentionMode::kDp, nullptr, requests));
-      r.mode = "dp";
-      r.placement = absl::StrCat(name, "-r", replicas, "+affinity");
-      rows.push_back(r);
+      for (const bool choice : {false, true}) {
+        ASSIGN_OR_RETURN(
+            r, RunConfig(dir, heldout, replicated, AttentionMode::kDp, nullptr, requests, choice));
+        r.mode = "dp";
+        r.placement = absl::StrCat(name, "-r", replicas, "+affinity", choice ? "+choice" : "+home");
+        rows.push_back(r);
+      }
     }
     if (!tp_ok) continue;
     std::fprintf(stderr, "G = %d: running TP...\n", g);
@@ -356,17 +373,19 @@ absl::Status Main() {
       "profile: %zu prompts\n",
       dir.c_str(), heldout.size(), static_cast<long long>(heldout_tokens),
       absl::GetFlag(FLAGS_decode_steps), profile.size());
-  std::printf("%-3s %-14s %-22s %7s %13s %13s %9s %9s %9s %8s\n", "G", "mode", "placement", "LAR",
-              "a2a B/token", "RS+AG B/tok", "disp ms", "expt ms", "comb ms", "wall s");
+  std::printf("%-3s %-14s %-29s %7s %8s %13s %13s %9s %9s %9s %8s\n", "G", "mode", "placement",
+              "LAR", "max/mean", "a2a B/token", "RS+AG B/tok", "disp ms", "expt ms", "comb ms",
+              "wall s");
   nlohmann::json table = nlohmann::json::array();
   for (const Row& r : rows) {
-    std::printf("%-3d %-14s %-22s %7.3f %13.0f %13.0f %9.3f %9.3f %9.3f %8.2f\n", r.ranks,
-                r.mode.c_str(), r.placement.c_str(), r.lar, r.a2a_bytes_per_token,
+    std::printf("%-3d %-14s %-29s %7.3f %8.3f %13.0f %13.0f %9.3f %9.3f %9.3f %8.2f\n", r.ranks,
+                r.mode.c_str(), r.placement.c_str(), r.lar, r.load_max_mean, r.a2a_bytes_per_token,
                 r.rsag_bytes_per_token, r.dispatch_ms, r.expert_ms, r.combine_ms, r.wall_s);
     table.push_back({{"ranks", r.ranks},
                      {"mode", r.mode},
                      {"placement", r.placement},
                      {"lar", r.lar},
+                     {"load_max_mean", r.load_max_mean},
                      {"a2a_bytes_per_token", r.a2a_bytes_per_token},
                      {"rsag_bytes_per_token", r.rsag_bytes_per_token},
                      {"dispatch_ms_per_layer", r.dispatch_ms},

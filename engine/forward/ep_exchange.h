@@ -84,6 +84,7 @@ class EpExchange {
     const int g = comm_.size(), me = comm_.rank(), k = c_.top_k;
     const int64_t hidden = c_.hidden_size;
     absl::Time start = absl::Now();
+    served_ = 0;
 
     // Which rows go where, in rank order, with their expert ids and gate weights for their
     // destination (engine/parallel/dispatch_plan.h, shared with the CPU exchange).
@@ -200,6 +201,7 @@ class EpExchange {
     }
     RETURN_IF_ERROR(ops_.Finish());
     counters.combine_seconds += Seconds(start);
+    counters.served_activations += served_;
     return absl::OkStatus();
   }
 
@@ -249,6 +251,7 @@ class EpExchange {
                                           .position_of_entry = position_of_entry_.data()}));
     std::vector<int64_t> offsets(experts + 2);
     RETURN_IF_ERROR(ops_.CopyOut(offsets.data(), offsets_.data(), experts + 2));
+    served_ += offsets[experts];  // Entries of this rank's experts (the rest: served elsewhere).
     for (int e = 0; e < experts; ++e) {
       if (offsets[e + 1] > offsets[e] && !placement_.Holds(moe_index, me, e)) {
         return absl::InternalError(absl::StrCat("rank ", me, " was sent rows for expert ", e,
@@ -371,6 +374,7 @@ class EpExchange {
   Communicator& comm_;
   Ops& ops_;
   const bool holder_choice_;
+  int64_t served_ = 0;  // This Run's entries through this rank's experts.
   std::vector<int32_t> home_devices_;
   std::vector<int64_t> holder_load_;
   Array<int32_t> own_demand_, demand_;  // The holder choice's all-gather.

@@ -12,6 +12,7 @@ struct MoeLayerCounters {
   int64_t tokens = 0;              // Rows this rank routed.
   int64_t local_activations = 0;   // (token, expert) pairs whose expert is on this rank.
   int64_t remote_activations = 0;  // ... on another rank.
+  int64_t served_activations = 0;  // Pairs this rank's experts ran (its own tokens' and peers').
   int64_t dispatch_bytes_sent = 0, dispatch_bytes_received = 0;  // Payload, peers only.
   int64_t combine_bytes_sent = 0, combine_bytes_received = 0;
   double dispatch_seconds = 0, expert_seconds = 0, combine_seconds = 0;

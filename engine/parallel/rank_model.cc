@@ -90,7 +90,8 @@ absl::StatusOr<std::unique_ptr<RankModel>> RankModel::Create(const std::string& 
                            .attention_tp = options.attention == AttentionMode::kTp,
                            .predictor = options.attention == AttentionMode::kTp ? options.predictor
                                                                                 : nullptr,
-                           .token_balance_eps = options.token_balance_eps}}));
+                           .token_balance_eps = options.token_balance_eps,
+                           .holder_choice = options.holder_choice}}));
   m->rank_forward_ = std::make_unique<CpuRankForward>(*m->cpu_);
   return m;
 }
@@ -167,7 +168,8 @@ absl::StatusOr<RankModel::Switched> RankModel::SwitchPlacement(std::unique_ptr<R
   // only the placement moves, and the freed experts are counted at their f32 size.
   if (weights_ == nullptr) {
     Switched out;
-    const int64_t expert_bytes = int64_t{4} * 3 * config_.hidden_size * config_.moe_intermediate_size;
+    const int64_t expert_bytes =
+        int64_t{4} * 3 * config_.hidden_size * config_.moe_intermediate_size;
     for (int i = 0; i < p.num_layers(); ++i) {
       for (int e = 0; e < p.num_experts(); ++e) {
         if (placement_->Holds(i, rank, e) && !p.Holds(i, rank, e)) {

@@ -40,6 +40,8 @@ struct RankModelOptions {
   // With a predictor: a rank's share of a batch may reach (1 + eps) × the mean, so more tokens
   // land where their experts are (planner/placement/balanced_assign.h). 0: equal chunks.
   double token_balance_eps = 0.05;
+  // With replicas: the per-batch holder choice (forward::ExpertParallelOptions::holder_choice).
+  bool holder_choice = true;
   // The rank's CPU forward and its KV arena: as many pages of `page_size` positions as
   // `kv_cache_bytes` hold of this rank's cache rows — the rule of the BatchEngine the rank
   // serves with, whose Options must give the same two values (GroupEngine checks). False
