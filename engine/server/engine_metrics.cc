@@ -65,6 +65,11 @@ std::string EngineMetricsText(const rpc::EngineStats& s) {
               l.local_activations());
     f.Counter("semmoe_engine_moe_activations_total", kActivations, labels({{"where", "remote"}}),
               l.remote_activations());
+    f.Counter("semmoe_engine_moe_served_activations_total",
+              "Expert activations this rank's experts ran per MoE layer (its own tokens' and its "
+              "peers'): its expert load. Across ranks, (max - mean) / mean is the layer's load "
+              "imbalance.",
+              labels({}), l.served_activations());
     const char* kBytes = "All-to-all bytes per MoE layer, by phase and direction.";
     f.Counter("semmoe_engine_all_to_all_bytes_total", kBytes,
               labels({{"phase", "dispatch"}, {"direction", "sent"}}), l.dispatch_bytes_sent());

@@ -27,6 +27,7 @@ TEST(EngineMetricsTest, StatsBecomeSeries) {
   l->set_remote_activations(10);
   l->set_lar(0.75);
   l->set_dispatch_bytes_sent(4096);
+  l->set_served_activations(55);
   const std::string text = EngineMetricsText(s);
   EXPECT_THAT(text, HasSubstr("semmoe_engine_requests_total{rank=\"1\",outcome=\"completed\"} 7"));
   EXPECT_THAT(text, HasSubstr("semmoe_engine_requests_total{rank=\"1\",outcome=\"cancelled\"} 2"));
@@ -38,6 +39,8 @@ TEST(EngineMetricsTest, StatsBecomeSeries) {
               HasSubstr("semmoe_engine_moe_local_activation_ratio{rank=\"1\",layer=\"3\"} 0.75"));
   EXPECT_THAT(text, HasSubstr("semmoe_engine_moe_activations_total{rank=\"1\",layer=\"3\","
                               "where=\"remote\"} 10"));
+  EXPECT_THAT(text, HasSubstr("semmoe_engine_moe_served_activations_total{rank=\"1\","
+                              "layer=\"3\"} 55"));
   EXPECT_THAT(text, HasSubstr("semmoe_engine_all_to_all_bytes_total{rank=\"1\",layer=\"3\","
                               "phase=\"dispatch\",direction=\"sent\"} 4096"));
   EXPECT_THAT(text, HasSubstr("semmoe_engine_placement_version{rank=\"1\"} 5"));

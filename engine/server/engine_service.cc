@@ -418,6 +418,7 @@ void ToProto(const GroupEngineStats& s, const std::vector<int>& moe_layers, rpc:
     l->set_expert_seconds(c.expert_seconds);
     l->set_combine_seconds(c.combine_seconds);
     l->set_dispatch_wait_seconds(c.dispatch_wait_seconds);
+    l->set_served_activations(c.served_activations);
     local += c.local_activations;
     remote += c.remote_activations;
   }
