@@ -23,7 +23,8 @@ struct Metrics {
   // Bytes moved per token by dispatch + combine over all MoE layers: a token goes once to each
   // remote device holding at least one of its experts (per-rank dedup) and comes back once.
   double a2a_bytes_per_token = 0;
-  // Max over layers of (activations on the busiest device / mean per device), and per layer.
+  // Max over layers of (activations on the busiest device / mean per device), and per layer;
+  // with replicas, under the per-batch holder choice (EvalOptions::holder_choice_batch_tokens).
   double expert_load_imbalance = 0;
   std::vector<double> expert_load_imbalance_per_layer;
   // Max over layers of (tokens on the busiest device / mean per device).
@@ -42,6 +43,11 @@ struct EvalOptions {
   // kLinkCost is calibrated from bench_ep (docs/PLANNER.md, "Balance").
   double link_cost = kLinkCost;
   static constexpr double kLinkCost = 2.5;
+  // With replicas: the engine's per-batch holder choice (planner/placement/holder_choice.h) over
+  // batches of this many consecutive tokens of the trace (every device's tokens in the window
+  // are its batch); an expert a device lacks then runs on the holder the choice gives, not its
+  // home. 0: always the home.
+  int64_t holder_choice_batch_tokens = 2048;
 };
 
 // REQUIRES nothing; InvalidArgument when the placement does not match the trace's layers and

@@ -54,6 +54,31 @@ TEST(EvaluateTest, PerRankDedupCountsOneCopyPerRemoteDevice) {
   EXPECT_DOUBLE_EQ(m->a2a_bytes_per_token, 2.0 * 1 * 10 * 2);  // One copy, not two.
 }
 
+TEST(EvaluateTest, TheHolderChoiceSpreadsAReplicatedExpertsLoadAndKeepsTheLar) {
+  // 3 devices × 2 experts (0, 1 | 2, 3 | 4, 5); device 1 also holds expert 0. A hot request on
+  // device 2 uses expert 0 six times; devices 0 and 1 each serve two activations of their own.
+  auto three = Placement::Vanilla({0}, 6, 3);
+  ASSERT_TRUE(three.ok());
+  auto spread = three->WithReplicas({{{2}, {0}, {1}}});
+  ASSERT_TRUE(spread.ok()) << spread.status();
+  TraceSet u;
+  u.header.num_experts = 6;
+  u.header.top_k = 1;
+  u.header.moe_layers = {0};
+  ASSERT_TRUE(u.AddRequest("hot", {1, 2, 3, 4, 5, 6}, {0, 0, 0, 0, 0, 0}).ok());  // Device 2.
+  ASSERT_TRUE(u.AddRequest("a", {7, 8}, {1, 1}).ok());                            // Device 0.
+  ASSERT_TRUE(u.AddRequest("b", {9, 10}, {3, 3}).ok());                           // Device 1.
+  auto home = EvaluateDp(u, *spread, {2, 0, 1}, {.holder_choice_batch_tokens = 0});
+  auto choice = EvaluateDp(u, *spread, {2, 0, 1});
+  ASSERT_TRUE(home.ok() && choice.ok());
+  // Home: device 0 runs 6 + 2 of 10 activations, max/mean 8 / (10/3) = 2.4. The choice splits
+  // the hot request's 6 over devices 0 and 1 (5 each): 1.5. The LAR is the placement's.
+  EXPECT_DOUBLE_EQ(home->expert_load_imbalance, 2.4);
+  EXPECT_DOUBLE_EQ(choice->expert_load_imbalance, 1.5);
+  EXPECT_DOUBLE_EQ(home->lar, choice->lar);
+  EXPECT_DOUBLE_EQ(choice->lar, 4.0 / 10);
+}
+
 TEST(EvaluateTest, Errors) {
   TraceSet t = Small();
   EXPECT_FALSE(EvaluateDp(t, *Placement::Vanilla({0, 1}, 4, 2), {0, 1}).ok());
