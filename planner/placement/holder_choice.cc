@@ -2,8 +2,47 @@
 
 #include <algorithm>
 #include <tuple>
+#include <utility>
+#include <vector>
 
 namespace semmoe::planner {
+
+namespace {
+
+// Adds `count` units to the loads of `holders` (devices) as if each went to the least-loaded
+// holder, ties to the earlier one; counts[h] += the units holder h got. In O(H²), not O(count):
+// the lowest holders are raised together to a common level, and the units too few for another
+// level go one each to the earliest holders at it.
+void WaterFill(const std::vector<int32_t>& holders, int64_t count, std::vector<int64_t>& load,
+               int32_t* counts) {
+  const int h_count = static_cast<int>(holders.size());
+  std::vector<int> order(h_count);
+  for (int h = 0; h < h_count; ++h) order[h] = h;
+  std::sort(order.begin(), order.end(), [&](int a, int b) {
+    return std::make_pair(load[holders[a]], a) < std::make_pair(load[holders[b]], b);
+  });
+  int64_t level = load[holders[order[0]]], left = count;
+  int m = 0;  // order[0, m) are at `level`.
+  while (true) {
+    while (m < h_count && load[holders[order[m]]] == level) ++m;
+    const int64_t raise =
+        m < h_count ? std::min(load[holders[order[m]]] - level, left / m) : left / m;
+    level += raise;
+    left -= raise * m;
+    if (m < h_count && level == load[holders[order[m]]]) continue;
+    break;
+  }
+  std::vector<int> at_level(order.begin(), order.begin() + m);
+  std::sort(at_level.begin(), at_level.end());  // The remainder in holder order.
+  for (int i = 0; i < m; ++i) {
+    const int h = at_level[i];
+    const int64_t got = level - load[holders[h]] + (i < left ? 1 : 0);
+    counts[h] += static_cast<int32_t>(got);
+    load[holders[h]] += got;
+  }
+}
+
+}  // namespace
 
 HolderChoice ChooseHolders(const Placement& placement, int layer,
                            absl::Span<const int32_t> demand) {
@@ -47,14 +86,7 @@ HolderChoice ChooseHolders(const Placement& placement, int layer,
   for (const Piece& p : pieces) {
     const std::vector<int32_t>& holders = placement.HoldersOf(layer, p.expert);
     int32_t* counts = c.counts_.data() + c.offset_[static_cast<size_t>(p.rank) * n + p.expert];
-    for (int32_t unit = 0; unit < p.count; ++unit) {
-      size_t best = 0;
-      for (size_t h = 1; h < holders.size(); ++h) {
-        if (c.load_[holders[h]] < c.load_[holders[best]]) best = h;
-      }
-      ++counts[best];
-      ++c.load_[holders[best]];
-    }
+    WaterFill(holders, p.count, c.load_, counts);
   }
   return c;
 }

@@ -9,7 +9,8 @@
 // and those of experts with one holder that other ranks send it; then the pieces with a choice
 // (a rank's activations of an expert it does not hold but several devices do), largest first
 // (ties: lower rank, then lower expert), each go one activation at a time to the least-loaded of
-// the expert's holders (ties: HoldersOf order, home first).
+// the expert's holders (ties: HoldersOf order, home first) — computed by water-filling, in time
+// independent of the counts (O(devices × experts + pieces × holders²) a layer).
 #ifndef SEMMOE_PLANNER_PLACEMENT_HOLDER_CHOICE_H_
 #define SEMMOE_PLANNER_PLACEMENT_HOLDER_CHOICE_H_
 

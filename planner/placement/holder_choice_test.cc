@@ -1,7 +1,9 @@
 #include "planner/placement/holder_choice.h"
 
+#include <algorithm>
 #include <numeric>
 #include <random>
+#include <tuple>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -95,6 +97,80 @@ TEST(HolderChoiceTest, BalancesBetterThanAlwaysTheHomeAndIsDeterministic) {
       EXPECT_EQ(std::vector<int32_t>(again.Shares(r, e).begin(), again.Shares(r, e).end()),
                 std::vector<int32_t>(c.Shares(r, e).begin(), c.Shares(r, e).end()));
     }
+  }
+}
+
+// The rule as the header states it, one activation at a time.
+std::vector<int32_t> UnitByUnit(const Placement& p, const std::vector<int32_t>& demand) {
+  const int g = p.num_devices(), n = p.num_experts();
+  std::vector<int32_t> shares;  // [rank][expert][holder], flattened.
+  std::vector<size_t> at(static_cast<size_t>(g) * n);
+  for (int r = 0; r < g; ++r) {
+    for (int e = 0; e < n; ++e) {
+      at[r * n + e] = shares.size();
+      shares.resize(shares.size() + p.HoldersOf(0, e).size(), 0);
+    }
+  }
+  std::vector<int64_t> load(g, 0);
+  std::vector<std::tuple<int32_t, int, int>> pieces;  // (−count, rank, expert)
+  for (int r = 0; r < g; ++r) {
+    for (int e = 0; e < n; ++e) {
+      const int32_t d = demand[r * n + e];
+      const auto& holders = p.HoldersOf(0, e);
+      if (d == 0) continue;
+      if (!p.Holds(0, r, e) && holders.size() > 1) {
+        pieces.emplace_back(-d, r, e);
+        continue;
+      }
+      const int device = p.Holds(0, r, e) ? r : holders[0];
+      const size_t h = std::find(holders.begin(), holders.end(), device) - holders.begin();
+      shares[at[r * n + e] + h] = d;
+      load[device] += d;
+    }
+  }
+  std::sort(pieces.begin(), pieces.end());
+  for (const auto& [minus, r, e] : pieces) {
+    const auto& holders = p.HoldersOf(0, e);
+    for (int32_t unit = 0; unit < -minus; ++unit) {
+      size_t best = 0;
+      for (size_t h = 1; h < holders.size(); ++h) {
+        if (load[holders[h]] < load[holders[best]]) best = h;
+      }
+      ++shares[at[r * n + e] + best];
+      ++load[holders[best]];
+    }
+  }
+  return shares;
+}
+
+TEST(HolderChoiceTest, WaterFillingIsTheUnitByUnitRule) {
+  // 4 devices × 4 experts, 3 replicas each (up to 4 holders an expert), random skewed demand.
+  std::mt19937 rng(17);
+  for (int trial = 0; trial < 50; ++trial) {
+    auto vanilla = Placement::Random({0}, 16, 4, trial);
+    ASSERT_TRUE(vanilla.ok());
+    std::vector<std::vector<int32_t>> replicas(4);
+    for (int d = 0; d < 4; ++d) {
+      std::vector<int32_t> others;
+      for (int e = 0; e < 16; ++e) {
+        if (vanilla->Device(0, e) != d) others.push_back(e);
+      }
+      std::shuffle(others.begin(), others.end(), rng);
+      replicas[d].assign(others.begin(), others.begin() + 3);
+      std::sort(replicas[d].begin(), replicas[d].end());
+    }
+    auto p = vanilla->WithReplicas({replicas});
+    ASSERT_TRUE(p.ok()) << p.status();
+    std::vector<int32_t> demand(4 * 16);
+    for (int32_t& d : demand) d = static_cast<int32_t>(rng() % 7 == 0 ? rng() % 200 : rng() % 9);
+    const HolderChoice c = ChooseHolders(*p, 0, demand);
+    const std::vector<int32_t> want = UnitByUnit(*p, demand);
+    std::vector<int32_t> got;
+    for (int r = 0; r < 4; ++r) {
+      for (int e = 0; e < 16; ++e)
+        got.insert(got.end(), c.Shares(r, e).begin(), c.Shares(r, e).end());
+    }
+    ASSERT_EQ(got, want) << "trial " << trial;
   }
 }
 
