@@ -12,7 +12,8 @@
 // token (dispatch + combine, f32 rows), RS+AG bytes per token, and wall time per MoE layer call
 // (dispatch / experts / combine, the slowest rank). With --replicas, the replicated semantic
 // placement runs with the per-batch holder choice ("+choice", planner/placement/holder_choice.h)
-// and without it (an expert a rank lacks on its home, "+home").
+// and without it (an expert a rank lacks on its home, "+home"), and EPLB with as many replicas
+// (planner/solver/baselines.h, round-robin requests, with the choice) is a contender.
 //
 //   bazel run -c opt //tools:bench_ep -- --model DIR --prompts FILE [--ranks G]
 //       [--placement semantic|FILE] [--json]
@@ -46,6 +47,7 @@
 #include "planner/affinity/token_affinity.h"
 #include "planner/affinity/token_affinity_builder.h"
 #include "planner/eval/schedule.h"
+#include "planner/solver/baselines.h"
 #include "planner/solver/dp_solver.h"
 #include "planner/solver/replicas.h"
 #include "planner/solver/tp_solver.h"
@@ -328,6 +330,13 @@ absl::Status Main() {
         r.placement = absl::StrCat(name, "-r", replicas, "+affinity", choice ? "+choice" : "+home");
         rows.push_back(r);
       }
+      // EPLB with as many replicas (locality-blind: round-robin requests), with the choice.
+      ASSIGN_OR_RETURN(Placement eplb_homes, planner::EplbPlacement(trace, g));
+      ASSIGN_OR_RETURN(Placement eplb, planner::EplbReplicas(trace, eplb_homes, replicas));
+      ASSIGN_OR_RETURN(r, RunConfig(dir, heldout, eplb, AttentionMode::kDp, nullptr, round_robin));
+      r.mode = "dp";
+      r.placement = absl::StrCat("eplb-r", replicas, "+round_robin+choice");
+      rows.push_back(r);
     }
     if (!tp_ok) continue;
     std::fprintf(stderr, "G = %d: running TP...\n", g);

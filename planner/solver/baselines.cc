@@ -51,6 +51,60 @@ absl::StatusOr<Placement> EplbPlacement(const TraceSet& trace, int g) {
   return Placement::FromAssignment(MoeLayers(trace), n, g, std::move(device_of));
 }
 
+absl::StatusOr<Placement> EplbReplicas(const TraceSet& trace, const Placement& placement,
+                                       int replicas) {
+  const int n = placement.num_experts(), g = placement.num_devices();
+  if (replicas < 0 || replicas > n - n / g) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--replicas ", replicas, " is not in [0, ", n - n / g, "]"));
+  }
+  if (placement.num_layers() != trace.num_layers() ||
+      n != static_cast<int>(trace.header.num_experts)) {
+    return absl::InvalidArgumentError("the placement does not match the trace");
+  }
+  std::vector<std::vector<std::vector<int32_t>>> chosen(trace.num_layers(),
+                                                        std::vector<std::vector<int32_t>>(g));
+  for (int l = 0; l < trace.num_layers(); ++l) {
+    std::vector<double> load(n, 0), device_load(g, 0);
+    for (int64_t t = 0; t < trace.num_tokens(); ++t) {
+      for (int j = 0; j < trace.top_k(); ++j) ++load[trace.Experts(t, l)[j]];
+    }
+    std::vector<int> copies(n, 1), slots(g, replicas);
+    std::vector<std::vector<bool>> holds(g, std::vector<bool>(n, false));
+    for (int e = 0; e < n; ++e) {
+      device_load[placement.Device(l, e)] += load[e];
+      holds[placement.Device(l, e)][e] = true;
+    }
+    for (int copy = 0; copy < replicas * g; ++copy) {
+      int best_e = -1, best_d = -1;
+      for (int e = 0; e < n; ++e) {
+        if (best_e >= 0 && load[e] / copies[e] <= load[best_e] / copies[best_e]) continue;
+        int d_for_e = -1;
+        for (int d = 0; d < g; ++d) {
+          if (slots[d] > 0 && !holds[d][e] &&
+              (d_for_e < 0 || device_load[d] < device_load[d_for_e])) {
+            d_for_e = d;
+          }
+        }
+        if (d_for_e >= 0) best_e = e, best_d = d_for_e;
+      }
+      // A slot is always left for some expert: R ≤ N − N/G.
+      const double before = load[best_e] / copies[best_e];
+      const double after = load[best_e] / (copies[best_e] + 1);
+      for (int d = 0; d < g; ++d) {
+        if (holds[d][best_e]) device_load[d] -= before - after;
+      }
+      device_load[best_d] += after;
+      holds[best_d][best_e] = true;
+      ++copies[best_e];
+      --slots[best_d];
+      chosen[l][best_d].push_back(best_e);
+    }
+    for (auto& device : chosen[l]) std::sort(device.begin(), device.end());
+  }
+  return placement.WithReplicas(std::move(chosen));
+}
+
 Coactivation CountCoactivation(const TraceSet& trace, int layer) {
   const int n = static_cast<int>(trace.header.num_experts), k = trace.top_k();
   Coactivation c{.pairs = std::vector<int64_t>(static_cast<size_t>(n) * n, 0),

@@ -25,6 +25,13 @@ struct Coactivation {
 Coactivation CountCoactivation(const trace::TraceSet& trace, int layer);
 
 absl::StatusOr<Placement> EplbPlacement(const trace::TraceSet& trace, int num_devices);
+// EPLB's replicas (DeepSeek's EPLB copies its heaviest experts): `placement` plus R copies per
+// device and layer. Per layer, R·G times, the expert with the most activations per copy (each
+// expert's activations split evenly over its copies) gets one more on the least-loaded device
+// that lacks it and has a slot left (ties: lower expert, then lower device). Locality-blind.
+// InvalidArgument for R < 0, R > N − N/G, or a placement that does not match the trace.
+absl::StatusOr<Placement> EplbReplicas(const trace::TraceSet& trace, const Placement& placement,
+                                       int replicas);
 absl::StatusOr<Placement> CoactPlacement(const trace::TraceSet& trace, int num_devices);
 
 }  // namespace semmoe::planner

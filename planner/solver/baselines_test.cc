@@ -45,6 +45,27 @@ TEST(BaselinesTest, EplbBalancesExpertLoad) {
   EXPECT_LT(e, 1.1);
 }
 
+TEST(BaselinesTest, EplbReplicasCopyTheHeaviestExpertsWhereTheLoadIsLeast) {
+  TraceSet t = Skewed();
+  auto homes = EplbPlacement(t, 4);
+  ASSERT_TRUE(homes.ok()) << homes.status();
+  auto replicated = EplbReplicas(t, *homes, 1);
+  ASSERT_TRUE(replicated.ok()) << replicated.status();
+  EXPECT_EQ(replicated->replicas_per_device(), 1);
+  // Expert 0, the busiest by far, is copied first, onto the least-loaded device lacking it.
+  ASSERT_GE(replicated->HoldersOf(0, 0).size(), 2u);
+  // Tokens spread evenly over the devices (the trace is one request): under the holder choice
+  // the copies lower the modelled expert-load imbalance.
+  const auto chunks = ContiguousChunks(t, 4, 400);
+  auto without = EvaluateTp(t, *homes, chunks);
+  auto with = EvaluateTp(t, *replicated, chunks);
+  ASSERT_TRUE(without.ok() && with.ok());
+  EXPECT_LT(with->expert_load_imbalance, without->expert_load_imbalance);
+  EXPECT_FALSE(EplbReplicas(t, *homes, 7).ok());  // More than N − N/G = 6.
+  EXPECT_FALSE(EplbReplicas(t, *homes, -1).ok());
+  EXPECT_TRUE(EplbReplicas(t, *homes, 6).ok());  // Every device holds every expert.
+}
+
 TEST(BaselinesTest, CoactRecoversCoactivatedGroups) {
   TraceSet t = Skewed();
   auto coact = CoactPlacement(t, 2);
