@@ -16,6 +16,7 @@
 #include "google/protobuf/util/json_util.h"
 #include "grpcpp/grpcpp.h"
 #include "nlohmann/json.hpp"
+#include "planner/placement/holder_choice.h"
 
 namespace semmoe::console {
 
@@ -196,6 +197,8 @@ absl::Status Console::ClusterStatus() {
   ROUTER(GetStats, rrpc::GetStatsRequest(), &stats);
   // LAR per MoE layer over every rank, from the engines themselves.
   std::map<int, std::pair<int64_t, int64_t>> layers;  // layer → (local, remote)
+  // (arm, layer) → each of its engines' expert activations served: the layer's expert load.
+  std::map<std::pair<std::string, int>, std::vector<int64_t>> served;
   int reachable = 0;
   // Per group (arm): the version its engines serve and their live routing traces, for drift.
   std::map<std::string, std::pair<int64_t, std::vector<std::string>>> live;
@@ -215,6 +218,7 @@ absl::Status Console::ClusterStatus() {
     for (const engine::rpc::MoeLayerStats& l : e.layers()) {
       layers[l.layer()].first += l.local_activations();
       layers[l.layer()].second += l.remote_activations();
+      served[{r.arm(), l.layer()}].push_back(l.served_activations());
     }
   }
   // Drift: each group's version over its engines' live traces (planner/cli/drift.h).
@@ -245,6 +249,14 @@ absl::Status Console::ClusterStatus() {
       per_layer.push_back({{"layer", layer}, {"lar", all == 0 ? 0.0 : double(c.first) / all}});
     }
     j["lar_per_layer"] = per_layer;
+    nlohmann::json load = nlohmann::json::array();
+    for (const auto& [key, ranks] : served) {
+      load.push_back({{"arm", key.first},
+                      {"layer", key.second},
+                      {"served_activations", ranks},
+                      {"imbalance", planner::LoadImbalance(ranks)}});
+    }
+    j["expert_load_per_layer"] = load;
     out_ << j.dump() << "\n";
     return absl::OkStatus();
   }
@@ -286,6 +298,16 @@ absl::Status Console::ClusterStatus() {
         {absl::StrCat(layer), Fixed(lar, 3), std::string(static_cast<int>(lar * 40), '#')});
   }
   if (!per_layer.empty()) out_ << per_layer.Render();
+  // Expert load per MoE layer over each group's ranks: (max − mean) / mean of the activations
+  // their experts ran (since the engines started).
+  Table load({"arm", "MoE layer", "load imbalance", "busiest rank's activations"});
+  for (const auto& [key, ranks] : served) {
+    if (ranks.size() < 2) continue;
+    load.Add({key.first.empty() ? "-" : key.first, absl::StrCat(key.second),
+              Fixed(planner::LoadImbalance(ranks), 3),
+              absl::StrCat(*std::max_element(ranks.begin(), ranks.end()))});
+  }
+  if (!load.empty()) out_ << load.Render();
   for (const nlohmann::json& d : drift) {
     const std::string who = d["arm"].get<std::string>().empty()
                                 ? std::string("the group")

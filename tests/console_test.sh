@@ -90,7 +90,11 @@ out="$("${C[@]}" cluster status)"
 grep -q "policy semantic, 2 ranks (2 answering)" <<<"$out" || fail "cluster: $out"
 grep -q " serving " <<<"$out" || fail "cluster health: $out"
 grep -q "^MoE layer" <<<"$out" || fail "cluster layers: $out"
-"${C[@]}" cluster status --json | grep -q '"lar_per_layer"' || fail "cluster --json"
+grep -q "load imbalance" <<<"$out" || fail "cluster: no expert-load table: $out"
+json="$("${C[@]}" cluster status --json)"
+grep -q '"lar_per_layer"' <<<"$json" || fail "cluster --json"
+grep -q '"expert_load_per_layer":\[{"arm":"[^"]*","imbalance":[0-9.e+-]*,"layer":[0-9]*,"served_activations":\[[0-9]*,[0-9]*\]' <<<"$json" ||
+  fail "cluster --json: no expert load per layer over the 2 ranks: $json"
 grep -q " v1 " <<<"$out" || fail "cluster: the group's tables are not named: $out"
 grep -q "!! tables" <<<"$out" && fail "cluster: a tables error with version 1's tables: $out"
 
