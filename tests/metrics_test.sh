@@ -63,6 +63,7 @@ value "$R" 'semmoe_router_queue_depth' >/dev/null
 [[ "$(value "$R" 'semmoe_router_tables_ok{arm="default"}')" == 1 ]] || fail "tables ok"
 
 completed=0
+declare -A served=() activations=()
 for r in 0 1; do
   scrape "rank$r" "$(jq -r ".engines[$r].metrics" "$EP")"
   E="$TMP/rank$r.prom"
@@ -73,9 +74,20 @@ for r in 0 1; do
   for layer in 0 1; do  # Both layers are MoE layers.
     value "$E" "semmoe_engine_moe_local_activation_ratio{rank=\"$r\",layer=\"$layer\"}" >/dev/null
     value "$E" "semmoe_engine_all_to_all_bytes_total{rank=\"$r\",layer=\"$layer\",phase=\"dispatch\",direction=\"sent\"}" >/dev/null
+    served[$layer]=$((${served[$layer]:-0} + $(value "$E" "semmoe_engine_moe_served_activations_total{rank=\"$r\",layer=\"$layer\"}")))
+    for where in local remote; do
+      activations[$layer]=$((${activations[$layer]:-0} + $(value "$E" "semmoe_engine_moe_activations_total{rank=\"$r\",layer=\"$layer\",where=\"$where\"}")))
+    done
   done
 done
 ((completed == N)) || fail "the engines completed $completed, not $N"
+for layer in 0 1; do  # Every activation ran on exactly one rank's experts.
+  ((served[$layer] > 0 && served[$layer] == activations[$layer])) ||
+    fail "layer $layer: the ranks' experts ran ${served[$layer]} activations of ${activations[$layer]}"
+  imbalance="$(value "$R" "semmoe_router_moe_expert_load_imbalance{arm=\"default\",layer=\"$layer\"}")"
+  awk -v x="$imbalance" 'BEGIN { exit !(x >= 0 && x <= 1) }' ||
+    fail "layer $layer: the router's expert-load imbalance over 2 ranks is $imbalance"
+done
 
 scrape planner "$(jq -r .planner_metrics "$EP")"
 [[ "$(value "$TMP/planner.prom" 'semmoe_planner_active_version{model="tiny"}')" == 1 ]] ||

@@ -1,11 +1,16 @@
 #include "router/core/engine_group.h"
 
+#include <algorithm>
 #include <cmath>
+#include <map>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/security.h"
 #include "grpcpp/grpcpp.h"
+#include "planner/placement/holder_choice.h"
 
 namespace semmoe::router {
 namespace {
@@ -97,6 +102,7 @@ void EngineGroup::Poll() {
       c.local += l.local_activations();
       c.remote += l.remote_activations();
       c.a2a_bytes += l.dispatch_bytes_sent() + l.combine_bytes_sent();
+      c.served.emplace_back(l.layer(), l.served_activations());
     }
     c.tokens = stats.prefill_tokens() + stats.decode_tokens();
     c.placement_version = stats.placement_version();
@@ -244,6 +250,23 @@ void EngineGroup::Fill(rpc::ArmStats& out) const {
   }
   out.set_lar(local + remote == 0 ? 0.0 : static_cast<double>(local) / (local + remote));
   out.set_a2a_bytes_per_token(tokens == 0 ? 0.0 : static_cast<double>(bytes) / tokens);
+  // The expert load per MoE layer, over the ranks that reported it (an expert-parallel group).
+  std::map<int, std::vector<std::pair<int64_t, int>>> by_layer;  // layer → (served, rank)
+  for (int r = 0; r < size(); ++r) {
+    for (const auto& [layer, served] : counters_[r].served) by_layer[layer].emplace_back(served, r);
+  }
+  for (const auto& [layer, ranks] : by_layer) {
+    if (ranks.size() < 2) continue;
+    std::vector<int64_t> load;
+    for (const auto& [served, r] : ranks) load.push_back(served);
+    const auto busiest = std::max_element(
+        ranks.begin(), ranks.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+    rpc::LayerLoad* l = out.add_layer_loads();
+    l->set_layer(layer);
+    l->set_imbalance(planner::LoadImbalance(load));
+    l->set_busiest(busiest->first);
+    l->set_busiest_rank(busiest->second);
+  }
 }
 
 nlohmann::json EngineGroup::MetricsJson() const {

@@ -103,6 +103,7 @@ class EngineGroup {
     std::string down_reason;  // "" while the rank answers and takes requests.
     absl::Time down_since = absl::InfinitePast();
     int64_t local = 0, remote = 0, a2a_bytes = 0, tokens = 0;
+    std::vector<std::pair<int, int64_t>> served;  // (MoE layer, activations its experts ran).
     int64_t placement_version = 0;
     engine::rpc::RolloutStats rollout;
   };

@@ -80,6 +80,12 @@ std::string RouterMetricsText(const rpc::RouterStats& s,
             "1 when the arm places with the tables it should; 0 when it falls back (the reason "
             "is in GetStats and the console).",
             l, a.tables_error().empty() ? 1 : 0);
+    for (const rpc::LayerLoad& load : a.layer_loads()) {
+      f.Gauge("semmoe_router_moe_expert_load_imbalance",
+              "Per MoE layer, (max - mean) / mean over the group's ranks of the expert activations "
+              "their experts ran (their counters at the last poll).",
+              {{"arm", arm}, {"layer", absl::StrCat(load.layer())}}, load.imbalance());
+    }
     for (const rpc::RankStats& r : a.ranks()) {
       const metrics::Labels rl = {{"arm", arm}, {"rank", absl::StrCat(r.rank())}};
       f.Gauge("semmoe_router_rank_usable", "1 when the rank answered the last stats poll.", rl,

@@ -23,6 +23,9 @@ TEST(RouterMetricsTest, OutcomesArmsAndRanks) {
   a->set_engines_version(4);
   a->set_rollout_target(5);
   a->set_tables_error("version 5 unusable: ...");
+  rpc::LayerLoad* load = a->add_layer_loads();
+  load->set_layer(3);
+  load->set_imbalance(0.25);
   rpc::RankStats* r = a->add_ranks();
   r->set_rank(1);
   r->set_usable(false);
@@ -43,6 +46,8 @@ TEST(RouterMetricsTest, OutcomesArmsAndRanks) {
   EXPECT_THAT(text, HasSubstr("semmoe_router_rollout_target_version{arm=\"B\"} 5"));
   EXPECT_THAT(text, HasSubstr("semmoe_router_tables_ok{arm=\"B\"} 0"));
   EXPECT_THAT(text, HasSubstr("semmoe_router_rank_usable{arm=\"B\",rank=\"1\"} 0"));
+  EXPECT_THAT(text,
+              HasSubstr("semmoe_router_moe_expert_load_imbalance{arm=\"B\",layer=\"3\"} 0.25"));
   EXPECT_EQ(text.find("semmoe_router_rank_kv_cache_free_tokens"), std::string::npos);
 }
 
