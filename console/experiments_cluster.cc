@@ -199,6 +199,8 @@ absl::Status Console::ClusterStatus() {
   std::map<int, std::pair<int64_t, int64_t>> layers;  // layer → (local, remote)
   // (arm, layer) → each of its engines' expert activations served: the layer's expert load.
   std::map<std::pair<std::string, int>, std::vector<int64_t>> served;
+  // (arm, rank) → all-to-all bytes it sent each rank: the group's rank × rank traffic matrix.
+  std::map<std::pair<std::string, int>, std::vector<int64_t>> traffic;
   int reachable = 0;
   // Per group (arm): the version its engines serve and their live routing traces, for drift.
   std::map<std::string, std::pair<int64_t, std::vector<std::string>>> live;
@@ -214,6 +216,9 @@ absl::Status Console::ClusterStatus() {
     if (e.has_routing_samples() && e.routing_samples().flushes() > 0 &&
         e.routing_samples().error().empty()) {
       traces.push_back(e.routing_samples().path());
+    }
+    if (e.peer_bytes_sent_size() > 0) {
+      traffic[{r.arm(), e.rank()}].assign(e.peer_bytes_sent().begin(), e.peer_bytes_sent().end());
     }
     for (const engine::rpc::MoeLayerStats& l : e.layers()) {
       layers[l.layer()].first += l.local_activations();
@@ -257,6 +262,11 @@ absl::Status Console::ClusterStatus() {
                       {"imbalance", planner::LoadImbalance(ranks)}});
     }
     j["expert_load_per_layer"] = load;
+    nlohmann::json matrix = nlohmann::json::array();
+    for (const auto& [key, to] : traffic) {
+      matrix.push_back({{"arm", key.first}, {"rank", key.second}, {"bytes_to", to}});
+    }
+    j["all_to_all_bytes"] = matrix;
     out_ << j.dump() << "\n";
     return absl::OkStatus();
   }
@@ -308,6 +318,20 @@ absl::Status Console::ClusterStatus() {
               absl::StrCat(*std::max_element(ranks.begin(), ranks.end()))});
   }
   if (!load.empty()) out_ << load.Render();
+  // All-to-all MiB each rank sent each rank (dispatch and combine, since the engines started).
+  size_t width = 0;
+  for (const auto& [key, to] : traffic) width = std::max(width, to.size());
+  std::vector<std::string> header = {"arm", "a2a MiB from rank"};
+  for (size_t d = 0; d < width; ++d) header.push_back(absl::StrCat("to ", d));
+  Table matrix(header);
+  for (const auto& [key, to] : traffic) {
+    std::vector<std::string> row = {key.first.empty() ? "-" : key.first, absl::StrCat(key.second)};
+    for (size_t d = 0; d < width; ++d) {
+      row.push_back(d < to.size() ? Fixed(static_cast<double>(to[d]) / (1 << 20), 2) : "-");
+    }
+    matrix.Add(row);
+  }
+  if (!matrix.empty()) out_ << matrix.Render();
   for (const nlohmann::json& d : drift) {
     const std::string who = d["arm"].get<std::string>().empty()
                                 ? std::string("the group")

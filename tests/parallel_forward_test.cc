@@ -489,6 +489,16 @@ TEST_P(ParallelForwardTest, MatchesOneDeviceAndCountsBytesExactly) {
     EXPECT_EQ(local_total, local[r]);
     EXPECT_EQ(remote_total, remote[r]);
     EXPECT_EQ(served_total, served[r]) << "rank " << r << ": the activations its experts ran";
+    // Its row of the rank × rank traffic matrix: the rows it sent each peer and their results.
+    std::vector<int64_t> to_peer(g, 0);
+    for (const MoeLayerCounters& m : results[r].counters) {
+      ASSERT_EQ(static_cast<int>(m.bytes_to_peer.size()), g) << "rank " << r;
+      for (int d = 0; d < g; ++d) to_peer[d] += m.bytes_to_peer[d];
+    }
+    for (int d = 0; d < g; ++d) {
+      EXPECT_EQ(to_peer[d], d == r ? 0 : rows[r][d] * row_bytes + rows[d][r] * hidden * 4)
+          << "rank " << r << " to " << d;
+    }
     // The communicator saw exactly that plus the row-count exchange (one i64 per peer per call).
     const CollectiveCounters& a2a = results[r].comm[CollectiveKind::kAllToAll];
     EXPECT_EQ(a2a.bytes_sent, dispatch_sent + combine_sent + calls * 8 * (g - 1)) << "rank " << r;

@@ -83,8 +83,10 @@ void CountExchange(const DispatchPlan& plan, absl::Span<const int64_t> recv_rows
   counters.local_activations += plan.local_activations;
   counters.remote_activations += plan.remote_activations;
   const int64_t dispatch = DispatchRowBytes(hidden, plan.top_k), combine = CombineRowBytes(hidden);
+  counters.bytes_to_peer.resize(plan.send_rows.size(), 0);
   for (size_t r = 0; r < plan.send_rows.size(); ++r) {
     if (static_cast<int>(r) == rank) continue;
+    counters.bytes_to_peer[r] += plan.send_rows[r] * dispatch + recv_rows[r] * combine;
     counters.dispatch_bytes_sent += plan.send_rows[r] * dispatch;
     counters.dispatch_bytes_received += recv_rows[r] * dispatch;
     counters.combine_bytes_sent += recv_rows[r] * combine;

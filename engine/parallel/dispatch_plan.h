@@ -58,7 +58,8 @@ int64_t DispatchRowBytes(int hidden, int top_k);
 int64_t CombineRowBytes(int hidden);
 
 // Adds what the layer did to `counters`: the plan's tokens and activations, and the bytes of the
-// dispatch (send_rows out, recv_rows in) and of the combine (the reverse).
+// dispatch (send_rows out, recv_rows in) and of the combine (the reverse), also per peer
+// (bytes_to_peer: send_rows × dispatch row + recv_rows × combine row).
 void CountExchange(const DispatchPlan& plan, absl::Span<const int64_t> recv_rows, int rank,
                    int hidden, MoeLayerCounters& counters);
 

@@ -106,6 +106,8 @@ TEST(DispatchPlanTest, OneByteCountingRuleForBothDirections) {
   EXPECT_EQ(c.dispatch_bytes_received, 4 * d);  // 3 + 0 + 1 rows from peers.
   EXPECT_EQ(c.combine_bytes_sent, 4 * r);       // Results of the rows received.
   EXPECT_EQ(c.combine_bytes_received, 3 * r);   // Results of the rows sent.
+  // Per peer: its dispatched rows and the results of its rows received.
+  EXPECT_THAT(c.bytes_to_peer, ElementsAre(0, d + 3 * r, d, d + r));
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #define SEMMOE_ENGINE_PARALLEL_MOE_LAYER_COUNTERS_H_
 
 #include <cstdint>
+#include <vector>
 
 namespace semmoe::engine {
 
@@ -15,6 +16,8 @@ struct MoeLayerCounters {
   int64_t served_activations = 0;  // Pairs this rank's experts ran (its own tokens' and peers').
   int64_t dispatch_bytes_sent = 0, dispatch_bytes_received = 0;  // Payload, peers only.
   int64_t combine_bytes_sent = 0, combine_bytes_received = 0;
+  // [ranks]: dispatch + combine payload sent to each rank (this rank's own: 0).
+  std::vector<int64_t> bytes_to_peer;
   double dispatch_seconds = 0, expert_seconds = 0, combine_seconds = 0;
   // Of dispatch_seconds, the time in the row-count exchange that starts it: mostly waiting for
   // the slowest peer to reach this layer (compute imbalance, CPU sharing), hardly the link.

@@ -48,6 +48,13 @@ std::string EngineMetricsText(const rpc::EngineStats& s) {
           "Share of this rank's tokens' expert activations served on this rank (LAR), all MoE "
           "layers.",
           r, s.lar());
+  for (int p = 0; p < s.peer_bytes_sent_size(); ++p) {
+    if (p == s.rank()) continue;
+    f.Counter("semmoe_engine_all_to_all_peer_bytes_total",
+              "All-to-all payload this rank sent to each peer (dispatch and combine, all MoE "
+              "layers): a row of the group's rank x rank traffic matrix.",
+              {{"rank", rank}, {"peer", absl::StrCat(p)}}, s.peer_bytes_sent(p));
+  }
   for (const rpc::MoeLayerStats& l : s.layers()) {
     const std::string layer = absl::StrCat(l.layer());
     auto labels = [&](std::initializer_list<std::pair<std::string, std::string>> more) {

@@ -28,6 +28,9 @@ TEST(EngineMetricsTest, StatsBecomeSeries) {
   l->set_lar(0.75);
   l->set_dispatch_bytes_sent(4096);
   l->set_served_activations(55);
+  s.add_peer_bytes_sent(100);
+  s.add_peer_bytes_sent(0);  // Rank 1's own: no series.
+  s.add_peer_bytes_sent(300);
   const std::string text = EngineMetricsText(s);
   EXPECT_THAT(text, HasSubstr("semmoe_engine_requests_total{rank=\"1\",outcome=\"completed\"} 7"));
   EXPECT_THAT(text, HasSubstr("semmoe_engine_requests_total{rank=\"1\",outcome=\"cancelled\"} 2"));
@@ -39,6 +42,9 @@ TEST(EngineMetricsTest, StatsBecomeSeries) {
               HasSubstr("semmoe_engine_moe_local_activation_ratio{rank=\"1\",layer=\"3\"} 0.75"));
   EXPECT_THAT(text, HasSubstr("semmoe_engine_moe_activations_total{rank=\"1\",layer=\"3\","
                               "where=\"remote\"} 10"));
+  EXPECT_THAT(text, HasSubstr("semmoe_engine_all_to_all_peer_bytes_total{rank=\"1\","
+                              "peer=\"2\"} 300"));
+  EXPECT_EQ(text.find("peer_bytes_total{rank=\"1\",peer=\"1\"}"), std::string::npos);
   EXPECT_THAT(text, HasSubstr("semmoe_engine_moe_served_activations_total{rank=\"1\","
                               "layer=\"3\"} 55"));
   EXPECT_THAT(text, HasSubstr("semmoe_engine_all_to_all_bytes_total{rank=\"1\",layer=\"3\","

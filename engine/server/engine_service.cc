@@ -1,8 +1,10 @@
 #include "engine/server/engine_service.h"
 
+#include <algorithm>
 #include <memory>
 #include <optional>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -401,6 +403,12 @@ void ToProto(const GroupEngineStats& s, const std::vector<int>& moe_layers, rpc:
   out.set_srs_seconds(s.tp.srs_seconds);
   out.set_sag_seconds(s.tp.sag_seconds);
   int64_t local = 0, remote = 0;
+  std::vector<int64_t> peer_bytes;
+  for (const MoeLayerCounters& c : s.layers) {
+    peer_bytes.resize(std::max(peer_bytes.size(), c.bytes_to_peer.size()), 0);
+    for (size_t p = 0; p < c.bytes_to_peer.size(); ++p) peer_bytes[p] += c.bytes_to_peer[p];
+  }
+  for (int64_t b : peer_bytes) out.add_peer_bytes_sent(b);
   for (size_t i = 0; i < s.layers.size(); ++i) {
     const MoeLayerCounters& c = s.layers[i];
     rpc::MoeLayerStats* l = out.add_layers();
