@@ -215,6 +215,21 @@ std::vector<std::string> ClusterLines(const Snapshot& s, const std::deque<double
     out.push_back(Cut(absl::StrFormat("  layer %-3d %s %.3f", layer, Bar(lar, 40), lar), width));
   }
   if (s.layer_lar.empty()) out.push_back("  (no engine answered)");
+  // The expert load per MoE layer over each group's ranks (the router's last poll).
+  bool load_header = false;
+  for (const auto& arm : r.arms()) {
+    for (const auto& l : arm.layer_loads()) {
+      if (!load_header) {
+        out.push_back("expert-load imbalance per MoE layer ((max - mean) / mean over the ranks):");
+        load_header = true;
+      }
+      out.push_back(Cut(
+          absl::StrFormat("  %-4s layer %-3d %s %.3f  (busiest: rank %d)",
+                          arm.name().empty() ? "-" : arm.name(), l.layer(),
+                          Bar(std::min(1.0, l.imbalance()), 40), l.imbalance(), l.busiest_rank()),
+          width));
+    }
+  }
   out.push_back("");
   out.push_back(
       Cut("throughput (requests/s, last minute): " + Sparkline(throughput, unicode), width + 40));

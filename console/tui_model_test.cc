@@ -99,11 +99,18 @@ TEST(TuiModelTest, ClusterShowsEachRanksRolloutAndRefusals) {
   EXPECT_EQ(PlacementCell(*r1), "v2->v3 staged");
   r1->clear_rollout();
   EXPECT_EQ(PlacementCell(*r1), "v2");
-  bool shown = false;
+  router::rpc::LayerLoad* load = s.router.add_arms()->add_layer_loads();
+  load->set_layer(5);
+  load->set_imbalance(0.25);
+  load->set_busiest_rank(1);
+  bool shown = false, load_shown = false;
   for (const std::string& line : ClusterLines(s, {}, 200)) {
     shown |= line.find("v2->v3 4/10 e1") != std::string::npos;
+    load_shown |= line.find("layer 5") != std::string::npos &&
+                  line.find("0.250  (busiest: rank 1)") != std::string::npos;
   }
   EXPECT_TRUE(shown);
+  EXPECT_TRUE(load_shown);
   EXPECT_TRUE(Banners(s, "p", "r").empty());
   r0->mutable_rollout()->set_error("version 3 refused: rank 1: no disk");
   ASSERT_EQ(Banners(s, "p", "r").size(), 1u);
