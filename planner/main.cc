@@ -5,6 +5,9 @@
 //                    [--model_dir DIR]   (embedding fallback for unseen tokens)
 //                    [--expert_balance_eps E [--balance_groups K]]   (expert compute balance)
 //                    [--replicas R]   (R replicated hot experts per device per layer)
+//                    [--relative_to V [--max_moved_experts M] [--max_lar_loss X]]
+//                                     (few experts moved from version V: relabelled devices and
+//                                      at most M weights shipped / X of LAR given up)
 //   planner drift    --db DB --version V --traces LIVE[,...] [--json]   (live vs planned)
 //   planner eval     --db DB --versions V[,V...] --traces HELDOUT[,...] [--profile T,...]
 //                    [--json]
@@ -75,6 +78,14 @@ ABSL_FLAG(std::string, expert_balance_eps, "auto",
           "or auto (semantic DP: the cap with the least modelled MoE time on held-back profile "
           "requests, docs/PLANNER.md \"Balance\"; otherwise off)");
 ABSL_FLAG(int, replicas, 0, "build: extra slots per device per layer for replicated hot experts");
+ABSL_FLAG(int64_t, relative_to, 0,
+          "build: the version being served; the new one relabels its devices and limits its "
+          "moves to ship few expert weights (0: a fresh build)");
+ABSL_FLAG(int, max_moved_experts, -1,
+          "build --relative_to: at most this many expert weights shipped (negative: no cap)");
+ABSL_FLAG(double, max_lar_loss, 0.01,
+          "build --relative_to: give up at most this much of the candidate's LAR to move fewer "
+          "experts (negative: apply every move)");
 ABSL_FLAG(double, balance_eps, 0.05,
           "build/eval: token load per device ≤ (1 + eps) · mean (DP: over the requests; TP: per "
           "batch)");
@@ -204,6 +215,9 @@ int Run(const std::string& command, const std::string& sub) {
                             .balance_groups = absl::GetFlag(FLAGS_balance_groups),
                             .link_cost = absl::GetFlag(FLAGS_link_cost),
                             .replicas = absl::GetFlag(FLAGS_replicas),
+                            .relative_to = absl::GetFlag(FLAGS_relative_to),
+                            .max_moved_experts = absl::GetFlag(FLAGS_max_moved_experts),
+                            .max_lar_loss = absl::GetFlag(FLAGS_max_lar_loss),
                             .model_dir = UserPath(absl::GetFlag(FLAGS_model_dir)),
                             .progress = &progress},
                            std::cout)

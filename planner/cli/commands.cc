@@ -24,6 +24,7 @@
 #include "planner/solver/balance_curve.h"
 #include "planner/solver/baselines.h"
 #include "planner/solver/dp_solver.h"
+#include "planner/solver/migration.h"
 #include "planner/solver/paper_placement.h"
 #include "planner/solver/replicas.h"
 #include "planner/solver/tp_solver.h"
@@ -129,6 +130,30 @@ constexpr planner::EvalOptions kRowsPerToken = {.hidden_size = 1, .bytes_per_val
 
 std::string Pct(double x) { return absl::StrFormat("%.4f", x); }
 
+// The version a build is relative to: same model, layers, experts and devices.
+absl::StatusOr<Placement> ServedPlacement(const BuildOptions& o, const trace::TraceSet& trace) {
+  ASSIGN_OR_RETURN(auto store, PlacementStore::Open(o.db));
+  absl::StatusOr<PlacementVersion> v = store->Get(o.relative_to);
+  if (!v.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--relative_to ", o.relative_to, ": ", v.status().message()));
+  }
+  const Placement& p = v->placement;
+  if (v->model != o.model) {
+    return absl::InvalidArgumentError(absl::StrCat("--relative_to ", o.relative_to,
+                                                   " is a version of model '", v->model,
+                                                   "', not '", o.model, "'"));
+  }
+  if (p.num_devices() != o.devices || p.num_experts() != trace.header.num_experts ||
+      p.num_layers() != trace.num_layers()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--relative_to ", o.relative_to, " has ", p.num_devices(), " devices, ", p.num_experts(),
+        " experts and ", p.num_layers(), " MoE layers; this build has ", o.devices, ", ",
+        trace.header.num_experts, " and ", trace.num_layers()));
+  }
+  return p;
+}
+
 }  // namespace
 
 absl::StatusOr<trace::TraceSet> LoadTraces(const std::vector<std::string>& paths) {
@@ -177,15 +202,48 @@ absl::StatusOr<int64_t> Build(const BuildOptions& o, std::ostream& out) {
   uint32_t vocab = 0;
   for (uint32_t t : trace.tokens) vocab = std::max(vocab, t + 1);
   if (!o.model_dir.empty()) RETURN_IF_ERROR(AddEmbeddingFallback(o.model_dir, affinity));
+  // Where the traced tokens run under the mode's affinity policy.
+  auto schedule = [&](const Placement& p) {
+    return o.mode == "dp"
+               ? TokensOfRequests(trace, AffinityRequests(trace, affinity.DpScores(p, vocab),
+                                                          o.devices, o.token_balance_eps))
+               : SrsTokens(trace, affinity, p, kSrsBatchTokens, nullptr, o.token_balance_eps);
+  };
+  std::optional<Placement> served;
+  nlohmann::ordered_json migration;
+  if (o.relative_to > 0) {
+    ASSIGN_OR_RETURN(served, ServedPlacement(o, trace));
+    ASSIGN_OR_RETURN(MigrationPlan m, MigrateFrom(*served, placement, trace, schedule(placement),
+                                              {.max_moved = o.max_moved_experts,
+                                               .max_lar_loss = o.max_lar_loss}));
+    placement = std::move(m.placement);
+    migration = {{"relative_to", o.relative_to},
+                 {"relabel", m.relabel},
+                 {"moved_as_built", m.moved_as_built},
+                 {"moved_relabelled", m.moved_relabelled},
+                 {"moved_homes", m.moved},
+                 {"cycles_applied", m.cycles_applied},
+                 {"cycles_total", m.cycles_total},
+                 {"schedule_lar_served", m.lar_served},
+                 {"schedule_lar_candidate", m.lar_candidate},
+                 {"schedule_lar_result", m.lar_result}};
+  }
   if (o.replicas > 0) {
     // Hot experts copied where the time model gains most (solver/replicas.h).
-    const std::vector<std::vector<int>> schedule =
-        o.mode == "dp"
-            ? TokensOfRequests(trace, AffinityRequests(trace, affinity.DpScores(placement, vocab),
-                                                       o.devices, o.token_balance_eps))
-            : SrsTokens(trace, affinity, placement, kSrsBatchTokens, nullptr, o.token_balance_eps);
-    ASSIGN_OR_RETURN(placement,
-                     AddHotReplicas(trace, placement, schedule, o.replicas, o.link_cost));
+    ASSIGN_OR_RETURN(placement, AddHotReplicas(trace, placement, schedule(placement), o.replicas,
+                                               o.link_cost));
+    if (served.has_value()) {
+      int budget = o.max_moved_experts < 0
+                       ? -1
+                       : std::max(0, o.max_moved_experts - migration["moved_homes"].get<int>());
+      int shipped = 0;
+      ASSIGN_OR_RETURN(placement, LimitReplicaChanges(*served, placement, &budget, &shipped));
+      migration["replica_weights_shipped"] = shipped;
+    }
+  }
+  if (served.has_value()) {
+    migration["moved"] =
+        migration["moved_homes"].get<int>() + migration.value("replica_weights_shipped", 0);
   }
   step.Next("in-sample metrics");
   nlohmann::ordered_json metrics;
@@ -223,6 +281,10 @@ absl::StatusOr<int64_t> Build(const BuildOptions& o, std::ostream& out) {
                {"lar_affinity_per_layer", srs.lar_per_layer},
                {"expert_load_imbalance_per_layer", srs.expert_load_imbalance_per_layer}};
   }
+  if (!migration.is_null()) {
+    // The LAR given up for the budget: the candidate as solved (relabelled), scored as the result.
+    metrics["migration"] = migration;
+  }
   step.Next("storing");
   ASSIGN_OR_RETURN(auto store, PlacementStore::Open(o.db));
   RETURN_IF_ERROR(store->AddModel(o.model, trace.num_layers(), trace.header.num_experts));
@@ -241,6 +303,9 @@ absl::StatusOr<int64_t> Build(const BuildOptions& o, std::ostream& out) {
                               {"expert_balance_auto", o.expert_balance_eps == kBalanceAuto},
                               {"balance_groups", o.balance_groups},
                               {"replicas", o.replicas},
+                              {"relative_to", o.relative_to},
+                              {"max_moved_experts", o.max_moved_experts},
+                              {"max_lar_loss", o.max_lar_loss},
                               {"traces", o.traces}})
           .dump();
   v.metrics_json = metrics.dump();
@@ -253,6 +318,21 @@ absl::StatusOr<int64_t> Build(const BuildOptions& o, std::ostream& out) {
   out << "version " << version << " (" << v.name << ", draft): in-sample " << o.mode
       << " LAR blind " << Pct(metrics["lar_blind"]) << ", affinity " << Pct(metrics["lar_affinity"])
       << ", bound " << Pct(metrics["bound"]) << "\n";
+  if (!migration.is_null()) {
+    out << "relative to version " << o.relative_to << ": " << migration["moved"].get<int>()
+        << " expert weights move (" << migration["moved_as_built"].get<int>()
+        << " homes as solved, " << migration["moved_relabelled"].get<int>()
+        << " after relabelling the devices, " << migration["moved_homes"].get<int>()
+        << " within the limits";
+    if (migration.contains("replica_weights_shipped")) {
+      out << ", plus " << migration["replica_weights_shipped"].get<int>() << " replicas";
+    }
+    out << absl::StrFormat("); schedule LAR %.4f served, %.4f candidate, %.4f built",
+                           migration["schedule_lar_served"].get<double>(),
+                           migration["schedule_lar_candidate"].get<double>(),
+                           migration["schedule_lar_result"].get<double>())
+        << "\n";
+  }
   return version;
 }
 

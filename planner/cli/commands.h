@@ -40,6 +40,11 @@ struct BuildOptions {
   int balance_groups = 1;  // ... for each of this many request clusters too.
   double link_cost = planner::EvalOptions::kLinkCost;  // The time model's, for kBalanceAuto.
   int replicas = 0;  // Extra slots per device per layer for hot experts (solver/replicas.h).
+  // Built relative to this version (same model and devices; 0: none): its devices relabelled to
+  // keep experts in place, and the moves limited (solver/migration.h).
+  int64_t relative_to = 0;
+  int max_moved_experts = -1;  // With relative_to: at most this many expert weights shipped.
+  double max_lar_loss = 0.01;  // With relative_to: LAR given up to move fewer (negative: none).
   // The checkpoint (HF layout): unseen tokens then borrow the affinity of their nearest seen
   // token in its embedding space. Empty: the layer marginal.
   std::string model_dir;

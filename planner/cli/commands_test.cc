@@ -74,6 +74,63 @@ TEST(CommandsTest, BuildEvalAndVersionLifecycle) {
   EXPECT_FALSE(two[1].contains("dp_lar_affinity"));
 }
 
+// planner build --relative_to: the same placement served under permuted device labels moves
+// nothing; a build for another model or device count is refused with the reason.
+TEST(CommandsTest, ABuildRelativeToTheServedVersionRelabelsItsDevices) {
+  const std::string db = TempDatabasePath("relative.db");
+  const std::string profile = WriteTopicTrace("relative_profile.trace", 1);
+  std::ostringstream out;
+  auto first = Build({.db = db, .model = "m", .traces = {profile}, .devices = 4}, out);
+  ASSERT_TRUE(first.ok()) << first.status();
+  // The served version: the same placement with device d renamed (d + 1) mod 4.
+  const std::string file = JoinPath(std::getenv("TEST_TMPDIR"), "relative.json");
+  ASSERT_TRUE(Export(db, *first, file).ok());
+  auto placement = nlohmann::json::parse(*ReadFile(file));
+  for (auto& layer : placement["device_of"]) {
+    for (auto& d : layer) d = (d.get<int>() + 1) % 4;
+  }
+  ASSERT_TRUE(WriteFileAtomically(file, placement.dump()).ok());
+  auto served = Import(db, "m", file, "served", out);
+  ASSERT_TRUE(served.ok()) << served.status();
+  ASSERT_GT(DiffReport(db, *first, *served)->at("moved").get<int>(), 0);
+
+  std::ostringstream text;
+  auto again = Build(
+      {.db = db, .model = "m", .traces = {profile}, .devices = 4, .relative_to = *served}, text);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(DiffReport(db, *served, *again)->at("moved").get<int>(), 0);
+  EXPECT_NE(text.str().find("relative to version " + std::to_string(*served) +
+                            ": 0 expert weights move"),
+            std::string::npos)
+      << text.str();
+
+  // A cap on the moves holds against a different placement.
+  auto capped = Build({.db = db,
+                       .model = "m",
+                       .traces = {profile},
+                       .devices = 4,
+                       .algo = "random",
+                       .seed = 3,
+                       .relative_to = *served,
+                       .max_moved_experts = 5},
+                      text);
+  ASSERT_TRUE(capped.ok()) << capped.status();
+  EXPECT_LE(DiffReport(db, *served, *capped)->at("moved").get<int>(), 5);
+
+  for (const BuildOptions& bad :
+       {BuildOptions{.db = db, .model = "m", .traces = {profile}, .devices = 2,
+                     .relative_to = *served},
+        BuildOptions{.db = db, .model = "other", .traces = {profile}, .devices = 4,
+                     .relative_to = *served},
+        BuildOptions{.db = db, .model = "m", .traces = {profile}, .devices = 4,
+                     .relative_to = 999}}) {
+    auto refused = Build(bad, text);
+    ASSERT_FALSE(refused.ok());
+    EXPECT_NE(refused.status().message().find("--relative_to"), std::string::npos)
+        << refused.status();
+  }
+}
+
 TEST(CommandsTest, PaperAlgorithmBuildsAndEvaluatesBesideOurs) {
   const std::string db = TempDatabasePath("paper.db");
   const std::string profile = WriteTopicTrace("paper_profile.trace", 1),
