@@ -1,5 +1,6 @@
 #include <algorithm>
 #include <map>
+#include <numeric>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/numbers.h"
@@ -17,8 +18,13 @@
 #include "grpcpp/grpcpp.h"
 #include "nlohmann/json.hpp"
 #include "planner/placement/holder_choice.h"
+#include "planner/placement/hot_experts.h"
 
 namespace semmoe::console {
+
+namespace {
+constexpr int kHotExperts = 8;  // The hottest experts per layer in --json.
+}  // namespace
 
 void Console::PrintExperiment(const prpc::Experiment& e) {
   out_ << "experiment " << e.id() << " (" << e.name() << ", " << e.model() << "): " << e.status()
@@ -199,6 +205,8 @@ absl::Status Console::ClusterStatus() {
   std::map<int, std::pair<int64_t, int64_t>> layers;  // layer → (local, remote)
   // (arm, layer) → each of its engines' expert activations served: the layer's expert load.
   std::map<std::pair<std::string, int>, std::vector<int64_t>> served;
+  // (arm, layer) → activations per expert summed over its engines: the hottest experts.
+  std::map<std::pair<std::string, int>, std::vector<int64_t>> per_expert;
   // (arm, rank) → all-to-all bytes it sent each rank: the group's rank × rank traffic matrix.
   std::map<std::pair<std::string, int>, std::vector<int64_t>> traffic;
   int reachable = 0;
@@ -224,6 +232,7 @@ absl::Status Console::ClusterStatus() {
       layers[l.layer()].first += l.local_activations();
       layers[l.layer()].second += l.remote_activations();
       served[{r.arm(), l.layer()}].push_back(l.served_activations());
+      planner::AddActivations(l.expert_activations(), per_expert[{r.arm(), l.layer()}]);
     }
   }
   // Drift: each group's version over its engines' live traces (planner/cli/drift.h).
@@ -256,10 +265,15 @@ absl::Status Console::ClusterStatus() {
     j["lar_per_layer"] = per_layer;
     nlohmann::json load = nlohmann::json::array();
     for (const auto& [key, ranks] : served) {
+      nlohmann::json hot = nlohmann::json::array();
+      for (const planner::HotExpert& h : planner::HottestExperts(per_expert[key], kHotExperts)) {
+        hot.push_back({{"expert", h.expert}, {"activations", h.activations}});
+      }
       load.push_back({{"arm", key.first},
                       {"layer", key.second},
                       {"served_activations", ranks},
-                      {"imbalance", planner::LoadImbalance(ranks)}});
+                      {"imbalance", planner::LoadImbalance(ranks)},
+                      {"hot_experts", hot}});
     }
     j["expert_load_per_layer"] = load;
     nlohmann::json matrix = nlohmann::json::array();
@@ -310,12 +324,21 @@ absl::Status Console::ClusterStatus() {
   if (!per_layer.empty()) out_ << per_layer.Render();
   // Expert load per MoE layer over each group's ranks: (max − mean) / mean of the activations
   // their experts ran (since the engines started).
-  Table load({"arm", "MoE layer", "load imbalance", "busiest rank's activations"});
+  // With the hottest experts: their shares of the layer's activations.
+  Table load({"arm", "MoE layer", "load imbalance", "busiest rank's activations",
+              "hottest experts (share)"});
   for (const auto& [key, ranks] : served) {
     if (ranks.size() < 2) continue;
+    const int64_t all = std::accumulate(ranks.begin(), ranks.end(), int64_t{0});
+    std::string hot;
+    for (const planner::HotExpert& h : planner::HottestExperts(per_expert[key], 3)) {
+      absl::StrAppend(&hot, hot.empty() ? "" : "  ", "e", h.expert, " ",
+                      Fixed(all > 0 ? 100.0 * h.activations / all : 0.0, 1), "%");
+    }
     load.Add({key.first.empty() ? "-" : key.first, absl::StrCat(key.second),
               Fixed(planner::LoadImbalance(ranks), 3),
-              absl::StrCat(*std::max_element(ranks.begin(), ranks.end()))});
+              absl::StrCat(*std::max_element(ranks.begin(), ranks.end())),
+              hot.empty() ? "-" : hot});
   }
   if (!load.empty()) out_ << load.Render();
   // All-to-all MiB each rank sent each rank (dispatch and combine, since the engines started).

@@ -21,6 +21,15 @@ std::string Cut(const std::string& s, int width) {
   return static_cast<int>(s.size()) <= width ? s : s.substr(0, std::max(0, width));
 }
 
+// "; hottest: e3 e17 e9" — the layer's three most active experts (empty when none reported).
+std::string HottestText(const router::rpc::LayerLoad& l) {
+  std::string out;
+  for (int i = 0; i < std::min(3, l.hot_experts_size()); ++i) {
+    absl::StrAppend(&out, i == 0 ? "; hottest:" : "", " e", l.hot_experts(i).expert());
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string NotRoutedAsPlanned(const planner::rpc::ExperimentArm& arm) {
@@ -224,9 +233,10 @@ std::vector<std::string> ClusterLines(const Snapshot& s, const std::deque<double
         load_header = true;
       }
       out.push_back(Cut(
-          absl::StrFormat("  %-4s layer %-3d %s %.3f  (busiest: rank %d)",
+          absl::StrFormat("  %-4s layer %-3d %s %.3f  (busiest: rank %d%s)",
                           arm.name().empty() ? "-" : arm.name(), l.layer(),
-                          Bar(std::min(1.0, l.imbalance()), 40), l.imbalance(), l.busiest_rank()),
+                          Bar(std::min(1.0, l.imbalance()), 40), l.imbalance(), l.busiest_rank(),
+                          HottestText(l)),
           width));
     }
   }

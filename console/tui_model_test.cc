@@ -103,11 +103,12 @@ TEST(TuiModelTest, ClusterShowsEachRanksRolloutAndRefusals) {
   load->set_layer(5);
   load->set_imbalance(0.25);
   load->set_busiest_rank(1);
+  for (int e : {7, 2, 40, 9}) load->add_hot_experts()->set_expert(e);
   bool shown = false, load_shown = false;
   for (const std::string& line : ClusterLines(s, {}, 200)) {
     shown |= line.find("v2->v3 4/10 e1") != std::string::npos;
     load_shown |= line.find("layer 5") != std::string::npos &&
-                  line.find("0.250  (busiest: rank 1)") != std::string::npos;
+                  line.find("0.250  (busiest: rank 1; hottest: e7 e2 e40)") != std::string::npos;
   }
   EXPECT_TRUE(shown);
   EXPECT_TRUE(load_shown);

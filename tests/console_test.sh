@@ -91,10 +91,12 @@ grep -q "policy semantic, 2 ranks (2 answering)" <<<"$out" || fail "cluster: $ou
 grep -q " serving " <<<"$out" || fail "cluster health: $out"
 grep -q "^MoE layer" <<<"$out" || fail "cluster layers: $out"
 grep -q "load imbalance" <<<"$out" || fail "cluster: no expert-load table: $out"
+grep -Eq "hottest experts \(share\)" <<<"$out" && grep -Eq " e[0-9]+ [0-9.]+%" <<<"$out" ||
+  fail "cluster: no hottest experts per layer: $out"
 grep -q "a2a MiB from rank .*to 0 .*to 1" <<<"$out" || fail "cluster: no traffic matrix: $out"
 json="$("${C[@]}" cluster status --json)"
 grep -q '"lar_per_layer"' <<<"$json" || fail "cluster --json"
-grep -q '"expert_load_per_layer":\[{"arm":"[^"]*","imbalance":[0-9.e+-]*,"layer":[0-9]*,"served_activations":\[[0-9]*,[0-9]*\]' <<<"$json" ||
+grep -q '"expert_load_per_layer":\[{"arm":"[^"]*","hot_experts":\[{"activations":[1-9][0-9]*,"expert":[0-9]*}[^]]*\],"imbalance":[0-9.e+-]*,"layer":[0-9]*,"served_activations":\[[0-9]*,[0-9]*\]' <<<"$json" ||
   fail "cluster --json: no expert load per layer over the 2 ranks: $json"
 grep -q '"all_to_all_bytes":\[{"arm":"[^"]*","bytes_to":\[0,[0-9]*\],"rank":0},{"arm":"[^"]*","bytes_to":\[[0-9]*,0\],"rank":1}' <<<"$json" ||
   fail "cluster --json: no rank x rank traffic: $json"

@@ -87,6 +87,20 @@ for layer in 0 1; do  # Every activation ran on exactly one rank's experts.
   imbalance="$(value "$R" "semmoe_router_moe_expert_load_imbalance{arm=\"default\",layer=\"$layer\"}")"
   awk -v x="$imbalance" 'BEGIN { exit !(x >= 0 && x <= 1) }' ||
     fail "layer $layer: the router's expert-load imbalance over 2 ranks is $imbalance"
+  # The hottest experts: at most 8 places, most first, within the layer's activations; without
+  # replicas the group's hottest expert ran on one rank, which reports the same count for it.
+  hot="$(grep "^semmoe_router_moe_hot_expert_activations{arm=\"default\",layer=\"$layer\"," "$R")" ||
+    fail "layer $layer: no hottest experts from the router"
+  places="$(wc -l <<<"$hot")"
+  ((places >= 1 && places <= 8)) || fail "layer $layer: $places hot-expert places: $hot"
+  awk -v all="${served[$layer]}" '{ if (NR > 1 && $2 > last) bad = 1; last = $2; sum += $2 }
+    END { exit !(bad == 0 && sum <= all && sum > 0) }' <<<"$hot" ||
+    fail "layer $layer: hot experts not ordered or more than the ${served[$layer]} activations: $hot"
+  top="$(head -1 <<<"$hot")"
+  expert="$(sed -E 's/.*expert="([0-9]+)".*/\1/' <<<"$top")"
+  on_ranks="$(cat "$TMP"/rank*.prom | grep "^semmoe_engine_moe_hot_expert_activations{.*layer=\"$layer\",.*expert=\"$expert\"}" | awk '{ s += $2 } END { print s + 0 }')"
+  [[ "$on_ranks" == "$(awk '{ print $2 }' <<<"$top")" ]] ||
+    fail "layer $layer: the router's hottest expert $expert ran ${top##* } activations, the ranks say $on_ranks"
 done
 
 scrape planner "$(jq -r .planner_metrics "$EP")"

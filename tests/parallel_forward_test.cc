@@ -428,6 +428,9 @@ TEST_P(ParallelForwardTest, MatchesOneDeviceAndCountsBytesExactly) {
   std::vector<int64_t> local(g, 0), remote(g, 0), served(g, 0);
   const size_t passes = results[0].routing.size();
   const int n = config.num_experts;
+  // [rank][layer][expert]: the activations of each expert each rank ran.
+  std::vector<std::vector<std::vector<int64_t>>> served_expert(
+      g, std::vector<std::vector<int64_t>>(results[0].counters.size(), std::vector<int64_t>(n)));
   for (size_t pass = 0; pass < passes; ++pass) {
     for (size_t l = 0; l < results[0].routing[pass].size(); ++l) {
       std::vector<int32_t> demand(static_cast<size_t>(g) * n, 0);
@@ -456,6 +459,7 @@ TEST_P(ParallelForwardTest, MatchesOneDeviceAndCountsBytesExactly) {
             hit[d] = true;
             ++(d == r ? local[r] : remote[r]);
             ++served[d];
+            ++served_expert[d][l][e];
           }
           for (int d = 0; d < g; ++d) rows[r][d] += hit[d] ? 1 : 0;
         }
@@ -489,6 +493,10 @@ TEST_P(ParallelForwardTest, MatchesOneDeviceAndCountsBytesExactly) {
     EXPECT_EQ(local_total, local[r]);
     EXPECT_EQ(remote_total, remote[r]);
     EXPECT_EQ(served_total, served[r]) << "rank " << r << ": the activations its experts ran";
+    for (size_t l = 0; l < results[r].counters.size(); ++l) {
+      EXPECT_EQ(results[r].counters[l].expert_activations, served_expert[r][l])
+          << "rank " << r << ", MoE layer " << l << ": activations per expert";
+    }
     // Its row of the rank × rank traffic matrix: the rows it sent each peer and their results.
     std::vector<int64_t> to_peer(g, 0);
     for (const MoeLayerCounters& m : results[r].counters) {

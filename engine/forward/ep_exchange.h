@@ -85,6 +85,7 @@ class EpExchange {
     const int64_t hidden = c_.hidden_size;
     absl::Time start = absl::Now();
     served_ = 0;
+    served_per_expert_.assign(c_.num_experts, 0);
 
     // Which rows go where, in rank order, with their expert ids and gate weights for their
     // destination (engine/parallel/dispatch_plan.h, shared with the CPU exchange).
@@ -202,6 +203,10 @@ class EpExchange {
     RETURN_IF_ERROR(ops_.Finish());
     counters.combine_seconds += Seconds(start);
     counters.served_activations += served_;
+    counters.expert_activations.resize(served_per_expert_.size(), 0);
+    for (size_t e = 0; e < served_per_expert_.size(); ++e) {
+      counters.expert_activations[e] += served_per_expert_[e];
+    }
     return absl::OkStatus();
   }
 
@@ -253,6 +258,7 @@ class EpExchange {
     RETURN_IF_ERROR(ops_.CopyOut(offsets.data(), offsets_.data(), experts + 2));
     served_ += offsets[experts];  // Entries of this rank's experts (the rest: served elsewhere).
     for (int e = 0; e < experts; ++e) {
+      served_per_expert_[e] += offsets[e + 1] - offsets[e];
       if (offsets[e + 1] > offsets[e] && !placement_.Holds(moe_index, me, e)) {
         return absl::InternalError(absl::StrCat("rank ", me, " was sent rows for expert ", e,
                                                 " of MoE layer ", moe_index,
@@ -375,6 +381,7 @@ class EpExchange {
   Ops& ops_;
   const bool holder_choice_;
   int64_t served_ = 0;  // This Run's entries through this rank's experts.
+  std::vector<int64_t> served_per_expert_;  // ... per expert id.
   std::vector<int32_t> home_devices_;
   std::vector<int64_t> holder_load_;
   Array<int32_t> own_demand_, demand_;  // The holder choice's all-gather.

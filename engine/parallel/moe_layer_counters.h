@@ -14,6 +14,8 @@ struct MoeLayerCounters {
   int64_t local_activations = 0;   // (token, expert) pairs whose expert is on this rank.
   int64_t remote_activations = 0;  // ... on another rank.
   int64_t served_activations = 0;  // Pairs this rank's experts ran (its own tokens' and peers').
+  // [experts]: served_activations per expert id (0 for experts this rank does not hold).
+  std::vector<int64_t> expert_activations;
   int64_t dispatch_bytes_sent = 0, dispatch_bytes_received = 0;  // Payload, peers only.
   int64_t combine_bytes_sent = 0, combine_bytes_received = 0;
   // [ranks]: dispatch + combine payload sent to each rank (this rank's own: 0).

@@ -2,8 +2,12 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/metrics.h"
+#include "planner/placement/hot_experts.h"
 
 namespace semmoe::engine {
+namespace {
+constexpr int kHotExperts = 8;
+}  // namespace
 
 std::string EngineMetricsText(const rpc::EngineStats& s) {
   metrics::Families f;
@@ -77,6 +81,16 @@ std::string EngineMetricsText(const rpc::EngineStats& s) {
               "peers'): its expert load. Across ranks, (max - mean) / mean is the layer's load "
               "imbalance.",
               labels({}), l.served_activations());
+    // The hottest experts, not every expert: at most kHotExperts series per layer.
+    const std::vector<planner::HotExpert> hot =
+        planner::HottestExperts(l.expert_activations(), kHotExperts);
+    for (size_t i = 0; i < hot.size(); ++i) {
+      f.Gauge("semmoe_engine_moe_hot_expert_activations",
+              "This rank's most active experts per MoE layer (place 1 = the most), with their "
+              "activations so far: a top-8, not every expert.",
+              labels({{"place", absl::StrCat(i + 1)}, {"expert", absl::StrCat(hot[i].expert)}}),
+              hot[i].activations);
+    }
     const char* kBytes = "All-to-all bytes per MoE layer, by phase and direction.";
     f.Counter("semmoe_engine_all_to_all_bytes_total", kBytes,
               labels({{"phase", "dispatch"}, {"direction", "sent"}}), l.dispatch_bytes_sent());

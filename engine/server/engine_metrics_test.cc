@@ -28,6 +28,9 @@ TEST(EngineMetricsTest, StatsBecomeSeries) {
   l->set_lar(0.75);
   l->set_dispatch_bytes_sent(4096);
   l->set_served_activations(55);
+  // 128 experts: expert e ran e % 10 activations — the top 8 are eight of the nines, lowest id
+  // first, and no other expert gets a series.
+  for (int e = 0; e < 128; ++e) l->add_expert_activations(e % 10);
   s.add_peer_bytes_sent(100);
   s.add_peer_bytes_sent(0);  // Rank 1's own: no series.
   s.add_peer_bytes_sent(300);
@@ -47,6 +50,12 @@ TEST(EngineMetricsTest, StatsBecomeSeries) {
   EXPECT_EQ(text.find("peer_bytes_total{rank=\"1\",peer=\"1\"}"), std::string::npos);
   EXPECT_THAT(text, HasSubstr("semmoe_engine_moe_served_activations_total{rank=\"1\","
                               "layer=\"3\"} 55"));
+  EXPECT_THAT(text, HasSubstr("semmoe_engine_moe_hot_expert_activations{rank=\"1\",layer=\"3\","
+                              "place=\"1\",expert=\"9\"} 9"));
+  EXPECT_THAT(text, HasSubstr("semmoe_engine_moe_hot_expert_activations{rank=\"1\",layer=\"3\","
+                              "place=\"8\",expert=\"79\"} 9"));
+  EXPECT_EQ(text.find("place=\"9\""), std::string::npos);
+  EXPECT_EQ(text.find("expert=\"89\""), std::string::npos);
   EXPECT_THAT(text, HasSubstr("semmoe_engine_all_to_all_bytes_total{rank=\"1\",layer=\"3\","
                               "phase=\"dispatch\",direction=\"sent\"} 4096"));
   EXPECT_THAT(text, HasSubstr("semmoe_engine_placement_version{rank=\"1\"} 5"));

@@ -427,6 +427,7 @@ void ToProto(const GroupEngineStats& s, const std::vector<int>& moe_layers, rpc:
     l->set_combine_seconds(c.combine_seconds);
     l->set_dispatch_wait_seconds(c.dispatch_wait_seconds);
     l->set_served_activations(c.served_activations);
+    l->mutable_expert_activations()->Add(c.expert_activations.begin(), c.expert_activations.end());
     local += c.local_activations;
     remote += c.remote_activations;
   }

@@ -11,9 +11,12 @@
 #include "common/security.h"
 #include "grpcpp/grpcpp.h"
 #include "planner/placement/holder_choice.h"
+#include "planner/placement/hot_experts.h"
 
 namespace semmoe::router {
 namespace {
+
+constexpr int kHotExperts = 8;  // The hottest experts per MoE layer in ArmStats.
 
 nlohmann::json PercentilesJson(const LatencyWindow& w) {
   const PercentileSummary s = w.Summary();
@@ -103,6 +106,9 @@ void EngineGroup::Poll() {
       c.remote += l.remote_activations();
       c.a2a_bytes += l.dispatch_bytes_sent() + l.combine_bytes_sent();
       c.served.emplace_back(l.layer(), l.served_activations());
+      c.per_expert.emplace_back(
+          l.layer(),
+          std::vector<int64_t>(l.expert_activations().begin(), l.expert_activations().end()));
     }
     c.tokens = stats.prefill_tokens() + stats.decode_tokens();
     c.placement_version = stats.placement_version();
@@ -252,8 +258,12 @@ void EngineGroup::Fill(rpc::ArmStats& out) const {
   out.set_a2a_bytes_per_token(tokens == 0 ? 0.0 : static_cast<double>(bytes) / tokens);
   // The expert load per MoE layer, over the ranks that reported it (an expert-parallel group).
   std::map<int, std::vector<std::pair<int64_t, int>>> by_layer;  // layer → (served, rank)
+  std::map<int, std::vector<int64_t>> per_expert;                 // layer → summed over ranks
   for (int r = 0; r < size(); ++r) {
     for (const auto& [layer, served] : counters_[r].served) by_layer[layer].emplace_back(served, r);
+    for (const auto& [layer, experts] : counters_[r].per_expert) {
+      planner::AddActivations(experts, per_expert[layer]);
+    }
   }
   for (const auto& [layer, ranks] : by_layer) {
     if (ranks.size() < 2) continue;
@@ -266,6 +276,11 @@ void EngineGroup::Fill(rpc::ArmStats& out) const {
     l->set_imbalance(planner::LoadImbalance(load));
     l->set_busiest(busiest->first);
     l->set_busiest_rank(busiest->second);
+    for (const planner::HotExpert& h : planner::HottestExperts(per_expert[layer], kHotExperts)) {
+      rpc::HotExpert* hot = l->add_hot_experts();
+      hot->set_expert(h.expert);
+      hot->set_activations(h.activations);
+    }
   }
 }
 

@@ -104,6 +104,8 @@ class EngineGroup {
     absl::Time down_since = absl::InfinitePast();
     int64_t local = 0, remote = 0, a2a_bytes = 0, tokens = 0;
     std::vector<std::pair<int, int64_t>> served;  // (MoE layer, activations its experts ran).
+    // (MoE layer, the activations its experts ran per expert id).
+    std::vector<std::pair<int, std::vector<int64_t>>> per_expert;
     int64_t placement_version = 0;
     engine::rpc::RolloutStats rollout;
   };

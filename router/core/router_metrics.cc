@@ -85,6 +85,16 @@ std::string RouterMetricsText(const rpc::RouterStats& s,
               "Per MoE layer, (max - mean) / mean over the group's ranks of the expert activations "
               "their experts ran (their counters at the last poll).",
               {{"arm", arm}, {"layer", absl::StrCat(load.layer())}}, load.imbalance());
+      for (int i = 0; i < load.hot_experts_size(); ++i) {
+        f.Gauge("semmoe_router_moe_hot_expert_activations",
+                "The group's most active experts per MoE layer (place 1 = the most; replicas "
+                "summed), with their activations so far: a top-8, not every expert.",
+                {{"arm", arm},
+                 {"layer", absl::StrCat(load.layer())},
+                 {"place", absl::StrCat(i + 1)},
+                 {"expert", absl::StrCat(load.hot_experts(i).expert())}},
+                load.hot_experts(i).activations());
+      }
     }
     for (const rpc::RankStats& r : a.ranks()) {
       const metrics::Labels rl = {{"arm", arm}, {"rank", absl::StrCat(r.rank())}};

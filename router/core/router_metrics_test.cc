@@ -26,6 +26,9 @@ TEST(RouterMetricsTest, OutcomesArmsAndRanks) {
   rpc::LayerLoad* load = a->add_layer_loads();
   load->set_layer(3);
   load->set_imbalance(0.25);
+  rpc::HotExpert* hot = load->add_hot_experts();
+  hot->set_expert(17);
+  hot->set_activations(900);
   rpc::RankStats* r = a->add_ranks();
   r->set_rank(1);
   r->set_usable(false);
@@ -48,6 +51,8 @@ TEST(RouterMetricsTest, OutcomesArmsAndRanks) {
   EXPECT_THAT(text, HasSubstr("semmoe_router_rank_usable{arm=\"B\",rank=\"1\"} 0"));
   EXPECT_THAT(text,
               HasSubstr("semmoe_router_moe_expert_load_imbalance{arm=\"B\",layer=\"3\"} 0.25"));
+  EXPECT_THAT(text, HasSubstr("semmoe_router_moe_hot_expert_activations{arm=\"B\",layer=\"3\","
+                              "place=\"1\",expert=\"17\"} 900"));
   EXPECT_EQ(text.find("semmoe_router_rank_kv_cache_free_tokens"), std::string::npos);
 }
 
