@@ -46,7 +46,22 @@ void WaterFill(const std::vector<int32_t>& holders, int64_t count, std::vector<i
 
 HolderChoice ChooseHolders(const Placement& placement, int layer,
                            absl::Span<const int32_t> demand) {
-  const int g = placement.num_devices(), n = placement.num_experts();
+  return HolderChoice::Choose(
+      [&](int e) -> const std::vector<int32_t>& { return placement.HoldersOf(layer, e); },
+      placement.num_devices(), placement.num_experts(), demand);
+}
+
+HolderChoice ChooseHolders(absl::Span<const std::vector<int32_t>> holders_of, int devices,
+                           absl::Span<const int32_t> demand) {
+  return HolderChoice::Choose(
+      [&](int e) -> const std::vector<int32_t>& { return holders_of[e]; }, devices,
+      static_cast<int>(holders_of.size()), demand);
+}
+
+template <typename HoldersOf>
+HolderChoice HolderChoice::Choose(const HoldersOf& holders_of, int devices, int experts,
+                                  absl::Span<const int32_t> demand) {
+  const int g = devices, n = experts;
   HolderChoice c;
   c.num_experts_ = n;
   c.load_.assign(g, 0);
@@ -54,7 +69,7 @@ HolderChoice ChooseHolders(const Placement& placement, int layer,
   for (int r = 0; r < g; ++r) {
     for (int e = 0; e < n; ++e) {
       const size_t i = static_cast<size_t>(r) * n + e;
-      c.offset_[i + 1] = c.offset_[i] + static_cast<int64_t>(placement.HoldersOf(layer, e).size());
+      c.offset_[i + 1] = c.offset_[i] + static_cast<int64_t>(holders_of(e).size());
     }
   }
   c.counts_.assign(c.offset_.back(), 0);
@@ -67,9 +82,10 @@ HolderChoice ChooseHolders(const Placement& placement, int layer,
     for (int e = 0; e < n; ++e) {
       const int32_t d = demand[static_cast<size_t>(r) * n + e];
       if (d == 0) continue;
-      const std::vector<int32_t>& holders = placement.HoldersOf(layer, e);
+      const std::vector<int32_t>& holders = holders_of(e);
       const size_t first = c.offset_[static_cast<size_t>(r) * n + e];
-      const int fixed = placement.Holds(layer, r, e) ? r : holders.size() == 1 ? holders[0] : -1;
+      const bool holds = std::find(holders.begin(), holders.end(), r) != holders.end();
+      const int fixed = holds ? r : holders.size() == 1 ? holders[0] : -1;
       if (fixed < 0) {
         pieces.push_back({d, r, e});
         continue;
@@ -84,7 +100,7 @@ HolderChoice ChooseHolders(const Placement& placement, int layer,
            std::make_tuple(-b.count, b.rank, b.expert);
   });
   for (const Piece& p : pieces) {
-    const std::vector<int32_t>& holders = placement.HoldersOf(layer, p.expert);
+    const std::vector<int32_t>& holders = holders_of(p.expert);
     int32_t* counts = c.counts_.data() + c.offset_[static_cast<size_t>(p.rank) * n + p.expert];
     WaterFill(holders, p.count, c.load_, counts);
   }

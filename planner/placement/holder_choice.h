@@ -35,6 +35,12 @@ class HolderChoice {
 
  private:
   friend HolderChoice ChooseHolders(const Placement&, int, absl::Span<const int32_t>);
+  friend HolderChoice ChooseHolders(absl::Span<const std::vector<int32_t>>, int,
+                                    absl::Span<const int32_t>);
+  // Both: holders_of(e) gives expert e's holders (defined and instantiated in the .cc only).
+  template <typename HoldersOf>
+  static HolderChoice Choose(const HoldersOf& holders_of, int devices, int experts,
+                             absl::Span<const int32_t> demand);
   int num_experts_ = 0;
   std::vector<int64_t> offset_;  // [devices × experts + 1] into counts_.
   std::vector<int32_t> counts_;
@@ -44,6 +50,12 @@ class HolderChoice {
 // `demand` [devices × experts]: each rank's activations of each expert in the batch (≥ 0).
 // REQUIRES: 0 <= layer < placement.num_layers(), demand.size() == devices × experts.
 HolderChoice ChooseHolders(const Placement& placement, int layer, absl::Span<const int32_t> demand);
+
+// The same over explicit holders, for planners that try replicas before they make a Placement:
+// holders_of[e], the devices holding expert e (its home first, then its replicas).
+// REQUIRES: every holder in [0, devices), demand.size() == devices × holders_of.size().
+HolderChoice ChooseHolders(absl::Span<const std::vector<int32_t>> holders_of, int devices,
+                           absl::Span<const int32_t> demand);
 
 // One rank's row of the demand: its tokens' activations per expert (`ids`: the router's top-k,
 // each in [0, num_experts)).

@@ -1,7 +1,11 @@
 #include "planner/solver/replicas.h"
 
+#include <algorithm>
+#include <string>
+
 #include "gtest/gtest.h"
 #include "planner/eval/evaluate.h"
+#include "planner/placement/holder_choice.h"
 
 namespace semmoe::planner {
 namespace {
@@ -48,6 +52,39 @@ TEST(ReplicasTest, TheTimeModelRelievesTheBusiestDevice) {
   auto links = AddHotReplicas(t, base, schedule, 1, /*link_cost=*/1000);
   ASSERT_TRUE(links.ok());
   EXPECT_EQ(links->ReplicasOn(0, 0), (std::vector<int32_t>{2}));
+}
+
+// A hot expert every device uses (expert 0, homed on device 0) is copied by the light devices,
+// and the holder choice spreads its load: the busiest device's load falls towards the mean.
+TEST(ReplicasTest, AHotGenericExpertIsSpreadOverLightDevices) {
+  trace::TraceSet t;
+  t.header.num_experts = 8;
+  t.header.top_k = 1;
+  t.header.moe_layers = {0};
+  std::vector<int> schedule;
+  for (int r = 0; r < 64; ++r) {
+    const int d = r % 4;
+    // Half of each request's tokens use expert 0, the rest an expert on the request's device.
+    ASSERT_TRUE(t.AddRequest("r" + std::to_string(r), {1, 2, 3, 4},
+                             {0, 0, static_cast<uint16_t>(2 * d + 1), static_cast<uint16_t>(2 * d)})
+                    .ok());
+    schedule.push_back(d);
+  }
+  const Placement base = *Placement::Vanilla({0}, 8, 4);
+  auto with = AddHotReplicas(t, base, TokensOfRequests(t, schedule), 1, /*link_cost=*/0);
+  ASSERT_TRUE(with.ok()) << with.status();
+  EXPECT_GE(with->HoldersOf(0, 0).size(), 3u) << "expert 0 copied by at most one device";
+  auto max_load = [&](const Placement& p) {
+    std::vector<int32_t> demand(4 * 8, 0);
+    for (int64_t i = 0; i < t.num_tokens(); ++i) {
+      ++demand[schedule[i / 4] * 8 + t.Experts(i, 0)[0]];
+    }
+    const HolderChoice c = ChooseHolders(p, 0, demand);
+    return *std::max_element(c.load().begin(), c.load().end());
+  };
+  // 256 activations over 4 devices: 64 each at best; without replicas device 0 runs 128 + 32.
+  EXPECT_EQ(max_load(base), 160);
+  EXPECT_LE(max_load(*with), 72);
 }
 
 }  // namespace
