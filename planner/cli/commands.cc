@@ -230,8 +230,7 @@ absl::StatusOr<int64_t> Build(const BuildOptions& o, std::ostream& out) {
   }
   if (o.replicas > 0) {
     // Hot experts copied where the time model gains most (solver/replicas.h).
-    ASSIGN_OR_RETURN(placement, AddHotReplicas(trace, placement, schedule(placement), o.replicas,
-                                               o.link_cost));
+    ASSIGN_OR_RETURN(placement, AddHotReplicas(trace, placement, schedule(placement), o.replicas));
     if (served.has_value()) {
       int budget = o.max_moved_experts < 0
                        ? -1
@@ -401,6 +400,15 @@ absl::StatusOr<nlohmann::ordered_json> EvalRows(const EvalOptions& o) {
       row["dp_lar_affinity"] = dpa.lar;
       row["dp_moe_time_per_token"] = dpa.moe_time_per_token;
       row["dp_token_load_imbalance"] = dpa.token_load_imbalance;
+      // The expert load under the router's schedule (`imbal.` is round-robin's): the busiest
+      // device over the mean, the worst layer and the mean over layers (bench_ep's figure).
+      row["dp_expert_load_imbalance_affinity"] = dpa.expert_load_imbalance;
+      double mean = 0;
+      for (double x : dpa.expert_load_imbalance_per_layer) mean += x;
+      row["dp_expert_load_imbalance_affinity_mean"] =
+          dpa.expert_load_imbalance_per_layer.empty()
+              ? 0.0
+              : mean / dpa.expert_load_imbalance_per_layer.size();
       row["tp_lar_srs"] = tpa.lar;
       if (o.hidden_size > 0) {
         row["dp_a2a_bytes_per_token_affinity"] = dpa.a2a_bytes_per_token;
@@ -453,17 +461,20 @@ absl::Status Eval(const EvalOptions& o, std::ostream& out) {
     out << rows.dump() << "\n";
     return absl::OkStatus();
   }
-  out << absl::StrFormat("%-8s %-22s %4s %9s %9s %9s %8s %8s %9s %9s %9s %9s\n", "version", "name",
-                         "G", "DP blind", "DP affin", "DP bound", "imbal.", "DP time", "TP blind",
-                         "TP SRS", "TP bound", "TP oracle");
+  out << absl::StrFormat("%-8s %-22s %4s %9s %9s %9s %8s %10s %8s %9s %9s %9s %9s\n", "version",
+                         "name", "G", "DP blind", "DP affin", "DP bound", "imbal.", "imbal. aff",
+                         "DP time", "TP blind", "TP SRS", "TP bound", "TP oracle");
   for (const auto& r : rows) {
     auto get = [&](const char* key) {
       return r.contains(key) ? absl::StrFormat("%9.4f", r[key].get<double>()) : std::string(9, '-');
     };
     out << absl::StrFormat(
-        "%-8d %-22s %4d %s %s %s %8.3f %s %s %s %s %s\n", r["version"].get<int64_t>(),
+        "%-8d %-22s %4d %s %s %s %8.3f %10s %s %s %s %s %s\n", r["version"].get<int64_t>(),
         r["name"].get<std::string>(), r["devices"].get<int>(), get("dp_lar_blind"),
         get("dp_lar_affinity"), get("dp_bound"), r["expert_load_imbalance"].get<double>(),
+        r.contains("dp_expert_load_imbalance_affinity")
+            ? absl::StrFormat("%10.3f", r["dp_expert_load_imbalance_affinity"].get<double>())
+            : std::string(10, '-'),
         r.contains("dp_moe_time_per_token")
             ? absl::StrFormat("%8.2f", r["dp_moe_time_per_token"].get<double>())
             : std::string(8, '-'),

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "planner/placement/holder_choice.h"
+#include "planner/solver/expert_balance.h"
 
 namespace semmoe::planner {
 
@@ -23,43 +24,37 @@ namespace {
 
 constexpr int kCandidates = 8;  // Per device and kind (local use, load per holder).
 
-// One layer's replicas, scored by the MoE time model under the engines' per-batch holder choice
-// over folds of the profile (see replicas.h).
+// One layer's replicas, scored by the expert-load imbalance under the engines' per-batch holder
+// choice for each traffic group of the profile (see replicas.h).
 class LayerChooser {
  public:
+  // request_group[r]: request r's traffic group in [0, groups).
   LayerChooser(const trace::TraceSet& trace, int l, const Placement& placement,
-               const std::vector<int>& token_device, int folds, double link_cost)
+               const std::vector<int>& token_device, const std::vector<int>& request_group,
+               int groups)
       : g_(placement.num_devices()), n_(placement.num_experts()), holders_(n_) {
     for (int e = 0; e < n_; ++e) holders_[e] = {placement.Device(l, e)};
-    demand_.assign(folds, std::vector<int32_t>(static_cast<size_t>(g_) * n_, 0));
     use_.assign(static_cast<size_t>(g_) * n_, 0);
-    // Exchanged rows per remote activation under the homes: a token sends one row to a device
-    // however many of its experts that device serves. The model counts activations, scaled.
-    int64_t remote = 0, rows = 0;
-    std::vector<int64_t> seen(g_, -1);
+    // One demand per group, and the profile's own mix last.
+    demand_.assign(groups + 1, std::vector<int32_t>(static_cast<size_t>(g_) * n_, 0));
     const int k = trace.top_k();
     for (int r = 0; r < trace.num_requests(); ++r) {
-      // Folds are consecutive stretches of the trace: traffic as it arrives.
-      std::vector<int32_t>& demand =
-          demand_[static_cast<int64_t>(r) * folds / trace.num_requests()];
+      std::vector<int32_t>& demand = demand_[request_group[r]];  // Not the last: groups < size.
       for (int64_t t = trace.request_begin[r]; t < trace.request_begin[r + 1]; ++t) {
         const int d = token_device[t];
         for (int j = 0; j < k; ++j) {
           const int e = trace.Experts(t, l)[j];
           ++demand[d * n_ + e];
+          ++demand_.back()[d * n_ + e];
           ++use_[d * n_ + e];
-          const int home = placement.Device(l, e);
-          if (home == d) continue;
-          ++remote;
-          if (seen[home] != t) seen[home] = t, ++rows;
         }
       }
     }
-    link_cost_ = link_cost * (remote == 0 ? 1.0 : static_cast<double>(rows) / remote);
   }
 
-  // R rounds: in each, the devices in order of modelled load (lightest first) each take the
-  // candidate that leaves the summed per-fold time lowest (ties: the most local activations).
+  // R rounds: in each, the devices in order of load (lightest first) each take the candidate
+  // that leaves the summed imbalance of the traffic groups lowest (ties: the most local
+  // activations).
   std::vector<std::vector<int32_t>> Choose(int replicas) {
     std::vector<std::vector<int32_t>> chosen(g_);
     for (int round = 0; round < replicas; ++round) {
@@ -68,15 +63,19 @@ class LayerChooser {
       std::iota(order.begin(), order.end(), 0);
       std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return load[a] < load[b]; });
       for (int d : order) {
+        const std::vector<int> candidates = Candidates(d);
+        std::vector<double> time(candidates.size());
+        for (size_t i = 0; i < candidates.size(); ++i) {
+          holders_[candidates[i]].push_back(d);
+          time[i] = Imbalance();
+          holders_[candidates[i]].pop_back();
+        }
+        const double least = *std::min_element(time.begin(), time.end());
         int best = -1;
-        double best_time = 0;
-        for (int e : Candidates(d)) {
-          holders_[e].push_back(d);
-          const double time = Time();
-          holders_[e].pop_back();
-          if (best < 0 || time < best_time - 1e-9 ||
-              (time < best_time + 1e-9 && use_[d * n_ + e] > use_[d * n_ + best])) {
-            best = e, best_time = time;
+        for (size_t i = 0; i < candidates.size(); ++i) {
+          const int e = candidates[i];
+          if (time[i] <= least + 1e-9 && (best < 0 || use_[d * n_ + e] > use_[d * n_ + best])) {
+            best = e;
           }
         }
         holders_[best].push_back(d);
@@ -116,58 +115,37 @@ class LayerChooser {
     return out;
   }
 
-  // Per device, activations served summed over the folds under the holder choice.
+  // Per device, activations served of the whole profile under the holder choice.
   std::vector<double> Loads() const {
-    std::vector<double> load(g_, 0.0);
-    for (const std::vector<int32_t>& demand : demand_) {
-      const HolderChoice c = ChooseHolders(holders_, g_, demand);
-      for (int d = 0; d < g_; ++d) load[d] += static_cast<double>(c.load()[d]);
-    }
-    return load;
+    const HolderChoice c = ChooseHolders(holders_, g_, demand_.back());
+    return std::vector<double>(c.load().begin(), c.load().end());
   }
 
-  // Σ over folds of max over devices (activations served + link cost × activations sent and
-  // received): the fold's MoE-layer time in expert rows, waiting for its slowest device.
-  double Time() const {
+  // Σ over the traffic groups and the whole profile of the busiest device's load over the mean
+  // under the holder choice: each group's traffic and their mix weigh the same.
+  double Imbalance() const {
     double sum = 0;
     for (const std::vector<int32_t>& demand : demand_) {
       const HolderChoice c = ChooseHolders(holders_, g_, demand);
-      std::vector<double> exchanged(g_, 0.0);
-      for (int d = 0; d < g_; ++d) exchanged[d] = static_cast<double>(c.load()[d]);
-      for (int d = 0; d < g_; ++d) {
-        for (int e = 0; e < n_; ++e) {
-          const int32_t a = demand[d * n_ + e];
-          if (a == 0) continue;
-          // Own activations served locally are no traffic; the rest is sent by d, received by
-          // whoever serves it (its load minus its own, counted below).
-          if (Holds(d, e)) {
-            exchanged[d] -= a;
-          } else {
-            exchanged[d] += a;
-          }
-        }
-      }
-      double worst = 0;
-      for (int d = 0; d < g_; ++d) {
-        worst = std::max(worst, static_cast<double>(c.load()[d]) + link_cost_ * exchanged[d]);
-      }
-      sum += worst;
+      const int64_t total = std::accumulate(c.load().begin(), c.load().end(), int64_t{0});
+      if (total == 0) continue;
+      const int64_t busiest = *std::max_element(c.load().begin(), c.load().end());
+      sum += static_cast<double>(busiest) * g_ / static_cast<double>(total);
     }
     return sum;
   }
 
   const int g_, n_;
   std::vector<std::vector<int32_t>> holders_;  // [expert] → home, then replicas.
-  std::vector<std::vector<int32_t>> demand_;   // [fold][device · N + expert].
-  std::vector<int64_t> use_;                   // [device · N + expert], all folds.
-  double link_cost_ = 0;
+  std::vector<std::vector<int32_t>> demand_;   // [group, then all][device · N + expert].
+  std::vector<int64_t> use_;                   // [device · N + expert], all groups.
 };
 
 }  // namespace
 
 absl::StatusOr<Placement> AddHotReplicas(const trace::TraceSet& trace, const Placement& placement,
                                          const std::vector<std::vector<int>>& token_device,
-                                         int replicas, double link_cost) {
+                                         int replicas) {
   const int n = placement.num_experts(), g = placement.num_devices();
   if (replicas < 0 || replicas > n - n / g) {
     return absl::InvalidArgumentError(
@@ -178,6 +156,8 @@ absl::StatusOr<Placement> AddHotReplicas(const trace::TraceSet& trace, const Pla
     return absl::InvalidArgumentError("the schedule does not match the trace's layers");
   }
   std::vector<std::vector<std::vector<int32_t>>> chosen(trace.num_layers());
+  // Traffic groups: requests of similar expert use (the mix unseen traffic may shift between).
+  std::vector<int> groups = UsageClusters(trace, kTrafficGroups, /*seed=*/0);
   for (int l = 0; l < trace.num_layers(); ++l) {
     if (static_cast<int64_t>(token_device[l].size()) != trace.num_tokens()) {
       return absl::InvalidArgumentError("the schedule does not match the trace's tokens");
@@ -185,10 +165,8 @@ absl::StatusOr<Placement> AddHotReplicas(const trace::TraceSet& trace, const Pla
     for (int d : token_device[l]) {
       if (d < 0 || d >= g) return absl::InvalidArgumentError("a scheduled device is out of range");
     }
-    chosen[l] = LayerChooser(trace, l, placement, token_device[l],
-                             std::clamp(trace.num_requests() / kRequestsPerFold, 1, kFolds),
-                             link_cost)
-                    .Choose(replicas);
+    chosen[l] =
+        LayerChooser(trace, l, placement, token_device[l], groups, kTrafficGroups).Choose(replicas);
   }
   return placement.WithReplicas(std::move(chosen));
 }

@@ -10,28 +10,46 @@
 namespace semmoe::planner {
 namespace {
 
-TEST(ReplicasTest, EachDeviceCopiesWhatItsTokensUseMost) {
-  // 4 experts, 2 devices (0,1 | 2,3). Requests on device 0 often use expert 3; on device 1,
-  // expert 0.
+TEST(ReplicasTest, ACopyThatRelievesTheBusyHomeAndIsUsedLocallyIsTaken) {
+  // 4 experts, 2 devices (0,1 | 2,3). Device 0's requests use expert 3 (on device 1, which is
+  // busy with its own expert 2): a copy of 3 on device 0 is local there and relieves device 1.
+  trace::TraceSet t;
+  t.header.num_experts = 4;
+  t.header.top_k = 1;
+  t.header.moe_layers = {0};
+  ASSERT_TRUE(t.AddRequest("a", {1, 2, 3}, {3, 3, 3}).ok());
+  ASSERT_TRUE(t.AddRequest("b", {4, 5, 6, 7}, {2, 2, 2, 0}).ok());
+  const Placement base = *Placement::Vanilla({0}, 4, 2);
+  const std::vector<int> schedule = {0, 1};
+  auto with = AddHotReplicas(t, base, TokensOfRequests(t, schedule), 1);
+  ASSERT_TRUE(with.ok()) << with.status();
+  EXPECT_EQ(with->ReplicasOn(0, 0), (std::vector<int32_t>{3}));
+  // Device 1's copy of 0 would leave the mix as balanced as a copy of 1 but load device 1 with
+  // all of its own traffic group: 1 is taken.
+  EXPECT_EQ(with->ReplicasOn(0, 1), (std::vector<int32_t>{1}));
+  EXPECT_NEAR(EvaluateDp(t, base, schedule)->lar, 3.0 / 7, 1e-12);
+  EXPECT_NEAR(EvaluateDp(t, *with, schedule)->lar, 6.0 / 7, 1e-12);
+  EXPECT_FALSE(AddHotReplicas(t, base, TokensOfRequests(t, schedule), 3).ok());
+  EXPECT_FALSE(AddHotReplicas(t, base, {}, 1).ok());
+}
+
+// Balance first: a copy its tokens use most is not taken when it would load the device more
+// than it relieves the home.
+TEST(ReplicasTest, ACopyThatWouldUnbalanceIsNotTaken) {
   trace::TraceSet t;
   t.header.num_experts = 4;
   t.header.top_k = 1;
   t.header.moe_layers = {0};
   ASSERT_TRUE(t.AddRequest("a", {1, 2, 3}, {3, 3, 0}).ok());
   ASSERT_TRUE(t.AddRequest("b", {4, 5, 6}, {0, 0, 2}).ok());
-  const Placement base = *Placement::Vanilla({0}, 4, 2);
-  const std::vector<int> schedule = {0, 1};
-  auto with = AddHotReplicas(t, base, TokensOfRequests(t, schedule), 1);
+  const Placement base = *Placement::Vanilla({0}, 4, 2);  // Loads 3 and 3: balanced.
+  auto with = AddHotReplicas(t, base, TokensOfRequests(t, {0, 1}), 1);
   ASSERT_TRUE(with.ok()) << with.status();
-  EXPECT_EQ(with->ReplicasOn(0, 0), (std::vector<int32_t>{3}));
-  EXPECT_EQ(with->ReplicasOn(0, 1), (std::vector<int32_t>{0}));
-  EXPECT_NEAR(EvaluateDp(t, base, schedule)->lar, 2.0 / 6, 1e-12);
-  EXPECT_DOUBLE_EQ(EvaluateDp(t, *with, schedule)->lar, 1.0);
-  EXPECT_FALSE(AddHotReplicas(t, base, TokensOfRequests(t, schedule), 3).ok());
-  EXPECT_FALSE(AddHotReplicas(t, base, {}, 1).ok());
+  // Copying 3 on device 0 would make it serve 5 of 6.
+  EXPECT_EQ(with->ReplicasOn(0, 0), (std::vector<int32_t>{2}));
 }
 
-TEST(ReplicasTest, TheTimeModelRelievesTheBusiestDevice) {
+TEST(ReplicasTest, TheBusiestDeviceIsRelieved) {
   // 6 experts on 3 devices ({0,1} | {2,3} | {4,5}), top-1. Device 0's request uses expert 2
   // (device 1) three times and expert 4 (device 2) twice; device 2 is busy with its own request.
   trace::TraceSet t;
@@ -43,15 +61,11 @@ TEST(ReplicasTest, TheTimeModelRelievesTheBusiestDevice) {
   ASSERT_TRUE(t.AddRequest("c", {7, 8, 9, 10, 11, 12}, {4, 4, 4, 4, 4, 4}).ok());
   const Placement base = *Placement::Vanilla({0}, 6, 3);
   const auto schedule = TokensOfRequests(t, {0, 1, 2});
-  // Compute only: copying expert 4 takes 2 rows off device 2 (8 → 6), the slowest; copying
-  // expert 2 would leave it at 8.
-  auto compute = AddHotReplicas(t, base, schedule, 1, /*link_cost=*/0);
-  ASSERT_TRUE(compute.ok()) << compute.status();
-  EXPECT_EQ(compute->ReplicasOn(0, 0), (std::vector<int32_t>{4}));
-  // Costly links: the copy that saves most exchanged rows (expert 2: 3 tokens) wins.
-  auto links = AddHotReplicas(t, base, schedule, 1, /*link_cost=*/1000);
-  ASSERT_TRUE(links.ok());
-  EXPECT_EQ(links->ReplicasOn(0, 0), (std::vector<int32_t>{2}));
+  // Copying expert 4 takes 2 activations off device 2 (8 → 6), the busiest; copying expert 2
+  // would leave it at 8.
+  auto with = AddHotReplicas(t, base, schedule, 1);
+  ASSERT_TRUE(with.ok()) << with.status();
+  EXPECT_EQ(with->ReplicasOn(0, 0), (std::vector<int32_t>{4}));
 }
 
 // A hot expert every device uses (expert 0, homed on device 0) is copied by the light devices,
@@ -71,7 +85,7 @@ TEST(ReplicasTest, AHotGenericExpertIsSpreadOverLightDevices) {
     schedule.push_back(d);
   }
   const Placement base = *Placement::Vanilla({0}, 8, 4);
-  auto with = AddHotReplicas(t, base, TokensOfRequests(t, schedule), 1, /*link_cost=*/0);
+  auto with = AddHotReplicas(t, base, TokensOfRequests(t, schedule), 1);
   ASSERT_TRUE(with.ok()) << with.status();
   EXPECT_GE(with->HoldersOf(0, 0).size(), 3u) << "expert 0 copied by at most one device";
   auto max_load = [&](const Placement& p) {
@@ -84,7 +98,7 @@ TEST(ReplicasTest, AHotGenericExpertIsSpreadOverLightDevices) {
   };
   // 256 activations over 4 devices: 64 each at best; without replicas device 0 runs 128 + 32.
   EXPECT_EQ(max_load(base), 160);
-  EXPECT_LE(max_load(*with), 72);
+  EXPECT_LE(max_load(*with), 80);  // Within 1.25 × the mean.
 }
 
 }  // namespace
