@@ -58,6 +58,9 @@ ABSL_FLAG(int, ranks, 0, "Group size; 0 runs 2, 4 and 8 (those the model allows)
 ABSL_FLAG(std::string, placement, "semantic",
           "semantic (solved from the profile half) or a placement JSON file.");
 ABSL_FLAG(int, num_prompts, 64, "Prompts read (half profiled, half run).");
+ABSL_FLAG(double, expert_balance_eps, -1,
+          "The semantic DP placement's expert-load cap: per device ≤ (1 + eps) · mean on the "
+          "profile (planner build --expert_balance_eps; negative: none)");
 ABSL_FLAG(int, max_prompt_tokens, 64, "Prompts are cut to this many tokens.");
 ABSL_FLAG(int, decode_steps, 4, "Greedy decode steps after each prefill.");
 ABSL_FLAG(uint64_t, seed, 0, "Solver seed.");
@@ -286,6 +289,7 @@ absl::Status Main() {
     planner::DpSolverOptions solver;
     solver.num_devices = g;
     solver.seed = absl::GetFlag(FLAGS_seed);
+    solver.expert_balance_eps = absl::GetFlag(FLAGS_expert_balance_eps);
     std::unique_ptr<Placement> dp_placement, tp_placement;
     if (file_placement != nullptr) {
       dp_placement = std::make_unique<Placement>(*file_placement);
@@ -293,7 +297,9 @@ absl::Status Main() {
     } else {
       ASSIGN_OR_RETURN(planner::DpSolution dp, planner::SolveDp(trace, solver));
       dp_placement = std::make_unique<Placement>(dp.placement);
-      ASSIGN_OR_RETURN(Placement tp, planner::SolveTp(trace, solver));
+      planner::DpSolverOptions tp_solver = solver;
+      tp_solver.expert_balance_eps = -1;  // The flag is the DP placement's.
+      ASSIGN_OR_RETURN(Placement tp, planner::SolveTp(trace, tp_solver));
       tp_placement = std::make_unique<Placement>(std::move(tp));
     }
     const std::string name = file_placement != nullptr ? "file" : "semantic";
