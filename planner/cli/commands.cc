@@ -154,6 +154,12 @@ absl::StatusOr<Placement> ServedPlacement(const BuildOptions& o, const trace::Tr
   return p;
 }
 
+// Build and EvalRows on traces in memory (the loading step done or skipped).
+absl::StatusOr<int64_t> BuildOn(const BuildOptions& o, trace::TraceSet trace, Step& step,
+                                std::ostream& out);
+absl::StatusOr<nlohmann::ordered_json> EvalRowsOn(const EvalOptions& o,
+                                                 const trace::TraceSet& trace, Step& step);
+
 }  // namespace
 
 absl::StatusOr<trace::TraceSet> LoadTraces(const std::vector<std::string>& paths) {
@@ -187,12 +193,26 @@ absl::Status AddEmbeddingFallback(const std::string& dir, TokenAffinity& affinit
 }
 
 absl::StatusOr<int64_t> Build(const BuildOptions& o, std::ostream& out) {
-  if (o.mode != "dp" && o.mode != "tp") {
-    return absl::InvalidArgumentError(absl::StrCat("--mode '", o.mode, "' is not dp or tp"));
-  }
   Step step(o.progress);
   step.Next("loading traces");
   ASSIGN_OR_RETURN(trace::TraceSet trace, LoadTraces(o.traces));
+  return BuildOn(o, std::move(trace), step, out);
+}
+
+absl::StatusOr<int64_t> BuildFrom(const BuildOptions& o, trace::TraceSet trace,
+                                  std::ostream& out) {
+  if (trace.num_tokens() == 0) return absl::InvalidArgumentError("the traces hold no tokens");
+  Step step(o.progress);
+  return BuildOn(o, std::move(trace), step, out);
+}
+
+namespace {
+
+absl::StatusOr<int64_t> BuildOn(const BuildOptions& o, trace::TraceSet trace, Step& step,
+                                std::ostream& out) {
+  if (o.mode != "dp" && o.mode != "tp") {
+    return absl::InvalidArgumentError(absl::StrCat("--mode '", o.mode, "' is not dp or tp"));
+  }
   step.Next(absl::StrCat("solving (", o.algo, ", ", o.mode, ")"));
   double balance = -1;
   ASSIGN_OR_RETURN(Placement placement, BuildPlacement(trace, o, &balance));
@@ -335,11 +355,8 @@ absl::StatusOr<int64_t> Build(const BuildOptions& o, std::ostream& out) {
   return version;
 }
 
-absl::StatusOr<nlohmann::ordered_json> EvalRows(const EvalOptions& o) {
-  if (o.versions.empty()) return absl::InvalidArgumentError("--versions is required");
-  Step step(o.progress);
-  step.Next("loading traces");
-  ASSIGN_OR_RETURN(trace::TraceSet trace, LoadTraces(o.traces));
+absl::StatusOr<nlohmann::ordered_json> EvalRowsOn(const EvalOptions& o,
+                                                 const trace::TraceSet& trace, Step& step) {
   std::optional<TokenAffinity> affinity;
   if (!o.profile.empty()) {
     ASSIGN_OR_RETURN(trace::TraceSet profile, LoadTraces(o.profile));
@@ -453,6 +470,24 @@ absl::StatusOr<nlohmann::ordered_json> EvalRows(const EvalOptions& o) {
   }
   step.Done();
   return rows;
+}
+
+}  // namespace
+
+absl::StatusOr<nlohmann::ordered_json> EvalRows(const EvalOptions& o) {
+  if (o.versions.empty()) return absl::InvalidArgumentError("--versions is required");
+  Step step(o.progress);
+  step.Next("loading traces");
+  ASSIGN_OR_RETURN(trace::TraceSet trace, LoadTraces(o.traces));
+  return EvalRowsOn(o, trace, step);
+}
+
+absl::StatusOr<nlohmann::ordered_json> EvalRowsOn(const EvalOptions& o,
+                                                 const trace::TraceSet& trace) {
+  if (o.versions.empty()) return absl::InvalidArgumentError("--versions is required");
+  if (trace.num_tokens() == 0) return absl::InvalidArgumentError("the traces hold no tokens");
+  Step step(o.progress);
+  return EvalRowsOn(o, trace, step);
 }
 
 absl::Status Eval(const EvalOptions& o, std::ostream& out) {

@@ -55,6 +55,10 @@ struct BuildOptions {
 inline constexpr int kBuildSteps = 5;
 // Builds a placement from traces and stores it as a draft version; returns the version.
 absl::StatusOr<int64_t> Build(const BuildOptions& options, std::ostream& out);
+// The same from traces already in memory (options.traces is recorded with the version as their
+// source, not read).
+absl::StatusOr<int64_t> BuildFrom(const BuildOptions& options, trace::TraceSet trace,
+                                  std::ostream& out);
 
 struct EvalOptions {
   std::string db;
@@ -86,6 +90,9 @@ inline int64_t EvalSteps(const EvalOptions& o) {
 absl::Status Eval(const EvalOptions& options, std::ostream& out);
 // The same as rows (one JSON object per version; what `--json` prints).
 absl::StatusOr<nlohmann::ordered_json> EvalRows(const EvalOptions& options);
+// EvalRows on traces already in memory (options.traces is not read).
+absl::StatusOr<nlohmann::ordered_json> EvalRowsOn(const EvalOptions& options,
+                                                 const trace::TraceSet& trace);
 
 absl::Status List(const std::string& db, const std::string& model, std::ostream& out);
 absl::Status Show(const std::string& db, int64_t version, std::ostream& out);

@@ -117,6 +117,24 @@ const Migration kMigrations[] = {
       CREATE TRIGGER request_index_never_deleted BEFORE DELETE ON request_index
         BEGIN SELECT RAISE(ABORT, 'placement versions are immutable'); END;
     )sql"},
+    // The autopilot's decisions (autopilot_store.h), append-only.
+    {7, R"sql(
+      CREATE TABLE autopilot_decisions (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        model_id INTEGER NOT NULL REFERENCES models(id),
+        at INTEGER NOT NULL,
+        action TEXT NOT NULL,
+        reason TEXT NOT NULL,
+        served_version INTEGER NOT NULL,
+        candidate_version INTEGER NOT NULL,
+        moved_experts INTEGER NOT NULL,
+        figures_json TEXT NOT NULL);
+      CREATE INDEX autopilot_decisions_by_model ON autopilot_decisions(model_id, id);
+      CREATE TRIGGER autopilot_decisions_immutable BEFORE UPDATE ON autopilot_decisions
+        BEGIN SELECT RAISE(ABORT, 'autopilot decisions are a log'); END;
+      CREATE TRIGGER autopilot_decisions_never_deleted BEFORE DELETE ON autopilot_decisions
+        BEGIN SELECT RAISE(ABORT, 'autopilot decisions are a log'); END;
+    )sql"},
 };
 
 bool IsJsonObject(const std::string& text) {

@@ -1,0 +1,246 @@
+#include "planner/autopilot/autopilot.h"
+
+#include <sstream>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common/json_fields.h"
+#include "common/status_macros.h"
+#include "planner/cli/commands.h"
+#include "planner/cli/drift.h"
+
+namespace semmoe::planner {
+namespace {
+
+// The mode's LAR under its data rule, as `planner eval --json` names it.
+const char* LarKey(const std::string& mode) {
+  return mode == "tp" ? "tp_lar_srs" : "dp_lar_affinity";
+}
+
+// The window's halves (build on one, check on the other): request r by a bit of a hash of r,
+// so that traffic with a period (every other request alike) still lands in both.
+absl::StatusOr<trace::TraceSet> Half(const trace::TraceSet& window, int half_index) {
+  trace::TraceSet half;
+  half.header = window.header;
+  for (int r = 0; r < window.num_requests(); ++r) {
+    uint64_t z = static_cast<uint64_t>(r) + 0x9e3779b97f4a7c15ULL;  // splitmix64
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+    z ^= z >> 31;
+    if (static_cast<int>(z & 1) == half_index) RETURN_IF_ERROR(half.CopyRequest(window, r));
+  }
+  return half;
+}
+
+// What identifies the traffic in a window: its size and a hash (FNV-1a) of its tokens and
+// their routing.
+std::string WindowSignature(const trace::TraceSet& window) {
+  uint64_t h = 0xcbf29ce484222325ULL;
+  auto mix = [&](uint64_t v) { h = (h ^ v) * 0x100000001b3ULL; };
+  for (uint32_t t : window.tokens) mix(t);
+  for (uint16_t e : window.experts) mix(e);
+  return absl::StrCat(window.num_requests(), "/", window.num_tokens(), "/", absl::Hex(h));
+}
+
+std::string Lar(double x) { return absl::StrFormat("%.4f", x); }
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Autopilot>> Autopilot::Create(const AutopilotOptions& o) {
+  if (o.model.empty()) return absl::InvalidArgumentError("the autopilot needs a model");
+  if (o.traces.empty()) {
+    return absl::InvalidArgumentError(
+        "the autopilot needs the live routing traces the ranks sample (engine serve "
+        "--sample_routing)");
+  }
+  if (o.drift_threshold < 0 || o.min_gain < 0 || o.rollback_margin < 0 ||
+      o.min_interval < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(
+        "the autopilot's threshold, gain, margin and interval must not be negative");
+  }
+  auto autopilot = std::unique_ptr<Autopilot>(new Autopilot(o));
+  PlacementStore::Options store_options;
+  store_options.clock = o.clock;
+  ASSIGN_OR_RETURN(autopilot->store_, PlacementStore::Open(o.db, store_options));
+  autopilot->decisions_ = std::make_unique<AutopilotStore>(*autopilot->store_);
+  // After a restart: the last rollout or rollback, and whether a rollout still awaits its check.
+  ASSIGN_OR_RETURN(std::vector<AutopilotDecision> history,
+                   autopilot->decisions_->Latest(o.model, 1000));
+  for (const AutopilotDecision& d : history) {
+    if (d.action != "rollout" && d.action != "rollback") continue;
+    autopilot->last_change_ = d.at;
+    if (d.action == "rollout") {
+      const nlohmann::json f = ParseJsonOrDiscarded(d.figures_json);
+      if (f.is_object() && f.value("probation", false)) {
+        autopilot->rolled_out_ = d.candidate_version;
+        autopilot->previous_ = d.served_version;
+        autopilot->rollout_window_ = f.value("window", std::string());
+      }
+    }
+    break;
+  }
+  return autopilot;
+}
+
+absl::StatusOr<AutopilotDecision> Autopilot::Tick() {
+  AutopilotDecision d;
+  d.model = o_.model;
+  nlohmann::ordered_json figures = nlohmann::ordered_json::object();
+  const absl::Status decided = Decide(d, figures);
+  if (!decided.ok()) {
+    d.action = "error";
+    d.reason = std::string(decided.message());
+    d.moved_experts = -1;
+  }
+  d.figures_json = figures.dump();
+  ASSIGN_OR_RETURN(d.id, decisions_->Record(d));
+  d.at = o_.clock->Now();
+  return d;
+}
+
+absl::Status Autopilot::Decide(AutopilotDecision& d, nlohmann::ordered_json& f) {
+  ASSIGN_OR_RETURN(std::optional<PlacementVersion> active, store_->Active(o_.model));
+  if (!active.has_value()) {
+    d.action = "wait";
+    d.reason = absl::StrCat("model '", o_.model, "' has no active version to re-plan from");
+    return absl::OkStatus();
+  }
+  d.served_version = active->version;
+  const nlohmann::json params = ParseJsonOrDiscarded(active->params_json);
+  const std::string mode =
+      params.is_object() ? params.value("mode", std::string("dp")) : std::string("dp");
+
+  absl::StatusOr<trace::TraceSet> window = cli::LoadTraces(o_.traces);
+  if (!window.ok()) {
+    if (!absl::IsNotFound(window.status())) return window.status();
+    d.action = "wait";
+    d.reason = absl::StrCat("no live routing traces yet: ", window.status().message());
+    return absl::OkStatus();
+  }
+  f["window_requests"] = window->num_requests();
+  f["window_tokens"] = window->num_tokens();
+  const std::string signature = WindowSignature(*window);
+  f["window"] = signature;
+  if (window->num_tokens() < o_.min_window_tokens || window->num_requests() < 4) {
+    d.action = "wait";
+    d.reason = absl::StrCat("the window holds ", window->num_tokens(), " tokens of ",
+                            window->num_requests(), " requests; at least ", o_.min_window_tokens,
+                            " tokens of 4 requests are needed to plan from");
+    return absl::OkStatus();
+  }
+
+  // A rollout on probation: checked once against its predecessor on other traffic.
+  if (rolled_out_ > 0 && (rolled_out_ != active->version || signature != rollout_window_)) {
+    const int64_t rolled_out = rolled_out_, previous = previous_;
+    rolled_out_ = previous_ = 0;
+    if (rolled_out == active->version) {
+      ASSIGN_OR_RETURN(nlohmann::ordered_json rows,
+                       cli::EvalRowsOn({.db = o_.db, .versions = {previous, rolled_out}}, *window));
+      const double before = rows[0].value(LarKey(mode), 0.0);
+      const double after = rows[1].value(LarKey(mode), 0.0);
+      f["lar_previous"] = before;
+      f["lar_rolled_out"] = after;
+      if (after < before - o_.rollback_margin) {
+        RETURN_IF_ERROR(store_->Activate(previous));
+        last_change_ = o_.clock->Now();
+        d.action = "rollback";
+        d.candidate_version = previous;
+        d.reason = absl::StrCat("version ", rolled_out, " serves live traffic at LAR ", Lar(after),
+                                ", below version ", previous, "'s ", Lar(before), " by more than ",
+                                Lar(o_.rollback_margin), ": rolled back to ", previous);
+        return absl::OkStatus();
+      }
+      f["probation_passed"] = true;
+    }
+  }
+
+  ASSIGN_OR_RETURN(nlohmann::ordered_json drift,
+                   cli::DriftReport({.db = o_.db, .version = active->version, .live = o_.traces}));
+  const double planned = drift.value("planned_lar", 0.0), live = drift.value("live_lar", 0.0);
+  const double lar_drift = live - planned;
+  f["planned_lar"] = planned;
+  f["live_lar"] = live;
+  f["lar_drift"] = lar_drift;
+  if (lar_drift >= -o_.drift_threshold) {
+    d.action = "steady";
+    d.reason = absl::StrCat("live LAR ", Lar(live), " against ", Lar(planned), " planned: within ",
+                            Lar(o_.drift_threshold));
+    return absl::OkStatus();
+  }
+  const absl::Duration since = o_.clock->Now() - last_change_;
+  if (since < o_.min_interval) {
+    d.action = "wait";
+    d.reason = absl::StrCat("live LAR ", Lar(live), " is ", Lar(-lar_drift), " below the ",
+                            Lar(planned), " planned, but the last change was ",
+                            absl::FormatDuration(absl::Trunc(since, absl::Seconds(1))),
+                            " ago (minimum ", absl::FormatDuration(o_.min_interval), ")");
+    return absl::OkStatus();
+  }
+
+  // A candidate from half the window, relative to the active version, checked on the other half.
+  const Placement& served = active->placement;
+  const int budget = o_.max_moved_experts >= 0
+                         ? o_.max_moved_experts
+                         : served.num_layers() * served.num_experts() / 4;
+  f["expert_budget"] = budget;
+  ASSIGN_OR_RETURN(trace::TraceSet build_half, Half(*window, 0));
+  ASSIGN_OR_RETURN(trace::TraceSet check_half, Half(*window, 1));
+  cli::BuildOptions build{
+      .db = o_.db,
+      .model = o_.model,
+      .traces = o_.traces,
+      .devices = served.num_devices(),
+      .mode = mode,
+      .name = absl::StrCat("autopilot-from-v", active->version),
+      .replicas = served.replicas_per_device(),
+      .relative_to = active->version,
+      .max_moved_experts = budget,
+  };
+  if (params.is_object() && !params.value("expert_balance_auto", true)) {
+    build.expert_balance_eps = params.value("expert_balance_eps", -1.0);
+  }
+  std::ostringstream built;
+  ASSIGN_OR_RETURN(const int64_t candidate, cli::BuildFrom(build, std::move(build_half), built));
+  d.candidate_version = candidate;
+  ASSIGN_OR_RETURN(
+      nlohmann::ordered_json rows,
+      cli::EvalRowsOn({.db = o_.db, .versions = {active->version, candidate}}, check_half));
+  const double served_lar = rows[0].value(LarKey(mode), 0.0);
+  const double candidate_lar = rows[1].value(LarKey(mode), 0.0);
+  f["check_lar_served"] = served_lar;
+  f["check_lar_candidate"] = candidate_lar;
+  ASSIGN_OR_RETURN(const nlohmann::ordered_json diff,
+                   cli::DiffReport(o_.db, active->version, candidate));
+  const int moved = diff.value("moved", 0);
+  f["moved_experts"] = moved;
+  if (candidate_lar < served_lar + o_.min_gain) {
+    d.action = "refuse";
+    d.reason = absl::StrCat("candidate version ", candidate, " reaches LAR ", Lar(candidate_lar),
+                            " on the held-back half of the window against ", Lar(served_lar),
+                            " for version ", active->version, ": under the ", Lar(o_.min_gain),
+                            " gain a rollout needs");
+    return absl::OkStatus();
+  }
+  if (moved > budget) {  // The build keeps the budget; a placement that does not is refused.
+    d.action = "refuse";
+    d.reason = absl::StrCat("candidate version ", candidate, " moves ", moved,
+                            " experts, over the budget of ", budget);
+    return absl::OkStatus();
+  }
+  RETURN_IF_ERROR(store_->Activate(candidate));
+  last_change_ = o_.clock->Now();
+  rolled_out_ = candidate;
+  previous_ = active->version;
+  rollout_window_ = signature;
+  f["probation"] = true;
+  d.action = "rollout";
+  d.moved_experts = moved;
+  d.reason = absl::StrCat("live LAR ", Lar(live), " fell ", Lar(-lar_drift), " below the ",
+                          Lar(planned), " planned; version ", candidate, " reaches ",
+                          Lar(candidate_lar), " against ", Lar(served_lar),
+                          " on the held-back half of the window, moving ", moved, " of ",
+                          served.num_layers() * served.num_experts(), " experts");
+  return absl::OkStatus();
+}
+
+}  // namespace semmoe::planner

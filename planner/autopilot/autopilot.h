@@ -1,0 +1,81 @@
+// The autopilot (`planner serve --autopilot`, docs/PLANNER.md "Autopilot"): re-plans a model's
+// placement by itself when live traffic drifts from what the active version was planned for.
+// Each Tick():
+//   1. reads the live routing traces the ranks sample (engine serve --sample_routing) as the
+//      window; too few tokens to plan from → "wait";
+//   2. after a rollout, once the window holds other traffic than the one it was decided on:
+//      the rolled-out version against the one before it on the window (LAR under the mode's
+//      data rule); worse by more than rollback_margin → re-activates the one before ("rollback");
+//   3. replays the active version's data rule over the window (planner drift); a LAR drop from
+//      what it was planned for within drift_threshold → "steady";
+//   4. too soon after the last rollout or rollback (min_interval) → "wait";
+//   5. builds a candidate from half the window's requests relative to the active version
+//      (planner build --relative_to, at most max_moved_experts weights shipped), and checks both
+//      on the other half: a gain under min_gain → "refuse" (the candidate stays a draft);
+//   6. activates the candidate ("rollout"): engines that follow the active version roll it out.
+// Every decision is a row (AutopilotStore) with its reason and figures; the loop's state after a
+// restart is read back from those rows. Errors (an unreadable trace, a failed build) are
+// decisions too ("error"), and the cluster stays on its version. One decision at a time: the
+// loop never has two versions in flight.
+//
+// Thread-compatible: one Autopilot per model, ticked from one thread.
+#ifndef SEMMOE_PLANNER_AUTOPILOT_AUTOPILOT_H_
+#define SEMMOE_PLANNER_AUTOPILOT_AUTOPILOT_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "common/clock.h"
+#include "nlohmann/json.hpp"
+#include "planner/store/autopilot_store.h"
+#include "planner/store/placement_store.h"
+
+namespace semmoe::planner {
+
+struct AutopilotOptions {
+  std::string db;
+  std::string model;
+  std::vector<std::string> traces;  // Live routing traces (files or directories), re-read.
+  // Re-plan when the active version's LAR on the window is this far below its planned LAR.
+  double drift_threshold = 0.03;
+  int64_t min_window_tokens = 4096;  // Fewer: too little to plan from.
+  absl::Duration min_interval = absl::Minutes(2);  // Between rollouts and rollbacks.
+  // Expert weights a rollout may ship; negative: a quarter of the model's experts (all layers).
+  int max_moved_experts = -1;
+  double min_gain = 0.01;         // LAR the candidate must gain on the held-back half.
+  double rollback_margin = 0.01;  // LAR a rolled-out version may lose against its predecessor.
+  Clock* clock = Clock::Real();   // Not owned.
+};
+
+class Autopilot {
+ public:
+  // Opens the database; reads the last rollout or rollback back from the decisions.
+  // InvalidArgument for options out of range; NotFound for an unknown model.
+  static absl::StatusOr<std::unique_ptr<Autopilot>> Create(const AutopilotOptions& options);
+
+  // One pass of the loop (above); returns the decision it recorded. A Status only when the
+  // decision cannot be recorded.
+  absl::StatusOr<AutopilotDecision> Tick();
+
+ private:
+  explicit Autopilot(const AutopilotOptions& options) : o_(options) {}
+  // Fills the decision's action, reason and versions, and `figures`.
+  absl::Status Decide(AutopilotDecision& d, nlohmann::ordered_json& figures);
+
+  const AutopilotOptions o_;
+  std::unique_ptr<PlacementStore> store_;
+  std::unique_ptr<AutopilotStore> decisions_;
+  absl::Time last_change_ = absl::InfinitePast();  // The last rollout or rollback.
+  // After a rollout, until checked on other traffic: the version rolled out, the one before it,
+  // and the window it was decided on.
+  int64_t rolled_out_ = 0, previous_ = 0;
+  std::string rollout_window_;
+};
+
+}  // namespace semmoe::planner
+
+#endif  // SEMMOE_PLANNER_AUTOPILOT_AUTOPILOT_H_

@@ -1,0 +1,157 @@
+#include "planner/autopilot/autopilot.h"
+
+#include <sstream>
+
+#include "common/file.h"
+#include "common/testing/fake_clock.h"
+#include "gtest/gtest.h"
+#include "planner/cli/commands.h"
+#include "planner/cli/testing/topic_trace.h"
+#include "planner/store/testing/temp_database_path.h"
+
+namespace semmoe::planner {
+namespace {
+
+using testing::WriteTopicTrace;
+
+// A served version planned from topic traffic, and a live window the test rewrites: the same
+// topics (steady), then every topic on another topic's experts (a shift).
+class AutopilotTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    db_ = TempDatabasePath("autopilot.db");
+    std::ostringstream out;
+    auto v1 = cli::Build({.db = db_,
+                          .model = "m",
+                          .traces = {WriteTopicTrace("profile.trace", 1)},
+                          .devices = 4},
+                         out);
+    ASSERT_TRUE(v1.ok()) << v1.status();
+    v1_ = *v1;
+    ASSERT_TRUE(cli::Activate(db_, v1_, out).ok());
+    live_ = JoinPath(std::getenv("TEST_TMPDIR"), "live.trace");
+  }
+  // The ranks' sampled routing: `requests` of 12 tokens.
+  void Live(uint64_t seed, int shift, int requests = 80) {
+    const std::string written =
+        WriteTopicTrace("live-" + std::to_string(seed) + ".trace", seed, shift, requests);
+    ASSERT_TRUE(WriteFileAtomically(live_, *ReadFile(written)).ok());
+  }
+  std::unique_ptr<Autopilot> Make() {
+    auto a = Autopilot::Create({.db = db_,
+                                .model = "m",
+                                .traces = {live_},
+                                .min_window_tokens = 200,
+                                .min_interval = absl::Minutes(5),
+                                .clock = &clock_});
+    EXPECT_TRUE(a.ok()) << a.status();
+    return a.ok() ? std::move(*a) : nullptr;
+  }
+  int64_t Active() {
+    auto store = PlacementStore::Open(db_);
+    return (*(*store)->Active("m"))->version;
+  }
+
+  FakeClock clock_{absl::FromUnixSeconds(1'800'000'000)};
+  std::string db_, live_;
+  int64_t v1_ = 0;
+};
+
+TEST_F(AutopilotTest, ItWaitsForTrafficStaysOnSteadyTrafficAndReplansAShift) {
+  auto a = Make();
+  ASSERT_NE(a, nullptr);
+  auto d = a->Tick();  // No trace written yet.
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(d->action, "wait") << d->reason;
+  EXPECT_NE(d->reason.find("no live routing traces"), std::string::npos) << d->reason;
+
+  Live(2, 0, /*requests=*/2);  // 24 tokens: too few to plan from.
+  d = a->Tick();
+  EXPECT_EQ(d->action, "wait") << d->reason;
+  EXPECT_NE(d->reason.find("at least 200 tokens"), std::string::npos) << d->reason;
+
+  Live(3, 0);
+  for (int i = 0; i < 3; ++i) {
+    d = a->Tick();
+    EXPECT_EQ(d->action, "steady") << d->reason;
+    clock_.Advance(absl::Minutes(10));
+  }
+  EXPECT_EQ(Active(), v1_);
+
+  Live(4, 1);  // Every topic now uses another topic's experts.
+  d = a->Tick();
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->action, "rollout") << d->reason;
+  EXPECT_EQ(d->served_version, v1_);
+  EXPECT_GT(d->candidate_version, v1_);
+  EXPECT_EQ(Active(), d->candidate_version);
+  // Within the default budget: a quarter of 2 layers × 16 experts.
+  EXPECT_GE(d->moved_experts, 0);
+  EXPECT_LE(d->moved_experts, 8);
+  const auto figures = nlohmann::json::parse(d->figures_json);
+  EXPECT_GT(figures["check_lar_candidate"].get<double>(), figures["check_lar_served"].get<double>());
+  EXPECT_LT(figures["lar_drift"].get<double>(), -0.03);
+  const int64_t rolled_out = d->candidate_version;
+
+  // New traffic of the shifted kind: the rollout passes its check and the cluster stays.
+  Live(5, 1);
+  d = a->Tick();
+  EXPECT_NE(d->action, "rollback") << d->reason;
+  EXPECT_EQ(Active(), rolled_out);
+  EXPECT_TRUE(nlohmann::json::parse(d->figures_json).value("probation_passed", false));
+}
+
+TEST_F(AutopilotTest, ARolloutThatServesWorseIsRolledBackAfterARestart) {
+  Live(4, 1);
+  auto a = Make();
+  auto d = a->Tick();
+  ASSERT_EQ(d->action, "rollout") << d->reason;
+  const int64_t rolled_out = d->candidate_version;
+  a.reset();  // The planner restarts mid-loop.
+
+  auto again = Make();
+  ASSERT_NE(again, nullptr);
+  Live(6, 0);  // Traffic goes back to what version 1 was planned for.
+  d = again->Tick();
+  EXPECT_EQ(d->action, "rollback") << d->reason;
+  EXPECT_EQ(d->candidate_version, v1_);
+  EXPECT_EQ(Active(), v1_);
+  EXPECT_NE(d->reason.find(absl::StrCat("version ", rolled_out)), std::string::npos);
+  // And it does not flap: the drift is gone; and within the minimum interval nothing moves.
+  d = again->Tick();
+  EXPECT_NE(d->action, "rollout") << d->reason;
+  EXPECT_EQ(Active(), v1_);
+}
+
+TEST_F(AutopilotTest, TheMinimumIntervalHoldsAndEveryDecisionIsARow) {
+  Live(4, 1);
+  auto a = Make();
+  ASSERT_EQ(a->Tick()->action, "rollout");
+  Live(7, 2);  // Another shift at once.
+  auto d = a->Tick();
+  EXPECT_EQ(d->action, "wait") << d->reason;
+  EXPECT_NE(d->reason.find("minimum 5m"), std::string::npos) << d->reason;
+  auto store = PlacementStore::Open(db_);
+  AutopilotStore decisions(**store);
+  auto rows = decisions.Latest("m", 10);
+  ASSERT_TRUE(rows.ok());
+  ASSERT_EQ(rows->size(), 2u);
+  EXPECT_EQ((*rows)[0].action, "wait");
+  EXPECT_EQ((*rows)[1].action, "rollout");
+}
+
+TEST_F(AutopilotTest, BadOptionsAndUnreadableTracesAreReported) {
+  EXPECT_FALSE(Autopilot::Create({.db = db_, .model = "m"}).ok());  // No traces.
+  EXPECT_FALSE(Autopilot::Create({.db = db_, .model = "m", .traces = {live_}, .min_gain = -1}).ok());
+  EXPECT_FALSE(Autopilot::Create({.db = db_, .model = "nope", .traces = {live_}}).ok());
+  ASSERT_TRUE(WriteFileAtomically(live_, "not a trace").ok());
+  auto a = Make();
+  auto d = a->Tick();
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->action, "error");
+  EXPECT_NE(d->reason.find("live.trace"), std::string::npos) << d->reason;
+  EXPECT_EQ(Active(), v1_);
+}
+
+}  // namespace
+}  // namespace semmoe::planner
