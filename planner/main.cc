@@ -25,6 +25,8 @@
 //   planner export   --db DB --version V --out FILE
 //   planner import   --db DB --model NAME --file FILE [--name N]
 //   planner serve    --db DB [--listen 127.0.0.1] [--port 7070]   (PlannerService + rendezvous)
+//                    [--autopilot --model NAME --autopilot_traces LIVE[,...]]   (re-plans by
+//                                     itself on drift; --autopilot_* tune it)
 //   planner experiment create --db DB --model NAME --a V1 --b V2 --share P [--name N]
 //   planner experiment start|stop|show --db DB --id ID
 //   planner experiment promote --db DB --id ID --arm A|B
@@ -45,6 +47,7 @@
 #include "absl/flags/usage.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
 #include "common/file.h"
 #include "common/logging.h"
 #include "common/progress.h"
@@ -112,6 +115,24 @@ ABSL_FLAG(bool, balanced_bound, false,
 ABSL_FLAG(std::string, out, "", "export: output file");
 ABSL_FLAG(std::string, file, "", "import: placement JSON file");
 ABSL_FLAG(std::string, listen, "127.0.0.1", "serve: address to listen on");
+ABSL_FLAG(bool, autopilot, false,
+          "serve: re-plan --model by itself when the live routing traces (--autopilot_traces) "
+          "drift from its active version (docs/PLANNER.md \"Autopilot\")");
+ABSL_FLAG(std::vector<std::string>, autopilot_traces, {},
+          "serve --autopilot: the live routing traces the ranks sample (engine serve "
+          "--sample_routing FILE), re-read each tick");
+ABSL_FLAG(absl::Duration, autopilot_period, absl::Seconds(30), "serve --autopilot: tick period");
+ABSL_FLAG(double, autopilot_drift, 0.03,
+          "serve --autopilot: re-plan when live LAR is this far below the active version's plan");
+ABSL_FLAG(absl::Duration, autopilot_min_interval, absl::Minutes(2),
+          "serve --autopilot: at least this long between rollouts and rollbacks");
+ABSL_FLAG(int, autopilot_expert_budget, -1,
+          "serve --autopilot: expert weights a rollout may ship (negative: a quarter of the "
+          "model's experts)");
+ABSL_FLAG(double, autopilot_min_gain, 0.01,
+          "serve --autopilot: LAR a candidate must gain on the held-back half of the window");
+ABSL_FLAG(int64_t, autopilot_min_window_tokens, 4096,
+          "serve --autopilot: fewer sampled tokens are too few to plan from");
 ABSL_FLAG(int, port, 7070, "serve: port (0: pick a free one)");
 ABSL_FLAG(std::string, port_file, "", "serve: write the bound port here once serving");
 ABSL_FLAG(int64_t, a, 0, "experiment create: arm A's version");
@@ -310,12 +331,29 @@ int Run(const std::string& command, const std::string& sub) {
       return rows->dump();
     };
     WarnIfPlaintext(absl::GetFlag(FLAGS_listen), "the planner");
+    std::optional<AutopilotOptions> autopilot;
+    if (absl::GetFlag(FLAGS_autopilot)) {
+      if (model.empty() || absl::GetFlag(FLAGS_autopilot_traces).empty()) {
+        return Usage("serve --autopilot needs --model and --autopilot_traces (live traces)");
+      }
+      autopilot = AutopilotOptions{
+          .db = db,
+          .model = model,
+          .traces = UserPaths(absl::GetFlag(FLAGS_autopilot_traces)),
+          .drift_threshold = absl::GetFlag(FLAGS_autopilot_drift),
+          .min_window_tokens = absl::GetFlag(FLAGS_autopilot_min_window_tokens),
+          .min_interval = absl::GetFlag(FLAGS_autopilot_min_interval),
+          .max_moved_experts = absl::GetFlag(FLAGS_autopilot_expert_budget),
+          .min_gain = absl::GetFlag(FLAGS_autopilot_min_gain)};
+    }
     auto server = PlannerServer::Start(
         {.db = db,
          .address = absl::StrCat(absl::GetFlag(FLAGS_listen), ":", absl::GetFlag(FLAGS_port)),
          .metrics_port = absl::GetFlag(FLAGS_metrics_port),
          .metrics_listen = absl::GetFlag(FLAGS_listen),
-         .service = service});
+         .service = service,
+         .autopilot = autopilot,
+         .autopilot_period = absl::GetFlag(FLAGS_autopilot_period)});
     if (!server.ok()) return Done(server.status());
     std::cout << "planner serving " << db << " on " << absl::GetFlag(FLAGS_listen) << ":"
               << (*server)->port() << " (PlannerService, RendezvousStore, health)" << std::endl;

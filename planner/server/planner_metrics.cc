@@ -7,6 +7,7 @@
 #include "common/metrics.h"
 #include "common/status_macros.h"
 #include "nlohmann/json.hpp"
+#include "planner/store/autopilot_store.h"
 #include "planner/store/experiment_store.h"
 
 namespace semmoe::planner {
@@ -43,6 +44,24 @@ absl::StatusOr<std::string> PlannerMetricsText(PlacementStore& store) {
     }
     f.Gauge("semmoe_planner_active_version", "The model's active placement version (0: none).",
             {{"model", model}}, active);
+    // The autopilot's decisions (planner serve --autopilot), from its log.
+    AutopilotStore decisions(store);
+    ASSIGN_OR_RETURN(auto counts, decisions.Counts(model));
+    for (const auto& [action, n] : counts) {
+      f.Counter("semmoe_planner_autopilot_decisions_total",
+                "The autopilot's decisions per model, by action (steady, wait, refuse, rollout, "
+                "rollback, error); the reasons are in `console autopilot`.",
+                {{"model", model}, {"action", action}}, n);
+    }
+    ASSIGN_OR_RETURN(std::vector<AutopilotDecision> last, decisions.Latest(model, 1));
+    if (!last.empty()) {
+      f.Gauge("semmoe_planner_autopilot_last_decision",
+              "1 for the action of the autopilot's latest decision.",
+              {{"model", model}, {"action", last[0].action}}, 1);
+      f.Gauge("semmoe_planner_autopilot_last_decision_timestamp_seconds",
+              "When the autopilot last decided (Unix time).", {{"model", model}},
+              absl::ToDoubleSeconds(last[0].at - absl::UnixEpoch()));
+    }
     ASSIGN_OR_RETURN(std::vector<Experiment> list, experiments.List(model));
     for (const Experiment& e : list) {
       const std::string id = absl::StrCat(e.id);

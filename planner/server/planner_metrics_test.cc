@@ -2,6 +2,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "planner/store/autopilot_store.h"
 #include "planner/store/experiment_store.h"
 #include "planner/store/testing/temp_database_path.h"
 
@@ -33,9 +34,18 @@ TEST(PlannerMetricsTest, VersionsExperimentsAndArmFigures) {
                                     R"({"completed": 12, "goodput_rps": 2.5, "lar": 0.4,
                                         "ttft_ms": {"p50": 20, "p99": 80}, "tables_error": ""})")
                   .ok());
+  AutopilotStore decisions(**store);
+  ASSERT_TRUE(decisions.Record({.model = "m", .action = "steady"}).ok());
+  ASSERT_TRUE(decisions.Record({.model = "m", .action = "steady"}).ok());
+  ASSERT_TRUE(decisions.Record({.model = "m", .action = "rollout", .candidate_version = 2}).ok());
   auto text = PlannerMetricsText(**store);
   ASSERT_TRUE(text.ok()) << text.status();
   EXPECT_THAT(*text, HasSubstr("semmoe_planner_active_version{model=\"m\"} 2"));
+  EXPECT_THAT(*text, HasSubstr("semmoe_planner_autopilot_decisions_total{model=\"m\","
+                               "action=\"steady\"} 2"));
+  EXPECT_THAT(*text, HasSubstr("semmoe_planner_autopilot_last_decision{model=\"m\","
+                               "action=\"rollout\"} 1"));
+  EXPECT_THAT(*text, HasSubstr("semmoe_planner_autopilot_last_decision_timestamp_seconds"));
   EXPECT_THAT(*text,
               HasSubstr("semmoe_planner_placement_versions{model=\"m\",status=\"draft\"} 1"));
   EXPECT_THAT(*text,

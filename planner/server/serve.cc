@@ -47,10 +47,15 @@ absl::StatusOr<std::unique_ptr<PlannerServer>> PlannerServer::Start(const Option
                            return text.ok() ? *text : MetricsError(text.status());
                          }));
   }
+  if (options.autopilot.has_value()) {
+    ASSIGN_OR_RETURN(server->autopilot_,
+                     AutopilotRunner::Start(*options.autopilot, options.autopilot_period));
+  }
   return server;
 }
 
 void PlannerServer::Shutdown() {
+  if (autopilot_) autopilot_->Stop();
   metrics_.reset();
   if (server_) server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
 }

@@ -12,6 +12,7 @@
 #include "common/rendezvous/kv_store.h"
 #include "common/rendezvous/rendezvous_service.h"
 #include "grpcpp/grpcpp.h"
+#include "planner/autopilot/runner.h"
 #include "planner/server/planner_service.h"
 
 namespace semmoe::planner {
@@ -26,6 +27,9 @@ class PlannerServer {
     int metrics_port = -1;
     std::string metrics_listen = "127.0.0.1";
     PlannerServiceImpl::Options service;
+    // The autopilot (autopilot.h) for one model, ticking every autopilot_period; none: off.
+    std::optional<AutopilotOptions> autopilot;
+    absl::Duration autopilot_period = absl::Seconds(30);
   };
   // Opens the database and starts serving. Unavailable if the address cannot be bound.
   static absl::StatusOr<std::unique_ptr<PlannerServer>> Start(const Options& options);
@@ -43,6 +47,7 @@ class PlannerServer {
   std::unique_ptr<rendezvous::RendezvousService> rendezvous_;
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<metrics::MetricsServer> metrics_;
+  std::unique_ptr<AutopilotRunner> autopilot_;
   int port_ = 0;
 };
 

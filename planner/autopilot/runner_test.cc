@@ -1,0 +1,46 @@
+#include "planner/autopilot/runner.h"
+
+#include <sstream>
+
+#include "gtest/gtest.h"
+#include "planner/cli/commands.h"
+#include "planner/cli/testing/topic_trace.h"
+#include "planner/store/testing/temp_database_path.h"
+
+namespace semmoe::planner {
+namespace {
+
+TEST(AutopilotRunnerTest, TicksUntilStoppedAndKeepsTheLatestDecision) {
+  const std::string db = TempDatabasePath("runner.db");
+  std::ostringstream out;
+  auto v1 = cli::Build(
+      {.db = db, .model = "m", .traces = {testing::WriteTopicTrace("p.trace", 1)}, .devices = 4},
+      out);
+  ASSERT_TRUE(v1.ok()) << v1.status();
+  ASSERT_TRUE(cli::Activate(db, *v1, out).ok());
+  const std::string live = testing::WriteTopicTrace("live.trace", 2);
+  EXPECT_FALSE(AutopilotRunner::Start({.db = db, .model = "m", .traces = {live}},
+                                      absl::ZeroDuration())
+                   .ok());
+  auto runner = AutopilotRunner::Start(
+      {.db = db, .model = "m", .traces = {live}, .min_window_tokens = 100}, absl::Milliseconds(20));
+  ASSERT_TRUE(runner.ok()) << runner.status();
+  const absl::Time deadline = absl::Now() + absl::Seconds(30);
+  int64_t rows = 0;
+  while (absl::Now() < deadline && rows < 3) {
+    absl::SleepFor(absl::Milliseconds(20));
+    auto store = PlacementStore::Open(db);
+    ASSERT_TRUE(store.ok());
+    rows = static_cast<int64_t>(AutopilotStore(**store).Latest("m", 10)->size());
+  }
+  EXPECT_GE(rows, 3) << "the loop did not keep ticking";
+  (*runner)->Stop();
+  auto latest = (*runner)->Latest();
+  ASSERT_TRUE(latest.has_value());
+  ASSERT_TRUE(latest->ok()) << latest->status();
+  EXPECT_EQ((*latest)->action, "steady") << (*latest)->reason;
+  (*runner)->Stop();  // Idempotent.
+}
+
+}  // namespace
+}  // namespace semmoe::planner
