@@ -10,6 +10,7 @@
 #include "planner/affinity/token_affinity.h"
 #include "planner/proto/table_chunks.h"
 #include "planner/server/planner_metrics.h"
+#include "planner/store/autopilot_store.h"
 #include "planner/store/experiment_store.h"
 
 namespace semmoe::planner {
@@ -265,6 +266,31 @@ grpc::Status PlannerServiceImpl::ListExperiments(grpc::ServerContext*,
   if (!all.ok()) return ToGrpcStatus(all.status());
   for (const Experiment& e : *all) {
     if (grpc::Status s = ExperimentProto(e.id, response->add_experiments()); !s.ok()) return s;
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status PlannerServiceImpl::ListAutopilotDecisions(
+    grpc::ServerContext*, const rpc::ListAutopilotDecisionsRequest* request,
+    rpc::ListAutopilotDecisionsResponse* response) {
+  if (request->limit() < 0 || request->limit() > 1000) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "limit must be in [0, 1000]");
+  }
+  absl::MutexLock lock(&mu_);
+  AutopilotStore decisions(*store_);
+  absl::StatusOr<std::vector<AutopilotDecision>> latest =
+      decisions.Latest(request->model(), request->limit() == 0 ? 20 : request->limit());
+  if (!latest.ok()) return ToGrpcStatus(latest.status());
+  for (const AutopilotDecision& d : *latest) {
+    rpc::AutopilotDecision* out = response->add_decisions();
+    out->set_id(d.id);
+    out->set_at_unix_micros(absl::ToUnixMicros(d.at));
+    out->set_action(d.action);
+    out->set_reason(d.reason);
+    out->set_served_version(d.served_version);
+    out->set_candidate_version(d.candidate_version);
+    out->set_moved_experts(d.moved_experts);
+    out->set_figures_json(d.figures_json);
   }
   return grpc::Status::OK;
 }

@@ -82,6 +82,9 @@ class PlannerServiceImpl final : public rpc::PlannerService::Service {
   grpc::Status ListExperiments(grpc::ServerContext* context,
                                const rpc::ListExperimentsRequest* request,
                                rpc::ListExperimentsResponse* response) override;
+  grpc::Status ListAutopilotDecisions(grpc::ServerContext* context,
+                                      const rpc::ListAutopilotDecisionsRequest* request,
+                                      rpc::ListAutopilotDecisionsResponse* response) override;
   grpc::Status RecordArmMetrics(grpc::ServerContext* context,
                                 const rpc::RecordArmMetricsRequest* request,
                                 rpc::RecordArmMetricsResponse* response) override;

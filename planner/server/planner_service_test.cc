@@ -10,6 +10,7 @@
 #include "planner/affinity/testing/real_scale.h"
 #include "planner/affinity/token_affinity.h"
 #include "planner/proto/table_chunks.h"
+#include "planner/store/autopilot_store.h"
 #include "planner/store/testing/temp_database_path.h"
 
 namespace semmoe::planner {
@@ -100,6 +101,40 @@ TEST_F(PlannerServiceTest, ListGetActivate) {
   missing.set_version(99);
   EXPECT_EQ(stub_->GetVersion(&missing_context, missing, &got).error_code(),
             grpc::StatusCode::NOT_FOUND);
+}
+
+// The autopilot's decisions, written by another connection (the autopilot's own), newest first.
+TEST_F(PlannerServiceTest, AutopilotDecisionsNewestFirst) {
+  auto store = PlacementStore::Open(path_);
+  ASSERT_TRUE(store.ok());
+  AutopilotStore decisions(**store);
+  ASSERT_TRUE(decisions.Record({.model = "m", .action = "steady", .reason = "calm"}).ok());
+  ASSERT_TRUE(decisions
+                  .Record({.model = "m",
+                           .action = "rollout",
+                           .reason = "drift",
+                           .served_version = 1,
+                           .candidate_version = 2,
+                           .moved_experts = 3})
+                  .ok());
+  grpc::ClientContext context;
+  rpc::ListAutopilotDecisionsRequest request;
+  request.set_model("m");
+  rpc::ListAutopilotDecisionsResponse response;
+  ASSERT_TRUE(stub_->ListAutopilotDecisions(&context, request, &response).ok());
+  ASSERT_EQ(response.decisions_size(), 2);
+  EXPECT_EQ(response.decisions(0).action(), "rollout");
+  EXPECT_EQ(response.decisions(0).candidate_version(), 2);
+  EXPECT_EQ(response.decisions(0).moved_experts(), 3);
+  EXPECT_EQ(response.decisions(1).reason(), "calm");
+  grpc::ClientContext unknown_context;
+  request.set_model("nope");
+  EXPECT_EQ(stub_->ListAutopilotDecisions(&unknown_context, request, &response).error_code(),
+            grpc::StatusCode::NOT_FOUND);
+  grpc::ClientContext bad_context;
+  request.set_limit(-1);
+  EXPECT_EQ(stub_->ListAutopilotDecisions(&bad_context, request, &response).error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
 }
 
 // A watcher sees the current active version, then a change made by another process's
