@@ -95,6 +95,8 @@ absl::Status Console::Run(const std::vector<std::string>& args) {
     }
   } else if (group == "cluster" && verb == "status") {
     return need(2).ok() ? ClusterStatus() : need(2);
+  } else if (group == "autopilot" && verb == "status") {
+    return need(2).ok() ? AutopilotStatus() : need(2);
   }
   return absl::InvalidArgumentError(
       absl::StrCat("unknown command '", absl::StrJoin(args, " "), "'"));

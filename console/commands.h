@@ -62,6 +62,7 @@ class Console {
   absl::Status ExperimentsStop(int64_t id);
   absl::Status ExperimentsPromote(int64_t id);
   absl::Status ClusterStatus();
+  absl::Status AutopilotStatus();
   absl::Status PlacementsDrift(int64_t version);
   // One drift report (planner/cli/drift.h) as a line and a per-layer table; `who` names the
   // group.

@@ -5,6 +5,7 @@
 //   console experiments create --model M --a V1 --b V2 --share P [--name N] | list --model M
 //   console experiments status ID | stop ID | promote ID [--arm A|B]
 //   console cluster status
+//   console autopilot status --model M   (the planner's autopilot decisions, newest first)
 //   console tui --model M      (interactive: placements, experiments, cluster; ? for keys)
 //   flags: --planner HOST:PORT --router HOST:PORT (default: the demo's cluster when it runs,
 //          else 127.0.0.1:7070 and 127.0.0.1:8000), --json, --yes (no confirmation prompts)
@@ -53,6 +54,7 @@ constexpr char kUsage[] =
     "        drift V --traces LIVE\n"
     "        console experiments create --a V1 --b V2 --share P|list|status ID|stop ID|promote ID\n"
     "        console cluster status\n"
+    "        console autopilot status --model M\n"
     "        console tui --model M\n"
     "        [--planner HOST:PORT] [--router HOST:PORT] [--model M] [--json] [--yes]\n"
     "        [--no-wait] [--rollout_timeout_s S]   (activate, rollback, promote)";

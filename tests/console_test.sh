@@ -85,6 +85,12 @@ expect_error 1 "no recorded metrics" -- "${C[@]}" experiments promote 1 --yes
 expect_error 1 "pass --yes" -- "${C[@]}" experiments stop 2 </dev/null
 "${C[@]}" experiments stop 2 --yes | grep -q "experiment 2 is stopped" || fail "stop"
 
+# autopilot: this planner runs without it
+"${C[@]}" autopilot status --model=tiny | grep -q "no decisions (is the planner serving with --autopilot?)" ||
+  fail "autopilot status without decisions"
+"${C[@]}" autopilot status --model=tiny --json | grep -q '^{"decisions":\[\]}$' || fail "autopilot status --json"
+expect_error 2 "needs --model" -- "${C[@]}" autopilot status
+
 # cluster
 out="$("${C[@]}" cluster status)"
 grep -q "policy semantic, 2 ranks (2 answering)" <<<"$out" || fail "cluster: $out"
