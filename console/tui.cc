@@ -81,6 +81,15 @@ class Tui {
           s.experiments.assign(experiments.experiments().rbegin(),
                                experiments.experiments().rend());
         }
+        grpc::ClientContext c3;
+        context(c3);
+        prpc::ListAutopilotDecisionsRequest ar;
+        ar.set_model(o_.model);
+        ar.set_limit(10);
+        prpc::ListAutopilotDecisionsResponse decisions;
+        if (planner_->ListAutopilotDecisions(&c3, ar, &decisions).ok()) {
+          s.autopilot.assign(decisions.decisions().begin(), decisions.decisions().end());
+        }
       } else {
         s.planner_error = st.error_message();
       }

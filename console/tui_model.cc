@@ -53,6 +53,9 @@ std::vector<std::string> Banners(const Snapshot& s, const std::string& planner,
   }
   for (std::string& line : RolloutBanners(s.router)) out.push_back(std::move(line));
   for (std::string& line : DownRankBanners(s.router)) out.push_back(std::move(line));
+  if (!s.autopilot.empty() && s.autopilot.front().action() == "error") {
+    out.push_back(absl::StrCat("!! autopilot: ", s.autopilot.front().reason()));
+  }
   return out;
 }
 
@@ -151,6 +154,23 @@ std::vector<std::string> PlacementLines(const Snapshot& s, int selected, int wid
         width));
   }
   if (s.versions.empty()) out.push_back("  (no versions)");
+  // The autopilot: its latest decision, then its latest rollouts and rollbacks.
+  if (!s.autopilot.empty()) {
+    const auto& last = s.autopilot.front();
+    out.push_back("");
+    out.push_back(Cut(absl::StrCat("autopilot: ", last.action(), " (serving v",
+                                   last.served_version(), "): ", last.reason()),
+                      width));
+    int shown = 0;
+    for (const auto& d : s.autopilot) {
+      if ((d.action() != "rollout" && d.action() != "rollback") || shown == 3) continue;
+      ++shown;
+      out.push_back(Cut(absl::StrFormat("  #%d %s v%d -> v%d, %d experts moved", d.id(),
+                                        d.action(), d.served_version(), d.candidate_version(),
+                                        std::max(0, d.moved_experts())),
+                        width));
+    }
+  }
   return out;
 }
 

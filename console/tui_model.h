@@ -16,6 +16,8 @@ namespace semmoe::console {
 struct Snapshot {
   std::vector<planner::rpc::PlacementVersion> versions;
   std::vector<planner::rpc::Experiment> experiments;
+  // The planner's autopilot decisions for the model, newest first (empty: none, or it is off).
+  std::vector<planner::rpc::AutopilotDecision> autopilot;
   router::rpc::RouterStats router;
   std::vector<std::pair<int, double>> layer_lar;  // (MoE layer, LAR over every rank).
   bool planner_ok = false, router_ok = false;

@@ -130,6 +130,26 @@ TEST(TuiModelTest, PanesMarkTheSelectionAndShowBanners) {
   EXPECT_EQ(lines[1][0], ' ');
   EXPECT_EQ(ExperimentLines(s, 0, 100).back(), "  (no experiments)");
   EXPECT_FALSE(ClusterLines(s, {1, 2}, 100).empty());
+  // The autopilot's latest decision and rollouts under the versions; an error is a banner.
+  s.autopilot.resize(2);
+  s.autopilot[0].set_action("steady");
+  s.autopilot[0].set_served_version(2);
+  s.autopilot[0].set_reason("live LAR 0.21 against 0.22 planned");
+  s.autopilot[1].set_id(4);
+  s.autopilot[1].set_action("rollout");
+  s.autopilot[1].set_served_version(1);
+  s.autopilot[1].set_candidate_version(2);
+  s.autopilot[1].set_moved_experts(6);
+  const auto with = PlacementLines(s, 1, 100);
+  ASSERT_EQ(with.size(), 6u);
+  EXPECT_EQ(with[4], "autopilot: steady (serving v2): live LAR 0.21 against 0.22 planned");
+  EXPECT_EQ(with[5], "  #4 rollout v1 -> v2, 6 experts moved");
+  s.planner_ok = s.router_ok = true;
+  EXPECT_TRUE(Banners(s, "p", "r").empty());
+  s.autopilot[0].set_action("error");
+  s.autopilot[0].set_reason("cannot open trace x");
+  ASSERT_EQ(Banners(s, "p", "r").size(), 1u);
+  EXPECT_EQ(Banners(s, "p", "r")[0], "!! autopilot: cannot open trace x");
 }
 
 }  // namespace
