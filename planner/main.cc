@@ -124,6 +124,9 @@ ABSL_FLAG(std::vector<std::string>, autopilot_traces, {},
 ABSL_FLAG(absl::Duration, autopilot_period, absl::Seconds(30), "serve --autopilot: tick period");
 ABSL_FLAG(double, autopilot_drift, 0.03,
           "serve --autopilot: re-plan when live LAR is this far below the active version's plan");
+ABSL_FLAG(double, autopilot_shift, 0.1,
+          "serve --autopilot: re-plan when the live share of activations per expert moved this "
+          "far (total variation) from the traffic the active version was planned from");
 ABSL_FLAG(absl::Duration, autopilot_min_interval, absl::Minutes(2),
           "serve --autopilot: at least this long between rollouts and rollbacks");
 ABSL_FLAG(int, autopilot_expert_budget, -1,
@@ -341,6 +344,7 @@ int Run(const std::string& command, const std::string& sub) {
           .model = model,
           .traces = UserPaths(absl::GetFlag(FLAGS_autopilot_traces)),
           .drift_threshold = absl::GetFlag(FLAGS_autopilot_drift),
+          .shift_threshold = absl::GetFlag(FLAGS_autopilot_shift),
           .min_window_tokens = absl::GetFlag(FLAGS_autopilot_min_window_tokens),
           .min_interval = absl::GetFlag(FLAGS_autopilot_min_interval),
           .max_moved_experts = absl::GetFlag(FLAGS_autopilot_expert_budget),

@@ -39,6 +39,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "common/file.h"
@@ -88,6 +89,15 @@ ABSL_FLAG(double, rollout_mb_per_s, -1,
 ABSL_FLAG(double, sample_routing, 0,
           "sample this share of requests' routing on every rank into RUN_DIR/rank<r>.trace (live "
           "traces for `planner build --traces`; Attention-DP)");
+ABSL_FLAG(int64_t, routing_sample_tokens, 0,
+          "with --sample_routing: tokens each rank's live trace keeps at most, the oldest dropped "
+          "first (0: the engine's default)");
+ABSL_FLAG(bool, autopilot, false,
+          "with --db, the active version as --placement (followed) and --sample_routing: the "
+          "planner re-plans by itself from the ranks' live traces (planner serve --autopilot, "
+          "docs/PLANNER.md \"Autopilot\")");
+ABSL_FLAG(std::vector<std::string>, planner_flags, {},
+          "more flags for `planner serve` (e.g. --autopilot_period=5s)");
 ABSL_FLAG(int, http_port, 0, "the router's OpenAI-compatible HTTP port (0: a free one; -1: none)");
 ABSL_FLAG(bool, restart, true,
           "restart a rank, the router or the planner that exits (backoff 0.5 s doubling to 10 s); "
@@ -181,6 +191,13 @@ absl::Status Start(Cluster& c, sigset_t& stop_signals) {
   if (absl::GetFlag(FLAGS_max_running) > 0) {
     base.extra_flags.push_back(absl::StrCat("--max_running=", absl::GetFlag(FLAGS_max_running)));
   }
+  if (absl::GetFlag(FLAGS_routing_sample_tokens) < 0) {
+    return absl::InvalidArgumentError("--routing_sample_tokens must be ≥ 0");
+  }
+  if (absl::GetFlag(FLAGS_routing_sample_tokens) > 0) {
+    base.extra_flags.push_back(
+        absl::StrCat("--routing_sample_tokens=", absl::GetFlag(FLAGS_routing_sample_tokens)));
+  }
   if (absl::GetFlag(FLAGS_device) != "cpu" && absl::GetFlag(FLAGS_device) != "cuda") {
     return absl::InvalidArgumentError("--device must be cpu or cuda");
   }
@@ -237,6 +254,12 @@ absl::Status Start(Cluster& c, sigset_t& stop_signals) {
     specs.push_back(spec);
   }
 
+  if (absl::GetFlag(FLAGS_autopilot) &&
+      (follow.empty() || absl::GetFlag(FLAGS_sample_routing) <= 0 || attn != "dp")) {
+    return absl::InvalidArgumentError(
+        "--autopilot needs --db, the active version as --placement (the group follows it), "
+        "--sample_routing > 0 (its live traces) and Attention-DP");
+  }
   const absl::Time deadline = absl::Now() + absl::Seconds(absl::GetFlag(FLAGS_startup_timeout_s));
   if (!db.empty()) {
     ASSIGN_OR_RETURN(const std::string planner_bin,
@@ -259,6 +282,17 @@ absl::Status Start(Cluster& c, sigset_t& stop_signals) {
                                      metrics_file};
     const std::vector<std::string> security = SecurityFlagsForChild();
     argv.insert(argv.end(), security.begin(), security.end());
+    if (absl::GetFlag(FLAGS_autopilot)) {  // The ranks' live traces, as launch.h names them.
+      std::vector<std::string> traces;
+      for (int r = 0; r < g; ++r) {
+        traces.push_back(JoinPath(c.run_dir, absl::StrCat("rank", r, ".trace")));
+      }
+      argv.insert(argv.end(), {"--autopilot", "--model", follow, "--autopilot_traces",
+                               absl::StrJoin(traces, ",")});
+      std::cout << "the planner's autopilot re-plans '" << follow
+                << "' from the ranks' live traces (console autopilot status)\n";
+    }
+    for (const std::string& flag : absl::GetFlag(FLAGS_planner_flags)) argv.push_back(flag);
     ASSIGN_OR_RETURN(c.planner, Process::Spawn(argv, JoinPath(c.run_dir, "planner.log")));
     ASSIGN_OR_RETURN(c.planner_port, WaitForPort(*c.planner, port_file, "the planner", deadline));
     ASSIGN_OR_RETURN(c.planner_metrics_port,

@@ -27,6 +27,8 @@ class TokenAffinity {
  public:
   int num_layers() const { return static_cast<int>(marginal_.size()); }
   int num_experts() const { return num_experts_; }
+  // The traced share of activations per expert at `layer` (the marginal). REQUIRES: a layer.
+  const std::vector<float>& Marginal(int layer) const { return marginal_[layer]; }
   // InvalidArgument unless the tables are for `placement`'s layers and experts ("<what> (L
   // layers, E experts) do not match the placement (...)"): tables of another model's shape
   // must not be read against it.

@@ -53,7 +53,7 @@ absl::StatusOr<std::unique_ptr<Autopilot>> Autopilot::Create(const AutopilotOpti
         "the autopilot needs the live routing traces the ranks sample (engine serve "
         "--sample_routing)");
   }
-  if (o.drift_threshold < 0 || o.min_gain < 0 || o.rollback_margin < 0 ||
+  if (o.drift_threshold < 0 || o.shift_threshold < 0 || o.min_gain < 0 || o.rollback_margin < 0 ||
       o.min_interval < absl::ZeroDuration()) {
     return absl::InvalidArgumentError(
         "the autopilot's threshold, gain, margin and interval must not be negative");
@@ -158,20 +158,25 @@ absl::Status Autopilot::Decide(AutopilotDecision& d, nlohmann::ordered_json& f) 
                    cli::DriftReport({.db = o_.db, .version = active->version, .live = o_.traces}));
   const double planned = drift.value("planned_lar", 0.0), live = drift.value("live_lar", 0.0);
   const double lar_drift = live - planned;
+  const double shift = drift.value("expert_shift", 0.0);
   f["planned_lar"] = planned;
   f["live_lar"] = live;
   f["lar_drift"] = lar_drift;
-  if (lar_drift >= -o_.drift_threshold) {
+  f["expert_shift"] = shift;
+  f["unseen_token_share"] = drift.value("unseen_token_share", 0.0);
+  const std::string seen =
+      absl::StrCat("live LAR ", Lar(live), " against ", Lar(planned), " planned, traffic shift ",
+                   Lar(shift));
+  if (lar_drift >= -o_.drift_threshold && shift <= o_.shift_threshold) {
     d.action = "steady";
-    d.reason = absl::StrCat("live LAR ", Lar(live), " against ", Lar(planned), " planned: within ",
-                            Lar(o_.drift_threshold));
+    d.reason = absl::StrCat(seen, ": within ", Lar(o_.drift_threshold), " and ",
+                            Lar(o_.shift_threshold));
     return absl::OkStatus();
   }
   const absl::Duration since = o_.clock->Now() - last_change_;
   if (since < o_.min_interval) {
     d.action = "wait";
-    d.reason = absl::StrCat("live LAR ", Lar(live), " is ", Lar(-lar_drift), " below the ",
-                            Lar(planned), " planned, but the last change was ",
+    d.reason = absl::StrCat(seen, ", but the last change was ",
                             absl::FormatDuration(absl::Trunc(since, absl::Seconds(1))),
                             " ago (minimum ", absl::FormatDuration(o_.min_interval), ")");
     return absl::OkStatus();
@@ -235,8 +240,7 @@ absl::Status Autopilot::Decide(AutopilotDecision& d, nlohmann::ordered_json& f) 
   f["probation"] = true;
   d.action = "rollout";
   d.moved_experts = moved;
-  d.reason = absl::StrCat("live LAR ", Lar(live), " fell ", Lar(-lar_drift), " below the ",
-                          Lar(planned), " planned; version ", candidate, " reaches ",
+  d.reason = absl::StrCat(seen, "; version ", candidate, " reaches ",
                           Lar(candidate_lar), " against ", Lar(served_lar),
                           " on the held-back half of the window, moving ", moved, " of ",
                           served.num_layers() * served.num_experts(), " experts");

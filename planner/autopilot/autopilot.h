@@ -7,7 +7,8 @@
 //      the rolled-out version against the one before it on the window (LAR under the mode's
 //      data rule); worse by more than rollback_margin → re-activates the one before ("rollback");
 //   3. replays the active version's data rule over the window (planner drift); a LAR drop from
-//      what it was planned for within drift_threshold → "steady";
+//      what it was planned for within drift_threshold and expert shares within shift_threshold
+//      of the traffic it was planned from → "steady";
 //   4. too soon after the last rollout or rollback (min_interval) → "wait";
 //   5. builds a candidate from half the window's requests relative to the active version
 //      (planner build --relative_to, at most max_moved_experts weights shipped), and checks both
@@ -40,8 +41,11 @@ struct AutopilotOptions {
   std::string db;
   std::string model;
   std::vector<std::string> traces;  // Live routing traces (files or directories), re-read.
-  // Re-plan when the active version's LAR on the window is this far below its planned LAR.
+  // Re-plan when the active version's LAR on the window is this far below its planned LAR, or
+  // when the traffic moved: the window's share of activations per expert is this far (total
+  // variation, mean over layers) from the traffic the version was planned from.
   double drift_threshold = 0.03;
+  double shift_threshold = 0.1;
   int64_t min_window_tokens = 4096;  // Fewer: too little to plan from.
   absl::Duration min_interval = absl::Minutes(2);  // Between rollouts and rollbacks.
   // Expert weights a rollout may ship; negative: a quarter of the model's experts (all layers).

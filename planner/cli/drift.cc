@@ -1,6 +1,7 @@
 #include "planner/cli/drift.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -74,6 +75,23 @@ absl::StatusOr<nlohmann::ordered_json> DriftReport(const DriftOptions& o) {
       metrics.is_object() && metrics.contains("lar_affinity") && metrics["lar_affinity"].is_number()
           ? metrics["lar_affinity"].get<double>()
           : 0.0;
+  // How the traffic itself moved: per layer, the total-variation distance between the live share
+  // of activations per expert and the one the version was planned from; and the share of live
+  // tokens its tables never saw.
+  const int n = p.num_experts(), k = live.top_k();
+  std::vector<double> shift(p.num_layers(), 0.0);
+  for (int l = 0; l < p.num_layers(); ++l) {
+    std::vector<double> share(n, 0.0);
+    for (int64_t t = 0; t < live.num_tokens(); ++t) {
+      for (int j = 0; j < k; ++j) share[live.Experts(t, l)[j]] += 1;
+    }
+    const double all = std::max<double>(1.0, static_cast<double>(live.num_tokens()) * k);
+    for (int e = 0; e < n; ++e) shift[l] += 0.5 * std::abs(share[e] / all - affinity.Marginal(l)[e]);
+  }
+  int64_t unseen = 0;
+  for (uint32_t t : live.tokens) unseen += affinity.Seen(t) ? 0 : 1;
+  double mean_shift = 0;
+  for (double s : shift) mean_shift += s / std::max(1, p.num_layers());
   nlohmann::ordered_json report = {
       {"version", o.version},
       {"mode", mode},
@@ -82,6 +100,9 @@ absl::StatusOr<nlohmann::ordered_json> DriftReport(const DriftOptions& o) {
       {"planned_lar", planned},
       {"live_lar", m.lar},
       {"lar_drift", m.lar - planned},
+      {"expert_shift", mean_shift},
+      {"unseen_token_share",
+       live.num_tokens() == 0 ? 0.0 : static_cast<double>(unseen) / live.num_tokens()},
       {"planned_expert_load", metrics.is_object() && metrics.contains("expert_load_imbalance")
                                   ? metrics["expert_load_imbalance"]
                                   : nlohmann::json(nullptr)},
@@ -96,6 +117,7 @@ absl::StatusOr<nlohmann::ordered_json> DriftReport(const DriftOptions& o) {
          {"lar_drift", planned_lar.is_number()
                            ? nlohmann::ordered_json(m.lar_per_layer[l] - planned_lar.get<double>())
                            : nlohmann::ordered_json(nullptr)},
+         {"expert_shift", shift[l]},
          {"planned_expert_load", At(metrics, "expert_load_imbalance_per_layer", l)},
          {"live_expert_load", m.expert_load_imbalance_per_layer[l]}});
   }
@@ -117,6 +139,10 @@ absl::Status Drift(const DriftOptions& o, std::ostream& out) {
       << " tokens: LAR " << num(r["live_lar"]) << " live vs " << num(r["planned_lar"])
       << " planned (drift " << num(r["lar_drift"]) << "); expert load "
       << num(r["live_expert_load"]) << " vs " << num(r["planned_expert_load"]) << "\n";
+  out << absl::StrFormat(
+      "traffic shift %s (expert shares, total variation from the plan's traffic), %.1f%% of the "
+      "live tokens unseen by its tables\n",
+      num(r["expert_shift"]), 100 * r["unseen_token_share"].get<double>());
   out << absl::StrFormat("%-6s %11s %8s %8s %14s %11s\n", "layer", "planned LAR", "live LAR",
                          "drift", "planned load", "live load");
   for (const auto& l : r["layers"]) {

@@ -27,6 +27,8 @@ TEST(DriftTest, InSampleIsZeroAndDriftedTrafficShows) {
   EXPECT_EQ((*same)["live_tokens"], 40 * 12);
   EXPECT_GT((*same)["planned_lar"].get<double>(), 0.5);
   EXPECT_DOUBLE_EQ((*same)["lar_drift"].get<double>(), 0.0);
+  EXPECT_NEAR((*same)["expert_shift"].get<double>(), 0.0, 1e-6);
+  EXPECT_EQ((*same)["unseen_token_share"].get<double>(), 0.0);
   ASSERT_EQ((*same)["layers"].size(), 2u);
   for (const auto& l : (*same)["layers"]) {
     EXPECT_DOUBLE_EQ(l["lar_drift"].get<double>(), 0.0);
@@ -42,6 +44,14 @@ TEST(DriftTest, InSampleIsZeroAndDriftedTrafficShows) {
   std::ostringstream text;
   ASSERT_TRUE(Drift({.db = db, .version = *v, .live = {drifted}}, text).ok());
   EXPECT_NE(text.str().find("planned LAR"), std::string::npos) << text.str();
+  EXPECT_NE(text.str().find("traffic shift "), std::string::npos) << text.str();
+
+  // Traffic of two of the four topics: half the experts' share moved, at every layer.
+  const std::string half = WriteTopicTrace("half.trace", 5, 0, 40, 16, /*topics=*/2);
+  auto narrowed = DriftReport({.db = db, .version = *v, .live = {half}});
+  ASSERT_TRUE(narrowed.ok()) << narrowed.status();
+  EXPECT_NEAR((*narrowed)["expert_shift"].get<double>(), 0.5, 0.05);
+  for (const auto& l : (*narrowed)["layers"]) EXPECT_GT(l["expert_shift"].get<double>(), 0.4) << l;
 
   // Bad input names what is wrong.
   EXPECT_EQ(DriftReport({.db = db, .version = *v}).status().code(),

@@ -16,9 +16,10 @@
 namespace semmoe::planner::testing {
 
 // Writes it to TEST_TMPDIR/`name` and returns the path. `shift` moves every topic onto another
-// topic's experts (drifted traffic); `requests` of 12 tokens each; `experts` in the header.
+// topic's experts (drifted traffic); `requests` of 12 tokens each; `experts` in the header;
+// request r is of topic r % `topics` (fewer than 4: traffic of only some topics).
 inline std::string WriteTopicTrace(const std::string& name, uint64_t seed, int shift = 0,
-                                   int requests = 40, uint32_t experts = 16) {
+                                   int requests = 40, uint32_t experts = 16, int topics = 4) {
   const std::string path = JoinPath(std::getenv("TEST_TMPDIR"), name);
   trace::TraceHeader h;
   h.num_experts = experts;
@@ -29,7 +30,7 @@ inline std::string WriteTopicTrace(const std::string& name, uint64_t seed, int s
   EXPECT_TRUE(w.ok());
   std::mt19937 rng(seed);
   for (int r = 0; r < requests; ++r) {
-    const int topic = r % 4;
+    const int topic = r % topics;
     const uint64_t id = *(*w)->AddRequest("r" + std::to_string(r));
     for (uint32_t p = 0; p < 12; ++p) {
       std::vector<int32_t> e;
