@@ -36,8 +36,15 @@ for row in "vanilla + round-robin" "semantic + rebatching"; do
   lar="$(awk '{print $(NF-8)}' <<<"$line")"
   awk -v x="$lar" 'BEGIN { exit !(x > 0 && x <= 1) }' || fail "'$row' LAR '$lar': $line"
 done
+grep -q "the autopilot follows version 1 (active)" <<<"$out" || fail "no autopilot: $out"
+# The semantic cluster's planner ran the autopilot on the version, now active.
+"$PLANNER" list --db="$TMP/p.db" --model=model | grep -q "active" || fail "no active version"
+grep -q "the planner's autopilot re-plans 'model'" "$TMP/run/semantic/cluster.log" ||
+  fail "the semantic cluster ran no autopilot: $(cat "$TMP/run/semantic/cluster.log")"
 out="$(run_demo 2>&1)" || fail "second demo failed: $out"
 grep -q "using semantic placement version 1" <<<"$out" || fail "version not reused: $out"
+out="$(run_demo --noautopilot 2>&1)" || fail "demo without the autopilot failed: $out"
+grep -q "the autopilot follows" <<<"$out" && fail "--noautopilot still runs the autopilot: $out"
 
 expect_error 2 "--model is required" -- "$DEMO"
 expect_error 1 "no text to make prompts from" -- "$DEMO" --model="$TMP/model" \

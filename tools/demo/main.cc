@@ -56,6 +56,10 @@ ABSL_FLAG(int, max_tokens, 32, "tokens generated per request");
 ABSL_FLAG(double, slo_ttft_ms, 1000, "goodput SLO: time to first token");
 ABSL_FLAG(double, slo_tpot_ms, 200, "goodput SLO: time per output token");
 ABSL_FLAG(bool, serve, true, "keep the semantic cluster serving after the table");
+ABSL_FLAG(bool, autopilot, true,
+          "the semantic cluster follows the model's active version and the planner re-plans it by "
+          "itself when the traffic drifts (planner serve --autopilot; both clusters sample a "
+          "quarter of their requests' routing, so the comparison stays fair)");
 ABSL_FLAG(int, http_port, 8080,
           "the semantic cluster's OpenAI-compatible HTTP port (0: a free one; the vanilla "
           "cluster's is always a free one)");
@@ -282,21 +286,47 @@ absl::Status Main(Arm& vanilla, Arm& semantic) {
   // 2. The semantic placement.
   ASSIGN_OR_RETURN(const int64_t version, SemanticVersion(model, name, profile_path, run_dir));
 
+  // The autopilot re-plans the model's active version: the demo's version unless one is active
+  // (an earlier run's autopilot may have rolled out its own).
+  std::vector<std::string> sampling, autopilot;
+  int64_t serving = version;
+  if (absl::GetFlag(FLAGS_autopilot)) {
+    ASSIGN_OR_RETURN(auto store, planner::PlacementStore::Open(absl::GetFlag(FLAGS_db)));
+    ASSIGN_OR_RETURN(std::optional<planner::PlacementVersion> active, store->Active(name));
+    if (!active.has_value() || active->placement.num_devices() != absl::GetFlag(FLAGS_ranks)) {
+      RETURN_IF_ERROR(store->Activate(version));
+    } else {
+      serving = active->version;
+    }
+    sampling = {"--sample_routing", "0.25", "--routing_sample_tokens", "8192"};
+    autopilot = {"--autopilot"};
+    Say(absl::StrCat("the autopilot follows version ", serving,
+                     " (active) and re-plans it on drift: console autopilot status --model ",
+                     name));
+  }
+
   // 3. Vanilla + round-robin, then semantic + rebatching.
   Say("starting the vanilla cluster (vanilla placement, round-robin routing) ...");
-  RETURN_IF_ERROR(StartCluster(vanilla,
-                               {"--placement", "vanilla", "--router_policy", "round_robin"},
-                               JoinPath(run_dir, "vanilla")));
+  std::vector<std::string> vanilla_flags = {"--placement", "vanilla", "--router_policy",
+                                            "round_robin"};
+  vanilla_flags.insert(vanilla_flags.end(), sampling.begin(), sampling.end());
+  RETURN_IF_ERROR(StartCluster(vanilla, vanilla_flags, JoinPath(run_dir, "vanilla")));
   RETURN_IF_ERROR(RunArm(vanilla, serve));
   StopCluster(vanilla);
   if (Interrupted()) return absl::CancelledError("interrupted");
-  Say(absl::StrCat("starting the semantic cluster (version ", version,
+  Say(absl::StrCat("starting the semantic cluster (version ", serving,
                    ", affinity-aware rebatching) ..."));
-  RETURN_IF_ERROR(StartCluster(
-      semantic,
-      {"--db", absl::GetFlag(FLAGS_db), "--placement", absl::StrCat(version), "--router_policy",
-       "semantic", "--http_port", absl::StrCat(absl::GetFlag(FLAGS_http_port))},
-      JoinPath(run_dir, "semantic")));
+  std::vector<std::string> semantic_flags = {"--db",
+                                             absl::GetFlag(FLAGS_db),
+                                             "--placement",
+                                             absl::StrCat(serving),
+                                             "--router_policy",
+                                             "semantic",
+                                             "--http_port",
+                                             absl::StrCat(absl::GetFlag(FLAGS_http_port))};
+  semantic_flags.insert(semantic_flags.end(), sampling.begin(), sampling.end());
+  semantic_flags.insert(semantic_flags.end(), autopilot.begin(), autopilot.end());
+  RETURN_IF_ERROR(StartCluster(semantic, semantic_flags, JoinPath(run_dir, "semantic")));
   RETURN_IF_ERROR(RunArm(semantic, serve));
 
   // 4. The table; then serve.
