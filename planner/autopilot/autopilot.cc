@@ -63,11 +63,12 @@ absl::StatusOr<std::unique_ptr<Autopilot>> Autopilot::Create(const AutopilotOpti
   store_options.clock = o.clock;
   ASSIGN_OR_RETURN(autopilot->store_, PlacementStore::Open(o.db, store_options));
   autopilot->decisions_ = std::make_unique<AutopilotStore>(*autopilot->store_);
-  // After a restart: the last rollout or rollback, and whether a rollout still awaits its check.
+  // After a restart: the last rollout, rollback or refused candidate, and whether a rollout still
+  // awaits its check.
   ASSIGN_OR_RETURN(std::vector<AutopilotDecision> history,
                    autopilot->decisions_->Latest(o.model, 1000));
   for (const AutopilotDecision& d : history) {
-    if (d.action != "rollout" && d.action != "rollback") continue;
+    if (d.action != "rollout" && d.action != "rollback" && d.action != "refuse") continue;
     autopilot->last_change_ = d.at;
     if (d.action == "rollout") {
       const nlohmann::json f = ParseJsonOrDiscarded(d.figures_json);
@@ -176,7 +177,7 @@ absl::Status Autopilot::Decide(AutopilotDecision& d, nlohmann::ordered_json& f) 
   const absl::Duration since = o_.clock->Now() - last_change_;
   if (since < o_.min_interval) {
     d.action = "wait";
-    d.reason = absl::StrCat(seen, ", but the last change was ",
+    d.reason = absl::StrCat(seen, ", but the last rollout, rollback or refused candidate was ",
                             absl::FormatDuration(absl::Trunc(since, absl::Seconds(1))),
                             " ago (minimum ", absl::FormatDuration(o_.min_interval), ")");
     return absl::OkStatus();
@@ -219,6 +220,7 @@ absl::Status Autopilot::Decide(AutopilotDecision& d, nlohmann::ordered_json& f) 
   const int moved = diff.value("moved", 0);
   f["moved_experts"] = moved;
   if (candidate_lar < served_lar + o_.min_gain) {
+    last_change_ = o_.clock->Now();  // No candidate more often than min_interval either.
     d.action = "refuse";
     d.reason = absl::StrCat("candidate version ", candidate, " reaches LAR ", Lar(candidate_lar),
                             " on the held-back half of the window against ", Lar(served_lar),
@@ -227,6 +229,7 @@ absl::Status Autopilot::Decide(AutopilotDecision& d, nlohmann::ordered_json& f) 
     return absl::OkStatus();
   }
   if (moved > budget) {  // The build keeps the budget; a placement that does not is refused.
+    last_change_ = o_.clock->Now();
     d.action = "refuse";
     d.reason = absl::StrCat("candidate version ", candidate, " moves ", moved,
                             " experts, over the budget of ", budget);

@@ -9,7 +9,8 @@
 //   3. replays the active version's data rule over the window (planner drift); a LAR drop from
 //      what it was planned for within drift_threshold and expert shares within shift_threshold
 //      of the traffic it was planned from → "steady";
-//   4. too soon after the last rollout or rollback (min_interval) → "wait";
+//   4. too soon after the last rollout, rollback or refused candidate (min_interval) → "wait":
+//      no version is built more often, however long the traffic stays shifted;
 //   5. builds a candidate from half the window's requests relative to the active version
 //      (planner build --relative_to, at most max_moved_experts weights shipped), and checks both
 //      on the other half: a gain under min_gain → "refuse" (the candidate stays a draft);
@@ -47,7 +48,8 @@ struct AutopilotOptions {
   double drift_threshold = 0.03;
   double shift_threshold = 0.1;
   int64_t min_window_tokens = 4096;  // Fewer: too little to plan from.
-  absl::Duration min_interval = absl::Minutes(2);  // Between rollouts and rollbacks.
+  // Between rollouts, rollbacks and refused candidates.
+  absl::Duration min_interval = absl::Minutes(2);
   // Expert weights a rollout may ship; negative: a quarter of the model's experts (all layers).
   int max_moved_experts = -1;
   double min_gain = 0.01;         // LAR the candidate must gain on the held-back half.
@@ -73,7 +75,8 @@ class Autopilot {
   const AutopilotOptions o_;
   std::unique_ptr<PlacementStore> store_;
   std::unique_ptr<AutopilotStore> decisions_;
-  absl::Time last_change_ = absl::InfinitePast();  // The last rollout or rollback.
+  // The last rollout, rollback or refused candidate.
+  absl::Time last_change_ = absl::InfinitePast();
   // After a rollout, until checked on other traffic: the version rolled out, the one before it,
   // and the window it was decided on.
   int64_t rolled_out_ = 0, previous_ = 0;

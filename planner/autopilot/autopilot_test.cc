@@ -140,6 +140,31 @@ TEST_F(AutopilotTest, TheMinimumIntervalHoldsAndEveryDecisionIsARow) {
   EXPECT_EQ((*rows)[1].action, "rollout");
 }
 
+// A candidate that gains too little is refused and stays a draft; the next one waits for the
+// minimum interval, so a shift that no plan helps does not fill the database with drafts.
+TEST_F(AutopilotTest, ARefusedCandidateIsNotRebuiltBeforeTheMinimumInterval) {
+  Live(4, 1);
+  auto a = Autopilot::Create({.db = db_,
+                              .model = "m",
+                              .traces = {live_},
+                              .min_window_tokens = 200,
+                              .min_interval = absl::Minutes(5),
+                              .min_gain = 1.0,  // More than any LAR can gain.
+                              .clock = &clock_});
+  ASSERT_TRUE(a.ok()) << a.status();
+  auto d = (*a)->Tick();
+  ASSERT_EQ(d->action, "refuse") << d->reason;
+  EXPECT_GT(d->candidate_version, v1_);
+  EXPECT_EQ(Active(), v1_);
+  d = (*a)->Tick();
+  EXPECT_EQ(d->action, "wait") << d->reason;
+  EXPECT_NE(d->reason.find("refused candidate"), std::string::npos) << d->reason;
+  clock_.Advance(absl::Minutes(6));
+  EXPECT_EQ((*a)->Tick()->action, "refuse");
+  auto store = PlacementStore::Open(db_);
+  EXPECT_EQ((*store)->List("m")->size(), 3u);  // Version 1 and two drafts.
+}
+
 TEST_F(AutopilotTest, BadOptionsAndUnreadableTracesAreReported) {
   EXPECT_FALSE(Autopilot::Create({.db = db_, .model = "m"}).ok());  // No traces.
   EXPECT_FALSE(Autopilot::Create({.db = db_, .model = "m", .traces = {live_}, .min_gain = -1}).ok());
