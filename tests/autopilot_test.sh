@@ -2,7 +2,7 @@
 # End-to-end, on the shared trained model (qwen3-moe-a, real text): the planner's autopilot
 # re-plans a domain shift by itself, at a small scale (G = 2).
 #   - version 1 is planned on prose prompts and active; `local_cluster --autopilot` follows it and
-#     its ranks sample every request's routing (the last 8,192 tokens each, flushed every 10 s);
+#     its ranks sample every request's routing (the last 16,384 tokens each, flushed every 10 s);
 #   - prose traffic: the loop decides, and rolls nothing out;
 #   - code traffic (python and C headers) for 150 s: without an operator, rollouts within the
 #     expert budget, the group serves the newest version, and no request fails;
@@ -50,7 +50,7 @@ DB="$TMP/auto.db"
 
 launch_cluster auto "$CLUSTER" --model="$MODEL" --ranks=2 --db="$DB" --placement=1 \
   --engine_binary="$ENGINE" --planner_binary="$PLANNER" --router_binary="$ROUTER" \
-  --kv_cache_mb=64 --sample_routing=1 --routing_sample_tokens=8192 --autopilot \
+  --kv_cache_mb=64 --sample_routing=1 --routing_sample_tokens=16384 --autopilot \
   --planner_flags=--autopilot_period=2s,--autopilot_min_interval=20s,--autopilot_min_window_tokens=2048
 trap 'kill -INT "$PID" 2>/dev/null || true' EXIT  # The cluster stops with the test, however it ends.
 grep -q "the planner's autopilot re-plans 'qwen3'" "$TMP/auto.out" ||

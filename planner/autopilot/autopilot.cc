@@ -235,18 +235,36 @@ absl::Status Autopilot::Decide(AutopilotDecision& d, nlohmann::ordered_json& f) 
                             " experts, over the budget of ", budget);
     return absl::OkStatus();
   }
-  RETURN_IF_ERROR(store_->Activate(candidate));
+  // The check passed: the version rolled out is the same build from the whole window (its tables
+  // then know twice the tokens), within the same budget.
+  build.name = absl::StrCat("autopilot-from-v", active->version, "-window");
+  ASSIGN_OR_RETURN(const int64_t rollout, cli::BuildFrom(build, trace::TraceSet(*window), built));
+  ASSIGN_OR_RETURN(const nlohmann::ordered_json full_diff,
+                   cli::DiffReport(o_.db, active->version, rollout));
+  const int rollout_moved = full_diff.value("moved", 0);
+  f["checked_version"] = candidate;
+  f["moved_experts"] = rollout_moved;
+  d.candidate_version = rollout;
+  if (rollout_moved > budget) {
+    last_change_ = o_.clock->Now();
+    d.action = "refuse";
+    d.reason = absl::StrCat("version ", rollout, " (from the whole window) moves ", rollout_moved,
+                            " experts, over the budget of ", budget);
+    return absl::OkStatus();
+  }
+  RETURN_IF_ERROR(store_->Activate(rollout));
   last_change_ = o_.clock->Now();
-  rolled_out_ = candidate;
+  rolled_out_ = rollout;
   previous_ = active->version;
   rollout_window_ = signature;
   f["probation"] = true;
   d.action = "rollout";
-  d.moved_experts = moved;
-  d.reason = absl::StrCat(seen, "; version ", candidate, " reaches ",
-                          Lar(candidate_lar), " against ", Lar(served_lar),
-                          " on the held-back half of the window, moving ", moved, " of ",
-                          served.num_layers() * served.num_experts(), " experts");
+  d.moved_experts = rollout_moved;
+  d.reason = absl::StrCat(seen, "; a version from half the window reaches ", Lar(candidate_lar),
+                          " against ", Lar(served_lar),
+                          " on the other half: version ", rollout, " (the whole window) moves ",
+                          rollout_moved, " of ", served.num_layers() * served.num_experts(),
+                          " experts");
   return absl::OkStatus();
 }
 

@@ -14,7 +14,8 @@
 //   5. builds a candidate from half the window's requests relative to the active version
 //      (planner build --relative_to, at most max_moved_experts weights shipped), and checks both
 //      on the other half: a gain under min_gain → "refuse" (the candidate stays a draft);
-//   6. activates the candidate ("rollout"): engines that follow the active version roll it out.
+//   6. builds the same from the whole window (its tables then know twice the tokens; the same
+//      budget) and activates it ("rollout"): engines that follow the active version roll it out.
 // Every decision is a row (AutopilotStore) with its reason and figures; the loop's state after a
 // restart is read back from those rows. Errors (an unreadable trace, a failed build) are
 // decisions too ("error"), and the cluster stays on its version. One decision at a time: the
