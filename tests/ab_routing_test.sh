@@ -26,8 +26,6 @@ PROMPTS="$SEMMOE_SHARED_DIR/data/prompts.jsonl"
 [[ -f "$MODEL/config.json" && -f "$PROMPTS" ]] || fail "no qwen3-moe-a or prompts in $SEMMOE_SHARED_DIR"
 
 # Prompts' token ids, the first 256 of each: lines 1-150 profile, 1001-1040 are served.
-ids_of() { grep -o '"token_ids": \[[0-9, ]*\]' | sed 's/"token_ids": \[//; s/\]//; s/ //g' |
-  cut -d, -f1-256; }
 sed -n '1,150p' "$PROMPTS" | ids_of | awk '{ printf "{\"id\": \"p%d\", \"token_ids\": [%s]}\n", NR, $0 }' \
   >"$TMP/profile.jsonl"
 sed -n '1001,1040p' "$PROMPTS" | ids_of >"$TMP/serve.ids"

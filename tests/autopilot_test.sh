@@ -30,8 +30,6 @@ PROMPTS="$SEMMOE_SHARED_DIR/data/prompts.jsonl"
 [[ -f "$MODEL/config.json" && -f "$PROMPTS" ]] || fail "no qwen3-moe-a or prompts in $SEMMOE_SHARED_DIR"
 
 # Prompts' token ids (the first 256 of each) by domain.
-ids_of() { grep -o '"token_ids": \[[0-9, ]*\]' | sed 's/"token_ids": \[//; s/\]//; s/ //g' |
-  cut -d, -f1-256; }
 as_jsonl() { awk -v p="$1" '{ printf "{\"id\": \"%s%d\", \"token_ids\": [%s]}\n", p, NR, $0 }'; }
 grep '"domain": "prose"' "$PROMPTS" | ids_of >"$TMP/prose.ids"
 grep -E '"domain": "(python|c_headers)"' "$PROMPTS" | ids_of >"$TMP/code.ids"

@@ -3,6 +3,10 @@ TMP="${TEST_TMPDIR:-$(mktemp -d)}"
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
+# ids_of < PROMPTS.jsonl: each prompt's token ids, the first 256, comma-separated, a line each.
+ids_of() { grep -o '"token_ids": \[[0-9, ]*\]' | sed 's/"token_ids": \[//; s/\]//; s/ //g' |
+  cut -d, -f1-256; }
+
 # run_tty CMD...: the command on a pseudo-terminal (`script`), its output with \r as newlines;
 # have_tty: whether `script` works here.
 run_tty() { script -qec "$*" /dev/null </dev/null | tr '\r' '\n'; }

@@ -155,8 +155,9 @@ absl::Status Autopilot::Decide(AutopilotDecision& d, nlohmann::ordered_json& f) 
     }
   }
 
+  // On the window read above (not read again: the ranks may have flushed meanwhile).
   ASSIGN_OR_RETURN(nlohmann::ordered_json drift,
-                   cli::DriftReport({.db = o_.db, .version = active->version, .live = o_.traces}));
+                   cli::DriftReportOn({.db = o_.db, .version = active->version}, *window));
   const double planned = drift.value("planned_lar", 0.0), live = drift.value("live_lar", 0.0);
   const double lar_drift = live - planned;
   const double shift = drift.value("expert_shift", 0.0);

@@ -33,7 +33,11 @@ absl::StatusOr<nlohmann::ordered_json> DriftReport(const DriftOptions& o) {
                         absl::StrCat("live traces: ", loaded.status().message(),
                                      " (engines write them with --sample_routing)"));
   }
-  trace::TraceSet live = *std::move(loaded);
+  return DriftReportOn(o, *loaded);
+}
+
+absl::StatusOr<nlohmann::ordered_json> DriftReportOn(const DriftOptions& o,
+                                                    const trace::TraceSet& live) {
   ASSIGN_OR_RETURN(auto store, PlacementStore::Open(o.db));
   ASSIGN_OR_RETURN(PlacementVersion v, store->Get(o.version));
   const Placement& p = v.placement;

@@ -14,6 +14,7 @@
 
 #include "absl/status/statusor.h"
 #include "nlohmann/json.hpp"
+#include "planner/trace/trace_set.h"
 
 namespace semmoe::planner::cli {
 
@@ -31,6 +32,9 @@ struct DriftOptions {
 // null for versions built before they were recorded. Errors name the version or the trace: no
 // affinity tables, a trace of another model, an empty or unreadable trace.
 absl::StatusOr<nlohmann::ordered_json> DriftReport(const DriftOptions& options);
+// The same over live traces already in memory (options.live is not read).
+absl::StatusOr<nlohmann::ordered_json> DriftReportOn(const DriftOptions& options,
+                                                    const trace::TraceSet& live);
 absl::Status Drift(const DriftOptions& options, std::ostream& out);
 
 }  // namespace semmoe::planner::cli
