@@ -17,6 +17,7 @@
 #include "engine/server/engine_service.h"
 #include "engine/server/planner_fetch.h"
 #include "engine/server/rank_group.h"
+#include "engine/server/serving_reporter.h"
 #include "engine/text/config.h"
 #include "glog/logging.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
@@ -188,6 +189,16 @@ absl::Status RunRankServer(const RankServerOptions& o, absl::Notification& stop)
   LOG(INFO) << "rank " << o.rank << "/" << o.ranks << " (" << AttentionModeName(o.attention)
             << ") serving EngineService on " << o.host << ":" << port;
   if (o.on_serving) o.on_serving(port, serving_with);
+  // The leader of a following group tells the planner what the group serves (the autopilot
+  // checks its rollouts on it); stopped before `service` goes.
+  std::unique_ptr<ServingReporter> reporter;
+  if (watch != nullptr) {
+    reporter = std::make_unique<ServingReporter>(
+        ServingReporter::Options{.planner = o.planner,
+                                 .model = o.follow_model,
+                                 .group = absl::StrCat(o.host, ":", port),
+                                 .stats = [&service] { return service.Stats(); }});
+  }
 
   absl::Status result;
   while (true) {

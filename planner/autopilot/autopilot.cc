@@ -1,9 +1,11 @@
 #include "planner/autopilot/autopilot.h"
 
+#include <algorithm>
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "common/json_fields.h"
 #include "common/status_macros.h"
 #include "planner/cli/commands.h"
@@ -44,6 +46,19 @@ std::string WindowSignature(const trace::TraceSet& window) {
 
 std::string Lar(double x) { return absl::StrFormat("%.4f", x); }
 
+std::string Share(double x) { return absl::StrFormat("%.1f%%", 100 * x); }
+
+bool Negative(const ServingTotals& t) {
+  return t.completed < 0 || t.failed < 0 || t.local < 0 || t.remote < 0;
+}
+
+nlohmann::ordered_json Served(const ServingTotals& t) {
+  return {{"requests", t.completed + t.failed},
+          {"failed", t.failed},
+          {"activations", t.activations()},
+          {"lar", t.lar()}};
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<Autopilot>> Autopilot::Create(const AutopilotOptions& o) {
@@ -54,9 +69,12 @@ absl::StatusOr<std::unique_ptr<Autopilot>> Autopilot::Create(const AutopilotOpti
         "--sample_routing)");
   }
   if (o.drift_threshold < 0 || o.shift_threshold < 0 || o.min_gain < 0 || o.rollback_margin < 0 ||
-      o.min_interval < absl::ZeroDuration()) {
+      o.min_interval < absl::ZeroDuration() || o.drift_confirm < absl::ZeroDuration() ||
+      o.report_fresh <= absl::ZeroDuration() || o.rollout_timeout <= absl::ZeroDuration() ||
+      o.min_served_requests < 1 || o.max_failed_share_gain < 0) {
     return absl::InvalidArgumentError(
-        "the autopilot's threshold, gain, margin and interval must not be negative");
+        "the autopilot's thresholds, gain, margins and intervals must not be negative (the report "
+        "freshness, rollout timeout and served requests positive)");
   }
   auto autopilot = std::unique_ptr<Autopilot>(new Autopilot(o));
   PlacementStore::Options store_options;
@@ -107,6 +125,10 @@ absl::Status Autopilot::Decide(AutopilotDecision& d, nlohmann::ordered_json& f) 
     return absl::OkStatus();
   }
   d.served_version = active->version;
+  if (o_.serving != nullptr) {
+    ASSIGN_OR_RETURN(const bool rolled_back, CheckServing(d, f, active->version));
+    if (rolled_back) return absl::OkStatus();
+  }
   const nlohmann::json params = ParseJsonOrDiscarded(active->params_json);
   const std::string mode =
       params.is_object() ? params.value("mode", std::string("dp")) : std::string("dp");
@@ -142,14 +164,10 @@ absl::Status Autopilot::Decide(AutopilotDecision& d, nlohmann::ordered_json& f) 
       f["lar_previous"] = before;
       f["lar_rolled_out"] = after;
       if (after < before - o_.rollback_margin) {
-        RETURN_IF_ERROR(store_->Activate(previous));
-        last_change_ = o_.clock->Now();
-        d.action = "rollback";
-        d.candidate_version = previous;
-        d.reason = absl::StrCat("version ", rolled_out, " serves live traffic at LAR ", Lar(after),
-                                ", below version ", previous, "'s ", Lar(before), " by more than ",
-                                Lar(o_.rollback_margin), ": rolled back to ", previous);
-        return absl::OkStatus();
+        return Rollback(d, previous,
+                        absl::StrCat("version ", rolled_out, " serves live traffic at LAR ",
+                                     Lar(after), ", below version ", previous, "'s ", Lar(before),
+                                     " by more than ", Lar(o_.rollback_margin)));
       }
       f["probation_passed"] = true;
     }
@@ -166,16 +184,25 @@ absl::Status Autopilot::Decide(AutopilotDecision& d, nlohmann::ordered_json& f) 
   f["lar_drift"] = lar_drift;
   f["expert_shift"] = shift;
   f["unseen_token_share"] = drift.value("unseen_token_share", 0.0);
-  const std::string seen =
-      absl::StrCat("live LAR ", Lar(live), " against ", Lar(planned), " planned, traffic shift ",
-                   Lar(shift));
+  const std::string seen = absl::StrCat("live LAR ", Lar(live), " against ", Lar(planned),
+                                        " planned, traffic shift ", Lar(shift));
   if (lar_drift >= -o_.drift_threshold && shift <= o_.shift_threshold) {
+    drift_seen_.reset();
     d.action = "steady";
-    d.reason = absl::StrCat(seen, ": within ", Lar(o_.drift_threshold), " and ",
-                            Lar(o_.shift_threshold));
+    d.reason =
+        absl::StrCat(seen, ": within ", Lar(o_.drift_threshold), " and ", Lar(o_.shift_threshold));
     return absl::OkStatus();
   }
-  const absl::Duration since = o_.clock->Now() - last_change_;
+  const absl::Time now = o_.clock->Now();
+  if (!drift_seen_.has_value()) drift_seen_.emplace(now, serving_now_);
+  if (now - drift_seen_->first < o_.drift_confirm) {
+    d.action = "wait";
+    d.reason =
+        absl::StrCat(seen, ", seen for ", absl::ToInt64Seconds(now - drift_seen_->first),
+                     " s of the ", absl::ToDoubleSeconds(o_.drift_confirm), " s a drift must last");
+    return absl::OkStatus();
+  }
+  const absl::Duration since = now - last_change_;
   if (since < o_.min_interval) {
     d.action = "wait";
     d.reason = absl::StrCat(seen, ", but the last rollout, rollback or refused candidate was ",
@@ -186,9 +213,8 @@ absl::Status Autopilot::Decide(AutopilotDecision& d, nlohmann::ordered_json& f) 
 
   // A candidate from half the window, relative to the active version, checked on the other half.
   const Placement& served = active->placement;
-  const int budget = o_.max_moved_experts >= 0
-                         ? o_.max_moved_experts
-                         : served.num_layers() * served.num_experts() / 4;
+  const int budget = o_.max_moved_experts >= 0 ? o_.max_moved_experts
+                                               : served.num_layers() * served.num_experts() / 4;
   f["expert_budget"] = budget;
   ASSIGN_OR_RETURN(trace::TraceSet build_half, Half(*window, 0));
   ASSIGN_OR_RETURN(trace::TraceSet check_half, Half(*window, 1));
@@ -259,14 +285,131 @@ absl::Status Autopilot::Decide(AutopilotDecision& d, nlohmann::ordered_json& f) 
   previous_ = active->version;
   rollout_window_ = signature;
   f["probation"] = true;
+  if (o_.serving != nullptr) {
+    probe_ = ServedProbe{.version = rollout,
+                         .previous = active->version,
+                         .at = last_change_,
+                         .before = serving_now_ - drift_seen_->second};
+  }
+  drift_seen_.reset();
   d.action = "rollout";
   d.moved_experts = rollout_moved;
   d.reason = absl::StrCat(seen, "; a version from half the window reaches ", Lar(candidate_lar),
-                          " against ", Lar(served_lar),
-                          " on the other half: version ", rollout, " (the whole window) moves ",
-                          rollout_moved, " of ", served.num_layers() * served.num_experts(),
-                          " experts");
+                          " against ", Lar(served_lar), " on the other half: version ", rollout,
+                          " (the whole window) moves ", rollout_moved, " of ",
+                          served.num_layers() * served.num_experts(), " experts");
   return absl::OkStatus();
+}
+
+absl::Status Autopilot::Rollback(AutopilotDecision& d, int64_t previous, std::string reason) {
+  RETURN_IF_ERROR(store_->Activate(previous));
+  last_change_ = o_.clock->Now();
+  rolled_out_ = previous_ = 0;
+  probe_.reset();
+  drift_seen_.reset();
+  d.action = "rollback";
+  d.candidate_version = previous;
+  d.reason = absl::StrCat(reason, ": rolled back to ", previous);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<bool> Autopilot::CheckServing(AutopilotDecision& d, nlohmann::ordered_json& f,
+                                             int64_t active_version) {
+  const absl::Time now = o_.clock->Now();
+  const std::vector<ServingState> groups = o_.serving->Of(o_.model, now, o_.report_fresh);
+  nlohmann::ordered_json seen = nlohmann::ordered_json::array();
+  for (const ServingState& g : groups) {
+    seen.push_back({{"group", g.group},
+                    {"version", g.serving_version},
+                    {"rollout_target", g.rollout_target},
+                    {"refused_version", g.refused_version}});
+  }
+  f["serving_groups"] = seen;
+  const ServingTotals previous_totals = serving_now_;
+  serving_now_ = Sum(groups);
+  if (Negative(serving_now_ - previous_totals)) {  // A rank restarted: its counters began anew.
+    if (drift_seen_.has_value()) drift_seen_->second = serving_now_;
+    if (probe_.has_value()) {
+      probe_->before = {};
+      if (probe_->switched) probe_->at_switch = serving_now_;
+    }
+  }
+  if (!probe_.has_value()) return false;
+  ServedProbe& p = *probe_;
+  if (p.version != active_version) {  // Someone else activated another version since.
+    probe_.reset();
+    return false;
+  }
+  for (const ServingState& g : groups) {
+    if (g.refused_version == p.version) {
+      RETURN_IF_ERROR(
+          Rollback(d, p.previous,
+                   absl::StrCat("group ", g.group, " refused version ", p.version, " (", g.refusal,
+                                ") and serves version ", g.serving_version)));
+      return true;
+    }
+  }
+  if (!p.switched) {
+    const bool all =
+        !groups.empty() && std::all_of(groups.begin(), groups.end(), [&](const ServingState& g) {
+          return g.serving_version == p.version;
+        });
+    if (all) {
+      p.switched = true;
+      p.at_switch = serving_now_;
+      f["served_switched"] = true;
+    } else if (now - p.at > o_.rollout_timeout) {
+      if (groups.empty()) {  // Nobody reports: nothing to check against.
+        probe_.reset();
+        f["served_check"] = "no group reported what it serves";
+        return false;
+      }
+      std::vector<std::string> serving;
+      for (const ServingState& g : groups) {
+        serving.push_back(absl::StrCat(g.group, " v", g.serving_version));
+      }
+      RETURN_IF_ERROR(
+          Rollback(d, p.previous,
+                   absl::StrCat("the groups do not serve version ", p.version, " ",
+                                absl::FormatDuration(o_.rollout_timeout), " after its rollout (",
+                                absl::StrJoin(serving, ", "), ")")));
+      return true;
+    }
+    return false;
+  }
+  const ServingTotals after = serving_now_ - p.at_switch;
+  f["served_after"] = Served(after);
+  if (after.completed + after.failed < o_.min_served_requests) return false;
+  const ServingTotals before = p.before;
+  probe_.reset();
+  f["served_before"] = Served(before);
+  if (before.completed + before.failed < o_.min_served_requests) {
+    f["served_check"] = absl::StrCat("skipped: ", before.completed + before.failed,
+                                     " requests served between the drift and the rollout");
+    return false;
+  }
+  const std::string where =
+      absl::StrCat(" (rank 0 of ", groups.size(), " group", groups.size() == 1 ? "" : "s", ", ",
+                   after.completed + after.failed, " requests since the switch)");
+  if (after.lar() < before.lar() - o_.rollback_margin) {
+    RETURN_IF_ERROR(
+        Rollback(d, p.previous,
+                 absl::StrCat("version ", p.version, " serves at LAR ", Lar(after.lar()), where,
+                              ", below version ", p.previous, "'s ", Lar(before.lar()),
+                              " on the same traffic before the rollout by more than ",
+                              Lar(o_.rollback_margin))));
+    return true;
+  }
+  if (after.failed_share() > before.failed_share() + o_.max_failed_share_gain) {
+    RETURN_IF_ERROR(
+        Rollback(d, p.previous,
+                 absl::StrCat("version ", p.version, " failed ", Share(after.failed_share()),
+                              " of its requests", where, ", against ", Share(before.failed_share()),
+                              " under version ", p.previous)));
+    return true;
+  }
+  f["served_check_passed"] = true;
+  return false;
 }
 
 }  // namespace semmoe::planner

@@ -9,13 +9,19 @@
 //   3. replays the active version's data rule over the window (planner drift); a LAR drop from
 //      what it was planned for within drift_threshold and expert shares within shift_threshold
 //      of the traffic it was planned from → "steady";
-//   4. too soon after the last rollout, rollback or refused candidate (min_interval) → "wait":
-//      no version is built more often, however long the traffic stays shifted;
+//   4. a drift seen for less than drift_confirm, or too soon after the last rollout, rollback or
+//      refused candidate (min_interval) → "wait": no version is built more often, however long
+//      the traffic stays shifted;
 //   5. builds a candidate from half the window's requests relative to the active version
 //      (planner build --relative_to, at most max_moved_experts weights shipped), and checks both
 //      on the other half: a gain under min_gain → "refuse" (the candidate stays a draft);
 //   6. builds the same from the whole window (its tables then know twice the tokens; the same
 //      budget) and activates it ("rollout"): engines that follow the active version roll it out.
+// With a ServingBoard (the groups that follow the model report what they serve,
+// PlannerService.ReportServing), a rollout is also checked where it serves: a group that refuses
+// it, or that does not switch to it within rollout_timeout, or serving's own LAR or failed share
+// (rank 0's counters) after the switch worse than under the old version on the shifted traffic
+// (from the drift's first sight to the rollout) → "rollback", before anything else is decided.
 // Every decision is a row (AutopilotStore) with its reason and figures; the loop's state after a
 // restart is read back from those rows. Errors (an unreadable trace, a failed build) are
 // decisions too ("error"), and the cluster stays on its version. One decision at a time: the
@@ -27,13 +33,16 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "common/clock.h"
 #include "nlohmann/json.hpp"
+#include "planner/autopilot/serving_board.h"
 #include "planner/store/autopilot_store.h"
 #include "planner/store/placement_store.h"
 
@@ -55,7 +64,17 @@ struct AutopilotOptions {
   int max_moved_experts = -1;
   double min_gain = 0.01;         // LAR the candidate must gain on the held-back half.
   double rollback_margin = 0.01;  // LAR a rolled-out version may lose against its predecessor.
-  Clock* clock = Clock::Real();   // Not owned.
+  // A drift must be seen this long before a candidate is built (a blip is not a shift; the old
+  // version's serving figures on the new traffic are the served check's baseline).
+  absl::Duration drift_confirm = absl::Seconds(10);
+  // What the engine groups report they serve (not owned); null: rollouts are checked on the
+  // window only.
+  const ServingBoard* serving = nullptr;
+  absl::Duration report_fresh = absl::Seconds(30);     // Older reports are of groups gone.
+  absl::Duration rollout_timeout = absl::Minutes(10);  // For the groups to serve a rollout.
+  int min_served_requests = 16;         // Before and after the switch, for the served check.
+  double max_failed_share_gain = 0.01;  // Failed share of requests a rollout may add.
+  Clock* clock = Clock::Real();         // Not owned.
 };
 
 class Autopilot {
@@ -72,6 +91,11 @@ class Autopilot {
   explicit Autopilot(const AutopilotOptions& options) : o_(options) {}
   // Fills the decision's action, reason and versions, and `figures`.
   absl::Status Decide(AutopilotDecision& d, nlohmann::ordered_json& figures);
+  // The served check of the last rollout (o_.serving); true when it rolled back.
+  absl::StatusOr<bool> CheckServing(AutopilotDecision& d, nlohmann::ordered_json& figures,
+                                    int64_t active_version);
+  // Re-activates `previous` ("rollback") and ends both checks.
+  absl::Status Rollback(AutopilotDecision& d, int64_t previous, std::string reason);
 
   const AutopilotOptions o_;
   std::unique_ptr<PlacementStore> store_;
@@ -82,6 +106,19 @@ class Autopilot {
   // and the window it was decided on.
   int64_t rolled_out_ = 0, previous_ = 0;
   std::string rollout_window_;
+  // The served check of the last rollout: the version and the one before; serving's counters
+  // under the old version on the shifted traffic; since the groups switched.
+  struct ServedProbe {
+    int64_t version = 0, previous = 0;
+    absl::Time at;
+    ServingTotals before;
+    bool switched = false;
+    ServingTotals at_switch;
+  };
+  std::optional<ServedProbe> probe_;
+  ServingTotals serving_now_;  // This tick's, summed over the model's groups.
+  // When the current drift was first seen, and serving's counters then.
+  std::optional<std::pair<absl::Time, ServingTotals>> drift_seen_;
 };
 
 }  // namespace semmoe::planner

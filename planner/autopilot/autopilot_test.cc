@@ -21,11 +21,9 @@ class AutopilotTest : public ::testing::Test {
   void SetUp() override {
     db_ = TempDatabasePath("autopilot.db");
     std::ostringstream out;
-    auto v1 = cli::Build({.db = db_,
-                          .model = "m",
-                          .traces = {WriteTopicTrace("profile.trace", 1)},
-                          .devices = 4},
-                         out);
+    auto v1 = cli::Build(
+        {.db = db_, .model = "m", .traces = {WriteTopicTrace("profile.trace", 1)}, .devices = 4},
+        out);
     ASSERT_TRUE(v1.ok()) << v1.status();
     v1_ = *v1;
     ASSERT_TRUE(cli::Activate(db_, v1_, out).ok());
@@ -43,6 +41,7 @@ class AutopilotTest : public ::testing::Test {
                                 .traces = {live_},
                                 .min_window_tokens = 200,
                                 .min_interval = absl::Minutes(5),
+                                .drift_confirm = absl::ZeroDuration(),
                                 .clock = &clock_});
     EXPECT_TRUE(a.ok()) << a.status();
     return a.ok() ? std::move(*a) : nullptr;
@@ -89,7 +88,8 @@ TEST_F(AutopilotTest, ItWaitsForTrafficStaysOnSteadyTrafficAndReplansAShift) {
   EXPECT_GE(d->moved_experts, 0);
   EXPECT_LE(d->moved_experts, 8);
   const auto figures = nlohmann::json::parse(d->figures_json);
-  EXPECT_GT(figures["check_lar_candidate"].get<double>(), figures["check_lar_served"].get<double>());
+  EXPECT_GT(figures["check_lar_candidate"].get<double>(),
+            figures["check_lar_served"].get<double>());
   EXPECT_LT(figures["lar_drift"].get<double>(), -0.03);
   const int64_t rolled_out = d->candidate_version;
 
@@ -150,6 +150,7 @@ TEST_F(AutopilotTest, ARefusedCandidateIsNotRebuiltBeforeTheMinimumInterval) {
                               .min_window_tokens = 200,
                               .min_interval = absl::Minutes(5),
                               .min_gain = 1.0,  // More than any LAR can gain.
+                              .drift_confirm = absl::ZeroDuration(),
                               .clock = &clock_});
   ASSERT_TRUE(a.ok()) << a.status();
   auto d = (*a)->Tick();
@@ -167,7 +168,8 @@ TEST_F(AutopilotTest, ARefusedCandidateIsNotRebuiltBeforeTheMinimumInterval) {
 
 TEST_F(AutopilotTest, BadOptionsAndUnreadableTracesAreReported) {
   EXPECT_FALSE(Autopilot::Create({.db = db_, .model = "m"}).ok());  // No traces.
-  EXPECT_FALSE(Autopilot::Create({.db = db_, .model = "m", .traces = {live_}, .min_gain = -1}).ok());
+  EXPECT_FALSE(
+      Autopilot::Create({.db = db_, .model = "m", .traces = {live_}, .min_gain = -1}).ok());
   EXPECT_FALSE(Autopilot::Create({.db = db_, .model = "nope", .traces = {live_}}).ok());
   ASSERT_TRUE(WriteFileAtomically(live_, "not a trace").ok());
   auto a = Make();
@@ -175,6 +177,149 @@ TEST_F(AutopilotTest, BadOptionsAndUnreadableTracesAreReported) {
   ASSERT_TRUE(d.ok());
   EXPECT_EQ(d->action, "error");
   EXPECT_NE(d->reason.find("live.trace"), std::string::npos) << d->reason;
+  EXPECT_EQ(Active(), v1_);
+}
+
+// With the engines' reports (ServingBoard): a rollout is checked where it serves.
+class ServedCheckTest : public AutopilotTest {
+ protected:
+  std::unique_ptr<Autopilot> MakeServed() {
+    auto a = Autopilot::Create({.db = db_,
+                                .model = "m",
+                                .traces = {live_},
+                                .min_window_tokens = 200,
+                                .min_interval = absl::Minutes(5),
+                                .drift_confirm = absl::Seconds(30),
+                                .serving = &board_,
+                                .min_served_requests = 16,
+                                .clock = &clock_});
+    EXPECT_TRUE(a.ok()) << a.status();
+    return a.ok() ? std::move(*a) : nullptr;
+  }
+  // Rank 0 of the one group reports: serving `version`, after `requests` more requests of which
+  // `failed` failed, and `local` of every 100 more activations local.
+  void Serve(int64_t version, int requests, int failed, int local, int64_t refused = 0) {
+    state_.serving_version = version;
+    state_.refused_version = refused;
+    state_.refusal = refused > 0 ? "rank 1: the checkpoint lacks expert 3" : "";
+    state_.completed += requests - failed;
+    state_.failed += failed;
+    state_.local_activations += local;
+    state_.remote_activations += 100 - local;
+    state_.at = clock_.Now();
+    ASSERT_TRUE(board_.Report(state_).ok());
+  }
+  // Steady traffic, then a shift served by version 1 for the confirmation time, then the
+  // rollout: its version.
+  int64_t RollOutAfterAShift(Autopilot& a, int local_before = 40) {
+    Serve(v1_, 20, 0, 80);
+    Live(4, 1);
+    auto d = a.Tick();
+    EXPECT_EQ(d->action, "wait") << d->reason;
+    EXPECT_NE(d->reason.find("seen for 0 s of the 30 s a drift must last"), std::string::npos)
+        << d->reason;
+    clock_.Advance(absl::Seconds(31));
+    Serve(v1_, 20, 0, local_before);  // Version 1 on the shifted traffic.
+    d = a.Tick();
+    EXPECT_EQ(d->action, "rollout") << d->reason;
+    return d->candidate_version;
+  }
+
+  ServingBoard board_;
+  ServingState state_{.model = "m", .group = "127.0.0.1:7001", .ranks = 4};
+};
+
+TEST_F(ServedCheckTest, AVersionTheGroupRefusesIsRolledBackWithTheGroupsReason) {
+  auto a = MakeServed();
+  ASSERT_NE(a, nullptr);
+  const int64_t v = RollOutAfterAShift(*a);
+  ASSERT_EQ(Active(), v);
+  clock_.Advance(absl::Seconds(2));
+  Serve(v1_, 4, 0, 40, /*refused=*/v);
+  auto d = a->Tick();
+  EXPECT_EQ(d->action, "rollback") << d->reason;
+  EXPECT_EQ(d->candidate_version, v1_);
+  EXPECT_EQ(Active(), v1_);
+  EXPECT_NE(d->reason.find(absl::StrCat("group 127.0.0.1:7001 refused version ", v,
+                                        " (rank 1: the checkpoint lacks expert 3)")),
+            std::string::npos)
+      << d->reason;
+  // Within the minimum interval nothing is built again, however long the shift lasts.
+  clock_.Advance(absl::Minutes(1));
+  d = a->Tick();
+  EXPECT_EQ(d->action, "wait") << d->reason;
+  EXPECT_EQ(Active(), v1_);
+}
+
+TEST_F(ServedCheckTest, ARolloutServingAtALowerLarThanItsPredecessorIsRolledBack) {
+  auto a = MakeServed();
+  const int64_t v = RollOutAfterAShift(*a, /*local_before=*/60);
+  clock_.Advance(absl::Seconds(2));
+  Serve(v, 2, 0, 60);  // The group switched.
+  auto d = a->Tick();
+  EXPECT_NE(d->action, "rollback") << d->reason;
+  EXPECT_TRUE(nlohmann::json::parse(d->figures_json).value("served_switched", false));
+  clock_.Advance(absl::Seconds(2));
+  Serve(v, 10, 0, 50);  // 10 requests since the switch: too few to judge.
+  EXPECT_NE(a->Tick()->action, "rollback");
+  EXPECT_EQ(Active(), v);
+  clock_.Advance(absl::Seconds(2));
+  Serve(v, 10, 0, 50);
+  d = a->Tick();
+  EXPECT_EQ(d->action, "rollback") << d->reason;
+  EXPECT_EQ(Active(), v1_);
+  EXPECT_NE(d->reason.find(absl::StrCat("version ", v, " serves at LAR 0.5000")), std::string::npos)
+      << d->reason;
+  EXPECT_NE(d->reason.find("version 1's 0.6000"), std::string::npos) << d->reason;
+}
+
+TEST_F(ServedCheckTest, ARolloutThatFailsRequestsIsRolledBackAndOneThatServesWellStays) {
+  auto a = MakeServed();
+  int64_t v = RollOutAfterAShift(*a);
+  Serve(v, 0, 0, 0);
+  ASSERT_NE(a->Tick()->action, "rollback");
+  clock_.Advance(absl::Seconds(2));
+  Serve(v, 20, 3, 70);  // Better placed, but 3 of 20 requests failed.
+  auto d = a->Tick();
+  EXPECT_EQ(d->action, "rollback") << d->reason;
+  EXPECT_NE(d->reason.find("failed 15.0% of its requests"), std::string::npos) << d->reason;
+  EXPECT_EQ(Active(), v1_);
+
+  // The next shift, after the minimum interval: this rollout serves better and stays.
+  clock_.Advance(absl::Minutes(6));
+  Live(8, 1);
+  Serve(v1_, 20, 0, 40);
+  ASSERT_EQ(a->Tick()->action, "wait");  // The drift, seen anew.
+  clock_.Advance(absl::Seconds(31));
+  Serve(v1_, 20, 0, 40);
+  d = a->Tick();
+  ASSERT_EQ(d->action, "rollout") << d->reason;
+  v = d->candidate_version;
+  Serve(v, 0, 0, 0);
+  a->Tick();
+  clock_.Advance(absl::Seconds(2));
+  Serve(v, 20, 0, 70);
+  d = a->Tick();
+  EXPECT_NE(d->action, "rollback") << d->reason;
+  EXPECT_TRUE(nlohmann::json::parse(d->figures_json).value("served_check_passed", false))
+      << d->figures_json;
+  EXPECT_EQ(Active(), v);
+}
+
+TEST_F(ServedCheckTest, AGroupThatNeverSwitchesRollsTheVersionBackAfterTheTimeout) {
+  auto a = MakeServed();
+  const int64_t v = RollOutAfterAShift(*a);
+  for (int i = 0; i < 9; ++i) {  // Still staging after 9 minutes: patience.
+    clock_.Advance(absl::Minutes(1));
+    state_.rollout_target = v;
+    Serve(v1_, 5, 0, 40);
+    EXPECT_NE(a->Tick()->action, "rollback");
+  }
+  clock_.Advance(absl::Minutes(2));
+  Serve(v1_, 5, 0, 40);
+  auto d = a->Tick();
+  EXPECT_EQ(d->action, "rollback") << d->reason;
+  EXPECT_NE(d->reason.find("127.0.0.1:7001 v1"), std::string::npos) << d->reason;
   EXPECT_EQ(Active(), v1_);
 }
 

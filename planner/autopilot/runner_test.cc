@@ -19,9 +19,9 @@ TEST(AutopilotRunnerTest, TicksUntilStoppedAndKeepsTheLatestDecision) {
   ASSERT_TRUE(v1.ok()) << v1.status();
   ASSERT_TRUE(cli::Activate(db, *v1, out).ok());
   const std::string live = testing::WriteTopicTrace("live.trace", 2);
-  EXPECT_FALSE(AutopilotRunner::Start({.db = db, .model = "m", .traces = {live}},
-                                      absl::ZeroDuration())
-                   .ok());
+  EXPECT_FALSE(
+      AutopilotRunner::Start({.db = db, .model = "m", .traces = {live}}, absl::ZeroDuration())
+          .ok());
   auto runner = AutopilotRunner::Start(
       {.db = db, .model = "m", .traces = {live}, .min_window_tokens = 100}, absl::Milliseconds(20));
   ASSERT_TRUE(runner.ok()) << runner.status();

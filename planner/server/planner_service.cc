@@ -306,6 +306,28 @@ grpc::Status PlannerServiceImpl::RecordArmMetrics(grpc::ServerContext* context,
       experiments.RecordArmMetrics(request->id(), request->arm(), request->metrics_json()));
 }
 
+grpc::Status PlannerServiceImpl::ReportServing(grpc::ServerContext* context,
+                                               const rpc::ServingReport* request,
+                                               rpc::ReportServingResponse*) {
+  // What the autopilot acts on: the bearer token, when one is configured.
+  if (grpc::Status auth = CheckToken(*context); !auth.ok()) return auth;
+  if (options_.serving == nullptr) {
+    return grpc::Status(grpc::StatusCode::UNIMPLEMENTED, "no serving reports here");
+  }
+  return ToGrpcStatus(options_.serving->Report({.model = request->model(),
+                                                .group = request->group(),
+                                                .ranks = request->ranks(),
+                                                .serving_version = request->serving_version(),
+                                                .rollout_target = request->rollout_target(),
+                                                .refused_version = request->refused_version(),
+                                                .refusal = request->refusal(),
+                                                .completed = request->completed(),
+                                                .failed = request->failed(),
+                                                .local_activations = request->local_activations(),
+                                                .remote_activations = request->remote_activations(),
+                                                .at = options_.clock->Now()}));
+}
+
 grpc::Status PlannerServiceImpl::Rollback(grpc::ServerContext* context,
                                           const rpc::GetActiveRequest* request, Proto* response) {
   // A mutation: the bearer token, when one is configured.

@@ -17,6 +17,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "common/clock.h"
+#include "planner/autopilot/serving_board.h"
 #include "planner/proto/planner.grpc.pb.h"
 #include "planner/store/placement_store.h"
 
@@ -32,6 +33,8 @@ class PlannerServiceImpl final : public rpc::PlannerService::Service {
     std::function<absl::StatusOr<std::string>(int64_t from, int64_t to)> diff;
     std::function<absl::StatusOr<std::string>(const rpc::EvaluateRequest&)> evaluate;
     std::function<absl::StatusOr<std::string>(const rpc::DriftRequest&)> drift;  // DriftReport.
+    // Where ReportServing puts what groups report (not owned); null: UNIMPLEMENTED.
+    ServingBoard* serving = nullptr;
   };
   // Takes the store.
   PlannerServiceImpl(std::unique_ptr<PlacementStore> store, const Options& options)
@@ -85,6 +88,8 @@ class PlannerServiceImpl final : public rpc::PlannerService::Service {
   grpc::Status ListAutopilotDecisions(grpc::ServerContext* context,
                                       const rpc::ListAutopilotDecisionsRequest* request,
                                       rpc::ListAutopilotDecisionsResponse* response) override;
+  grpc::Status ReportServing(grpc::ServerContext* context, const rpc::ServingReport* request,
+                             rpc::ReportServingResponse* response) override;
   grpc::Status RecordArmMetrics(grpc::ServerContext* context,
                                 const rpc::RecordArmMetricsRequest* request,
                                 rpc::RecordArmMetricsResponse* response) override;

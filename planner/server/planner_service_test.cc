@@ -32,7 +32,8 @@ class PlannerServiceTest : public ::testing::Test {
       ASSERT_TRUE((*store)->Create(v, seed == 1 ? "tables" : "").ok());
     }
     service_ = std::make_unique<PlannerServiceImpl>(
-        std::move(*store), PlannerServiceImpl::Options{.poll_interval = absl::Milliseconds(20)});
+        std::move(*store),
+        PlannerServiceImpl::Options{.poll_interval = absl::Milliseconds(20), .serving = &board_});
     grpc::ServerBuilder builder;
     int port = 0;
     builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port);
@@ -47,6 +48,7 @@ class PlannerServiceTest : public ::testing::Test {
   }
 
   std::string path_;
+  ServingBoard board_;
   std::unique_ptr<PlannerServiceImpl> service_;
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<rpc::PlannerService::Stub> stub_;
@@ -135,6 +137,35 @@ TEST_F(PlannerServiceTest, AutopilotDecisionsNewestFirst) {
   request.set_limit(-1);
   EXPECT_EQ(stub_->ListAutopilotDecisions(&bad_context, request, &response).error_code(),
             grpc::StatusCode::INVALID_ARGUMENT);
+}
+
+TEST_F(PlannerServiceTest, ServingReportsReachTheBoardAndBadOnesAreRefused) {
+  rpc::ServingReport report;
+  report.set_model("m");
+  report.set_group("127.0.0.1:7001");
+  report.set_ranks(2);
+  report.set_serving_version(1);
+  report.set_refused_version(2);
+  report.set_refusal("version 2 refused: rank 1: no such expert");
+  report.set_completed(5);
+  report.set_local_activations(40);
+  report.set_remote_activations(10);
+  rpc::ReportServingResponse response;
+  grpc::ClientContext context;
+  ASSERT_TRUE(stub_->ReportServing(&context, report, &response).ok());
+  const std::vector<ServingState> seen = board_.Of("m", absl::Now(), absl::Seconds(30));
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_EQ(seen[0].group, "127.0.0.1:7001");
+  EXPECT_EQ(seen[0].refused_version, 2);
+  EXPECT_EQ(seen[0].refusal, "version 2 refused: rank 1: no such expert");
+  EXPECT_EQ(seen[0].local_activations, 40);
+
+  grpc::ClientContext bad_context;
+  report.set_completed(-3);
+  const grpc::Status bad = stub_->ReportServing(&bad_context, report, &response);
+  EXPECT_EQ(bad.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_NE(bad.error_message().find("127.0.0.1:7001"), std::string::npos) << bad.error_message();
+  EXPECT_EQ(board_.Of("m", absl::Now(), absl::Seconds(30))[0].completed, 5);
 }
 
 // A watcher sees the current active version, then a change made by another process's

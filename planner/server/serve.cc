@@ -24,7 +24,9 @@ std::string MetricsError(const absl::Status& s) {
 absl::StatusOr<std::unique_ptr<PlannerServer>> PlannerServer::Start(const Options& options) {
   ASSIGN_OR_RETURN(std::unique_ptr<PlacementStore> store, PlacementStore::Open(options.db));
   std::unique_ptr<PlannerServer> server(new PlannerServer());
-  server->planner_ = std::make_unique<PlannerServiceImpl>(std::move(store), options.service);
+  PlannerServiceImpl::Options service = options.service;
+  service.serving = &server->serving_;
+  server->planner_ = std::make_unique<PlannerServiceImpl>(std::move(store), service);
   server->rendezvous_ = std::make_unique<rendezvous::RendezvousService>(server->kv_);
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
@@ -48,8 +50,10 @@ absl::StatusOr<std::unique_ptr<PlannerServer>> PlannerServer::Start(const Option
                          }));
   }
   if (options.autopilot.has_value()) {
+    AutopilotOptions autopilot = *options.autopilot;
+    autopilot.serving = &server->serving_;
     ASSIGN_OR_RETURN(server->autopilot_,
-                     AutopilotRunner::Start(*options.autopilot, options.autopilot_period));
+                     AutopilotRunner::Start(autopilot, options.autopilot_period));
   }
   return server;
 }

@@ -13,6 +13,7 @@
 #include "common/rendezvous/rendezvous_service.h"
 #include "grpcpp/grpcpp.h"
 #include "planner/autopilot/runner.h"
+#include "planner/autopilot/serving_board.h"
 #include "planner/server/planner_service.h"
 
 namespace semmoe::planner {
@@ -27,7 +28,8 @@ class PlannerServer {
     int metrics_port = -1;
     std::string metrics_listen = "127.0.0.1";
     PlannerServiceImpl::Options service;
-    // The autopilot (autopilot.h) for one model, ticking every autopilot_period; none: off.
+    // The autopilot (autopilot.h) for one model, ticking every autopilot_period; none: off. Its
+    // `serving` is set to the server's board (what following groups report).
     std::optional<AutopilotOptions> autopilot;
     absl::Duration autopilot_period = absl::Seconds(30);
   };
@@ -42,6 +44,7 @@ class PlannerServer {
 
  private:
   PlannerServer() = default;
+  ServingBoard serving_;  // What following groups report (ReportServing); the autopilot reads it.
   std::unique_ptr<PlannerServiceImpl> planner_;
   rendezvous::KvStore kv_;
   std::unique_ptr<rendezvous::RendezvousService> rendezvous_;
