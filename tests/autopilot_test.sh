@@ -115,7 +115,7 @@ while read -r id moved; do
   ((moved <= 32)) || fail "rollout $id moved $moved experts, over the budget of 32 (a quarter of 128)"
 done <"$TMP/rollouts"
 # The version it serves now: the newest decision's (its candidate if it rolled one out or back).
-newest="$(grep -o '"action":"[a-z]*","reason":"[^"]*","served_version":"[0-9]*","candidate_version":"[0-9]*"' <<<"$d" | head -1)"
+newest="$(grep -o '"action":"[a-z]*","reason":"[^"]*","served_version":"[0-9]*","candidate_version":"[0-9]*"' <<<"$d" | sed -n 1p)"
 rolled="$(grep -o '"served_version":"[0-9]*"' <<<"$newest" | grep -o '[0-9]*')"
 grep -Eq '"action":"(rollout|rollback)"' <<<"$newest" &&
   rolled="$(grep -o '"candidate_version":"[0-9]*"' <<<"$newest" | grep -o '[0-9]*')"

@@ -93,7 +93,10 @@ absl::StatusOr<std::unique_ptr<Autopilot>> Autopilot::Create(const AutopilotOpti
       if (f.is_object() && f.value("probation", false)) {
         autopilot->rolled_out_ = d.candidate_version;
         autopilot->previous_ = d.served_version;
+      }
+      if (f.is_object()) {
         autopilot->rollout_window_ = f.value("window", std::string());
+        if (f.value("budget_spent", false)) autopilot->migrating_ = d.candidate_version;
       }
     }
     break;
@@ -186,11 +189,26 @@ absl::Status Autopilot::Decide(AutopilotDecision& d, nlohmann::ordered_json& f) 
   f["unseen_token_share"] = drift.value("unseen_token_share", 0.0);
   const std::string seen = absl::StrCat("live LAR ", Lar(live), " against ", Lar(planned),
                                         " planned, traffic shift ", Lar(shift));
-  if (lar_drift >= -o_.drift_threshold && shift <= o_.shift_threshold) {
+  const bool steady = lar_drift >= -o_.drift_threshold && shift <= o_.shift_threshold;
+  // A rollout that spent the whole budget left LAR behind: once the traffic after it is in the
+  // window, the migration goes on (a candidate that gains too little ends it).
+  const bool migrating = migrating_ == active->version && signature != rollout_window_;
+  if (steady && !migrating) {
     drift_seen_.reset();
     d.action = "steady";
     d.reason =
         absl::StrCat(seen, ": within ", Lar(o_.drift_threshold), " and ", Lar(o_.shift_threshold));
+    return absl::OkStatus();
+  }
+  const std::string why =
+      steady ? absl::StrCat(seen, "; version ", active->version,
+                            " spent the whole expert budget: the migration goes on")
+             : seen;
+  f["migrating"] = steady;
+  if (probe_.has_value()) {  // Never two rollouts in flight.
+    d.action = "wait";
+    d.reason = absl::StrCat(why, ", but version ", probe_->version,
+                            " is not yet served and checked where it serves");
     return absl::OkStatus();
   }
   const absl::Time now = o_.clock->Now();
@@ -198,14 +216,14 @@ absl::Status Autopilot::Decide(AutopilotDecision& d, nlohmann::ordered_json& f) 
   if (now - drift_seen_->first < o_.drift_confirm) {
     d.action = "wait";
     d.reason =
-        absl::StrCat(seen, ", seen for ", absl::ToInt64Seconds(now - drift_seen_->first),
+        absl::StrCat(why, ", seen for ", absl::ToInt64Seconds(now - drift_seen_->first),
                      " s of the ", absl::ToDoubleSeconds(o_.drift_confirm), " s a drift must last");
     return absl::OkStatus();
   }
   const absl::Duration since = now - last_change_;
   if (since < o_.min_interval) {
     d.action = "wait";
-    d.reason = absl::StrCat(seen, ", but the last rollout, rollback or refused candidate was ",
+    d.reason = absl::StrCat(why, ", but the last rollout, rollback or refused candidate was ",
                             absl::FormatDuration(absl::Trunc(since, absl::Seconds(1))),
                             " ago (minimum ", absl::FormatDuration(o_.min_interval), ")");
     return absl::OkStatus();
@@ -248,6 +266,7 @@ absl::Status Autopilot::Decide(AutopilotDecision& d, nlohmann::ordered_json& f) 
   f["moved_experts"] = moved;
   if (candidate_lar < served_lar + o_.min_gain) {
     last_change_ = o_.clock->Now();  // No candidate more often than min_interval either.
+    migrating_ = 0;                  // Nothing left that gains enough.
     d.action = "refuse";
     d.reason = absl::StrCat("candidate version ", candidate, " reaches LAR ", Lar(candidate_lar),
                             " on the held-back half of the window against ", Lar(served_lar),
@@ -257,6 +276,7 @@ absl::Status Autopilot::Decide(AutopilotDecision& d, nlohmann::ordered_json& f) 
   }
   if (moved > budget) {  // The build keeps the budget; a placement that does not is refused.
     last_change_ = o_.clock->Now();
+    migrating_ = 0;
     d.action = "refuse";
     d.reason = absl::StrCat("candidate version ", candidate, " moves ", moved,
                             " experts, over the budget of ", budget);
@@ -274,6 +294,7 @@ absl::Status Autopilot::Decide(AutopilotDecision& d, nlohmann::ordered_json& f) 
   d.candidate_version = rollout;
   if (rollout_moved > budget) {
     last_change_ = o_.clock->Now();
+    migrating_ = 0;
     d.action = "refuse";
     d.reason = absl::StrCat("version ", rollout, " (from the whole window) moves ", rollout_moved,
                             " experts, over the budget of ", budget);
@@ -284,7 +305,9 @@ absl::Status Autopilot::Decide(AutopilotDecision& d, nlohmann::ordered_json& f) 
   rolled_out_ = rollout;
   previous_ = active->version;
   rollout_window_ = signature;
+  migrating_ = rollout_moved >= budget ? rollout : 0;
   f["probation"] = true;
+  f["budget_spent"] = migrating_ > 0;
   if (o_.serving != nullptr) {
     probe_ = ServedProbe{.version = rollout,
                          .previous = active->version,
@@ -294,7 +317,7 @@ absl::Status Autopilot::Decide(AutopilotDecision& d, nlohmann::ordered_json& f) 
   drift_seen_.reset();
   d.action = "rollout";
   d.moved_experts = rollout_moved;
-  d.reason = absl::StrCat(seen, "; a version from half the window reaches ", Lar(candidate_lar),
+  d.reason = absl::StrCat(why, "; a version from half the window reaches ", Lar(candidate_lar),
                           " against ", Lar(served_lar), " on the other half: version ", rollout,
                           " (the whole window) moves ", rollout_moved, " of ",
                           served.num_layers() * served.num_experts(), " experts");
@@ -305,6 +328,7 @@ absl::Status Autopilot::Rollback(AutopilotDecision& d, int64_t previous, std::st
   RETURN_IF_ERROR(store_->Activate(previous));
   last_change_ = o_.clock->Now();
   rolled_out_ = previous_ = 0;
+  migrating_ = 0;
   probe_.reset();
   drift_seen_.reset();
   d.action = "rollback";
@@ -379,7 +403,15 @@ absl::StatusOr<bool> Autopilot::CheckServing(AutopilotDecision& d, nlohmann::ord
   }
   const ServingTotals after = serving_now_ - p.at_switch;
   f["served_after"] = Served(after);
-  if (after.completed + after.failed < o_.min_served_requests) return false;
+  if (after.completed + after.failed < o_.min_served_requests) {
+    if (now - p.at > o_.rollout_timeout) {  // Too little traffic to judge: the check ends.
+      probe_.reset();
+      f["served_check"] =
+          absl::StrCat("skipped: ", after.completed + after.failed, " requests served in ",
+                       absl::FormatDuration(o_.rollout_timeout), " since it");
+    }
+    return false;
+  }
   const ServingTotals before = p.before;
   probe_.reset();
   f["served_before"] = Served(before);

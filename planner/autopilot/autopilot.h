@@ -8,7 +8,10 @@
 //      data rule); worse by more than rollback_margin → re-activates the one before ("rollback");
 //   3. replays the active version's data rule over the window (planner drift); a LAR drop from
 //      what it was planned for within drift_threshold and expert shares within shift_threshold
-//      of the traffic it was planned from → "steady";
+//      of the traffic it was planned from → "steady" — unless the last rollout spent the whole
+//      expert budget and the window holds traffic after it: then the migration goes on (steps
+//      4-6) until a candidate gains too little. While a rollout is not yet served and checked
+//      where it serves (below) → "wait";
 //   4. a drift seen for less than drift_confirm, or too soon after the last rollout, rollback or
 //      refused candidate (min_interval) → "wait": no version is built more often, however long
 //      the traffic stays shifted;
@@ -106,6 +109,9 @@ class Autopilot {
   // and the window it was decided on.
   int64_t rolled_out_ = 0, previous_ = 0;
   std::string rollout_window_;
+  // The last rollout, when it spent the whole expert budget: the migration goes on while it is
+  // active, until a candidate gains too little. 0: none.
+  int64_t migrating_ = 0;
   // The served check of the last rollout: the version and the one before; serving's counters
   // under the old version on the shifted traffic; since the groups switched.
   struct ServedProbe {

@@ -30,9 +30,9 @@ class AutopilotTest : public ::testing::Test {
     live_ = JoinPath(std::getenv("TEST_TMPDIR"), "live.trace");
   }
   // The ranks' sampled routing: `requests` of 12 tokens.
-  void Live(uint64_t seed, int shift, int requests = 80) {
-    const std::string written =
-        WriteTopicTrace("live-" + std::to_string(seed) + ".trace", seed, shift, requests);
+  void Live(uint64_t seed, int shift, int requests = 80, int layer1_shift = 0) {
+    const std::string written = WriteTopicTrace("live-" + std::to_string(seed) + ".trace", seed,
+                                                shift, requests, 16, 4, layer1_shift);
     ASSERT_TRUE(WriteFileAtomically(live_, *ReadFile(written)).ok());
   }
   std::unique_ptr<Autopilot> Make() {
@@ -164,6 +164,52 @@ TEST_F(AutopilotTest, ARefusedCandidateIsNotRebuiltBeforeTheMinimumInterval) {
   EXPECT_EQ((*a)->Tick()->action, "refuse");
   auto store = PlacementStore::Open(db_);
   EXPECT_EQ((*store)->List("m")->size(), 3u);  // Version 1 and two drafts.
+}
+
+// A rollout that spent the whole expert budget is an unfinished migration: on new traffic it goes
+// on, a budget per step, until a candidate gains too little; then the loop is steady.
+TEST_F(AutopilotTest, AMigrationThatSpentItsBudgetGoesOnUntilNothingGainsEnough) {
+  Live(4, 0, 80, /*layer1_shift=*/1);  // Layer 1's experts must move: no relabelling undoes it.
+  auto a = Autopilot::Create({.db = db_,
+                              .model = "m",
+                              .traces = {live_},
+                              .min_window_tokens = 200,
+                              .min_interval = absl::Minutes(5),
+                              .max_moved_experts = 4,
+                              .drift_confirm = absl::ZeroDuration(),
+                              .clock = &clock_});
+  ASSERT_TRUE(a.ok()) << a.status();
+  auto d = (*a)->Tick();
+  ASSERT_EQ(d->action, "rollout") << d->reason;
+  EXPECT_EQ(d->moved_experts, 4);
+  EXPECT_TRUE(nlohmann::json::parse(d->figures_json).value("budget_spent", false));
+  clock_.Advance(absl::Minutes(6));
+  d = (*a)->Tick();  // The same window: nothing new to plan from.
+  EXPECT_EQ(d->action, "steady") << d->reason;
+
+  int continued = 0;
+  std::string last;
+  for (uint64_t seed = 10; seed < 40 && last != "refuse"; ++seed) {
+    clock_.Advance(absl::Minutes(6));
+    Live(seed, 0, 80, 1);  // More of the shifted traffic.
+    d = (*a)->Tick();
+    last = d->action;
+    if (last == "rollout") {
+      ++continued;
+      EXPECT_NE(d->reason.find("spent the whole expert budget: the migration goes on"),
+                std::string::npos)
+          << d->reason;
+      EXPECT_LE(d->moved_experts, 4);
+    } else {
+      EXPECT_TRUE(last == "refuse" || last == "steady") << last << ": " << d->reason;
+    }
+  }
+  EXPECT_GE(continued, 1);
+  EXPECT_EQ(last, "refuse");
+  clock_.Advance(absl::Minutes(6));
+  Live(50, 0, 80, 1);
+  d = (*a)->Tick();
+  EXPECT_EQ(d->action, "steady") << d->reason;
 }
 
 TEST_F(AutopilotTest, BadOptionsAndUnreadableTracesAreReported) {

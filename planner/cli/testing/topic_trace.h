@@ -17,9 +17,11 @@ namespace semmoe::planner::testing {
 
 // Writes it to TEST_TMPDIR/`name` and returns the path. `shift` moves every topic onto another
 // topic's experts (drifted traffic); `requests` of 12 tokens each; `experts` in the header;
-// request r is of topic r % `topics` (fewer than 4: traffic of only some topics).
+// request r is of topic r % `topics` (fewer than 4: traffic of only some topics); `layer1_shift`
+// moves the topics at layer 1 only (a shift no relabelling of devices undoes: experts must move).
 inline std::string WriteTopicTrace(const std::string& name, uint64_t seed, int shift = 0,
-                                   int requests = 40, uint32_t experts = 16, int topics = 4) {
+                                   int requests = 40, uint32_t experts = 16, int topics = 4,
+                                   int layer1_shift = 0) {
   const std::string path = JoinPath(std::getenv("TEST_TMPDIR"), name);
   trace::TraceHeader h;
   h.num_experts = experts;
@@ -36,8 +38,9 @@ inline std::string WriteTopicTrace(const std::string& name, uint64_t seed, int s
       std::vector<int32_t> e;
       for (int l = 0; l < 2; ++l) {
         const int a = rng() % 4, b = (a + 1 + rng() % 3) % 4;
-        e.push_back(((topic + l + shift) % 4) * 4 + a);
-        e.push_back(((topic + l + shift) % 4) * 4 + b);
+        const int group = (topic + l + shift + (l == 1 ? layer1_shift : 0)) % 4;
+        e.push_back(group * 4 + a);
+        e.push_back(group * 4 + b);
       }
       EXPECT_TRUE((*w)->AddToken(id, p, topic * 100 + rng() % 30, e, {.5f, .5f, .5f, .5f}).ok());
     }
