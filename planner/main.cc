@@ -136,11 +136,17 @@ ABSL_FLAG(double, autopilot_min_gain, 0.01,
           "serve --autopilot: LAR a candidate must gain on the held-back half of the window");
 ABSL_FLAG(int64_t, autopilot_min_window_tokens, 4096,
           "serve --autopilot: fewer sampled tokens are too few to plan from");
+ABSL_FLAG(double, autopilot_max_lar_loss, 0.002,
+          "serve --autopilot: LAR a rollout may give up (against its candidate) to move fewer "
+          "experts within the budget");
 ABSL_FLAG(absl::Duration, autopilot_confirm, absl::Seconds(10),
           "serve --autopilot: a drift must be seen this long before a candidate is built");
 ABSL_FLAG(absl::Duration, autopilot_rollout_timeout, absl::Minutes(10),
           "serve --autopilot: a rollout the following groups do not serve this long after it is "
           "rolled back");
+ABSL_FLAG(double, autopilot_served_margin, 0.03,
+          "serve --autopilot: served LAR (rank 0's) a rollout may lose against the version before "
+          "it before it is rolled back");
 ABSL_FLAG(int, autopilot_min_served_requests, 16,
           "serve --autopilot: requests served before and after a rollout's switch (rank 0's, "
           "from the groups' reports) to compare their LAR and failed share");
@@ -356,10 +362,12 @@ int Run(const std::string& command, const std::string& sub) {
           .min_window_tokens = absl::GetFlag(FLAGS_autopilot_min_window_tokens),
           .min_interval = absl::GetFlag(FLAGS_autopilot_min_interval),
           .max_moved_experts = absl::GetFlag(FLAGS_autopilot_expert_budget),
+          .max_lar_loss = absl::GetFlag(FLAGS_autopilot_max_lar_loss),
           .min_gain = absl::GetFlag(FLAGS_autopilot_min_gain),
           .drift_confirm = absl::GetFlag(FLAGS_autopilot_confirm),
           .rollout_timeout = absl::GetFlag(FLAGS_autopilot_rollout_timeout),
-          .min_served_requests = absl::GetFlag(FLAGS_autopilot_min_served_requests)};
+          .min_served_requests = absl::GetFlag(FLAGS_autopilot_min_served_requests),
+          .served_lar_margin = absl::GetFlag(FLAGS_autopilot_served_margin)};
     }
     auto server = PlannerServer::Start(
         {.db = db,

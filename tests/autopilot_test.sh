@@ -51,7 +51,7 @@ DB="$TMP/auto.db"
 launch_cluster auto "$CLUSTER" --model="$MODEL" --ranks=2 --db="$DB" --placement=1 \
   --engine_binary="$ENGINE" --planner_binary="$PLANNER" --router_binary="$ROUTER" \
   --kv_cache_mb=64 --sample_routing=1 --routing_sample_tokens=16384 --autopilot \
-  --planner_flags=--autopilot_period=2s,--autopilot_min_interval=20s,--autopilot_min_window_tokens=2048,--autopilot_min_served_requests=8
+  --planner_flags=--autopilot_period=2s,--autopilot_min_interval=20s,--autopilot_min_window_tokens=2048
 trap 'kill -INT "$PID" 2>/dev/null || true' EXIT  # The cluster stops with the test, however it ends.
 grep -q "the planner's autopilot re-plans 'qwen3'" "$TMP/auto.out" ||
   fail "no autopilot: $(cat "$TMP/auto.out")"
@@ -91,12 +91,14 @@ grep -Eq '"action":"(rollout|rollback|error)"' <<<"$d" && fail "the loop acted o
 # --- The shift: code traffic until the autopilot has rolled out, the group serves it and its
 # served check passed, and at least 60 s (it may refine once the window holds only code, no more
 # often than its minimum interval); at most 240 s.
+# At least this long (docs/PERFORMANCE.md's runs take 170 s: "within 3 minutes").
+MIN_SHIFT_S="${AUTOPILOT_TEST_MIN_SHIFT_S:-60}"
 shift_at="$(date +%s)"
 first=""
 served=""
 : >"$TMP/rollouts"
 while (($(date +%s) - shift_at < 240)); do
-  if [[ -n "$first" && -n "$served" ]] && (($(date +%s) - shift_at >= 60)); then break; fi
+  if [[ -n "$first" && -n "$served" ]] && (($(date +%s) - shift_at >= MIN_SHIFT_S)); then break; fi
   send "$TMP/code_serve.ids"
   d="$(decisions)"
   grep -q '"action":"error"' <<<"$d" && fail "the autopilot failed: $d"
@@ -145,6 +147,7 @@ metrics_port="$(cat "$TMP/auto/planner.metrics_port")"
 curl -sf "http://127.0.0.1:$metrics_port/metrics" |
   grep -q 'semmoe_planner_autopilot_decisions_total{model="qwen3",action="rollout"} [1-9]' ||
   fail "no rollout in the planner's /metrics"
+console autopilot status | sed -n '1,12p'  # For the log: the latest decisions.
 trap - EXIT
 stop_cluster auto
 

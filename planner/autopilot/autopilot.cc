@@ -71,7 +71,7 @@ absl::StatusOr<std::unique_ptr<Autopilot>> Autopilot::Create(const AutopilotOpti
   if (o.drift_threshold < 0 || o.shift_threshold < 0 || o.min_gain < 0 || o.rollback_margin < 0 ||
       o.min_interval < absl::ZeroDuration() || o.drift_confirm < absl::ZeroDuration() ||
       o.report_fresh <= absl::ZeroDuration() || o.rollout_timeout <= absl::ZeroDuration() ||
-      o.min_served_requests < 1 || o.max_failed_share_gain < 0) {
+      o.min_served_requests < 1 || o.max_failed_share_gain < 0 || o.served_lar_margin < 0) {
     return absl::InvalidArgumentError(
         "the autopilot's thresholds, gain, margins and intervals must not be negative (the report "
         "freshness, rollout timeout and served requests positive)");
@@ -246,6 +246,7 @@ absl::Status Autopilot::Decide(AutopilotDecision& d, nlohmann::ordered_json& f) 
       .replicas = served.replicas_per_device(),
       .relative_to = active->version,
       .max_moved_experts = budget,
+      .max_lar_loss = o_.max_lar_loss,
   };
   if (params.is_object() && !params.value("expert_balance_auto", true)) {
     build.expert_balance_eps = params.value("expert_balance_eps", -1.0);
@@ -423,13 +424,13 @@ absl::StatusOr<bool> Autopilot::CheckServing(AutopilotDecision& d, nlohmann::ord
   const std::string where =
       absl::StrCat(" (rank 0 of ", groups.size(), " group", groups.size() == 1 ? "" : "s", ", ",
                    after.completed + after.failed, " requests since the switch)");
-  if (after.lar() < before.lar() - o_.rollback_margin) {
+  if (after.lar() < before.lar() - o_.served_lar_margin) {
     RETURN_IF_ERROR(
         Rollback(d, p.previous,
                  absl::StrCat("version ", p.version, " serves at LAR ", Lar(after.lar()), where,
                               ", below version ", p.previous, "'s ", Lar(before.lar()),
                               " on the same traffic before the rollout by more than ",
-                              Lar(o_.rollback_margin))));
+                              Lar(o_.served_lar_margin))));
     return true;
   }
   if (after.failed_share() > before.failed_share() + o_.max_failed_share_gain) {

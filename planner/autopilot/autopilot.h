@@ -65,6 +65,9 @@ struct AutopilotOptions {
   absl::Duration min_interval = absl::Minutes(2);
   // Expert weights a rollout may ship; negative: a quarter of the model's experts (all layers).
   int max_moved_experts = -1;
+  // Within that budget, LAR a candidate may give up to move fewer experts (planner build
+  // --max_lar_loss; its default, 0.01, stops a migration a point short of its candidate).
+  double max_lar_loss = 0.002;
   double min_gain = 0.01;         // LAR the candidate must gain on the held-back half.
   double rollback_margin = 0.01;  // LAR a rolled-out version may lose against its predecessor.
   // A drift must be seen this long before a candidate is built (a blip is not a shift; the old
@@ -77,7 +80,10 @@ struct AutopilotOptions {
   absl::Duration rollout_timeout = absl::Minutes(10);  // For the groups to serve a rollout.
   int min_served_requests = 16;         // Before and after the switch, for the served check.
   double max_failed_share_gain = 0.01;  // Failed share of requests a rollout may add.
-  Clock* clock = Clock::Real();         // Not owned.
+  // Served LAR a rollout may lose against its predecessor's: wider than rollback_margin, as the
+  // two are measured on different requests (the replayed comparison is on the same ones).
+  double served_lar_margin = 0.03;
+  Clock* clock = Clock::Real();  // Not owned.
 };
 
 class Autopilot {
