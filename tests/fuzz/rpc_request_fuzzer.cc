@@ -10,6 +10,7 @@
 #include "engine/proto/engine.grpc.pb.h"
 #include "engine/server/engine_service.h"
 #include "grpcpp/grpcpp.h"
+#include "planner/autopilot/serving_board.h"
 #include "planner/proto/planner.grpc.pb.h"
 #include "planner/server/planner_service.h"
 #include "planner/store/placement_store.h"
@@ -45,7 +46,7 @@ struct Servers {
       }
     }
     planner_ = std::make_unique<planner::PlannerServiceImpl>(
-        std::move(*store), planner::PlannerServiceImpl::Options{});
+        std::move(*store), planner::PlannerServiceImpl::Options{.serving = &board_});
     engine_ = std::make_unique<engine::EngineServiceImpl>(
         slot_, engine::EngineServiceImpl::Options{.vocab_size = 1000, .max_prompt_tokens = 4096});
     router::RouterOptions o;
@@ -67,6 +68,7 @@ struct Servers {
   }
 
   engine::EngineSlot slot_;
+  planner::ServingBoard board_;
   std::unique_ptr<planner::PlannerServiceImpl> planner_;
   std::unique_ptr<engine::EngineServiceImpl> engine_;
   std::unique_ptr<router::RouterCore> router_core_;
@@ -110,7 +112,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   const std::string bytes = fuzz::Text(data + 1, size - 1);
   namespace prpc = planner::rpc;
-  switch (data[0] % 16) {
+  switch (data[0] % 17) {
     case 0:
       fuzz::ReadAll<engine::rpc::GenerateRequest, engine::rpc::GenerateResponse>(*s->engine_stub,
                                                                                  bytes);
@@ -195,6 +197,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       fuzz::Unary<prpc::RecordArmMetricsRequest>(bytes, [&](auto* c, const auto& r) {
         prpc::RecordArmMetricsResponse out;
         (void)s->planner_stub->RecordArmMetrics(c, r, &out);
+      });
+      return 0;
+    case 15:
+      fuzz::Unary<prpc::ServingReport>(bytes, [&](auto* c, const auto& r) {
+        prpc::ReportServingResponse out;
+        (void)s->planner_stub->ReportServing(c, r, &out);
       });
       return 0;
     default: {  // Stats of both serving services (after whatever came before).
