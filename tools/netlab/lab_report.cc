@@ -103,7 +103,15 @@ int Summary() {
   double attention_ms = 0, srs_ms = 0, sag_ms = 0;
   for (size_t r = 0; r < after->size(); ++r) {
     const EngineStats& a = (*after)[r];
-    const EngineStats& b = (*before)[r];
+    EngineStats b = (*before)[r];
+    // A rank that had run no request of its own by the first snapshot has no per-layer figures
+    // yet (a placement's router may send the warm-up elsewhere): they were all zero.
+    if (b.layers_size() == 0) {
+      for (const auto& x : a.layers()) b.add_layers()->set_layer(x.layer());
+    }
+    if (b.layer_times_size() == 0) {
+      for (const auto& x : a.layer_times()) b.add_layer_times()->set_layer(x.layer());
+    }
     if (a.layers_size() != b.layers_size()) return Fail("the snapshots' layers differ");
     tokens += (a.prefill_tokens() - b.prefill_tokens()) + (a.decode_tokens() - b.decode_tokens());
     const int64_t passes = a.forward_passes() - b.forward_passes();
