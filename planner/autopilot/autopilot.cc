@@ -266,22 +266,15 @@ absl::Status Autopilot::Decide(AutopilotDecision& d, nlohmann::ordered_json& f) 
   const int moved = diff.value("moved", 0);
   f["moved_experts"] = moved;
   if (candidate_lar < served_lar + o_.min_gain) {
-    last_change_ = o_.clock->Now();  // No candidate more often than min_interval either.
-    migrating_ = 0;                  // Nothing left that gains enough.
-    d.action = "refuse";
-    d.reason = absl::StrCat("candidate version ", candidate, " reaches LAR ", Lar(candidate_lar),
-                            " on the held-back half of the window against ", Lar(served_lar),
-                            " for version ", active->version, ": under the ", Lar(o_.min_gain),
-                            " gain a rollout needs");
-    return absl::OkStatus();
+    return Refuse(d,
+                  absl::StrCat("candidate version ", candidate, " reaches LAR ", Lar(candidate_lar),
+                               " on the held-back half of the window against ", Lar(served_lar),
+                               " for version ", active->version, ": under the ", Lar(o_.min_gain),
+                               " gain a rollout needs"));
   }
   if (moved > budget) {  // The build keeps the budget; a placement that does not is refused.
-    last_change_ = o_.clock->Now();
-    migrating_ = 0;
-    d.action = "refuse";
-    d.reason = absl::StrCat("candidate version ", candidate, " moves ", moved,
-                            " experts, over the budget of ", budget);
-    return absl::OkStatus();
+    return Refuse(d, absl::StrCat("candidate version ", candidate, " moves ", moved,
+                                  " experts, over the budget of ", budget));
   }
   // The check passed: the version rolled out is the same build from the whole window (its tables
   // then know twice the tokens), within the same budget.
@@ -294,12 +287,8 @@ absl::Status Autopilot::Decide(AutopilotDecision& d, nlohmann::ordered_json& f) 
   f["moved_experts"] = rollout_moved;
   d.candidate_version = rollout;
   if (rollout_moved > budget) {
-    last_change_ = o_.clock->Now();
-    migrating_ = 0;
-    d.action = "refuse";
-    d.reason = absl::StrCat("version ", rollout, " (from the whole window) moves ", rollout_moved,
-                            " experts, over the budget of ", budget);
-    return absl::OkStatus();
+    return Refuse(d, absl::StrCat("version ", rollout, " (from the whole window) moves ",
+                                  rollout_moved, " experts, over the budget of ", budget));
   }
   RETURN_IF_ERROR(store_->Activate(rollout));
   last_change_ = o_.clock->Now();
@@ -322,6 +311,14 @@ absl::Status Autopilot::Decide(AutopilotDecision& d, nlohmann::ordered_json& f) 
                           " against ", Lar(served_lar), " on the other half: version ", rollout,
                           " (the whole window) moves ", rollout_moved, " of ",
                           served.num_layers() * served.num_experts(), " experts");
+  return absl::OkStatus();
+}
+
+absl::Status Autopilot::Refuse(AutopilotDecision& d, std::string reason) {
+  last_change_ = o_.clock->Now();  // No candidate more often than min_interval either.
+  migrating_ = 0;                  // A migration ends where nothing gains enough.
+  d.action = "refuse";
+  d.reason = std::move(reason);
   return absl::OkStatus();
 }
 

@@ -103,6 +103,9 @@ class Autopilot {
   // The served check of the last rollout (o_.serving); true when it rolled back.
   absl::StatusOr<bool> CheckServing(AutopilotDecision& d, nlohmann::ordered_json& figures,
                                     int64_t active_version);
+  // A candidate not rolled out ("refuse"; it stays a draft): paces the next by min_interval and
+  // ends a migration.
+  absl::Status Refuse(AutopilotDecision& d, std::string reason);
   // Re-activates `previous` ("rollback") and ends both checks.
   absl::Status Rollback(AutopilotDecision& d, int64_t previous, std::string reason);
 
