@@ -50,15 +50,18 @@ constexpr int kDecodeSteps = 6;
 constexpr double kSlack = 0.5;  // Shuffled TP: a rank's chunk may reach 1.5 × the mean.
 
 enum class Mode { kDp, kTpPlain, kTpShuffled };
-enum class Layout { kVanilla, kRandom, kSkewed, kReplicated };
+// kReplicatedApart: replicated, the holder choice's demand and row counts exchanged apart (two
+// collectives a layer) instead of the routing all-gathered (one; engine/forward/ep_exchange.h).
+enum class Layout { kVanilla, kRandom, kSkewed, kReplicated, kReplicatedApart };
 const char* ModeName(Mode m) {
   return m == Mode::kDp ? "dp" : m == Mode::kTpPlain ? "tp_plain" : "tp_shuffled";
 }
 const char* LayoutName(Layout l) {
   return l == Layout::kVanilla  ? "vanilla"
          : l == Layout::kRandom ? "random"
-         : l == Layout::kSkewed ? "skewed"
-                                : "replicated";
+         : l == Layout::kSkewed     ? "skewed"
+         : l == Layout::kReplicated ? "replicated"
+                                    : "replicated_apart";
 }
 
 using SeqOutput = GreedyOutput;
@@ -297,6 +300,7 @@ TEST_P(ParallelForwardTest, MatchesOneDeviceAndCountsBytesExactly) {
       placement = std::make_unique<planner::Placement>(Skewed(config, ref, g));
       break;
     case Layout::kReplicated:
+    case Layout::kReplicatedApart:
       placement = std::make_unique<planner::Placement>(Replicated(config, ref, g));
       break;
   }
@@ -316,6 +320,7 @@ TEST_P(ParallelForwardTest, MatchesOneDeviceAndCountsBytesExactly) {
       options.predictor = predictor;
       // A large slack, so that chunks really are uneven in these small batches.
       options.token_balance_eps = kSlack;
+      if (layout == Layout::kReplicatedApart) options.routing_gather_max_bytes = 0;
       auto rank_model = RankModel::Create(c.dir, *placement, **comm, options);
       ASSERT_TRUE(rank_model.ok()) << rank_model.status();
       RankResult& mine = results[r];
@@ -507,10 +512,17 @@ TEST_P(ParallelForwardTest, MatchesOneDeviceAndCountsBytesExactly) {
       EXPECT_EQ(to_peer[d], d == r ? 0 : rows[r][d] * row_bytes + rows[d][r] * hidden * 4)
           << "rank " << r << " to " << d;
     }
-    // The communicator saw exactly that plus the row-count exchange (one i64 per peer per call).
+    // With replicas these small batches all-gather their routing (the row counts follow from
+    // it), unless told to exchange the demand and row counts apart; without, never.
+    int64_t gathers = 0;
+    for (const MoeLayerCounters& m : results[r].counters) gathers += m.routing_gathers;
+    EXPECT_EQ(gathers, layout == Layout::kReplicated ? calls : 0) << "rank " << r;
+    // The communicator saw exactly that plus the row-count exchange (one i64 per peer per call
+    // that did not gather the routing).
+    const int64_t counted = (calls - gathers) * 8 * (g - 1);
     const CollectiveCounters& a2a = results[r].comm[CollectiveKind::kAllToAll];
-    EXPECT_EQ(a2a.bytes_sent, dispatch_sent + combine_sent + calls * 8 * (g - 1)) << "rank " << r;
-    EXPECT_EQ(a2a.bytes_received, dispatch_received + combine_received + calls * 8 * (g - 1));
+    EXPECT_EQ(a2a.bytes_sent, dispatch_sent + combine_sent + counted) << "rank " << r;
+    EXPECT_EQ(a2a.bytes_received, dispatch_received + combine_received + counted);
   }
 }
 
@@ -569,6 +581,14 @@ INSTANTIATE_TEST_SUITE_P(
                           "shared_deepseek_v2_tiny", "shared_deepseek_v3_tiny"),
         ::testing::Values(2, 4), ::testing::Values(Mode::kDp, Mode::kTpPlain, Mode::kTpShuffled),
         ::testing::Values(Layout::kVanilla, Layout::kRandom, Layout::kSkewed, Layout::kReplicated)),
+    ParamName);
+// The two-collective exchange of the holder choice (what larger batches take), on two models.
+INSTANTIATE_TEST_SUITE_P(
+    Apart, ParallelForwardTest,
+    ::testing::Combine(::testing::Values("tiny_qwen3_moe", "shared_deepseek_v3_tiny"),
+                       ::testing::Values(2, 4),
+                       ::testing::Values(Mode::kDp, Mode::kTpPlain, Mode::kTpShuffled),
+                       ::testing::Values(Layout::kReplicatedApart)),
     ParamName);
 
 }  // namespace

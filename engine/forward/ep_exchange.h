@@ -4,9 +4,14 @@
 //   dispatch  the DispatchPlan of engine/parallel/dispatch_plan.h: each token goes once to every
 //             rank serving at least one of its top-k experts, with those experts' ids
 //             (`num_experts` for slots served elsewhere) and gate weights. With replicas (and the
-//             holder choice on), the ranks first all-gather their activations per expert and all
-//             compute the same per-batch holder choice (planner/placement/holder_choice.h): an
-//             expert a rank does not hold runs on the least-loaded of its holders;
+//             holder choice on), every rank computes the same per-batch holder choice
+//             (planner/placement/holder_choice.h) from every rank's activations per expert: an
+//             expert a rank does not hold runs on the least-loaded of its holders. A small batch
+//             (every rank's routing at most `routing_gather_max_bytes`, the ranks' token counts
+//             known: BeginPass under DP, SetRankTokens under Attention-TP) all-gathers the ranks'
+//             routing — one collective, from which every rank derives the demand, the choice and
+//             the rows each peer sends it, so the row-count exchange is skipped; a larger one
+//             all-gathers the activations per expert, then exchanges row counts (two);
 //   experts   every rank runs its experts grouped by expert over the rows it received;
 //   combine   each received row's gate-weighted sum goes back; the owner adds the returns in
 //             rank order (deterministic).
@@ -59,15 +64,53 @@ class EpExchange {
   template <typename T>
   using Array = typename Ops::template Array<T>;
 
+  // A batch whose routing, all ranks' together, is at most this many bytes is all-gathered
+  // (the holder choice's one collective; 256 KiB: 8 ranks × 1,024 tokens × top-8).
+  static constexpr int64_t kRoutingGatherMaxBytes = int64_t{256} << 10;
+
   // All borrowed; they outlive this. `holder_choice`: with replicas, choose each batch's holders
-  // by load (else an expert a rank does not hold runs on its home).
+  // by load (else an expert a rank does not hold runs on its home). `routing_gather_max_bytes`:
+  // see the top (0: never; the demand and row counts are exchanged apart).
   EpExchange(const model::ModelConfig& config, const planner::Placement& placement,
-             Communicator& comm, Ops& ops, bool holder_choice = true)
+             Communicator& comm, Ops& ops, bool holder_choice = true,
+             int64_t routing_gather_max_bytes = kRoutingGatherMaxBytes)
       : c_(config),
         placement_(placement),
         comm_(comm),
         ops_(ops),
-        holder_choice_(holder_choice && placement.replicas_per_device() > 0) {}
+        holder_choice_(holder_choice && placement.replicas_per_device() > 0),
+        routing_gather_max_bytes_(routing_gather_max_bytes) {}
+
+  // Under data-parallel attention, before a pass's first MoE layer (every rank, an idle one with
+  // 0): all-gathers every rank's token count for the pass — one small collective a pass, only
+  // with the holder choice — so that small batches' layers take one collective each.
+  absl::Status BeginPass(int64_t tokens) {
+    rank_tokens_.clear();
+    if (!holder_choice_ || routing_gather_max_bytes_ <= 0) return absl::OkStatus();
+    const int g = comm_.size();
+    RETURN_IF_ERROR(own_tokens_.Reserve(1));
+    RETURN_IF_ERROR(all_tokens_.Reserve(g));
+    RETURN_IF_ERROR(ops_.CopyIn(own_tokens_.data(), &tokens, 1));
+    RETURN_IF_ERROR(ops_.Finish());
+    RETURN_IF_ERROR(comm_.AllGatherV(absl::Span<const int64_t>(own_tokens_.data(), 1),
+                                     std::vector<int64_t>(g, 1),
+                                     absl::Span<int64_t>(all_tokens_.data(), g)));
+    std::vector<int64_t> all(g);
+    RETURN_IF_ERROR(ops_.CopyOut(all.data(), all_tokens_.data(), g));
+    for (int r = 0; r < g; ++r) {
+      if (all[r] < 0 || (r == comm_.rank() && all[r] != tokens)) {
+        return absl::InternalError(absl::StrCat("rank ", r, " announced a pass of ", all[r],
+                                                " tokens"));
+      }
+    }
+    rank_tokens_ = std::move(all);
+    return absl::OkStatus();
+  }
+  // Every rank's tokens at the next Run (all ranks know them: Attention-TP's chunk sizes); empty:
+  // not known (the two-collective exchange).
+  void SetRankTokens(absl::Span<const int64_t> tokens) {
+    rank_tokens_.assign(tokens.begin(), tokens.end());
+  }
 
   // out [tokens, hidden] (Ops memory) = Σ_j weights[t, j] · expert_{ids[t, j]}(h[t]), the experts
   // run where the placement serves them. `ids`/`weights`: the tokens' routing on the host.
@@ -90,8 +133,17 @@ class EpExchange {
     // Which rows go where, in rank order, with their expert ids and gate weights for their
     // destination (engine/parallel/dispatch_plan.h, shared with the CPU exchange).
     std::optional<planner::HolderChoice> choice;
+    std::vector<int64_t> recv_rows(g);
+    bool rows_known = false;  // From the gathered routing: no row-count exchange.
     if (holder_choice_) {
-      ASSIGN_OR_RETURN(choice, ChooseHolders(moe_index, ids, counters));
+      ASSIGN_OR_RETURN(const bool gather, GatherRouting(tokens));
+      if (gather) {
+        ASSIGN_OR_RETURN(choice, ChooseHoldersFromRouting(moe_index, ids, recv_rows, counters));
+        rows_known = true;
+        ++counters.routing_gathers;
+      } else {
+        ASSIGN_OR_RETURN(choice, ChooseHolders(moe_index, ids, counters));
+      }
       holder_load_ = choice->load();
     }
     const DispatchPlan plan =
@@ -108,20 +160,23 @@ class EpExchange {
     const int64_t self = send_rows[me];
     const int64_t planned = static_cast<int64_t>(plan.send_index.size());
     const int64_t sent_total = planned - self;
-    std::vector<int64_t> to_peers = send_rows, recv_rows(g);
+    std::vector<int64_t> to_peers = send_rows;
     to_peers[me] = 0;
 
-    // Row counts first (through Ops memory: an NCCL group reads device buffers only).
-    RETURN_IF_ERROR(send_counts_.Reserve(g));
-    RETURN_IF_ERROR(recv_counts_.Reserve(g));
-    RETURN_IF_ERROR(ops_.CopyIn(send_counts_.data(), to_peers.data(), g));
-    const std::vector<int64_t> ones(g, 1);
-    RETURN_IF_ERROR(ops_.Finish());  // The collectives run on their own stream.
-    absl::Time wait = absl::Now();
-    RETURN_IF_ERROR(comm_.AllToAllV(absl::Span<const int64_t>(send_counts_.data(), g), ones,
-                                    absl::Span<int64_t>(recv_counts_.data(), g), ones));
-    counters.dispatch_wait_seconds += Seconds(wait);
-    RETURN_IF_ERROR(ops_.CopyOut(recv_rows.data(), recv_counts_.data(), g));
+    // Row counts first, unless the gathered routing gave them (through Ops memory: an NCCL group
+    // reads device buffers only).
+    if (!rows_known) {
+      RETURN_IF_ERROR(send_counts_.Reserve(g));
+      RETURN_IF_ERROR(recv_counts_.Reserve(g));
+      RETURN_IF_ERROR(ops_.CopyIn(send_counts_.data(), to_peers.data(), g));
+      const std::vector<int64_t> ones(g, 1);
+      RETURN_IF_ERROR(ops_.Finish());  // The collectives run on their own stream.
+      absl::Time wait = absl::Now();
+      RETURN_IF_ERROR(comm_.AllToAllV(absl::Span<const int64_t>(send_counts_.data(), g), ones,
+                                      absl::Span<int64_t>(recv_counts_.data(), g), ones));
+      counters.dispatch_wait_seconds += Seconds(wait);
+      RETURN_IF_ERROR(ops_.CopyOut(recv_rows.data(), recv_counts_.data(), g));
+    }
     int64_t received = 0;
     for (int d = 0; d < g; ++d) {
       if (recv_rows[d] < 0 || (d == me && recv_rows[d] != 0)) {
@@ -319,6 +374,67 @@ class EpExchange {
     return absl::OkStatus();
   }
 
+  // Whether this Run all-gathers the routing: the ranks' token counts are known (the same on
+  // every rank, so all decide alike) and their routing is small enough.
+  absl::StatusOr<bool> GatherRouting(int64_t tokens) const {
+    if (rank_tokens_.empty() || routing_gather_max_bytes_ <= 0) return false;
+    const int g = comm_.size(), me = comm_.rank();
+    if (static_cast<int>(rank_tokens_.size()) != g || rank_tokens_[me] != tokens) {
+      return absl::InternalError(absl::StrCat("rank ", me, " runs ", tokens,
+                                              " tokens at a MoE layer, not the count its peers "
+                                              "were given"));
+    }
+    int64_t total = 0;
+    for (int64_t t : rank_tokens_) total += t;
+    return total * c_.top_k * int64_t{sizeof(int32_t)} <= routing_gather_max_bytes_;
+  }
+
+  // The choice from every rank's routing (all-gathered, [Σ tokens × k], rank order), and the rows
+  // each peer sends this rank under it (recv_rows; DispatchRows on the peer's routing).
+  absl::StatusOr<planner::HolderChoice> ChooseHoldersFromRouting(int moe_index,
+                                                                 const std::vector<int32_t>& ids,
+                                                                 std::vector<int64_t>& recv_rows,
+                                                                 MoeLayerCounters& counters) {
+    const int g = comm_.size(), me = comm_.rank(), n = c_.num_experts, k = c_.top_k;
+    std::vector<int64_t> sizes(g);
+    int64_t total = 0;
+    for (int r = 0; r < g; ++r) total += sizes[r] = rank_tokens_[r] * k;
+    RETURN_IF_ERROR(own_routing_.Reserve(std::max<int64_t>(1, sizes[me])));
+    RETURN_IF_ERROR(routing_.Reserve(std::max<int64_t>(1, total)));
+    std::vector<int32_t> all(total);
+    if (total > 0) {  // Every rank knows the total: all skip an empty gather alike.
+      RETURN_IF_ERROR(ops_.CopyIn(own_routing_.data(), ids.data(), sizes[me]));
+      RETURN_IF_ERROR(ops_.Finish());
+      absl::Time wait = absl::Now();
+      RETURN_IF_ERROR(comm_.AllGatherV(absl::Span<const int32_t>(own_routing_.data(), sizes[me]),
+                                       sizes, absl::Span<int32_t>(routing_.data(), total)));
+      counters.dispatch_wait_seconds += Seconds(wait);
+      RETURN_IF_ERROR(ops_.CopyOut(all.data(), routing_.data(), total));
+    }
+    std::vector<int32_t> demand(int64_t{g} * n, 0);
+    int64_t at = 0;
+    for (int r = 0; r < g; ++r) {
+      for (int64_t i = at; i < at + sizes[r]; ++i) {
+        if (all[i] < 0 || all[i] >= n) {
+          return absl::InternalError(absl::StrCat("peer ", r, " announced a routing to expert ",
+                                                  all[i], " of ", n));
+        }
+        ++demand[int64_t{r} * n + all[i]];
+      }
+      at += sizes[r];
+    }
+    planner::HolderChoice choice = planner::ChooseHolders(placement_, moe_index, demand);
+    at = 0;
+    for (int r = 0; r < g; ++r) {
+      recv_rows[r] = r == me ? 0
+                             : DispatchRows(placement_, moe_index, r, k,
+                                            absl::MakeConstSpan(all.data() + at, sizes[r]),
+                                            &choice)[me];
+      at += sizes[r];
+    }
+    return choice;
+  }
+
   // Every rank's activations per expert (all-gathered through Ops memory: an NCCL group reads
   // device buffers only), and the holder choice they all compute from them.
   absl::StatusOr<planner::HolderChoice> ChooseHolders(int moe_index,
@@ -380,6 +496,10 @@ class EpExchange {
   Communicator& comm_;
   Ops& ops_;
   const bool holder_choice_;
+  const int64_t routing_gather_max_bytes_;
+  std::vector<int64_t> rank_tokens_;  // Every rank's tokens at the next Run; empty: unknown.
+  Array<int64_t> own_tokens_, all_tokens_;  // BeginPass's all-gather.
+  Array<int32_t> own_routing_, routing_;    // The gathered routing.
   int64_t served_ = 0;  // This Run's entries through this rank's experts.
   std::vector<int64_t> served_per_expert_;  // ... per expert id.
   std::vector<int32_t> home_devices_;

@@ -28,6 +28,9 @@ struct ExpertParallelOptions {  // Both null: every expert on this device.
   // With replicas in the placement: each batch, an expert a rank does not hold runs on the
   // least-loaded of its holders (planner/placement/holder_choice.h); false: on its home.
   bool holder_choice = true;
+  // With it: a batch whose routing (all ranks') is at most this many bytes all-gathers it, one
+  // collective a MoE layer instead of two (ep_exchange.h; 0: never).
+  int64_t routing_gather_max_bytes = int64_t{256} << 10;
 };
 
 }  // namespace semmoe::engine::forward

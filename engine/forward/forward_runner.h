@@ -209,6 +209,12 @@ class ForwardRunner {
     out.logits.resize(shape.logit_rows, c_.vocab_size);
     row_local_.assign(shape.tokens, 0);
     row_all_.assign(shape.tokens, 0);
+    if (ep_ != nullptr) {
+      // Every rank's tokens at this pass's MoE layers: under DP gathered here (with the holder
+      // choice only); under Attention-TP each layer's chunk sizes, set in Body.
+      ep_->SetRankTokens({});
+      if (tp_ == nullptr) RETURN_IF_ERROR(ep_->BeginPass(shape.tokens));
+    }
     if (shape.tokens == 0) {
       if (ep_ == nullptr) return out;
       // An idle rank still serves its experts to the others, layer by layer.
@@ -305,6 +311,7 @@ class ForwardRunner {
       } else {
         ASSIGN_OR_RETURN(const int64_t rows,
                          tp_->ReduceScatter(layer, tokens, o_.data(), x_.data(), chunk_.data()));
+        ep_->SetRankTokens(tp_->plans()[layer].counts);
         RETURN_IF_ERROR(
             ffn_->Run(layer, w_.layers[layer], chunk_.data(), rows, collect ? &routing : nullptr));
         RETURN_IF_ERROR(tp_->AllGather(chunk_.data(), x_.data(), ep_->home_devices()));
@@ -400,7 +407,8 @@ class ForwardRunner {
   absl::StatusOr<Exchanges> MakeExchanges(const ExpertParallelOptions& o) {
     Exchanges x;
     if (o.placement == nullptr) return x;
-    x.ep = std::make_unique<EpExchange<Ops>>(c_, *o.placement, *o.comm, ops_, o.holder_choice);
+    x.ep = std::make_unique<EpExchange<Ops>>(c_, *o.placement, *o.comm, ops_, o.holder_choice,
+                                             o.routing_gather_max_bytes);
     if (o.attention_tp) {
       x.tp = std::make_unique<TpExchange<Ops>>(c_, *o.comm, ops_, o.predictor, o.token_balance_eps);
       RETURN_IF_ERROR(x.tp->Init());

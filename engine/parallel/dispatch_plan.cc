@@ -4,20 +4,12 @@
 
 namespace semmoe::engine {
 
-DispatchPlan PlanDispatch(const planner::Placement& placement, int moe_index, int rank, int top_k,
-                          absl::Span<const int32_t> ids, absl::Span<const float> weights,
-                          const planner::HolderChoice* choice) {
-  const int g = placement.num_devices(), k = top_k;
-  const int64_t tokens = k > 0 ? static_cast<int64_t>(ids.size()) / k : 0;
-  DispatchPlan plan;
-  plan.served_elsewhere = placement.num_experts();
-  plan.top_k = k;
-  plan.send_rows.assign(g, 0);
-  plan.local_per_token.assign(tokens, 0);
-  plan.home_device.assign(tokens, 0);
+namespace {
 
-  // The device serving each activation: the rank's own when it holds the expert, else the
-  // choice's next holder with shares left (the home without a choice).
+// The device serving each activation ([tokens × k]): the rank's own when it holds the expert, else
+// the choice's next holder with shares left (the home without a choice).
+std::vector<int32_t> ServedBy(const planner::Placement& placement, int moe_index, int rank,
+                              absl::Span<const int32_t> ids, const planner::HolderChoice* choice) {
   std::vector<std::vector<int32_t>> left(choice != nullptr ? placement.num_experts() : 0);
   auto serving = [&](int e) -> int {
     if (choice == nullptr || placement.Holds(moe_index, rank, e)) {
@@ -35,6 +27,45 @@ DispatchPlan PlanDispatch(const planner::Placement& placement, int moe_index, in
     return placement.Device(moe_index, e);
   };
   std::vector<int32_t> served_by(ids.size());
+  for (size_t i = 0; i < ids.size(); ++i) served_by[i] = serving(ids[i]);
+  return served_by;
+}
+
+}  // namespace
+
+std::vector<int64_t> DispatchRows(const planner::Placement& placement, int moe_index, int rank,
+                                  int top_k, absl::Span<const int32_t> ids,
+                                  const planner::HolderChoice* choice) {
+  const int g = placement.num_devices(), k = top_k;
+  const int64_t tokens = k > 0 ? static_cast<int64_t>(ids.size()) / k : 0;
+  const std::vector<int32_t> served_by = ServedBy(placement, moe_index, rank, ids, choice);
+  std::vector<int64_t> rows(g, 0);
+  std::vector<int64_t> last(g, -1);  // The last token counted for each device.
+  for (int64_t t = 0; t < tokens; ++t) {
+    for (int j = 0; j < k; ++j) {
+      const int d = served_by[t * k + j];
+      if (last[d] != t) {
+        last[d] = t;
+        ++rows[d];
+      }
+    }
+  }
+  return rows;
+}
+
+DispatchPlan PlanDispatch(const planner::Placement& placement, int moe_index, int rank, int top_k,
+                          absl::Span<const int32_t> ids, absl::Span<const float> weights,
+                          const planner::HolderChoice* choice) {
+  const int g = placement.num_devices(), k = top_k;
+  const int64_t tokens = k > 0 ? static_cast<int64_t>(ids.size()) / k : 0;
+  DispatchPlan plan;
+  plan.served_elsewhere = placement.num_experts();
+  plan.top_k = k;
+  plan.send_rows.assign(g, 0);
+  plan.local_per_token.assign(tokens, 0);
+  plan.home_device.assign(tokens, 0);
+
+  const std::vector<int32_t> served_by = ServedBy(placement, moe_index, rank, ids, choice);
   std::vector<std::vector<int32_t>> to(g);
   std::vector<int> sent(g), homes(g);
   for (int64_t t = 0; t < tokens; ++t) {
@@ -42,7 +73,7 @@ DispatchPlan PlanDispatch(const planner::Placement& placement, int moe_index, in
     std::fill(homes.begin(), homes.end(), 0);
     for (int j = 0; j < k; ++j) {
       const int e = ids[t * k + j];
-      const int d = served_by[t * k + j] = serving(e);
+      const int d = served_by[t * k + j];
       if (sent[d]++ == 0) to[d].push_back(static_cast<int32_t>(t));
       ++(d == rank ? plan.local_activations : plan.remote_activations);
       plan.local_per_token[t] += d == rank;

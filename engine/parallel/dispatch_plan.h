@@ -51,6 +51,13 @@ DispatchPlan PlanDispatch(const planner::Placement& placement, int moe_index, in
                           absl::Span<const int32_t> ids, absl::Span<const float> weights,
                           const planner::HolderChoice* choice = nullptr);
 
+// PlanDispatch(...).send_rows alone: the rows `rank` sends each rank (its own included), without
+// building the plan — what a rank that knows a peer's routing computes instead of asking it.
+// REQUIRES: as PlanDispatch's (weights aside).
+std::vector<int64_t> DispatchRows(const planner::Placement& placement, int moe_index, int rank,
+                                  int top_k, absl::Span<const int32_t> ids,
+                                  const planner::HolderChoice* choice = nullptr);
+
 // The byte-counting rule: payload only, to and from peers (the rank's own rows are not counted).
 // A dispatched row is the hidden state (f32) plus, per slot, an i32 expert id and an f32 weight;
 // a combined row is the hidden state (f32).

@@ -1,5 +1,7 @@
 #include "engine/parallel/dispatch_plan.h"
 
+#include <random>
+
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -80,6 +82,31 @@ TEST(DispatchPlanTest, AHolderChoiceSendsAnExpertsActivationsToItsHoldersInToken
   // Without a choice, the home.
   plan = PlanDispatch(placement, 0, /*rank=*/1, 1, ids, weights);
   EXPECT_THAT(plan.send_rows, ElementsAre(0, 1, 0, 3));
+}
+
+TEST(DispatchPlanTest, DispatchRowsAreThePlansRowCounts) {
+  const planner::Placement placement = TestPlacement();
+  std::mt19937 rng(7);
+  std::uniform_int_distribution<int32_t> expert(0, 7);
+  for (int trial = 0; trial < 50; ++trial) {
+    const int k = 1 + trial % 3, tokens = trial % 9;  // Repeated experts within a token too.
+    std::vector<std::vector<int32_t>> ids(4);
+    std::vector<int32_t> demand(4 * 8, 0);
+    for (int r = 0; r < 4; ++r) {
+      for (int i = 0; i < tokens * k; ++i) ids[r].push_back(expert(rng));
+      for (int32_t e : ids[r]) ++demand[r * 8 + e];
+    }
+    const planner::HolderChoice choice = planner::ChooseHolders(placement, 0, demand);
+    for (int r = 0; r < 4; ++r) {
+      const std::vector<float> weights(ids[r].size(), 1.0f);
+      EXPECT_EQ(DispatchRows(placement, 0, r, k, ids[r]),
+                PlanDispatch(placement, 0, r, k, ids[r], weights).send_rows)
+          << "trial " << trial << ", rank " << r;
+      EXPECT_EQ(DispatchRows(placement, 0, r, k, ids[r], &choice),
+                PlanDispatch(placement, 0, r, k, ids[r], weights, &choice).send_rows)
+          << "trial " << trial << ", rank " << r << ", with the choice";
+    }
+  }
 }
 
 TEST(DispatchPlanTest, NoTokensPlanNothing) {

@@ -24,6 +24,9 @@ struct MoeLayerCounters {
   // Of dispatch_seconds, the time in the row-count exchange that starts it: mostly waiting for
   // the slowest peer to reach this layer (compute imbalance, CPU sharing), hardly the link.
   double dispatch_wait_seconds = 0;
+  // With the holder choice: calls whose routing was all-gathered (one collective, no row-count
+  // exchange; engine/forward/ep_exchange.h), of all calls.
+  int64_t routing_gathers = 0;
 };
 
 }  // namespace semmoe::engine

@@ -91,7 +91,8 @@ absl::StatusOr<std::unique_ptr<RankModel>> RankModel::Create(const std::string& 
                            .predictor = options.attention == AttentionMode::kTp ? options.predictor
                                                                                 : nullptr,
                            .token_balance_eps = options.token_balance_eps,
-                           .holder_choice = options.holder_choice}}));
+                           .holder_choice = options.holder_choice,
+                           .routing_gather_max_bytes = options.routing_gather_max_bytes}}));
   m->rank_forward_ = std::make_unique<CpuRankForward>(*m->cpu_);
   return m;
 }
