@@ -92,9 +92,11 @@ class EpExchange {
     RETURN_IF_ERROR(all_tokens_.Reserve(g));
     RETURN_IF_ERROR(ops_.CopyIn(own_tokens_.data(), &tokens, 1));
     RETURN_IF_ERROR(ops_.Finish());
+    const absl::Time start = absl::Now();
     RETURN_IF_ERROR(comm_.AllGatherV(absl::Span<const int64_t>(own_tokens_.data(), 1),
                                      std::vector<int64_t>(g, 1),
                                      absl::Span<int64_t>(all_tokens_.data(), g)));
+    pass_wait_seconds_ = absl::ToDoubleSeconds(absl::Now() - start);  // For the first MoE layer.
     std::vector<int64_t> all(g);
     RETURN_IF_ERROR(ops_.CopyOut(all.data(), all_tokens_.data(), g));
     for (int r = 0; r < g; ++r) {
@@ -127,6 +129,10 @@ class EpExchange {
     const int g = comm_.size(), me = comm_.rank(), k = c_.top_k;
     const int64_t hidden = c_.hidden_size;
     absl::Time start = absl::Now();
+    // The pass's token-count gather (BeginPass), part of the first MoE layer's dispatch wait.
+    counters.dispatch_wait_seconds += pass_wait_seconds_;
+    counters.dispatch_seconds += pass_wait_seconds_;
+    pass_wait_seconds_ = 0;
     served_ = 0;
     served_per_expert_.assign(c_.num_experts, 0);
 
@@ -498,6 +504,7 @@ class EpExchange {
   const bool holder_choice_;
   const int64_t routing_gather_max_bytes_;
   std::vector<int64_t> rank_tokens_;  // Every rank's tokens at the next Run; empty: unknown.
+  double pass_wait_seconds_ = 0;      // BeginPass's collective, not yet in a layer's counters.
   Array<int64_t> own_tokens_, all_tokens_;  // BeginPass's all-gather.
   Array<int32_t> own_routing_, routing_;    // The gathered routing.
   int64_t served_ = 0;  // This Run's entries through this rank's experts.
