@@ -1,6 +1,7 @@
 #include "engine/parallel/gloo_communicator.h"
 
 #include <chrono>
+#include <cstring>
 #include <exception>
 #include <numeric>
 #include <utility>
@@ -8,7 +9,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
-#include "gloo/allgatherv.h"
 #include "gloo/allreduce.h"
 #include "gloo/alltoallv.h"
 #include "gloo/barrier.h"
@@ -94,16 +94,16 @@ absl::Status GlooCommunicator::DoAllToAllV(const char* send, const std::vector<i
 
 absl::Status GlooCommunicator::DoAllGatherV(const char* send, int64_t send_bytes, char* recv,
                                             const std::vector<int64_t>& recv_bytes) {
-  char empty_in = 0, empty_out = 0;
-  char* in = send == nullptr ? &empty_in : const_cast<char*>(send);  // Gloo reads only.
-  char* out = recv == nullptr ? &empty_out : recv;
-  return Run("all-gather-v", [&] {
-    gloo::AllgathervOptions opts(context_);
-    opts.setInput(in, static_cast<size_t>(send_bytes));
-    opts.setOutput(out, std::vector<size_t>(recv_bytes.begin(), recv_bytes.end()));
-    opts.setTag(NextTag());
-    gloo::allgatherv(opts);
-  });
+  // Built from all-to-all-v (this rank's block sent to every rank at once) rather than Gloo's
+  // allgatherv, a ring of size − 1 steps each waiting on the last: the same bytes per rank, one
+  // round trip instead of size − 1. The collectives before each MoE layer's dispatch (the holder
+  // choice's gather, the step agreement) are small, so their latency is their cost.
+  std::vector<char> copies(static_cast<size_t>(send_bytes) * size_);
+  for (int r = 0; r < size_; ++r) {
+    if (send_bytes > 0) std::memcpy(copies.data() + r * send_bytes, send, send_bytes);
+  }
+  return DoAllToAllV(copies.empty() ? nullptr : copies.data(),
+                     std::vector<int64_t>(size_, send_bytes), recv, recv_bytes);
 }
 
 absl::Status GlooCommunicator::DoBroadcast(char* data, int64_t bytes, int root) {

@@ -98,6 +98,9 @@ TEST(GlooCommunicatorTest, AllGatherVCollectsEveryRankInOrder) {
     ASSERT_TRUE(group.AllGatherV(send, counts, absl::MakeSpan(recv)).ok());
     const std::vector<float> expected = {0, 10, 11, 12, 13, 30, 31};
     EXPECT_EQ(recv, expected) << "rank " << me;
+    // Built on the all-to-all, but counted as what it is.
+    EXPECT_EQ(group.counters()[CollectiveKind::kAllGather].calls, 1);
+    EXPECT_EQ(group.counters()[CollectiveKind::kAllToAll].calls, 0);
   });
 }
 
