@@ -188,8 +188,10 @@ absl::Status GroupEngine::Loop() {
   Communicator& comm = model_.comm();
   const int g = comm.size();
   const bool tp = model_.attention() == AttentionMode::kTp;
-  // Per rank: busy, stopping, then the rollout's words (zeros without one).
-  constexpr int kWords = 2 + PlacementRollout::kWords;
+  // Per rank: busy, stopping, its serving counters (GroupEngineStats::GroupServing: completed,
+  // failed, local and remote activations), then the rollout's words (zeros without one).
+  constexpr int kCounters = 4, kRollout = 2 + kCounters;
+  constexpr int kWords = kRollout + PlacementRollout::kWords;
   const std::vector<int64_t> counts(g, kWords);
   std::vector<int64_t> all(kWords * g), rollout(PlacementRollout::kWords * g);
   int idle_rounds = 0;
@@ -199,15 +201,33 @@ absl::Status GroupEngine::Loop() {
     {
       absl::MutexLock lock(&mu_);
       mine[1] = stop_requested_ ? 1 : 0;
+      mine[2] = stats_.completed;
+      mine[3] = stats_.failed;
+      mine[4] = own_local_activations_;
+      mine[5] = own_remote_activations_;
     }
-    if (options_.rollout != nullptr) options_.rollout->Local(absl::MakeSpan(mine + 2, kWords - 2));
+    if (options_.rollout != nullptr) {
+      options_.rollout->Local(absl::MakeSpan(mine + kRollout, kWords - kRollout));
+    }
     RETURN_IF_ERROR(
         comm.AllGatherV(absl::MakeConstSpan(mine, kWords), counts, absl::MakeSpan(all)));
     bool busy = false, stop = false;
+    GroupEngineStats::GroupServing serving;
     for (int r = 0; r < g; ++r) {
-      busy |= all[kWords * r] != 0 && (!tp || r == kLeader);
-      stop |= all[kWords * r + 1] != 0;
-      for (int w = 2; w < kWords; ++w) rollout[(kWords - 2) * r + w - 2] = all[kWords * r + w];
+      const int64_t* w = &all[kWords * r];
+      busy |= w[0] != 0 && (!tp || r == kLeader);
+      stop |= w[1] != 0;
+      serving.completed += w[2];
+      serving.failed += w[3];
+      serving.local_activations += w[4];
+      serving.remote_activations += w[5];
+      for (int i = kRollout; i < kWords; ++i) {
+        rollout[(kWords - kRollout) * r + i - kRollout] = w[i];
+      }
+    }
+    {
+      absl::MutexLock lock(&mu_);
+      stats_.group_serving = serving;
     }
     if (stop) return absl::OkStatus();
     if (options_.rollout != nullptr) RETURN_IF_ERROR(options_.rollout->Agree(rollout, round));
@@ -370,11 +390,19 @@ void GroupEngine::Snapshot() {
       }
     }
   }
+  int64_t local = 0, remote = 0;
+  for (const MoeLayerCounters& layer : s.layers) {
+    local += layer.local_activations;
+    remote += layer.remote_activations;
+  }
   absl::MutexLock lock(&mu_);
   // Keep the request counters updated concurrently under the lock.
   s.completed = stats_.completed;
   s.failed = stats_.failed;
   s.cancelled = stats_.cancelled;
+  s.group_serving = stats_.group_serving;  // Set by the loop's agreement rounds.
+  own_local_activations_ = local;          // For the next agreement round.
+  own_remote_activations_ = remote;
   stats_ = std::move(s);
 }
 

@@ -95,6 +95,12 @@ struct GroupEngineStats {
   double collective_wait_s = 0;
   bool samples_routing = false;
   RoutingSampleStats routing_samples;  // Live, when samples_routing.
+  // The whole group's request and expert-activation counters: every rank's completed, failed,
+  // local and remote activations (its MoE layers', summed), summed at the latest step agreement
+  // (their words ride it). What the group serves, whichever ranks the router chose.
+  struct GroupServing {
+    int64_t completed = 0, failed = 0, local_activations = 0, remote_activations = 0;
+  } group_serving;
 };
 
 class GroupEngine {
@@ -154,6 +160,9 @@ class GroupEngine {
   bool stop_requested_ ABSL_GUARDED_BY(mu_) = false;
   bool ended_ ABSL_GUARDED_BY(mu_) = false;
   GroupEngineStats stats_ ABSL_GUARDED_BY(mu_);
+  // This rank's activations over its MoE layers at the latest Snapshot (the agreement's words).
+  int64_t own_local_activations_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t own_remote_activations_ ABSL_GUARDED_BY(mu_) = 0;
 
   std::thread thread_;
   absl::Status result_;

@@ -111,6 +111,21 @@ TEST_P(GroupEngineTest, ServesLikeOneDeviceFromEveryAcceptingRank) {
   int64_t remote = 0;
   for (const auto& l : s0.layers) remote += l.remote_activations;
   EXPECT_GT(remote, 0);
+  // Both ranks know the whole group's counters from the last agreement round (the stop's): every
+  // request, and every rank's activations.
+  int64_t group_local = 0, group_remote = 0;
+  for (const GroupEngineStats* s : {&s0, &s1}) {
+    for (const auto& l : s->layers) {
+      group_local += l.local_activations;
+      group_remote += l.remote_activations;
+    }
+  }
+  for (const GroupEngineStats* s : {&s0, &s1}) {
+    EXPECT_EQ(s->group_serving.completed, kRequests) << "rank " << s->rank;
+    EXPECT_EQ(s->group_serving.failed, 0);
+    EXPECT_EQ(s->group_serving.local_activations, group_local) << "rank " << s->rank;
+    EXPECT_EQ(s->group_serving.remote_activations, group_remote) << "rank " << s->rank;
+  }
   // Attention-DP: each request's own activations (local ones and all) add up, over the
   // requests, to what the ranks' FFNs counted.
   if (mode == AttentionMode::kDp) {

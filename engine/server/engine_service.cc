@@ -393,6 +393,11 @@ void ToProto(const GroupEngineStats& s, const std::vector<int>& moe_layers, rpc:
   out.set_completed(s.completed);
   out.set_failed(s.failed);
   out.set_cancelled(s.cancelled);
+  rpc::GroupServing& group = *out.mutable_group_serving();
+  group.set_completed(s.group_serving.completed);
+  group.set_failed(s.group_serving.failed);
+  group.set_local_activations(s.group_serving.local_activations);
+  group.set_remote_activations(s.group_serving.remote_activations);
   out.set_forward_passes(s.forward_passes);
   out.set_prefill_tokens(s.batch.prefill_tokens);
   out.set_decode_tokens(s.batch.decode_tokens);

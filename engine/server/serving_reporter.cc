@@ -19,15 +19,11 @@ planner::rpc::ServingReport ServingReportFrom(const std::string& model, const st
   r.set_rollout_target(stats.rollout().target_version());
   r.set_refused_version(stats.rollout().refused_version());
   if (stats.rollout().refused_version() > 0) r.set_refusal(stats.rollout().error());
-  r.set_completed(stats.completed());
-  r.set_failed(stats.failed());
-  int64_t local = 0, remote = 0;
-  for (const rpc::MoeLayerStats& layer : stats.layers()) {
-    local += layer.local_activations();
-    remote += layer.remote_activations();
-  }
-  r.set_local_activations(local);
-  r.set_remote_activations(remote);
+  // The whole group's: under DP the router may send a domain's requests to other ranks.
+  r.set_completed(stats.group_serving().completed());
+  r.set_failed(stats.group_serving().failed());
+  r.set_local_activations(stats.group_serving().local_activations());
+  r.set_remote_activations(stats.group_serving().remote_activations());
   return r;
 }
 

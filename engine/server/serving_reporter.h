@@ -1,7 +1,8 @@
 // ServingReporter: rank 0 of a group that follows a model's active version (engine serve
 // --follow_active) tells the planner what the group serves, every `period`
-// (PlannerService.ReportServing): the version, a rollout staged or refused and why, and rank 0's
-// request and expert-activation counters. The planner's autopilot checks its rollouts on these
+// (PlannerService.ReportServing): the version, a rollout staged or refused and why, and the whole
+// group's request and expert-activation counters (EngineStats.group_serving: every rank's, summed
+// at the group's step agreement). The planner's autopilot checks its rollouts on these
 // reports (docs/PLANNER.md, "Autopilot"). A planner that cannot be reached is retried at the next
 // period; what went wrong last is kept for the rank's stats.
 //

@@ -20,15 +20,20 @@ rpc::EngineStats RankZero() {
   s.mutable_rollout()->set_target_version(0);
   s.mutable_rollout()->set_refused_version(8);
   s.mutable_rollout()->set_error("version 8 refused: rank 2: the checkpoint lacks expert 5");
-  for (int layer = 0; layer < 3; ++layer) {
+  for (int layer = 0; layer < 3; ++layer) {  // Rank 0's own: not what the group serves.
     rpc::MoeLayerStats* l = s.add_layers();
     l->set_local_activations(30 + layer);
     l->set_remote_activations(10);
   }
+  rpc::GroupServing& group = *s.mutable_group_serving();  // Every rank's, summed.
+  group.set_completed(410);
+  group.set_failed(3);
+  group.set_local_activations(930);
+  group.set_remote_activations(300);
   return s;
 }
 
-TEST(ServingReportTest, CarriesTheVersionsTheRefusalAndRankZerosCounters) {
+TEST(ServingReportTest, CarriesTheVersionsTheRefusalAndTheGroupsCounters) {
   const planner::rpc::ServingReport r = ServingReportFrom("qwen3", "10.0.0.1:50051", RankZero());
   EXPECT_EQ(r.model(), "qwen3");
   EXPECT_EQ(r.group(), "10.0.0.1:50051");
@@ -37,10 +42,10 @@ TEST(ServingReportTest, CarriesTheVersionsTheRefusalAndRankZerosCounters) {
   EXPECT_EQ(r.rollout_target(), 0);
   EXPECT_EQ(r.refused_version(), 8);
   EXPECT_EQ(r.refusal(), "version 8 refused: rank 2: the checkpoint lacks expert 5");
-  EXPECT_EQ(r.completed(), 120);
-  EXPECT_EQ(r.failed(), 2);
-  EXPECT_EQ(r.local_activations(), 93);
-  EXPECT_EQ(r.remote_activations(), 30);
+  EXPECT_EQ(r.completed(), 410);
+  EXPECT_EQ(r.failed(), 3);
+  EXPECT_EQ(r.local_activations(), 930);
+  EXPECT_EQ(r.remote_activations(), 300);
   rpc::EngineStats none = RankZero();
   none.mutable_rollout()->set_refused_version(0);  // The error then is not a refusal.
   none.mutable_rollout()->set_error("lost the planner's watch");

@@ -23,8 +23,8 @@
 // With a ServingBoard (the groups that follow the model report what they serve,
 // PlannerService.ReportServing), a rollout is also checked where it serves: a group that refuses
 // it, or that does not switch to it within rollout_timeout, or serving's own LAR or failed share
-// (rank 0's counters) after the switch worse than under the old version on the shifted traffic
-// (from the drift's first sight to the rollout) → "rollback", before anything else is decided.
+// (the whole group's counters) after the switch worse than under the old version on the shifted
+// traffic (from the drift's first sight to the rollout) → "rollback", before anything else.
 // Every decision is a row (AutopilotStore) with its reason and figures; the loop's state after a
 // restart is read back from those rows. Errors (an unreadable trace, a failed build) are
 // decisions too ("error"), and the cluster stays on its version. One decision at a time: the

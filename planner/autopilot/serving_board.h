@@ -1,6 +1,6 @@
 // ServingBoard: what the engine groups that follow a model's active version report they serve
 // (PlannerService.ReportServing, sent by each group's rank 0 every few seconds): the version,
-// a rollout under way or refused, and the rank's counters. The autopilot reads it to see its
+// a rollout under way or refused, and the group's counters. The autopilot reads it to see its
 // rollouts served or refused, and serving's own LAR and failures (autopilot.h).
 //
 // In memory: a restarted planner knows the groups again at their next report.
@@ -29,7 +29,8 @@ struct ServingState {
   int64_t rollout_target = 0;   // Being staged; 0: none.
   int64_t refused_version = 0;  // The latest version the group refused; 0: none.
   std::string refusal;          // Why.
-  // Rank 0's counters since it started (they only grow, unless the rank restarts).
+  // The whole group's counters since it started, every rank's summed (they only grow, unless a
+  // rank restarts).
   int64_t completed = 0;
   int64_t failed = 0;
   int64_t local_activations = 0;
