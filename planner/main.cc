@@ -145,11 +145,15 @@ ABSL_FLAG(absl::Duration, autopilot_rollout_timeout, absl::Minutes(10),
           "serve --autopilot: a rollout the following groups do not serve this long after it is "
           "rolled back");
 ABSL_FLAG(double, autopilot_served_margin, 0.03,
-          "serve --autopilot: served LAR (rank 0's) a rollout may lose against the version before "
-          "it before it is rolled back");
+          "serve --autopilot: served LAR (the groups' own) a rollout may lose against the version "
+          "before it before it is rolled back");
+ABSL_FLAG(double, autopilot_served_latency_margin, 0.5,
+          "serve --autopilot: how much longer per output token (submission to last token, the "
+          "groups' completed requests) a rollout may serve than the version before it before it "
+          "is rolled back (0.5: 50%; wide, as the time per token also follows the load)");
 ABSL_FLAG(int, autopilot_min_served_requests, 16,
-          "serve --autopilot: requests served before and after a rollout's switch (rank 0's, "
-          "from the groups' reports) to compare their LAR and failed share");
+          "serve --autopilot: requests served before and after a rollout's switch (the groups', "
+          "from their reports) to compare their LAR, failed share and time per output token");
 ABSL_FLAG(int, port, 7070, "serve: port (0: pick a free one)");
 ABSL_FLAG(std::string, port_file, "", "serve: write the bound port here once serving");
 ABSL_FLAG(int64_t, a, 0, "experiment create: arm A's version");
@@ -367,7 +371,8 @@ int Run(const std::string& command, const std::string& sub) {
           .drift_confirm = absl::GetFlag(FLAGS_autopilot_confirm),
           .rollout_timeout = absl::GetFlag(FLAGS_autopilot_rollout_timeout),
           .min_served_requests = absl::GetFlag(FLAGS_autopilot_min_served_requests),
-          .served_lar_margin = absl::GetFlag(FLAGS_autopilot_served_margin)};
+          .served_lar_margin = absl::GetFlag(FLAGS_autopilot_served_margin),
+          .served_latency_margin = absl::GetFlag(FLAGS_autopilot_served_latency_margin)};
     }
     auto server = PlannerServer::Start(
         {.db = db,

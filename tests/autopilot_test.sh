@@ -48,10 +48,12 @@ DB="$TMP/auto.db"
   --quiet >/dev/null
 "$PLANNER" activate --db="$DB" --version=1 >/dev/null
 
+# A latency margin of 100% for the served check: these requests are 4 tokens each, so their time
+# per token is mostly the prompt's and the machine's (CI runs other tests beside this one).
 launch_cluster auto "$CLUSTER" --model="$MODEL" --ranks=2 --db="$DB" --placement=1 \
   --engine_binary="$ENGINE" --planner_binary="$PLANNER" --router_binary="$ROUTER" \
   --kv_cache_mb=64 --sample_routing=1 --routing_sample_tokens=16384 --autopilot \
-  --planner_flags=--autopilot_period=2s,--autopilot_min_interval=20s,--autopilot_min_window_tokens=2048
+  --planner_flags=--autopilot_period=2s,--autopilot_min_interval=20s,--autopilot_min_window_tokens=2048,--autopilot_served_latency_margin=1
 trap 'kill -INT "$PID" 2>/dev/null || true' EXIT  # The cluster stops with the test, however it ends.
 grep -q "the planner's autopilot re-plans 'qwen3'" "$TMP/auto.out" ||
   fail "no autopilot: $(cat "$TMP/auto.out")"
@@ -161,6 +163,9 @@ grep -q "^groups: 127.0.0.1:[0-9]* serves v$rolled\($\|;\)" <<<"$out" ||
 # And a rollout was checked where it serves: rank 0's LAR and failures after the switch against
 # before it (the served check passed; a served rollback would have been a decision above).
 [[ -n "$served" ]] || fail "no rollout passed the served check: $(summary)"
+# On the whole group's counters, the time per output token included.
+grep -q 'served_after\\":{[^}]*ms_per_output_token\\":[0-9.]*[1-9]' <<<"$(decisions)" ||
+  fail "the served check saw no time per output token: $(summary)"
 metrics_port="$(cat "$TMP/auto/planner.metrics_port")"
 curl -sf "http://127.0.0.1:$metrics_port/metrics" |
   grep -q 'semmoe_planner_autopilot_decisions_total{model="qwen3",action="rollout"} [1-9]' ||

@@ -170,11 +170,13 @@ void GroupEngine::DrainInbox() {
       continue;
     }
     sinks_[id] = std::move(sink);
+    submitted_[id] = absl::Now();
   }
   for (const std::string& id : cancels) {
     auto it = sinks_.find(id);
     if (it == sinks_.end()) continue;
     batch_->Cancel(id);
+    submitted_.erase(id);
     {
       absl::MutexLock lock(&mu_);
       ++stats_.cancelled;
@@ -189,8 +191,9 @@ absl::Status GroupEngine::Loop() {
   const int g = comm.size();
   const bool tp = model_.attention() == AttentionMode::kTp;
   // Per rank: busy, stopping, its serving counters (GroupEngineStats::GroupServing: completed,
-  // failed, local and remote activations), then the rollout's words (zeros without one).
-  constexpr int kCounters = 4, kRollout = 2 + kCounters;
+  // failed, local and remote activations, output tokens, request microseconds), then the
+  // rollout's words (zeros without one).
+  constexpr int kCounters = 6, kRollout = 2 + kCounters;
   constexpr int kWords = kRollout + PlacementRollout::kWords;
   const std::vector<int64_t> counts(g, kWords);
   std::vector<int64_t> all(kWords * g), rollout(PlacementRollout::kWords * g);
@@ -205,6 +208,8 @@ absl::Status GroupEngine::Loop() {
       mine[3] = stats_.failed;
       mine[4] = own_local_activations_;
       mine[5] = own_remote_activations_;
+      mine[6] = stats_.output_tokens;
+      mine[7] = stats_.request_micros;
     }
     if (options_.rollout != nullptr) {
       options_.rollout->Local(absl::MakeSpan(mine + kRollout, kWords - kRollout));
@@ -221,6 +226,8 @@ absl::Status GroupEngine::Loop() {
       serving.failed += w[3];
       serving.local_activations += w[4];
       serving.remote_activations += w[5];
+      serving.output_tokens += w[6];
+      serving.request_seconds += static_cast<double>(w[7]) * 1e-6;
       for (int i = kRollout; i < kWords; ++i) {
         rollout[(kWords - kRollout) * r + i - kRollout] = w[i];
       }
@@ -335,9 +342,15 @@ absl::Status GroupEngine::Deliver(const std::vector<runtime::GenerationResult>& 
   for (const runtime::GenerationResult& result : finished) {
     auto it = sinks_.find(result.id);
     if (it == sinks_.end()) continue;
+    auto at = submitted_.find(result.id);
+    const int64_t micros =
+        at != submitted_.end() ? absl::ToInt64Microseconds(absl::Now() - at->second) : 0;
+    if (at != submitted_.end()) submitted_.erase(at);
     {
       absl::MutexLock lock(&mu_);  // Counted before the client can see the result.
       ++stats_.completed;
+      stats_.output_tokens += static_cast<int64_t>(result.tokens.size());
+      stats_.request_micros += micros;
     }
     it->second->OnDone(result);
     sinks_.erase(it);
@@ -357,6 +370,7 @@ void GroupEngine::FailAll(const absl::Status& status) {
     inbox.swap(inbox_);
   }
   sinks_.clear();
+  submitted_.clear();
   for (auto& [request, sink] : inbox) sink->OnError(status);
 }
 
@@ -400,6 +414,8 @@ void GroupEngine::Snapshot() {
   s.completed = stats_.completed;
   s.failed = stats_.failed;
   s.cancelled = stats_.cancelled;
+  s.output_tokens = stats_.output_tokens;
+  s.request_micros = stats_.request_micros;
   s.group_serving = stats_.group_serving;  // Set by the loop's agreement rounds.
   own_local_activations_ = local;          // For the next agreement round.
   own_remote_activations_ = remote;

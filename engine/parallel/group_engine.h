@@ -83,6 +83,9 @@ struct GroupEngineStats {
   // KV cache room of this rank's batch, in token positions (−1: no batch on this rank).
   int64_t kv_free_tokens = -1, kv_total_tokens = 0;
   int64_t completed = 0, failed = 0, cancelled = 0;
+  // Of the completed requests: output tokens, and submission to the last token, summed.
+  int64_t output_tokens = 0;
+  int64_t request_micros = 0;
   int64_t forward_passes = 0;
   double attention_seconds = 0;
   std::vector<double> attention_seconds_per_layer;  // Per model layer.
@@ -100,6 +103,10 @@ struct GroupEngineStats {
   // (their words ride it). What the group serves, whichever ranks the router chose.
   struct GroupServing {
     int64_t completed = 0, failed = 0, local_activations = 0, remote_activations = 0;
+    // Of the completed requests: their output tokens and their time from submission to the last
+    // token, summed (the group's time per output token: what its goodput rests on).
+    int64_t output_tokens = 0;
+    double request_seconds = 0;
   } group_serving;
 };
 
@@ -149,6 +156,7 @@ class GroupEngine {
   std::unique_ptr<runtime::BatchEngine> batch_;  // DP ranks and the TP leader.
   std::unique_ptr<runtime::PagedKvCache> mirror_kv_;                      // TP followers.
   absl::flat_hash_map<std::string, std::shared_ptr<RequestSink>> sinks_;  // Loop thread only.
+  absl::flat_hash_map<std::string, absl::Time> submitted_;  // Same keys; loop thread only.
   int64_t forward_passes_ = 0;
   double attention_seconds_ = 0;
   std::vector<double> attention_seconds_per_layer_;

@@ -125,6 +125,8 @@ TEST_P(GroupEngineTest, ServesLikeOneDeviceFromEveryAcceptingRank) {
     EXPECT_EQ(s->group_serving.failed, 0);
     EXPECT_EQ(s->group_serving.local_activations, group_local) << "rank " << s->rank;
     EXPECT_EQ(s->group_serving.remote_activations, group_remote) << "rank " << s->rank;
+    EXPECT_EQ(s->group_serving.output_tokens, kRequests * kTokens) << "rank " << s->rank;
+    EXPECT_GT(s->group_serving.request_seconds, 0.0) << "rank " << s->rank;
   }
   // Attention-DP: each request's own activations (local ones and all) add up, over the
   // requests, to what the ranks' FFNs counted.

@@ -398,6 +398,8 @@ void ToProto(const GroupEngineStats& s, const std::vector<int>& moe_layers, rpc:
   group.set_failed(s.group_serving.failed);
   group.set_local_activations(s.group_serving.local_activations);
   group.set_remote_activations(s.group_serving.remote_activations);
+  group.set_output_tokens(s.group_serving.output_tokens);
+  group.set_request_seconds(s.group_serving.request_seconds);
   out.set_forward_passes(s.forward_passes);
   out.set_prefill_tokens(s.batch.prefill_tokens);
   out.set_decode_tokens(s.batch.decode_tokens);

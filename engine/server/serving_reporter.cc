@@ -24,6 +24,8 @@ planner::rpc::ServingReport ServingReportFrom(const std::string& model, const st
   r.set_failed(stats.group_serving().failed());
   r.set_local_activations(stats.group_serving().local_activations());
   r.set_remote_activations(stats.group_serving().remote_activations());
+  r.set_output_tokens(stats.group_serving().output_tokens());
+  r.set_request_seconds(stats.group_serving().request_seconds());
   return r;
 }
 

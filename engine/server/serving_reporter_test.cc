@@ -30,6 +30,8 @@ rpc::EngineStats RankZero() {
   group.set_failed(3);
   group.set_local_activations(930);
   group.set_remote_activations(300);
+  group.set_output_tokens(4100);
+  group.set_request_seconds(205.5);
   return s;
 }
 
@@ -46,6 +48,8 @@ TEST(ServingReportTest, CarriesTheVersionsTheRefusalAndTheGroupsCounters) {
   EXPECT_EQ(r.failed(), 3);
   EXPECT_EQ(r.local_activations(), 930);
   EXPECT_EQ(r.remote_activations(), 300);
+  EXPECT_EQ(r.output_tokens(), 4100);
+  EXPECT_DOUBLE_EQ(r.request_seconds(), 205.5);
   rpc::EngineStats none = RankZero();
   none.mutable_rollout()->set_refused_version(0);  // The error then is not a refusal.
   none.mutable_rollout()->set_error("lost the planner's watch");

@@ -49,14 +49,16 @@ std::string Lar(double x) { return absl::StrFormat("%.4f", x); }
 std::string Share(double x) { return absl::StrFormat("%.1f%%", 100 * x); }
 
 bool Negative(const ServingTotals& t) {
-  return t.completed < 0 || t.failed < 0 || t.local < 0 || t.remote < 0;
+  return t.completed < 0 || t.failed < 0 || t.local < 0 || t.remote < 0 || t.output_tokens < 0 ||
+         t.request_seconds < 0;
 }
 
 nlohmann::ordered_json Served(const ServingTotals& t) {
   return {{"requests", t.completed + t.failed},
           {"failed", t.failed},
           {"activations", t.activations()},
-          {"lar", t.lar()}};
+          {"lar", t.lar()},
+          {"ms_per_output_token", 1000 * t.seconds_per_token()}};
 }
 
 }  // namespace
@@ -71,7 +73,8 @@ absl::StatusOr<std::unique_ptr<Autopilot>> Autopilot::Create(const AutopilotOpti
   if (o.drift_threshold < 0 || o.shift_threshold < 0 || o.min_gain < 0 || o.rollback_margin < 0 ||
       o.min_interval < absl::ZeroDuration() || o.drift_confirm < absl::ZeroDuration() ||
       o.report_fresh <= absl::ZeroDuration() || o.rollout_timeout <= absl::ZeroDuration() ||
-      o.min_served_requests < 1 || o.max_failed_share_gain < 0 || o.served_lar_margin < 0) {
+      o.min_served_requests < 1 || o.max_failed_share_gain < 0 || o.served_lar_margin < 0 ||
+      o.served_latency_margin < 0) {
     return absl::InvalidArgumentError(
         "the autopilot's thresholds, gain, margins and intervals must not be negative (the report "
         "freshness, rollout timeout and served requests positive)");
@@ -419,7 +422,7 @@ absl::StatusOr<bool> Autopilot::CheckServing(AutopilotDecision& d, nlohmann::ord
     return false;
   }
   const std::string where =
-      absl::StrCat(" (rank 0 of ", groups.size(), " group", groups.size() == 1 ? "" : "s", ", ",
+      absl::StrCat(" (", groups.size(), " group", groups.size() == 1 ? "" : "s", ", ",
                    after.completed + after.failed, " requests since the switch)");
   if (after.lar() < before.lar() - o_.served_lar_margin) {
     RETURN_IF_ERROR(
@@ -436,6 +439,17 @@ absl::StatusOr<bool> Autopilot::CheckServing(AutopilotDecision& d, nlohmann::ord
                  absl::StrCat("version ", p.version, " failed ", Share(after.failed_share()),
                               " of its requests", where, ", against ", Share(before.failed_share()),
                               " under version ", p.previous)));
+    return true;
+  }
+  const double before_ms = 1000 * before.seconds_per_token();
+  const double after_ms = 1000 * after.seconds_per_token();
+  if (before_ms > 0 && after_ms > before_ms * (1 + o_.served_latency_margin)) {
+    RETURN_IF_ERROR(Rollback(
+        d, p.previous,
+        absl::StrCat("version ", p.version, " serves at ", absl::StrFormat("%.1f", after_ms),
+                     " ms per output token", where, ", above version ", p.previous, "'s ",
+                     absl::StrFormat("%.1f", before_ms), " by more than ",
+                     Share(o_.served_latency_margin))));
     return true;
   }
   f["served_check_passed"] = true;

@@ -83,6 +83,10 @@ struct AutopilotOptions {
   // Served LAR a rollout may lose against its predecessor's: wider than rollback_margin, as the
   // two are measured on different requests (the replayed comparison is on the same ones).
   double served_lar_margin = 0.03;
+  // How much longer a rollout's completed requests may take per output token (submission to the
+  // last token over their tokens; the goodput a latency SLO counts) than before it: 0.5 = 50%
+  // (wide: the time per token also follows the load, which may change across the switch).
+  double served_latency_margin = 0.5;
   Clock* clock = Clock::Real();  // Not owned.
 };
 

@@ -242,9 +242,11 @@ class ServedCheckTest : public AutopilotTest {
     EXPECT_TRUE(a.ok()) << a.status();
     return a.ok() ? std::move(*a) : nullptr;
   }
-  // Rank 0 of the one group reports: serving `version`, after `requests` more requests of which
-  // `failed` failed, and `local` of every 100 more activations local.
-  void Serve(int64_t version, int requests, int failed, int local, int64_t refused = 0) {
+  // The one group reports: serving `version`, after `requests` more requests of which `failed`
+  // failed, and `local` of every 100 more activations local; each completed request 10 output
+  // tokens at `ms_per_token`.
+  void Serve(int64_t version, int requests, int failed, int local, int64_t refused = 0,
+             double ms_per_token = 50) {
     state_.serving_version = version;
     state_.refused_version = refused;
     state_.refusal = refused > 0 ? "rank 1: the checkpoint lacks expert 3" : "";
@@ -252,6 +254,8 @@ class ServedCheckTest : public AutopilotTest {
     state_.failed += failed;
     state_.local_activations += local;
     state_.remote_activations += 100 - local;
+    state_.output_tokens += 10 * (requests - failed);
+    state_.request_seconds += 10 * (requests - failed) * ms_per_token / 1000;
     state_.at = clock_.Now();
     ASSERT_TRUE(board_.Report(state_).ok());
   }
@@ -350,6 +354,27 @@ TEST_F(ServedCheckTest, ARolloutThatFailsRequestsIsRolledBackAndOneThatServesWel
   EXPECT_TRUE(nlohmann::json::parse(d->figures_json).value("served_check_passed", false))
       << d->figures_json;
   EXPECT_EQ(Active(), v);
+}
+
+TEST_F(ServedCheckTest, ARolloutWhoseTokensComeSlowerIsRolledBack) {
+  auto a = MakeServed();
+  const int64_t v = RollOutAfterAShift(*a);  // Version 1 served 50 ms per output token.
+  Serve(v, 0, 0, 0);
+  ASSERT_NE(a->Tick()->action, "rollback");
+  clock_.Advance(absl::Seconds(2));
+  // Better placed, every request served, but 80 ms per output token: goodput within a latency
+  // SLO falls (70 ms, 40% slower, would be within the default margin of 50%).
+  Serve(v, 20, 0, 70, /*refused=*/0, /*ms_per_token=*/80);
+  auto d = a->Tick();
+  EXPECT_EQ(d->action, "rollback") << d->reason;
+  EXPECT_NE(d->reason.find(absl::StrCat("version ", v, " serves at 80.0 ms per output token")),
+            std::string::npos)
+      << d->reason;
+  EXPECT_NE(d->reason.find("version 1's 50.0 by more than 50.0%"), std::string::npos)
+      << d->reason;
+  EXPECT_EQ(Active(), v1_);
+  const nlohmann::json f = nlohmann::json::parse(d->figures_json);
+  EXPECT_NEAR(f["served_after"].value("ms_per_output_token", 0.0), 80.0, 1e-9) << f;
 }
 
 TEST_F(ServedCheckTest, AGroupThatNeverSwitchesRollsTheVersionBackAfterTheTimeout) {

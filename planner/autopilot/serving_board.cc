@@ -1,5 +1,7 @@
 #include "planner/autopilot/serving_board.h"
 
+#include <cmath>
+
 #include "absl/strings/str_cat.h"
 
 namespace semmoe::planner {
@@ -9,7 +11,8 @@ absl::Status ServingBoard::Report(ServingState s) {
     return absl::InvalidArgumentError("a serving report needs its model and group");
   }
   if (s.ranks < 0 || s.serving_version < 0 || s.rollout_target < 0 || s.refused_version < 0 ||
-      s.completed < 0 || s.failed < 0 || s.local_activations < 0 || s.remote_activations < 0) {
+      s.completed < 0 || s.failed < 0 || s.local_activations < 0 || s.remote_activations < 0 ||
+      s.output_tokens < 0 || !(s.request_seconds >= 0) || std::isinf(s.request_seconds)) {
     return absl::InvalidArgumentError(absl::StrCat("the serving report of group ", s.group,
                                                    " has negative versions or counters"));
   }
@@ -36,6 +39,8 @@ ServingTotals Sum(const std::vector<ServingState>& groups) {
     t.failed += s.failed;
     t.local += s.local_activations;
     t.remote += s.remote_activations;
+    t.output_tokens += s.output_tokens;
+    t.request_seconds += s.request_seconds;
   }
   return t;
 }

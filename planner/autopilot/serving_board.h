@@ -35,15 +35,26 @@ struct ServingState {
   int64_t failed = 0;
   int64_t local_activations = 0;
   int64_t remote_activations = 0;
+  // Of the completed requests: output tokens, and seconds from submission to the last token.
+  int64_t output_tokens = 0;
+  double request_seconds = 0;
   absl::Time at = absl::InfinitePast();  // When the planner received it.
 };
 
 // Counters summed over the groups of a model; the difference of two is what served between them.
 struct ServingTotals {
-  int64_t completed = 0, failed = 0, local = 0, remote = 0;
+  int64_t completed = 0, failed = 0, local = 0, remote = 0, output_tokens = 0;
+  double request_seconds = 0;
 
   ServingTotals operator-(const ServingTotals& o) const {
-    return {completed - o.completed, failed - o.failed, local - o.local, remote - o.remote};
+    return {completed - o.completed,         failed - o.failed,
+            local - o.local,                 remote - o.remote,
+            output_tokens - o.output_tokens, request_seconds - o.request_seconds};
+  }
+  // The completed requests' time per output token (submission to the last token over their
+  // tokens): what goodput within a latency SLO rests on. 0 without tokens.
+  double seconds_per_token() const {
+    return output_tokens > 0 ? request_seconds / double(output_tokens) : 0.0;
   }
   int64_t activations() const { return local + remote; }
   double lar() const { return activations() > 0 ? double(local) / double(activations()) : 0.0; }

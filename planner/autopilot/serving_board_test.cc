@@ -1,5 +1,8 @@
 #include "planner/autopilot/serving_board.h"
 
+#include <cmath>
+#include <limits>
+
 #include "gtest/gtest.h"
 
 namespace semmoe::planner {
@@ -51,6 +54,13 @@ TEST(ServingBoardTest, RefusesReportsWithoutNamesOrWithNegativeCounters) {
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(s.message().find("a:1"), std::string::npos) << s;
   EXPECT_TRUE(board.Of("m", kNow, absl::Minutes(5)).empty());
+  // Seconds that are not a number of seconds (a forged report).
+  for (double seconds : {-1.0, std::nan(""), std::numeric_limits<double>::infinity()}) {
+    ServingState odd = Group("m", "a:1", kNow);
+    odd.request_seconds = seconds;
+    EXPECT_EQ(board.Report(odd).code(), absl::StatusCode::kInvalidArgument) << seconds;
+  }
+  EXPECT_TRUE(board.Of("m", kNow, absl::Minutes(5)).empty());
 }
 
 TEST(ServingBoardTest, TotalsSumGroupsAndTheirDifferenceIsWhatServedBetween) {
@@ -66,6 +76,9 @@ TEST(ServingBoardTest, TotalsSumGroupsAndTheirDifferenceIsWhatServedBetween) {
   EXPECT_EQ(between.failed, 0);
   EXPECT_DOUBLE_EQ(between.lar(), 1.0);
   EXPECT_DOUBLE_EQ(ServingTotals{}.lar(), 0.0);
+  const ServingTotals timed{.completed = 4, .output_tokens = 40, .request_seconds = 2.0};
+  EXPECT_DOUBLE_EQ(timed.seconds_per_token(), 0.05);
+  EXPECT_DOUBLE_EQ((timed - timed).seconds_per_token(), 0.0);  // No tokens between.
   EXPECT_DOUBLE_EQ(ServingTotals{}.failed_share(), 0.0);
 }
 

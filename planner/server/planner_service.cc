@@ -325,6 +325,8 @@ grpc::Status PlannerServiceImpl::ReportServing(grpc::ServerContext* context,
                                                 .failed = request->failed(),
                                                 .local_activations = request->local_activations(),
                                                 .remote_activations = request->remote_activations(),
+                                                .output_tokens = request->output_tokens(),
+                                                .request_seconds = request->request_seconds(),
                                                 .at = options_.clock->Now()}));
 }
 

@@ -1,6 +1,7 @@
 // PlannerService through a real gRPC server on an ephemeral loopback port.
 #include "planner/server/planner_service.h"
 
+#include <cmath>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -150,6 +151,8 @@ TEST_F(PlannerServiceTest, ServingReportsReachTheBoardAndBadOnesAreRefused) {
   report.set_completed(5);
   report.set_local_activations(40);
   report.set_remote_activations(10);
+  report.set_output_tokens(50);
+  report.set_request_seconds(2.5);
   rpc::ReportServingResponse response;
   grpc::ClientContext context;
   ASSERT_TRUE(stub_->ReportServing(&context, report, &response).ok());
@@ -159,6 +162,8 @@ TEST_F(PlannerServiceTest, ServingReportsReachTheBoardAndBadOnesAreRefused) {
   EXPECT_EQ(seen[0].refused_version, 2);
   EXPECT_EQ(seen[0].refusal, "version 2 refused: rank 1: no such expert");
   EXPECT_EQ(seen[0].local_activations, 40);
+  EXPECT_EQ(seen[0].output_tokens, 50);
+  EXPECT_DOUBLE_EQ(seen[0].request_seconds, 2.5);
 
   grpc::ClientContext bad_context;
   report.set_completed(-3);
@@ -166,6 +171,11 @@ TEST_F(PlannerServiceTest, ServingReportsReachTheBoardAndBadOnesAreRefused) {
   EXPECT_EQ(bad.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_NE(bad.error_message().find("127.0.0.1:7001"), std::string::npos) << bad.error_message();
   EXPECT_EQ(board_.Of("m", absl::Now(), absl::Seconds(30))[0].completed, 5);
+  grpc::ClientContext nan_context;  // Seconds that are not a number: refused too.
+  report.set_completed(5);
+  report.set_request_seconds(std::nan(""));
+  EXPECT_EQ(stub_->ReportServing(&nan_context, report, &response).error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
 }
 
 // A watcher sees the current active version, then a change made by another process's
