@@ -41,6 +41,7 @@
 #include "absl/time/time.h"
 #include "absl/types/span.h"
 #include "common/status_macros.h"
+#include "engine/forward/forward_options.h"
 #include "engine/forward/grouped_experts.h"
 #include "engine/forward/model_view.h"
 #include "engine/parallel/communicator.h"
@@ -63,10 +64,6 @@ class EpExchange {
  public:
   template <typename T>
   using Array = typename Ops::template Array<T>;
-
-  // A batch whose routing, all ranks' together, is at most this many bytes is all-gathered
-  // (the holder choice's one collective; 256 KiB: 8 ranks × 1,024 tokens × top-8).
-  static constexpr int64_t kRoutingGatherMaxBytes = int64_t{256} << 10;
 
   // All borrowed; they outlive this. `holder_choice`: with replicas, choose each batch's holders
   // by load (else an expert a rank does not hold runs on its home). `routing_gather_max_bytes`:

@@ -3,6 +3,8 @@
 #ifndef SEMMOE_ENGINE_FORWARD_FORWARD_OPTIONS_H_
 #define SEMMOE_ENGINE_FORWARD_FORWARD_OPTIONS_H_
 
+#include <cstdint>
+
 #include "engine/parallel/communicator.h"
 #include "engine/parallel/device_predictor.h"
 #include "planner/placement/placement.h"
@@ -14,6 +16,9 @@ struct KvArenaOptions {
   int page_size = 16;  // > 0.
   bool bf16 = false;   // Keys and values stored as bf16 (rounded, read back widened).
 };
+
+// ExpertParallelOptions::routing_gather_max_bytes's default: 8 ranks × 1,024 tokens × top-8.
+inline constexpr int64_t kRoutingGatherMaxBytes = int64_t{256} << 10;
 
 struct ExpertParallelOptions {  // Both null: every expert on this device.
   const planner::Placement* placement = nullptr;
@@ -30,7 +35,7 @@ struct ExpertParallelOptions {  // Both null: every expert on this device.
   bool holder_choice = true;
   // With it: a batch whose routing (all ranks') is at most this many bytes all-gathers it, one
   // collective a MoE layer instead of two (ep_exchange.h; 0: never).
-  int64_t routing_gather_max_bytes = int64_t{256} << 10;
+  int64_t routing_gather_max_bytes = kRoutingGatherMaxBytes;
 };
 
 }  // namespace semmoe::engine::forward

@@ -342,10 +342,11 @@ absl::Status GroupEngine::Deliver(const std::vector<runtime::GenerationResult>& 
   for (const runtime::GenerationResult& result : finished) {
     auto it = sinks_.find(result.id);
     if (it == sinks_.end()) continue;
-    auto at = submitted_.find(result.id);
-    const int64_t micros =
-        at != submitted_.end() ? absl::ToInt64Microseconds(absl::Now() - at->second) : 0;
-    if (at != submitted_.end()) submitted_.erase(at);
+    int64_t micros = 0;
+    if (auto at = submitted_.find(result.id); at != submitted_.end()) {
+      micros = absl::ToInt64Microseconds(absl::Now() - at->second);
+      submitted_.erase(at);
+    }
     {
       absl::MutexLock lock(&mu_);  // Counted before the client can see the result.
       ++stats_.completed;
