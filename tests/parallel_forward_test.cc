@@ -523,6 +523,9 @@ TEST_P(ParallelForwardTest, MatchesOneDeviceAndCountsBytesExactly) {
     const CollectiveCounters& a2a = results[r].comm[CollectiveKind::kAllToAll];
     EXPECT_EQ(a2a.bytes_sent, dispatch_sent + combine_sent + counted) << "rank " << r;
     EXPECT_EQ(a2a.bytes_received, dispatch_received + combine_received + counted);
+    // One all-to-all for the dispatch (rows, ids and weights together), one for the combine,
+    // and the row counts' where the routing was not gathered.
+    EXPECT_EQ(a2a.calls, 2 * calls + (calls - gathers)) << "rank " << r;
   }
 }
 

@@ -3,15 +3,16 @@
 // with CudaOps; Gloo with CpuOps, the CPU product's ranks):
 //   dispatch  the DispatchPlan of engine/parallel/dispatch_plan.h: each token goes once to every
 //             rank serving at least one of its top-k experts, with those experts' ids
-//             (`num_experts` for slots served elsewhere) and gate weights. With replicas (and the
-//             holder choice on), every rank computes the same per-batch holder choice
-//             (planner/placement/holder_choice.h) from every rank's activations per expert: an
-//             expert a rank does not hold runs on the least-loaded of its holders. A small batch
-//             (every rank's routing at most `routing_gather_max_bytes`, the ranks' token counts
-//             known: BeginPass under DP, SetRankTokens under Attention-TP) all-gathers the ranks'
-//             routing — one collective, from which every rank derives the demand, the choice and
-//             the rows each peer sends it, so the row-count exchange is skipped; a larger one
-//             all-gathers the activations per expert, then exchanges row counts (two);
+//             (`num_experts` for slots served elsewhere) and gate weights: rows, ids and
+//             weights in one collective (Communicator::AllToAllVParts), after the row counts.
+//             With replicas (and the holder choice on), every rank computes the same per-batch
+//             holder choice (planner/placement/holder_choice.h) from every rank's activations per
+//             expert: an expert a rank does not hold runs on the least-loaded of its holders. A
+//             small batch (every rank's routing at most `routing_gather_max_bytes`, the ranks'
+//             token counts known: BeginPass under DP, SetRankTokens under Attention-TP) all-gathers
+//             the ranks' routing — one collective, from which every rank derives the demand, the
+//             choice and the rows each peer sends it, so the row-count exchange is skipped; a
+//             larger one all-gathers the activations per expert, then exchanges row counts (two);
 //   experts   every rank runs its experts grouped by expert over the rows it received;
 //   combine   each received row's gate-weighted sum goes back; the owner adds the returns in
 //             rank order (deterministic).
@@ -98,8 +99,8 @@ class EpExchange {
     RETURN_IF_ERROR(ops_.CopyOut(all.data(), all_tokens_.data(), g));
     for (int r = 0; r < g; ++r) {
       if (all[r] < 0 || (r == comm_.rank() && all[r] != tokens)) {
-        return absl::InternalError(absl::StrCat("rank ", r, " announced a pass of ", all[r],
-                                                " tokens"));
+        return absl::InternalError(
+            absl::StrCat("rank ", r, " announced a pass of ", all[r], " tokens"));
       }
     }
     rank_tokens_ = std::move(all);
@@ -215,20 +216,24 @@ class EpExchange {
       RETURN_IF_ERROR(ops_.CopyIn(recv_ids_.data(), send_ids.data(), self * k));
       RETURN_IF_ERROR(ops_.CopyIn(recv_weights_.data(), send_weights.data(), self * k));
     }
+    // The peers' rows, ids and weights as one collective (each peer's three segments travel
+    // together).
     const int64_t peer_at = self;
-    RETURN_IF_ERROR(comm_.AllToAllV(
-        absl::Span<const float>(send_rows_.data() + peer_at * hidden, sent_total * hidden),
-        Scaled(to_peers, hidden),
-        absl::Span<float>(recv_rows_.data() + front * hidden, received * hidden),
-        Scaled(recv_rows, hidden)));
-    RETURN_IF_ERROR(comm_.AllToAllV(
-        absl::Span<const int32_t>(send_ids_.data() + peer_at * k, sent_total * k),
-        Scaled(to_peers, k), absl::Span<int32_t>(recv_ids_.data() + front * k, received * k),
-        Scaled(recv_rows, k)));
-    RETURN_IF_ERROR(comm_.AllToAllV(
-        absl::Span<const float>(send_weights_.data() + peer_at * k, sent_total * k),
-        Scaled(to_peers, k), absl::Span<float>(recv_weights_.data() + front * k, received * k),
-        Scaled(recv_rows, k)));
+    const std::vector<int64_t> rows_out = Scaled(to_peers, hidden),
+                               rows_in = Scaled(recv_rows, hidden);
+    const std::vector<int64_t> slots_out = Scaled(to_peers, k), slots_in = Scaled(recv_rows, k);
+    using Part = Communicator::AllToAllPart;
+    const Part parts[] = {
+        Part::Of(absl::Span<const float>(send_rows_.data() + peer_at * hidden, sent_total * hidden),
+                 rows_out, absl::Span<float>(recv_rows_.data() + front * hidden, received * hidden),
+                 rows_in),
+        Part::Of(absl::Span<const int32_t>(send_ids_.data() + peer_at * k, sent_total * k),
+                 slots_out, absl::Span<int32_t>(recv_ids_.data() + front * k, received * k),
+                 slots_in),
+        Part::Of(absl::Span<const float>(send_weights_.data() + peer_at * k, sent_total * k),
+                 slots_out, absl::Span<float>(recv_weights_.data() + front * k, received * k),
+                 slots_in)};
+    RETURN_IF_ERROR(comm_.AllToAllVParts(parts));
     CountExchange(plan, recv_rows, me, static_cast<int>(hidden), counters);
     counters.dispatch_seconds += Seconds(start);
 
@@ -419,8 +424,8 @@ class EpExchange {
     for (int r = 0; r < g; ++r) {
       for (int64_t i = at; i < at + sizes[r]; ++i) {
         if (all[i] < 0 || all[i] >= n) {
-          return absl::InternalError(absl::StrCat("peer ", r, " announced a routing to expert ",
-                                                  all[i], " of ", n));
+          return absl::InternalError(
+              absl::StrCat("peer ", r, " announced a routing to expert ", all[i], " of ", n));
         }
         ++demand[int64_t{r} * n + all[i]];
       }
@@ -429,10 +434,10 @@ class EpExchange {
     planner::HolderChoice choice = planner::ChooseHolders(placement_, moe_index, demand);
     at = 0;
     for (int r = 0; r < g; ++r) {
-      recv_rows[r] = r == me ? 0
-                             : DispatchRows(placement_, moe_index, r, k,
-                                            absl::MakeConstSpan(all.data() + at, sizes[r]),
-                                            &choice)[me];
+      recv_rows[r] =
+          r == me ? 0
+                  : DispatchRows(placement_, moe_index, r, k,
+                                 absl::MakeConstSpan(all.data() + at, sizes[r]), &choice)[me];
       at += sizes[r];
     }
     return choice;
@@ -504,7 +509,7 @@ class EpExchange {
   double pass_wait_seconds_ = 0;      // BeginPass's collective, not yet in a layer's counters.
   Array<int64_t> own_tokens_, all_tokens_;  // BeginPass's all-gather.
   Array<int32_t> own_routing_, routing_;    // The gathered routing.
-  int64_t served_ = 0;  // This Run's entries through this rank's experts.
+  int64_t served_ = 0;                      // This Run's entries through this rank's experts.
   std::vector<int64_t> served_per_expert_;  // ... per expert id.
   std::vector<int32_t> home_devices_;
   std::vector<int64_t> holder_load_;

@@ -169,30 +169,39 @@ absl::StatusOr<std::unique_ptr<NcclCommunicator>> NcclCommunicator::Create(
 
 absl::Status NcclCommunicator::DoAllToAllV(const char* send, const std::vector<int64_t>& send_bytes,
                                            char* recv, const std::vector<int64_t>& recv_bytes) {
+  return DoAllToAllVParts({{send, send_bytes, recv, recv_bytes}});
+}
+
+absl::Status NcclCommunicator::DoAllToAllVParts(const std::vector<BytePart>& parts) {
+  // Every part's sends and receives in one group: one launch, the peers' transfers concurrent.
   RETURN_IF_ERROR(impl_->Check("all-to-all-v"));
-  int64_t send_at = 0, recv_at = 0, self_send = 0, self_recv = 0;
   NCCL_RETURN_IF_ERROR(ncclGroupStart());
-  for (int r = 0; r < size_; ++r) {
-    if (r == rank_) {
-      self_send = send_at;
-      self_recv = recv_at;
-    } else {
-      if (send_bytes[r] > 0) {
+  for (const BytePart& p : parts) {
+    int64_t send_at = 0, recv_at = 0;
+    for (int r = 0; r < size_; ++r) {
+      if (r != rank_ && p.send_bytes[r] > 0) {
         NCCL_RETURN_IF_ERROR(
-            ncclSend(send + send_at, send_bytes[r], ncclChar, r, impl_->comm, impl_->stream));
+            ncclSend(p.send + send_at, p.send_bytes[r], ncclChar, r, impl_->comm, impl_->stream));
       }
-      if (recv_bytes[r] > 0) {
+      if (r != rank_ && p.recv_bytes[r] > 0) {
         NCCL_RETURN_IF_ERROR(
-            ncclRecv(recv + recv_at, recv_bytes[r], ncclChar, r, impl_->comm, impl_->stream));
+            ncclRecv(p.recv + recv_at, p.recv_bytes[r], ncclChar, r, impl_->comm, impl_->stream));
       }
+      send_at += p.send_bytes[r];
+      recv_at += p.recv_bytes[r];
     }
-    send_at += send_bytes[r];
-    recv_at += recv_bytes[r];
   }
   NCCL_RETURN_IF_ERROR(ncclGroupEnd());
-  if (send_bytes[rank_] > 0) {
-    CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(recv + self_recv, send + self_send, send_bytes[rank_],
-                                         cudaMemcpyDeviceToDevice, impl_->stream));
+  for (const BytePart& p : parts) {
+    if (p.send_bytes[rank_] <= 0) continue;
+    int64_t self_send = 0, self_recv = 0;
+    for (int r = 0; r < rank_; ++r) {
+      self_send += p.send_bytes[r];
+      self_recv += p.recv_bytes[r];
+    }
+    CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(p.recv + self_recv, p.send + self_send,
+                                         p.send_bytes[rank_], cudaMemcpyDeviceToDevice,
+                                         impl_->stream));
   }
   return impl_->Wait("all-to-all-v");
 }

@@ -76,6 +76,22 @@ TEST(NcclCommunicatorTest, CollectivesMatchTheirContract) {
     for (int s = 0; s < g; ++s) {
       for (int64_t i = 0; i < recv_counts[s]; ++i) EXPECT_EQ(got[at++], 100.0f * s + me);
     }
+    // The same floats and one i32 to every rank (value 10 src + dst) as one grouped all-to-all.
+    std::vector<int32_t> tags(g);
+    for (int d = 0; d < g; ++d) tags[d] = 10 * me + d;
+    int32_t* d_tags = ToDevice(tags);
+    int32_t* d_tags_got = ToDevice(std::vector<int32_t>(g, -1));
+    float* d_again = ToDevice(std::vector<float>(total, -1.0f));
+    const std::vector<int64_t> ones(g, 1);
+    using Part = Communicator::AllToAllPart;
+    const Part grouped[] = {Part::Of(absl::Span<const float>(d_send, send.size()), send_counts,
+                                     absl::Span<float>(d_again, total), recv_counts),
+                            Part::Of(absl::Span<const int32_t>(d_tags, g), ones,
+                                     absl::Span<int32_t>(d_tags_got, g), ones)};
+    ASSERT_TRUE(comm.AllToAllVParts(grouped).ok());
+    EXPECT_EQ(ToHost(d_again, total), got);
+    std::vector<int32_t> tags_got = ToHost(d_tags_got, g);
+    for (int s = 0; s < g; ++s) EXPECT_EQ(tags_got[s], 10 * s + me);
     // Reduce-scatter: segment j has j + 2 elements; rank r's segment sums (rank + 1) + j.
     std::vector<int64_t> counts(g);
     std::vector<float> parts;
@@ -111,12 +127,13 @@ TEST(NcclCommunicatorTest, CollectivesMatchTheirContract) {
     ASSERT_TRUE(comm.AllReduce(absl::Span<float>(d_sum, 2)).ok());
     EXPECT_EQ(ToHost(d_sum, 2), (std::vector<float>{1.0f * g, g * (g - 1) / 2.0f}));
     ASSERT_TRUE(comm.Barrier().ok());
-    EXPECT_EQ(comm.counters()[CollectiveKind::kAllToAll].calls, 1);
+    EXPECT_EQ(comm.counters()[CollectiveKind::kAllToAll].calls, 2);
     EXPECT_EQ(comm.counters()[CollectiveKind::kReduceScatter].calls, 1);
     for (void* p :
          {static_cast<void*>(d_send), static_cast<void*>(d_recv), static_cast<void*>(d_parts),
           static_cast<void*>(d_mine), static_cast<void*>(d_own), static_cast<void*>(d_all),
-          static_cast<void*>(d_b), static_cast<void*>(d_sum)}) {
+          static_cast<void*>(d_b), static_cast<void*>(d_sum), static_cast<void*>(d_tags),
+          static_cast<void*>(d_tags_got), static_cast<void*>(d_again)}) {
       cudaFree(p);
     }
   });

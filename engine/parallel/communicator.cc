@@ -1,5 +1,7 @@
 #include "engine/parallel/communicator.h"
 
+#include <string>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
@@ -101,6 +103,36 @@ absl::Status Communicator::AllToAllVBytes(const char* send, size_t send_size,
   ++c.calls;
   c.bytes_sent += Sum(send_bytes) - send_bytes[rank()];
   c.bytes_received += Sum(recv_bytes) - recv_bytes[rank()];
+  return absl::OkStatus();
+}
+
+absl::Status Communicator::AllToAllVParts(absl::Span<const AllToAllPart> parts) {
+  std::vector<BytePart> bytes;
+  bytes.reserve(parts.size());
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const AllToAllPart& p = parts[i];
+    const std::string what = absl::StrCat("all-to-all-v part ", i);
+    RETURN_IF_ERROR(CheckCounts(absl::StrCat(what, " send"), p.send_counts, size(), p.send_size));
+    RETURN_IF_ERROR(CheckCounts(absl::StrCat(what, " recv"), p.recv_counts, size(), p.recv_size));
+    bytes.push_back({p.send, Scaled(p.send_counts, p.elem), p.recv, Scaled(p.recv_counts, p.elem)});
+  }
+  {
+    Busy busy(*this);
+    RETURN_IF_ERROR(DoAllToAllVParts(bytes));
+  }
+  CollectiveCounters& c = counters_[CollectiveKind::kAllToAll];
+  ++c.calls;
+  for (const BytePart& p : bytes) {
+    c.bytes_sent += Sum(p.send_bytes) - p.send_bytes[rank()];
+    c.bytes_received += Sum(p.recv_bytes) - p.recv_bytes[rank()];
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Communicator::DoAllToAllVParts(const std::vector<BytePart>& parts) {
+  for (const BytePart& p : parts) {
+    RETURN_IF_ERROR(DoAllToAllV(p.send, p.send_bytes, p.recv, p.recv_bytes));
+  }
   return absl::OkStatus();
 }
 

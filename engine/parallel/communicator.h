@@ -86,6 +86,35 @@ class Communicator {
     return AllToAllVOf(send, send_counts, recv, recv_counts);
   }
 
+  // One buffer of a grouped all-to-all-v (AllToAllVParts): the arguments of one AllToAllV, counts
+  // in elements of `elem` bytes. Borrows everything; make it with Of().
+  struct AllToAllPart {
+    const char* send;
+    size_t send_size;
+    absl::Span<const int64_t> send_counts;
+    char* recv;
+    size_t recv_size;
+    absl::Span<const int64_t> recv_counts;
+    size_t elem;
+
+    template <typename T>
+    static AllToAllPart Of(absl::Span<const T> send, absl::Span<const int64_t> send_counts,
+                           absl::Span<T> recv, absl::Span<const int64_t> recv_counts) {
+      return {reinterpret_cast<const char*>(send.data()),
+              send.size(),
+              send_counts,
+              reinterpret_cast<char*>(recv.data()),
+              recv.size(),
+              recv_counts,
+              sizeof(T)};
+    }
+  };
+  // Several all-to-all-v at once, as one collective: the same result as one AllToAllV per part,
+  // in one round (Gloo: each peer's segments of every part packed into one message; NCCL: every
+  // part's sends and receives in one group). Counted as one all-to-all call with every part's
+  // bytes. Each part is checked as AllToAllV checks its arguments.
+  absl::Status AllToAllVParts(absl::Span<const AllToAllPart> parts);
+
   // Rank i contributes counts[i] elements (`send`); every rank receives all contributions in rank
   // order (`recv`, Σ counts elements).
   absl::Status AllGatherV(absl::Span<const float> send, absl::Span<const int64_t> counts,
@@ -131,6 +160,15 @@ class Communicator {
   // Backends implement byte-level transfers; counts are in bytes and already validated.
   virtual absl::Status DoAllToAllV(const char* send, const std::vector<int64_t>& send_bytes,
                                    char* recv, const std::vector<int64_t>& recv_bytes) = 0;
+  struct BytePart {
+    const char* send;
+    std::vector<int64_t> send_bytes;
+    char* recv;
+    std::vector<int64_t> recv_bytes;
+  };
+  // Every part's all-to-all-v in one round. The default runs them one after another (a backend
+  // without a cheaper way).
+  virtual absl::Status DoAllToAllVParts(const std::vector<BytePart>& parts);
   virtual absl::Status DoAllGatherV(const char* send, int64_t send_bytes, char* recv,
                                     const std::vector<int64_t>& recv_bytes) = 0;
   virtual absl::Status DoBroadcast(char* data, int64_t bytes, int root) = 0;

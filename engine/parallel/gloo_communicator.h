@@ -50,6 +50,7 @@ class GlooCommunicator final : public Communicator {
  protected:
   absl::Status DoAllToAllV(const char* send, const std::vector<int64_t>& send_bytes, char* recv,
                            const std::vector<int64_t>& recv_bytes) override;
+  absl::Status DoAllToAllVParts(const std::vector<BytePart>& parts) override;
   absl::Status DoAllGatherV(const char* send, int64_t send_bytes, char* recv,
                             const std::vector<int64_t>& recv_bytes) override;
   absl::Status DoBroadcast(char* data, int64_t bytes, int root) override;

@@ -5,6 +5,7 @@
 #include <functional>
 #include <future>
 #include <memory>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -68,6 +69,64 @@ TEST(GlooCommunicatorTest, AllToAllVWithUnevenCounts) {
               static_cast<int64_t>((send.size() - send_counts[me]) * sizeof(float)));
     EXPECT_EQ(group.counters()[CollectiveKind::kAllToAll].bytes_received,
               static_cast<int64_t>((recv.size() - recv_counts[me]) * sizeof(float)));
+  });
+}
+
+// Three parts of different types and counts (the dispatch's rows, ids and weights) in one call:
+// each part arrives as its own AllToAllV would deliver it, and it is one all-to-all.
+TEST(GlooCommunicatorTest, AllToAllVPartsDeliverEachPartAsItsOwnExchange) {
+  RunRanks(kRanks, [](GlooCommunicator& group) {
+    const int me = group.rank();
+    std::vector<int64_t> rows_out(kRanks), rows_in(kRanks), ids_out(kRanks), ids_in(kRanks);
+    std::vector<float> rows;
+    std::vector<int32_t> ids;
+    for (int dst = 0; dst < kRanks; ++dst) {
+      rows_out[dst] = Count(me, dst) * 3;
+      ids_out[dst] = Count(dst, me);  // Another shape: the transpose of the counts.
+      for (int64_t i = 0; i < rows_out[dst]; ++i) rows.push_back(Value(me, dst, i));
+      for (int64_t i = 0; i < ids_out[dst]; ++i) ids.push_back(-(100 * me + 10 * dst + i));
+    }
+    int64_t rows_total = 0, ids_total = 0;
+    for (int src = 0; src < kRanks; ++src) {
+      rows_total += rows_in[src] = Count(src, me) * 3;
+      ids_total += ids_in[src] = Count(me, src);
+    }
+    std::vector<float> rows_got(rows_total, -1.0f), empty_got;
+    std::vector<int32_t> ids_got(ids_total, 7);
+    const std::vector<int64_t> zeros(kRanks, 0);
+    using Part = Communicator::AllToAllPart;
+    const Part parts[] = {
+        Part::Of(absl::MakeConstSpan(rows), rows_out, absl::MakeSpan(rows_got), rows_in),
+        Part::Of(absl::Span<const float>(), zeros, absl::MakeSpan(empty_got), zeros),
+        Part::Of(absl::MakeConstSpan(ids), ids_out, absl::MakeSpan(ids_got), ids_in)};
+    ASSERT_TRUE(group.AllToAllVParts(parts).ok());
+
+    size_t r = 0, d = 0;
+    for (int src = 0; src < kRanks; ++src) {
+      for (int64_t i = 0; i < rows_in[src]; ++i) {
+        EXPECT_EQ(rows_got[r++], Value(src, me, i)) << "rank " << me << " from " << src;
+      }
+      for (int64_t i = 0; i < ids_in[src]; ++i) {
+        EXPECT_EQ(ids_got[d++], -(100 * src + 10 * me + i)) << "rank " << me << " from " << src;
+      }
+    }
+    const CollectiveCounters& c = group.counters()[CollectiveKind::kAllToAll];
+    EXPECT_EQ(c.calls, 1);
+    EXPECT_EQ(c.bytes_sent, static_cast<int64_t>((rows.size() - rows_out[me]) * sizeof(float) +
+                                                 (ids.size() - ids_out[me]) * sizeof(int32_t)));
+    EXPECT_EQ(c.bytes_received,
+              static_cast<int64_t>((rows_got.size() - rows_in[me]) * sizeof(float) +
+                                   (ids_got.size() - ids_in[me]) * sizeof(int32_t)));
+
+    // A part whose counts do not match its buffer is refused by its index before anything moves
+    // (every rank refuses, so the group stays usable).
+    const std::vector<int64_t> wrong(kRanks, 1);
+    const Part bad[] = {parts[0],
+                        Part::Of(absl::MakeConstSpan(ids), wrong, absl::MakeSpan(ids_got), ids_in)};
+    const absl::Status refused = group.AllToAllVParts(bad);
+    EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_NE(refused.message().find("part 1 send"), std::string::npos) << refused;
+    EXPECT_TRUE(group.AllToAllVParts(parts).ok());
   });
 }
 
