@@ -139,6 +139,9 @@ ABSL_FLAG(int64_t, autopilot_min_window_tokens, 4096,
 ABSL_FLAG(double, autopilot_max_lar_loss, 0.002,
           "serve --autopilot: LAR a rollout may give up (against its candidate) to move fewer "
           "experts within the budget");
+ABSL_FLAG(int, autopilot_migration_retries, 1,
+          "serve --autopilot: times a migration (rollouts that spend the whole expert budget) is "
+          "tried again after a refused candidate, each on a window that has turned over");
 ABSL_FLAG(absl::Duration, autopilot_confirm, absl::Seconds(10),
           "serve --autopilot: a drift must be seen this long before a candidate is built");
 ABSL_FLAG(absl::Duration, autopilot_rollout_timeout, absl::Minutes(10),
@@ -367,6 +370,7 @@ int Run(const std::string& command, const std::string& sub) {
           .min_interval = absl::GetFlag(FLAGS_autopilot_min_interval),
           .max_moved_experts = absl::GetFlag(FLAGS_autopilot_expert_budget),
           .max_lar_loss = absl::GetFlag(FLAGS_autopilot_max_lar_loss),
+          .migration_retries = absl::GetFlag(FLAGS_autopilot_migration_retries),
           .min_gain = absl::GetFlag(FLAGS_autopilot_min_gain),
           .drift_confirm = absl::GetFlag(FLAGS_autopilot_confirm),
           .rollout_timeout = absl::GetFlag(FLAGS_autopilot_rollout_timeout),

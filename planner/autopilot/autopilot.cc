@@ -74,9 +74,10 @@ absl::StatusOr<std::unique_ptr<Autopilot>> Autopilot::Create(const AutopilotOpti
       o.min_interval < absl::ZeroDuration() || o.drift_confirm < absl::ZeroDuration() ||
       o.report_fresh <= absl::ZeroDuration() || o.rollout_timeout <= absl::ZeroDuration() ||
       o.min_served_requests < 1 || o.max_failed_share_gain < 0 || o.served_lar_margin < 0 ||
-      o.served_latency_margin < 0) {
+      o.served_latency_margin < 0 || o.migration_retries < 0) {
     return absl::InvalidArgumentError(
-        "the autopilot's thresholds, gain, margins and intervals must not be negative (the report "
+        "the autopilot's thresholds, gain, margins, intervals and retries must not be negative "
+        "(the report "
         "freshness, rollout timeout and served requests positive)");
   }
   auto autopilot = std::unique_ptr<Autopilot>(new Autopilot(o));
@@ -99,7 +100,18 @@ absl::StatusOr<std::unique_ptr<Autopilot>> Autopilot::Create(const AutopilotOpti
       }
       if (f.is_object()) {
         autopilot->rollout_window_ = f.value("window", std::string());
-        if (f.value("budget_spent", false)) autopilot->migrating_ = d.candidate_version;
+        if (f.value("budget_spent", false)) {
+          autopilot->migrating_ = d.candidate_version;
+          autopilot->retries_left_ = o.migration_retries;
+        }
+      }
+    }
+    if (d.action == "refuse") {  // A migration's refused candidate may leave a retry.
+      const nlohmann::json f = ParseJsonOrDiscarded(d.figures_json);
+      if (f.is_object() && f.value("migration_retry", false)) {
+        autopilot->retry_version_ = d.served_version;
+        autopilot->retry_window_ = f.value("window", std::string());
+        autopilot->retries_left_ = f.value("retries_left", 0);
       }
     }
     break;
@@ -196,7 +208,9 @@ absl::Status Autopilot::Decide(AutopilotDecision& d, nlohmann::ordered_json& f) 
   // A rollout that spent the whole budget left LAR behind: once the traffic after it is in the
   // window, the migration goes on (a candidate that gains too little ends it).
   const bool migrating = migrating_ == active->version && signature != rollout_window_;
-  if (steady && !migrating) {
+  const bool retrying =
+      !migrating && retry_version_ == active->version && signature != retry_window_;
+  if (steady && !migrating && !retrying) {
     drift_seen_.reset();
     d.action = "steady";
     d.reason =
@@ -204,9 +218,12 @@ absl::Status Autopilot::Decide(AutopilotDecision& d, nlohmann::ordered_json& f) 
     return absl::OkStatus();
   }
   const std::string why =
-      steady ? absl::StrCat(seen, "; version ", active->version,
-                            " spent the whole expert budget: the migration goes on")
-             : seen;
+      !steady     ? seen
+      : migrating ? absl::StrCat(seen, "; version ", active->version,
+                                 " spent the whole expert budget: the migration goes on")
+                  : absl::StrCat(seen,
+                                 "; the migration's last candidate was refused on another "
+                                 "window: it is tried again on this one");
   f["migrating"] = steady;
   if (probe_.has_value()) {  // Never two rollouts in flight.
     d.action = "wait";
@@ -269,15 +286,16 @@ absl::Status Autopilot::Decide(AutopilotDecision& d, nlohmann::ordered_json& f) 
   const int moved = diff.value("moved", 0);
   f["moved_experts"] = moved;
   if (candidate_lar < served_lar + o_.min_gain) {
-    return Refuse(d,
+    return Refuse(d, f, signature,
                   absl::StrCat("candidate version ", candidate, " reaches LAR ", Lar(candidate_lar),
                                " on the held-back half of the window against ", Lar(served_lar),
                                " for version ", active->version, ": under the ", Lar(o_.min_gain),
                                " gain a rollout needs"));
   }
   if (moved > budget) {  // The build keeps the budget; a placement that does not is refused.
-    return Refuse(d, absl::StrCat("candidate version ", candidate, " moves ", moved,
-                                  " experts, over the budget of ", budget));
+    return Refuse(d, f, signature,
+                  absl::StrCat("candidate version ", candidate, " moves ", moved,
+                               " experts, over the budget of ", budget));
   }
   // The check passed: the version rolled out is the same build from the whole window (its tables
   // then know twice the tokens), within the same budget.
@@ -290,8 +308,9 @@ absl::Status Autopilot::Decide(AutopilotDecision& d, nlohmann::ordered_json& f) 
   f["moved_experts"] = rollout_moved;
   d.candidate_version = rollout;
   if (rollout_moved > budget) {
-    return Refuse(d, absl::StrCat("version ", rollout, " (from the whole window) moves ",
-                                  rollout_moved, " experts, over the budget of ", budget));
+    return Refuse(d, f, signature,
+                  absl::StrCat("version ", rollout, " (from the whole window) moves ",
+                               rollout_moved, " experts, over the budget of ", budget));
   }
   RETURN_IF_ERROR(store_->Activate(rollout));
   last_change_ = o_.clock->Now();
@@ -299,6 +318,8 @@ absl::Status Autopilot::Decide(AutopilotDecision& d, nlohmann::ordered_json& f) 
   previous_ = active->version;
   rollout_window_ = signature;
   migrating_ = rollout_moved >= budget ? rollout : 0;
+  retries_left_ = o_.migration_retries;  // Each migration step may be retried anew.
+  retry_version_ = 0;
   f["probation"] = true;
   f["budget_spent"] = migrating_ > 0;
   if (o_.serving != nullptr) {
@@ -317,9 +338,22 @@ absl::Status Autopilot::Decide(AutopilotDecision& d, nlohmann::ordered_json& f) 
   return absl::OkStatus();
 }
 
-absl::Status Autopilot::Refuse(AutopilotDecision& d, std::string reason) {
+absl::Status Autopilot::Refuse(AutopilotDecision& d, nlohmann::ordered_json& f,
+                               const std::string& window, std::string reason) {
   last_change_ = o_.clock->Now();  // No candidate more often than min_interval either.
-  migrating_ = 0;                  // A migration ends where nothing gains enough.
+  // A migration ends where nothing gains enough — after its retries, each on a window that has
+  // turned over (the refused one may have been noise).
+  const bool in_migration = migrating_ == d.served_version || retry_version_ == d.served_version;
+  migrating_ = 0;
+  retry_version_ = 0;
+  if (in_migration && retries_left_ > 0) {
+    --retries_left_;
+    retry_version_ = d.served_version;
+    retry_window_ = window;
+    f["migration_retry"] = true;
+    f["retries_left"] = retries_left_;
+    reason = absl::StrCat(reason, "; the migration is tried again once the window has turned over");
+  }
   d.action = "refuse";
   d.reason = std::move(reason);
   return absl::OkStatus();
@@ -329,7 +363,7 @@ absl::Status Autopilot::Rollback(AutopilotDecision& d, int64_t previous, std::st
   RETURN_IF_ERROR(store_->Activate(previous));
   last_change_ = o_.clock->Now();
   rolled_out_ = previous_ = 0;
-  migrating_ = 0;
+  migrating_ = retry_version_ = 0;
   probe_.reset();
   drift_seen_.reset();
   d.action = "rollback";

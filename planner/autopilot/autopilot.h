@@ -10,7 +10,9 @@
 //      what it was planned for within drift_threshold and expert shares within shift_threshold
 //      of the traffic it was planned from → "steady" — unless the last rollout spent the whole
 //      expert budget and the window holds traffic after it: then the migration goes on (steps
-//      4-6) until a candidate gains too little. While a rollout is not yet served and checked
+//      4-6) until a candidate gains too little — and once more (migration_retries) when the
+//      window has turned over after that refusal: a noisy window must not end a migration a
+//      point short. While a rollout is not yet served and checked
 //      where it serves (below) → "wait";
 //   4. a drift seen for less than drift_confirm, or too soon after the last rollout, rollback or
 //      refused candidate (min_interval) → "wait": no version is built more often, however long
@@ -68,6 +70,9 @@ struct AutopilotOptions {
   // Within that budget, LAR a candidate may give up to move fewer experts (planner build
   // --max_lar_loss; its default, 0.01, stops a migration a point short of its candidate).
   double max_lar_loss = 0.002;
+  // Times a migration whose candidate was refused is tried again, each once the window holds
+  // other traffic than the refused candidate's and min_interval has passed.
+  int migration_retries = 1;
   double min_gain = 0.01;         // LAR the candidate must gain on the held-back half.
   double rollback_margin = 0.01;  // LAR a rolled-out version may lose against its predecessor.
   // A drift must be seen this long before a candidate is built (a blip is not a shift; the old
@@ -108,8 +113,9 @@ class Autopilot {
   absl::StatusOr<bool> CheckServing(AutopilotDecision& d, nlohmann::ordered_json& figures,
                                     int64_t active_version);
   // A candidate not rolled out ("refuse"; it stays a draft): paces the next by min_interval and
-  // ends a migration.
-  absl::Status Refuse(AutopilotDecision& d, std::string reason);
+  // ends a migration, or leaves it one retry fewer (on a window other than `window`).
+  absl::Status Refuse(AutopilotDecision& d, nlohmann::ordered_json& f, const std::string& window,
+                      std::string reason);
   // Re-activates `previous` ("rollback") and ends both checks.
   absl::Status Rollback(AutopilotDecision& d, int64_t previous, std::string reason);
 
@@ -125,6 +131,11 @@ class Autopilot {
   // The last rollout, when it spent the whole expert budget: the migration goes on while it is
   // active, until a candidate gains too little. 0: none.
   int64_t migrating_ = 0;
+  // A migration whose candidate was refused on `retry_window_`, to be tried again on another
+  // window (`retries_left_` times more after that). 0: none.
+  int64_t retry_version_ = 0;
+  std::string retry_window_;
+  int retries_left_ = 0;
   // The served check of the last rollout: the version and the one before; serving's counters
   // under the old version on the shifted traffic; since the groups switched.
   struct ServedProbe {

@@ -167,17 +167,20 @@ TEST_F(AutopilotTest, ARefusedCandidateIsNotRebuiltBeforeTheMinimumInterval) {
 }
 
 // A rollout that spent the whole expert budget is an unfinished migration: on new traffic it goes
-// on, a budget per step, until a candidate gains too little; then the loop is steady.
+// on, a budget per step, until a candidate gains too little — then once more on a window that has
+// turned over (the refused one may have been noise; the retry survives a restart); then the loop
+// is steady.
 TEST_F(AutopilotTest, AMigrationThatSpentItsBudgetGoesOnUntilNothingGainsEnough) {
   Live(4, 0, 80, /*layer1_shift=*/1);  // Layer 1's experts must move: no relabelling undoes it.
-  auto a = Autopilot::Create({.db = db_,
-                              .model = "m",
-                              .traces = {live_},
-                              .min_window_tokens = 200,
-                              .min_interval = absl::Minutes(5),
-                              .max_moved_experts = 4,
-                              .drift_confirm = absl::ZeroDuration(),
-                              .clock = &clock_});
+  const AutopilotOptions options{.db = db_,
+                                 .model = "m",
+                                 .traces = {live_},
+                                 .min_window_tokens = 200,
+                                 .min_interval = absl::Minutes(5),
+                                 .max_moved_experts = 4,
+                                 .drift_confirm = absl::ZeroDuration(),
+                                 .clock = &clock_};
+  auto a = Autopilot::Create(options);
   ASSERT_TRUE(a.ok()) << a.status();
   auto d = (*a)->Tick();
   ASSERT_EQ(d->action, "rollout") << d->reason;
@@ -187,27 +190,46 @@ TEST_F(AutopilotTest, AMigrationThatSpentItsBudgetGoesOnUntilNothingGainsEnough)
   d = (*a)->Tick();  // The same window: nothing new to plan from.
   EXPECT_EQ(d->action, "steady") << d->reason;
 
-  int continued = 0;
-  std::string last;
-  for (uint64_t seed = 10; seed < 40 && last != "refuse"; ++seed) {
+  int continued = 0, retried = 0, restarted = 0;
+  bool ended = false;  // A refusal with no retry left.
+  uint64_t seed = 10;
+  for (; seed < 60 && !ended; ++seed) {
     clock_.Advance(absl::Minutes(6));
     Live(seed, 0, 80, 1);  // More of the shifted traffic.
     d = (*a)->Tick();
-    last = d->action;
-    if (last == "rollout") {
+    const nlohmann::json figures = nlohmann::json::parse(d->figures_json);
+    if (d->action == "rollout") {
       ++continued;
-      EXPECT_NE(d->reason.find("spent the whole expert budget: the migration goes on"),
-                std::string::npos)
+      EXPECT_TRUE(d->reason.find("spent the whole expert budget: the migration goes on") !=
+                      std::string::npos ||
+                  d->reason.find("tried again on this one") != std::string::npos)
           << d->reason;
       EXPECT_LE(d->moved_experts, 4);
+    } else if (d->action == "refuse" && figures.value("migration_retry", false)) {
+      ++retried;
+      EXPECT_EQ(figures.value("retries_left", -1), 0);
+      EXPECT_NE(d->reason.find("tried again once the window has turned over"), std::string::npos)
+          << d->reason;
+      // Not on the same window, however long it waits...
+      clock_.Advance(absl::Minutes(6));
+      EXPECT_EQ((*a)->Tick()->action, "steady");
+      // ... and the retry outlives a restart of the planner.
+      if (restarted++ == 0) {
+        a = Autopilot::Create(options);
+        ASSERT_TRUE(a.ok()) << a.status();
+      }
+    } else if (d->action == "refuse") {
+      ended = true;
+      EXPECT_GE(retried, 1) << "the migration ended without its retry: " << d->reason;
     } else {
-      EXPECT_TRUE(last == "refuse" || last == "steady") << last << ": " << d->reason;
+      EXPECT_EQ(d->action, "steady") << d->reason;
     }
   }
   EXPECT_GE(continued, 1);
-  EXPECT_EQ(last, "refuse");
+  EXPECT_GE(retried, 1);
+  ASSERT_TRUE(ended);
   clock_.Advance(absl::Minutes(6));
-  Live(50, 0, 80, 1);
+  Live(seed + 100, 0, 80, 1);
   d = (*a)->Tick();
   EXPECT_EQ(d->action, "steady") << d->reason;
 }
@@ -370,8 +392,7 @@ TEST_F(ServedCheckTest, ARolloutWhoseTokensComeSlowerIsRolledBack) {
   EXPECT_NE(d->reason.find(absl::StrCat("version ", v, " serves at 80.0 ms per output token")),
             std::string::npos)
       << d->reason;
-  EXPECT_NE(d->reason.find("version 1's 50.0 by more than 50.0%"), std::string::npos)
-      << d->reason;
+  EXPECT_NE(d->reason.find("version 1's 50.0 by more than 50.0%"), std::string::npos) << d->reason;
   EXPECT_EQ(Active(), v1_);
   const nlohmann::json f = nlohmann::json::parse(d->figures_json);
   EXPECT_NEAR(f["served_after"].value("ms_per_output_token", 0.0), 80.0, 1e-9) << f;
