@@ -323,22 +323,30 @@ absl::Status Console::ClusterStatus() {
   }
   if (!per_layer.empty()) out_ << per_layer.Render();
   // Expert load per MoE layer over each group's ranks: (max − mean) / mean of the activations
-  // their experts ran (since the engines started).
-  // With the hottest experts: their shares of the layer's activations.
+  // their experts ran over the router's load window (the balance now, not since the engines
+  // started), with the hottest experts: their shares of the layer's activations.
+  for (const rrpc::ArmStats& arm : stats.arms()) {
+    if (arm.layer_loads_size() == 0) continue;
+    out_ << "expert load" << (arm.name().empty() ? "" : " of arm " + arm.name()) << " over the "
+         << (arm.load_window_s() > 0 ? absl::StrCat("last ", Fixed(arm.load_window_s(), 0), " s")
+                                     : std::string("engines' time so far"))
+         << "\n";
+  }
   Table load({"arm", "MoE layer", "load imbalance", "busiest rank's activations",
               "hottest experts (share)"});
-  for (const auto& [key, ranks] : served) {
-    if (ranks.size() < 2) continue;
-    const int64_t all = std::accumulate(ranks.begin(), ranks.end(), int64_t{0});
-    std::string hot;
-    for (const planner::HotExpert& h : planner::HottestExperts(per_expert[key], 3)) {
-      absl::StrAppend(&hot, hot.empty() ? "" : "  ", "e", h.expert, " ",
-                      Fixed(all > 0 ? 100.0 * h.activations / all : 0.0, 1), "%");
+  for (const rrpc::ArmStats& arm : stats.arms()) {
+    for (const rrpc::LayerLoad& l : arm.layer_loads()) {
+      std::string hot;
+      for (int i = 0; i < std::min(3, l.hot_experts_size()); ++i) {
+        const rrpc::HotExpert& h = l.hot_experts(i);
+        absl::StrAppend(
+            &hot, hot.empty() ? "" : "  ", "e", h.expert(), " ",
+            Fixed(l.activations() > 0 ? 100.0 * h.activations() / l.activations() : 0.0, 1), "%");
+      }
+      load.Add(
+          {arm.name().empty() ? "-" : arm.name(), absl::StrCat(l.layer()), Fixed(l.imbalance(), 3),
+           absl::StrCat(l.busiest(), " (rank ", l.busiest_rank(), ")"), hot.empty() ? "-" : hot});
     }
-    load.Add({key.first.empty() ? "-" : key.first, absl::StrCat(key.second),
-              Fixed(planner::LoadImbalance(ranks), 3),
-              absl::StrCat(*std::max_element(ranks.begin(), ranks.end())),
-              hot.empty() ? "-" : hot});
   }
   if (!load.empty()) out_ << load.Render();
   // All-to-all MiB each rank sent each rank (dispatch and combine, since the engines started).

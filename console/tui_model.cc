@@ -165,8 +165,8 @@ std::vector<std::string> PlacementLines(const Snapshot& s, int selected, int wid
     for (const auto& d : s.autopilot) {
       if ((d.action() != "rollout" && d.action() != "rollback") || shown == 3) continue;
       ++shown;
-      out.push_back(Cut(absl::StrFormat("  #%d %s v%d -> v%d, %d experts moved", d.id(),
-                                        d.action(), d.served_version(), d.candidate_version(),
+      out.push_back(Cut(absl::StrFormat("  #%d %s v%d -> v%d, %d experts moved", d.id(), d.action(),
+                                        d.served_version(), d.candidate_version(),
                                         std::max(0, d.moved_experts())),
                         width));
     }
@@ -249,15 +249,20 @@ std::vector<std::string> ClusterLines(const Snapshot& s, const std::deque<double
   for (const auto& arm : r.arms()) {
     for (const auto& l : arm.layer_loads()) {
       if (!load_header) {
-        out.push_back("expert-load imbalance per MoE layer ((max - mean) / mean over the ranks):");
+        out.push_back(Cut(absl::StrCat("expert-load imbalance per MoE layer ((max - mean) / mean "
+                                       "over the ranks, ",
+                                       arm.load_window_s() > 0
+                                           ? absl::StrFormat("last %.0f s", arm.load_window_s())
+                                           : std::string("since the engines started"),
+                                       "):"),
+                          width));
         load_header = true;
       }
-      out.push_back(Cut(
-          absl::StrFormat("  %-4s layer %-3d %s %.3f  (busiest: rank %d%s)",
-                          arm.name().empty() ? "-" : arm.name(), l.layer(),
-                          Bar(std::min(1.0, l.imbalance()), 40), l.imbalance(), l.busiest_rank(),
-                          HottestText(l)),
-          width));
+      out.push_back(Cut(absl::StrFormat("  %-4s layer %-3d %s %.3f  (busiest: rank %d%s)",
+                                        arm.name().empty() ? "-" : arm.name(), l.layer(),
+                                        Bar(std::min(1.0, l.imbalance()), 40), l.imbalance(),
+                                        l.busiest_rank(), HottestText(l)),
+                        width));
     }
   }
   out.push_back("");

@@ -99,19 +99,23 @@ TEST(TuiModelTest, ClusterShowsEachRanksRolloutAndRefusals) {
   EXPECT_EQ(PlacementCell(*r1), "v2->v3 staged");
   r1->clear_rollout();
   EXPECT_EQ(PlacementCell(*r1), "v2");
-  router::rpc::LayerLoad* load = s.router.add_arms()->add_layer_loads();
+  router::rpc::ArmStats* arm = s.router.add_arms();
+  arm->set_load_window_s(45);
+  router::rpc::LayerLoad* load = arm->add_layer_loads();
   load->set_layer(5);
   load->set_imbalance(0.25);
   load->set_busiest_rank(1);
   for (int e : {7, 2, 40, 9}) load->add_hot_experts()->set_expert(e);
-  bool shown = false, load_shown = false;
+  bool shown = false, load_shown = false, window_shown = false;
   for (const std::string& line : ClusterLines(s, {}, 200)) {
     shown |= line.find("v2->v3 4/10 e1") != std::string::npos;
+    window_shown |= line.find("over the ranks, last 45 s") != std::string::npos;
     load_shown |= line.find("layer 5") != std::string::npos &&
                   line.find("0.250  (busiest: rank 1; hottest: e7 e2 e40)") != std::string::npos;
   }
   EXPECT_TRUE(shown);
   EXPECT_TRUE(load_shown);
+  EXPECT_TRUE(window_shown);
   EXPECT_TRUE(Banners(s, "p", "r").empty());
   r0->mutable_rollout()->set_error("version 3 refused: rank 1: no disk");
   ASSERT_EQ(Banners(s, "p", "r").size(), 1u);

@@ -82,6 +82,9 @@ ABSL_FLAG(std::string, arms, "", "A/B: NAME=HOST:PORT,...;NAME=... (each arm's e
 ABSL_FLAG(double, report_s, 5, "A/B: seconds between arm metric reports to the planner");
 ABSL_FLAG(double, slo_ttft_ms, 1000, "goodput SLO: time to first token");
 ABSL_FLAG(double, slo_tpot_ms, 200, "goodput SLO: time per output token");
+ABSL_FLAG(double, load_window_s, 60,
+          "the expert load in stats, /metrics and the console covers the last half to whole of "
+          "this many seconds (not the time since the engines started)");
 
 namespace semmoe::router {
 namespace {
@@ -131,6 +134,7 @@ int Run() {
       absl::Milliseconds(std::max(0.0, absl::GetFlag(FLAGS_max_predicted_wait_ms)));
   o.slo_ttft_ms = absl::GetFlag(FLAGS_slo_ttft_ms);
   o.slo_tpot_ms = absl::GetFlag(FLAGS_slo_tpot_ms);
+  o.load_window = absl::Seconds(absl::GetFlag(FLAGS_load_window_s));
   o.planner = absl::GetFlag(FLAGS_planner);
   o.model_name = absl::GetFlag(FLAGS_model_name);
   o.affinity_file = UserPath(absl::GetFlag(FLAGS_affinity));

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <numeric>
 #include <utility>
 #include <vector>
 
@@ -32,6 +33,7 @@ EngineGroup::EngineGroup(const GroupOptions& options) : options_(options), start
   rebatcher_ = std::make_unique<Rebatcher>(static_cast<int>(options.ranks.size()), options.rebatch);
   rank_lar_.assign(options.ranks.size(), 0.0);
   counters_.assign(options.ranks.size(), {});
+  load_windows_.assign(options.ranks.size(), LoadWindow(options.load_window));
 }
 
 std::shared_ptr<const RouterTables> EngineGroup::tables() const {
@@ -101,12 +103,13 @@ void EngineGroup::Poll() {
     rebatcher_->SetKvFree(r, stats.kv_total_tokens() > 0 ? stats.kv_free_tokens() : -1);
     EngineCounters c;
     c.down_reason = reason;
+    ExpertLoad cumulative;  // Since the rank started; shown over the load window (Fill).
     for (const engine::rpc::MoeLayerStats& l : stats.layers()) {
       c.local += l.local_activations();
       c.remote += l.remote_activations();
       c.a2a_bytes += l.dispatch_bytes_sent() + l.combine_bytes_sent();
-      c.served.emplace_back(l.layer(), l.served_activations());
-      c.per_expert.emplace_back(
+      cumulative.served.emplace_back(l.layer(), l.served_activations());
+      cumulative.per_expert.emplace_back(
           l.layer(),
           std::vector<int64_t>(l.expert_activations().begin(), l.expert_activations().end()));
     }
@@ -116,6 +119,9 @@ void EngineGroup::Poll() {
     serving[r] = stats.placement_version();
     targets[r] = stats.rollout().target_version();
     absl::MutexLock lock(&mu_);
+    LoadWindow::Windowed load = load_windows_[r].Observe(options_.clock->Now(), cumulative);
+    c.load = std::move(load.load);
+    c.load_span = load.span;
     rank_lar_[r] = stats.lar();
     c.down_since = counters_[r].down_since;
     counters_[r] = c;
@@ -258,13 +264,17 @@ void EngineGroup::Fill(rpc::ArmStats& out) const {
   out.set_a2a_bytes_per_token(tokens == 0 ? 0.0 : static_cast<double>(bytes) / tokens);
   // The expert load per MoE layer, over the ranks that reported it (an expert-parallel group).
   std::map<int, std::vector<std::pair<int64_t, int>>> by_layer;  // layer → (served, rank)
-  std::map<int, std::vector<int64_t>> per_expert;                 // layer → summed over ranks
+  std::map<int, std::vector<int64_t>> per_expert;                // layer → summed over ranks
+  absl::Duration span = absl::InfiniteDuration();  // The shortest window of the ranks'.
   for (int r = 0; r < size(); ++r) {
-    for (const auto& [layer, served] : counters_[r].served) by_layer[layer].emplace_back(served, r);
-    for (const auto& [layer, experts] : counters_[r].per_expert) {
+    const EngineCounters& c = counters_[r];
+    for (const auto& [layer, served] : c.load.served) by_layer[layer].emplace_back(served, r);
+    for (const auto& [layer, experts] : c.load.per_expert) {
       planner::AddActivations(experts, per_expert[layer]);
     }
+    if (!c.load.served.empty()) span = std::min(span, c.load_span);
   }
+  if (span != absl::InfiniteDuration()) out.set_load_window_s(absl::ToDoubleSeconds(span));
   for (const auto& [layer, ranks] : by_layer) {
     if (ranks.size() < 2) continue;
     std::vector<int64_t> load;
@@ -276,6 +286,7 @@ void EngineGroup::Fill(rpc::ArmStats& out) const {
     l->set_imbalance(planner::LoadImbalance(load));
     l->set_busiest(busiest->first);
     l->set_busiest_rank(busiest->second);
+    l->set_activations(std::accumulate(load.begin(), load.end(), int64_t{0}));
     for (const planner::HotExpert& h : planner::HottestExperts(per_expert[layer], kHotExperts)) {
       rpc::HotExpert* hot = l->add_hot_experts();
       hot->set_expert(h.expert);

@@ -19,6 +19,7 @@
 #include "engine/proto/engine.grpc.pb.h"
 #include "nlohmann/json.hpp"
 #include "router/core/latency_window.h"
+#include "router/core/load_window.h"
 #include "router/proto/router.pb.h"
 #include "router/rebatch/rebatcher.h"
 #include "router/tables/engine_follow.h"
@@ -35,6 +36,9 @@ struct GroupOptions {
   EngineFollow* follow = nullptr;
   RebatcherOptions rebatch;
   double slo_ttft_ms = 1000, slo_tpot_ms = 200;  // For goodput.
+  // The expert load (ArmStats.layer_loads) covers the last half to whole of this
+  // (router/core/load_window.h), not the time since the engines started.
+  absl::Duration load_window = absl::Seconds(60);
   Clock* clock = Clock::Real();  // Times the first-token rate (PredictWait); tests move a fake.
 };
 
@@ -103,9 +107,9 @@ class EngineGroup {
     std::string down_reason;  // "" while the rank answers and takes requests.
     absl::Time down_since = absl::InfinitePast();
     int64_t local = 0, remote = 0, a2a_bytes = 0, tokens = 0;
-    std::vector<std::pair<int, int64_t>> served;  // (MoE layer, activations its experts ran).
-    // (MoE layer, the activations its experts ran per expert id).
-    std::vector<std::pair<int, std::vector<int64_t>>> per_expert;
+    // The activations its experts ran per MoE layer and expert id, over the last load_span.
+    ExpertLoad load;
+    absl::Duration load_span;
     int64_t placement_version = 0;
     engine::rpc::RolloutStats rollout;
   };
@@ -130,6 +134,7 @@ class EngineGroup {
   bool busy_at_sample_ ABSL_GUARDED_BY(mu_) = false;
   std::vector<double> rank_lar_ ABSL_GUARDED_BY(mu_);
   std::vector<EngineCounters> counters_ ABSL_GUARDED_BY(mu_);
+  std::vector<LoadWindow> load_windows_ ABSL_GUARDED_BY(mu_);
 
   void SampleRate(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 };

@@ -80,15 +80,23 @@ std::string RouterMetricsText(const rpc::RouterStats& s,
             "1 when the arm places with the tables it should; 0 when it falls back (the reason "
             "is in GetStats and the console).",
             l, a.tables_error().empty() ? 1 : 0);
+    if (a.layer_loads_size() > 0) {
+      f.Gauge("semmoe_router_moe_expert_load_window_seconds",
+              "How many seconds the expert-load series cover (0: since the engines started, "
+              "until the router has polled them twice).",
+              l, a.load_window_s());
+    }
     for (const rpc::LayerLoad& load : a.layer_loads()) {
       f.Gauge("semmoe_router_moe_expert_load_imbalance",
               "Per MoE layer, (max - mean) / mean over the group's ranks of the expert activations "
-              "their experts ran (their counters at the last poll).",
+              "their experts ran over the router's load window (--load_window_s: its last half to "
+              "whole).",
               {{"arm", arm}, {"layer", absl::StrCat(load.layer())}}, load.imbalance());
       for (int i = 0; i < load.hot_experts_size(); ++i) {
         f.Gauge("semmoe_router_moe_hot_expert_activations",
                 "The group's most active experts per MoE layer (place 1 = the most; replicas "
-                "summed), with their activations so far: a top-8, not every expert.",
+                "summed), with their activations over the load window: a top-8, not every "
+                "expert.",
                 {{"arm", arm},
                  {"layer", absl::StrCat(load.layer())},
                  {"place", absl::StrCat(i + 1)},

@@ -23,6 +23,7 @@ TEST(RouterMetricsTest, OutcomesArmsAndRanks) {
   a->set_engines_version(4);
   a->set_rollout_target(5);
   a->set_tables_error("version 5 unusable: ...");
+  a->set_load_window_s(42);
   rpc::LayerLoad* load = a->add_layer_loads();
   load->set_layer(3);
   load->set_imbalance(0.25);
@@ -53,6 +54,7 @@ TEST(RouterMetricsTest, OutcomesArmsAndRanks) {
               HasSubstr("semmoe_router_moe_expert_load_imbalance{arm=\"B\",layer=\"3\"} 0.25"));
   EXPECT_THAT(text, HasSubstr("semmoe_router_moe_hot_expert_activations{arm=\"B\",layer=\"3\","
                               "place=\"1\",expert=\"17\"} 900"));
+  EXPECT_THAT(text, HasSubstr("semmoe_router_moe_expert_load_window_seconds{arm=\"B\"} 42"));
   EXPECT_EQ(text.find("semmoe_router_rank_kv_cache_free_tokens"), std::string::npos);
 }
 

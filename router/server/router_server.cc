@@ -103,10 +103,11 @@ absl::Status ValidateRouterServerOptions(const RouterServerOptions& o) {
   }
   if (o.rebatch.balance_eps < 0 || o.rebatch.window < absl::ZeroDuration() ||
       o.default_max_queue < absl::ZeroDuration() || o.rebatch.max_window_requests <= 0 ||
-      o.max_in_flight <= 0 || o.poll_interval <= absl::ZeroDuration()) {
+      o.max_in_flight <= 0 || o.poll_interval <= absl::ZeroDuration() ||
+      o.load_window <= absl::ZeroDuration()) {
     return absl::InvalidArgumentError(
         "--balance_eps, --window_ms and --max_queue_ms must be ≥ 0; --max_window, "
-        "--max_in_flight and --poll_ms > 0");
+        "--max_in_flight, --poll_ms and --load_window_s > 0");
   }
   const bool from_planner = o.experiment == 0 && !o.planner.empty();
   const bool fixed = !o.affinity_file.empty();
@@ -154,6 +155,7 @@ absl::StatusOr<std::unique_ptr<RouterServer>> RouterServer::Start(const RouterSe
   for (GroupOptions& g : s->groups_) {
     g.slo_ttft_ms = o.slo_ttft_ms;
     g.slo_tpot_ms = o.slo_tpot_ms;
+    g.load_window = o.load_window;
   }
   if (!o.affinity_file.empty()) {
     ASSIGN_OR_RETURN(std::string affinity, ReadFile(o.affinity_file));

@@ -47,6 +47,7 @@ struct RouterServerOptions {
   absl::Duration requeue = absl::Seconds(10);            // RouterOptions::requeue.
   absl::Duration max_predicted_wait = absl::Seconds(2);  // RouterOptions::max_predicted_wait.
   double slo_ttft_ms = 1000, slo_tpot_ms = 200;          // Goodput.
+  absl::Duration load_window = absl::Seconds(60);        // GroupOptions::load_window.
 
   // Tables, at most one source. The planner's active version of `model_name`, followed live, or
   // with `version` (and no model_name) that version's tables, fixed:
