@@ -9,7 +9,8 @@
 //             holder choice (planner/placement/holder_choice.h) from every rank's activations per
 //             expert: an expert a rank does not hold runs on the least-loaded of its holders. A
 //             small batch (every rank's routing at most `routing_gather_max_bytes`, the ranks'
-//             token counts known: BeginPass under DP, SetRankTokens under Attention-TP) all-gathers
+//             token counts known: under DP agreed before the pass (ForwardOptions::rank_tokens) or
+//             gathered by BeginPass, under Attention-TP the chunk sizes; SetRankTokens) all-gathers
 //             the ranks' routing — one collective, from which every rank derives the demand, the
 //             choice and the rows each peer sends it, so the row-count exchange is skipped; a
 //             larger one all-gathers the activations per expert, then exchanges row counts (two);

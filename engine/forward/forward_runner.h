@@ -210,10 +210,15 @@ class ForwardRunner {
     row_local_.assign(shape.tokens, 0);
     row_all_.assign(shape.tokens, 0);
     if (ep_ != nullptr) {
-      // Every rank's tokens at this pass's MoE layers: under DP gathered here (with the holder
-      // choice only); under Attention-TP each layer's chunk sizes, set in Body.
+      // Every rank's tokens at this pass's MoE layers: under DP agreed before the pass (the
+      // caller's), else gathered here (with the holder choice only); under Attention-TP each
+      // layer's chunk sizes, set in Body.
       ep_->SetRankTokens({});
-      if (tp_ == nullptr) RETURN_IF_ERROR(ep_->BeginPass(shape.tokens));
+      if (tp_ == nullptr && !options.rank_tokens.empty()) {
+        ep_->SetRankTokens(options.rank_tokens);
+      } else if (tp_ == nullptr) {
+        RETURN_IF_ERROR(ep_->BeginPass(shape.tokens));
+      }
     }
     if (shape.tokens == 0) {
       if (ep_ == nullptr) return out;

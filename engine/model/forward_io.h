@@ -46,6 +46,11 @@ struct ForwardOutput {
 
 struct ForwardOptions {
   bool collect_routing = false;
+  // An Attention-DP rank of an expert-parallel group: every rank's tokens in this pass (rank
+  // order; this rank's the batch's), when the group agreed on them before it (GroupEngine's
+  // step agreement). Empty: the pass gathers them itself where it needs them (one small
+  // collective; engine/forward/ep_exchange.h, BeginPass).
+  std::vector<int64_t> rank_tokens;
 };
 
 // What every forward pass checks first; on success the batch's token count and the rows of

@@ -1,5 +1,6 @@
 #include "engine/parallel/group_engine.h"
 
+#include <algorithm>
 #include <climits>
 #include <utility>
 
@@ -191,9 +192,9 @@ absl::Status GroupEngine::Loop() {
   const int g = comm.size();
   const bool tp = model_.attention() == AttentionMode::kTp;
   // Per rank: busy, stopping, its serving counters (GroupEngineStats::GroupServing: completed,
-  // failed, local and remote activations, output tokens, request microseconds), then the
-  // rollout's words (zeros without one).
-  constexpr int kCounters = 6, kRollout = 2 + kCounters;
+  // failed, local and remote activations, output tokens, request microseconds), under DP the
+  // tokens of the pass it has planned (-1: none), then the rollout's words (zeros without one).
+  constexpr int kCounters = 6, kPassTokens = 2 + kCounters, kRollout = kPassTokens + 1;
   constexpr int kWords = kRollout + PlacementRollout::kWords;
   const std::vector<int64_t> counts(g, kWords);
   std::vector<int64_t> all(kWords * g), rollout(PlacementRollout::kWords * g);
@@ -201,6 +202,10 @@ absl::Status GroupEngine::Loop() {
   for (int64_t round = 1;; ++round) {
     if (batch_ != nullptr) DrainInbox();
     int64_t mine[kWords] = {batch_ != nullptr && !batch_->idle() ? 1 : 0, 0};
+    // The next pass planned now, so that every rank knows every rank's pass size before it (the
+    // holder choice's routing gather needs them; agreed here, they cost no collective of their
+    // own).
+    mine[kPassTokens] = !tp && batch_ != nullptr ? batch_->Plan() : -1;
     {
       absl::MutexLock lock(&mu_);
       mine[1] = stop_requested_ ? 1 : 0;
@@ -216,8 +221,10 @@ absl::Status GroupEngine::Loop() {
     }
     RETURN_IF_ERROR(
         comm.AllGatherV(absl::MakeConstSpan(mine, kWords), counts, absl::MakeSpan(all)));
+    rounds_ = round;
     bool busy = false, stop = false;
     GroupEngineStats::GroupServing serving;
+    pass_tokens_.assign(g, 0);
     for (int r = 0; r < g; ++r) {
       const int64_t* w = &all[kWords * r];
       busy |= w[0] != 0 && (!tp || r == kLeader);
@@ -228,6 +235,7 @@ absl::Status GroupEngine::Loop() {
       serving.remote_activations += w[5];
       serving.output_tokens += w[6];
       serving.request_seconds += static_cast<double>(w[7]) * 1e-6;
+      pass_tokens_[r] = w[kPassTokens];
       for (int i = kRollout; i < kWords; ++i) {
         rollout[(kWords - kRollout) * r + i - kRollout] = w[i];
       }
@@ -235,6 +243,9 @@ absl::Status GroupEngine::Loop() {
     {
       absl::MutexLock lock(&mu_);
       stats_.group_serving = serving;
+    }
+    if (std::any_of(pass_tokens_.begin(), pass_tokens_.end(), [](int64_t t) { return t < 0; })) {
+      pass_tokens_.clear();  // Some rank plans no pass of its own (Attention-TP).
     }
     if (stop) return absl::OkStatus();
     if (options_.rollout != nullptr) RETURN_IF_ERROR(options_.rollout->Agree(rollout, round));
@@ -268,7 +279,10 @@ absl::StatusOr<model::ForwardOutput> GroupEngine::Forward(absl::Span<const Seque
                                     !options_.routing_sampler->paused()
                                 ? options_.routing_sampler
                                 : nullptr;
-  const model::ForwardOptions forward_options{.collect_routing = sampler != nullptr};
+  // The pass sizes agreed for this step (Loop), used once.
+  model::ForwardOptions forward_options{.collect_routing = sampler != nullptr,
+                                        .rank_tokens = std::move(pass_tokens_)};
+  pass_tokens_.clear();
   ASSIGN_OR_RETURN(model::ForwardOutput out, forward_->Forward(batch, forward_options));
   if (sampler != nullptr) sampler->Observe(batch, out);
   ++forward_passes_;
@@ -390,6 +404,7 @@ void GroupEngine::Snapshot() {
     s.kv_total_tokens = static_cast<int64_t>(kv.total_pages()) * kv.page_size();
   }
   s.forward_passes = forward_passes_;
+  s.agreement_rounds = rounds_;  // With the communicator's counters below: the same moment.
   s.attention_seconds = attention_seconds_;
   s.attention_seconds_per_layer = attention_seconds_per_layer_;
   if (model_.tp_counters() != nullptr) s.tp = *model_.tp_counters();

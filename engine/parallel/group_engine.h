@@ -87,6 +87,7 @@ struct GroupEngineStats {
   int64_t output_tokens = 0;
   int64_t request_micros = 0;
   int64_t forward_passes = 0;
+  int64_t agreement_rounds = 0;  // Step agreements (one all-gather each), idle ones included.
   double attention_seconds = 0;
   std::vector<double> attention_seconds_per_layer;  // Per model layer.
   std::vector<MoeLayerCounters> layers;             // Per MoE layer.
@@ -158,6 +159,10 @@ class GroupEngine {
   absl::flat_hash_map<std::string, std::shared_ptr<RequestSink>> sinks_;  // Loop thread only.
   absl::flat_hash_map<std::string, absl::Time> submitted_;  // Same keys; loop thread only.
   int64_t forward_passes_ = 0;
+  int64_t rounds_ = 0;  // Step agreements so far.
+  // Under Attention-DP: every rank's tokens in the step's pass, from the step agreement (empty:
+  // not agreed; the pass gathers them where it needs them).
+  std::vector<int64_t> pass_tokens_;
   double attention_seconds_ = 0;
   std::vector<double> attention_seconds_per_layer_;
 

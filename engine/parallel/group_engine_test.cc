@@ -149,6 +149,52 @@ TEST_P(GroupEngineTest, ServesLikeOneDeviceFromEveryAcceptingRank) {
   }
 }
 
+// Attention-DP with replicas: every MoE layer of every pass all-gathers the ranks' routing (the
+// holder choice), whose sizes — every rank's tokens in the pass — rode the step agreement: no
+// collective of their own (all-gathers = agreement rounds + routing gathers). Answers are one
+// device's.
+TEST(GroupEngineDpTest, ReplicasGatherTheRoutingSizedByTheStepAgreement) {
+  constexpr int kRequests = 6, kTokens = 4;
+  const auto expected = Expected(kRequests, kTokens);
+  auto base = planner::Placement::Random({0, 1}, 8, 2, /*seed=*/3);
+  ASSERT_TRUE(base.ok());
+  std::vector<std::vector<std::vector<int32_t>>> replicas(2, std::vector<std::vector<int32_t>>(2));
+  for (int l = 0; l < 2; ++l) {
+    for (int d = 0; d < 2; ++d) replicas[l][d] = {base->ExpertsOn(l, 1 - d)[0]};
+  }
+  auto placement = base->WithReplicas(replicas);
+  ASSERT_TRUE(placement.ok()) << placement.status();
+  std::vector<Rank> ranks = StartGroup(2, AttentionMode::kDp, *placement);
+  ASSERT_NE(ranks[1].engine, nullptr);
+  std::vector<std::shared_ptr<Collect>> sinks;
+  for (int i = 0; i < kRequests; ++i) {
+    sinks.push_back(std::make_shared<Collect>());
+    ASSERT_TRUE(ranks[i % 2]
+                    .engine
+                    ->Submit({.id = absl::StrCat("r", i),
+                              .prompt = Prompt(3 + i % 7, i),
+                              .max_tokens = kTokens,
+                              .ignore_eos = true},
+                             sinks.back())
+                    .ok());
+  }
+  for (int i = 0; i < kRequests; ++i) {
+    sinks[i]->done.WaitForNotification();
+    ASSERT_TRUE(sinks[i]->status.ok()) << sinks[i]->status;
+    EXPECT_EQ(sinks[i]->result.tokens, expected.at(absl::StrCat("r", i))) << i;
+  }
+  StopGroup(ranks);
+  for (const Rank& rank : ranks) {
+    const GroupEngineStats s = rank.engine->stats();
+    int64_t gathers = 0;
+    for (const MoeLayerCounters& l : s.layers) gathers += l.routing_gathers;
+    EXPECT_GE(s.forward_passes, kTokens) << "rank " << s.rank;
+    EXPECT_EQ(gathers, 2 * s.forward_passes) << "rank " << s.rank;  // 2 MoE layers a pass.
+    EXPECT_EQ(s.comm[CollectiveKind::kAllGather].calls, s.agreement_rounds + gathers)
+        << "rank " << s.rank << ": an all-gather besides the agreement and the routing";
+  }
+}
+
 TEST_P(GroupEngineTest, CancelFreesTheRequestAndStopFailsTheRest) {
   auto placement = planner::Placement::Vanilla({0, 1}, 8, 2);
   std::vector<Rank> ranks = StartGroup(2, GetParam(), *placement);

@@ -182,6 +182,7 @@ bool BatchEngine::Append(Sequence& seq, int32_t token, std::string& text) {
 bool BatchEngine::Cancel(const std::string& id) {
   if (!in_flight_.contains(id)) return false;
   in_flight_.erase(id);
+  planned_.reset();  // It may be in the plan: Step() plans anew.
   auto match = [&](const std::unique_ptr<Sequence>& s) { return s->request.id == id; };
   auto w = std::find_if(waiting_.begin(), waiting_.end(), match);
   if (w != waiting_.end()) {
@@ -193,11 +194,10 @@ bool BatchEngine::Cancel(const std::string& id) {
   return true;
 }
 
-absl::Status BatchEngine::Step(std::vector<GenerationResult>& finished,
-                               std::vector<TokenEvent>* events) {
-  // Plan: running sequences first (oldest first), then admit waiting ones, within the budget.
+int64_t BatchEngine::Plan() {
+  // Running sequences first (oldest first), then admit waiting ones, within the budget.
   int budget = options_.max_batch_tokens;
-  std::vector<std::pair<Sequence*, int>> plan;  // (sequence, chunk)
+  std::vector<std::pair<Sequence*, int>>& plan = planned_.emplace();  // (sequence, chunk)
   for (size_t i = 0; i < running_.size() && budget > 0; ++i) {
     Sequence& seq = *running_[i];
     const int chunk = std::min<int>(budget, static_cast<int>(seq.tokens.size()) - seq.computed);
@@ -219,6 +219,14 @@ absl::Status BatchEngine::Step(std::vector<GenerationResult>& finished,
     plan.emplace_back(&seq, chunk);
     budget -= chunk;
   }
+  return options_.max_batch_tokens - budget;
+}
+
+absl::Status BatchEngine::Step(std::vector<GenerationResult>& finished,
+                               std::vector<TokenEvent>* events) {
+  if (!planned_.has_value()) Plan();
+  const std::vector<std::pair<Sequence*, int>> plan = *std::move(planned_);
+  planned_.reset();
   if (plan.empty()) {
     if (options_.forward_every_step) RETURN_IF_ERROR(options_.forward({}).status());
     if (idle()) return absl::OkStatus();

@@ -21,7 +21,9 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_set.h"
@@ -126,6 +128,12 @@ class BatchEngine {
   int waiting() const { return static_cast<int>(waiting_.size()); }
   int running() const { return static_cast<int>(running_.size()); }
 
+  // Schedules the next Step()'s batch (admits waiting requests, reserves their KV pages) and
+  // returns its tokens, so that the ranks of a group can agree on every rank's pass size before
+  // the pass (GroupEngine). Step() runs the batch planned last, or plans one itself. A Cancel()
+  // in between drops the plan (Step() then plans anew).
+  int64_t Plan();
+
   // One forward pass. Finished requests are appended to `finished`; every sampled token to
   // `tokens` if given. A forward error (Submit's validation should make one impossible) is
   // returned; the step's requests stay scheduled and no token is sampled.
@@ -153,6 +161,8 @@ class BatchEngine {
   std::unique_ptr<PagedKvCache> cache_;
   std::deque<std::unique_ptr<Sequence>> waiting_;
   std::vector<std::unique_ptr<Sequence>> running_;  // Admission order.
+  // The next step's batch once planned (Plan): (sequence, tokens of it this step).
+  std::optional<std::vector<std::pair<Sequence*, int>>> planned_;
   absl::flat_hash_set<std::string> in_flight_;
   BatchEngineStats stats_;
 };

@@ -155,6 +155,47 @@ TEST(BatchEngineTest, ForwardEveryStepRunsEmptyPassesThroughTheHook) {
   EXPECT_EQ(passes, 4);
 }
 
+// Plan() tells the next step's tokens before it runs (a group agrees on them); Step() runs that
+// batch; a Cancel() in between drops the plan, and the step plans anew.
+TEST(BatchEngineTest, PlanTellsTheStepsTokensAndACancelReplans) {
+  auto m = TinyModel();
+  std::vector<int64_t> pass_tokens;
+  BatchEngine::Options o;
+  o.max_batch_tokens = 6;
+  auto cpu = forward::CpuForward::Create(
+      m->config, *m->weights,
+      {.num_pages = PagedKvCache::PagesForModel(m->config, o.page_size, o.kv_cache_bytes),
+       .page_size = o.page_size});
+  ASSERT_TRUE(cpu.ok()) << cpu.status();
+  o.forward = [&](absl::Span<const SequenceInput> batch) {
+    int64_t tokens = 0;
+    for (const SequenceInput& s : batch) tokens += s.tokens.size();
+    pass_tokens.push_back(tokens);
+    return (*cpu)->Forward(batch);
+  };
+  auto engine = BatchEngine::Create(m->config, o);
+  ASSERT_TRUE(engine.ok()) << engine.status();
+  EXPECT_EQ((*engine)->Plan(), 0);  // Nothing waits.
+  for (const char* id : {"a", "b"}) {
+    ASSERT_TRUE(
+        (*engine)
+            ->Submit({.id = id, .prompt = Prompt(4, id[0]), .max_tokens = 3, .ignore_eos = true})
+            .ok());
+  }
+  EXPECT_EQ((*engine)->Plan(), 6);  // a's 4 prompt tokens and 2 of b's (the budget).
+  std::vector<GenerationResult> finished;
+  ASSERT_TRUE((*engine)->Step(finished).ok());
+  EXPECT_EQ(pass_tokens, (std::vector<int64_t>{6}));
+  EXPECT_EQ((*engine)->Plan(), 3);  // a decodes, b's last 2 prompt tokens.
+  EXPECT_TRUE((*engine)->Cancel("a"));
+  ASSERT_TRUE((*engine)->Step(finished).ok());
+  EXPECT_EQ(pass_tokens, (std::vector<int64_t>{6, 2}));  // Planned anew without a.
+  auto results = (*engine)->RunUntilIdle();
+  ASSERT_TRUE(results.ok());
+  ASSERT_EQ(results->size(), 1u);
+  EXPECT_EQ((*results)[0].tokens, GreedyAlone(*m, Prompt(4, 'b'), 3));
+}
+
 TEST(BatchEngineTest, SeededSamplingDoesNotDependOnTheBatch) {
   auto m = TinyModel();
   auto run = [&](int others) {
