@@ -3,26 +3,38 @@
 namespace semmoe::router {
 namespace {
 
-// now − before, or nullopt when `now` cannot follow `before` (another shape, or a count lower).
+// now − before, or nullopt when `now` cannot follow `before` (another layer or number of
+// experts, or a count lower). What `before` lacks counts as zero: an engine reports its layers'
+// per-expert counts only once a pass has run.
 std::optional<ExpertLoad> Since(const ExpertLoad& before, const ExpertLoad& now) {
-  if (before.served.size() != now.served.size() ||
-      before.per_expert.size() != now.per_expert.size()) {
+  if (before.served.size() > now.served.size() ||
+      before.per_expert.size() > now.per_expert.size()) {
     return std::nullopt;
   }
   ExpertLoad d;
   for (size_t i = 0; i < now.served.size(); ++i) {
     const auto& [layer, count] = now.served[i];
-    if (before.served[i].first != layer || before.served[i].second > count) return std::nullopt;
-    d.served.emplace_back(layer, count - before.served[i].second);
+    int64_t was = 0;
+    if (i < before.served.size()) {
+      if (before.served[i].first != layer) return std::nullopt;
+      was = before.served[i].second;
+    }
+    if (was > count) return std::nullopt;
+    d.served.emplace_back(layer, count - was);
   }
   for (size_t i = 0; i < now.per_expert.size(); ++i) {
     const auto& [layer, counts] = now.per_expert[i];
-    const auto& [before_layer, before_counts] = before.per_expert[i];
-    if (before_layer != layer || before_counts.size() != counts.size()) return std::nullopt;
-    std::vector<int64_t> delta(counts.size());
-    for (size_t e = 0; e < counts.size(); ++e) {
-      if (before_counts[e] > counts[e]) return std::nullopt;
-      delta[e] = counts[e] - before_counts[e];
+    std::vector<int64_t> delta = counts;
+    if (i < before.per_expert.size()) {
+      const auto& [before_layer, before_counts] = before.per_expert[i];
+      if (before_layer != layer) return std::nullopt;
+      if (!before_counts.empty()) {
+        if (before_counts.size() != counts.size()) return std::nullopt;
+        for (size_t e = 0; e < counts.size(); ++e) {
+          if (before_counts[e] > counts[e]) return std::nullopt;
+          delta[e] = counts[e] - before_counts[e];
+        }
+      }
     }
     d.per_expert.emplace_back(layer, std::move(delta));
   }

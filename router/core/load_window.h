@@ -6,8 +6,9 @@
 // Observe() keeps two snapshots of the counters: `base` and a younger `mid` taken at least half
 // a window after it; once `mid` is half a window old it becomes `base`. The load reported is the
 // counters now minus `base`: the last half to whole window (until a rank has run that long: since
-// its start). Counters that go backwards (the rank restarted) or change shape (another model)
-// start the window anew from the counters themselves.
+// its start). Layers and per-expert counts that appear later (an engine reports them once a
+// pass has run) count from zero; counters that go backwards (the rank restarted) or change shape
+// (another model) start the window anew from the counters themselves.
 //
 // Thread-compatible (one per rank, under the group's lock).
 #ifndef SEMMOE_ROUTER_CORE_LOAD_WINDOW_H_

@@ -34,7 +34,9 @@ TEST(LoadWindowTest, ReportsTheLastHalfToWholeWindowNotSinceStart) {
     for (auto& [layer, served] : now.served) served += hot2;
     got = w.Observe(kStart + absl::Seconds(s), now);
     EXPECT_LE(got.span, absl::Seconds(60)) << s;
-    if (s >= 30) EXPECT_GE(got.span, absl::Seconds(30)) << s;
+    if (s >= 30) {
+      EXPECT_GE(got.span, absl::Seconds(30)) << s;
+    }
   }
   // Over the window expert 2 is the hot one; since start, expert 0 still leads.
   const int64_t span_s = absl::ToInt64Seconds(got.span);
@@ -43,6 +45,22 @@ TEST(LoadWindowTest, ReportsTheLastHalfToWholeWindowNotSinceStart) {
   EXPECT_EQ(got.load.per_expert[1].second[2], span_s + 300 * span_s / 2);
   EXPECT_EQ(got.load.per_expert[1].second[0], span_s);
   EXPECT_EQ(got.load.served[0], std::make_pair(1, 4 * span_s + 300 * span_s / 2));
+}
+
+// Before its first pass an engine reports no layers, then layers without per-expert counts: what
+// appears later counts from zero, so the first requests stay in the window.
+TEST(LoadWindowTest, LayersAndExpertsThatAppearLaterCountFromZero) {
+  LoadWindow w(absl::Seconds(60));
+  w.Observe(kStart, ExpertLoad{});
+  ExpertLoad bare = Counters(0, 0, 0);
+  for (auto& [layer, per] : bare.per_expert) per.clear();
+  LoadWindow::Windowed got = w.Observe(kStart + absl::Seconds(1), bare);
+  EXPECT_EQ(got.span, absl::Seconds(1));
+  got = w.Observe(kStart + absl::Seconds(2), Counters(3, 2, 5));
+  EXPECT_EQ(got.span, absl::Seconds(2));
+  ASSERT_EQ(got.load.per_expert.size(), 2u);
+  EXPECT_EQ(got.load.per_expert[1].second[2], 8);
+  EXPECT_EQ(got.load.served[1].second, 17);
 }
 
 TEST(LoadWindowTest, ARestartedRankOrAnotherShapeStartsTheWindowAnew) {
