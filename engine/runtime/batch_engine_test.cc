@@ -126,15 +126,21 @@ TEST(BatchEngineTest, CancelFreesTheSlotAndTheOthersContinue) {
   EXPECT_TRUE((*engine)->Submit({.id = "a", .prompt = Prompt(3, 1), .max_tokens = 1}).ok());
 }
 
+// The engine's own CPU forward for a hook (options.forward) that watches its passes.
+absl::StatusOr<std::unique_ptr<forward::CpuForward>> CpuForwardFor(const Model& m,
+                                                                   const BatchEngine::Options& o) {
+  return forward::CpuForward::Create(
+      m.config, *m.weights,
+      {.num_pages = PagedKvCache::PagesForModel(m.config, o.page_size, o.kv_cache_bytes),
+       .page_size = o.page_size});
+}
+
 TEST(BatchEngineTest, ForwardEveryStepRunsEmptyPassesThroughTheHook) {
   auto m = TinyModel();
   int passes = 0, empty_passes = 0;
   BatchEngine::Options o;
   o.forward_every_step = true;
-  auto cpu = forward::CpuForward::Create(
-      m->config, *m->weights,
-      {.num_pages = PagedKvCache::PagesForModel(m->config, o.page_size, o.kv_cache_bytes),
-       .page_size = o.page_size});
+  auto cpu = CpuForwardFor(*m, o);
   ASSERT_TRUE(cpu.ok()) << cpu.status();
   o.forward = [&](absl::Span<const SequenceInput> batch) {
     ++passes;
@@ -162,10 +168,7 @@ TEST(BatchEngineTest, PlanTellsTheStepsTokensAndACancelReplans) {
   std::vector<int64_t> pass_tokens;
   BatchEngine::Options o;
   o.max_batch_tokens = 6;
-  auto cpu = forward::CpuForward::Create(
-      m->config, *m->weights,
-      {.num_pages = PagedKvCache::PagesForModel(m->config, o.page_size, o.kv_cache_bytes),
-       .page_size = o.page_size});
+  auto cpu = CpuForwardFor(*m, o);
   ASSERT_TRUE(cpu.ok()) << cpu.status();
   o.forward = [&](absl::Span<const SequenceInput> batch) {
     int64_t tokens = 0;

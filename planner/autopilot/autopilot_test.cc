@@ -368,7 +368,7 @@ TEST_F(ServedCheckTest, ARolloutThatFailsRequestsIsRolledBackAndOneThatServesWel
   ASSERT_EQ(d->action, "rollout") << d->reason;
   v = d->candidate_version;
   Serve(v, 0, 0, 0);
-  a->Tick();
+  ASSERT_TRUE(a->Tick().ok());  // The switch is seen.
   clock_.Advance(absl::Seconds(2));
   Serve(v, 20, 0, 70);
   d = a->Tick();
