@@ -109,8 +109,11 @@ absl::Status GlooCommunicator::DoAllToAllVParts(const std::vector<BytePart>& par
     send_total += send_bytes[r];
     recv_total += recv_bytes[r];
   }
-  std::vector<char> packed(static_cast<size_t>(send_total)),
-      arrived(static_cast<size_t>(recv_total));
+  // Kept across calls (every MoE layer's dispatch packs): resized, not allocated anew.
+  std::vector<char>& packed = packed_;
+  std::vector<char>& arrived = arrived_;
+  packed.resize(static_cast<size_t>(send_total));
+  arrived.resize(static_cast<size_t>(recv_total));
   // Part p's segment for rank r sits at (r's start) + (parts before p's segments for r).
   std::vector<int64_t> at(g, 0);
   for (int r = 1; r < g; ++r) at[r] = at[r - 1] + send_bytes[r - 1];

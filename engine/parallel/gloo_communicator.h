@@ -70,7 +70,8 @@ class GlooCommunicator final : public Communicator {
   int rank_;
   int size_;
   uint32_t next_tag_ = 1;
-  absl::Status broken_;  // OK until a collective fails.
+  absl::Status broken_;                 // OK until a collective fails.
+  std::vector<char> packed_, arrived_;  // DoAllToAllVParts's staging.
 };
 
 }  // namespace semmoe::engine
