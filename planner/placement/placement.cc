@@ -155,6 +155,25 @@ absl::StatusOr<Placement> Placement::Random(std::vector<int> moe_layers, int num
   return FromAssignment(std::move(moe_layers), num_experts, num_devices, std::move(device_of));
 }
 
+absl::StatusOr<Placement> Placement::WithTopology(Topology topology) const {
+  if (topology.num_ranks() != num_devices_) {
+    return Bad(absl::StrCat("topology ", topology.Describe(), " has ", topology.num_ranks(),
+                            " ranks, the placement ", num_devices_, " devices"));
+  }
+  Placement p = *this;
+  p.topology_ = std::move(topology);
+  return p;
+}
+
+absl::Status Placement::CheckServes(const Topology& group) const {
+  if (group.num_ranks() != num_devices_) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("the placement has ", num_devices_, " devices, the group's topology ",
+                     group.Describe(), " ", group.num_ranks(), " ranks"));
+  }
+  return topology_ ? topology_->CheckServes(group) : absl::OkStatus();
+}
+
 std::vector<int> Placement::ExpertsOn(int layer, int device) const {
   std::vector<int> experts;
   for (int e = 0; e < num_experts_; ++e) {
@@ -172,6 +191,7 @@ std::string Placement::ToJson() const {
   j["moe_layers"] = moe_layers_;
   j["device_of"] = device_of_;
   if (replicas_per_device_ > 0) j["replicas"] = replicas_;
+  if (topology_) j["topology"] = nlohmann::ordered_json::parse(topology_->ToJson());
   return j.dump();
 }
 
@@ -238,6 +258,11 @@ absl::StatusOr<Placement> Placement::FromJson(absl::string_view text) {
     }
   }
   RETURN_IF_ERROR(p.Init());
+  if (auto topology = j.find("topology"); topology != j.end()) {
+    absl::StatusOr<Topology> t = Topology::FromJson(topology->dump());
+    if (!t.ok()) return Bad(t.status().message());
+    return p.WithTopology(*std::move(t));
+  }
   return p;
 }
 

@@ -7,16 +7,19 @@
 // expert's home device. JSON form (stable, versioned):
 //   {"format": "semmoe-placement", "version": 1, "num_devices": G, "num_experts": N,
 //    "moe_layers": [model layer index per MoE layer], "device_of": [[device per expert] per layer],
-//    "replicas": [[[expert ids] per device] per layer]}     ("replicas" only when R > 0)
+//    "replicas": [[[expert ids] per device] per layer],     ("replicas" only when R > 0)
+//    "topology": {topology.h's JSON}}                         ("topology" only when built for one)
 #ifndef SEMMOE_PLANNER_PLACEMENT_PLACEMENT_H_
 #define SEMMOE_PLANNER_PLACEMENT_PLACEMENT_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "planner/placement/topology.h"
 
 namespace semmoe::planner {
 
@@ -73,6 +76,15 @@ class Placement {
   absl::StatusOr<Placement> WithReplicas(
       std::vector<std::vector<std::vector<int32_t>>> replicas) const;
 
+  // The topology this placement was built for; null for a flat placement (any topology).
+  const Topology* topology() const { return topology_ ? &*topology_ : nullptr; }
+  // This placement recorded as built for `topology`; InvalidArgument unless it has as many ranks
+  // as the placement has devices.
+  absl::StatusOr<Placement> WithTopology(Topology topology) const;
+  // Whether a group running `group` may serve this placement: OK for a flat placement or the
+  // same topology, else FailedPrecondition naming both (Topology::CheckServes).
+  absl::Status CheckServes(const Topology& group) const;
+
  private:
   Placement() = default;
   absl::Status Init();
@@ -87,6 +99,7 @@ class Placement {
   std::vector<std::vector<std::vector<int32_t>>> replicas_;  // [layer][device] → experts
   std::vector<std::vector<bool>> holds_;                     // [layer][device · N + expert]
   std::vector<std::vector<std::vector<int32_t>>> holders_;   // [layer][expert] → devices
+  std::optional<Topology> topology_;
 };
 
 }  // namespace semmoe::planner

@@ -108,5 +108,33 @@ TEST(PlacementTest, ReplicasOfHotExperts) {
   EXPECT_NE(bad.status().message().find("replicas"), std::string::npos) << bad.status();
 }
 
+TEST(PlacementTest, RecordsItsTopologyAndRefusesAnother) {
+  auto p = Placement::Random({0, 1}, 16, 8, 5);
+  ASSERT_TRUE(p.ok());
+  EXPECT_EQ(p->topology(), nullptr);
+  EXPECT_EQ(p->ToJson().find("topology"), std::string::npos);  // Flat: the plain form.
+  EXPECT_TRUE(p->CheckServes(*Topology::Parse("2x4")).ok());   // Flat serves anywhere.
+  EXPECT_THAT(p->CheckServes(*Topology::Parse("2x2")).message(), HasSubstr("8 devices"));
+  EXPECT_FALSE(p->WithTopology(*Topology::Parse("2x2")).ok());
+  auto t = p->WithTopology(*Topology::Parse("2x4"));
+  ASSERT_TRUE(t.ok()) << t.status();
+  auto back = Placement::FromJson(t->ToJson());
+  ASSERT_TRUE(back.ok()) << back.status();
+  ASSERT_NE(back->topology(), nullptr);
+  EXPECT_EQ(back->topology()->Describe(), "2x4");
+  EXPECT_EQ(back->ToJson(), t->ToJson());
+  EXPECT_TRUE(back->CheckServes(*Topology::Parse("2x4")).ok());
+  absl::Status refused = back->CheckServes(*Topology::Parse("4x2"));
+  EXPECT_EQ(refused.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(refused.message(), HasSubstr("built for topology 2x4"));
+  // A recorded topology that is bad, or of the wrong size, is refused naming it.
+  std::string json = t->ToJson();
+  json.replace(json.find("\"nodes\":2"), 9, "\"nodes\":0");
+  EXPECT_THAT(Placement::FromJson(json).status().message(), HasSubstr("topology"));
+  json = t->ToJson();
+  json.replace(json.find("\"ranks_per_node\":4"), 18, "\"ranks_per_node\":2");
+  EXPECT_THAT(Placement::FromJson(json).status().message(), HasSubstr("has 4 ranks"));
+}
+
 }  // namespace
 }  // namespace semmoe::planner
