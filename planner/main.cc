@@ -5,12 +5,16 @@
 //                    [--model_dir DIR]   (embedding fallback for unseen tokens)
 //                    [--expert_balance_eps E [--balance_groups K]]   (expert compute balance)
 //                    [--replicas R]   (R replicated hot experts per device per layer)
+//                    [--topology NxM|FILE]   (nodes of ranks: the ranks exchanging most share a
+//                                             node; eplb runs hierarchically; recorded)
 //                    [--relative_to V [--max_moved_experts M] [--max_lar_loss X]]
 //                                     (few experts moved from version V: relabelled devices and
 //                                      at most M weights shipped / X of LAR given up)
 //   planner drift    --db DB --version V --traces LIVE[,...] [--json]   (live vs planned)
 //   planner eval     --db DB --versions V[,V...] --traces HELDOUT[,...] [--profile T,...]
-//                    [--json]
+//                    [--json] [--hidden_size H]
+//                    [--topology NxM|FILE]   (node LAR and cross-node bytes of flat versions
+//                                             under this topology; built ones use their own)
 //                    [--balanced_bound]   (the TP bound under the balance constraint too)
 //                    [--dp_bounds]   (the DP in-sample router figure, fitted optimum and capacity
 //                                     bound on these traces; per version, the router against
@@ -37,6 +41,7 @@
 #include <pthread.h>
 #include <signal.h>
 
+#include <cctype>
 #include <cstdlib>
 #include <iostream>
 #include <string>
@@ -94,6 +99,14 @@ ABSL_FLAG(double, balance_eps, 0.05,
           "batch)");
 ABSL_FLAG(std::vector<std::string>, versions, {}, "eval: comma-separated versions");
 ABSL_FLAG(int64_t, version, 0, "show/activate/export: version");
+ABSL_FLAG(std::string, topology, "",
+          "build: the cluster's topology, NxM (N nodes x M ranks per node, N*M = --devices) or a "
+          "topology file (a rank-cost matrix); the placement minds which ranks share a node and "
+          "records it. eval: node figures for flat versions under this topology");
+ABSL_FLAG(double, node_weight, semmoe::planner::cli::BuildOptions::kDefaultNodeWeight,
+          "build with --topology: what an activation served on another rank of the token's node "
+          "is worth to the semantic solver (1 on its own rank, 0 on another node); 0: only the "
+          "node grouping");
 ABSL_FLAG(int64_t, hidden_size, 0, "eval: hidden size for all-to-all bytes (0: not reported)");
 ABSL_FLAG(bool, json, false, "eval, drift: one JSON line");
 ABSL_FLAG(bool, pareto, false,
@@ -196,6 +209,13 @@ std::vector<std::string> UserPaths(const std::vector<std::string>& paths) {
   return out;
 }
 
+// "NxM" as given; anything else is a topology file's path, resolved as the other paths are.
+std::string UserTopology(const std::string& value) {
+  const bool spec = !value.empty() && value.find('x') != std::string::npos &&
+                    value.find('/') == std::string::npos && std::isdigit(value[0]);
+  return spec || value.empty() ? value : UserPath(value);
+}
+
 int Experiment(const std::string& db, const std::string& sub) {
   const int64_t id = absl::GetFlag(FLAGS_id);
   const std::string model = absl::GetFlag(FLAGS_model);
@@ -260,6 +280,8 @@ int Run(const std::string& command, const std::string& sub) {
                             .balance_groups = absl::GetFlag(FLAGS_balance_groups),
                             .link_cost = absl::GetFlag(FLAGS_link_cost),
                             .replicas = absl::GetFlag(FLAGS_replicas),
+                            .topology = UserTopology(absl::GetFlag(FLAGS_topology)),
+                            .node_weight = absl::GetFlag(FLAGS_node_weight),
                             .relative_to = absl::GetFlag(FLAGS_relative_to),
                             .max_moved_experts = absl::GetFlag(FLAGS_max_moved_experts),
                             .max_lar_loss = absl::GetFlag(FLAGS_max_lar_loss),
@@ -321,6 +343,7 @@ int Run(const std::string& command, const std::string& sub) {
                            .json = absl::GetFlag(FLAGS_json),
                            .balanced_bound = absl::GetFlag(FLAGS_balanced_bound),
                            .dp_bounds = absl::GetFlag(FLAGS_dp_bounds),
+                           .topology = UserTopology(absl::GetFlag(FLAGS_topology)),
                            .progress = &progress},
                           std::cout));
   }

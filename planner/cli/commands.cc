@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <map>
+#include <numeric>
 #include <optional>
 #include <set>
 
@@ -21,10 +22,12 @@
 #include "planner/eval/dp_bound.h"
 #include "planner/eval/evaluate.h"
 #include "planner/eval/schedule.h"
+#include "planner/placement/topology.h"
 #include "planner/solver/balance_curve.h"
 #include "planner/solver/baselines.h"
 #include "planner/solver/dp_solver.h"
 #include "planner/solver/migration.h"
+#include "planner/solver/node_grouping.h"
 #include "planner/solver/paper_placement.h"
 #include "planner/solver/replicas.h"
 #include "planner/solver/tp_solver.h"
@@ -82,7 +85,7 @@ absl::Status Append(trace::TraceSet& all, const trace::TraceSet& more, const std
 
 // `balance`: the expert-load cap applied (-1: none), for the version's parameters.
 absl::StatusOr<Placement> BuildPlacement(const trace::TraceSet& trace, const BuildOptions& o,
-                                         double* balance) {
+                                         const Topology* topology, double* balance) {
   *balance = o.expert_balance_eps == kBalanceAuto ? -1 : o.expert_balance_eps;
   const std::vector<int> layers(trace.header.moe_layers.begin(), trace.header.moe_layers.end());
   const int n = static_cast<int>(trace.header.num_experts);
@@ -104,6 +107,9 @@ absl::StatusOr<Placement> BuildPlacement(const trace::TraceSet& trace, const Bui
                            .seed = o.seed,
                            .expert_balance_eps = *balance,
                            .balance_groups = o.balance_groups};
+    if (topology != nullptr && o.node_weight > 0) {
+      solver.credit = TopologyCredit(*topology, o.node_weight);
+    }
     if (o.mode == "tp") return SolveTp(trace, solver);
     solver.paper_start = true;  // One more start: the paper's algorithm's (dp_solver.h).
     if (o.expert_balance_eps == kBalanceAuto && trace.num_requests() >= 2) {
@@ -213,9 +219,30 @@ absl::StatusOr<int64_t> BuildOn(const BuildOptions& o, trace::TraceSet trace, St
   if (o.mode != "dp" && o.mode != "tp") {
     return absl::InvalidArgumentError(absl::StrCat("--mode '", o.mode, "' is not dp or tp"));
   }
-  step.Next(absl::StrCat("solving (", o.algo, ", ", o.mode, ")"));
+  std::optional<Topology> topology;
+  if (!o.topology.empty()) {
+    ASSIGN_OR_RETURN(Topology t, Topology::FromFlag(o.topology));
+    if (t.num_ranks() != o.devices) {
+      return absl::InvalidArgumentError(absl::StrCat("--topology ", t.Describe(), " has ",
+                                                     t.num_ranks(), " ranks; --devices is ",
+                                                     o.devices));
+    }
+    topology = std::move(t);
+  }
+  std::optional<Placement> served;
+  if (o.relative_to > 0) {
+    ASSIGN_OR_RETURN(served, ServedPlacement(o, trace));
+    if (served->topology() != nullptr && !topology.has_value()) {
+      topology = *served->topology();  // A re-plan keeps the served version's topology.
+    }
+  }
+  step.Next(absl::StrCat("solving (", o.algo, ", ", o.mode,
+                         topology ? absl::StrCat(", ", topology->Describe()) : "", ")"));
   double balance = -1;
-  ASSIGN_OR_RETURN(Placement placement, BuildPlacement(trace, o, &balance));
+  ASSIGN_OR_RETURN(Placement placement,
+                   o.algo == "eplb" && topology.has_value()
+                       ? EplbHierarchicalPlacement(trace, *topology)
+                       : BuildPlacement(trace, o, topology ? &*topology : nullptr, &balance));
   step.Next("affinity tables");
   // In-sample metrics under the blind and the affinity data policies of the chosen mode.
   TokenAffinity affinity = BuildTokenAffinity(trace);
@@ -229,10 +256,22 @@ absl::StatusOr<int64_t> BuildOn(const BuildOptions& o, trace::TraceSet trace, St
                                                           o.devices, o.token_balance_eps))
                : SrsTokens(trace, affinity, p, kSrsBatchTokens, nullptr, o.token_balance_eps);
   };
-  std::optional<Placement> served;
+  nlohmann::ordered_json grouping;
+  if (topology.has_value() && (o.algo == "semantic" || o.algo == "paper" || o.algo == "coact")) {
+    // The ranks that exchange most share a node (one relabelling for all layers).
+    ASSIGN_OR_RETURN(std::vector<int64_t> traffic,
+                     RankTraffic(trace, placement, schedule(placement)));
+    ASSIGN_OR_RETURN(std::vector<int> relabel,
+                     NodeGrouping(traffic, *topology, {.seed = o.seed}));
+    std::vector<int> identity(o.devices);
+    std::iota(identity.begin(), identity.end(), 0);
+    grouping = {{"relabel", relabel},
+                {"traffic_cost_as_solved", PlacedTrafficCost(traffic, *topology, identity)},
+                {"traffic_cost_grouped", PlacedTrafficCost(traffic, *topology, relabel)}};
+    ASSIGN_OR_RETURN(placement, RelabelDevices(placement, relabel));
+  }
   nlohmann::ordered_json migration;
-  if (o.relative_to > 0) {
-    ASSIGN_OR_RETURN(served, ServedPlacement(o, trace));
+  if (served.has_value()) {
     ASSIGN_OR_RETURN(MigrationPlan m, MigrateFrom(*served, placement, trace, schedule(placement),
                                               {.max_moved = o.max_moved_experts,
                                                .max_lar_loss = o.max_lar_loss}));
@@ -263,6 +302,14 @@ absl::StatusOr<int64_t> BuildOn(const BuildOptions& o, trace::TraceSet trace, St
   if (served.has_value()) {
     migration["moved"] =
         migration["moved_homes"].get<int>() + migration.value("replica_weights_shipped", 0);
+  }
+  if (topology.has_value()) {
+    if (served.has_value() && served->topology() != nullptr && *served->topology() != *topology) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--relative_to ", o.relative_to, " was built for topology ",
+          served->topology()->Describe(), ", this build for ", topology->Describe()));
+    }
+    ASSIGN_OR_RETURN(placement, placement.WithTopology(*topology));
   }
   step.Next("in-sample metrics");
   nlohmann::ordered_json metrics;
@@ -300,6 +347,26 @@ absl::StatusOr<int64_t> BuildOn(const BuildOptions& o, trace::TraceSet trace, St
                {"lar_affinity_per_layer", srs.lar_per_layer},
                {"expert_load_imbalance_per_layer", srs.expert_load_imbalance_per_layer}};
   }
+  if (topology.has_value()) {
+    ASSIGN_OR_RETURN(Metrics nodes, o.mode == "dp" ? EvaluateDp(trace, placement,
+                                                               AffinityRequests(
+                                                                   trace,
+                                                                   affinity.DpScores(placement,
+                                                                                     vocab),
+                                                                   o.devices,
+                                                                   o.token_balance_eps),
+                                                               kRowsPerToken)
+                                                   : EvaluateTp(trace, placement,
+                                                                SrsTokens(trace, affinity,
+                                                                          placement,
+                                                                          kSrsBatchTokens, nullptr,
+                                                                          o.token_balance_eps),
+                                                                kRowsPerToken));
+    metrics["topology"] = topology->Describe();
+    metrics["node_lar"] = nodes.node_lar;
+    metrics["cross_node_rows_per_token"] = nodes.cross_node_rows_per_token;
+    if (!grouping.is_null()) metrics["node_grouping"] = grouping;
+  }
   if (!migration.is_null()) {
     // The LAR given up for the budget: the candidate as solved (relabelled), scored as the result.
     metrics["migration"] = migration;
@@ -325,6 +392,8 @@ absl::StatusOr<int64_t> BuildOn(const BuildOptions& o, trace::TraceSet trace, St
                               {"relative_to", o.relative_to},
                               {"max_moved_experts", o.max_moved_experts},
                               {"max_lar_loss", o.max_lar_loss},
+                              {"topology", topology ? topology->Describe() : "flat"},
+                              {"node_weight", topology ? o.node_weight : 0.0},
                               {"traces", o.traces}})
           .dump();
   v.metrics_json = metrics.dump();
@@ -337,6 +406,13 @@ absl::StatusOr<int64_t> BuildOn(const BuildOptions& o, trace::TraceSet trace, St
   out << "version " << version << " (" << v.name << ", draft): in-sample " << o.mode
       << " LAR blind " << Pct(metrics["lar_blind"]) << ", affinity " << Pct(metrics["lar_affinity"])
       << ", bound " << Pct(metrics["bound"]) << "\n";
+  if (topology.has_value()) {
+    out << "topology " << topology->Describe() << ": node-local activations "
+        << Pct(metrics["node_lar"])
+        << absl::StrFormat(", %.3f rows per token cross nodes (node dedup)",
+                           metrics["cross_node_rows_per_token"].get<double>())
+        << "\n";
+  }
   if (!migration.is_null()) {
     out << "relative to version " << o.relative_to << ": " << migration["moved"].get<int>()
         << " expert weights move (" << migration["moved_as_built"].get<int>()
@@ -355,6 +431,21 @@ absl::StatusOr<int64_t> BuildOn(const BuildOptions& o, trace::TraceSet trace, St
   return version;
 }
 
+// A schedule's node figures as "<mode>_<figure>_<policy>" keys: node LAR, rows crossing nodes
+// per token (node-level dedup, there and back) and, with a hidden size,
+// bytes crossing nodes (with node dedup and without: the per-rank dispatch) and within nodes.
+void AddNodeFigures(nlohmann::ordered_json& row, const std::string& mode,
+                    const std::string& policy, const Metrics& m, int64_t hidden_size) {
+  auto key = [&](const char* figure) { return absl::StrCat(mode, "_", figure, "_", policy); };
+  row[key("node_lar")] = m.node_lar;
+  row[key("cross_node_rows_per_token")] = m.cross_node_rows_per_token;
+  if (hidden_size > 0) {
+    row[key("cross_node_bytes_per_token")] = m.cross_node_bytes_per_token;
+    row[key("cross_node_bytes_per_token_rank_dedup")] = m.cross_node_bytes_per_token_rank_dedup;
+    row[key("intra_node_bytes_per_token")] = m.intra_node_bytes_per_token;
+  }
+}
+
 absl::StatusOr<nlohmann::ordered_json> EvalRowsOn(const EvalOptions& o,
                                                  const trace::TraceSet& trace, Step& step) {
   std::optional<TokenAffinity> affinity;
@@ -364,6 +455,11 @@ absl::StatusOr<nlohmann::ordered_json> EvalRowsOn(const EvalOptions& o,
   }
   uint32_t vocab = 0;
   for (uint32_t t : trace.tokens) vocab = std::max(vocab, t + 1);
+  std::optional<Topology> given;
+  if (!o.topology.empty()) {
+    ASSIGN_OR_RETURN(Topology t, Topology::FromFlag(o.topology));
+    given = std::move(t);
+  }
   ASSIGN_OR_RETURN(auto store, PlacementStore::Open(o.db));
   nlohmann::ordered_json rows = nlohmann::ordered_json::array();
   // G → fitted optimum, in-sample router figure, capacity bound.
@@ -373,7 +469,13 @@ absl::StatusOr<nlohmann::ordered_json> EvalRowsOn(const EvalOptions& o,
     ASSIGN_OR_RETURN(PlacementVersion v, store->Get(version));
     const Placement& p = v.placement;
     const int g = p.num_devices();
-    const planner::EvalOptions eval{.hidden_size = o.hidden_size};
+    const Topology* topology = p.topology() ? p.topology() : given ? &*given : nullptr;
+    if (topology != nullptr && topology->num_ranks() != g) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--topology ", topology->Describe(), " has ", topology->num_ranks(), " ranks; version ",
+          version, " has ", g, " devices"));
+    }
+    const planner::EvalOptions eval{.hidden_size = o.hidden_size, .topology = topology};
     ASSIGN_OR_RETURN(Metrics dp, EvaluateDp(trace, p, RoundRobinRequests(trace, g), eval));
     ASSIGN_OR_RETURN(Metrics tp,
                      EvaluateTp(trace, p, ContiguousChunks(trace, g, o.tp_batch_tokens), eval));
@@ -389,6 +491,12 @@ absl::StatusOr<nlohmann::ordered_json> EvalRowsOn(const EvalOptions& o,
     if (o.hidden_size > 0) {
       row["dp_a2a_bytes_per_token_blind"] = dp.a2a_bytes_per_token;
       row["tp_a2a_bytes_per_token_blind"] = tp.a2a_bytes_per_token;
+    }
+    if (topology != nullptr) {
+      row["topology"] = topology->Describe();
+      row["topology_recorded"] = p.topology() != nullptr;
+      AddNodeFigures(row, "dp", "blind", dp, o.hidden_size);
+      AddNodeFigures(row, "tp", "blind", tp, o.hidden_size);
     }
     // Affinity: --profile's if given, else the tables stored with the version (if any).
     std::optional<TokenAffinity> stored;
@@ -431,6 +539,10 @@ absl::StatusOr<nlohmann::ordered_json> EvalRowsOn(const EvalOptions& o,
         row["dp_a2a_bytes_per_token_affinity"] = dpa.a2a_bytes_per_token;
         row["tp_a2a_bytes_per_token_srs"] = tpa.a2a_bytes_per_token;
       }
+      if (topology != nullptr) {
+        AddNodeFigures(row, "dp", "affinity", dpa, o.hidden_size);
+        AddNodeFigures(row, "tp", "srs", tpa, o.hidden_size);
+      }
     }
     if (o.dp_bounds) {
       if (dp_bounds.count(g) == 0) {
@@ -461,6 +573,16 @@ absl::StatusOr<nlohmann::ordered_json> EvalRowsOn(const EvalOptions& o,
       if (p.replicas_per_device() == 0) {
         ASSIGN_OR_RETURN(row["dp_lar_offline"],
                          OfflineScheduleLar(trace, p, routed, o.token_balance_eps));
+      }
+    }
+    if (topology != nullptr) {  // The headline: DP under the router's rule (else blind).
+      const bool routed_by_affinity = row.contains("dp_node_lar_affinity");
+      const std::string policy = routed_by_affinity ? "affinity" : "blind";
+      row["node_lar"] = row["dp_node_lar_" + policy];
+      row["lar"] = row[routed_by_affinity ? "dp_lar_affinity" : "dp_lar_blind"];
+      row["cross_node_rows_per_token"] = row["dp_cross_node_rows_per_token_" + policy];
+      if (o.hidden_size > 0) {
+        row["cross_node_bytes_per_token"] = row["dp_cross_node_bytes_per_token_" + policy];
       }
     }
     if (o.balanced_bound) {

@@ -40,6 +40,16 @@ struct BuildOptions {
   int balance_groups = 1;  // ... for each of this many request clusters too.
   double link_cost = planner::EvalOptions::kLinkCost;  // The time model's, for kBalanceAuto.
   int replicas = 0;  // Extra slots per device per layer for hot experts (solver/replicas.h).
+  // The cluster's topology ("NxM" or a topology file; empty: flat, unless --relative_to's version
+  // has one, which is then kept). Locality-aware algorithms (semantic, paper, coact) then put the
+  // ranks exchanging most on one node (solver/node_grouping.h), eplb runs its hierarchical mode,
+  // and the version records the topology (engines on another one refuse it).
+  std::string topology;
+  // With a topology: what an activation served on another rank of the token's node is worth to
+  // the semantic solver, against 1 for one on the token's own rank and 0 on another node
+  // (TopologyCredit). 0: node-blind solve (the grouping alone).
+  double node_weight = kDefaultNodeWeight;
+  static constexpr double kDefaultNodeWeight = 0;
   // Built relative to this version (same model and devices; 0: none): its devices relabelled to
   // keep experts in place, and the moves limited (solver/migration.h).
   int64_t relative_to = 0;
@@ -78,6 +88,10 @@ struct EvalOptions {
   // Also, per G, the DP solver fitted to these very traces (an in-sample optimum no router can
   // beat in practice) and the capacity bound above it (eval/dp_bound.h; seconds each).
   bool dp_bounds = false;
+  // Node figures (node LAR, cross- and intra-node bytes) under this topology ("NxM" or a
+  // topology file) for flat versions; a version built for a topology is reported under its own.
+  // Empty: only those versions get node figures.
+  std::string topology;
   // Shows the steps (EvalSteps: loading, then one per version) as they run; not owned, may be
   // null.
   Progress* progress = nullptr;

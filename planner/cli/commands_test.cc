@@ -74,6 +74,97 @@ TEST(CommandsTest, BuildEvalAndVersionLifecycle) {
   EXPECT_FALSE(two[1].contains("dp_lar_affinity"));
 }
 
+// planner build --topology: a topic's experts span two of 8 devices; on 4 nodes × 2 ranks the
+// build puts them on one node, records the topology, and eval reports node figures (for a flat
+// version under eval's --topology). Bad topologies are refused naming them.
+TEST(CommandsTest, ATopologyBuildKeepsATopicOnItsNodeAndEvalReportsIt) {
+  const std::string db = TempDatabasePath("topology.db");
+  const std::string profile = WriteTopicTrace("topo-profile.trace", 1),
+                    heldout = WriteTopicTrace("topo-heldout.trace", 2);
+  std::ostringstream out;
+  auto flat = Build({.db = db, .model = "m", .traces = {profile}, .devices = 8}, out);
+  ASSERT_TRUE(flat.ok()) << flat.status();
+  auto nodes = Build(
+      {.db = db, .model = "m", .traces = {profile}, .devices = 8, .topology = "4x2"}, out);
+  ASSERT_TRUE(nodes.ok()) << nodes.status();
+  EXPECT_NE(out.str().find("topology 4x2: node-local activations"), std::string::npos) << out.str();
+  auto eplb = Build({.db = db,
+                     .model = "m",
+                     .traces = {profile},
+                     .devices = 8,
+                     .algo = "eplb",
+                     .topology = "4x2"},
+                    out);
+  ASSERT_TRUE(eplb.ok()) << eplb.status();
+  std::ostringstream json;
+  ASSERT_TRUE(Eval({.db = db,
+                    .versions = {*flat, *nodes, *eplb},
+                    .traces = {heldout},
+                    .profile = {profile},
+                    .hidden_size = 8,
+                    .json = true,
+                    .topology = "4x2"},
+                   json)
+                  .ok());
+  auto rows = nlohmann::json::parse(json.str());
+  ASSERT_EQ(rows.size(), 3u);
+  for (const auto& r : rows) {
+    EXPECT_EQ(r["topology"], "4x2");
+    for (const char* key : {"node_lar", "cross_node_bytes_per_token", "cross_node_rows_per_token",
+                            "dp_intra_node_bytes_per_token_affinity", "tp_node_lar_srs"}) {
+      EXPECT_TRUE(r.contains(key)) << key;
+    }
+  }
+  EXPECT_FALSE(rows[0]["topology_recorded"].get<bool>());
+  EXPECT_TRUE(rows[1]["topology_recorded"].get<bool>());
+  EXPECT_GT(rows[1]["node_lar"].get<double>(), 0.95);
+  EXPECT_LT(rows[1]["cross_node_bytes_per_token"].get<double>(),
+            rows[2]["cross_node_bytes_per_token"].get<double>());
+  // Node dedup never sends more across nodes than the per-rank dispatch.
+  EXPECT_LE(rows[2]["dp_cross_node_bytes_per_token_affinity"].get<double>(),
+            rows[2]["dp_cross_node_bytes_per_token_rank_dedup_affinity"].get<double>());
+  // Without --topology only the version built for one gets node figures.
+  std::ostringstream own;
+  ASSERT_TRUE(
+      Eval({.db = db, .versions = {*flat, *nodes}, .traces = {heldout}, .json = true}, own).ok());
+  auto two = nlohmann::json::parse(own.str());
+  EXPECT_FALSE(two[0].contains("node_lar"));
+  EXPECT_TRUE(two[1].contains("node_lar"));
+
+  // Bad input, each named.
+  auto wrong_size = Build(
+      {.db = db, .model = "m", .traces = {profile}, .devices = 8, .topology = "2x2"}, out);
+  EXPECT_NE(wrong_size.status().message().find("--topology 2x2 has 4 ranks; --devices is 8"),
+            std::string::npos)
+      << wrong_size.status();
+  auto garbage = Build(
+      {.db = db, .model = "m", .traces = {profile}, .devices = 8, .topology = "2y4"}, out);
+  EXPECT_NE(garbage.status().message().find("neither NxM nor a readable topology file"),
+            std::string::npos)
+      << garbage.status();
+  std::ostringstream ignored;
+  absl::Status eval_wrong = Eval(
+      {.db = db, .versions = {*flat}, .traces = {heldout}, .topology = "3x3"}, ignored);
+  EXPECT_NE(eval_wrong.message().find("has 9 ranks; version"), std::string::npos) << eval_wrong;
+  auto other = Build({.db = db,
+                      .model = "m",
+                      .traces = {profile},
+                      .devices = 8,
+                      .topology = "2x4",
+                      .relative_to = *nodes},
+                     out);
+  EXPECT_NE(other.status().message().find("was built for topology 4x2, this build for 2x4"),
+            std::string::npos)
+      << other.status();
+  // A re-plan relative to it keeps its topology.
+  auto replan = Build(
+      {.db = db, .model = "m", .traces = {profile}, .devices = 8, .relative_to = *nodes}, out);
+  ASSERT_TRUE(replan.ok()) << replan.status();
+  std::ostringstream kept;
+  ASSERT_TRUE(Eval({.db = db, .versions = {*replan}, .traces = {heldout}, .json = true}, kept).ok());
+  EXPECT_EQ(nlohmann::json::parse(kept.str())[0]["topology"], "4x2");
+}
+
 // planner build --relative_to: the same placement served under permuted device labels moves
 // nothing; a build for another model or device count is refused with the reason.
 TEST(CommandsTest, ABuildRelativeToTheServedVersionRelabelsItsDevices) {

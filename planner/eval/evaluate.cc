@@ -15,7 +15,14 @@ namespace {
 
 using trace::TraceSet;
 
-absl::Status CheckMatch(const TraceSet& trace, const Placement& placement) {
+absl::Status CheckMatch(const TraceSet& trace, const Placement& placement,
+                        const EvalOptions& options) {
+  if (options.topology != nullptr && options.topology->num_ranks() != placement.num_devices()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("topology ", options.topology->Describe(), " has ",
+                     options.topology->num_ranks(), " ranks, the placement ",
+                     placement.num_devices(), " devices"));
+  }
   if (placement.num_layers() != trace.num_layers() ||
       placement.num_experts() != static_cast<int>(trace.header.num_experts)) {
     return absl::InvalidArgumentError(
@@ -43,6 +50,9 @@ Metrics Evaluate(const TraceSet& trace, const Placement& placement,
   std::vector<int64_t> load(g), token_load(g), exchanged(g);
   double time = 0;
   std::vector<int64_t> seen(g, -1);  // Last (token, layer) stamp that sent to each device.
+  const Topology* topo = options.topology ? options.topology : placement.topology();
+  std::vector<int64_t> node_seen(topo ? topo->num_nodes() : 0, -1);
+  int64_t node_local = 0, cross_copies = 0, cross_rank_copies = 0, intra_copies = 0;
   // The per-batch holder choice (EvalOptions::holder_choice_batch_tokens): per window of tokens,
   // every device's shares of each expert's holders, consumed in token order as the engine does.
   const int n = placement.num_experts();
@@ -90,6 +100,7 @@ Metrics Evaluate(const TraceSet& trace, const Placement& placement,
       for (int j = 0; j < k; ++j) {
         const int d = serving(l, experts[j], home);
         ++load[d];
+        if (topo != nullptr && topo->SameNode(d, home)) ++node_local;
         if (d == home) {
           ++local;
         } else if (seen[d] != t * layers + l) {
@@ -97,6 +108,18 @@ Metrics Evaluate(const TraceSet& trace, const Placement& placement,
           ++remote_copies;
           ++exchanged[home];
           ++exchanged[d];
+          if (topo == nullptr) continue;
+          const int node = topo->NodeOf(d);
+          if (node == topo->NodeOf(home)) {
+            ++intra_copies;
+            continue;
+          }
+          ++cross_rank_copies;
+          if (node_seen[node] != t * layers + l) {
+            node_seen[node] = t * layers + l;
+            ++cross_copies;
+          }
+          if (d != topo->Gateway(home, node)) ++intra_copies;  // The fan-out inside `node`.
         }
       }
     }
@@ -115,8 +138,16 @@ Metrics Evaluate(const TraceSet& trace, const Placement& placement,
   m.lar = activations == 0 ? 0.0 : static_cast<double>(local_total) / activations;
   if (tokens > 0) {
     m.moe_time_per_token = time / static_cast<double>(tokens);
-    m.a2a_bytes_per_token = 2.0 * remote_copies * options.hidden_size * options.bytes_per_value /
-                            static_cast<double>(tokens);
+    const double row_bytes = 2.0 * options.hidden_size * options.bytes_per_value / tokens;
+    m.a2a_bytes_per_token = remote_copies * row_bytes;
+    m.cross_node_bytes_per_token = cross_copies * row_bytes;
+    m.cross_node_bytes_per_token_rank_dedup = cross_rank_copies * row_bytes;
+    m.intra_node_bytes_per_token = intra_copies * row_bytes;
+  }
+  if (topo != nullptr) {
+    m.has_topology = true;
+    m.cross_node_rows_per_token = tokens == 0 ? 0.0 : 2.0 * cross_copies / tokens;
+    m.node_lar = activations == 0 ? 0.0 : static_cast<double>(node_local) / activations;
   }
   return m;
 }
@@ -126,7 +157,7 @@ Metrics Evaluate(const TraceSet& trace, const Placement& placement,
 absl::StatusOr<Metrics> EvaluateDp(const TraceSet& trace, const Placement& placement,
                                    const std::vector<int>& request_device,
                                    const EvalOptions& options) {
-  RETURN_IF_ERROR(CheckMatch(trace, placement));
+  RETURN_IF_ERROR(CheckMatch(trace, placement, options));
   if (static_cast<int>(request_device.size()) != trace.num_requests()) {
     return absl::InvalidArgumentError(absl::StrCat(request_device.size(), " request devices for ",
                                                    trace.num_requests(), " requests"));
@@ -148,7 +179,7 @@ absl::StatusOr<Metrics> EvaluateDp(const TraceSet& trace, const Placement& place
 absl::StatusOr<Metrics> EvaluateTp(const TraceSet& trace, const Placement& placement,
                                    const std::vector<std::vector<int>>& token_device,
                                    const EvalOptions& options) {
-  RETURN_IF_ERROR(CheckMatch(trace, placement));
+  RETURN_IF_ERROR(CheckMatch(trace, placement, options));
   if (static_cast<int>(token_device.size()) != trace.num_layers()) {
     return absl::InvalidArgumentError("token_device needs one row per MoE layer");
   }

@@ -13,6 +13,7 @@
 
 #include "absl/status/statusor.h"
 #include "planner/placement/placement.h"
+#include "planner/placement/topology.h"
 #include "planner/trace/trace_set.h"
 
 namespace semmoe::planner {
@@ -34,6 +35,21 @@ struct Metrics {
   // receives, each there and back). Expert rows alone make it the expert load; exchanged rows
   // alone, the all-to-all. In units of one expert row; compare placements by their ratio.
   double moe_time_per_token = 0;
+
+  // Under a topology (EvalOptions::topology, else the placement's own; all 0 without one):
+  bool has_topology = false;
+  // Activations served on the token's node (its own rank or another of its node) / all.
+  double node_lar = 0;
+  // Bytes per token crossing nodes, dispatch + combine over all MoE layers, with node-level
+  // dedup: a token crosses once to each remote node serving one of its experts (entering at
+  // Topology::Gateway) and is fanned out there.
+  double cross_node_bytes_per_token = 0;
+  double cross_node_rows_per_token = 0;  // The same in token rows (without a hidden size).
+  // The same without node dedup (once per remote *rank*, as the per-rank dispatch sends).
+  double cross_node_bytes_per_token_rank_dedup = 0;
+  // Bytes per token between ranks of one node with node dedup: copies to the other ranks of the
+  // token's node, and the fan-out from a remote node's gateway to its other serving ranks.
+  double intra_node_bytes_per_token = 0;
 };
 
 struct EvalOptions {
@@ -48,6 +64,9 @@ struct EvalOptions {
   // are its batch); an expert a device lacks then runs on the holder the choice gives, not its
   // home. 0: always the home.
   int64_t holder_choice_batch_tokens = 2048;
+  // The topology to report node figures under (for a flat placement); null: the placement's own
+  // topology, if any. Not owned; must have the placement's number of devices.
+  const Topology* topology = nullptr;
 };
 
 // REQUIRES nothing; InvalidArgument when the placement does not match the trace's layers and

@@ -54,6 +54,46 @@ TEST(EvaluateTest, PerRankDedupCountsOneCopyPerRemoteDevice) {
   EXPECT_DOUBLE_EQ(m->a2a_bytes_per_token, 2.0 * 1 * 10 * 2);  // One copy, not two.
 }
 
+TEST(EvaluateTest, NodeFiguresCountOneCrossingPerRemoteNodeAndTheFanOutInside) {
+  // 8 experts on 4 devices (vanilla: device d holds 2d, 2d + 1) as 2 nodes × 2 ranks.
+  TraceSet t;
+  t.header.num_experts = 8;
+  t.header.top_k = 4;
+  t.header.moe_layers = {0};
+  // On device 0 (node 0): experts 0 (local), 2 (rank 1, same node), 4 (rank 2) and 6 (rank 3),
+  // both on node 1: one crossing into node 1 at rank 2 (rank 0's rail), fanned out to rank 3.
+  ASSERT_TRUE(t.AddRequest("a", {1}, {0, 2, 4, 6}).ok());
+  // On device 1: experts 5 (rank 2) and 7 (rank 3) twice-remote on node 1, entering at rank 3
+  // (rank 1's rail): a fan-out to rank 2 only; expert 3 local, 1 on rank 0 (same node).
+  ASSERT_TRUE(t.AddRequest("b", {2}, {5, 7, 3, 1}).ok());
+  auto topo = Topology::Parse("2x2");
+  ASSERT_TRUE(topo.ok());
+  auto vanilla = Placement::Vanilla({0}, 8, 4);
+  EvalOptions options{.hidden_size = 10, .topology = &*topo};
+  auto m = EvaluateDp(t, *vanilla, {0, 1}, options);
+  ASSERT_TRUE(m.ok()) << m.status();
+  ASSERT_TRUE(m->has_topology);
+  EXPECT_DOUBLE_EQ(m->lar, 2.0 / 8);
+  EXPECT_DOUBLE_EQ(m->node_lar, 4.0 / 8);
+  const double row = 2.0 * 10 * 2 / 2;  // There and back, bf16, over 2 tokens.
+  EXPECT_DOUBLE_EQ(m->a2a_bytes_per_token, 6 * row);
+  EXPECT_DOUBLE_EQ(m->cross_node_bytes_per_token, 2 * row);             // One per token.
+  EXPECT_DOUBLE_EQ(m->cross_node_rows_per_token, 2.0);
+  EXPECT_DOUBLE_EQ(m->cross_node_bytes_per_token_rank_dedup, 4 * row);  // Two per token.
+  // Token a: rank 1 (own node) and rank 3 (fan-out); token b: rank 0 and rank 2.
+  EXPECT_DOUBLE_EQ(m->intra_node_bytes_per_token, 4 * row);
+  // The placement's own topology is used when none is given; none at all: no node figures.
+  auto recorded = vanilla->WithTopology(*topo);
+  auto own = EvaluateDp(t, *recorded, {0, 1}, {.hidden_size = 10});
+  EXPECT_DOUBLE_EQ(own->cross_node_bytes_per_token, m->cross_node_bytes_per_token);
+  auto flat = EvaluateDp(t, *vanilla, {0, 1}, {.hidden_size = 10});
+  EXPECT_FALSE(flat->has_topology);
+  EXPECT_EQ(flat->cross_node_bytes_per_token, 0);
+  // A topology of another size is refused.
+  auto wrong = Topology::Parse("2x4");
+  EXPECT_FALSE(EvaluateDp(t, *vanilla, {0, 1}, {.topology = &*wrong}).ok());
+}
+
 TEST(EvaluateTest, TheHolderChoiceSpreadsAReplicatedExpertsLoadAndKeepsTheLar) {
   // 3 devices × 2 experts (0, 1 | 2, 3 | 4, 5); device 1 also holds expert 0. A hot request on
   // device 2 uses expert 0 six times; devices 0 and 1 each serve two activations of their own.

@@ -147,7 +147,11 @@ absl::Status Topology::Init() {
     num_nodes_ = std::max(num_nodes_, node_of_[a] + 1);
   }
   ranks_on_.assign(num_nodes_, {});
-  for (int a = 0; a < g; ++a) ranks_on_[node_of_[a]].push_back(a);
+  local_index_.resize(g);
+  for (int a = 0; a < g; ++a) {
+    local_index_[a] = static_cast<int>(ranks_on_[node_of_[a]].size());
+    ranks_on_[node_of_[a]].push_back(a);
+  }
   for (int n = 0; n < num_nodes_; ++n) {
     if (ranks_on_[n].empty()) return Bad(absl::StrCat("node ", n, " has no rank"));
   }

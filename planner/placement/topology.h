@@ -68,6 +68,18 @@ class Topology {
   double Cost(int a, int b) const { return cost_[static_cast<size_t>(a) * num_ranks() + b]; }
   // The ranks on `node`, ascending.
   const std::vector<int>& RanksOn(int node) const { return ranks_on_[node]; }
+  // The rank's position among its node's ranks.
+  int LocalIndex(int rank) const { return local_index_[rank]; }
+  // Where a row from `from_rank` enters `node` when it crosses nodes once and is fanned out
+  // inside (node-level dedup): the node's rank at from_rank's local index (modulo the node's
+  // size), as DeepEP's internode kernels pair GPUs of the same index ("rails"). `from_rank`
+  // itself when `node` is its own.
+  int Gateway(int from_rank, int node) const {
+    const std::vector<int>& ranks = ranks_on_[node];
+    return node == node_of_[from_rank]
+               ? from_rank
+               : ranks[local_index_[from_rank] % static_cast<int>(ranks.size())];
+  }
   // The largest cost between two ranks (0 for a single rank).
   double MaxCost() const { return max_cost_; }
 
@@ -87,6 +99,7 @@ class Topology {
   bool uniform_ = false;
   double max_cost_ = 0;
   std::vector<std::vector<int>> ranks_on_;
+  std::vector<int> local_index_;
 };
 
 }  // namespace semmoe::planner

@@ -27,6 +27,10 @@ TEST(TopologyTest, NodesOfRanks) {
   EXPECT_EQ(t->Cost(3, 4), Topology::kCrossNodeCost);
   EXPECT_EQ(t->MaxCost(), Topology::kCrossNodeCost);
   EXPECT_EQ(t->Describe(), "2x4");
+  EXPECT_EQ(t->LocalIndex(6), 2);
+  EXPECT_EQ(t->Gateway(1, 1), 5);  // Same rail.
+  EXPECT_EQ(t->Gateway(6, 0), 2);
+  EXPECT_EQ(t->Gateway(6, 1), 6);  // Its own node: itself.
   auto flat = Topology::Flat(8);
   ASSERT_TRUE(flat.ok());
   EXPECT_EQ(flat->num_nodes(), 1);

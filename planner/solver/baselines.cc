@@ -51,6 +51,55 @@ absl::StatusOr<Placement> EplbPlacement(const TraceSet& trace, int g) {
   return Placement::FromAssignment(MoeLayers(trace), n, g, std::move(device_of));
 }
 
+absl::StatusOr<Placement> EplbHierarchicalPlacement(const TraceSet& trace,
+                                                    const Topology& topology) {
+  const int g = topology.num_ranks();
+  if (absl::Status s = CheckDevices(trace, g); !s.ok()) return s;
+  const int n = static_cast<int>(trace.header.num_experts), per = n / g;
+  const int nodes = topology.num_nodes();
+  std::vector<std::vector<int32_t>> device_of(trace.num_layers(), std::vector<int32_t>(n));
+  // Greedy packing of `items` (by decreasing load) into bins with `slots` each, least-loaded
+  // bin with a free slot first (ties: the lower bin).
+  auto pack = [](const std::vector<int>& items, const std::vector<int64_t>& load,
+                 std::vector<int> slots) {
+    std::vector<int> order = items, bin_of(items.size());
+    std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return load[a] > load[b]; });
+    std::vector<int64_t> bin_load(slots.size(), 0);
+    std::vector<std::pair<int, int>> placed;  // (item, bin)
+    for (int e : order) {
+      int best = -1;
+      for (size_t b = 0; b < slots.size(); ++b) {
+        if (slots[b] > 0 && (best < 0 || bin_load[b] < bin_load[best])) best = static_cast<int>(b);
+      }
+      placed.push_back({e, best});
+      bin_load[best] += load[e];
+      --slots[best];
+    }
+    return placed;
+  };
+  for (int l = 0; l < trace.num_layers(); ++l) {
+    std::vector<int64_t> load(n, 0);
+    for (int64_t t = 0; t < trace.num_tokens(); ++t) {
+      for (int j = 0; j < trace.top_k(); ++j) ++load[trace.Experts(t, l)[j]];
+    }
+    std::vector<int> all(n);
+    std::iota(all.begin(), all.end(), 0);
+    std::vector<int> node_slots(nodes);
+    for (int v = 0; v < nodes; ++v) {
+      node_slots[v] = per * static_cast<int>(topology.RanksOn(v).size());
+    }
+    std::vector<std::vector<int>> on_node(nodes);
+    for (auto [e, v] : pack(all, load, node_slots)) on_node[v].push_back(e);
+    for (int v = 0; v < nodes; ++v) {
+      const std::vector<int>& ranks = topology.RanksOn(v);
+      for (auto [e, r] : pack(on_node[v], load, std::vector<int>(ranks.size(), per))) {
+        device_of[l][e] = ranks[r];
+      }
+    }
+  }
+  return Placement::FromAssignment(MoeLayers(trace), n, g, std::move(device_of));
+}
+
 absl::StatusOr<Placement> EplbReplicas(const TraceSet& trace, const Placement& placement,
                                        int replicas) {
   const int n = placement.num_experts(), g = placement.num_devices();

@@ -13,6 +13,7 @@
 
 #include "absl/status/statusor.h"
 #include "planner/placement/placement.h"
+#include "planner/placement/topology.h"
 #include "planner/trace/trace_set.h"
 
 namespace semmoe::planner {
@@ -25,6 +26,13 @@ struct Coactivation {
 Coactivation CountCoactivation(const trace::TraceSet& trace, int layer);
 
 absl::StatusOr<Placement> EplbPlacement(const trace::TraceSet& trace, int num_devices);
+// EPLB's hierarchical mode (`planner build --algo eplb --topology ...`): per layer, experts packed
+// onto nodes by load (greedy, as above, a node's slots = its ranks × N/G), then each node's
+// experts onto its ranks. DeepSeek's EPLB packs *expert groups* onto nodes (group-limited
+// routing keeps a token's experts in few groups); our traces carry no groups, so every expert is
+// its own group and the mode balances load per node, then per rank — locality-blind like EPLB.
+absl::StatusOr<Placement> EplbHierarchicalPlacement(const trace::TraceSet& trace,
+                                                    const Topology& topology);
 // EPLB's replicas (DeepSeek's EPLB copies its heaviest experts): `placement` plus R copies per
 // device and layer. Per layer, R·G times, the expert with the most activations per copy (each
 // expert's activations split evenly over its copies) gets one more on the least-loaded device

@@ -1,6 +1,7 @@
 #include "planner/solver/dp_solver.h"
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 #include <random>
 
@@ -52,8 +53,12 @@ Usage CountUsage(const TraceSet& trace) {
 
 class DpState {
  public:
-  DpState(const TraceSet& trace, const Usage& usage, int g, int64_t capacity)
-      : trace_(trace), usage_(usage), g_(g), n_(trace.header.num_experts), capacity_(capacity) {}
+  // credit: [a · G + b], what an activation of a token on device a served by device b is worth;
+  // empty: 1 on the diagonal (local), 0 elsewhere.
+  DpState(const TraceSet& trace, const Usage& usage, int g, int64_t capacity,
+          const std::vector<int64_t>& credit = {})
+      : trace_(trace), usage_(usage), g_(g), n_(trace.header.num_experts), capacity_(capacity),
+        credit_(credit) {}
 
   // Exact per-layer expert placement for the current request devices. Only the experts the
   // layer's requests use enter the assignment (m of them into G · min(N/G, m) slots: the whole
@@ -75,6 +80,7 @@ class DpState {
       for (size_t r = 0; r < request_device_.size(); ++r) {
         for (const auto& [e, c] : usage_.by_request[r][l]) w[e * g_ + request_device_[r]] += c;
       }
+      if (!credit_.empty()) Spread(w.data(), n_);  // From the tokens' devices to every holder.
       used.clear();
       for (int e = 0; e < n_; ++e) {
         for (int d = 0; d < g_; ++d) {
@@ -110,15 +116,32 @@ class DpState {
     }
   }
 
-  // Local activations of request r on device d under the current placement.
+  // Local activations of request r on device d under the current placement (credited).
   int64_t Score(int r, int d) const {
     int64_t s = 0;
     for (int l = 0; l < trace_.num_layers(); ++l) {
       for (const auto& [e, c] : usage_.by_request[r][l]) {
-        if (device_of_[l][e] == d) s += c;
+        s += credit_.empty() ? (device_of_[l][e] == d ? c : 0)
+                             : c * credit_[static_cast<size_t>(d) * g_ + device_of_[l][e]];
       }
     }
     return s;
+  }
+
+  // rows[i · G + a] (counts by the token's device a) → Σ_a rows[i · G + a] · credit(a, b) at
+  // [i · G + b], for `count` rows. Credit is symmetric (a topology's).
+  template <typename T>
+  void Spread(T* rows, int count) const {
+    std::vector<T> row(g_);
+    for (int i = 0; i < count; ++i) {
+      T* x = rows + static_cast<size_t>(i) * g_;
+      std::fill(row.begin(), row.end(), T(0));
+      for (int a = 0; a < g_; ++a) {
+        if (x[a] == 0) continue;
+        for (int b = 0; b < g_; ++b) row[b] += x[a] * credit_[static_cast<size_t>(a) * g_ + b];
+      }
+      std::copy(row.begin(), row.end(), x);
+    }
   }
 
   // Improving moves and swaps under the token capacity, until none is left. Returns whether
@@ -134,6 +157,7 @@ class DpState {
       for (int l = 0; l < trace_.num_layers(); ++l) {
         for (const auto& [e, c] : usage_.by_request[r][l]) row[device_of_[l][e]] += c;
       }
+      if (!credit_.empty()) Spread(row, 1);
     }
     std::vector<int64_t> load(g_, 0);
     // Each device's requests (and each request's slot there), so that a swap looks only at the
@@ -196,6 +220,19 @@ class DpState {
     return changed;
   }
 
+  // Activations on their token's own device (uncredited).
+  int64_t LocalActivations() const {
+    int64_t total = 0;
+    for (size_t r = 0; r < request_device_.size(); ++r) {
+      for (int l = 0; l < trace_.num_layers(); ++l) {
+        for (const auto& [e, c] : usage_.by_request[r][l]) {
+          if (device_of_[l][e] == request_device_[r]) total += c;
+        }
+      }
+    }
+    return total;
+  }
+
   int64_t Objective() const {
     int64_t total = 0;
     for (size_t r = 0; r < request_device_.size(); ++r) total += Score(r, request_device_[r]);
@@ -213,9 +250,32 @@ class DpState {
   const int g_;
   const int n_;
   const int64_t capacity_;
+  const std::vector<int64_t> credit_;  // G × G (a copy: small).
 };
 
 }  // namespace
+
+std::vector<int64_t> TopologyCredit(const Topology& topology, double node_weight) {
+  const int g = topology.num_ranks();
+  std::vector<int64_t> credit(static_cast<size_t>(g) * g, 0);
+  double cheapest = topology.MaxCost();  // The cheapest link between two ranks.
+  for (int a = 0; a < g; ++a) {
+    for (int b = 0; b < g; ++b) {
+      if (a != b) cheapest = std::min(cheapest, topology.Cost(a, b));
+    }
+  }
+  const double span = topology.MaxCost() - cheapest;
+  for (int a = 0; a < g; ++a) {
+    for (int b = 0; b < g; ++b) {
+      credit[static_cast<size_t>(a) * g + b] =
+          a == b ? kCreditScale
+          : span <= 0 ? 0
+                      : std::llround(kCreditScale * node_weight *
+                                     (topology.MaxCost() - topology.Cost(a, b)) / span);
+    }
+  }
+  return credit;
+}
 
 absl::StatusOr<DpSolution> SolveDp(const TraceSet& trace, const DpSolverOptions& options) {
   const int g = options.num_devices;
@@ -225,6 +285,10 @@ absl::StatusOr<DpSolution> SolveDp(const TraceSet& trace, const DpSolverOptions&
   }
   if (trace.num_requests() == 0) return absl::InvalidArgumentError("empty trace");
   RETURN_IF_ERROR(CheckSolverScale(trace.header.num_experts));
+  if (!options.credit.empty() && options.credit.size() != static_cast<size_t>(g) * g) {
+    return absl::InvalidArgumentError(absl::StrCat("credit has ", options.credit.size(),
+                                                   " entries, not ", g, " × ", g));
+  }
   const Usage usage = CountUsage(trace);
   const int64_t total_tokens = trace.num_tokens();
   const int64_t capacity = static_cast<int64_t>((1.0 + options.token_balance_eps) *
@@ -252,7 +316,7 @@ absl::StatusOr<DpSolution> SolveDp(const TraceSet& trace, const DpSolverOptions&
     return absl::InvalidArgumentError("initial_request_device needs one device per request");
   }
   for (int start = given_start ? -1 : 0; start < std::max(1, options.starts); ++start) {
-    DpState state(trace, usage, g, capacity);
+    DpState state(trace, usage, g, capacity, options.credit);
     if (start < 0) {
       state.request_device_ = initial;
     } else {
@@ -289,7 +353,7 @@ absl::StatusOr<DpSolution> SolveDp(const TraceSet& trace, const DpSolverOptions&
     const TokenAffinity affinity = BuildTokenAffinity(trace);
     uint32_t vocab = 0;
     for (uint32_t t : trace.tokens) vocab = std::max(vocab, t + 1);
-    DpState state(trace, usage, g, capacity);
+    DpState state(trace, usage, g, capacity, options.credit);
     Placement placement = best.placement;
     int64_t best_router = -1;
     for (int round = 0; round < options.router_rounds; ++round) {
@@ -311,7 +375,7 @@ absl::StatusOr<DpSolution> SolveDp(const TraceSet& trace, const DpSolverOptions&
     }
   }
   if (options.expert_balance_eps >= 0) {
-    DpState state(trace, usage, g, capacity);
+    DpState state(trace, usage, g, capacity, options.credit);
     state.request_device_ = best.request_device;
     state.device_of_.assign(trace.num_layers(), std::vector<int32_t>(n));
     for (int l = 0; l < trace.num_layers(); ++l) {
@@ -325,6 +389,15 @@ absl::StatusOr<DpSolution> SolveDp(const TraceSet& trace, const DpSolverOptions&
                       state.device_of_);
     ASSIGN_OR_RETURN(best.placement, Placement::FromAssignment(moe_layers, n, g, state.device_of_));
     best.local_activations = state.Objective();
+  }
+  if (!options.credit.empty()) {  // The objective was credited; the LAR counts local ones only.
+    DpState plain(trace, usage, g, capacity);
+    plain.request_device_ = best.request_device;
+    plain.device_of_.assign(trace.num_layers(), std::vector<int32_t>(n));
+    for (int l = 0; l < trace.num_layers(); ++l) {
+      for (int e = 0; e < n; ++e) plain.device_of_[l][e] = best.placement.Device(l, e);
+    }
+    best.local_activations = plain.LocalActivations();
   }
   const int64_t activations = trace.num_tokens() * trace.num_layers() * trace.top_k();
   best.lar = static_cast<double>(best.local_activations) / activations;

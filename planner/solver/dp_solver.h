@@ -16,6 +16,7 @@
 
 #include "absl/status/statusor.h"
 #include "planner/placement/placement.h"
+#include "planner/placement/topology.h"
 #include "planner/trace/trace_set.h"
 
 namespace semmoe::planner {
@@ -47,7 +48,18 @@ struct DpSolverOptions {
   // balanced.
   double expert_balance_eps = -1;
   int balance_groups = 1;
+  // What an activation is worth by where it is served: credit[a · G + b] for a token on device a
+  // and its expert on device b (symmetric, ≥ 0). Empty: 1 when local (a = b), else 0 — LAR. A
+  // topology's (TopologyCredit) also values an activation served within the token's node, so
+  // the solver keeps a token's experts on its node first (fewer rows over the slow links).
+  std::vector<int64_t> credit;
 };
+
+// Credit from a topology: kCreditScale for local; for another rank kCreditScale · node_weight ·
+// (MaxCost − Cost(a, b)) / (MaxCost − the cheapest link), rounded: node_weight for the cheapest
+// links (another rank of the node, for NxM), 0 across the costliest (another node).
+inline constexpr int64_t kCreditScale = 64;
+std::vector<int64_t> TopologyCredit(const Topology& topology, double node_weight);
 
 struct DpSolution {
   Placement placement;

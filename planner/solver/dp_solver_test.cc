@@ -116,6 +116,43 @@ TEST(DpSolverTest, OptionalExpertLoadBalance) {
   EXPECT_LE(m_bal->token_load_imbalance, 1.05);
 }
 
+// Two clusters of requests, each using its own 8 of 16 experts at every layer: on 4 devices a
+// cluster's experts need two of them, and on 2 × 2 those two should share a node.
+TEST(DpSolverTest, TopologyCreditKeepsAClustersExpertsOnItsNode) {
+  std::mt19937 rng(38);
+  TraceSet t;
+  t.header.num_experts = 16;
+  t.header.top_k = 2;
+  t.header.moe_layers = {0, 1};
+  for (int r = 0; r < 40; ++r) {
+    const int cluster = r % 2;
+    std::vector<uint32_t> tokens;
+    std::vector<uint16_t> experts;
+    for (int i = 0; i < 10; ++i) {
+      tokens.push_back(cluster * 100 + rng() % 20);
+      for (int l = 0; l < 2; ++l) {
+        const int a = rng() % 8, b = (a + 1 + rng() % 7) % 8;
+        experts.push_back(cluster * 8 + a);
+        experts.push_back(cluster * 8 + b);
+      }
+    }
+    ASSERT_TRUE(t.AddRequest("r" + std::to_string(r), tokens, experts).ok());
+  }
+  auto topo = Topology::Parse("2x2");
+  const std::vector<int64_t> credit = TopologyCredit(*topo, 0.5);
+  EXPECT_EQ(credit[0], kCreditScale);                      // Own rank.
+  EXPECT_EQ(credit[1], kCreditScale / 2);                  // Same node.
+  EXPECT_EQ(credit[2], 0);                                 // Other node.
+  auto solved = SolveDp(t, {.num_devices = 4, .router_rounds = 0, .credit = credit});
+  ASSERT_TRUE(solved.ok()) << solved.status();
+  auto m = EvaluateDp(t, solved->placement, solved->request_device, {.topology = &*topo});
+  ASSERT_TRUE(m.ok()) << m.status();
+  EXPECT_DOUBLE_EQ(m->node_lar, 1.0);
+  EXPECT_DOUBLE_EQ(solved->lar, m->lar);  // The reported LAR counts local activations only.
+  EXPECT_GE(solved->lar, 0.45);
+  EXPECT_FALSE(SolveDp(t, {.num_devices = 4, .credit = {1, 2, 3}}).ok());
+}
+
 TEST(DpSolverTest, Errors) {
   TraceSet t = Planted(1);
   EXPECT_FALSE(SolveDp(t, {.num_devices = 3}).ok());

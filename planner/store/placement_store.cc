@@ -135,6 +135,12 @@ const Migration kMigrations[] = {
       CREATE TRIGGER autopilot_decisions_never_deleted BEFORE DELETE ON autopilot_decisions
         BEGIN SELECT RAISE(ABORT, 'autopilot decisions are a log'); END;
     )sql"},
+    // The topology a version was built for (topology.h's JSON); NULL: flat.
+    {8, R"sql(
+      ALTER TABLE placements ADD COLUMN topology TEXT;
+      CREATE TRIGGER placement_topology_immutable BEFORE UPDATE OF topology ON placements
+        BEGIN SELECT RAISE(ABORT, 'placement versions are immutable'); END;
+    )sql"},
 };
 
 bool IsJsonObject(const std::string& text) {
@@ -208,8 +214,8 @@ absl::StatusOr<int64_t> PlacementStore::Create(const PlacementVersion& v,
   }
   ASSIGN_OR_RETURN(Statement insert,
                    db_->Prepare("INSERT INTO placements (model_id, name, parent, algorithm, "
-                                "params_json, metrics_json, num_devices, status, created_at) "
-                                "VALUES (?, ?, ?, ?, ?, ?, ?, 'draft', ?)"));
+                                "params_json, metrics_json, num_devices, status, created_at, "
+                                "topology) VALUES (?, ?, ?, ?, ?, ?, ?, 'draft', ?, ?)"));
   RETURN_IF_ERROR(insert.BindInt(1, model_id));
   RETURN_IF_ERROR(insert.BindText(2, v.name));
   RETURN_IF_ERROR(v.parent ? insert.BindInt(3, *v.parent) : insert.BindNull(3));
@@ -218,6 +224,9 @@ absl::StatusOr<int64_t> PlacementStore::Create(const PlacementVersion& v,
   RETURN_IF_ERROR(insert.BindText(6, v.metrics_json));
   RETURN_IF_ERROR(insert.BindInt(7, v.placement.num_devices()));
   RETURN_IF_ERROR(insert.BindInt(8, absl::ToUnixMicros(clock_->Now())));
+  RETURN_IF_ERROR(v.placement.topology() != nullptr
+                      ? insert.BindText(9, v.placement.topology()->ToJson())
+                      : insert.BindNull(9));
   RETURN_IF_ERROR(insert.Run());
   const int64_t version = db_->last_insert_rowid();
   ASSIGN_OR_RETURN(Statement layer,
@@ -275,7 +284,7 @@ absl::StatusOr<int64_t> PlacementStore::Create(const PlacementVersion& v,
 namespace {
 constexpr char kSelectVersion[] =
     "SELECT p.version, m.name, p.name, p.parent, p.algorithm, p.params_json, p.metrics_json, "
-    "p.status, p.created_at, p.num_devices, m.num_experts FROM placements p "
+    "p.status, p.created_at, p.num_devices, m.num_experts, p.topology FROM placements p "
     "JOIN models m ON m.id = p.model_id ";
 }  // namespace
 
@@ -331,6 +340,15 @@ absl::StatusOr<PlacementVersion> PlacementStore::ReadVersion(Statement& row) {
   if (!placement.ok()) {
     return absl::DataLossError(
         absl::StrCat("placement version ", v.version, ": ", placement.status().message()));
+  }
+  if (!row.ColumnIsNull(11)) {
+    absl::StatusOr<Topology> topology = Topology::FromJson(row.ColumnText(11));
+    if (topology.ok()) placement = placement->WithTopology(*std::move(topology));
+    if (!placement.ok() || !topology.ok()) {
+      return absl::DataLossError(absl::StrCat(
+          "placement version ", v.version, ": corrupt topology: ",
+          (topology.ok() ? placement.status() : topology.status()).message()));
+    }
   }
   v.placement = std::move(*placement);
   return v;

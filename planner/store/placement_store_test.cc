@@ -103,6 +103,25 @@ TEST(PlacementStoreTest, ReplicasRoundTrip) {
   EXPECT_EQ(store->Get(plain)->placement.replicas_per_device(), 0);
 }
 
+TEST(PlacementStoreTest, TopologyRoundTripsAndCannotBeChanged) {
+  const std::string path = TempDatabasePath("topology.db");
+  auto store = OpenStore(path);
+  PlacementVersion v = Version("t", 1);
+  v.placement = *v.placement.WithTopology(*Topology::Parse("2x4"));
+  const int64_t id = *store->Create(v);
+  auto back = store->Get(id);
+  ASSERT_TRUE(back.ok()) << back.status();
+  ASSERT_NE(back->placement.topology(), nullptr);
+  EXPECT_EQ(back->placement.topology()->Describe(), "2x4");
+  EXPECT_EQ(back->placement.ToJson(), v.placement.ToJson());
+  const int64_t flat = *store->Create(Version("f", 2));
+  EXPECT_EQ(store->Get(flat)->placement.topology(), nullptr);
+  store.reset();
+  auto db = Database::Open(path);
+  ASSERT_TRUE(db.ok());
+  EXPECT_FALSE((*db)->Execute("UPDATE placements SET topology = NULL").ok());
+}
+
 TEST(PlacementStoreTest, ActivateRetireAndRollback) {
   auto store = OpenStore(TempDatabasePath("activate.db"));
   const int64_t a = *store->Create(Version("a", 1)), b = *store->Create(Version("b", 2));
