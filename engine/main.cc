@@ -80,6 +80,11 @@ ABSL_FLAG(int, max_prompt_tokens, 0, "trace: cut longer prompts (0: the model's 
 ABSL_FLAG(int, verbosity, 0, "VLOG level");
 ABSL_FLAG(int, rank, 0, "serve: this rank");
 ABSL_FLAG(int, ranks, 1, "serve: ranks in the expert-parallel group");
+ABSL_FLAG(std::string, topology, "",
+          "serve: which ranks share a node: NxM (N nodes x M ranks, N*M = --ranks; ranks "
+          "numbered node by node) or a topology file (a rank-cost matrix); empty: one node. With "
+          "several nodes a token crosses to each remote node once; a placement built for another "
+          "topology is refused");
 ABSL_FLAG(std::string, rendezvous, "",
           "serve: where the group meets: file:DIR (one host, a fresh "
           "directory per run) or grpc:HOST:PORT (planner serve)");
@@ -351,6 +356,18 @@ int Serve(int device) {
   o.ranks = absl::GetFlag(FLAGS_ranks);
   o.rendezvous = absl::GetFlag(FLAGS_rendezvous);
   if (o.rendezvous.empty()) return Usage("serve: --rendezvous is required");
+  if (const std::string spec = absl::GetFlag(FLAGS_topology); !spec.empty()) {
+    const bool nxm = std::isdigit(static_cast<unsigned char>(spec[0])) &&
+                     spec.find('x') != std::string::npos && spec.find('/') == std::string::npos;
+    absl::StatusOr<planner::Topology> topology =
+        planner::Topology::FromFlag(nxm ? spec : UserPath(spec));
+    if (!topology.ok()) return Usage(absl::StrCat("--topology: ", topology.status().message()));
+    if (topology->num_ranks() != o.ranks) {
+      return Usage(absl::StrCat("--topology ", topology->Describe(), " has ",
+                                topology->num_ranks(), " ranks; --ranks is ", o.ranks));
+    }
+    o.topology = std::make_shared<const planner::Topology>(*std::move(topology));
+  }
   const std::string attn = absl::GetFlag(FLAGS_attn);
   if (attn != "dp" && attn != "tp") return Usage("--attn must be dp or tp");
   o.attention = attn == "dp" ? AttentionMode::kDp : AttentionMode::kTp;

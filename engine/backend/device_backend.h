@@ -34,6 +34,8 @@ struct DeviceTarget {
   // > 0: one-device decode steps of up to this many sequences as CUDA graphs (bf16 only;
   // `engine --cuda_graph_max_batch`).
   int decode_graphs = 0;
+  // Serving: the group's nodes (borrowed; null: one node) — node-level dedup in the dispatch.
+  const planner::Topology* topology = nullptr;
 };
 
 // Attention-TP serving on a device (UseForServing): the rank's slice of the heads and the rule of

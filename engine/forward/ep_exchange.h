@@ -33,6 +33,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <type_traits>
 #include <vector>
@@ -46,6 +47,7 @@
 #include "engine/forward/forward_options.h"
 #include "engine/forward/grouped_experts.h"
 #include "engine/forward/model_view.h"
+#include "engine/forward/node_exchange.h"
 #include "engine/parallel/communicator.h"
 #include "engine/parallel/dispatch_plan.h"
 #include "engine/parallel/moe_layer_counters.h"
@@ -70,15 +72,29 @@ class EpExchange {
   // All borrowed; they outlive this. `holder_choice`: with replicas, choose each batch's holders
   // by load (else an expert a rank does not hold runs on its home). `routing_gather_max_bytes`:
   // see the top (0: never; the demand and row counts are exchanged apart).
+  // `topology` (may be null: one node): with several nodes of several ranks, the dispatch and
+  // combine run in two stages (node_exchange.h).
   EpExchange(const model::ModelConfig& config, const planner::Placement& placement,
              Communicator& comm, Ops& ops, bool holder_choice = true,
-             int64_t routing_gather_max_bytes = kRoutingGatherMaxBytes)
+             int64_t routing_gather_max_bytes = kRoutingGatherMaxBytes,
+             const planner::Topology* topology = nullptr)
       : c_(config),
         placement_(placement),
         comm_(comm),
         ops_(ops),
         holder_choice_(holder_choice && placement.replicas_per_device() > 0),
-        routing_gather_max_bytes_(routing_gather_max_bytes) {}
+        routing_gather_max_bytes_(routing_gather_max_bytes),
+        topology_(topology) {
+    if (topology != nullptr && topology->num_nodes() > 1 &&
+        topology->num_nodes() < topology->num_ranks() &&
+        topology->num_ranks() == comm.size()) {
+      node_ = std::make_unique<NodeExchange<Ops>>(*topology, comm, ops, config.hidden_size,
+                                                  config.top_k, config.num_experts);
+    }
+  }
+
+  // Whether the dispatch deduplicates per node (two stages).
+  bool node_dedup() const { return node_ != nullptr; }
 
   // Under data-parallel attention, before a pass's first MoE layer (every rank, an idle one with
   // 0): all-gathers every rank's token count for the pass — one small collective a pass, only
@@ -158,6 +174,24 @@ class EpExchange {
       row_local[t] += plan.local_per_token[t];
       row_all[t] += k;
     }
+    if (node_ != nullptr) {  // Node-level dedup: node_exchange.h moves the rows.
+      counters.tokens += tokens;
+      counters.local_activations += plan.local_activations;
+      counters.remote_activations += plan.remote_activations;
+      if (during_combine) RETURN_IF_ERROR(during_combine());
+      const bool stacked = w.stacked.gate != nullptr;
+      RETURN_IF_ERROR(node_->Run(
+          plan, h, tokens,
+          [&](const float* x, const int32_t* ids, const float* weights, int64_t rows,
+              float* results) -> absl::Status {
+            RETURN_IF_ERROR(Reserve(0, rows, 0, stacked));
+            return ServeRows(moe_index, w, x, ids, weights, rows, results, /*slot=*/1);
+          },
+          out, counters));
+      counters.dispatch_seconds += Seconds(start);  // The plan's share (host).
+      AddServed(counters);
+      return absl::OkStatus();
+    }
     // This rank's own rows never enter the collectives: [self_at, self_at + self) of the plan.
     const std::vector<int64_t>& send_rows = plan.send_rows;
     int64_t self_at = 0;
@@ -235,7 +269,7 @@ class EpExchange {
                  slots_out, absl::Span<float>(recv_weights_.data() + front * k, received * k),
                  slots_in)};
     RETURN_IF_ERROR(comm_.AllToAllVParts(parts));
-    CountExchange(plan, recv_rows, me, static_cast<int>(hidden), counters);
+    CountExchange(plan, recv_rows, me, static_cast<int>(hidden), counters, topology_);
     counters.dispatch_seconds += Seconds(start);
 
     // The peers' rows (without overlap: and this rank's own, in front) through its experts.
@@ -266,11 +300,7 @@ class EpExchange {
     }
     RETURN_IF_ERROR(ops_.Finish());
     counters.combine_seconds += Seconds(start);
-    counters.served_activations += served_;
-    counters.expert_activations.resize(served_per_expert_.size(), 0);
-    for (size_t e = 0; e < served_per_expert_.size(); ++e) {
-      counters.expert_activations[e] += served_per_expert_[e];
-    }
+    AddServed(counters);
     return absl::OkStatus();
   }
 
@@ -287,6 +317,15 @@ class EpExchange {
     const double s = absl::ToDoubleSeconds(now - start);
     start = now;
     return s;
+  }
+
+  // This Run's activations through this rank's experts.
+  void AddServed(MoeLayerCounters& counters) const {
+    counters.served_activations += served_;
+    counters.expert_activations.resize(served_per_expert_.size(), 0);
+    for (size_t e = 0; e < served_per_expert_.size(); ++e) {
+      counters.expert_activations[e] += served_per_expert_[e];
+    }
   }
 
   static std::vector<int64_t> Scaled(const std::vector<int64_t>& rows, int64_t width) {
@@ -506,6 +545,8 @@ class EpExchange {
   Ops& ops_;
   const bool holder_choice_;
   const int64_t routing_gather_max_bytes_;
+  const planner::Topology* const topology_;  // Null: one node.
+  std::unique_ptr<NodeExchange<Ops>> node_;  // Set with several nodes of several ranks.
   std::vector<int64_t> rank_tokens_;  // Every rank's tokens at the next Run; empty: unknown.
   double pass_wait_seconds_ = 0;      // BeginPass's collective, not yet in a layer's counters.
   Array<int64_t> own_tokens_, all_tokens_;  // BeginPass's all-gather.

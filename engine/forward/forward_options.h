@@ -8,6 +8,7 @@
 #include "engine/parallel/communicator.h"
 #include "engine/parallel/device_predictor.h"
 #include "planner/placement/placement.h"
+#include "planner/placement/topology.h"
 
 namespace semmoe::engine::forward {
 
@@ -36,6 +37,10 @@ struct ExpertParallelOptions {  // Both null: every expert on this device.
   // With it: a batch whose routing (all ranks') is at most this many bytes all-gathers it, one
   // collective a MoE layer instead of two (ep_exchange.h; 0: never).
   int64_t routing_gather_max_bytes = kRoutingGatherMaxBytes;
+  // The group's nodes (borrowed; null: one node). With more than one node of more than one rank,
+  // a token crosses to each remote node once and is fanned out inside (node_exchange.h), and
+  // the counters split cross-node from intra-node bytes.
+  const planner::Topology* topology = nullptr;
 };
 
 }  // namespace semmoe::engine::forward

@@ -412,8 +412,16 @@ class ForwardRunner {
   absl::StatusOr<Exchanges> MakeExchanges(const ExpertParallelOptions& o) {
     Exchanges x;
     if (o.placement == nullptr) return x;
+    if (o.topology != nullptr) {
+      if (o.topology->num_ranks() != o.comm->size()) {
+        return absl::InvalidArgumentError(absl::StrCat("topology ", o.topology->Describe(), " has ",
+                                                       o.topology->num_ranks(), " ranks, the group ",
+                                                       o.comm->size()));
+      }
+      RETURN_IF_ERROR(o.placement->CheckServes(*o.topology));
+    }
     x.ep = std::make_unique<EpExchange<Ops>>(c_, *o.placement, *o.comm, ops_, o.holder_choice,
-                                             o.routing_gather_max_bytes);
+                                             o.routing_gather_max_bytes, o.topology);
     if (o.attention_tp) {
       x.tp = std::make_unique<TpExchange<Ops>>(c_, *o.comm, ops_, o.predictor, o.token_balance_eps);
       RETURN_IF_ERROR(x.tp->Init());

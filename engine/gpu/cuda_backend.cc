@@ -23,7 +23,10 @@ std::string Describe(int device, const GpuTransformer& forward) {
 }
 
 GpuTarget Gpu(const DeviceTarget& target) {
-  return {.device = target.device, .bf16 = target.bf16, .decode_graphs = target.decode_graphs};
+  return {.device = target.device,
+          .bf16 = target.bf16,
+          .decode_graphs = target.decode_graphs,
+          .topology = target.topology};
 }
 
 // `engine generate`'s session: the forward of a BatchEngine's passes.

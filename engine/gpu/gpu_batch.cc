@@ -22,7 +22,8 @@ absl::StatusOr<std::unique_ptr<GpuTransformer>> CreateGpuForward(
                                  .comm = comm,
                                  .attention_tp = tp.enabled,
                                  .predictor = tp.predictor,
-                                 .token_balance_eps = tp.token_balance_eps});
+                                 .token_balance_eps = tp.token_balance_eps,
+                                 .topology = target.topology});
 }
 
 }  // namespace semmoe::engine::gpu

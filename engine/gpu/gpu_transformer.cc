@@ -62,7 +62,8 @@ absl::StatusOr<std::unique_ptr<GpuTransformer>> GpuTransformer::Create(
                                      .comm = options.comm,
                                      .attention_tp = options.attention_tp,
                                      .predictor = options.predictor,
-                                     .token_balance_eps = options.token_balance_eps});
+                                     .token_balance_eps = options.token_balance_eps,
+                                     .topology = options.topology});
   impl->runner->EnableDecodeGraphs(options.decode_graphs);
   RETURN_IF_ERROR(impl->runner->Init());
   return std::unique_ptr<GpuTransformer>(new GpuTransformer(std::move(impl)));

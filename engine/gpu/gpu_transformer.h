@@ -42,6 +42,7 @@ struct GpuTarget {
   int device = 0;
   bool bf16 = false;
   int decode_graphs = 0;  // GpuForwardOptions::decode_graphs.
+  const planner::Topology* topology = nullptr;  // GpuForwardOptions::topology.
 };
 
 // Attention-TP for a serving rank (GpuForwardOptions' fields of the same names).
@@ -70,6 +71,9 @@ struct GpuForwardOptions {
   bool attention_tp = false;
   const DevicePredictor* predictor = nullptr;
   double token_balance_eps = 0;
+  // The group's nodes (borrowed; null: one node): node-level dedup in the dispatch
+  // (forward::ExpertParallelOptions::topology).
+  const planner::Topology* topology = nullptr;
 };
 
 class GpuTransformer {

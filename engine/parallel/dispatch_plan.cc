@@ -109,7 +109,7 @@ int64_t DispatchRowBytes(int hidden, int top_k) {
 int64_t CombineRowBytes(int hidden) { return int64_t{hidden} * 4; }
 
 void CountExchange(const DispatchPlan& plan, absl::Span<const int64_t> recv_rows, int rank,
-                   int hidden, MoeLayerCounters& counters) {
+                   int hidden, MoeLayerCounters& counters, const planner::Topology* topology) {
   counters.tokens += static_cast<int64_t>(plan.local_per_token.size());
   counters.local_activations += plan.local_activations;
   counters.remote_activations += plan.remote_activations;
@@ -122,6 +122,11 @@ void CountExchange(const DispatchPlan& plan, absl::Span<const int64_t> recv_rows
     counters.dispatch_bytes_received += recv_rows[r] * dispatch;
     counters.combine_bytes_sent += recv_rows[r] * combine;
     counters.combine_bytes_received += plan.send_rows[r] * combine;
+    const bool cross = topology != nullptr && !topology->SameNode(rank, static_cast<int>(r));
+    (cross ? counters.cross_node_bytes_sent : counters.intra_node_bytes_sent) +=
+        plan.send_rows[r] * dispatch + recv_rows[r] * combine;
+    (cross ? counters.cross_node_bytes_received : counters.intra_node_bytes_received) +=
+        recv_rows[r] * dispatch + plan.send_rows[r] * combine;
   }
 }
 

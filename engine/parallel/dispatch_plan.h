@@ -20,6 +20,7 @@
 #include "engine/parallel/moe_layer_counters.h"
 #include "planner/placement/holder_choice.h"
 #include "planner/placement/placement.h"
+#include "planner/placement/topology.h"
 
 namespace semmoe::engine {
 
@@ -67,8 +68,11 @@ int64_t CombineRowBytes(int hidden);
 // Adds what the layer did to `counters`: the plan's tokens and activations, and the bytes of the
 // dispatch (send_rows out, recv_rows in) and of the combine (the reverse), also per peer
 // (bytes_to_peer: send_rows × dispatch row + recv_rows × combine row).
+// The payload also counts as cross-node or intra-node by the peer's node under `topology` (null:
+// every peer on this rank's node).
 void CountExchange(const DispatchPlan& plan, absl::Span<const int64_t> recv_rows, int rank,
-                   int hidden, MoeLayerCounters& counters);
+                   int hidden, MoeLayerCounters& counters,
+                   const planner::Topology* topology = nullptr);
 
 }  // namespace semmoe::engine
 

@@ -18,6 +18,11 @@ struct MoeLayerCounters {
   std::vector<int64_t> expert_activations;
   int64_t dispatch_bytes_sent = 0, dispatch_bytes_received = 0;  // Payload, peers only.
   int64_t combine_bytes_sent = 0, combine_bytes_received = 0;
+  // The same payload (dispatch + combine) split by where its peer is: on another node or on
+  // this rank's (under a topology, engine/parallel/node_dispatch.h; without one every peer
+  // shares the node).
+  int64_t cross_node_bytes_sent = 0, cross_node_bytes_received = 0;
+  int64_t intra_node_bytes_sent = 0, intra_node_bytes_received = 0;
   // [ranks]: dispatch + combine payload sent to each rank (this rank's own: 0).
   std::vector<int64_t> bytes_to_peer;
   double dispatch_seconds = 0, expert_seconds = 0, combine_seconds = 0;

@@ -92,7 +92,8 @@ absl::StatusOr<std::unique_ptr<RankModel>> RankModel::Create(const std::string& 
                                                                                 : nullptr,
                            .token_balance_eps = options.token_balance_eps,
                            .holder_choice = options.holder_choice,
-                           .routing_gather_max_bytes = options.routing_gather_max_bytes}}));
+                           .routing_gather_max_bytes = options.routing_gather_max_bytes,
+                           .topology = options.topology}}));
   m->rank_forward_ = std::make_unique<CpuRankForward>(*m->cpu_);
   return m;
 }

@@ -44,6 +44,8 @@ struct RankModelOptions {
   bool holder_choice = true;
   // With it: forward::ExpertParallelOptions::routing_gather_max_bytes (0: never gather).
   int64_t routing_gather_max_bytes = forward::kRoutingGatherMaxBytes;
+  // The group's nodes (borrowed; null: one node): forward::ExpertParallelOptions::topology.
+  const planner::Topology* topology = nullptr;
   // The rank's CPU forward and its KV arena: as many pages of `page_size` positions as
   // `kv_cache_bytes` hold of this rank's cache rows — the rule of the BatchEngine the rank
   // serves with, whose Options must give the same two values (GroupEngine checks). False

@@ -32,11 +32,17 @@ absl::StatusOr<planner::Placement> ParsePlacement(const PlacementSource& s,
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<RankPlacement>> BuildRankPlacement(const PlacementSource& s,
-                                                                  const model::ModelConfig& config,
-                                                                  int ranks,
-                                                                  bool use_layer_tables) {
+absl::StatusOr<std::unique_ptr<RankPlacement>> BuildRankPlacement(
+    const PlacementSource& s, const model::ModelConfig& config, int ranks, bool use_layer_tables,
+    const planner::Topology* topology) {
   ASSIGN_OR_RETURN(planner::Placement placement, ParsePlacement(s, config, ranks));
+  if (topology != nullptr) {
+    if (absl::Status serves = placement.CheckServes(*topology); !serves.ok()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          s.placement_name.empty() ? "placement vanilla" : s.placement_name, ": ",
+          serves.message()));
+    }
+  }
   auto out = std::make_unique<RankPlacement>(std::move(placement));
   out->version = s.version;
   out->description = s.placement_name.empty() ? "placement vanilla" : s.placement_name;

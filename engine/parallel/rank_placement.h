@@ -40,10 +40,11 @@ struct RankPlacement {
 // Parses and checks `source` for `config` on a group of `ranks`: InvalidArgument naming the
 // source and the mismatch (another device count, another model, malformed tables).
 // `use_layer_tables` false ignores the A tables (the T tables alone predict).
-absl::StatusOr<std::unique_ptr<RankPlacement>> BuildRankPlacement(const PlacementSource& source,
-                                                                  const model::ModelConfig& config,
-                                                                  int ranks,
-                                                                  bool use_layer_tables = true);
+// `topology` (null: one node of `ranks`): FailedPrecondition when the placement was built for
+// another one (Placement::CheckServes).
+absl::StatusOr<std::unique_ptr<RankPlacement>> BuildRankPlacement(
+    const PlacementSource& source, const model::ModelConfig& config, int ranks,
+    bool use_layer_tables = true, const planner::Topology* topology = nullptr);
 
 }  // namespace semmoe::engine
 

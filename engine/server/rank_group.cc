@@ -14,13 +14,20 @@ absl::StatusOr<std::unique_ptr<RankGroup>> FormRankGroup(const RankGroupInputs& 
   auto g = std::make_unique<RankGroup>();
   g->epoch = joined.epoch;
   g->comm = std::move(joined.comm);
+  g->topology = o.topology;
+  if (g->topology == nullptr) {
+    ASSIGN_OR_RETURN(planner::Topology flat, planner::Topology::Flat(o.ranks));
+    g->topology = std::make_shared<const planner::Topology>(std::move(flat));
+  }
   ASSIGN_OR_RETURN(std::unique_ptr<RankPlacement> placement,
-                   BuildRankPlacement(*in.source, *in.config, o.ranks, o.use_layer_tables));
+                   BuildRankPlacement(*in.source, *in.config, o.ranks, o.use_layer_tables,
+                                      g->topology.get()));
   // A CUDA rank's forward keeps its own weights and KV cache on the device; a CPU rank's arena
   // has the pages of the batch it serves.
   ASSIGN_OR_RETURN(g->model, RankModel::Create(o.model_dir, std::move(placement), *g->comm,
                                                {.attention = o.attention,
                                                 .token_balance_eps = o.token_balance_eps,
+                                                .topology = g->topology.get(),
                                                 .cpu_forward = in.cuda == nullptr,
                                                 .page_size = o.engine.batch.page_size,
                                                 .kv_cache_bytes = o.engine.batch.kv_cache_bytes}));
@@ -30,11 +37,11 @@ absl::StatusOr<std::unique_ptr<RankGroup>> FormRankGroup(const RankGroupInputs& 
   if (o.planner.empty()) {
     no_stager = "this group was started without --planner";
   } else {
-    stager = [&o, config = in.config](
+    stager = [&o, config = in.config, topology = g->topology](
                  int64_t version) -> absl::StatusOr<std::unique_ptr<RankPlacement>> {
       ASSIGN_OR_RETURN(const PlacementSource source,
                        FetchPlacementSource(o.planner, version, o.attention == AttentionMode::kTp));
-      return BuildRankPlacement(source, *config, o.ranks, o.use_layer_tables);
+      return BuildRankPlacement(source, *config, o.ranks, o.use_layer_tables, topology.get());
     };
   }
   g->rollout = std::make_unique<PlacementRollout>(*g->model, std::move(stager), no_stager,
@@ -56,7 +63,9 @@ absl::StatusOr<std::unique_ptr<RankGroup>> FormRankGroup(const RankGroupInputs& 
                                              .size = o.ranks,
                                              .hostname = o.host,
                                              .timeout = o.connect_timeout},
-                                            {.device = o.cuda_device, .bf16 = o.cuda_bf16},
+                                            {.device = o.cuda_device,
+                                             .bf16 = o.cuda_bf16,
+                                             .topology = g->topology.get()},
                                             attention_tp ? &tp : nullptr, engine_options.batch));
     engine_options.device = g->device->rank_forward();
     if (engine_options.device == nullptr) {

@@ -25,6 +25,8 @@ namespace semmoe::engine {
 // Members are destroyed in reverse order: the engine first, the communicator last.
 struct RankGroup {
   int64_t epoch = 0;
+  // The group's nodes: RankServerOptions::topology, or one node of every rank.
+  std::shared_ptr<const planner::Topology> topology;
   std::unique_ptr<Communicator> comm;
   std::unique_ptr<RankModel> model;
   std::unique_ptr<PlacementRollout> rollout;

@@ -20,6 +20,10 @@ struct RankServerOptions {
   std::string model_dir;
   int rank = 0;
   int ranks = 1;
+  // Which ranks share a node (planner/placement/topology.h; null: one node of `ranks`). With
+  // several nodes of several ranks the dispatch crosses to each remote node once per token; a
+  // placement built for another topology is refused (at start and at a rollout).
+  std::shared_ptr<const planner::Topology> topology;
   std::string rendezvous;  // "file:DIR" or "grpc:HOST:PORT" (rendezvous.h).
   AttentionMode attention = AttentionMode::kDp;
   std::string placement = "vanilla";  // "vanilla", a placement JSON file, or with `planner` a
