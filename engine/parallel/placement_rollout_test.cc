@@ -25,12 +25,20 @@ using testing::TinyDir;
 
 constexpr int kRanks = 2, kExperts = 8;
 
-// Version v's placement: vanilla for 1, seeded random ones after; version 9 is for 4 devices.
+// Version v's placement: vanilla for 1, seeded random ones after; version 9 is for 4 devices,
+// version 10 built for 2 nodes of one rank (the group runs one node of two).
 std::string PlacementJson(int64_t v) {
   const int devices = v == 9 ? 4 : kRanks;
   auto p = v == 1 ? planner::Placement::Vanilla({0, 1}, kExperts, devices)
                   : planner::Placement::Random({0, 1}, kExperts, devices, /*seed=*/v);
+  if (v == 10) p = p->WithTopology(*planner::Topology::Parse("2x1"));
   return p->ToJson();
+}
+
+// The group's topology, as `engine serve` without --topology has it: one node.
+const planner::Topology& GroupTopology() {
+  static const auto* flat = new planner::Topology(*planner::Topology::Flat(kRanks));
+  return *flat;
 }
 
 absl::StatusOr<std::unique_ptr<RankPlacement>> Build(int64_t v) {
@@ -39,7 +47,7 @@ absl::StatusOr<std::unique_ptr<RankPlacement>> Build(int64_t v) {
   return BuildRankPlacement({.version = v,
                              .placement_json = PlacementJson(v),
                              .placement_name = absl::StrCat("version ", v)},
-                            *config, kRanks);
+                            *config, kRanks, /*use_layer_tables=*/true, &GroupTopology());
 }
 
 // A device rank's forward, emulated on the host: its own copy of the rank's weights (what a GPU
@@ -264,6 +272,14 @@ TEST_P(PlacementRolloutTest, SwitchesUnderLoadWithoutChangingOutputs) {
   WaitFor(9, /*refused=*/true);
   EXPECT_NE(ranks_[1].rollout->stats().last_error.find("places experts on 4 devices but the "
                                                        "group has 2 ranks"),
+            std::string::npos)
+      << ranks_[1].rollout->stats().last_error;
+
+  // Version 10 was built for another topology: refused, naming both.
+  ranks_[0].rollout->Propose(10);
+  WaitFor(10, /*refused=*/true);
+  EXPECT_NE(ranks_[1].rollout->stats().last_error.find(
+                "built for topology 2x1; this group runs 1x2"),
             std::string::npos)
       << ranks_[1].rollout->stats().last_error;
 
