@@ -209,6 +209,9 @@ absl::Status Console::ClusterStatus() {
   std::map<std::pair<std::string, int>, std::vector<int64_t>> per_expert;
   // (arm, rank) → all-to-all bytes it sent each rank: the group's rank × rank traffic matrix.
   std::map<std::pair<std::string, int>, std::vector<int64_t>> traffic;
+  // layer → (cross-node, intra-node) all-to-all bytes every rank sent; arm → its topology.
+  std::map<int, std::pair<int64_t, int64_t>> node_bytes;
+  std::map<std::string, std::string> topology;
   int reachable = 0;
   // Per group (arm): the version its engines serve and their live routing traces, for drift.
   std::map<std::string, std::pair<int64_t, std::vector<std::string>>> live;
@@ -228,9 +231,13 @@ absl::Status Console::ClusterStatus() {
     if (e.peer_bytes_sent_size() > 0) {
       traffic[{r.arm(), e.rank()}].assign(e.peer_bytes_sent().begin(), e.peer_bytes_sent().end());
     }
+    topology[r.arm()] = (e.topology().empty() ? std::string("one node") : e.topology()) +
+                        (e.node_dedup() ? " (node dedup)" : "");
     for (const engine::rpc::MoeLayerStats& l : e.layers()) {
       layers[l.layer()].first += l.local_activations();
       layers[l.layer()].second += l.remote_activations();
+      node_bytes[l.layer()].first += l.cross_node_bytes_sent();
+      node_bytes[l.layer()].second += l.intra_node_bytes_sent();
       served[{r.arm(), l.layer()}].push_back(l.served_activations());
       planner::AddActivations(l.expert_activations(), per_expert[{r.arm(), l.layer()}]);
     }
@@ -260,9 +267,13 @@ absl::Status Console::ClusterStatus() {
     nlohmann::json per_layer = nlohmann::json::array();
     for (const auto& [layer, c] : layers) {
       const int64_t all = c.first + c.second;
-      per_layer.push_back({{"layer", layer}, {"lar", all == 0 ? 0.0 : double(c.first) / all}});
+      per_layer.push_back({{"layer", layer},
+                           {"lar", all == 0 ? 0.0 : double(c.first) / all},
+                           {"cross_node_bytes", node_bytes[layer].first},
+                           {"intra_node_bytes", node_bytes[layer].second}});
     }
     j["lar_per_layer"] = per_layer;
+    j["topology"] = topology;
     nlohmann::json load = nlohmann::json::array();
     for (const auto& [key, ranks] : served) {
       nlohmann::json hot = nlohmann::json::array();
@@ -314,12 +325,17 @@ absl::Status Console::ClusterStatus() {
               Fixed(a.lar(), 3), Fixed(a.a2a_bytes_per_token(), 0)});
   }
   out_ << arms.Render();
-  Table per_layer({"MoE layer", "LAR", ""});
+  for (const auto& [arm, t] : topology) {
+    out_ << "topology" << (arm.empty() ? "" : " of arm " + arm) << ": " << t << "\n";
+  }
+  // Per MoE layer: LAR, and the all-to-all MiB every rank sent across nodes and inside its node.
+  Table per_layer({"MoE layer", "LAR", "", "cross-node MiB", "intra-node MiB"});
   for (const auto& [layer, c] : layers) {
     const int64_t all = c.first + c.second;
     const double lar = all == 0 ? 0.0 : double(c.first) / all;
-    per_layer.Add(
-        {absl::StrCat(layer), Fixed(lar, 3), std::string(static_cast<int>(lar * 40), '#')});
+    per_layer.Add({absl::StrCat(layer), Fixed(lar, 3), std::string(static_cast<int>(lar * 40), '#'),
+                   Fixed(node_bytes[layer].first / 1048576.0, 2),
+                   Fixed(node_bytes[layer].second / 1048576.0, 2)});
   }
   if (!per_layer.empty()) out_ << per_layer.Render();
   // Expert load per MoE layer over each group's ranks: (max − mean) / mean of the activations

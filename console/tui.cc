@@ -103,17 +103,26 @@ class Tui {
     }
     // LAR per MoE layer, from the engines behind the router.
     std::map<int, std::pair<int64_t, int64_t>> layers;
+    std::map<int, Snapshot::NodeBytes> node_bytes;
     for (const rrpc::RankStats& r : s.router.ranks()) {
       auto stub = engine::rpc::EngineService::NewStub(semmoe::NewChannel(r.address()));
       grpc::ClientContext c;
       c.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(300));
       engine::rpc::EngineStats e;
       if (!stub->GetStats(&c, engine::rpc::GetStatsRequest(), &e).ok()) continue;
+      if (!e.topology().empty()) {
+        s.topology = e.topology() + (e.node_dedup() ? " (node dedup)" : "");
+      }
       for (const engine::rpc::MoeLayerStats& l : e.layers()) {
         layers[l.layer()].first += l.local_activations();
         layers[l.layer()].second += l.remote_activations();
+        Snapshot::NodeBytes& b = node_bytes[l.layer()];
+        b.layer = l.layer();
+        b.cross += l.cross_node_bytes_sent();
+        b.intra += l.intra_node_bytes_sent();
       }
     }
+    for (const auto& [layer, b] : node_bytes) s.layer_node_bytes.push_back(b);
     for (const auto& [layer, c] : layers) {
       const int64_t all = c.first + c.second;
       s.layer_lar.push_back({layer, all == 0 ? 0.0 : static_cast<double>(c.first) / all});

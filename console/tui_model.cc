@@ -244,6 +244,19 @@ std::vector<std::string> ClusterLines(const Snapshot& s, const std::deque<double
     out.push_back(Cut(absl::StrFormat("  layer %-3d %s %.3f", layer, Bar(lar, 40), lar), width));
   }
   if (s.layer_lar.empty()) out.push_back("  (no engine answered)");
+  if (!s.layer_node_bytes.empty()) {
+    out.push_back(Cut(absl::StrCat("all-to-all MiB per MoE layer across nodes | inside nodes (",
+                                   s.topology.empty() ? "one node" : "topology " + s.topology,
+                                   "; bar = cross-node share):"),
+                      width));
+    for (const Snapshot::NodeBytes& b : s.layer_node_bytes) {
+      const double all = static_cast<double>(b.cross + b.intra);
+      out.push_back(Cut(absl::StrFormat("  layer %-3d %s %9.1f | %9.1f", b.layer,
+                                        Bar(all > 0 ? b.cross / all : 0.0, 40), b.cross / 1048576.0,
+                                        b.intra / 1048576.0),
+                        width));
+    }
+  }
   // The expert load per MoE layer over each group's ranks (the router's last poll).
   bool load_header = false;
   for (const auto& arm : r.arms()) {

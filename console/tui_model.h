@@ -20,6 +20,13 @@ struct Snapshot {
   std::vector<planner::rpc::AutopilotDecision> autopilot;
   router::rpc::RouterStats router;
   std::vector<std::pair<int, double>> layer_lar;  // (MoE layer, LAR over every rank).
+  // Per MoE layer, the all-to-all payload every rank sent across nodes and inside its node.
+  struct NodeBytes {
+    int layer = 0;
+    int64_t cross = 0, intra = 0;
+  };
+  std::vector<NodeBytes> layer_node_bytes;
+  std::string topology;  // The engines' ("" : one node), with " (node dedup)" when on.
   bool planner_ok = false, router_ok = false;
   std::string planner_error, router_error;
 };

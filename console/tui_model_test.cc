@@ -106,8 +106,15 @@ TEST(TuiModelTest, ClusterShowsEachRanksRolloutAndRefusals) {
   load->set_imbalance(0.25);
   load->set_busiest_rank(1);
   for (int e : {7, 2, 40, 9}) load->add_hot_experts()->set_expert(e);
-  bool shown = false, load_shown = false, window_shown = false;
+  s.topology = "2x2 (node dedup)";
+  s.layer_node_bytes.push_back({.layer = 5, .cross = 1 << 20, .intra = 3 << 20});
+  bool shown = false, load_shown = false, window_shown = false, nodes_shown = false,
+       node_header = false;
   for (const std::string& line : ClusterLines(s, {}, 200)) {
+    node_header |= line.find("across nodes | inside nodes (topology 2x2 (node dedup)") !=
+                   std::string::npos;
+    nodes_shown |= line.find("layer 5") != std::string::npos &&
+                   line.find("      1.0 |       3.0") != std::string::npos;
     shown |= line.find("v2->v3 4/10 e1") != std::string::npos;
     window_shown |= line.find("over the ranks, last 45 s") != std::string::npos;
     load_shown |= line.find("layer 5") != std::string::npos &&
@@ -116,6 +123,8 @@ TEST(TuiModelTest, ClusterShowsEachRanksRolloutAndRefusals) {
   EXPECT_TRUE(shown);
   EXPECT_TRUE(load_shown);
   EXPECT_TRUE(window_shown);
+  EXPECT_TRUE(node_header);
+  EXPECT_TRUE(nodes_shown);
   EXPECT_TRUE(Banners(s, "p", "r").empty());
   r0->mutable_rollout()->set_error("version 3 refused: rank 1: no disk");
   ASSERT_EQ(Banners(s, "p", "r").size(), 1u);

@@ -102,6 +102,19 @@ std::string EngineMetricsText(const rpc::EngineStats& s) {
     f.Counter("semmoe_engine_all_to_all_bytes_total", kBytes,
               labels({{"phase", "combine"}, {"direction", "received"}}),
               l.combine_bytes_received());
+    const char* kNode =
+        "All-to-all payload bytes per MoE layer (dispatch + combine) by link: cross_node (to or "
+        "from a rank on another node: the slow links) or intra_node (a rank of this node).";
+    f.Counter("semmoe_engine_node_bytes_total", kNode,
+              labels({{"link", "cross_node"}, {"direction", "sent"}}), l.cross_node_bytes_sent());
+    f.Counter("semmoe_engine_node_bytes_total", kNode,
+              labels({{"link", "cross_node"}, {"direction", "received"}}),
+              l.cross_node_bytes_received());
+    f.Counter("semmoe_engine_node_bytes_total", kNode,
+              labels({{"link", "intra_node"}, {"direction", "sent"}}), l.intra_node_bytes_sent());
+    f.Counter("semmoe_engine_node_bytes_total", kNode,
+              labels({{"link", "intra_node"}, {"direction", "received"}}),
+              l.intra_node_bytes_received());
     const char* kSeconds = "Seconds spent per MoE layer, by phase.";
     f.Counter("semmoe_engine_moe_seconds_total", kSeconds, labels({{"phase", "dispatch"}}),
               l.dispatch_seconds());
@@ -109,6 +122,14 @@ std::string EngineMetricsText(const rpc::EngineStats& s) {
               l.expert_seconds());
     f.Counter("semmoe_engine_moe_seconds_total", kSeconds, labels({{"phase", "combine"}}),
               l.combine_seconds());
+  }
+  {
+    auto with = r;
+    with.push_back({"topology", s.topology().empty() ? "one node" : s.topology()});
+    f.Gauge("semmoe_engine_node_dedup",
+            "1 when the dispatch crosses to each remote node once per token (node-level dedup "
+            "under the group's topology, labelled), 0 when it sends to every remote rank.",
+            with, s.node_dedup() ? 1 : 0);
   }
   f.Gauge("semmoe_engine_placement_version",
           "The placement version this rank serves (0: vanilla or a file).", r,

@@ -27,6 +27,10 @@ TEST(EngineMetricsTest, StatsBecomeSeries) {
   l->set_remote_activations(10);
   l->set_lar(0.75);
   l->set_dispatch_bytes_sent(4096);
+  l->set_cross_node_bytes_sent(1000);
+  l->set_intra_node_bytes_received(2000);
+  s.set_topology("2x4");
+  s.set_node_dedup(true);
   l->set_served_activations(55);
   // 128 experts: expert e ran e % 10 activations — the top 8 are eight of the nines, lowest id
   // first, and no other expert gets a series.
@@ -59,6 +63,11 @@ TEST(EngineMetricsTest, StatsBecomeSeries) {
   EXPECT_THAT(text, HasSubstr("semmoe_engine_all_to_all_bytes_total{rank=\"1\",layer=\"3\","
                               "phase=\"dispatch\",direction=\"sent\"} 4096"));
   EXPECT_THAT(text, HasSubstr("semmoe_engine_placement_version{rank=\"1\"} 5"));
+  EXPECT_THAT(text, HasSubstr("semmoe_engine_node_bytes_total{rank=\"1\",layer=\"3\","
+                              "link=\"cross_node\",direction=\"sent\"} 1000"));
+  EXPECT_THAT(text, HasSubstr("semmoe_engine_node_bytes_total{rank=\"1\",layer=\"3\","
+                              "link=\"intra_node\",direction=\"received\"} 2000"));
+  EXPECT_THAT(text, HasSubstr("semmoe_engine_node_dedup{rank=\"1\",topology=\"2x4\"} 1"));
 }
 
 TEST(EngineMetricsTest, ATpFollowerHasNoKvFreeSeries) {

@@ -364,12 +364,16 @@ rpc::EngineStats EngineServiceImpl::Stats() const {
     out.set_rank(options_.rank);
     out.set_ranks(options_.ranks);
     out.set_attention(options_.attention);
+    out.set_topology(options_.topology);
+    out.set_node_dedup(options_.node_dedup);
     out.set_accepts_requests(false);
     out.set_unavailable(slot_.down_reason());
     return out;
   }
   const GroupEngineStats stats = engine->stats();
   ToProto(stats, options_.moe_layers, out);
+  out.set_topology(options_.topology);
+  out.set_node_dedup(options_.node_dedup);
   out.set_collective_wait_s(stats.collective_wait_s);
   if (const std::string why = Unavailable(engine.get()); !why.empty()) {
     out.set_unavailable(why);
@@ -435,6 +439,10 @@ void ToProto(const GroupEngineStats& s, const std::vector<int>& moe_layers, rpc:
     l->set_dispatch_wait_seconds(c.dispatch_wait_seconds);
     l->set_served_activations(c.served_activations);
     l->mutable_expert_activations()->Add(c.expert_activations.begin(), c.expert_activations.end());
+    l->set_cross_node_bytes_sent(c.cross_node_bytes_sent);
+    l->set_cross_node_bytes_received(c.cross_node_bytes_received);
+    l->set_intra_node_bytes_sent(c.intra_node_bytes_sent);
+    l->set_intra_node_bytes_received(c.intra_node_bytes_received);
     local += c.local_activations;
     remote += c.remote_activations;
   }

@@ -56,6 +56,10 @@ class EngineServiceImpl final : public rpc::EngineService::CallbackService {
     // Who answers while the slot is empty.
     int rank = 0, ranks = 1;
     std::string attention = "dp";
+    // The group's topology (Topology::Describe; "": one node) and whether its dispatch
+    // deduplicates per node.
+    std::string topology;
+    bool node_dedup = false;
     // A collective waiting longer than this marks the rank unavailable (a peer stalled or died)
     // and AbortIfStalled ends its calls, long before the collective's own timeout.
     absl::Duration stall_after = absl::Seconds(3);

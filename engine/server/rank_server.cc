@@ -160,6 +160,10 @@ absl::Status RunRankServer(const RankServerOptions& o, absl::Notification& stop)
                                    .rank = o.rank,
                                    .ranks = o.ranks,
                                    .attention = AttentionModeName(o.attention),
+                                   .topology = o.topology ? o.topology->Describe() : "",
+                                   .node_dedup = o.topology != nullptr &&
+                                                 o.topology->num_nodes() > 1 &&
+                                                 o.topology->num_nodes() < o.ranks,
                                    .stall_after = o.stall_after});
   // The slot's engine keeps its whole group alive while calls still hold it.
   slot.Serve(std::shared_ptr<GroupEngine>(group, group->engine.get()), group->epoch);
