@@ -6,11 +6,12 @@
 # communication ratio, not the absolute speeds.
 #
 #   sudo tools/netlab/bench.sh [--quick] --json OUT [--gs 2,4,8] [--link_mbit M] [--only S1,S2]
-#       [--model DIR] [--prompts F]
+#       [--model DIR] [--prompts F] [--per_host M]
 #
 # --quick: G = 4 (2 hosts × 2 ranks), short load points (under 15 minutes here); otherwise
 # G = 2, 4 and 8 (--gs picks some). G = 2 runs 2 hosts × 1 rank with each rank pinned to its own
-# core (netlab --pin_cores); G = 4 and 8 run 2 ranks per host. Each G is calibrated on its own
+# core (netlab --pin_cores); G = 4 and 8 run 2 ranks per host (--per_host M: M, e.g. G = 8 as
+# 2 hosts × 4). Each G is calibrated on its own
 # unshaped vanilla run (its expert time and bytes per call); --link_mbit skips that. The share
 # calibrated ("a2a_share") is the link's own transfer against itself plus the experts' time; on
 # this machine a CPU collective through veths costs ~1 ms a call at any rate, which is not the
@@ -19,7 +20,10 @@
 # Writes one JSON object keyed by setting
 # (dp_vanilla_rr, dp_eplb_ll, dp_semantic, dp_semantic_replicas, dp_semantic_balanced,
 # tp_plain_vanilla, tp_shuffled_semantic (T + A tables), tp_shuffled_t (T tables alone),
-# tp_shuffled_replicas), each with ranks, lar, a2a_bytes_per_token, a2a_share, moe_layer_ms
+# tp_shuffled_replicas; and with the hosts as the engines' topology (netlab --node_topology: a
+# token crosses to each other host once): dp_semantic_dedup (the flat semantic placement),
+# dp_semantic_topo (built for the topology, planner build --topology), dp_vanilla_dedup), each
+# with ranks, cross_node_bytes_per_token (0 without a topology), lar, a2a_bytes_per_token, a2a_share, moe_layer_ms
 # (+ dispatch_ms, experts_ms, combine_ms, wait_ms, a2a_link_ms), goodput_rps, max_rate_in_slo,
 # ttft_p99_ms, tpot_p50_ms, link_mbit and the sweep; keys of G = 4 have no prefix, the others
 # gN_ (g8_dp_semantic, g2_tp_plain_vanilla, ...). --quick runs the first three DP and the first
@@ -34,6 +38,7 @@ OUT=""
 LINK=""
 FIXED_LINK=""
 GS_FLAG=""
+PER_HOST_FLAG=""
 MODEL="${SEMMOE_SHARED_DIR:-$ROOT/../shared}/models/qwen3-moe-a"
 PROMPTS="${SEMMOE_SHARED_DIR:-$ROOT/../shared}/data/prompts.jsonl"
 while (($#)); do
@@ -45,6 +50,7 @@ while (($#)); do
     --prompts) PROMPTS="$2"; shift ;;
     --only) ONLY=",$2,"; shift ;;
     --gs) GS_FLAG="${2//,/ }"; shift ;;
+    --per_host) PER_HOST_FLAG="$2"; shift ;;
     *) echo "bench.sh: unknown flag $1" >&2; exit 2 ;;
   esac
   shift
@@ -191,8 +197,10 @@ calibrate() {  # calibrate G: sets LINK and BASE_A2A
 
 for g in $GS; do
   prefix="g${g}_"; [[ "$g" == 4 ]] && prefix=""
-  HOSTS=$((g / 2)); PER_HOST=2; PIN=""
+  PER_HOST="${PER_HOST_FLAG:-2}"; HOSTS=$((g / PER_HOST)); PIN=""
   if [[ "$g" == 2 ]]; then HOSTS=2; PER_HOST=1; PIN="--pin_cores"; fi
+  ((HOSTS * PER_HOST == g && HOSTS >= 2)) ||
+    { echo "bench.sh: G = $g is not 2 or more hosts of --per_host $PER_HOST" >&2; exit 2; }
   RATES="$(sweep_rates "$g")"
   calibrate "$g"
   if [[ -n "${CALIBRATE_ONLY:-}" ]]; then continue; fi
@@ -203,6 +211,12 @@ for g in $GS; do
   run "${prefix}dp_vanilla_rr" "$g" vanilla round_robin dp
   run "${prefix}dp_eplb_ll" "$g" "$eplb" least_loaded dp
   run "${prefix}dp_semantic" "$g" "$sem" semantic dp
+  if [[ -n "$full" ]]; then
+    topo="$(version "$g" --mode=dp --topology="${HOSTS}x${PER_HOST}")"
+    run "${prefix}dp_vanilla_dedup" "$g" vanilla round_robin dp --node_topology
+    run "${prefix}dp_semantic_dedup" "$g" "$sem" semantic dp --node_topology
+    run "${prefix}dp_semantic_topo" "$g" "$topo" semantic dp --node_topology
+  fi
   if [[ -n "$full" ]]; then
     rep="$(version "$g" --mode=dp --replicas=1)"
     bal="$(version "$g" --mode=dp --expert_balance_eps=0.1)"

@@ -88,13 +88,14 @@ int Summary() {
   if (before->size() != after->size() || after->empty()) {
     return Fail("the snapshots are of different groups");
   }
-  int64_t local = 0, remote = 0, bytes = 0, tokens = 0;
+  int64_t local = 0, remote = 0, bytes = 0, tokens = 0, cross_bytes = 0;
   std::map<int, std::pair<int64_t, int64_t>> per_layer;  // layer → (local, remote)
   struct RankTime {
     // ms per MoE-layer call; `wait` is the part of dispatch spent in the row-count exchange
     // (waiting for the slowest peer), `dispatch` the rest (the payload).
     double wait = 0, dispatch = 0, experts = 0, combine = 0;
-    double bytes = 0;  // Sent to peers per MoE-layer call (dispatch + combine).
+    double bytes = 0;        // Sent to peers per MoE-layer call (dispatch + combine).
+    double cross_bytes = 0;  // ... of them to ranks on other nodes.
     double total() const { return wait + dispatch + experts + combine; }
   };
   std::vector<RankTime> times;
@@ -136,7 +137,9 @@ int Summary() {
       const int64_t sent = (x.dispatch_bytes_sent() - y.dispatch_bytes_sent()) +
                            (x.combine_bytes_sent() - y.combine_bytes_sent());
       bytes += sent;
+      cross_bytes += x.cross_node_bytes_sent() - y.cross_node_bytes_sent();
       t.bytes += static_cast<double>(sent);
+      t.cross_bytes += static_cast<double>(x.cross_node_bytes_sent() - y.cross_node_bytes_sent());
       const double wait = x.dispatch_wait_seconds() - y.dispatch_wait_seconds();
       t.wait += wait;
       t.dispatch += x.dispatch_seconds() - y.dispatch_seconds() - wait;
@@ -145,6 +148,7 @@ int Summary() {
     }
     const double calls = std::max<double>(1, static_cast<double>(passes) * a.layers_size());
     t.bytes /= calls;
+    t.cross_bytes /= calls;
     t.wait *= 1e3 / calls;
     t.dispatch *= 1e3 / calls;
     t.experts *= 1e3 / calls;
@@ -154,8 +158,9 @@ int Summary() {
   const RankTime slowest =
       *std::max_element(times.begin(), times.end(),
                         [](const RankTime& x, const RankTime& y) { return x.total() < y.total(); });
-  double experts_max = 0, experts_sum = 0, bytes_max = 0;
+  double experts_max = 0, experts_sum = 0, bytes_max = 0, cross_max = 0;
   for (const RankTime& t : times) bytes_max = std::max(bytes_max, t.bytes);
+  for (const RankTime& t : times) cross_max = std::max(cross_max, t.cross_bytes);
   for (const RankTime& t : times) {
     experts_max = std::max(experts_max, t.experts);
     experts_sum += t.experts;
@@ -171,6 +176,12 @@ int Summary() {
       {"lar", local + remote == 0 ? 0.0 : double(local) / (local + remote)},
       {"lar_per_layer", layers},
       {"a2a_bytes_per_token", tokens == 0 ? 0.0 : double(bytes) / tokens},
+      // Of those, the bytes that crossed hosts (the engines' --topology; without one every peer
+      // counts as on the rank's own node: 0), and the most a rank sent across per call.
+      {"cross_node_bytes_per_token", tokens == 0 ? 0.0 : double(cross_bytes) / tokens},
+      {"cross_node_bytes_per_call_max", cross_max},
+      {"topology", after->empty() ? "" : (*after)[0].topology()},
+      {"node_dedup", !after->empty() && (*after)[0].node_dedup()},
       {"moe_layer_ms", slowest.total()},
       {"dispatch_ms", slowest.dispatch},
       {"experts_ms", slowest.experts},

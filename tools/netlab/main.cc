@@ -4,7 +4,7 @@
 //   netlab --model DIR [--hosts 2] [--ranks_per_host 1] [--link_mbit 1000] [--latency_us 0]
 //          [--attn dp|tp] [--placement vanilla|FILE|VERSION --db DB] [--router_policy semantic]
 //          [--run_dir DIR] [--endpoints_file F] [--down_after_s S --down_host H] [--pin_cores]
-//          [--tp_layer_tables=false]
+//          [--tp_layer_tables=false] [--node_topology]   (engines told which ranks share a host)
 //
 // Host 0 is the front host: `planner serve` (the placement store and the ranks' rendezvous) and,
 // under Attention-DP, the router. Hosts 1..H run --ranks_per_host engine ranks each (rank r on
@@ -45,6 +45,10 @@
 ABSL_FLAG(std::string, model, "", "model directory (Hugging Face layout)");
 ABSL_FLAG(int, hosts, 2, "engine hosts (a front host for the planner and router comes on top)");
 ABSL_FLAG(int, ranks_per_host, 1, "engine ranks per host");
+ABSL_FLAG(bool, node_topology, false,
+          "tell the engines which ranks share a host (engine serve --topology HOSTSxRANKS_PER_HOST):"
+          " a token then crosses to each other host once (node-level dedup) and the counters "
+          "split cross-host from same-host bytes; false: every rank alike (the flat dispatch)");
 ABSL_FLAG(double, link_mbit, 1000, "each host's link, Mbit/s both ways (0: unshaped)");
 ABSL_FLAG(int, latency_us, 0, "added one-way latency, µs (needs netem in the kernel)");
 ABSL_FLAG(std::string, subnet, "10.213.0", "the lab's /24 (first three octets)");
@@ -110,6 +114,10 @@ absl::Status Start(LabNetwork& lab, Cluster& c, sigset_t& stop) {
                           .kv_cache_mb = absl::GetFlag(FLAGS_kv_cache_mb),
                           .run_dir = c.run_dir};
   if (IsVersionNumber(placement)) spec.planner = planner;
+  if (absl::GetFlag(FLAGS_node_topology)) {
+    spec.extra_flags.push_back(
+        absl::StrCat("--topology=", absl::GetFlag(FLAGS_hosts), "x", per_host));
+  }
   spec.use_layer_tables = absl::GetFlag(FLAGS_tp_layer_tables);
   spec.host = [&lab, per_host](int r) { return lab.Address(1 + r / per_host); };
   const bool pin = absl::GetFlag(FLAGS_pin_cores);
