@@ -20,6 +20,7 @@
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <cctype>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -33,9 +34,14 @@
 #include "common/logging.h"
 #include "common/security.h"
 #include "common/security_flags.h"
+#include "planner/placement/topology.h"
 #include "router/server/router_server.h"
 
 ABSL_FLAG(std::vector<std::string>, engines, {}, "engine rank addresses, rank order");
+ABSL_FLAG(std::string, topology, "",
+          "which engine ranks share a node, as the engines' --topology (NxM or a topology file): "
+          "with --policy semantic a request goes to the node its prompt fits best, then to the "
+          "best-fitting rank with room there; empty: by rank alone");
 ABSL_FLAG(std::string, model, "", "model directory (tokenizer.json, config.json)");
 ABSL_FLAG(std::string, listen, "127.0.0.1", "address to listen on");
 ABSL_FLAG(int, port, 8000, "port (0: pick a free one)");
@@ -126,6 +132,16 @@ int Run() {
                .balance_eps = absl::GetFlag(FLAGS_balance_eps),
                .window = absl::Milliseconds(absl::GetFlag(FLAGS_window_ms)),
                .max_window_requests = absl::GetFlag(FLAGS_max_window)};
+  if (const std::string spec = absl::GetFlag(FLAGS_topology); !spec.empty()) {
+    const bool nxm = std::isdigit(static_cast<unsigned char>(spec[0])) &&
+                     spec.find('x') != std::string::npos && spec.find('/') == std::string::npos;
+    absl::StatusOr<planner::Topology> topology =
+        planner::Topology::FromFlag(nxm ? spec : UserPath(spec));
+    if (!topology.ok()) return Usage(absl::StrCat("--topology: ", topology.status().message()));
+    for (int r = 0; r < topology->num_ranks(); ++r) {
+      o.rebatch.node_of.push_back(topology->NodeOf(r));
+    }
+  }
   o.max_in_flight = absl::GetFlag(FLAGS_max_in_flight);
   o.default_max_queue = absl::Milliseconds(absl::GetFlag(FLAGS_max_queue_ms));
   o.poll_interval = absl::Milliseconds(absl::GetFlag(FLAGS_poll_ms));

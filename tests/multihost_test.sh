@@ -4,7 +4,8 @@
 # front host; greedy outputs through the router (Attention-DP: 2 hosts × 2 ranks, so ranks talk
 # both over a host's loopback and over the links) and from rank 0 (Attention-TP: 2 hosts × 1
 # rank, plain and shuffled with a semantic version's T tables through the router) equal the single
-# device; a host whose link goes down is reported by the router within
+# device, also told its topology (node-level dedup, the byte counters adding up across hosts); a
+# host whose link goes down is reported by the router within
 # 5 s and no request outlives its deadline; nothing is left behind after Ctrl-C, and a lab killed
 # with SIGKILL is cleaned up by the next one. Skips (saying why) only where namespaces cannot be
 # made.
@@ -93,6 +94,33 @@ grep -q -- "--rendezvous grpc:$SUBNET.1:" <<<"$(pgrep -af -- "$TMP/dp/")" ||
 router_equals_single_device DP "The planner reads the traces" "def forward(self, x): return" \
   "Hello" "Experts move"
 stop_lab dp
+
+# --- The same 2 × 2 told its topology (engine serve --topology 2x2): a token crosses to the
+# other host once and is fanned out there (node-level dedup). Outputs equal the single device's;
+# over the ranks, the bytes sent across hosts equal those received (and within hosts likewise),
+# and some crossed.
+start_lab nodes --hosts=2 --ranks_per_host=2 --attn=dp --node_topology
+grep -q -- "--topology=2x2" <<<"$(pgrep -af -- "$TMP/nodes/")" || fail "the ranks were not told 2x2"
+router_equals_single_device "DP, node dedup" "The planner reads the traces" \
+  "def forward(self, x): return" "Hello" "Experts move"
+totals='[.layers[]? | [.cross_node_bytes_sent // 0, .cross_node_bytes_received // 0,
+          .intra_node_bytes_sent // 0, .intra_node_bytes_received // 0] | map(tonumber)]
+        | transpose | map(add // 0)'
+sums="0 0 0 0"
+dedup=""
+for address in $(grep -o '"address":"[^"]*"' "$EP" | cut -d'"' -f4); do
+  json="$("$ECLIENT" stats --target="$address" --json)"
+  [[ "$(jq -r '.topology' <<<"$json")" == 2x2 && "$(jq -r '.node_dedup' <<<"$json")" == true ]] ||
+    fail "rank $address does not report 2x2 with node dedup: $json"
+  read -r a b c d <<<"$(jq -r "$totals | if length == 0 then \"0 0 0 0\" else map(tostring) | join(\" \") end" <<<"$json")"
+  read -r sa sb sc sd <<<"$sums"
+  sums="$((sa + a)) $((sb + b)) $((sc + c)) $((sd + d))"
+done
+read -r cross_sent cross_received intra_sent intra_received <<<"$sums"
+((cross_sent > 0)) || fail "no byte crossed hosts: $sums"
+((cross_sent == cross_received)) || fail "cross-host bytes sent $cross_sent != received $cross_received"
+((intra_sent == intra_received)) || fail "same-host bytes sent $intra_sent != received $intra_received"
+stop_lab nodes
 
 # --- Attention-TP, 2 hosts × 1 rank: rank 0 takes requests; heads split across the link.
 start_lab tp --hosts=2 --ranks_per_host=1 --attn=tp --router_policy=none

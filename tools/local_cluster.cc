@@ -3,6 +3,7 @@
 //   bazel run //tools:local_cluster -- --model DIR [--ranks G] [--attn dp|tp]
 //       [--placement vanilla|FILE|VERSION] [--db DB] [--router_policy semantic|round_robin|...]
 //       [--device cpu|cuda]   (cuda: one GPU per rank)
+//       [--topology NxM|FILE]   (which ranks share a node: engines dedup per node, router by node)
 //   bazel run //tools:local_cluster -- --model DIR --ranks G --db DB --experiment ID
 //       (an A/B test: one engine group per arm, each on its arm's version, behind one router)
 //
@@ -26,6 +27,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <iostream>
 #include <memory>
@@ -58,6 +60,10 @@
 
 ABSL_FLAG(std::string, model, "", "model directory (Hugging Face layout)");
 ABSL_FLAG(int, ranks, 2, "engine ranks (the EP group size)");
+ABSL_FLAG(std::string, topology, "",
+          "which ranks share a node, NxM or a topology file: passed to every engine (node-level "
+          "dedup; a version built for another topology is refused) and the router (placing by "
+          "node); empty: one node");
 ABSL_FLAG(std::string, attn, "dp", "attention parallelism: dp or tp");
 ABSL_FLAG(std::string, placement, "vanilla",
           "vanilla, a placement JSON file, or a version number in --db");
@@ -121,6 +127,14 @@ absl::StatusOr<std::string> FileRendezvous(const std::string& run_dir) {
   return absl::StrCat("file:", dir);
 }
 
+// --topology for the children: NxM as given, a topology file's path resolved as other paths.
+std::string TopologyFlag() {
+  const std::string value = absl::GetFlag(FLAGS_topology);
+  const bool nxm = !value.empty() && std::isdigit(static_cast<unsigned char>(value[0])) &&
+                   value.find('x') != std::string::npos && value.find('/') == std::string::npos;
+  return nxm ? value : UserPath(value);
+}
+
 absl::Status StartRouter(Cluster& c, const std::string& model, std::vector<std::string> extra,
                          absl::Time deadline) {
   ASSIGN_OR_RETURN(const std::string router_bin,
@@ -140,6 +154,9 @@ absl::Status StartRouter(Cluster& c, const std::string& model, std::vector<std::
                              JoinPath(c.run_dir, "router.http_port")});
   }
   argv.insert(argv.end(), extra.begin(), extra.end());
+  if (!absl::GetFlag(FLAGS_topology).empty()) {
+    argv.push_back(absl::StrCat("--topology=", TopologyFlag()));
+  }
   for (const std::string& flag : absl::GetFlag(FLAGS_router_flags)) argv.push_back(flag);
   const std::vector<std::string> security = SecurityFlagsForChild();
   argv.insert(argv.end(), security.begin(), security.end());
@@ -187,6 +204,9 @@ absl::Status Start(Cluster& c, sigset_t& stop_signals) {
                           .extra_flags = SecurityFlagsForChild()};
   if (absl::GetFlag(FLAGS_max_running) < 0) {
     return absl::InvalidArgumentError("--max_running must be ≥ 0");
+  }
+  if (!absl::GetFlag(FLAGS_topology).empty()) {
+    base.extra_flags.push_back(absl::StrCat("--topology=", TopologyFlag()));
   }
   if (absl::GetFlag(FLAGS_max_running) > 0) {
     base.extra_flags.push_back(absl::StrCat("--max_running=", absl::GetFlag(FLAGS_max_running)));

@@ -51,6 +51,8 @@ class EngineGroup {
   int size() const { return static_cast<int>(stubs_.size()); }
   engine::rpc::EngineService::Stub& stub(int rank) { return *stubs_[rank]; }
   Rebatcher& rebatcher() { return *rebatcher_; }
+  // Each rank's node (the router's --topology; empty: one node).
+  const std::vector<int>& node_of() const { return options_.rebatch.node_of; }
   // The tables in use now (null: none).
   std::shared_ptr<const RouterTables> tables() const;
 

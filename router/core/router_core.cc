@@ -150,6 +150,7 @@ absl::StatusOr<std::shared_ptr<CallHandle>> RouterCore::Submit(const rpc::Genera
   int64_t version = 0;
   if (std::shared_ptr<const RouterTables> tables = group.tables(); tables != nullptr) {
     pending.fit = tables->Fit(prompt);
+    if (!group.node_of().empty()) pending.node_fit = tables->NodeFit(prompt, group.node_of());
     version = tables->version;
   }
   const absl::Duration max_queue =

@@ -20,10 +20,12 @@ bool KvFits(const PendingRequest& request, const RankLoad& load) {
   return load.kv_free_tokens < 0 || request.load_tokens <= load.kv_free_tokens;
 }
 
-// How clearly a request prefers its best rank over the next, per token of load.
+// How clearly a request prefers its best rank (its best node, with nodes) over the next, per
+// token of load.
 double Decisiveness(const PendingRequest& request) {
-  if (request.fit.size() < 2) return 0;
-  std::vector<double> top(request.fit);
+  const std::vector<double>& fit = request.node_fit.size() >= 2 ? request.node_fit : request.fit;
+  if (fit.size() < 2) return 0;
+  std::vector<double> top(fit);
   std::partial_sort(top.begin(), top.begin() + 2, top.end(), std::greater<double>());
   return (top[0] - top[1]) / std::max<int64_t>(1, request.load_tokens);
 }
@@ -114,10 +116,33 @@ std::vector<int> Assigner::Assign(const std::vector<PendingRequest>& window,
   for (size_t i : order) {
     const PendingRequest& p = window[i];
     int best = -1;
-    if (static_cast<int>(p.fit.size()) == ranks) {
+    auto room = [&](int r) {
+      return Usable(p, loads[r], r) && KvFits(p, loads[r]) &&
+             static_cast<double>(loads[r].tokens_in_flight + p.load_tokens) <= capacity;
+    };
+    const bool by_node = static_cast<int>(node_of_.size()) == ranks && nodes_ > 1 &&
+                         static_cast<int>(p.node_fit.size()) == nodes_ &&
+                         static_cast<int>(p.fit.size()) == ranks;
+    if (by_node) {
+      // Nodes by fit (ties: the lower node), then the best-fitting rank with room within.
+      std::vector<int> nodes(nodes_);
+      std::iota(nodes.begin(), nodes.end(), 0);
+      std::stable_sort(nodes.begin(), nodes.end(),
+                       [&](int a, int b) { return p.node_fit[a] > p.node_fit[b]; });
+      for (int n : nodes) {
+        for (int r = 0; r < ranks; ++r) {
+          if (node_of_[r] != n || !room(r)) continue;
+          if (best < 0 || p.fit[r] > p.fit[best] ||
+              (p.fit[r] == p.fit[best] &&
+               loads[r].tokens_in_flight < loads[best].tokens_in_flight)) {
+            best = r;
+          }
+        }
+        if (best >= 0) break;
+      }
+    } else if (static_cast<int>(p.fit.size()) == ranks) {
       for (int r = 0; r < ranks; ++r) {
-        if (!Usable(p, loads[r], r) || !KvFits(p, loads[r])) continue;
-        if (static_cast<double>(loads[r].tokens_in_flight + p.load_tokens) > capacity) continue;
+        if (!room(r)) continue;
         if (best < 0 || p.fit[r] > p.fit[best]) best = r;
       }
     }

@@ -3,7 +3,10 @@
 //                  log-likelihoods under the active placement), most decisive request first,
 //                  among ranks whose load stays within (1 + eps) × the mean plus one request
 //                  (the window's largest) and whose KV cache has room; a request that fits nowhere,
-//                  or has no scores (no tables yet), goes to the least-loaded rank;
+//                  or has no scores (no tables yet), goes to the least-loaded rank; with nodes
+//                  (ranks grouped, `node_of`), the node the prompt fits best first (its
+//                  node_fit), then within it the rank it fits best that has room (ties: the
+//                  less loaded); the next node when none of the node's ranks has room;
 //   round_robin  — rank after rank, skipping unusable ones;
 //   least_loaded — the rank with the fewest tokens in flight.
 // Load is tokens in flight: each request counts its prompt plus its max new tokens until it
@@ -13,6 +16,7 @@
 #ifndef SEMMOE_ROUTER_REBATCH_ASSIGNER_H_
 #define SEMMOE_ROUTER_REBATCH_ASSIGNER_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -36,12 +40,17 @@ struct RankLoad {
 struct PendingRequest {
   int64_t load_tokens = 0;   // Prompt + max new tokens.
   std::vector<double> fit;   // Per rank, higher is better; empty: no preference.
+  std::vector<double> node_fit;  // Per node (with nodes), higher is better; empty: by rank.
   std::vector<int> exclude;  // Ranks not to use (e.g. one that just failed it).
 };
 
 class Assigner {
  public:
-  Assigner(Policy policy, double balance_eps) : policy_(policy), eps_(balance_eps) {}
+  // `node_of`: each rank's node (ranks sharing a node); empty: one node, placing by rank alone.
+  Assigner(Policy policy, double balance_eps, std::vector<int> node_of = {})
+      : policy_(policy), eps_(balance_eps), node_of_(std::move(node_of)) {
+    for (int n : node_of_) nodes_ = std::max(nodes_, n + 1);
+  }
 
   // One rank per request of the window (−1 when no rank is usable for it); `loads` gains each
   // assigned request's tokens.
@@ -54,6 +63,8 @@ class Assigner {
 
   Policy policy_;
   double eps_;
+  std::vector<int> node_of_;
+  int nodes_ = 0;
   int next_ = 0;  // Round-robin cursor.
 };
 

@@ -23,6 +23,32 @@ TEST(AssignerTest, SemanticSendsRequestsWhereTheirPromptsFit) {
   EXPECT_EQ(loads[0].tokens_in_flight, 10);
 }
 
+TEST(AssignerTest, WithNodesTheBestNodeFirstThenItsBestRankWithRoom) {
+  // 4 ranks on 2 nodes (0, 1 | 2, 3). The best rank overall is 3, but node 0 fits better as a
+  // whole: the request goes to node 0's best rank, 1.
+  Assigner a(Policy::kSemantic, 0.05, {0, 0, 1, 1});
+  std::vector<RankLoad> loads(4);
+  PendingRequest p = Req(10, {-2, -1, -9, 0});
+  p.node_fit = {-0.5, -3};
+  EXPECT_EQ(a.Assign({p}, loads), (std::vector<int>{1}));
+  // Rank 1 full (no KV room): node 0's other rank; both full: the next node's best rank.
+  loads.assign(4, RankLoad{});
+  loads[1].kv_free_tokens = 0;
+  EXPECT_EQ(a.Assign({p}, loads), (std::vector<int>{0}));
+  loads.assign(4, RankLoad{});
+  loads[0].kv_free_tokens = loads[1].kv_free_tokens = 0;
+  EXPECT_EQ(a.Assign({p}, loads), (std::vector<int>{3}));
+  // Equal fit within the node: the less loaded rank.
+  loads.assign(4, RankLoad{});
+  loads[0].tokens_in_flight = 5;
+  PendingRequest tie = Req(10, {-1, -1, -9, -9});
+  tie.node_fit = {0, -5};
+  EXPECT_EQ(a.Assign({tie}, loads), (std::vector<int>{1}));
+  // Without node fits (no tables): by rank, as without nodes.
+  loads.assign(4, RankLoad{});
+  EXPECT_EQ(a.Assign({Req(10, {-2, -1, -9, 0})}, loads), (std::vector<int>{3}));
+}
+
 TEST(AssignerTest, SemanticRespectsTheBalanceAndSpillsToTheNextBest) {
   // Four requests of 10 tokens all prefer rank 0, then rank 2. Capacity 40 / 3 + 10 = 23.3: two
   // per rank. The two most decisive (by best minus second best) keep rank 0; the others spill to

@@ -6,7 +6,7 @@
 namespace semmoe::router {
 
 Rebatcher::Rebatcher(int ranks, const RebatcherOptions& options)
-    : options_(options), ranks_(ranks), assigner_(options.policy, options.balance_eps) {
+    : options_(options), ranks_(ranks), assigner_(options.policy, options.balance_eps, options.node_of) {
   thread_ = std::thread([this] { Loop(); });
 }
 

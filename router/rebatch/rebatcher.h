@@ -28,6 +28,8 @@ struct RebatcherOptions {
   double balance_eps = 0.05;
   absl::Duration window = absl::Milliseconds(2);
   int max_window_requests = 256;
+  // Each rank's node (router --topology); empty: one node (Assigner's `node_of`).
+  std::vector<int> node_of;
   // Whose time windows and budgets (hold_until) are measured in. Borrowed; never null.
   Clock* clock = Clock::Real();
 };

@@ -109,6 +109,18 @@ absl::Status ValidateRouterServerOptions(const RouterServerOptions& o) {
         "--balance_eps, --window_ms and --max_queue_ms must be ≥ 0; --max_window, "
         "--max_in_flight, --poll_ms and --load_window_s > 0");
   }
+  if (!o.rebatch.node_of.empty()) {  // --topology: every group must have its ranks.
+    std::vector<size_t> sizes;
+    if (o.experiment == 0) sizes.push_back(o.engines.size());
+    for (const auto& [arm, engines] : o.arms) sizes.push_back(engines.size());
+    for (size_t n : sizes) {
+      if (n != o.rebatch.node_of.size()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--topology has ", o.rebatch.node_of.size(), " ranks; an engine group "
+                         "behind this router has ", n));
+      }
+    }
+  }
   const bool from_planner = o.experiment == 0 && !o.planner.empty();
   const bool fixed = !o.affinity_file.empty();
   if (from_planner && (o.model_name.empty() == (o.version == 0))) {

@@ -1,5 +1,8 @@
 #include "router/tables/router_tables.h"
 
+#include <algorithm>
+#include <cmath>
+
 #include "absl/strings/str_cat.h"
 #include "planner/affinity/prompt_score_table.h"
 #include "planner/affinity/prompt_scores.h"
@@ -23,6 +26,28 @@ std::shared_ptr<const RouterTables> FromTable(int64_t version, planner::PromptSc
 std::vector<double> RouterTables::Fit(absl::Span<const int32_t> prompt) const {
   std::vector<double> out(ranks);
   planner::SumPromptLogTerms<int32_t>(prompt, log_terms, ranks, absl::MakeSpan(out));
+  return out;
+}
+
+std::vector<double> RouterTables::NodeFit(absl::Span<const int32_t> prompt,
+                                          absl::Span<const int> node_of) const {
+  if (static_cast<int>(node_of.size()) != ranks) return {};
+  int nodes = 0;
+  for (int n : node_of) {
+    if (n < 0) return {};
+    nodes = std::max(nodes, n + 1);
+  }
+  std::vector<double> out(nodes, 0.0), sum(nodes);
+  for (int32_t t : prompt) {
+    if (t < 0 || static_cast<uint32_t>(t) >= vocab) continue;
+    const float* row = log_terms.data() + static_cast<size_t>(t) * ranks;
+    bool scored = false;
+    for (int r = 0; r < ranks; ++r) scored = scored || row[r] != 0.0f;
+    if (!scored) continue;
+    std::fill(sum.begin(), sum.end(), 0.0);
+    for (int r = 0; r < ranks; ++r) sum[node_of[r]] += std::exp(static_cast<double>(row[r]));
+    for (int n = 0; n < nodes; ++n) out[n] += sum[n] > 0 ? std::log(sum[n]) : 0.0;
+  }
   return out;
 }
 

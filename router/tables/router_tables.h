@@ -25,6 +25,12 @@ struct RouterTables {
 
   // Per rank, how well the prompt fits (higher is better).
   std::vector<double> Fit(absl::Span<const int32_t> prompt) const;
+  // Per node, with ranks grouped by `node_of` (ranks entries, node ids from 0): the same rule
+  // with each token's shares of a node's ranks added — Σ over tokens of log Σ_{r ∈ node}
+  // exp(term[token][r]) (a token without scores adds nothing). Empty when node_of is not one id
+  // per rank.
+  std::vector<double> NodeFit(absl::Span<const int32_t> prompt,
+                              absl::Span<const int> node_of) const;
 };
 
 // From fixed files: a version's affinity tables (TokenAffinity::Serialize bytes, e.g. `planner

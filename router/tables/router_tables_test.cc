@@ -1,5 +1,7 @@
 #include "router/tables/router_tables.h"
 
+#include <algorithm>
+
 #include <string>
 
 #include "gtest/gtest.h"
@@ -37,6 +39,26 @@ TEST(RouterTablesTest, PromptsFitTheRankHoldingTheirExperts) {
   // Out-of-vocabulary ids are ignored rather than read past the table.
   const std::vector<int32_t> odd = {-3, 99};
   EXPECT_EQ((*tables)->Fit(odd), (std::vector<double>{0, 0}));
+}
+
+TEST(RouterTablesTest, NodeFitAddsTheSharesOfANodesRanks) {
+  // 4 experts on 4 ranks (vanilla: rank d holds expert d); token 5 chooses experts 0 and 1,
+  // token 6 experts 3 and 2 (Affinity()'s two layers). Ranks {0, 1} as one node, {2, 3} the
+  // other: token 5 fits node 0 wholly, token 6 node 1.
+  auto tables = BuildRouterTables(7, Affinity(), Vanilla(4), 4, 16);
+  ASSERT_TRUE(tables.ok()) << tables.status();
+  const std::vector<int> node_of = {0, 0, 1, 1};
+  const std::vector<int32_t> fives = {5, 5}, sixes = {6}, odd = {-1, 99};
+  std::vector<double> f = (*tables)->NodeFit(fives, node_of);
+  ASSERT_EQ(f.size(), 2u);
+  EXPECT_GT(f[0], f[1]);
+  const std::vector<double> by_rank = (*tables)->Fit(fives);
+  // A node's term is the log of its ranks' shares summed: at least its best rank's.
+  EXPECT_GE(f[0], std::max(by_rank[0], by_rank[1]) - 1e-9);
+  f = (*tables)->NodeFit(sixes, node_of);
+  EXPECT_GT(f[1], f[0]);
+  EXPECT_EQ((*tables)->NodeFit(odd, node_of), (std::vector<double>{0, 0}));
+  EXPECT_TRUE((*tables)->NodeFit(fives, std::vector<int>{0, 1}).empty());  // Not one per rank.
 }
 
 TEST(RouterTablesTest, BadTablesAreClearErrors) {
