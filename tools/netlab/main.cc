@@ -46,7 +46,8 @@ ABSL_FLAG(std::string, model, "", "model directory (Hugging Face layout)");
 ABSL_FLAG(int, hosts, 2, "engine hosts (a front host for the planner and router comes on top)");
 ABSL_FLAG(int, ranks_per_host, 1, "engine ranks per host");
 ABSL_FLAG(bool, node_topology, false,
-          "tell the engines which ranks share a host (engine serve --topology HOSTSxRANKS_PER_HOST):"
+          "tell the engines and the router which ranks share a host (--topology "
+          "HOSTSxRANKS_PER_HOST):"
           " a token then crosses to each other host once (node-level dedup) and the counters "
           "split cross-host from same-host bytes; false: every rank alike (the flat dispatch)");
 ABSL_FLAG(double, link_mbit, 1000, "each host's link, Mbit/s both ways (0: unshaped)");
@@ -144,6 +145,9 @@ absl::Status Start(LabNetwork& lab, Cluster& c, sigset_t& stop) {
                attn == "tp" ? "least_loaded" : policy, "--engines", c.groups[0].Addresses()});
   if (IsVersionNumber(placement) && attn == "dp") {
     argv.insert(argv.end(), {"--planner", planner, "--version", placement});
+  }
+  if (absl::GetFlag(FLAGS_node_topology) && attn == "dp") {  // The router places by host too.
+    argv.push_back(absl::StrCat("--topology=", absl::GetFlag(FLAGS_hosts), "x", per_host));
   }
   ASSIGN_OR_RETURN(c.router, Process::Spawn(argv, JoinPath(c.run_dir, "router.log")));
   ASSIGN_OR_RETURN(c.router_port, WaitForPort(*c.router, JoinPath(c.run_dir, "router.port"),
