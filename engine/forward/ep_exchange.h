@@ -178,7 +178,11 @@ class EpExchange {
       counters.tokens += tokens;
       counters.local_activations += plan.local_activations;
       counters.remote_activations += plan.remote_activations;
-      if (during_combine) RETURN_IF_ERROR(during_combine());
+      counters.dispatch_seconds += Seconds(start);  // The plan (host); the stages time their own.
+      if (during_combine) {  // The shared expert: the combine's side work, as below.
+        RETURN_IF_ERROR(during_combine());
+        counters.combine_seconds += Seconds(start);
+      }
       const bool stacked = w.stacked.gate != nullptr;
       RETURN_IF_ERROR(node_->Run(
           plan, h, tokens,
@@ -188,7 +192,6 @@ class EpExchange {
             return ServeRows(moe_index, w, x, ids, weights, rows, results, /*slot=*/1);
           },
           out, counters));
-      counters.dispatch_seconds += Seconds(start);  // The plan's share (host).
       AddServed(counters);
       return absl::OkStatus();
     }
