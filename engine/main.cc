@@ -357,10 +357,7 @@ int Serve(int device) {
   o.rendezvous = absl::GetFlag(FLAGS_rendezvous);
   if (o.rendezvous.empty()) return Usage("serve: --rendezvous is required");
   if (const std::string spec = absl::GetFlag(FLAGS_topology); !spec.empty()) {
-    const bool nxm = std::isdigit(static_cast<unsigned char>(spec[0])) &&
-                     spec.find('x') != std::string::npos && spec.find('/') == std::string::npos;
-    absl::StatusOr<planner::Topology> topology =
-        planner::Topology::FromFlag(nxm ? spec : UserPath(spec));
+    absl::StatusOr<planner::Topology> topology = planner::Topology::FromFlag(spec);
     if (!topology.ok()) return Usage(absl::StrCat("--topology: ", topology.status().message()));
     if (topology->num_ranks() != o.ranks) {
       return Usage(absl::StrCat("--topology ", topology->Describe(), " has ",

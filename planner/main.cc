@@ -41,7 +41,6 @@
 #include <pthread.h>
 #include <signal.h>
 
-#include <cctype>
 #include <cstdlib>
 #include <iostream>
 #include <string>
@@ -209,13 +208,6 @@ std::vector<std::string> UserPaths(const std::vector<std::string>& paths) {
   return out;
 }
 
-// "NxM" as given; anything else is a topology file's path, resolved as the other paths are.
-std::string UserTopology(const std::string& value) {
-  const bool spec = !value.empty() && value.find('x') != std::string::npos &&
-                    value.find('/') == std::string::npos && std::isdigit(value[0]);
-  return spec || value.empty() ? value : UserPath(value);
-}
-
 int Experiment(const std::string& db, const std::string& sub) {
   const int64_t id = absl::GetFlag(FLAGS_id);
   const std::string model = absl::GetFlag(FLAGS_model);
@@ -280,7 +272,7 @@ int Run(const std::string& command, const std::string& sub) {
                             .balance_groups = absl::GetFlag(FLAGS_balance_groups),
                             .link_cost = absl::GetFlag(FLAGS_link_cost),
                             .replicas = absl::GetFlag(FLAGS_replicas),
-                            .topology = UserTopology(absl::GetFlag(FLAGS_topology)),
+                            .topology = absl::GetFlag(FLAGS_topology),
                             .node_weight = absl::GetFlag(FLAGS_node_weight),
                             .relative_to = absl::GetFlag(FLAGS_relative_to),
                             .max_moved_experts = absl::GetFlag(FLAGS_max_moved_experts),
@@ -343,7 +335,7 @@ int Run(const std::string& command, const std::string& sub) {
                            .json = absl::GetFlag(FLAGS_json),
                            .balanced_bound = absl::GetFlag(FLAGS_balanced_bound),
                            .dp_bounds = absl::GetFlag(FLAGS_dp_bounds),
-                           .topology = UserTopology(absl::GetFlag(FLAGS_topology)),
+                           .topology = absl::GetFlag(FLAGS_topology),
                            .progress = &progress},
                           std::cout));
   }

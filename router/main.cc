@@ -20,7 +20,6 @@
 #include <sys/resource.h>
 
 #include <algorithm>
-#include <cctype>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -133,10 +132,7 @@ int Run() {
                .window = absl::Milliseconds(absl::GetFlag(FLAGS_window_ms)),
                .max_window_requests = absl::GetFlag(FLAGS_max_window)};
   if (const std::string spec = absl::GetFlag(FLAGS_topology); !spec.empty()) {
-    const bool nxm = std::isdigit(static_cast<unsigned char>(spec[0])) &&
-                     spec.find('x') != std::string::npos && spec.find('/') == std::string::npos;
-    absl::StatusOr<planner::Topology> topology =
-        planner::Topology::FromFlag(nxm ? spec : UserPath(spec));
+    absl::StatusOr<planner::Topology> topology = planner::Topology::FromFlag(spec);
     if (!topology.ok()) return Usage(absl::StrCat("--topology: ", topology.status().message()));
     for (int r = 0; r < topology->num_ranks(); ++r) {
       o.rebatch.node_of.push_back(topology->NodeOf(r));

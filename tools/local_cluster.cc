@@ -27,7 +27,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <cctype>
 #include <cerrno>
 #include <iostream>
 #include <memory>
@@ -52,6 +51,7 @@
 #include "grpcpp/security/credentials.h"
 #include "nlohmann/json.hpp"
 #include "planner/store/experiment_store.h"
+#include "planner/placement/topology.h"
 #include "planner/store/placement_store.h"
 #include "tools/cluster/binaries.h"
 #include "tools/cluster/launch.h"
@@ -130,9 +130,7 @@ absl::StatusOr<std::string> FileRendezvous(const std::string& run_dir) {
 // --topology for the children: NxM as given, a topology file's path resolved as other paths.
 std::string TopologyFlag() {
   const std::string value = absl::GetFlag(FLAGS_topology);
-  const bool nxm = !value.empty() && std::isdigit(static_cast<unsigned char>(value[0])) &&
-                   value.find('x') != std::string::npos && value.find('/') == std::string::npos;
-  return nxm ? value : UserPath(value);
+  return planner::Topology::IsNodesSpec(value) ? value : UserPath(value);
 }
 
 absl::Status StartRouter(Cluster& c, const std::string& model, std::vector<std::string> extra,

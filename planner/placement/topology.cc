@@ -229,13 +229,15 @@ absl::StatusOr<Topology> Topology::FromJson(absl::string_view json) {
   return FromCostMatrix(std::move(matrix), std::move(node_of));
 }
 
+bool Topology::IsNodesSpec(absl::string_view value) {
+  return !value.empty() && std::isdigit(static_cast<unsigned char>(value[0])) &&
+         value.find('x') != absl::string_view::npos && value.find('/') == absl::string_view::npos;
+}
+
 absl::StatusOr<Topology> Topology::FromFlag(absl::string_view value) {
   if (value.empty()) return Bad("empty value (NxM or a topology file)");
-  if (std::isdigit(static_cast<unsigned char>(value[0])) &&
-      value.find('x') != absl::string_view::npos && value.find('/') == absl::string_view::npos) {
-    return Parse(value);
-  }
-  absl::StatusOr<std::string> text = ReadFile(std::string(value));
+  if (IsNodesSpec(value)) return Parse(value);
+  absl::StatusOr<std::string> text = ReadFile(UserPath(std::string(value)));
   if (!text.ok()) {
     return Bad(absl::StrCat("'", value, "' is neither NxM nor a readable topology file (",
                             text.status().message(), ")"));

@@ -48,9 +48,12 @@ class Topology {
                                                  std::vector<int> node_of = {});
   // The JSON object ToJson writes, or a topology file's text. InvalidArgument naming the fault.
   static absl::StatusOr<Topology> FromJson(absl::string_view json);
-  // A command-line value: "NxM", or else the path of a topology file. InvalidArgument naming
-  // the value when it is neither.
+  // A command-line value: "NxM", or else the path of a topology file (relative to where the
+  // user ran the command: common/file.h UserPath). InvalidArgument naming the value when it is
+  // neither.
   static absl::StatusOr<Topology> FromFlag(absl::string_view value);
+  // Whether a command-line value is of the "NxM" form (else FromFlag reads it as a file).
+  static bool IsNodesSpec(absl::string_view value);
 
   // {"format": "semmoe-topology", "nodes": N, "ranks_per_node": M} for NxM; with "cost" and
   // "node_of" for a cost matrix.
