@@ -2,7 +2,8 @@
 // own thread with the CPU emulation of the device operations (CpuOps), only its own experts, and
 // a Gloo group standing in for NCCL (both take the memory the Ops hand out). Every rank serves
 // its own sequences (Attention-DP, one rank idle at first) and must give what the single device
-// (the product's CPU forward) gives for them, under vanilla, random and replicated placements; the
+// (the product's CPU forward) gives for them, under vanilla, random and replicated placements, and
+// on 2 nodes of 2 ranks (node-level dedup: the two-stage exchange the GPU path runs over NCCL); the
 // per-sequence activation counts must match the routing and the placement.
 #include <memory>
 #include <string>
@@ -34,7 +35,9 @@ using model::LogitsMode;
 using model::SequenceInput;
 using testing::RankView;
 
-enum class Layout { kVanilla, kRandom, kReplicated };
+// kNodes / kNodesReplicated: random / replicated on 2 nodes of 2 ranks (node-level dedup, the
+// two-stage exchange of node_exchange.h).
+enum class Layout { kVanilla, kRandom, kReplicated, kNodes, kNodesReplicated };
 
 struct Case {
   Arch arch;
@@ -43,7 +46,7 @@ struct Case {
 };
 
 std::string Name(const ::testing::TestParamInfo<Case>& info) {
-  const char* layout[] = {"vanilla", "random", "replicated"};
+  const char* layout[] = {"vanilla", "random", "replicated", "nodes", "nodes_replicated"};
   return absl::StrCat(model::ArchName(info.param.arch), "_",
                       layout[static_cast<int>(info.param.layout)], "_", info.param.ranks);
 }
@@ -52,7 +55,7 @@ planner::Placement MakePlacement(const model::ModelConfig& c, Layout layout, int
   if (layout == Layout::kVanilla)
     return *planner::Placement::Vanilla(c.MoeLayers(), c.num_experts, g);
   planner::Placement p = *planner::Placement::Random(c.MoeLayers(), c.num_experts, g, /*seed=*/7);
-  if (layout == Layout::kRandom) return p;
+  if (layout == Layout::kRandom || layout == Layout::kNodes) return p;
   return testing::WithOneReplicaPerDevice(p);
 }
 
@@ -64,6 +67,8 @@ TEST_P(EpForwardRunnerTest, EveryRankMatchesTheSingleDevice) {
   const model::ModelConfig c = testing::RandomModelConfig(param.arch);
   const model::ModelWeights weights = testing::RandomWeights(c, 31);
   const planner::Placement placement = MakePlacement(c, param.layout, g);
+  const bool nodes = param.layout == Layout::kNodes || param.layout == Layout::kNodesReplicated;
+  const planner::Topology topology = *planner::Topology::Parse(nodes ? "2x2" : absl::StrCat("1x", g));
   const ModelView full = HostView(weights);
   const int moe_layers = static_cast<int>(c.MoeLayers().size());
   constexpr int kPages = 48, kPageSize = 4;
@@ -78,7 +83,10 @@ TEST_P(EpForwardRunnerTest, EveryRankMatchesTheSingleDevice) {
       ASSERT_TRUE(comm.ok()) << comm.status();
       GpuLikeCpuOps ops;
       ForwardRunner<GpuLikeCpuOps> runner(c, RankView(full, c, placement, r), {kPages, kPageSize},
-                                          ops, {.placement = &placement, .comm = comm->get()});
+                                          ops,
+                                          {.placement = &placement,
+                                           .comm = comm->get(),
+                                           .topology = nodes ? &topology : nullptr});
       ASSERT_TRUE(runner.Init().ok());
       // The single device: the CPU forward with every expert, its arena indexed by the same
       // page tables as the runner's.
@@ -160,7 +168,8 @@ TEST_P(EpForwardRunnerTest, EveryRankMatchesTheSingleDevice) {
 
   // The exchange's counters: each rank's activations, and every byte sent is received.
   for (int l = 0; l < moe_layers; ++l) {
-    int64_t sent = 0, received = 0, back_sent = 0, back_received = 0;
+    int64_t sent = 0, received = 0, back_sent = 0, back_received = 0, cross_sent = 0,
+            cross_received = 0;
     for (int r = 0; r < g; ++r) {
       const MoeLayerCounters& m = counters[r].at(l);
       EXPECT_EQ(m.tokens, want_tokens[r]) << "rank " << r;
@@ -169,8 +178,12 @@ TEST_P(EpForwardRunnerTest, EveryRankMatchesTheSingleDevice) {
       received += m.dispatch_bytes_received;
       back_sent += m.combine_bytes_sent;
       back_received += m.combine_bytes_received;
+      cross_sent += m.cross_node_bytes_sent;
+      cross_received += m.cross_node_bytes_received;
     }
     EXPECT_EQ(sent, received) << "MoE layer " << l;
+    EXPECT_EQ(cross_sent, cross_received) << "MoE layer " << l;
+    if (nodes) EXPECT_GT(cross_sent, 0) << "MoE layer " << l;
     EXPECT_EQ(back_sent, back_received) << "MoE layer " << l;
     if (param.layout != Layout::kVanilla || g > 1) EXPECT_GT(sent, 0);
   }
@@ -188,7 +201,9 @@ INSTANTIATE_TEST_SUITE_P(All, EpForwardRunnerTest,
                                            Case{Arch::kMixtral, Layout::kRandom, 4},
                                            Case{Arch::kMixtral, Layout::kReplicated, 2},
                                            Case{Arch::kDeepseekV3, Layout::kRandom, 4},
-                                           Case{Arch::kDeepseekV2, Layout::kReplicated, 2}),
+                                           Case{Arch::kDeepseekV2, Layout::kReplicated, 2},
+                                           Case{Arch::kQwen3Moe, Layout::kNodes, 4},
+                                           Case{Arch::kDeepseekV3, Layout::kNodesReplicated, 4}),
                          Name);
 
 TEST(EpForwardRunnerInitTest, APlacementForAnotherGroupOrMissingExpertsIsAnError) {
