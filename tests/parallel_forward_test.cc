@@ -336,7 +336,9 @@ void CheckNodeBytes(const planner::Topology& topo, const planner::Placement& pla
   EXPECT_EQ(intra_sent, intra_received);
   EXPECT_EQ(cross_sent, cross_rows * ((dedup ? cross_row : flat_row) + back));
   EXPECT_EQ(intra_sent, intra_rows * (flat_row + back));
-  if (dedup) EXPECT_GT(cross_rows, 0) << "no row crossed nodes";
+  if (dedup) {
+    EXPECT_GT(cross_rows, 0) << "no row crossed nodes";
+  }
   std::cout << "node exchange: " << cross_rows << " rows crossed nodes, " << intra_rows
             << " stayed inside\n";
 }

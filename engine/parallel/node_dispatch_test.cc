@@ -97,8 +97,8 @@ TEST(NodeDispatchTest, AllRanksSimulatedServeEverySlotOnceAndAgreeOnSizes) {
       for (int b = 0; b < g; ++b) {
         EXPECT_EQ(sizes[a].cross_send[b], sizes[b].cross_recv[a]) << spec;
         EXPECT_EQ(sizes[a].local_send[b], sizes[b].local_recv[a]) << spec;
-        if (!topo->SameNode(a, b)) EXPECT_EQ(sizes[a].local_send[b], 0);
-        if (topo->SameNode(a, b)) EXPECT_EQ(sizes[a].cross_send[b], 0);
+        EXPECT_EQ(topo->SameNode(a, b) ? sizes[a].cross_send[b] : sizes[a].local_send[b], 0)
+            << spec << ": rows " << a << " → " << b << " in the other stage";
       }
       // Own tokens to ranks of its node.
       int64_t row = 0;
