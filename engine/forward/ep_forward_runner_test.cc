@@ -187,7 +187,9 @@ TEST_P(EpForwardRunnerTest, EveryRankMatchesTheSingleDevice) {
       EXPECT_GT(cross_sent, 0) << "MoE layer " << l;
     }
     EXPECT_EQ(back_sent, back_received) << "MoE layer " << l;
-    if (param.layout != Layout::kVanilla || g > 1) EXPECT_GT(sent, 0);
+    if (param.layout != Layout::kVanilla || g > 1) {
+      EXPECT_GT(sent, 0);
+    }
   }
   for (int r = 0; r < g; ++r) {
     int64_t local = 0;
