@@ -10,7 +10,6 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "gloo/allreduce.h"
-#include "gloo/alltoallv.h"
 #include "gloo/barrier.h"
 #include "gloo/broadcast.h"
 #include "gloo/common/error.h"
@@ -18,10 +17,16 @@
 #include "gloo/rendezvous/context.h"
 #include "gloo/rendezvous/prefix_store.h"
 #include "gloo/transport/tcp/device.h"
+#include "gloo/transport/unbound_buffer.h"
+#include "gloo/types.h"
 #include "kernels/cpu/segment_sum.h"
 
 namespace semmoe::engine {
 namespace {
+
+// The slot prefix of DoAllToAllV's pairwise messages: one Gloo's own collectives do not use
+// (gloo/types.h takes 0x01-0x08).
+constexpr uint8_t kSparseAllToAllSlotPrefix = 0x40;
 
 // Runs `fn`, turning any exception Gloo throws into a Status for `what`.
 template <typename Fn>
@@ -79,16 +84,47 @@ absl::StatusOr<std::unique_ptr<GlooCommunicator>> GlooCommunicator::Create(
 
 absl::Status GlooCommunicator::DoAllToAllV(const char* send, const std::vector<int64_t>& send_bytes,
                                            char* recv, const std::vector<int64_t>& recv_bytes) {
+  // Only the pairs that move bytes exchange a message. gloo::alltoallv sends every peer one, empty
+  // or not, and waits for all; the node exchange's stages (node_exchange.h) have bytes for one
+  // peer in G − 1 or a node's ranks only, and an idle rank's dispatch for none. Both sides know
+  // the counts (the receiver's recv_bytes[src] > 0 exactly when src sends it bytes: the counts
+  // are exchanged or derived alike), so each pair agrees on whether a message comes.
+  const int g = size_, me = rank_;
+  std::vector<size_t> in_at(g, 0), out_at(g, 0);
+  for (int r = 1; r < g; ++r) {
+    in_at[r] = in_at[r - 1] + static_cast<size_t>(send_bytes[r - 1]);
+    out_at[r] = out_at[r - 1] + static_cast<size_t>(recv_bytes[r - 1]);
+  }
+  const size_t in_total = in_at[g - 1] + static_cast<size_t>(send_bytes[g - 1]);
+  const size_t out_total = out_at[g - 1] + static_cast<size_t>(recv_bytes[g - 1]);
   // Gloo wants non-null buffers even when nothing moves.
   char empty_in = 0, empty_out = 0;
-  char* in = send == nullptr ? &empty_in : const_cast<char*>(send);  // Gloo reads only.
-  char* out = recv == nullptr ? &empty_out : recv;
+  char* in_ptr = send == nullptr ? &empty_in : const_cast<char*>(send);  // Gloo reads only.
+  char* out_ptr = recv == nullptr ? &empty_out : recv;
   return Run("all-to-all-v", [&] {
-    gloo::AlltoallvOptions opts(context_);
-    opts.setInput(in, send_bytes);
-    opts.setOutput(out, recv_bytes);
-    opts.setTag(NextTag());
-    gloo::alltoallv(opts);
+    if (send_bytes[me] > 0) {
+      std::memcpy(out_ptr + out_at[me], in_ptr + in_at[me], static_cast<size_t>(send_bytes[me]));
+    }
+    std::unique_ptr<gloo::transport::UnboundBuffer> in =
+        context_->createUnboundBuffer(in_ptr, in_total);
+    std::unique_ptr<gloo::transport::UnboundBuffer> out =
+        context_->createUnboundBuffer(out_ptr, out_total);
+    const uint64_t slot = gloo::Slot::build(kSparseAllToAllSlotPrefix, NextTag());
+    int sends = 0, recvs = 0;
+    for (int i = 1; i < g; ++i) {
+      const int to = (me + i) % g, from = (me + g - i) % g;
+      if (send_bytes[to] > 0) {
+        in->send(to, slot, in_at[to], static_cast<size_t>(send_bytes[to]));
+        ++sends;
+      }
+      if (recv_bytes[from] > 0) {
+        out->recv(from, slot, out_at[from], static_cast<size_t>(recv_bytes[from]));
+        ++recvs;
+      }
+    }
+    const std::chrono::milliseconds timeout = context_->getTimeout();
+    for (; sends > 0; --sends) in->waitSend(timeout);
+    for (; recvs > 0; --recvs) out->waitRecv(timeout);
   });
 }
 

@@ -72,6 +72,39 @@ TEST(GlooCommunicatorTest, AllToAllVWithUnevenCounts) {
   });
 }
 
+// Only pairs that move bytes exchange a message: rounds where each rank sends to one peer (the
+// node exchange's stages), to none (an idle group) and to all, interleaved, deliver exactly.
+TEST(GlooCommunicatorTest, SparseRoundsInterleavedWithFullOnesStayInStep) {
+  RunRanks(kRanks, [](GlooCommunicator& group) {
+    const int me = group.rank();
+    for (int round = 0; round < 30; ++round) {
+      const int pattern = round % 3;  // 0: a ring (one peer), 1: nothing, 2: everyone.
+      auto count = [&](int src, int dst) -> int64_t {
+        if (pattern == 1) return 0;
+        if (pattern == 0) return dst == (src + 1 + round % (kRanks - 1)) % kRanks ? round + 1 : 0;
+        return 1 + (src + dst + round) % 3;
+      };
+      std::vector<int64_t> send_counts(kRanks), recv_counts(kRanks);
+      std::vector<float> send;
+      for (int dst = 0; dst < kRanks; ++dst) {
+        send_counts[dst] = count(me, dst);
+        for (int64_t i = 0; i < send_counts[dst]; ++i) send.push_back(Value(me, dst, i + round));
+      }
+      int64_t total = 0;
+      for (int src = 0; src < kRanks; ++src) total += recv_counts[src] = count(src, me);
+      std::vector<float> recv(total, -1.0f);
+      ASSERT_TRUE(group.AllToAllV(send, send_counts, absl::MakeSpan(recv), recv_counts).ok())
+          << "round " << round;
+      size_t at = 0;
+      for (int src = 0; src < kRanks; ++src) {
+        for (int64_t i = 0; i < recv_counts[src]; ++i) {
+          ASSERT_EQ(recv[at++], Value(src, me, i + round)) << "round " << round << " from " << src;
+        }
+      }
+    }
+  });
+}
+
 // Three parts of different types and counts (the dispatch's rows, ids and weights) in one call:
 // each part arrives as its own AllToAllV would deliver it, and it is one all-to-all.
 TEST(GlooCommunicatorTest, AllToAllVPartsDeliverEachPartAsItsOwnExchange) {
