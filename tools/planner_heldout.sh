@@ -15,10 +15,6 @@
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
-SHARED="${SEMMOE_SHARED_DIR:-../shared}"
-MODEL="$SHARED/models/qwen3-moe-a"
-PROMPTS="$SHARED/data/prompts.jsonl"
-HELDOUT="$MODEL/reference/trace"
 DEVICES="4 8"
 SEEDS="1 2 3 4 5"
 OUT="${TMPDIR:-/tmp}/semmoe-heldout"
@@ -30,19 +26,8 @@ while [[ $# -gt 0 ]]; do
     *) echo "usage: $0 [--devices \"4 8\"] [--seeds \"1 2 3 4 5\"] [--out DIR]" >&2; exit 2 ;;
   esac
 done
-BIN=bazel-out/k8-opt/bin
-for b in "$BIN/engine/engine" "$BIN/planner/planner"; do
-  [[ -x "$b" ]] || { echo "$b is missing: bazel build -c opt --config=opt //engine //planner" >&2; exit 1; }
-done
-[[ -d "$HELDOUT" ]] || { echo "no shared model at $MODEL (set SEMMOE_SHARED_DIR)" >&2; exit 1; }
-mkdir -p "$OUT"
-PROFILE="$OUT/prompts.trace"
-if [[ ! -s "$PROFILE" ]]; then
-  echo "tracing $PROMPTS on one device (about 2 minutes)..." >&2
-  "$BIN/engine/engine" trace --model="$MODEL" --prompts="$PROMPTS" --out="$PROFILE.tmp" >&2
-  mv "$PROFILE.tmp" "$PROFILE"
-fi
-P="$BIN/planner/planner"
+source tools/heldout_lib.sh
+heldout_setup "$OUT"
 DB="$OUT/heldout.db"
 rm -f "$DB" "$DB-wal" "$DB-shm"
 build() { "$P" build --db="$DB" --model=qwen3-moe-a --traces="$PROFILE" --seed=1 --quiet "$@" >/dev/null; }
@@ -85,4 +70,4 @@ for g in $DEVICES; do
 done
 echo "== G=$last_g: zero-shot by domain =="
 "$P" eval --zero_shot --profile="$PROFILE" --traces="$HELDOUT" --devices="$last_g" \
-  --domains="$PROMPTS" --seed=1
+  --domains="$SHARED/data/prompts.jsonl" --seed=1

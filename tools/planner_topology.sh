@@ -11,9 +11,6 @@
 #   tools/planner_topology.sh [--topologies "2x4 4x2"] [--weights "0.25 0.5"] [--out DIR]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-SHARED="${SEMMOE_SHARED_DIR:-../shared}"
-MODEL="$SHARED/models/qwen3-moe-a"
-HELDOUT="$MODEL/reference/trace"
 TOPOLOGIES="2x4 4x2"
 WEIGHTS="0.25 0.5"
 OUT="${TMPDIR:-/tmp}/semmoe-heldout"
@@ -25,20 +22,8 @@ while [[ $# -gt 0 ]]; do
     *) echo "usage: $0 [--topologies \"2x4 4x2\"] [--weights \"0.25 0.5\"] [--out DIR]" >&2; exit 2 ;;
   esac
 done
-BIN=bazel-out/k8-opt/bin
-for b in "$BIN/engine/engine" "$BIN/planner/planner"; do
-  [[ -x "$b" ]] || { echo "$b is missing: bazel build -c opt --config=opt //engine //planner" >&2; exit 1; }
-done
-[[ -d "$HELDOUT" ]] || { echo "no shared model at $MODEL (set SEMMOE_SHARED_DIR)" >&2; exit 1; }
-mkdir -p "$OUT"
-PROFILE="$OUT/prompts.trace"
-if [[ ! -s "$PROFILE" ]]; then
-  echo "tracing the profile prompts on one device (about 2 minutes)..." >&2
-  "$BIN/engine/engine" trace --model="$MODEL" --prompts="$SHARED/data/prompts.jsonl" \
-    --out="$PROFILE.tmp" >&2
-  mv "$PROFILE.tmp" "$PROFILE"
-fi
-P="$BIN/planner/planner"
+source tools/heldout_lib.sh
+heldout_setup "$OUT"
 HIDDEN="$(jq .hidden_size "$MODEL/config.json")"
 for topo in $TOPOLOGIES; do
   g=$(( ${topo%x*} * ${topo#*x} ))
