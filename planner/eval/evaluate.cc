@@ -8,7 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "planner/placement/balanced_assign.h"
-#include "planner/placement/holder_choice.h"
+#include "planner/eval/serving_rule.h"
 
 namespace semmoe::planner {
 namespace {
@@ -53,52 +53,20 @@ Metrics Evaluate(const TraceSet& trace, const Placement& placement,
   const Topology* topo = options.topology ? options.topology : placement.topology();
   std::vector<int64_t> node_seen(topo ? topo->num_nodes() : 0, -1);
   int64_t node_local = 0, cross_copies = 0, cross_rank_copies = 0, intra_copies = 0;
-  // The per-batch holder choice (EvalOptions::holder_choice_batch_tokens): per window of tokens,
-  // every device's shares of each expert's holders, consumed in token order as the engine does.
-  const int n = placement.num_experts();
-  const int64_t window =
-      placement.replicas_per_device() > 0 ? options.holder_choice_batch_tokens : 0;
-  std::vector<std::vector<int32_t>> left;  // [device × n] → shares left per holder.
-  std::vector<int32_t> demand;
-  auto choose = [&](int l, int64_t begin, int64_t end) {
-    demand.assign(static_cast<size_t>(g) * n, 0);
-    for (int64_t t = begin; t < end; ++t) {
-      const uint16_t* experts = trace.Experts(t, l);
-      for (int j = 0; j < k; ++j) ++demand[device_of_token(l, t) * n + experts[j]];
-    }
-    const HolderChoice choice = ChooseHolders(placement, l, demand);
-    left.assign(static_cast<size_t>(g) * n, {});
-    for (int d = 0; d < g; ++d) {
-      for (int e = 0; e < n; ++e) {
-        left[d * n + e].assign(choice.Shares(d, e).begin(), choice.Shares(d, e).end());
-      }
-    }
-  };
-  auto serving = [&](int l, int expert, int home) {
-    if (window == 0 || placement.Holds(l, home, expert)) {
-      return placement.Serving(l, expert, home);  // A local replica, else home.
-    }
-    std::vector<int32_t>& shares = left[home * n + expert];
-    for (size_t h = 0; h < shares.size(); ++h) {
-      if (shares[h] > 0) {
-        --shares[h];
-        return static_cast<int>(placement.HoldersOf(l, expert)[h]);
-      }
-    }
-    return placement.Device(l, expert);
-  };
+  // The engine's rule for which holder serves (with replicas, the per-batch holder choice).
+  ServingRule rule(trace, placement, device_of_token, options.holder_choice_batch_tokens);
   for (int l = 0; l < layers; ++l) {
     std::fill(load.begin(), load.end(), 0);
     std::fill(token_load.begin(), token_load.end(), 0);
     std::fill(exchanged.begin(), exchanged.end(), 0);
     int64_t local = 0;
     for (int64_t t = 0; t < tokens; ++t) {
-      if (window > 0 && t % window == 0) choose(l, t, std::min(tokens, t + window));
+      rule.BeginToken(l, t);
       const int home = device_of_token(l, t);
       ++token_load[home];
       const uint16_t* experts = trace.Experts(t, l);
       for (int j = 0; j < k; ++j) {
-        const int d = serving(l, experts[j], home);
+        const int d = rule.Serve(l, experts[j], home);
         ++load[d];
         if (topo != nullptr && topo->SameNode(d, home)) ++node_local;
         if (d == home) {
