@@ -1,0 +1,87 @@
+#include "planner/sim/replay.h"
+
+#include <functional>
+
+#include "absl/strings/str_cat.h"
+#include "planner/eval/serving_rule.h"
+
+namespace semmoe::planner::sim {
+namespace {
+
+absl::StatusOr<Replay> Run(const trace::TraceSet& trace, const Placement& placement,
+                           const std::function<int(int, int64_t)>& device_of_token,
+                           int64_t window) {
+  const int g = placement.num_devices();
+  if (g > 255) {
+    return absl::InvalidArgumentError(absl::StrCat("the scale model takes up to 255 devices, not ", g));
+  }
+  if (placement.num_layers() != trace.num_layers() ||
+      placement.num_experts() != static_cast<int>(trace.header.num_experts)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("placement (", placement.num_layers(), " MoE layers, ",
+                     placement.num_experts(), " experts) does not match the trace (",
+                     trace.num_layers(), " MoE layers, ", trace.header.num_experts, " experts)"));
+  }
+  Replay r;
+  r.devices = g;
+  r.layers = trace.num_layers();
+  r.top_k = trace.top_k();
+  r.num_experts = placement.num_experts();
+  r.tokens = trace.num_tokens();
+  r.token_device.resize(static_cast<size_t>(r.layers) * r.tokens);
+  r.served.resize(static_cast<size_t>(r.tokens) * r.layers * r.top_k);
+  ServingRule rule(trace, placement, device_of_token, window);
+  for (int l = 0; l < r.layers; ++l) {
+    for (int64_t t = 0; t < r.tokens; ++t) {
+      rule.BeginToken(l, t);
+      const int home = device_of_token(l, t);
+      r.token_device[l * r.tokens + t] = static_cast<uint8_t>(home);
+      const uint16_t* experts = trace.Experts(t, l);
+      uint8_t* out = r.served.data() + (t * r.layers + l) * r.top_k;
+      for (int j = 0; j < r.top_k; ++j) {
+        out[j] = static_cast<uint8_t>(rule.Serve(l, experts[j], home));
+      }
+    }
+  }
+  return r;
+}
+
+}  // namespace
+
+absl::StatusOr<Replay> ReplayDp(const trace::TraceSet& trace, const Placement& placement,
+                                const std::vector<int>& request_device, int64_t window) {
+  if (static_cast<int>(request_device.size()) != trace.num_requests()) {
+    return absl::InvalidArgumentError(absl::StrCat(request_device.size(), " request devices for ",
+                                                   trace.num_requests(), " requests"));
+  }
+  std::vector<int> device(trace.num_tokens());
+  for (int q = 0; q < trace.num_requests(); ++q) {
+    const int d = request_device[q];
+    if (d < 0 || d >= placement.num_devices()) {
+      return absl::InvalidArgumentError(absl::StrCat("request ", q, ": device ", d, " out of range"));
+    }
+    for (int64_t t = trace.request_begin[q]; t < trace.request_begin[q + 1]; ++t) device[t] = d;
+  }
+  return Run(trace, placement, [&](int, int64_t t) { return device[t]; }, window);
+}
+
+absl::StatusOr<Replay> ReplayTp(const trace::TraceSet& trace, const Placement& placement,
+                                const std::vector<std::vector<int>>& token_device,
+                                int64_t window) {
+  if (static_cast<int>(token_device.size()) != trace.num_layers()) {
+    return absl::InvalidArgumentError("token_device needs one row per MoE layer");
+  }
+  for (const auto& row : token_device) {
+    if (static_cast<int64_t>(row.size()) != trace.num_tokens()) {
+      return absl::InvalidArgumentError("token_device rows need one device per token");
+    }
+    for (int d : row) {
+      if (d < 0 || d >= placement.num_devices()) {
+        return absl::InvalidArgumentError(absl::StrCat("token device ", d, " out of range"));
+      }
+    }
+  }
+  return Run(trace, placement, [&](int l, int64_t t) { return token_device[l][t]; }, window);
+}
+
+}  // namespace semmoe::planner::sim

@@ -1,0 +1,143 @@
+#include "planner/sim/serving_sim.h"
+
+#include "gtest/gtest.h"
+#include "planner/eval/evaluate.h"
+#include "planner/placement/placement.h"
+#include "planner/sim/replay.h"
+
+namespace semmoe::planner::sim {
+namespace {
+
+using trace::TraceSet;
+
+// 1 MoE layer, 4 experts, top-2; request 0: tokens {0,1}, {0,2}; request 1: {2,3}, {1,3}.
+TraceSet Small() {
+  TraceSet t;
+  t.header.num_experts = 4;
+  t.header.top_k = 2;
+  t.header.moe_layers = {0};
+  EXPECT_TRUE(t.AddRequest("r0", {7, 8}, {0, 1, 0, 2}).ok());
+  EXPECT_TRUE(t.AddRequest("r1", {9, 7}, {2, 3, 1, 3}).ok());
+  return t;
+}
+
+ClusterProfile Profile() {
+  ClusterProfile p;
+  p.ranks_per_node = {2, "t"};
+  p.flops = {1e9, "t"};
+  p.mem_bw = {1e6, "t"};
+  p.intra_bw = {1e4, "t"};
+  p.inter_bw = {1e3, "t"};
+  p.inter_per_node = {0, "t"};
+  p.a2a_efficiency = {1, "t"};
+  p.collective_latency = {0.01, "t"};
+  p.message_latency = {0.001, "t"};
+  p.kernel_overhead = {0.0001, "t"};
+  p.step_overhead = {0.005, "t"};
+  p.weight_bytes = {2, "t"};
+  p.wire_bytes = {2, "t"};
+  p.kv_bytes = {2, "t"};
+  return p;
+}
+
+ModelShape Shape() {
+  ModelShape s;
+  s.name = "tiny";
+  s.hidden = 10;
+  s.vocab = 100;
+  s.moe_layer = {true};
+  s.attention_params = 400;
+  s.attention_heads = 2;
+  s.qk_head_dim = s.v_head_dim = 5;
+  s.kv_values = 20;
+  s.num_experts = 4;
+  s.top_k = 2;
+  s.expert_intermediate = 20;
+  return s;
+}
+
+TEST(ServingSimTest, OneRequestAloneTakesExactlyItsPrefillStep) {
+  const TraceSet t = Small();
+  const Placement p = *Placement::Vanilla({0}, 4, 2);  // Experts 0,1 → 0; 2,3 → 1.
+  auto replay = ReplayDp(t, p, RoundRobinRequests(t, 2));
+  ASSERT_TRUE(replay.ok()) << replay.status();
+  const ClusterProfile profile = Profile();
+  const ModelShape shape = Shape();
+  const Topology topo = *Topology::Nodes(2, 1);
+  const StepCost cost(shape, profile, topo);
+  auto r = Simulate(t, *replay, shape, cost, {.rate = 1, .requests = 1, .output_tokens = 1}, {});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->steps, 1);
+  EXPECT_EQ(r->tokens, 2);
+
+  // By hand: request 0 on rank 0; token 0 uses experts 0, 1 (rank 0), token 1 experts 0 (rank 0)
+  // and 2 (rank 1): one row from rank 0 to rank 1.
+  MoeTraffic traffic(2);
+  traffic.rows = {0, 1, 0, 0};
+  traffic.expert_rows = {3, 1};
+  traffic.active_experts = {2, 1};
+  traffic.own_tokens = {2, 0};
+  const double attention = cost.Attention({.tokens = 2, .kv_read = 2, .attended = 3});
+  const MoeTime m = cost.Moe(traffic, {attention, 0.0});
+  const double step =
+      profile.step_overhead.value + attention + m.dispatch + m.experts + m.combine + cost.LmHead(1);
+  EXPECT_DOUBLE_EQ(r->step_s, step);
+  EXPECT_DOUBLE_EQ(r->ttft_s.p50, step);
+  EXPECT_DOUBLE_EQ(r->moe.dispatch, m.dispatch);
+  EXPECT_DOUBLE_EQ(r->moe.wait, attention);
+  EXPECT_DOUBLE_EQ(r->moe.total(), m.total());
+  EXPECT_GT(r->a2a_share(), 0);
+}
+
+TEST(ServingSimTest, EveryRequestFinishesAndTheSloIsCounted) {
+  const TraceSet t = Small();
+  const Placement p = *Placement::Vanilla({0}, 4, 2);
+  const Replay replay = *ReplayDp(t, p, RoundRobinRequests(t, 2));
+  const ClusterProfile profile = Profile();
+  const ModelShape shape = Shape();
+  const Topology topo = *Topology::Nodes(2, 1);
+  const StepCost cost(shape, profile, topo);
+  const Workload w{.rate = 50, .requests = 200, .output_tokens = 5};
+  auto loose = Simulate(t, replay, shape, cost, w, {.slo_ttft_s = 1e9, .slo_tpot_s = 1e9});
+  ASSERT_TRUE(loose.ok()) << loose.status();
+  EXPECT_EQ(loose->tokens, 200 * (2 + 4));  // Each: a 2-token prefill and 4 decodes.
+  EXPECT_DOUBLE_EQ(loose->slo_attainment, 1.0);
+  EXPECT_DOUBLE_EQ(loose->goodput_rps, loose->throughput_rps);
+  EXPECT_GT(loose->tpot_s.p50, 0);
+  EXPECT_LE(loose->ttft_s.p50, loose->ttft_s.p99);
+  auto tight = Simulate(t, replay, shape, cost, w, {.slo_ttft_s = 0, .slo_tpot_s = 0});
+  ASSERT_TRUE(tight.ok());
+  EXPECT_EQ(tight->goodput_rps, 0);
+  EXPECT_EQ(tight->slo_attainment, 0);
+  // Faster links: a shorter MoE layer, never a longer one.
+  ClusterProfile fast = profile;
+  fast.inter_bw.value *= 100;
+  const StepCost fast_cost(shape, fast, topo);
+  auto quicker = Simulate(t, replay, shape, fast_cost, w, {});
+  ASSERT_TRUE(quicker.ok());
+  EXPECT_LT(quicker->moe.dispatch, loose->moe.dispatch);
+}
+
+TEST(ServingSimTest, MismatchesAndBadWorkloadsAreRefused) {
+  const TraceSet t = Small();
+  const Placement p = *Placement::Vanilla({0}, 4, 2);
+  const Replay replay = *ReplayDp(t, p, RoundRobinRequests(t, 2));
+  const ClusterProfile profile = Profile();
+  ModelShape two = Shape();
+  two.moe_layer = {true, true};
+  const Topology topo = *Topology::Flat(2);
+  const StepCost cost(two, profile, topo);
+  auto r = Simulate(t, replay, two, cost, {}, {});
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("does not match the trace"), std::string::npos);
+  const ModelShape shape = Shape();
+  const StepCost ok_cost(shape, profile, topo);
+  EXPECT_FALSE(Simulate(t, replay, shape, ok_cost, {.rate = 0}, {}).ok());
+  EXPECT_FALSE(Simulate(t, replay, shape, ok_cost, {.requests = 0}, {}).ok());
+  EXPECT_FALSE(Simulate(t, replay, shape, ok_cost, {}, {.max_batch_tokens = 0}).ok());
+  EXPECT_FALSE(ReplayDp(t, p, {0}).ok());
+  EXPECT_FALSE(ReplayDp(t, p, {0, 5}).ok());
+}
+
+}  // namespace
+}  // namespace semmoe::planner::sim

@@ -1,0 +1,129 @@
+#include "planner/sim/step_cost.h"
+
+#include <algorithm>
+
+namespace semmoe::planner::sim {
+
+void MoeTraffic::Reset(int ranks) {
+  g = ranks;
+  rows.assign(static_cast<size_t>(g) * g, 0);
+  expert_rows.assign(g, 0);
+  active_experts.assign(g, 0);
+  own_tokens.assign(g, 0);
+}
+
+double StepCost::Roofline(double flops, double bytes) const {
+  return profile_.kernel_overhead.value +
+         std::max(flops / profile_.flops.value, bytes / profile_.mem_bw.value);
+}
+
+double StepCost::Attention(const AttentionWork& w, int shards) const {
+  if (w.tokens == 0) return 0;
+  const double s = shards;
+  const double proj_flops = 2.0 * w.tokens * shape_.attention_params / s;
+  const double score_flops = 2.0 * w.attended * shape_.attention_heads *
+                             (shape_.qk_head_dim + shape_.v_head_dim) / s;
+  const double bytes = shape_.attention_params * profile_.weight_bytes.value / s +
+                       static_cast<double>(w.kv_read) * shape_.kv_values *
+                           profile_.kv_bytes.value / s;
+  return Roofline(proj_flops + score_flops, bytes);
+}
+
+double StepCost::DenseMlp(int64_t tokens, int shards) const {
+  if (tokens == 0) return 0;
+  const double params = static_cast<double>(shape_.MlpParams(shape_.dense_intermediate)) / shards;
+  return Roofline(2.0 * tokens * params, params * profile_.weight_bytes.value);
+}
+
+double StepCost::LmHead(int64_t rows, int shards) const {
+  if (rows == 0) return 0;
+  const double params = static_cast<double>(shape_.hidden) * shape_.vocab / shards;
+  return Roofline(2.0 * rows * params, params * profile_.weight_bytes.value);
+}
+
+double StepCost::Collective(const std::vector<double>& bytes) const {
+  const int g = topo_.num_ranks(), nodes = topo_.num_nodes();
+  const bool per_node = profile_.inter_per_node.value != 0;
+  std::vector<double> intra_out(g, 0), intra_in(g, 0), inter_out(g, 0), inter_in(g, 0);
+  std::vector<double> node_out(nodes, 0), node_in(nodes, 0);
+  std::vector<int> peers(g, 0);
+  for (int s = 0; s < g; ++s) {
+    for (int d = 0; d < g; ++d) {
+      const double b = bytes[static_cast<size_t>(s) * g + d];
+      if (s == d || b <= 0) continue;
+      ++peers[s];
+      if (topo_.SameNode(s, d)) {
+        intra_out[s] += b, intra_in[d] += b;
+      } else {
+        inter_out[s] += b, inter_in[d] += b;
+        node_out[topo_.NodeOf(s)] += b, node_in[topo_.NodeOf(d)] += b;
+      }
+    }
+  }
+  const double eff = profile_.a2a_efficiency.value;
+  const double intra = profile_.intra_bw.value * eff, inter = profile_.inter_bw.value * eff;
+  double slowest = 0;
+  for (int r = 0; r < g; ++r) {
+    double link = std::max(intra_out[r], intra_in[r]) / intra;
+    if (per_node) {
+      const int n = topo_.NodeOf(r);
+      link = std::max(link, std::max(node_out[n], node_in[n]) / inter);
+    } else {
+      link = std::max(link, std::max(inter_out[r], inter_in[r]) / inter);
+    }
+    slowest = std::max(slowest, profile_.message_latency.value * peers[r] + link);
+  }
+  return profile_.collective_latency.value + slowest;
+}
+
+double StepCost::DispatchRowBytes() const {
+  return shape_.hidden * profile_.wire_bytes.value + shape_.top_k * 8.0;
+}
+
+double StepCost::CombineRowBytes() const { return shape_.hidden * profile_.wire_bytes.value; }
+
+MoeTime StepCost::Moe(const MoeTraffic& t, const std::vector<double>& attention_per_rank,
+                      bool counts_exchange) const {
+  const int g = t.g;
+  MoeTime m;
+  if (!attention_per_rank.empty()) {
+    const auto [lo, hi] = std::minmax_element(attention_per_rank.begin(), attention_per_rank.end());
+    m.wait = *hi - *lo;
+  }
+  std::vector<double> bytes(t.rows.size());
+  if (g > 1) {
+    if (counts_exchange) {  // One integer per peer.
+      for (int s = 0; s < g; ++s) {
+        for (int d = 0; d < g; ++d) bytes[static_cast<size_t>(s) * g + d] = s == d ? 0 : 8;
+      }
+      m.dispatch += Collective(bytes);
+    }
+    for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = t.rows[i] * DispatchRowBytes();
+    m.dispatch += Collective(bytes);
+    // The combine sends each row back: the transpose.
+    for (int s = 0; s < g; ++s) {
+      for (int d = 0; d < g; ++d) {
+        bytes[static_cast<size_t>(s) * g + d] =
+            t.rows[static_cast<size_t>(d) * g + s] * CombineRowBytes();
+      }
+    }
+    m.combine = Collective(bytes);
+  }
+  const double expert_params = static_cast<double>(shape_.MlpParams(shape_.expert_intermediate));
+  const double shared_params = static_cast<double>(shape_.MlpParams(shape_.shared_intermediate));
+  for (int d = 0; d < g; ++d) {
+    double time = 0;
+    if (t.expert_rows[d] > 0) {
+      time += Roofline(2.0 * t.expert_rows[d] * expert_params,
+                       t.active_experts[d] * expert_params * profile_.weight_bytes.value);
+    }
+    if (shared_params > 0 && t.own_tokens[d] > 0) {
+      time += Roofline(2.0 * t.own_tokens[d] * shared_params,
+                       shared_params * profile_.weight_bytes.value);
+    }
+    m.experts = std::max(m.experts, time);
+  }
+  return m;
+}
+
+}  // namespace semmoe::planner::sim
