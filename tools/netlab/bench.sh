@@ -94,6 +94,11 @@ awk -v n="$SERVE_N" 'NR % 2 == 0 && ++c <= n' "$PROMPTS" >"$W/serve.jsonl"
 log "tracing $PROFILE_N profile prompts"
 "$B/engine/engine" trace --model="$MODEL" --prompts="$W/profile.jsonl" --out="$W/p.trace" \
   --max_prompt_tokens=256 2>/dev/null
+# The served prompts' routing as loadgen sends them (cut to --max_prompt_chars 600), for the
+# scale model to replay (tools/simulate --lab_run, docs/SIMULATE.md).
+jq -c '.text |= .[0:600]' "$W/serve.jsonl" >"$W/serve_cut.jsonl"
+"$B/engine/engine" trace --model="$MODEL" --prompts="$W/serve_cut.jsonl" --out="$W/s.trace" \
+  2>/dev/null
 
 DB="$W/planner.db"
 version() {  # version G ARGS... → prints the new version number
@@ -135,7 +140,12 @@ run() {
   "$B/tools/netlab/lab_report" summary --before="$W/$name.before.json" \
     --after="$W/$name.after.json" --loadgen="$W/$name.sweep.json" --setting="$name" |
     jq -c --argjson per_host "$PER_HOST" --argjson link "$LINK" --argjson pinned "$pinned" \
-      '.ranks_per_host = $per_host | .link_mbit = $link | .pinned = $pinned' >"$W/$name.json"
+      --arg placement "$placement" --arg policy "$policy" --arg attn "$attn" --arg flags "$*" \
+      --arg rates "$RATES" --argjson point_s "$POINT_S" --arg work "$W" \
+      '.ranks_per_host = $per_host | .link_mbit = $link | .pinned = $pinned
+       | .placement = $placement | .router_policy = $policy | .attn = $attn
+       | .netlab_flags = $flags | .rates = $rates | .point_s = $point_s | .work_dir = $work' \
+      >"$W/$name.json"
   kill -INT "$pid"
   wait "$pid" || true
   [[ "$name" == calibrate_*_unshaped ]] || with_link_share "$W/$name.json"
