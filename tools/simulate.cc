@@ -22,17 +22,14 @@
 #include "common/status_macros.h"
 #include "engine/text/config.h"
 #include "nlohmann/json.hpp"
-#include "planner/affinity/token_affinity.h"
-#include "planner/cli/commands.h"
-#include "planner/eval/evaluate.h"
-#include "planner/eval/schedule.h"
 #include "planner/placement/topology.h"
 #include "planner/sim/cluster_profile.h"
 #include "planner/sim/model_shape.h"
-#include "planner/sim/replay.h"
 #include "planner/sim/serving_sim.h"
+#include "planner/sim/scenario.h"
 #include "planner/sim/step_cost.h"
-#include "planner/store/placement_store.h"
+#include "tools/simulate_lab.h"
+#include "tools/simulate_synth.h"
 
 ABSL_FLAG(std::string, model, "", "model directory (its config.json gives the shape)");
 ABSL_FLAG(std::string, shape, "", "built-in model shape instead of --model: deepseek-v3, qwen3-235b");
@@ -46,6 +43,7 @@ ABSL_FLAG(double, link_mbit, 0, "the link between nodes in Mbit/s (sets inter_bw
 ABSL_FLAG(std::vector<std::string>, set, {}, "FIGURE=VALUE overrides of the profile's figures");
 ABSL_FLAG(double, rate, 4, "request arrival rate (requests/s, Poisson)");
 ABSL_FLAG(int64_t, requests, 1000, "requests to simulate");
+ABSL_FLAG(int64_t, requests_synth, 0, "synth: requests to generate (0: the --like traces')");
 ABSL_FLAG(int, output_tokens, 32, "tokens each request generates");
 ABSL_FLAG(int64_t, max_prompt_tokens, 0, "cut prompts to this many tokens (0: the trace's)");
 ABSL_FLAG(uint64_t, seed, 1, "arrival process seed");
@@ -53,13 +51,28 @@ ABSL_FLAG(std::string, mode, "", "dp or tp (default: the version's mode)");
 ABSL_FLAG(std::string, router, "",
           "DP request → rank: affinity (the version's tables) or round_robin (default: affinity "
           "when the version has tables)");
-ABSL_FLAG(int64_t, max_batch_tokens, 8192, "tokens per step (per rank under DP)");
-ABSL_FLAG(int, max_running, 256, "sequences running at once (per rank under DP)");
+ABSL_FLAG(int64_t, max_batch_tokens, 2048,
+          "tokens per step (per rank under DP; engine serve's default)");
+ABSL_FLAG(int, max_running, 64, "sequences running at once (per rank under DP; engine serve's default)");
 ABSL_FLAG(int, tp_batch_tokens, 256, "TP: tokens per batch of the token → rank schedule");
 ABSL_FLAG(double, slo_ttft_ms, 1000, "SLO: time to first token");
 ABSL_FLAG(double, slo_tpot_ms, 200, "SLO: time per output token");
 ABSL_FLAG(bool, json, false, "print one JSON object");
 ABSL_FLAG(bool, print_profile, false, "print the cluster profile (after --set) and exit");
+ABSL_FLAG(int, devices, 0, "without --db: a vanilla placement over this many devices");
+ABSL_FLAG(std::string, rates, "", "a sweep: comma-separated rates, --point_s seconds each");
+ABSL_FLAG(double, point_s, 12, "a sweep point's seconds of arrivals (the lab's loadgen: 12)");
+ABSL_FLAG(bool, node_dedup, false, "node-level dedup (the two-stage exchange) over the topology");
+ABSL_FLAG(std::vector<std::string>, lab, {},
+          "fit / check: bench.sh --json files or settings' JSON files (their work dirs must exist)");
+ABSL_FLAG(std::vector<std::string>, figures,
+          std::vector<std::string>({"collective_latency", "message_latency", "intra_bw", "flops",
+                                    "kernel_overhead", "step_skew", "step_overhead"}),
+          "fit: the profile figures to fit");
+ABSL_FLAG(std::string, out, "", "fit: where to write the fitted profile; synth: the trace");
+ABSL_FLAG(std::vector<std::string>, like, {}, "synth: the trained model's traces to match");
+ABSL_FLAG(std::string, domains, "", "synth: prompts JSONL with \"id\" and \"domain\"");
+ABSL_FLAG(std::string, params, "", "synth: skew,token,domain,layer (skips the fit)");
 
 namespace semmoe::tools {
 namespace {
@@ -99,7 +112,7 @@ ModelShape ShapeOf(const engine::model::ModelConfig& c, const std::string& name)
   return s;
 }
 
-absl::StatusOr<int> Run() {
+absl::StatusOr<ClusterProfile> Profile() {
   ASSIGN_OR_RETURN(ClusterProfile profile,
                    planner::sim::LoadClusterProfile(absl::GetFlag(FLAGS_cluster)));
   for (const std::string& kv : absl::GetFlag(FLAGS_set)) {
@@ -114,12 +127,10 @@ absl::StatusOr<int> Run() {
     if (!(mbit > 0)) return absl::InvalidArgumentError("--link_mbit must be positive");
     profile.inter_bw = {mbit * 1e6 / 8, absl::StrCat("--link_mbit ", mbit)};
   }
-  if (absl::GetFlag(FLAGS_print_profile)) {
-    std::cout << planner::sim::ProfileJson(profile);
-    return 0;
-  }
+  return profile;
+}
 
-  // The model.
+absl::StatusOr<ModelShape> Shape() {
   ModelShape shape;
   if (!absl::GetFlag(FLAGS_shape).empty()) {
     ASSIGN_OR_RETURN(shape, planner::sim::KnownShape(absl::GetFlag(FLAGS_shape)));
@@ -131,115 +142,89 @@ absl::StatusOr<int> Run() {
     return absl::InvalidArgumentError("give --model DIR or --shape NAME");
   }
   RETURN_IF_ERROR(planner::sim::CheckShape(shape));
+  return shape;
+}
 
-  // The placement and the trace.
-  if (absl::GetFlag(FLAGS_db).empty() || absl::GetFlag(FLAGS_version) <= 0) {
-    return absl::InvalidArgumentError("give --db DB and --version V");
+absl::StatusOr<std::vector<double>> Rates() {
+  std::vector<double> rates;
+  const std::string text = absl::GetFlag(FLAGS_rates);
+  if (text.empty()) return std::vector<double>{absl::GetFlag(FLAGS_rate)};
+  for (absl::string_view r : absl::StrSplit(text, ',', absl::SkipEmpty())) {
+    double rate = 0;
+    if (!absl::SimpleAtod(r, &rate) || !(rate > 0)) {
+      return absl::InvalidArgumentError(absl::StrCat("--rates: \"", r, "\" is not a rate > 0"));
+    }
+    rates.push_back(rate);
   }
-  ASSIGN_OR_RETURN(auto store, planner::PlacementStore::Open(absl::GetFlag(FLAGS_db)));
-  ASSIGN_OR_RETURN(planner::PlacementVersion v, store->Get(absl::GetFlag(FLAGS_version)));
-  const planner::Placement& p = v.placement;
-  const int g = p.num_devices();
-  ASSIGN_OR_RETURN(planner::trace::TraceSet trace,
-                   planner::cli::LoadTraces(absl::GetFlag(FLAGS_traces)));
-  std::string mode = absl::GetFlag(FLAGS_mode);
-  if (mode.empty()) {
-    const nlohmann::json params = nlohmann::json::parse(v.params_json, nullptr, false);
-    mode = params.is_object() && params.contains("mode") && params["mode"].is_string()
-               ? params["mode"].get<std::string>()
-               : "dp";
-  }
-  if (mode != "dp" && mode != "tp") {
-    return absl::InvalidArgumentError(absl::StrCat("--mode ", mode, ": expected dp or tp"));
-  }
+  return rates;
+}
 
-  // The topology: --hosts × --ranks_per_host, else the version's, else the profile's nodes.
-  int hosts = absl::GetFlag(FLAGS_hosts), per_host = absl::GetFlag(FLAGS_ranks_per_host);
-  std::optional<planner::Topology> topo;
-  if (hosts > 0 || per_host > 0) {
-    if (hosts <= 0) hosts = per_host > 0 ? g / per_host : 1;
-    if (per_host <= 0) per_host = g / hosts;
-    ASSIGN_OR_RETURN(planner::Topology t, planner::Topology::Nodes(hosts, per_host));
-    topo = std::move(t);
-  } else if (p.topology() != nullptr) {
-    topo = *p.topology();
-  } else {
-    const int m = static_cast<int>(profile.ranks_per_node.value);
-    ASSIGN_OR_RETURN(planner::Topology t, g % m == 0 && g > m ? planner::Topology::Nodes(g / m, m)
-                                                              : planner::Topology::Flat(g));
-    topo = std::move(t);
-  }
-  if (topo->num_ranks() != g) {
-    return absl::InvalidArgumentError(absl::StrCat("topology ", topo->Describe(), " has ",
-                                                   topo->num_ranks(), " ranks; version ",
-                                                   v.version, " has ", g, " devices"));
-  }
+nlohmann::ordered_json PointJson(double rate, const planner::sim::SimResult& r) {
+  const double ms = 1e3;
+  return {{"rate", rate},
+          {"requests", r.requests},
+          {"moe_layer_ms", r.moe.total() * ms},
+          {"step_ms", r.step_s * ms},
+          {"ttft_p50_ms", r.ttft_s.p50 * ms},
+          {"ttft_p99_ms", r.ttft_s.p99 * ms},
+          {"tpot_p50_ms", r.tpot_s.p50 * ms},
+          {"tpot_p99_ms", r.tpot_s.p99 * ms},
+          {"throughput_rps", r.throughput_rps},
+          {"goodput_rps", r.goodput_rps},
+          {"slo_attainment", r.slo_attainment}};
+}
 
-  // The schedule, by planner eval's rules.
-  std::optional<planner::TokenAffinity> affinity;
-  auto tables = store->GetAffinityTables(v.version);
-  if (tables.ok()) {
-    ASSIGN_OR_RETURN(planner::TokenAffinity parsed, planner::TokenAffinity::Deserialize(*tables));
-    RETURN_IF_ERROR(parsed.CheckMatches(p, absl::StrCat("version ", v.version, "'s tables")));
-    affinity = std::move(parsed);
-  } else if (!absl::IsNotFound(tables.status())) {
-    return tables.status();
+// The default command: one configuration, at one rate or over a sweep.
+absl::StatusOr<int> Simulate() {
+  ASSIGN_OR_RETURN(ClusterProfile profile, Profile());
+  if (absl::GetFlag(FLAGS_print_profile)) {
+    std::cout << planner::sim::ProfileJson(profile);
+    return 0;
   }
-  std::string router = absl::GetFlag(FLAGS_router);
-  if (router.empty()) router = affinity ? "affinity" : "round_robin";
-  if (router != "affinity" && router != "round_robin") {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--router ", router, ": expected affinity or round_robin"));
+  ASSIGN_OR_RETURN(ModelShape shape, Shape());
+  if (absl::GetFlag(FLAGS_db).empty() && absl::GetFlag(FLAGS_devices) <= 0) {
+    return absl::InvalidArgumentError("give --db DB --version V (or --devices G for vanilla)");
   }
-  if (router == "affinity" && !affinity) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "--router affinity: version ", v.version, " has no affinity tables"));
-  }
-  uint32_t vocab = 0;
-  for (uint32_t t : trace.tokens) vocab = std::max(vocab, t + 1);
-  planner::sim::Replay replay;
-  if (mode == "dp") {
-    const std::vector<int> routed =
-        router == "affinity"
-            ? planner::AffinityRequests(trace, affinity->DpScores(p, vocab), g)
-            : planner::RoundRobinRequests(trace, g);
-    ASSIGN_OR_RETURN(replay, planner::sim::ReplayDp(trace, p, routed));
-  } else {
-    const int batch = absl::GetFlag(FLAGS_tp_batch_tokens);
-    ASSIGN_OR_RETURN(replay, planner::sim::ReplayTp(
-                                 trace, p,
-                                 router == "affinity"
-                                     ? planner::SrsTokens(trace, *affinity, p, batch)
-                                     : planner::ContiguousChunks(trace, g, batch)));
-  }
-
-  const planner::sim::StepCost cost(shape, profile, *topo);
-  const planner::sim::Workload workload{.rate = absl::GetFlag(FLAGS_rate),
-                                        .requests = absl::GetFlag(FLAGS_requests),
+  const planner::sim::ScenarioSpec spec{.db = absl::GetFlag(FLAGS_db),
+                                        .version = absl::GetFlag(FLAGS_version),
+                                        .devices = absl::GetFlag(FLAGS_devices),
+                                        .traces = absl::GetFlag(FLAGS_traces),
+                                        .mode = absl::GetFlag(FLAGS_mode),
+                                        .router = absl::GetFlag(FLAGS_router),
+                                        .hosts = absl::GetFlag(FLAGS_hosts),
+                                        .ranks_per_host = absl::GetFlag(FLAGS_ranks_per_host),
+                                        .node_dedup = absl::GetFlag(FLAGS_node_dedup),
+                                        .tp_batch_tokens = absl::GetFlag(FLAGS_tp_batch_tokens)};
+  ASSIGN_OR_RETURN(planner::sim::Scenario s, planner::sim::LoadScenario(spec, shape, profile));
+  ASSIGN_OR_RETURN(std::vector<double> rates, Rates());
+  const bool sweep = !absl::GetFlag(FLAGS_rates).empty();
+  const planner::sim::Workload workload{.requests = absl::GetFlag(FLAGS_requests),
                                         .output_tokens = absl::GetFlag(FLAGS_output_tokens),
                                         .max_prompt_tokens = absl::GetFlag(FLAGS_max_prompt_tokens),
                                         .seed = absl::GetFlag(FLAGS_seed)};
   const planner::sim::ServingOptions options{
-      .mode = mode == "dp" ? planner::sim::AttentionMode::kDp : planner::sim::AttentionMode::kTp,
       .max_batch_tokens = absl::GetFlag(FLAGS_max_batch_tokens),
       .max_running = absl::GetFlag(FLAGS_max_running),
       .slo_ttft_s = absl::GetFlag(FLAGS_slo_ttft_ms) / 1e3,
       .slo_tpot_s = absl::GetFlag(FLAGS_slo_tpot_ms) / 1e3};
-  ASSIGN_OR_RETURN(planner::sim::SimResult r,
-                   planner::sim::Simulate(trace, replay, shape, cost, workload, options));
-
+  // One rate: --requests of them; a sweep: --point_s seconds of arrivals per rate.
+  const double point_s = sweep ? absl::GetFlag(FLAGS_point_s)
+                               : static_cast<double>(workload.requests) / rates[0];
+  ASSIGN_OR_RETURN(planner::sim::SweepResult r,
+                   planner::sim::RunSweep(s, profile, workload, options, rates, point_s));
+  const planner::sim::SimResult& last = r.points.back().result;
   const double ms = 1e3;
   nlohmann::ordered_json j = {
       {"model", shape.name},
-      {"version", v.version},
-      {"algorithm", v.algorithm},
-      {"devices", g},
-      {"topology", topo->Describe()},
+      {"version", s.version},
+      {"placement", s.name},
+      {"algorithm", s.algorithm},
+      {"devices", s.placement.num_devices()},
+      {"topology", s.topology.Describe()},
+      {"node_dedup", last.two_stage},
       {"cluster", profile.name},
-      {"mode", mode},
-      {"router", router},
-      {"rate", workload.rate},
-      {"requests", workload.requests},
+      {"mode", s.mode},
+      {"router", s.router},
       {"moe_layer_ms", r.moe.total() * ms},
       {"wait_ms", r.moe.wait * ms},
       {"dispatch_ms", r.moe.dispatch * ms},
@@ -249,17 +234,18 @@ absl::StatusOr<int> Run() {
       {"attention_ms", r.attention_s * ms},
       {"srs_ms", r.srs_s * ms},
       {"sag_ms", r.sag_s * ms},
-      {"step_ms", r.step_s * ms},
-      {"steps", r.steps},
-      {"ttft_p50_ms", r.ttft_s.p50 * ms},
-      {"ttft_p99_ms", r.ttft_s.p99 * ms},
-      {"tpot_p50_ms", r.tpot_s.p50 * ms},
-      {"tpot_p99_ms", r.tpot_s.p99 * ms},
-      {"throughput_rps", r.throughput_rps},
-      {"goodput_rps", r.goodput_rps},
-      {"slo_attainment", r.slo_attainment},
-      {"duration_s", r.duration_s},
-      {"tokens", r.tokens}};
+      {"step_ms", r.step_s * ms}};
+  if (sweep) {
+    j["max_rate_in_slo"] = r.best_rate;
+    nlohmann::ordered_json points = nlohmann::ordered_json::array();
+    for (const auto& p : r.points) points.push_back(PointJson(p.rate, p.result));
+    j["sweep"] = points;
+  } else {
+    const nlohmann::ordered_json p = PointJson(rates[0], last);
+    for (auto it = p.begin(); it != p.end(); ++it) {
+      if (it.key() != "moe_layer_ms" && it.key() != "step_ms") j[it.key()] = it.value();
+    }
+  }
   if (absl::GetFlag(FLAGS_json)) {
     std::cout << j.dump() << "\n";
   } else {
@@ -270,15 +256,47 @@ absl::StatusOr<int> Run() {
   return 0;
 }
 
+absl::StatusOr<int> FitCommand() {
+  ASSIGN_OR_RETURN(ModelShape shape, Shape());
+  ASSIGN_OR_RETURN(ClusterProfile start, Profile());
+  return FitLab(shape, start, absl::GetFlag(FLAGS_lab), absl::GetFlag(FLAGS_figures),
+                absl::GetFlag(FLAGS_out));
+}
+
+absl::StatusOr<int> SynthCommand() {
+  ASSIGN_OR_RETURN(ModelShape shape, Shape());
+  return SynthTrace(shape, {.like = absl::GetFlag(FLAGS_like),
+                            .domains = absl::GetFlag(FLAGS_domains),
+                            .requests = absl::GetFlag(FLAGS_requests_synth),
+                            .seed = absl::GetFlag(FLAGS_seed),
+                            .params = absl::GetFlag(FLAGS_params),
+                            .out = absl::GetFlag(FLAGS_out)});
+}
+
+absl::StatusOr<int> CheckCommand() {
+  ASSIGN_OR_RETURN(ModelShape shape, Shape());
+  ASSIGN_OR_RETURN(ClusterProfile profile, Profile());
+  return CheckLab(shape, profile, absl::GetFlag(FLAGS_lab), absl::GetFlag(FLAGS_json));
+}
+
 }  // namespace
 }  // namespace semmoe::tools
 
 int main(int argc, char** argv) {
   absl::SetProgramUsageMessage(
-      "simulate --model DIR|--shape NAME --db DB --version V --traces TRACE --cluster PROFILE "
-      "[--rate R] [--json]  (docs/SIMULATE.md)");
-  absl::ParseCommandLine(argc, argv);
-  absl::StatusOr<int> rc = semmoe::tools::Run();
+      "simulate [fit|check] --model DIR|--shape NAME --db DB --version V --traces TRACE "
+      "--cluster PROFILE [--rate R | --rates R1,R2,...] [--json]  (docs/SIMULATE.md)");
+  const std::vector<char*> args = absl::ParseCommandLine(argc, argv);
+  const std::string command = args.size() >= 2 ? args[1] : "";
+  if (args.size() > 2 ||
+      (!command.empty() && command != "fit" && command != "check" && command != "synth")) {
+    std::cerr << "simulate: unknown command \"" << command << "\" (fit, check, synth or none)\n";
+    return 2;
+  }
+  absl::StatusOr<int> rc = command == "fit"     ? semmoe::tools::FitCommand()
+                           : command == "check" ? semmoe::tools::CheckCommand()
+                           : command == "synth" ? semmoe::tools::SynthCommand()
+                                                : semmoe::tools::Simulate();
   if (!rc.ok()) {
     std::cerr << "simulate: " << rc.status().message() << "\n";
     return absl::IsInvalidArgument(rc.status()) && rc.status().message().rfind("give ", 0) == 0

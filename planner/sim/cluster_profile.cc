@@ -36,6 +36,7 @@ std::vector<std::pair<std::string, Figure*>> ClusterProfile::Figures() {
           {"message_latency", &message_latency},
           {"kernel_overhead", &kernel_overhead},
           {"step_overhead", &step_overhead},
+          {"step_skew", &step_skew},
           {"weight_bytes", &weight_bytes},
           {"wire_bytes", &wire_bytes},
           {"kv_bytes", &kv_bytes}};

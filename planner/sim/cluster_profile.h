@@ -36,6 +36,7 @@ struct ClusterProfile {
   Figure message_latency;     // s per peer a rank messages in one collective.
   Figure kernel_overhead;     // s per operator (attention, experts, MLP) and layer.
   Figure step_overhead;       // s per forward step (scheduling, sampling, the host).
+  Figure step_skew;           // s the ranks' starts of a step spread: the first MoE layer's wait.
   Figure weight_bytes;        // Bytes per weight value.
   Figure wire_bytes;          // Bytes per activation value in the dispatch and combine.
   Figure kv_bytes;            // Bytes per KV-cache value.

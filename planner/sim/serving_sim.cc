@@ -101,7 +101,12 @@ absl::StatusOr<SimResult> Simulate(const trace::TraceSet& trace, const Replay& r
   std::vector<AttentionWork> work(queues);
   std::vector<int64_t> row_stamp(g, -1), expert_stamp(static_cast<size_t>(g) * n_exp, -1);
   int64_t token_serial = 0, layer_serial = 0;
-  MoeTraffic traffic(g);
+  const Topology& topo = cost.topology();
+  bool several = false;  // Several nodes, one with several ranks.
+  for (int n = 0; n < topo.num_nodes(); ++n) several |= topo.RanksOn(n).size() > 1;
+  const bool two_stage = o.node_dedup && topo.num_nodes() > 1 && several;
+  std::vector<int64_t> node_stamp(topo.num_nodes(), -1);
+  MoeTraffic traffic(g, two_stage);
   std::vector<double> attention(g), bytes(static_cast<size_t>(g) * g);
   const int layers = shape.num_layers();
 
@@ -150,7 +155,7 @@ absl::StatusOr<SimResult> Simulate(const trace::TraceSet& trace, const Replay& r
     }
 
     // Its time, layer by layer.
-    double step = cost.StepOverhead();
+    double step = cost.StepOverhead() + cost.StepSkew();
     AttentionWork all;
     for (const AttentionWork& a : work) {
       all.tokens += a.tokens, all.kv_read += a.kv_read, all.attended += a.attended;
@@ -187,7 +192,7 @@ absl::StatusOr<SimResult> Simulate(const trace::TraceSet& trace, const Replay& r
         continue;
       }
       const int l = moe_index++;
-      traffic.Reset(g);
+      traffic.Reset(g, two_stage);
       ++layer_serial;
       for (const StepToken& st : tokens) {
         const int src = dp ? st.queue : replay.Device(l, st.t);
@@ -200,13 +205,28 @@ absl::StatusOr<SimResult> Simulate(const trace::TraceSet& trace, const Replay& r
           ++traffic.expert_rows[d];
           int64_t& e = expert_stamp[static_cast<size_t>(d) * n_exp + experts[j]];
           if (e != layer_serial) e = layer_serial, ++traffic.active_experts[d];
-          if (d != src && row_stamp[d] != token_serial) {
-            row_stamp[d] = token_serial;
+          if (d == src || row_stamp[d] == token_serial) continue;
+          row_stamp[d] = token_serial;
+          if (!two_stage) {
             ++traffic.rows[static_cast<size_t>(src) * g + d];
+            continue;
           }
+          // Two stages: once to the gateway of d's node, then inside it (or directly on src's).
+          const int node = topo.NodeOf(d);
+          if (node == topo.NodeOf(src)) {
+            ++traffic.local_rows[static_cast<size_t>(src) * g + d];
+            continue;
+          }
+          const int gateway = topo.Gateway(src, node);
+          if (node_stamp[node] != token_serial) {
+            node_stamp[node] = token_serial;
+            ++traffic.rows[static_cast<size_t>(src) * g + gateway];
+          }
+          if (d != gateway) ++traffic.local_rows[static_cast<size_t>(gateway) * g + d];
         }
       }
-      const MoeTime m = cost.Moe(traffic, dp ? attention : std::vector<double>{});
+      MoeTime m = cost.Moe(traffic, dp ? attention : std::vector<double>{});
+      if (l == 0) m.wait += cost.StepSkew();  // The ranks' spread at the step's start.
       step += m.dispatch + m.experts + m.combine;
       out.moe.wait += m.wait, out.moe.dispatch += m.dispatch, out.moe.experts += m.experts;
       out.moe.combine += m.combine;
@@ -269,6 +289,8 @@ absl::StatusOr<SimResult> Simulate(const trace::TraceSet& trace, const Replay& r
     out.goodput_rps = good / out.duration_s;
   }
   out.slo_attainment = static_cast<double>(good) / w.requests;
+  out.moe_calls = moe_calls, out.layer_calls = layer_calls, out.two_stage = two_stage;
+  out.requests = w.requests;
   if (moe_calls > 0) {
     out.moe.wait /= moe_calls, out.moe.dispatch /= moe_calls, out.moe.experts /= moe_calls;
     out.moe.combine /= moe_calls;

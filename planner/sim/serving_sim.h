@@ -31,9 +31,14 @@ enum class AttentionMode { kDp, kTp };
 
 struct ServingOptions {
   AttentionMode mode = AttentionMode::kDp;
-  int64_t max_batch_tokens = 8192;  // Tokens per step: per rank under DP, the group's under TP.
-  int max_running = 256;            // Sequences running at once: per rank (DP) / group (TP).
+  // Tokens per step: per rank under DP, the group's under TP; sequences running at once, the
+  // same (engine serve's defaults).
+  int64_t max_batch_tokens = 2048;
+  int max_running = 64;
   double slo_ttft_s = 1.0, slo_tpot_s = 0.2;  // A request is good when it meets both.
+  // Node-level dedup (the two-stage exchange) over StepCost's topology; taken only when it has
+  // several nodes of several ranks, as the engine does.
+  bool node_dedup = false;
 };
 
 struct Quantiles {
@@ -51,6 +56,9 @@ struct SimResult {
   double duration_s = 0;    // First arrival to last completion.
   double throughput_rps = 0, goodput_rps = 0, slo_attainment = 0;
   int64_t tokens = 0;       // Tokens through the model (prefill and decode).
+  int64_t moe_calls = 0, layer_calls = 0;  // What the means above are over.
+  int64_t requests = 0;
+  bool two_stage = false;   // Whether node dedup was taken.
   double a2a_share() const { return moe.total() > moe.wait ? moe.a2a() / (moe.total() - moe.wait) : 0; }
 };
 

@@ -118,6 +118,49 @@ TEST(ServingSimTest, EveryRequestFinishesAndTheSloIsCounted) {
   EXPECT_LT(quicker->moe.dispatch, loose->moe.dispatch);
 }
 
+TEST(ServingSimTest, NodeDedupCrossesOncePerNodeAndFansOutInside) {
+  // 4 experts on 4 ranks (expert e on rank e), 2 nodes of 2; one token on rank 0 using experts
+  // 2 and 3, both on node 1.
+  TraceSet t;
+  t.header.num_experts = 4;
+  t.header.top_k = 2;
+  t.header.moe_layers = {0};
+  ASSERT_TRUE(t.AddRequest("r0", {5}, {2, 3}).ok());
+  const Placement p = *Placement::Vanilla({0}, 4, 4);
+  const Replay replay = *ReplayDp(t, p, {0});
+  const ClusterProfile profile = Profile();
+  const ModelShape shape = Shape();
+  const Topology topo = *Topology::Nodes(2, 2);
+  const StepCost cost(shape, profile, topo);
+  const Workload one{.rate = 1, .requests = 1, .output_tokens = 1};
+  auto flat = Simulate(t, replay, shape, cost, one, {});
+  auto dedup = Simulate(t, replay, shape, cost, one, {.node_dedup = true});
+  ASSERT_TRUE(flat.ok() && dedup.ok());
+  EXPECT_FALSE(flat->two_stage);
+  EXPECT_TRUE(dedup->two_stage);
+  MoeTraffic rows(4);  // Flat: rank 0 → 2 and rank 0 → 3.
+  rows.rows[0 * 4 + 2] = rows.rows[0 * 4 + 3] = 1;
+  rows.expert_rows = {0, 0, 1, 1};
+  rows.active_experts = {0, 0, 1, 1};
+  rows.own_tokens = {1, 0, 0, 0};
+  const double attention = cost.Attention({.tokens = 1, .kv_read = 1, .attended = 1});
+  const std::vector<double> per_rank = {attention, 0, 0, 0};
+  EXPECT_DOUBLE_EQ(flat->moe.dispatch, cost.Moe(rows, per_rank).dispatch);
+  MoeTraffic stages(4, /*two_stage=*/true);  // Once to node 1's gateway (rank 2), then 2 → 3.
+  stages.rows[0 * 4 + 2] = 1;
+  stages.local_rows[2 * 4 + 3] = 1;
+  stages.expert_rows = rows.expert_rows;
+  stages.active_experts = rows.active_experts;
+  stages.own_tokens = rows.own_tokens;
+  const MoeTime want = cost.Moe(stages, per_rank);
+  EXPECT_DOUBLE_EQ(dedup->moe.dispatch, want.dispatch);
+  EXPECT_DOUBLE_EQ(dedup->moe.combine, want.combine);
+  // No dedup on one node of four, as the engine.
+  const Topology one_node = *Topology::Flat(4);
+  const StepCost flat_cost(shape, profile, one_node);
+  EXPECT_FALSE(Simulate(t, replay, shape, flat_cost, one, {.node_dedup = true})->two_stage);
+}
+
 TEST(ServingSimTest, MismatchesAndBadWorkloadsAreRefused) {
   const TraceSet t = Small();
   const Placement p = *Placement::Vanilla({0}, 4, 2);

@@ -4,9 +4,11 @@
 
 namespace semmoe::planner::sim {
 
-void MoeTraffic::Reset(int ranks) {
+void MoeTraffic::Reset(int ranks, bool stages) {
   g = ranks;
+  two_stage = stages;
   rows.assign(static_cast<size_t>(g) * g, 0);
+  local_rows.assign(two_stage ? static_cast<size_t>(g) * g : 0, 0);
   expert_rows.assign(g, 0);
   active_experts.assign(g, 0);
   own_tokens.assign(g, 0);
@@ -80,6 +82,10 @@ double StepCost::DispatchRowBytes() const {
   return shape_.hidden * profile_.wire_bytes.value + shape_.top_k * 8.0;
 }
 
+double StepCost::CrossRowBytes() const {
+  return shape_.hidden * profile_.wire_bytes.value + shape_.top_k * 12.0;
+}
+
 double StepCost::CombineRowBytes() const { return shape_.hidden * profile_.wire_bytes.value; }
 
 MoeTime StepCost::Moe(const MoeTraffic& t, const std::vector<double>& attention_per_rank,
@@ -91,23 +97,31 @@ MoeTime StepCost::Moe(const MoeTraffic& t, const std::vector<double>& attention_
     m.wait = *hi - *lo;
   }
   std::vector<double> bytes(t.rows.size());
+  // One collective moving `matrix` rows of `row_bytes`, transposed for the combine.
+  auto move = [&](const std::vector<int64_t>& matrix, double row_bytes, bool transpose) {
+    for (int s = 0; s < g; ++s) {
+      for (int d = 0; d < g; ++d) {
+        const size_t from = transpose ? static_cast<size_t>(d) * g + s : static_cast<size_t>(s) * g + d;
+        bytes[static_cast<size_t>(s) * g + d] = matrix[from] * row_bytes;
+      }
+    }
+    return Collective(bytes);
+  };
   if (g > 1) {
-    if (counts_exchange) {  // One integer per peer.
+    if (counts_exchange) {  // Per peer its row count (two stages: every rank's G + N counts).
+      const double per_peer = t.two_stage ? 8.0 * (g + topo_.num_nodes()) : 8.0;
       for (int s = 0; s < g; ++s) {
-        for (int d = 0; d < g; ++d) bytes[static_cast<size_t>(s) * g + d] = s == d ? 0 : 8;
+        for (int d = 0; d < g; ++d) bytes[static_cast<size_t>(s) * g + d] = s == d ? 0 : per_peer;
       }
       m.dispatch += Collective(bytes);
     }
-    for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = t.rows[i] * DispatchRowBytes();
-    m.dispatch += Collective(bytes);
-    // The combine sends each row back: the transpose.
-    for (int s = 0; s < g; ++s) {
-      for (int d = 0; d < g; ++d) {
-        bytes[static_cast<size_t>(s) * g + d] =
-            t.rows[static_cast<size_t>(d) * g + s] * CombineRowBytes();
-      }
+    if (t.two_stage) {
+      m.dispatch += move(t.rows, CrossRowBytes(), false) + move(t.local_rows, DispatchRowBytes(), false);
+      m.combine = move(t.local_rows, CombineRowBytes(), true) + move(t.rows, CombineRowBytes(), true);
+    } else {
+      m.dispatch += move(t.rows, DispatchRowBytes(), false);
+      m.combine = move(t.rows, CombineRowBytes(), true);
     }
-    m.combine = Collective(bytes);
   }
   const double expert_params = static_cast<double>(shape_.MlpParams(shape_.expert_intermediate));
   const double shared_params = static_cast<double>(shape_.MlpParams(shape_.shared_intermediate));

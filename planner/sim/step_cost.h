@@ -29,11 +29,15 @@ struct AttentionWork {
 // One MoE layer of a step: rows[s × G + d] token rows rank s sends rank d (s ≠ d; a token once
 // per rank serving one of its experts), expert_rows[d] activations d computes, active_experts[d]
 // the distinct experts it runs, own_tokens[d] tokens whose home d is (the shared expert's rows).
+// With node-level dedup (two_stage, engine/forward/node_exchange.h) `rows` is stage 1 (a token
+// once per remote node, to its gateway) and `local_rows` stage 2 (inside each node: own tokens
+// to the ranks serving them, and the gateways' fan-out).
 struct MoeTraffic {
-  explicit MoeTraffic(int g = 0) { Reset(g); }
-  void Reset(int g);
+  explicit MoeTraffic(int g = 0, bool two_stage = false) { Reset(g, two_stage); }
+  void Reset(int g, bool two_stage = false);
   int g = 0;
-  std::vector<int64_t> rows, expert_rows, active_experts, own_tokens;
+  bool two_stage = false;
+  std::vector<int64_t> rows, local_rows, expert_rows, active_experts, own_tokens;
 };
 
 struct MoeTime {
@@ -52,6 +56,8 @@ class StepCost {
       : shape_(shape), profile_(profile), topo_(topo) {}
 
   double StepOverhead() const { return profile_.step_overhead.value; }
+  double StepSkew() const { return profile_.step_skew.value; }
+  const planner::Topology& topology() const { return topo_; }
   // A roofline operator: kernel_overhead + max(flops / profile.flops, bytes / mem_bw).
   double Roofline(double flops, double bytes) const;
   // One rank's attention at one layer (data-parallel: all heads; `shards` > 1: its share of the
@@ -63,12 +69,15 @@ class StepCost {
   double LmHead(int64_t rows, int shards = 1) const;
   // A collective moving bytes[s × G + d] (the diagonal ignored).
   double Collective(const std::vector<double>& bytes) const;
-  // A MoE layer: the row counts' exchange (when `counts_exchange`), dispatch, experts, combine.
+  // A MoE layer: the row counts' exchange (when `counts_exchange`; an all-gather of G + nodes
+  // counts with two stages), dispatch, experts, combine (each two collectives with two stages).
   MoeTime Moe(const MoeTraffic& t, const std::vector<double>& attention_per_rank,
               bool counts_exchange = true) const;
-  // Bytes of a dispatched row (hidden values, an expert id and a weight per slot) and of a
-  // combined one (hidden values), as the engine sends them.
+  // Bytes of a dispatched row (hidden values, an expert id and a weight per slot), of a stage-1
+  // row of the two-stage exchange (also the serving rank per slot) and of a combined one (hidden
+  // values), as the engine sends them.
   double DispatchRowBytes() const;
+  double CrossRowBytes() const;
   double CombineRowBytes() const;
 
  private:

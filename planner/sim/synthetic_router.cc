@@ -1,0 +1,159 @@
+#include "planner/sim/synthetic_router.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <random>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+
+namespace semmoe::planner::sim {
+namespace {
+
+uint64_t Mix(uint64_t x) {  // splitmix64's finaliser.
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+
+}  // namespace
+
+absl::StatusOr<trace::TraceSet> GenerateRouting(const trace::TraceSet& source,
+                                                const std::vector<int>& domain_of_request,
+                                                const SyntheticShape& shape,
+                                                const SyntheticParams& p, uint64_t seed) {
+  const int layers = shape.layers, n = shape.experts, k = shape.top_k;
+  if (layers <= 0 || n <= 0 || n > 65536 || k <= 0 || k > n || shape.vocab == 0) {
+    return absl::InvalidArgumentError(absl::StrCat("synthetic shape: ", layers, " layers, ", n,
+                                                   " experts, top-", k, ", vocabulary ",
+                                                   shape.vocab, " is out of range"));
+  }
+  if (!domain_of_request.empty() &&
+      static_cast<int>(domain_of_request.size()) != source.num_requests()) {
+    return absl::InvalidArgumentError("one domain per source request");
+  }
+  for (double v : {p.popularity_skew, p.token_bias, p.domain_bias, p.layer_bias}) {
+    if (!std::isfinite(v) || v < 0) {
+      return absl::InvalidArgumentError("synthetic parameters must be finite and not negative");
+    }
+  }
+  std::mt19937_64 rng(seed);
+  // Per layer: log popularity over a random order; the map of the previous layer's experts.
+  std::vector<std::vector<double>> logpop(layers, std::vector<double>(n));
+  std::vector<std::vector<int>> follow(layers, std::vector<int>(n));
+  for (int l = 0; l < layers; ++l) {
+    std::vector<int> order(n);
+    std::iota(order.begin(), order.end(), 0);
+    std::shuffle(order.begin(), order.end(), rng);
+    for (int r = 0; r < n; ++r) logpop[l][order[r]] = -p.popularity_skew * std::log(r + 1.0);
+    std::iota(follow[l].begin(), follow[l].end(), 0);
+    std::shuffle(follow[l].begin(), follow[l].end(), rng);
+  }
+  // Per (domain, layer): E/8 experts (at least one).
+  int domains = 0;
+  for (int d : domain_of_request) domains = std::max(domains, d + 1);
+  if (domain_of_request.empty()) domains = source.num_requests();
+  const int per_domain = std::max(1, n / 8);
+  std::vector<std::vector<int>> domain_experts(int64_t{domains} * layers);
+  for (auto& set : domain_experts) {
+    for (int i = 0; i < per_domain; ++i) set.push_back(static_cast<int>(rng() % n));
+  }
+
+  trace::TraceSet out;
+  out.header.num_experts = n;
+  out.header.top_k = k;
+  out.header.vocab_size = shape.vocab;
+  out.header.has_weights = false;
+  for (int l = 0; l < layers; ++l) out.header.moe_layers.push_back(l);
+  const uint32_t source_vocab =
+      source.tokens.empty() ? 0 : *std::max_element(source.tokens.begin(), source.tokens.end()) + 1;
+  std::vector<double> score(n), bonus(n);
+  std::vector<int> order(n), prev(k);
+  std::uniform_real_distribution<double> uniform(1e-12, 1.0);
+  for (int r = 0; r < source.num_requests(); ++r) {
+    const int d = domain_of_request.empty() ? r : domain_of_request[r];
+    std::vector<uint32_t> ids;
+    std::vector<uint16_t> experts;
+    for (int64_t t = source.request_begin[r]; t < source.request_begin[r + 1]; ++t) {
+      uint32_t id = source.tokens[t];
+      if (shape.vocab != source_vocab) {  // Spread over (or folded into) the target vocabulary.
+        id = static_cast<uint32_t>((uint64_t{id} * 2654435761ULL) % shape.vocab);
+      }
+      ids.push_back(id);
+      for (int l = 0; l < layers; ++l) {
+        std::fill(bonus.begin(), bonus.end(), 0.0);
+        for (int j = 0; j < k; ++j) {
+          bonus[Mix(seed ^ (uint64_t{id} << 20) ^ (uint64_t(l) << 8) ^ j) % n] = p.token_bias;
+        }
+        for (int e : domain_experts[int64_t{d} * layers + l]) bonus[e] += p.domain_bias;
+        if (l > 0) {
+          for (int e : prev) bonus[follow[l][e]] += p.layer_bias;
+        }
+        for (int e = 0; e < n; ++e) {
+          score[e] = logpop[l][e] + bonus[e] - std::log(-std::log(uniform(rng)));
+        }
+        std::iota(order.begin(), order.end(), 0);
+        std::partial_sort(order.begin(), order.begin() + k, order.end(),
+                          [&](int a, int b) { return score[a] > score[b]; });
+        for (int j = 0; j < k; ++j) {
+          experts.push_back(static_cast<uint16_t>(order[j]));
+          prev[j] = order[j];
+        }
+      }
+    }
+    RETURN_IF_ERROR(out.AddRequest(source.request_names[r], ids, experts));
+  }
+  return out;
+}
+
+absl::StatusOr<SyntheticParams> FitSynthetic(const trace::TraceSet& source,
+                                             const std::vector<int>& domain_of_request,
+                                             const SyntheticShape& shape,
+                                             const RoutingStats& target, uint64_t seed,
+                                             SyntheticParams start, int max_requests) {
+  // A cut of the source (its first requests) and of the layers, for speed.
+  trace::TraceSet cut;
+  cut.header = source.header;
+  std::vector<int> domains;
+  for (int r = 0; r < std::min(source.num_requests(), max_requests); ++r) {
+    RETURN_IF_ERROR(cut.CopyRequest(source, r));
+    if (!domain_of_request.empty()) domains.push_back(domain_of_request[r]);
+  }
+  SyntheticShape small = shape;
+  small.layers = std::min(shape.layers, 8);
+  auto error = [&](const SyntheticParams& p) -> absl::StatusOr<double> {
+    ASSIGN_OR_RETURN(trace::TraceSet t, GenerateRouting(cut, domains, small, p, seed));
+    const RoutingStats s = MeasureRouting(t);
+    const double d[] = {s.popularity_cv - target.popularity_cv, s.token_lift - target.token_lift,
+                        s.request_lift - target.request_lift, s.layer_lift - target.layer_lift};
+    double e = 0;
+    for (double x : d) e += x * x;
+    return e;
+  };
+  SyntheticParams best = start;
+  ASSIGN_OR_RETURN(double best_error, error(best));
+  double* fields[] = {&best.popularity_skew, &best.token_bias, &best.domain_bias, &best.layer_bias};
+  for (double step : {1.0, 0.5, 0.25, 0.1}) {
+    for (int round = 0; round < 3; ++round) {
+      bool moved = false;
+      for (double* f : fields) {
+        for (double delta : {step, -step}) {
+          const double before = *f;
+          *f = std::max(0.0, before + delta);
+          ASSIGN_OR_RETURN(double e, error(best));
+          if (e < best_error - 1e-12) {
+            best_error = e, moved = true;
+          } else {
+            *f = before;
+          }
+        }
+      }
+      if (!moved) break;
+    }
+  }
+  return best;
+}
+
+}  // namespace semmoe::planner::sim

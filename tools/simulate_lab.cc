@@ -1,0 +1,142 @@
+#include "tools/simulate_lab.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <iostream>
+#include <map>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "common/file.h"
+#include "common/status_macros.h"
+#include "nlohmann/json.hpp"
+#include "planner/sim/lab_fit.h"
+#include "planner/sim/scenario.h"
+
+namespace semmoe::tools {
+namespace {
+
+using planner::sim::ClusterProfile;
+using planner::sim::LabSetting;
+using planner::sim::ModelShape;
+using planner::sim::Scenario;
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n == 0 ? 0 : n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+}  // namespace
+
+absl::StatusOr<int> FitLab(const ModelShape& shape, const ClusterProfile& start,
+                           const std::vector<std::string>& files,
+                           const std::vector<std::string>& figures, const std::string& out) {
+  if (files.empty() || out.empty()) {
+    return absl::InvalidArgumentError("give fit --lab FILE,... and --out PROFILE.json");
+  }
+  std::vector<LabSetting> settings;
+  std::vector<Scenario> scenarios;
+  for (const std::string& file : files) {
+    ASSIGN_OR_RETURN(std::vector<LabSetting> some, planner::sim::LoadLabSettings(file));
+    for (LabSetting& s : some) {
+      ASSIGN_OR_RETURN(Scenario scenario,
+                       planner::sim::LoadScenario(planner::sim::SpecOf(s), shape,
+                                                  planner::sim::ProfileFor(start, s)));
+      scenarios.push_back(std::move(scenario));
+      settings.push_back(std::move(s));
+    }
+  }
+  ASSIGN_OR_RETURN(ClusterProfile fitted,
+                   planner::sim::FitProfile(scenarios, settings, start, figures));
+  std::cout << "setting                        measured MoE ms  start  fitted\n";
+  for (size_t i = 0; i < settings.size(); ++i) {
+    ASSIGN_OR_RETURN(auto before, planner::sim::Predict(scenarios[i], start, settings[i]));
+    ASSIGN_OR_RETURN(auto after, planner::sim::Predict(scenarios[i], fitted, settings[i]));
+    std::cout << absl::StrFormat("%-30s %15.2f %6.2f %7.2f\n", settings[i].name,
+                                 settings[i].moe_layer_ms, before.moe.total() * 1e3,
+                                 after.moe.total() * 1e3);
+  }
+  RETURN_IF_ERROR(WriteFile(out, planner::sim::ProfileJson(fitted)));
+  std::cout << "wrote " << out << "\n";
+  return 0;
+}
+
+absl::StatusOr<int> CheckLab(const ModelShape& shape, const ClusterProfile& profile,
+                             const std::vector<std::string>& files, bool json) {
+  if (files.empty()) return absl::InvalidArgumentError("give check --lab RUN.json,...");
+  // Setting → measured and predicted MoE-layer ms, one per run.
+  std::map<std::string, std::vector<double>> measured, predicted, a2a;
+  std::map<std::string, int> ranks;
+  for (const std::string& file : files) {
+    ASSIGN_OR_RETURN(std::vector<LabSetting> settings, planner::sim::LoadLabSettings(file));
+    for (const LabSetting& s : settings) {
+      ASSIGN_OR_RETURN(Scenario scenario,
+                       planner::sim::LoadScenario(planner::sim::SpecOf(s), shape,
+                                                  planner::sim::ProfileFor(profile, s)));
+      ASSIGN_OR_RETURN(auto r, planner::sim::Predict(scenario, profile, s));
+      measured[s.name].push_back(s.moe_layer_ms);
+      predicted[s.name].push_back(r.moe.total() * 1e3);
+      a2a[s.name].push_back(r.a2a_share());
+      ranks[s.name] = s.ranks;
+    }
+  }
+  nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+  int within = 0;
+  for (const auto& [name, m] : measured) {
+    const double mm = Median(m), pm = Median(predicted[name]);
+    const double error = mm > 0 ? pm / mm - 1 : 0;
+    within += std::abs(error) <= 0.15;
+    rows.push_back({{"setting", name},
+                    {"ranks", ranks[name]},
+                    {"runs", m.size()},
+                    {"measured_moe_layer_ms", mm},
+                    {"measured_min", *std::min_element(m.begin(), m.end())},
+                    {"measured_max", *std::max_element(m.begin(), m.end())},
+                    {"predicted_moe_layer_ms", pm},
+                    {"predicted_a2a_share", Median(a2a[name])},
+                    {"error", error}});
+  }
+  // Order: within each G, every pair of settings the measurement separates (medians apart by
+  // more than the runs' spread) ordered alike by the prediction.
+  nlohmann::ordered_json swapped = nlohmann::ordered_json::array();
+  for (size_t i = 0; i < rows.size(); ++i) {
+    for (size_t j = i + 1; j < rows.size(); ++j) {
+      const auto &a = rows[i], &b = rows[j];
+      if (a["ranks"] != b["ranks"]) continue;
+      const bool apart = a["measured_max"].get<double>() < b["measured_min"].get<double>() ||
+                         b["measured_max"].get<double>() < a["measured_min"].get<double>();
+      const double dm = a["measured_moe_layer_ms"].get<double>() -
+                        b["measured_moe_layer_ms"].get<double>();
+      const double dp = a["predicted_moe_layer_ms"].get<double>() -
+                        b["predicted_moe_layer_ms"].get<double>();
+      if (apart && dm * dp <= 0) {
+        swapped.push_back({a["setting"], b["setting"]});
+      }
+    }
+  }
+  if (json) {
+    std::cout << nlohmann::ordered_json({{"cluster", profile.name},
+                                         {"settings", rows},
+                                         {"within_15_percent", within},
+                                         {"order_swapped", swapped}})
+                     .dump()
+              << "\n";
+    return 0;
+  }
+  std::cout << "setting                        G  runs  measured MoE ms [min-max]   predicted  "
+               "error   a2a share (pred.)\n";
+  for (const auto& r : rows) {
+    std::cout << absl::StrFormat(
+        "%-30s %2d  %4d  %8.2f [%5.2f-%5.2f]   %9.2f  %+5.1f%%  %.2f\n",
+        r["setting"].get<std::string>(), r["ranks"].get<int>(), r["runs"].get<int>(),
+        r["measured_moe_layer_ms"].get<double>(), r["measured_min"].get<double>(),
+        r["measured_max"].get<double>(), r["predicted_moe_layer_ms"].get<double>(),
+        100 * r["error"].get<double>(), r["predicted_a2a_share"].get<double>());
+  }
+  std::cout << within << " of " << rows.size() << " settings within 15%; order swapped: "
+            << (swapped.empty() ? "none" : swapped.dump()) << "\n";
+  return 0;
+}
+
+}  // namespace semmoe::tools

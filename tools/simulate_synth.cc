@@ -1,0 +1,118 @@
+#include "tools/simulate_synth.h"
+
+#include <iostream>
+#include <map>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "common/status_macros.h"
+#include "nlohmann/json.hpp"
+#include "planner/cli/commands.h"
+#include "planner/cli/studies.h"
+#include "planner/sim/routing_stats.h"
+#include "planner/sim/synthetic_router.h"
+#include "planner/trace/trace_writer.h"
+
+namespace semmoe::tools {
+namespace {
+
+using planner::sim::RoutingStats;
+using planner::sim::SyntheticParams;
+
+nlohmann::ordered_json StatsJson(const RoutingStats& s) {
+  return {{"popularity_cv", s.popularity_cv},
+          {"token_lift", s.token_lift},
+          {"request_lift", s.request_lift},
+          {"layer_lift", s.layer_lift}};
+}
+
+absl::Status Write(const planner::trace::TraceSet& t, const std::string& path) {
+  ASSIGN_OR_RETURN(auto writer, planner::trace::TraceWriter::Create(path, t.header));
+  const int lk = t.num_layers() * t.top_k();
+  std::vector<int32_t> experts(lk);
+  for (int r = 0; r < t.num_requests(); ++r) {
+    ASSIGN_OR_RETURN(uint64_t id, writer->AddRequest(t.request_names[r]));
+    for (int64_t tok = t.request_begin[r]; tok < t.request_begin[r + 1]; ++tok) {
+      for (int i = 0; i < lk; ++i) experts[i] = t.experts[tok * lk + i];
+      RETURN_IF_ERROR(writer->AddToken(id, static_cast<uint32_t>(tok - t.request_begin[r]),
+                                       t.tokens[tok], experts, {}));
+    }
+  }
+  return writer->Close();
+}
+
+}  // namespace
+
+absl::StatusOr<int> SynthTrace(const planner::sim::ModelShape& shape, const SynthOptions& o) {
+  if (o.like.empty() || o.out.empty()) {
+    return absl::InvalidArgumentError("give synth --like TRACE and --out OUT.trace");
+  }
+  ASSIGN_OR_RETURN(planner::trace::TraceSet like, planner::cli::LoadTraces(o.like));
+  if (like.num_requests() < 2) return absl::InvalidArgumentError("--like needs 2+ requests");
+  const RoutingStats target = planner::sim::MeasureRouting(like);
+
+  // The source requests (cycled to --requests) and their domains.
+  ASSIGN_OR_RETURN(auto labels, planner::cli::ReadDomains(o.domains));
+  std::map<std::string, int> index;
+  planner::trace::TraceSet source;
+  source.header = like.header;
+  std::vector<int> domains;
+  const int64_t n = o.requests > 0 ? o.requests : like.num_requests();
+  for (int64_t i = 0; i < n; ++i) {
+    const int r = static_cast<int>(i % like.num_requests());
+    RETURN_IF_ERROR(source.CopyRequest(like, r));
+    if (i >= like.num_requests()) {
+      source.request_names.back() = absl::StrCat(like.request_names[r], "#", i);
+    }
+    const std::string& name = like.request_names[r];
+    auto it = labels.find(name);
+    const std::string domain =
+        it != labels.end() ? it->second : name.substr(0, name.find_first_of("-@"));
+    domains.push_back(index.emplace(domain, static_cast<int>(index.size())).first->second);
+  }
+
+  const planner::sim::SyntheticShape target_shape{.layers = shape.num_moe_layers(),
+                                                  .experts = shape.num_experts,
+                                                  .top_k = shape.top_k,
+                                                  .vocab = static_cast<uint32_t>(shape.vocab)};
+  SyntheticParams params;
+  if (!o.params.empty()) {
+    const std::vector<std::string> parts = absl::StrSplit(o.params, ',');
+    double* fields[] = {&params.popularity_skew, &params.token_bias, &params.domain_bias,
+                        &params.layer_bias};
+    if (parts.size() != 4) return absl::InvalidArgumentError("--params needs 4 numbers");
+    for (int i = 0; i < 4; ++i) {
+      if (!absl::SimpleAtod(parts[i], fields[i])) {
+        return absl::InvalidArgumentError(absl::StrCat("--params: \"", parts[i], "\""));
+      }
+    }
+  } else {
+    ASSIGN_OR_RETURN(params,
+                     planner::sim::FitSynthetic(source, domains, target_shape, target, o.seed));
+  }
+  ASSIGN_OR_RETURN(planner::trace::TraceSet t, planner::sim::GenerateRouting(
+                                                   source, domains, target_shape, params, o.seed));
+  RETURN_IF_ERROR(Write(t, o.out));
+  const nlohmann::ordered_json j = {
+      {"shape", shape.name},
+      {"moe_layers", target_shape.layers},
+      {"experts", target_shape.experts},
+      {"top_k", target_shape.top_k},
+      {"vocab", target_shape.vocab},
+      {"requests", t.num_requests()},
+      {"tokens", t.num_tokens()},
+      {"domains", index.size()},
+      {"params",
+       {{"popularity_skew", params.popularity_skew},
+        {"token_bias", params.token_bias},
+        {"domain_bias", params.domain_bias},
+        {"layer_bias", params.layer_bias}}},
+      {"target", StatsJson(target)},
+      {"achieved", StatsJson(planner::sim::MeasureRouting(t))},
+      {"out", o.out}};
+  std::cout << j.dump() << "\n";
+  return 0;
+}
+
+}  // namespace semmoe::tools
