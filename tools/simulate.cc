@@ -67,7 +67,8 @@ ABSL_FLAG(std::vector<std::string>, lab, {},
           "fit / check: bench.sh --json files or settings' JSON files (their work dirs must exist)");
 ABSL_FLAG(std::vector<std::string>, figures,
           std::vector<std::string>({"collective_latency", "message_latency", "intra_bw", "flops",
-                                    "kernel_overhead", "step_skew", "step_overhead"}),
+                                    "kernel_overhead", "step_skew", "step_overhead",
+                                    "shared_core_wait"}),
           "fit: the profile figures to fit");
 ABSL_FLAG(std::string, out, "", "fit: where to write the fitted profile; synth: the trace");
 ABSL_FLAG(std::vector<std::string>, like, {}, "synth: the trained model's traces to match");

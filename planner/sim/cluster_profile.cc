@@ -37,6 +37,8 @@ std::vector<std::pair<std::string, Figure*>> ClusterProfile::Figures() {
           {"kernel_overhead", &kernel_overhead},
           {"step_overhead", &step_overhead},
           {"step_skew", &step_skew},
+          {"host_cores", &host_cores},
+          {"shared_core_wait", &shared_core_wait},
           {"weight_bytes", &weight_bytes},
           {"wire_bytes", &wire_bytes},
           {"kv_bytes", &kv_bytes}};

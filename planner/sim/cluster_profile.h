@@ -37,6 +37,8 @@ struct ClusterProfile {
   Figure kernel_overhead;     // s per operator (attention, experts, MLP) and layer.
   Figure step_overhead;       // s per forward step (scheduling, sampling, the host).
   Figure step_skew;           // s the ranks' starts of a step spread: the first MoE layer's wait.
+  Figure host_cores;          // Processors the ranks share (0: each rank its own, as GPUs).
+  Figure shared_core_wait;    // s a MoE-layer call waits per extra rank on a shared processor.
   Figure weight_bytes;        // Bytes per weight value.
   Figure wire_bytes;          // Bytes per activation value in the dispatch and combine.
   Figure kv_bytes;            // Bytes per KV-cache value.

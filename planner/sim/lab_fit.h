@@ -46,9 +46,10 @@ ClusterProfile ProfileFor(const ClusterProfile& profile, const LabSetting& setti
 absl::StatusOr<SweepResult> Predict(const Scenario& scenario, const ClusterProfile& profile,
                                     const LabSetting& setting);
 
-// Fits `figures` of `start` to the settings' measured wait, dispatch, experts, combine and
-// attention times per call and p50 TPOT at the highest rate in SLO (least squares of log
-// ratios, coordinate search), each fitted figure's source naming the files it came from.
+// Fits `figures` of `start` to the settings' measured wait, exchange (dispatch + experts +
+// combine), experts and attention times per call and p50 TPOT at the highest rate in SLO
+// (least squares of log ratios, coordinate search), each fitted figure's source naming the
+// files it came from.
 absl::StatusOr<ClusterProfile> FitProfile(const std::vector<Scenario>& scenarios,
                                           const std::vector<LabSetting>& settings,
                                           ClusterProfile start,

@@ -227,7 +227,8 @@ absl::StatusOr<SimResult> Simulate(const trace::TraceSet& trace, const Replay& r
       }
       MoeTime m = cost.Moe(traffic, dp ? attention : std::vector<double>{});
       if (l == 0) m.wait += cost.StepSkew();  // The ranks' spread at the step's start.
-      step += m.dispatch + m.experts + m.combine;
+      m.wait += cost.SharedCoreWait();
+      step += m.dispatch + m.experts + m.combine + cost.SharedCoreWait();
       out.moe.wait += m.wait, out.moe.dispatch += m.dispatch, out.moe.experts += m.experts;
       out.moe.combine += m.combine;
       ++moe_calls;

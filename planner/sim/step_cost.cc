@@ -14,6 +14,12 @@ void MoeTraffic::Reset(int ranks, bool stages) {
   own_tokens.assign(g, 0);
 }
 
+double StepCost::SharedCoreWait() const {
+  const double cores = profile_.host_cores.value;
+  if (cores <= 0) return 0;
+  return profile_.shared_core_wait.value * std::max(0.0, topo_.num_ranks() / cores - 1);
+}
+
 double StepCost::Roofline(double flops, double bytes) const {
   return profile_.kernel_overhead.value +
          std::max(flops / profile_.flops.value, bytes / profile_.mem_bw.value);

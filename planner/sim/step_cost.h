@@ -57,6 +57,9 @@ class StepCost {
 
   double StepOverhead() const { return profile_.step_overhead.value; }
   double StepSkew() const { return profile_.step_skew.value; }
+  // What a MoE-layer call waits because ranks share processors (host_cores > 0 and fewer cores
+  // than ranks): shared_core_wait per extra rank on a core. 0 on GPUs.
+  double SharedCoreWait() const;
   const planner::Topology& topology() const { return topo_; }
   // A roofline operator: kernel_overhead + max(flops / profile.flops, bytes / mem_bw).
   double Roofline(double flops, double bytes) const;
