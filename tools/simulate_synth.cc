@@ -1,5 +1,6 @@
 #include "tools/simulate_synth.h"
 
+#include <algorithm>
 #include <iostream>
 #include <map>
 
@@ -50,7 +51,6 @@ absl::StatusOr<int> SynthTrace(const planner::sim::ModelShape& shape, const Synt
   }
   ASSIGN_OR_RETURN(planner::trace::TraceSet like, planner::cli::LoadTraces(o.like));
   if (like.num_requests() < 2) return absl::InvalidArgumentError("--like needs 2+ requests");
-  const RoutingStats target = planner::sim::MeasureRouting(like);
 
   // The source requests (cycled to --requests) and their domains.
   ASSIGN_OR_RETURN(auto labels, planner::cli::ReadDomains(o.domains));
@@ -72,6 +72,16 @@ absl::StatusOr<int> SynthTrace(const planner::sim::ModelShape& shape, const Synt
     domains.push_back(index.emplace(domain, static_cast<int>(index.size())).first->second);
   }
 
+  // The statistics depend on the sample's size (how often ids repeat): the target, the fit and
+  // the achieved figures all look at the first `compared` requests.
+  const int compared = static_cast<int>(std::min<int64_t>({n, like.num_requests(), 400}));
+  auto first = [&](const planner::trace::TraceSet& t) {
+    planner::trace::TraceSet cut;
+    cut.header = t.header;
+    for (int r = 0; r < compared; ++r) (void)cut.CopyRequest(t, r);  // Same shape: cannot fail.
+    return cut;
+  };
+  const RoutingStats target = planner::sim::MeasureRouting(first(like));
   const planner::sim::SyntheticShape target_shape{.layers = shape.num_moe_layers(),
                                                   .experts = shape.num_experts,
                                                   .top_k = shape.top_k,
@@ -88,8 +98,8 @@ absl::StatusOr<int> SynthTrace(const planner::sim::ModelShape& shape, const Synt
       }
     }
   } else {
-    ASSIGN_OR_RETURN(params,
-                     planner::sim::FitSynthetic(source, domains, target_shape, target, o.seed));
+    ASSIGN_OR_RETURN(params, planner::sim::FitSynthetic(source, domains, target_shape, target,
+                                                        o.seed, {}, compared));
   }
   ASSIGN_OR_RETURN(planner::trace::TraceSet t, planner::sim::GenerateRouting(
                                                    source, domains, target_shape, params, o.seed));
@@ -108,8 +118,9 @@ absl::StatusOr<int> SynthTrace(const planner::sim::ModelShape& shape, const Synt
         {"token_bias", params.token_bias},
         {"domain_bias", params.domain_bias},
         {"layer_bias", params.layer_bias}}},
+      {"compared_requests", compared},
       {"target", StatsJson(target)},
-      {"achieved", StatsJson(planner::sim::MeasureRouting(t))},
+      {"achieved", StatsJson(planner::sim::MeasureRouting(first(t)))},
       {"out", o.out}};
   std::cout << j.dump() << "\n";
   return 0;

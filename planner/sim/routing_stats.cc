@@ -118,6 +118,10 @@ RoutingStats MeasureRouting(const TraceSet& t) {
   int64_t token_hits = 0, token_base = 0, token_all = 0, layer_hits = 0, layer_base = 0,
           layer_all = 0;
   std::vector<double> sum(n);
+  std::unordered_map<uint64_t, std::vector<int>> top_of_id;  // Learned once per (id, layer).
+  // The previous-layer predictor on at most ~20,000 (token, layer) pairs.
+  int64_t transitions = 0;
+  const int64_t layer_stride = std::max<int64_t>(1, t.num_tokens() / 2 * sampled / 20000);
   for (int64_t tok = 0; tok < t.num_tokens(); ++tok) {
     if (Learn(t, request_of[tok])) continue;
     const auto it = seen.find(t.tokens[tok]);
@@ -132,12 +136,17 @@ RoutingStats MeasureRouting(const TraceSet& t) {
       };
       const int base = hits(popular[l]);
       if (known) {
-        const std::vector<float>& c = by_id[uint64_t{t.tokens[tok]} * sampled + i];
-        token_hits += hits(TopK(std::vector<double>(c.begin(), c.end()), k));
+        const uint64_t key = uint64_t{t.tokens[tok]} * sampled + i;
+        auto cached = top_of_id.find(key);
+        if (cached == top_of_id.end()) {
+          const std::vector<float>& c = by_id[key];
+          cached = top_of_id.emplace(key, TopK(std::vector<double>(c.begin(), c.end()), k)).first;
+        }
+        token_hits += hits(cached->second);
         token_base += base;
         token_all += k;
       }
-      if (l > 0) {
+      if (l > 0 && ++transitions % layer_stride == 0) {  // A sample of the tokens (speed).
         std::fill(sum.begin(), sum.end(), 0);
         for (int a = 0; a < k; ++a) {
           const std::vector<double>& row = transition[int64_t{i} * n + t.Experts(tok, l - 1)[a]];

@@ -69,9 +69,36 @@ absl::StatusOr<trace::TraceSet> GenerateRouting(const trace::TraceSet& source,
   for (int l = 0; l < layers; ++l) out.header.moe_layers.push_back(l);
   const uint32_t source_vocab =
       source.tokens.empty() ? 0 : *std::max_element(source.tokens.begin(), source.tokens.end()) + 1;
-  std::vector<double> score(n), bonus(n);
-  std::vector<int> order(n), prev(k);
-  std::uniform_real_distribution<double> uniform(1e-12, 1.0);
+  // Per layer the base weights (popularity) and their cumulative sums, to draw from.
+  std::vector<std::vector<double>> base(layers, std::vector<double>(n)), cdf(layers);
+  std::vector<double> base_total(layers, 0);
+  for (int l = 0; l < layers; ++l) {
+    double sum = 0;
+    for (int e = 0; e < n; ++e) {
+      base[l][e] = std::exp(logpop[l][e]);
+      sum += base[l][e];
+      cdf[l].push_back(sum);
+    }
+    base_total[l] = sum;
+  }
+  // An expert's weight is base · exp(its bonuses); the few experts with a bonus are kept apart
+  // with their extra weight base · (exp(bonus) − 1).
+  struct Extra {
+    int expert;
+    double bonus, extra;
+  };
+  std::vector<Extra> extras;
+  std::vector<int> prev(k), chosen;
+  std::uniform_real_distribution<double> uniform(0.0, 1.0);
+  auto add_bonus = [&](int e, double b) {
+    for (Extra& x : extras) {
+      if (x.expert == e) {
+        x.bonus += b;
+        return;
+      }
+    }
+    extras.push_back({e, b, 0});
+  };
   for (int r = 0; r < source.num_requests(); ++r) {
     const int d = domain_of_request.empty() ? r : domain_of_request[r];
     std::vector<uint32_t> ids;
@@ -83,23 +110,55 @@ absl::StatusOr<trace::TraceSet> GenerateRouting(const trace::TraceSet& source,
       }
       ids.push_back(id);
       for (int l = 0; l < layers; ++l) {
-        std::fill(bonus.begin(), bonus.end(), 0.0);
+        extras.clear();
+        if (p.token_bias > 0) {
+          for (int j = 0; j < k; ++j) {
+            add_bonus(static_cast<int>(Mix(seed ^ (uint64_t{id} << 20) ^ (uint64_t(l) << 8) ^ j) % n),
+                      p.token_bias);
+          }
+        }
+        if (p.domain_bias > 0) {
+          for (int e : domain_experts[int64_t{d} * layers + l]) add_bonus(e, p.domain_bias);
+        }
+        if (l > 0 && p.layer_bias > 0) {
+          for (int e : prev) add_bonus(follow[l][e], p.layer_bias);
+        }
+        for (Extra& x : extras) x.extra = base[l][x.expert] * std::expm1(x.bonus);
+        // K draws without replacement, each in proportion to the weights left (Plackett-Luce:
+        // the same law as the top K of score + Gumbel noise).
+        chosen.clear();
+        double taken_base = 0;
+        while (static_cast<int>(chosen.size()) < k) {
+          double extra_left = 0;
+          for (const Extra& x : extras) extra_left += x.extra;
+          const double u = uniform(rng) * (base_total[l] - taken_base + extra_left);
+          int e = -1;
+          if (u < extra_left) {
+            double at = 0;
+            for (const Extra& x : extras) {
+              at += x.extra;
+              if (u < at) {
+                e = x.expert;
+                break;
+              }
+            }
+            if (e < 0) e = extras.back().expert;
+          } else {
+            do {  // From the base weights, again while it lands on an expert already drawn.
+              const double v = uniform(rng) * base_total[l];
+              e = static_cast<int>(std::upper_bound(cdf[l].begin(), cdf[l].end(), v) - cdf[l].begin());
+              e = std::min(e, n - 1);
+            } while (std::find(chosen.begin(), chosen.end(), e) != chosen.end());
+          }
+          chosen.push_back(e);
+          taken_base += base[l][e];
+          for (Extra& x : extras) {
+            if (x.expert == e) x.extra = 0;
+          }
+        }
         for (int j = 0; j < k; ++j) {
-          bonus[Mix(seed ^ (uint64_t{id} << 20) ^ (uint64_t(l) << 8) ^ j) % n] = p.token_bias;
-        }
-        for (int e : domain_experts[int64_t{d} * layers + l]) bonus[e] += p.domain_bias;
-        if (l > 0) {
-          for (int e : prev) bonus[follow[l][e]] += p.layer_bias;
-        }
-        for (int e = 0; e < n; ++e) {
-          score[e] = logpop[l][e] + bonus[e] - std::log(-std::log(uniform(rng)));
-        }
-        std::iota(order.begin(), order.end(), 0);
-        std::partial_sort(order.begin(), order.begin() + k, order.end(),
-                          [&](int a, int b) { return score[a] > score[b]; });
-        for (int j = 0; j < k; ++j) {
-          experts.push_back(static_cast<uint16_t>(order[j]));
-          prev[j] = order[j];
+          experts.push_back(static_cast<uint16_t>(chosen[j]));
+          prev[j] = chosen[j];
         }
       }
     }
@@ -135,7 +194,7 @@ absl::StatusOr<SyntheticParams> FitSynthetic(const trace::TraceSet& source,
   SyntheticParams best = start;
   ASSIGN_OR_RETURN(double best_error, error(best));
   double* fields[] = {&best.popularity_skew, &best.token_bias, &best.domain_bias, &best.layer_bias};
-  for (double step : {1.0, 0.5, 0.25, 0.1}) {
+  for (double step : {2.0, 1.0, 0.5, 0.2}) {
     for (int round = 0; round < 3; ++round) {
       bool moved = false;
       for (double* f : fields) {
