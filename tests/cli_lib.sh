@@ -51,6 +51,24 @@ tp_version() {
     >/dev/null
 }
 
+# tiny_trace MAKE_TINY ENGINE: a tiny qwen3_moe checkpoint (8 experts, top-2) in $TMP/model and
+# the routing trace of 24 prompts of three kinds (code, prose, Python) in OUT (default
+# $TMP/t.trace).
+tiny_trace() {
+  local make_tiny="$1" engine="$2" out="${3:-$TMP/t.trace}" i text
+  "$make_tiny" --arch=qwen3_moe --out="$TMP/model" --seed=5 --experts=8 --top_k=2 >/dev/null
+  : >"$TMP/prompts.jsonl"
+  for i in $(seq 1 24); do
+    case $((i % 3)) in
+      0) text="int main(int argc, char** argv) { return run(argc, argv); } // $i" ;;
+      1) text="The planner reads the traces and writes a new placement, version $i." ;;
+      2) text="def forward(self, x): return self.down(self.act(self.gate(x))) # $i" ;;
+    esac
+    printf '{"id": "p%d", "text": "%s"}\n' "$i" "$text" >>"$TMP/prompts.jsonl"
+  done
+  "$engine" trace --model="$TMP/model" --prompts="$TMP/prompts.jsonl" --out="$out" 2>/dev/null
+}
+
 # launch_cluster NAME COMMAND...: runs a local_cluster COMMAND (the binary and its flags) in the
 # background with --run_dir $TMP/NAME and an endpoints file, and waits until it serves; sets PID,
 # EP (the endpoints file) and RADDR (the router's address). Fails with the cluster's output if it

@@ -11,17 +11,7 @@ PLANNER="$2"
 ENGINE="$3"
 MAKE_TINY="$4"
 
-"$MAKE_TINY" --arch=qwen3_moe --out="$TMP/model" --seed=5 --experts=8 --top_k=2 >/dev/null
-: >"$TMP/prompts.jsonl"
-for i in $(seq 1 24); do
-  case $((i % 3)) in
-    0) text="int main(int argc, char** argv) { return run(argc, argv); } // $i" ;;
-    1) text="The planner reads the traces and writes a new placement, version $i." ;;
-    2) text="def forward(self, x): return self.down(self.act(self.gate(x))) # $i" ;;
-  esac
-  printf '{"id": "p%d", "text": "%s"}\n' "$i" "$text" >>"$TMP/prompts.jsonl"
-done
-"$ENGINE" trace --model="$TMP/model" --prompts="$TMP/prompts.jsonl" --out="$TMP/s.trace" 2>/dev/null
+tiny_trace "$MAKE_TINY" "$ENGINE" "$TMP/s.trace"
 DB="$TMP/planner.db"
 "$PLANNER" build --db="$DB" --model=tiny --traces="$TMP/s.trace" --devices=2 --algo=semantic >/dev/null
 "$PLANNER" build --db="$DB" --model=tiny --traces="$TMP/s.trace" --devices=2 --algo=vanilla >/dev/null

@@ -1,6 +1,7 @@
 #include "planner/sim/serving_sim.h"
 
 #include "gtest/gtest.h"
+#include "planner/sim/testing/fixtures.h"
 #include "planner/eval/evaluate.h"
 #include "planner/placement/placement.h"
 #include "planner/sim/replay.h"
@@ -21,40 +22,20 @@ TraceSet Small() {
   return t;
 }
 
+// Faster links and lighter latencies than the round profile, so that a step is short.
 ClusterProfile Profile() {
-  ClusterProfile p;
-  p.ranks_per_node = {2, "t"};
-  p.flops = {1e9, "t"};
-  p.mem_bw = {1e6, "t"};
+  ClusterProfile p = testing::RoundProfile();
   p.intra_bw = {1e4, "t"};
   p.inter_bw = {1e3, "t"};
-  p.inter_per_node = {0, "t"};
   p.a2a_efficiency = {1, "t"};
   p.collective_latency = {0.01, "t"};
   p.message_latency = {0.001, "t"};
   p.kernel_overhead = {0.0001, "t"};
   p.step_overhead = {0.005, "t"};
-  p.weight_bytes = {2, "t"};
-  p.wire_bytes = {2, "t"};
-  p.kv_bytes = {2, "t"};
   return p;
 }
 
-ModelShape Shape() {
-  ModelShape s;
-  s.name = "tiny";
-  s.hidden = 10;
-  s.vocab = 100;
-  s.moe_layer = {true};
-  s.attention_params = 400;
-  s.attention_heads = 2;
-  s.qk_head_dim = s.v_head_dim = 5;
-  s.kv_values = 20;
-  s.num_experts = 4;
-  s.top_k = 2;
-  s.expert_intermediate = 20;
-  return s;
-}
+ModelShape Shape() { return testing::TinyShape(); }
 
 TEST(ServingSimTest, OneRequestAloneTakesExactlyItsPrefillStep) {
   const TraceSet t = Small();

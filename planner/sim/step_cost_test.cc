@@ -1,45 +1,15 @@
 #include "planner/sim/step_cost.h"
 
 #include "gtest/gtest.h"
+#include "planner/sim/testing/fixtures.h"
 
 namespace semmoe::planner::sim {
 namespace {
 
-// Round numbers so that every expected time is worked out by hand.
-ClusterProfile Simple() {
-  ClusterProfile p;
-  p.ranks_per_node = {2, "t"};
-  p.flops = {1e9, "t"};
-  p.mem_bw = {1e6, "t"};
-  p.intra_bw = {1000, "t"};
-  p.inter_bw = {100, "t"};
-  p.inter_per_node = {0, "t"};
-  p.a2a_efficiency = {0.5, "t"};
-  p.collective_latency = {1, "t"};
-  p.message_latency = {0.25, "t"};
-  p.kernel_overhead = {0.001, "t"};
-  p.step_overhead = {0, "t"};
-  p.weight_bytes = {2, "t"};
-  p.wire_bytes = {2, "t"};
-  p.kv_bytes = {2, "t"};
-  return p;
-}
+using testing::RoundProfile;
 
-ModelShape Tiny() {
-  ModelShape s;
-  s.name = "tiny";
-  s.hidden = 10;
-  s.vocab = 100;
-  s.moe_layer = {true};
-  s.attention_params = 400;
-  s.attention_heads = 2;
-  s.qk_head_dim = s.v_head_dim = 5;
-  s.kv_values = 20;
-  s.num_experts = 4;
-  s.top_k = 2;
-  s.expert_intermediate = 20;
-  return s;
-}
+ModelShape Tiny() { return testing::TinyShape(); }
+ClusterProfile Simple() { return RoundProfile(); }
 
 TEST(StepCostTest, ACollectiveIsItsLatencyPlusTheBusiestLinkOfTheSlowestRank) {
   const ClusterProfile p = Simple();
