@@ -54,13 +54,16 @@ absl::StatusOr<int> SynthTrace(const planner::sim::ModelShape& shape, const Synt
 
   // The source requests (cycled to --requests) and their domains.
   ASSIGN_OR_RETURN(auto labels, planner::cli::ReadDomains(o.domains));
-  std::map<std::string, int> index;
+  std::map<std::string, int> index;  // The domains seen.
   planner::trace::TraceSet source;
   source.header = like.header;
   std::vector<int> domains;
   const int64_t n = o.requests > 0 ? o.requests : like.num_requests();
+  const int64_t available = like.num_requests();
   for (int64_t i = 0; i < n; ++i) {
-    const int r = static_cast<int>(i % like.num_requests());
+    // Fewer than the like traces hold: spread evenly over them (traces are often grouped by
+    // domain); more: cycled.
+    const int r = static_cast<int>(n <= available ? i * available / n : i % available);
     RETURN_IF_ERROR(source.CopyRequest(like, r));
     if (i >= like.num_requests()) {
       source.request_names.back() = absl::StrCat(like.request_names[r], "#", i);
@@ -69,7 +72,12 @@ absl::StatusOr<int> SynthTrace(const planner::sim::ModelShape& shape, const Synt
     auto it = labels.find(name);
     const std::string domain =
         it != labels.end() ? it->second : name.substr(0, name.find_first_of("-@"));
-    domains.push_back(index.emplace(domain, static_cast<int>(index.size())).first->second);
+    // A stable number per domain name (FNV-1a, 64 slots), so that traces generated apart (a
+    // profile and a held-out set) give one domain the same experts.
+    uint64_t h = 1469598103934665603ULL;
+    for (unsigned char c : domain) h = (h ^ c) * 1099511628211ULL;
+    domains.push_back(static_cast<int>(h % 64));
+    index.emplace(domain, 0);
   }
 
   // The statistics depend on the sample's size (how often ids repeat): the target, the fit and
@@ -81,7 +89,7 @@ absl::StatusOr<int> SynthTrace(const planner::sim::ModelShape& shape, const Synt
     for (int r = 0; r < compared; ++r) (void)cut.CopyRequest(t, r);  // Same shape: cannot fail.
     return cut;
   };
-  const RoutingStats target = planner::sim::MeasureRouting(first(like));
+  const RoutingStats target = planner::sim::MeasureRouting(first(source));
   const planner::sim::SyntheticShape target_shape{.layers = shape.num_moe_layers(),
                                                   .experts = shape.num_experts,
                                                   .top_k = shape.top_k,
