@@ -49,8 +49,9 @@ ABSL_FLAG(int64_t, max_prompt_tokens, 0, "cut prompts to this many tokens (0: th
 ABSL_FLAG(uint64_t, seed, 1, "arrival process seed");
 ABSL_FLAG(std::string, mode, "", "dp or tp (default: the version's mode)");
 ABSL_FLAG(std::string, router, "",
-          "DP request → rank: affinity (the version's tables) or round_robin (default: affinity "
-          "when the version has tables)");
+          "DP request → rank as the router places it: affinity (the version's tables), "
+          "least_loaded, round_robin; or affinity_offline (planner eval's rule). Default: "
+          "affinity when the version has tables, else round_robin");
 ABSL_FLAG(int64_t, max_batch_tokens, 2048,
           "tokens per step (per rank under DP; engine serve's default)");
 ABSL_FLAG(int, max_running, 64, "sequences running at once (per rank under DP; engine serve's default)");

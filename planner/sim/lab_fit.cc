@@ -106,7 +106,9 @@ ScenarioSpec SpecOf(const LabSetting& s) {
   if (s.placement != "vanilla" && absl::SimpleAtoi(s.placement, &version)) spec.version = version;
   spec.devices = s.ranks;
   spec.mode = s.attn;
-  spec.router = s.router_policy == "semantic" ? "affinity" : "round_robin";
+  spec.router = s.router_policy == "semantic"       ? "affinity"
+                : s.router_policy == "least_loaded" ? "least_loaded"
+                                                    : "round_robin";
   spec.hosts = s.ranks / s.ranks_per_host;
   spec.ranks_per_host = s.ranks_per_host;
   spec.node_dedup = s.netlab_flags.find("--node_topology") != std::string::npos;

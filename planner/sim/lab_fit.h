@@ -36,7 +36,7 @@ absl::StatusOr<LabSetting> ParseLabSetting(const std::string& json, const std::s
 absl::StatusOr<std::vector<LabSetting>> LoadLabSettings(const std::string& path);
 
 // The scenario a setting ran: its work directory's planner.db and served-prompt trace (s.trace),
-// DP under round-robin or the semantic router (affinity; least_loaded is taken as round-robin),
+// DP under the router's round-robin, least-loaded or semantic rule (affinity, online),
 // TP, its hosts, node dedup when netlab ran with --node_topology.
 ScenarioSpec SpecOf(const LabSetting& setting);
 // The profile for a setting: `profile` with the setting's link (inter_bw; unshaped: intra_bw)

@@ -37,7 +37,7 @@ TEST(LabFitTest, ASettingIsTheScenarioItRan) {
   const ScenarioSpec vanilla = SpecOf(*ParseLabSetting(v.dump(), "r1.json"));
   EXPECT_EQ(vanilla.version, 0);
   EXPECT_EQ(vanilla.devices, 4);
-  EXPECT_EQ(vanilla.router, "round_robin");
+  EXPECT_EQ(vanilla.router, "least_loaded");
   EXPECT_FALSE(vanilla.node_dedup);
 
   const ClusterProfile lab = *LoadClusterProfile("lab");

@@ -17,6 +17,11 @@ namespace semmoe::planner::sim {
 
 struct Replay {
   int devices = 0, layers = 0, top_k = 0, num_experts = 0;
+  // With replicas the serving device depends on the token's rank; a token served from another
+  // rank than the replay's (the online router's choice) is served as Placement::Serving says
+  // (a local replica, else the home; no holder choice). Borrowed.
+  const Placement* placement = nullptr;
+  bool rank_dependent = false;
   int64_t tokens = 0;
   std::vector<uint8_t> token_device;  // [layers × tokens]
   std::vector<uint8_t> served;        // [tokens × layers × top_k]

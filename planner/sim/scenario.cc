@@ -2,17 +2,20 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "nlohmann/json.hpp"
+#include "planner/affinity/prompt_scores.h"
 #include "planner/affinity/token_affinity.h"
 #include "planner/cli/commands.h"
 #include "planner/eval/evaluate.h"
 #include "planner/eval/schedule.h"
 #include "planner/sim/step_cost.h"
 #include "planner/store/placement_store.h"
+#include "router/rebatch/assigner.h"
 
 namespace semmoe::planner::sim {
 
@@ -82,27 +85,42 @@ absl::StatusOr<Scenario> LoadScenario(const ScenarioSpec& spec, const ModelShape
   }
   s.node_dedup = spec.node_dedup;
 
-  // The schedule, by planner eval's rules.
+  // The schedule, by planner eval's rules; under DP the router's online rule unless offline.
   s.router = spec.router.empty() ? (affinity ? "affinity" : "round_robin") : spec.router;
-  if (s.router != "affinity" && s.router != "round_robin") {
-    return absl::InvalidArgumentError(
-        absl::StrCat("router ", s.router, ": expected affinity or round_robin"));
+  if (s.router != "affinity" && s.router != "affinity_offline" && s.router != "round_robin" &&
+      s.router != "least_loaded") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "router ", s.router, ": expected affinity, affinity_offline, least_loaded or round_robin"));
   }
-  if (s.router == "affinity" && !affinity) {
+  const bool wants_tables = s.router == "affinity" || s.router == "affinity_offline";
+  if (wants_tables && !affinity) {
     return absl::FailedPreconditionError(
-        absl::StrCat("router affinity: ", s.name, " has no affinity tables"));
+        absl::StrCat("router ", s.router, ": ", s.name, " has no affinity tables"));
   }
   uint32_t vocab = 0;
   for (uint32_t t : s.trace.tokens) vocab = std::max(vocab, t + 1);
+  std::vector<float> scores;
+  if (affinity) scores = affinity->DpScores(s.placement, vocab);
   if (mode == "dp") {
-    const std::vector<int> routed =
-        s.router == "affinity" ? AffinityRequests(s.trace, affinity->DpScores(s.placement, vocab), g)
-                               : RoundRobinRequests(s.trace, g);
+    if (s.router == "affinity") {  // Each prompt's fit per rank, for the online rule.
+      const std::vector<float> terms = PromptLogTerms(scores, g);
+      std::vector<double> fit(g);
+      for (int r = 0; r < s.trace.num_requests(); ++r) {
+        SumPromptLogTerms<uint32_t>(
+            absl::MakeConstSpan(s.trace.tokens.data() + s.trace.request_begin[r],
+                                s.trace.request_begin[r + 1] - s.trace.request_begin[r]),
+            terms, g, absl::MakeSpan(fit));
+        s.fit.push_back(fit);
+      }
+    }
+    const std::vector<int> routed = s.router == "affinity_offline"
+                                        ? AffinityRequests(s.trace, scores, g)
+                                        : RoundRobinRequests(s.trace, g);
     ASSIGN_OR_RETURN(s.replay, ReplayDp(s.trace, s.placement, routed));
   } else {
     ASSIGN_OR_RETURN(s.replay,
                      ReplayTp(s.trace, s.placement,
-                              s.router == "affinity"
+                              affinity && s.router != "round_robin"
                                   ? SrsTokens(s.trace, *affinity, s.placement, spec.tp_batch_tokens)
                                   : ContiguousChunks(s.trace, g, spec.tp_batch_tokens)));
   }
@@ -121,7 +139,27 @@ absl::StatusOr<SweepResult> RunSweep(const Scenario& s, const ClusterProfile& pr
   options.node_dedup = s.node_dedup;
   SweepResult out;
   int64_t moe_calls = 0, layer_calls = 0, steps = 0;
+  // The online router (router/rebatch/assigner.h), fresh for every point.
+  std::unique_ptr<router::Assigner> assigner;
+  const int g = s.placement.num_devices();
+  std::vector<router::RankLoad> loads(g);
+  if (s.mode == "dp" && s.router != "affinity_offline") {
+    options.route = [&](int q, const std::vector<int64_t>& in_flight, int64_t load_tokens) {
+      for (int d = 0; d < g; ++d) loads[d] = {.tokens_in_flight = in_flight[d]};
+      router::PendingRequest request{.load_tokens = load_tokens};
+      if (!s.fit.empty()) request.fit = s.fit[q];
+      return assigner->Assign({request}, loads)[0];
+    };
+  }
+  std::vector<int> node_of;
+  if (s.node_dedup) {
+    for (int r = 0; r < g; ++r) node_of.push_back(s.topology.NodeOf(r));
+  }
+  const router::Policy policy = s.router == "affinity"       ? router::Policy::kSemantic
+                                : s.router == "least_loaded" ? router::Policy::kLeastLoaded
+                                                             : router::Policy::kRoundRobin;
   for (double rate : rates) {
+    assigner = std::make_unique<router::Assigner>(policy, 0.05, node_of);
     workload.rate = rate;
     workload.requests = std::max<int64_t>(1, std::llround(rate * point_s));
     ASSIGN_OR_RETURN(SimResult r, Simulate(s.trace, s.replay, s.shape, cost, workload, options));

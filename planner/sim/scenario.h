@@ -27,7 +27,11 @@ struct ScenarioSpec {
   int devices = 0;          // Vanilla's devices (ignored for a version).
   std::vector<std::string> traces;
   std::string mode;         // dp or tp; empty: the version's (vanilla: dp).
-  std::string router;       // affinity or round_robin; empty: affinity when tables exist.
+  // DP: affinity (the router's semantic rule, online: the best-fitting rank whose tokens in
+  // flight stay within 5% of the mean plus the request), least_loaded, round_robin (online, as
+  // router/rebatch/assigner.h), or affinity_offline (planner eval's rule: capacity over the
+  // whole trace's tokens); empty: affinity when the version has tables, else round_robin.
+  std::string router;
   int hosts = 0, ranks_per_host = 0;  // 0: the version's topology, else the profile's nodes.
   bool node_dedup = false;
   int tp_batch_tokens = 256;
@@ -42,6 +46,7 @@ struct Scenario {
   Topology topology = *Topology::Flat(1);
   Replay replay;
   bool node_dedup = false;
+  std::vector<std::vector<double>> fit;  // [request][rank]: the prompt's fit (affinity).
 };
 
 // InvalidArgument / NotFound / FailedPrecondition naming what does not fit: a version that is

@@ -12,6 +12,7 @@ namespace {
 
 struct Request {
   double arrival = 0;
+  int trace_request = 0;
   int64_t begin = 0, prompt = 0;  // Trace tokens [begin, begin + prompt).
   int queue = 0;                  // Its rank (DP) or the group's one queue (TP).
   int64_t prefilled = 0;
@@ -85,6 +86,7 @@ absl::StatusOr<SimResult> Simulate(const trace::TraceSet& trace, const Replay& r
     const int q = static_cast<int>(i % trace.num_requests());
     clock += gap(rng);
     r.arrival = clock;
+    r.trace_request = q;
     r.begin = trace.request_begin[q];
     r.prompt = trace.request_begin[q + 1] - r.begin;
     if (w.max_prompt_tokens > 0) r.prompt = std::min(r.prompt, w.max_prompt_tokens);
@@ -93,6 +95,7 @@ absl::StatusOr<SimResult> Simulate(const trace::TraceSet& trace, const Replay& r
   }
 
   std::vector<std::deque<int64_t>> waiting(queues);
+  std::vector<int64_t> in_flight(queues, 0);
   std::vector<std::vector<int64_t>> running(queues);
   SimResult out;
   int64_t next = 0, done = 0, moe_calls = 0, layer_calls = 0;
@@ -112,7 +115,16 @@ absl::StatusOr<SimResult> Simulate(const trace::TraceSet& trace, const Replay& r
 
   while (done < w.requests) {
     while (next < w.requests && reqs[next].arrival <= now) {
-      waiting[reqs[next].queue].push_back(next);
+      Request& r = reqs[next];
+      if (dp && o.route) {
+        const int rank = o.route(r.trace_request, in_flight, r.prompt + w.output_tokens);
+        if (rank < 0 || rank >= g) {
+          return absl::InternalError(absl::StrCat("the router gave rank ", rank, " of ", g));
+        }
+        r.queue = rank;
+      }
+      in_flight[r.queue] += r.prompt + w.output_tokens;
+      waiting[r.queue].push_back(next);
       ++next;
     }
     // The step: every running sequence's next token, then prefill chunks within the budget.
@@ -200,8 +212,9 @@ absl::StatusOr<SimResult> Simulate(const trace::TraceSet& trace, const Replay& r
         ++traffic.own_tokens[src];
         const uint8_t* served = replay.Served(st.t, l);
         const uint16_t* experts = trace.Experts(st.t, l);
+        const bool moved = replay.rank_dependent && src != replay.Device(l, st.t);
         for (int j = 0; j < k; ++j) {
-          const int d = served[j];
+          const int d = moved ? replay.placement->Serving(l, experts[j], src) : served[j];
           ++traffic.expert_rows[d];
           int64_t& e = expert_stamp[static_cast<size_t>(d) * n_exp + experts[j]];
           if (e != layer_serial) e = layer_serial, ++traffic.active_experts[d];
@@ -265,6 +278,7 @@ absl::StatusOr<SimResult> Simulate(const trace::TraceSet& trace, const Replay& r
         Request& r = reqs[id];
         if (r.generated >= w.output_tokens) {
           ++done;
+          in_flight[q] -= r.prompt + w.output_tokens;
         } else {
           still.push_back(id);
         }

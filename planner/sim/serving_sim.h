@@ -9,6 +9,7 @@
 #define SEMMOE_PLANNER_SIM_SERVING_SIM_H_
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -39,6 +40,12 @@ struct ServingOptions {
   // Node-level dedup (the two-stage exchange) over StepCost's topology; taken only when it has
   // several nodes of several ranks, as the engine does.
   bool node_dedup = false;
+  // DP: the online router — a request's rank when it arrives, from its trace request and every
+  // rank's tokens in flight (prompt + output tokens of the requests it holds). Empty: the
+  // replay's request → rank (planner eval's offline rule).
+  std::function<int(int trace_request, const std::vector<int64_t>& tokens_in_flight,
+                     int64_t load_tokens)>
+      route;
 };
 
 struct Quantiles {

@@ -142,6 +142,38 @@ TEST(ServingSimTest, NodeDedupCrossesOncePerNodeAndFansOutInside) {
   EXPECT_FALSE(Simulate(t, replay, shape, flat_cost, one, {.node_dedup = true})->two_stage);
 }
 
+TEST(ServingSimTest, TheOnlineRouterPlacesEachRequestOnArrival) {
+  const TraceSet t = Small();
+  const Placement p = *Placement::Vanilla({0}, 4, 2);
+  const Replay replay = *ReplayDp(t, p, RoundRobinRequests(t, 2));  // Request 0 on rank 0.
+  const ClusterProfile profile = Profile();
+  const ModelShape shape = Shape();
+  const Topology topo = *Topology::Nodes(2, 1);
+  const StepCost cost(shape, profile, topo);
+  std::vector<std::vector<int64_t>> seen;
+  ServingOptions o;
+  o.route = [&](int q, const std::vector<int64_t>& in_flight, int64_t load) {
+    EXPECT_EQ(q, 0);
+    EXPECT_EQ(load, 2 + 1);  // Its prompt and its one output token.
+    seen.push_back(in_flight);
+    return 1;
+  };
+  auto r = Simulate(t, replay, shape, cost, {.rate = 1, .requests = 1, .output_tokens = 1}, o);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(seen, (std::vector<std::vector<int64_t>>{{0, 0}}));
+  // From rank 1, request 0's experts 0 and 1 (rank 0) are remote: two tokens, one row each.
+  MoeTraffic traffic(2);
+  traffic.rows = {0, 0, 2, 0};
+  traffic.expert_rows = {3, 1};
+  traffic.active_experts = {2, 1};
+  traffic.own_tokens = {0, 2};
+  const double attention = cost.Attention({.tokens = 2, .kv_read = 2, .attended = 3});
+  EXPECT_DOUBLE_EQ(r->moe.dispatch, cost.Moe(traffic, {0.0, attention}).dispatch);
+  o.route = [](int, const std::vector<int64_t>&, int64_t) { return 7; };
+  EXPECT_EQ(Simulate(t, replay, shape, cost, {.rate = 1, .requests = 1}, o).status().code(),
+            absl::StatusCode::kInternal);
+}
+
 TEST(ServingSimTest, MismatchesAndBadWorkloadsAreRefused) {
   const TraceSet t = Small();
   const Placement p = *Placement::Vanilla({0}, 4, 2);
