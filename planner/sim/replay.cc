@@ -23,7 +23,7 @@ absl::StatusOr<Replay> Run(const trace::TraceSet& trace, const Placement& placem
                      trace.num_layers(), " MoE layers, ", trace.header.num_experts, " experts)"));
   }
   Replay r;
-  r.placement = &placement;
+  r.placement = std::make_shared<const Placement>(placement);
   r.rank_dependent = placement.replicas_per_device() > 0;
   r.devices = g;
   r.layers = trace.num_layers();

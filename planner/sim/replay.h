@@ -7,6 +7,7 @@
 #define SEMMOE_PLANNER_SIM_REPLAY_H_
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -19,8 +20,9 @@ struct Replay {
   int devices = 0, layers = 0, top_k = 0, num_experts = 0;
   // With replicas the serving device depends on the token's rank; a token served from another
   // rank than the replay's (the online router's choice) is served as Placement::Serving says
-  // (a local replica, else the home; no holder choice). Borrowed.
-  const Placement* placement = nullptr;
+  // (a local replica, else the home; no holder choice). A copy, shared by the replay's copies:
+  // the replay outlives the placement it was made from (a Scenario moves both).
+  std::shared_ptr<const Placement> placement;
   bool rank_dependent = false;
   int64_t tokens = 0;
   std::vector<uint8_t> token_device;  // [layers × tokens]

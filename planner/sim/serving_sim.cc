@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <deque>
+#include <memory>
 #include <random>
 
 #include "absl/strings/str_cat.h"
@@ -25,6 +26,46 @@ struct StepToken {
   int64_t t;
   int queue;
 };
+
+// A whole prompt prefilled in one step, counted from its precomputed sums.
+struct WholePrompt {
+  int trace_request;
+  int queue;
+  int64_t prompt;
+};
+
+// A prompt's sums per MoE layer: tokens with an activation served by each rank, activations per
+// rank, and the experts touched (a bit each). Valid when the serving rank does not depend on the
+// token's rank (no replicas): then each expert runs on its home.
+struct PromptSums {
+  std::vector<int32_t> touch, act;  // [layers × G]
+  std::vector<uint64_t> bits;       // [layers × words]
+};
+
+PromptSums SumPrompt(const trace::TraceSet& trace, const Replay& replay, int64_t begin,
+                     int64_t count) {
+  const int g = replay.devices, layers = replay.layers, k = replay.top_k;
+  const int words = (replay.num_experts + 63) / 64;
+  PromptSums p;
+  p.touch.assign(static_cast<size_t>(layers) * g, 0);
+  p.act.assign(static_cast<size_t>(layers) * g, 0);
+  p.bits.assign(static_cast<size_t>(layers) * words, 0);
+  std::vector<int64_t> stamp(g, -1);
+  for (int l = 0; l < layers; ++l) {
+    for (int64_t t = begin; t < begin + count; ++t) {
+      const uint8_t* served = replay.Served(t, l);
+      const uint16_t* experts = trace.Experts(t, l);
+      for (int j = 0; j < k; ++j) {
+        const int d = served[j];
+        ++p.act[l * g + d];
+        if (stamp[d] != t) stamp[d] = t, ++p.touch[l * g + d];
+        p.bits[l * words + experts[j] / 64] |= uint64_t{1} << (experts[j] % 64);
+      }
+    }
+    std::fill(stamp.begin(), stamp.end(), -1);
+  }
+  return p;
+}
 
 Quantiles Of(std::vector<double> v) {
   Quantiles q;
@@ -101,13 +142,17 @@ absl::StatusOr<SimResult> Simulate(const trace::TraceSet& trace, const Replay& r
   int64_t next = 0, done = 0, moe_calls = 0, layer_calls = 0;
   double now = 0;
   std::vector<StepToken> tokens;
+  std::vector<WholePrompt> whole;
+  std::vector<std::unique_ptr<PromptSums>> sums(trace.num_requests());
   std::vector<AttentionWork> work(queues);
+  const int words = (n_exp + 63) / 64;
   std::vector<int64_t> row_stamp(g, -1), expert_stamp(static_cast<size_t>(g) * n_exp, -1);
   int64_t token_serial = 0, layer_serial = 0;
   const Topology& topo = cost.topology();
   bool several = false;  // Several nodes, one with several ranks.
   for (int n = 0; n < topo.num_nodes(); ++n) several |= topo.RanksOn(n).size() > 1;
   const bool two_stage = o.node_dedup && topo.num_nodes() > 1 && several;
+  const bool aggregate = o.aggregate_prefills && dp && !replay.rank_dependent && !two_stage;
   std::vector<int64_t> node_stamp(topo.num_nodes(), -1);
   MoeTraffic traffic(g, two_stage);
   std::vector<double> attention(g), bytes(static_cast<size_t>(g) * g);
@@ -129,6 +174,8 @@ absl::StatusOr<SimResult> Simulate(const trace::TraceSet& trace, const Replay& r
     }
     // The step: every running sequence's next token, then prefill chunks within the budget.
     tokens.clear();
+    whole.clear();
+    int64_t step_tokens = 0;  // Of the whole prompts (the others are in `tokens`).
     std::fill(work.begin(), work.end(), AttentionWork{});
     for (int q = 0; q < queues; ++q) {
       int64_t budget = o.max_batch_tokens;
@@ -143,7 +190,16 @@ absl::StatusOr<SimResult> Simulate(const trace::TraceSet& trace, const Replay& r
       }
       auto prefill = [&](Request& r) {
         const int64_t c = std::min(budget, r.prompt - r.prefilled), o0 = r.prefilled;
-        for (int64_t i = 0; i < c; ++i) tokens.push_back({r.begin + o0 + i, q});
+        if (aggregate && o0 == 0 && c == r.prompt) {
+          whole.push_back({r.trace_request, q, r.prompt});
+          if (sums[r.trace_request] == nullptr) {
+            sums[r.trace_request] =
+                std::make_unique<PromptSums>(SumPrompt(trace, replay, r.begin, r.prompt));
+          }
+          step_tokens += c;
+        } else {
+          for (int64_t i = 0; i < c; ++i) tokens.push_back({r.begin + o0 + i, q});
+        }
         a.tokens += c, a.kv_read += o0 + c, a.attended += c * o0 + c * (c + 1) / 2;
         if (o0 + c == r.prompt) ++a.logits_rows;
         budget -= c;
@@ -160,7 +216,8 @@ absl::StatusOr<SimResult> Simulate(const trace::TraceSet& trace, const Replay& r
         prefill(reqs[id]);
       }
     }
-    if (tokens.empty()) {
+    step_tokens += static_cast<int64_t>(tokens.size());
+    if (step_tokens == 0) {
       if (next >= w.requests) break;  // Nothing left (cannot happen while requests remain).
       now = std::max(now, reqs[next].arrival);
       continue;
@@ -238,6 +295,23 @@ absl::StatusOr<SimResult> Simulate(const trace::TraceSet& trace, const Replay& r
           if (d != gateway) ++traffic.local_rows[static_cast<size_t>(gateway) * g + d];
         }
       }
+      for (const WholePrompt& p : whole) {  // Their sums: the same counts as token by token.
+        const PromptSums& sum = *sums[p.trace_request];
+        const int src = p.queue;
+        for (int d = 0; d < g; ++d) {
+          traffic.expert_rows[d] += sum.act[l * g + d];
+          if (d != src) traffic.rows[static_cast<size_t>(src) * g + d] += sum.touch[l * g + d];
+        }
+        traffic.own_tokens[src] += p.prompt;
+        for (int word = 0; word < words; ++word) {
+          for (uint64_t b = sum.bits[l * words + word]; b != 0; b &= b - 1) {
+            const int e = word * 64 + __builtin_ctzll(b);
+            const int d = replay.placement->Device(l, e);
+            int64_t& stamp = expert_stamp[static_cast<size_t>(d) * n_exp + e];
+            if (stamp != layer_serial) stamp = layer_serial, ++traffic.active_experts[d];
+          }
+        }
+      }
       MoeTime m = cost.Moe(traffic, dp ? attention : std::vector<double>{});
       if (l == 0) m.wait += cost.StepSkew();  // The ranks' spread at the step's start.
       m.wait += cost.SharedCoreWait();
@@ -256,7 +330,7 @@ absl::StatusOr<SimResult> Simulate(const trace::TraceSet& trace, const Replay& r
     now += step;
     out.step_s += step;
     ++out.steps;
-    out.tokens += static_cast<int64_t>(tokens.size());
+    out.tokens += step_tokens;
 
     // What the step finished.
     for (int q = 0; q < queues; ++q) {

@@ -174,6 +174,50 @@ TEST(ServingSimTest, TheOnlineRouterPlacesEachRequestOnArrival) {
             absl::StatusCode::kInternal);
 }
 
+TEST(ServingSimTest, WholePromptSumsCountWhatTokenByTokenCounts) {
+  // 40 requests of 3-40 tokens, 2 MoE layers of 8 experts, top-2, on 4 ranks; arrivals fast
+  // enough that steps hold several prompts, a budget that splits some.
+  TraceSet t;
+  t.header.num_experts = 8;
+  t.header.top_k = 2;
+  t.header.moe_layers = {0, 1};
+  for (int r = 0; r < 40; ++r) {
+    std::vector<uint32_t> ids;
+    std::vector<uint16_t> experts;
+    for (int i = 0; i < 3 + (r * 7) % 38; ++i) {
+      ids.push_back(i);
+      for (int l = 0; l < 2; ++l) {
+        const int first = (r * 3 + i * 5 + l) % 8;
+        experts.push_back(first);
+        experts.push_back((first + 1 + (r + i) % 7) % 8);
+      }
+    }
+    ASSERT_TRUE(t.AddRequest("r" + std::to_string(r), ids, experts).ok());
+  }
+  // The replay outlives the placement it was made from (as a Scenario's, moved around).
+  const Replay replay = [&] {
+    const Placement p = *Placement::Random({0, 1}, 8, 4, 3);
+    return *ReplayDp(t, p, RoundRobinRequests(t, 4));
+  }();
+  const ClusterProfile profile = Profile();
+  ModelShape shape = Shape();
+  shape.moe_layer = {true, true};
+  shape.num_experts = 8;
+  const Topology topo = *Topology::Nodes(2, 2);
+  const StepCost cost(shape, profile, topo);
+  const Workload w{.rate = 400, .requests = 300, .output_tokens = 3};
+  auto summed = Simulate(t, replay, shape, cost, w, {.max_batch_tokens = 64});
+  auto token_by_token =
+      Simulate(t, replay, shape, cost, w, {.max_batch_tokens = 64, .aggregate_prefills = false});
+  ASSERT_TRUE(summed.ok() && token_by_token.ok());
+  EXPECT_EQ(summed->tokens, token_by_token->tokens);
+  EXPECT_EQ(summed->steps, token_by_token->steps);
+  EXPECT_DOUBLE_EQ(summed->moe.dispatch, token_by_token->moe.dispatch);
+  EXPECT_DOUBLE_EQ(summed->moe.experts, token_by_token->moe.experts);
+  EXPECT_DOUBLE_EQ(summed->moe.combine, token_by_token->moe.combine);
+  EXPECT_DOUBLE_EQ(summed->ttft_s.p99, token_by_token->ttft_s.p99);
+}
+
 TEST(ServingSimTest, MismatchesAndBadWorkloadsAreRefused) {
   const TraceSet t = Small();
   const Placement p = *Placement::Vanilla({0}, 4, 2);
