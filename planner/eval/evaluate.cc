@@ -23,14 +23,7 @@ absl::Status CheckMatch(const TraceSet& trace, const Placement& placement,
                      options.topology->num_ranks(), " ranks, the placement ",
                      placement.num_devices(), " devices"));
   }
-  if (placement.num_layers() != trace.num_layers() ||
-      placement.num_experts() != static_cast<int>(trace.header.num_experts)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("placement (", placement.num_layers(), " layers, ", placement.num_experts(),
-                     " experts) does not match the trace (", trace.num_layers(), " layers, ",
-                     trace.header.num_experts, " experts)"));
-  }
-  return absl::OkStatus();
+  return CheckPlacementFits(trace, placement);
 }
 
 double MaxOverMean(const std::vector<int64_t>& counts) {
@@ -126,20 +119,8 @@ absl::StatusOr<Metrics> EvaluateDp(const TraceSet& trace, const Placement& place
                                    const std::vector<int>& request_device,
                                    const EvalOptions& options) {
   RETURN_IF_ERROR(CheckMatch(trace, placement, options));
-  if (static_cast<int>(request_device.size()) != trace.num_requests()) {
-    return absl::InvalidArgumentError(absl::StrCat(request_device.size(), " request devices for ",
-                                                   trace.num_requests(), " requests"));
-  }
-  std::vector<int> token_device(trace.num_tokens());
-  for (int r = 0; r < trace.num_requests(); ++r) {
-    const int d = request_device[r];
-    if (d < 0 || d >= placement.num_devices()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("request ", r, ": device ", d, " out of range"));
-    }
-    std::fill(token_device.begin() + trace.request_begin[r],
-              token_device.begin() + trace.request_begin[r + 1], d);
-  }
+  ASSIGN_OR_RETURN(const std::vector<int> token_device,
+                   TokenDevicesOfRequests(trace, request_device, placement.num_devices()));
   return Evaluate(
       trace, placement, [&](int, int64_t t) { return token_device[t]; }, options);
 }
@@ -148,19 +129,7 @@ absl::StatusOr<Metrics> EvaluateTp(const TraceSet& trace, const Placement& place
                                    const std::vector<std::vector<int>>& token_device,
                                    const EvalOptions& options) {
   RETURN_IF_ERROR(CheckMatch(trace, placement, options));
-  if (static_cast<int>(token_device.size()) != trace.num_layers()) {
-    return absl::InvalidArgumentError("token_device needs one row per MoE layer");
-  }
-  for (const auto& row : token_device) {
-    if (static_cast<int64_t>(row.size()) != trace.num_tokens()) {
-      return absl::InvalidArgumentError("token_device rows need one device per token");
-    }
-    for (int d : row) {
-      if (d < 0 || d >= placement.num_devices()) {
-        return absl::InvalidArgumentError(absl::StrCat("token device ", d, " out of range"));
-      }
-    }
-  }
+  RETURN_IF_ERROR(CheckTokenDevices(trace, token_device, placement.num_devices()));
   return Evaluate(
       trace, placement, [&](int l, int64_t t) { return token_device[l][t]; }, options);
 }

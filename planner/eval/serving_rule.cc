@@ -3,9 +3,60 @@
 #include <algorithm>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "planner/placement/holder_choice.h"
 
 namespace semmoe::planner {
+
+absl::Status CheckPlacementFits(const trace::TraceSet& trace, const Placement& placement) {
+  if (placement.num_layers() != trace.num_layers() ||
+      placement.num_experts() != static_cast<int>(trace.header.num_experts)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("placement (", placement.num_layers(), " layers, ", placement.num_experts(),
+                     " experts) does not match the trace (", trace.num_layers(), " layers, ",
+                     trace.header.num_experts, " experts)"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<int>> TokenDevicesOfRequests(const trace::TraceSet& trace,
+                                                        const std::vector<int>& request_device,
+                                                        int num_devices) {
+  if (static_cast<int>(request_device.size()) != trace.num_requests()) {
+    return absl::InvalidArgumentError(absl::StrCat(request_device.size(), " request devices for ",
+                                                   trace.num_requests(), " requests"));
+  }
+  std::vector<int> token_device(trace.num_tokens());
+  for (int r = 0; r < trace.num_requests(); ++r) {
+    const int d = request_device[r];
+    if (d < 0 || d >= num_devices) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("request ", r, ": device ", d, " out of range"));
+    }
+    std::fill(token_device.begin() + trace.request_begin[r],
+              token_device.begin() + trace.request_begin[r + 1], d);
+  }
+  return token_device;
+}
+
+absl::Status CheckTokenDevices(const trace::TraceSet& trace,
+                               const std::vector<std::vector<int>>& token_device,
+                               int num_devices) {
+  if (static_cast<int>(token_device.size()) != trace.num_layers()) {
+    return absl::InvalidArgumentError("token_device needs one row per MoE layer");
+  }
+  for (const auto& row : token_device) {
+    if (static_cast<int64_t>(row.size()) != trace.num_tokens()) {
+      return absl::InvalidArgumentError("token_device rows need one device per token");
+    }
+    for (int d : row) {
+      if (d < 0 || d >= num_devices) {
+        return absl::InvalidArgumentError(absl::StrCat("token device ", d, " out of range"));
+      }
+    }
+  }
+  return absl::OkStatus();
+}
 
 ServingRule::ServingRule(const trace::TraceSet& trace, const Placement& placement,
                          std::function<int(int, int64_t)> device_of_token, int64_t window)

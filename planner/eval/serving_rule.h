@@ -11,10 +11,26 @@
 #include <functional>
 #include <vector>
 
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "planner/placement/placement.h"
 #include "planner/trace/trace_set.h"
 
 namespace semmoe::planner {
+
+// The schedules the rule is replayed over, checked (the same errors for `planner eval` and the
+// scale model). InvalidArgument unless the placement has the trace's MoE layers and experts.
+absl::Status CheckPlacementFits(const trace::TraceSet& trace, const Placement& placement);
+// Each token's device under a request → device schedule (attention-DP); InvalidArgument naming a
+// wrong count or a device outside [0, num_devices).
+absl::StatusOr<std::vector<int>> TokenDevicesOfRequests(const trace::TraceSet& trace,
+                                                        const std::vector<int>& request_device,
+                                                        int num_devices);
+// InvalidArgument unless token_device (attention-TP) has a row of one device in range per token
+// for every MoE layer.
+absl::Status CheckTokenDevices(const trace::TraceSet& trace,
+                               const std::vector<std::vector<int>>& token_device,
+                               int num_devices);
 
 class ServingRule {
  public:

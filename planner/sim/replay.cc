@@ -3,6 +3,7 @@
 #include <functional>
 
 #include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
 #include "planner/eval/serving_rule.h"
 
 namespace semmoe::planner::sim {
@@ -15,13 +16,7 @@ absl::StatusOr<Replay> Run(const trace::TraceSet& trace, const Placement& placem
   if (g > 255) {
     return absl::InvalidArgumentError(absl::StrCat("the scale model takes up to 255 devices, not ", g));
   }
-  if (placement.num_layers() != trace.num_layers() ||
-      placement.num_experts() != static_cast<int>(trace.header.num_experts)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("placement (", placement.num_layers(), " MoE layers, ",
-                     placement.num_experts(), " experts) does not match the trace (",
-                     trace.num_layers(), " MoE layers, ", trace.header.num_experts, " experts)"));
-  }
+  RETURN_IF_ERROR(CheckPlacementFits(trace, placement));
   Replay r;
   r.placement = std::make_shared<const Placement>(placement);
   r.rank_dependent = placement.replicas_per_device() > 0;
@@ -52,37 +47,15 @@ absl::StatusOr<Replay> Run(const trace::TraceSet& trace, const Placement& placem
 
 absl::StatusOr<Replay> ReplayDp(const trace::TraceSet& trace, const Placement& placement,
                                 const std::vector<int>& request_device, int64_t window) {
-  if (static_cast<int>(request_device.size()) != trace.num_requests()) {
-    return absl::InvalidArgumentError(absl::StrCat(request_device.size(), " request devices for ",
-                                                   trace.num_requests(), " requests"));
-  }
-  std::vector<int> device(trace.num_tokens());
-  for (int q = 0; q < trace.num_requests(); ++q) {
-    const int d = request_device[q];
-    if (d < 0 || d >= placement.num_devices()) {
-      return absl::InvalidArgumentError(absl::StrCat("request ", q, ": device ", d, " out of range"));
-    }
-    for (int64_t t = trace.request_begin[q]; t < trace.request_begin[q + 1]; ++t) device[t] = d;
-  }
+  ASSIGN_OR_RETURN(const std::vector<int> device,
+                   TokenDevicesOfRequests(trace, request_device, placement.num_devices()));
   return Run(trace, placement, [&](int, int64_t t) { return device[t]; }, window);
 }
 
 absl::StatusOr<Replay> ReplayTp(const trace::TraceSet& trace, const Placement& placement,
                                 const std::vector<std::vector<int>>& token_device,
                                 int64_t window) {
-  if (static_cast<int>(token_device.size()) != trace.num_layers()) {
-    return absl::InvalidArgumentError("token_device needs one row per MoE layer");
-  }
-  for (const auto& row : token_device) {
-    if (static_cast<int64_t>(row.size()) != trace.num_tokens()) {
-      return absl::InvalidArgumentError("token_device rows need one device per token");
-    }
-    for (int d : row) {
-      if (d < 0 || d >= placement.num_devices()) {
-        return absl::InvalidArgumentError(absl::StrCat("token device ", d, " out of range"));
-      }
-    }
-  }
+  RETURN_IF_ERROR(CheckTokenDevices(trace, token_device, placement.num_devices()));
   return Run(trace, placement, [&](int l, int64_t t) { return token_device[l][t]; }, window);
 }
 
