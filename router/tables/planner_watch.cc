@@ -48,6 +48,11 @@ int64_t PlannerWatch::attempts() const {
   return attempts_;
 }
 
+int64_t PlannerWatch::backoffs() const {
+  absl::MutexLock lock(&mu_);
+  return backoffs_;
+}
+
 bool PlannerWatch::Apply(int64_t version,
                          absl::StatusOr<std::shared_ptr<const RouterTables>> tables) {
   absl::MutexLock lock(&mu_);
@@ -112,8 +117,9 @@ void PlannerWatch::Run() {
                  << " in " << backoff;
     // The backoff in the clock's time; a stop ends it at once (the real-time wait is only how
     // often the clock is read).
-    const absl::Time until = clock_->Now() + backoff;
     absl::MutexLock lock(&mu_);
+    const absl::Time until = clock_->Now() + backoff;
+    ++backoffs_;
     for (absl::Time now = clock_->Now(); !stop_ && now < until; now = clock_->Now()) {
       mu_.AwaitWithTimeout(absl::Condition(&stop_), std::min(until - now, absl::Milliseconds(20)));
     }

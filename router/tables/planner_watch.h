@@ -35,6 +35,9 @@ class PlannerWatch {
   std::string last_error() const;
   // Watch connections tried so far (1 once the first is under way).
   int64_t attempts() const;
+  // Backoff waits begun so far: the clock has been read for the wait's end (what a test with a
+  // fake clock waits for before advancing it).
+  int64_t backoffs() const;
 
  private:
   void Run();
@@ -53,6 +56,7 @@ class PlannerWatch {
   int64_t version_ ABSL_GUARDED_BY(mu_) = 0;
   std::string last_error_ ABSL_GUARDED_BY(mu_);
   int64_t attempts_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t backoffs_ ABSL_GUARDED_BY(mu_) = 0;
   std::thread thread_;
 };
 
