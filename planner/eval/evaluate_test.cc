@@ -3,25 +3,17 @@
 #include <random>
 
 #include "gtest/gtest.h"
+#include "planner/eval/testing/small_trace.h"
 
 namespace semmoe::planner {
 namespace {
 
 using trace::TraceSet;
 
-// 1 layer, 4 experts, top-2; request 0: tokens {0,1}, {0,2}; request 1: {2,3}, {1,3}.
-TraceSet Small() {
-  TraceSet t;
-  t.header.num_experts = 4;
-  t.header.top_k = 2;
-  t.header.moe_layers = {0};
-  EXPECT_TRUE(t.AddRequest("r0", {7, 8}, {0, 1, 0, 2}).ok());
-  EXPECT_TRUE(t.AddRequest("r1", {9, 7}, {2, 3, 1, 3}).ok());
-  return t;
-}
+using ::semmoe::planner::testing::SmallTrace;
 
 TEST(EvaluateTest, HandComputedDp) {
-  TraceSet t = Small();
+  TraceSet t = SmallTrace();
   auto vanilla = Placement::Vanilla({0}, 4, 2);  // Experts 0,1 → device 0; 2,3 → device 1.
   auto m = EvaluateDp(t, *vanilla, RoundRobinRequests(t, 2), {.hidden_size = 4});
   ASSERT_TRUE(m.ok()) << m.status();
@@ -120,7 +112,7 @@ TEST(EvaluateTest, TheHolderChoiceSpreadsAReplicatedExpertsLoadAndKeepsTheLar) {
 }
 
 TEST(EvaluateTest, Errors) {
-  TraceSet t = Small();
+  TraceSet t = SmallTrace();
   EXPECT_FALSE(EvaluateDp(t, *Placement::Vanilla({0, 1}, 4, 2), {0, 1}).ok());
   EXPECT_FALSE(EvaluateDp(t, *Placement::Vanilla({0}, 4, 2), {0}).ok());
   EXPECT_FALSE(EvaluateDp(t, *Placement::Vanilla({0}, 4, 2), {0, 2}).ok());

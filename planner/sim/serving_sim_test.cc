@@ -1,6 +1,7 @@
 #include "planner/sim/serving_sim.h"
 
 #include "gtest/gtest.h"
+#include "planner/eval/testing/small_trace.h"
 #include "planner/sim/testing/fixtures.h"
 #include "planner/eval/evaluate.h"
 #include "planner/placement/placement.h"
@@ -11,16 +12,7 @@ namespace {
 
 using trace::TraceSet;
 
-// 1 MoE layer, 4 experts, top-2; request 0: tokens {0,1}, {0,2}; request 1: {2,3}, {1,3}.
-TraceSet Small() {
-  TraceSet t;
-  t.header.num_experts = 4;
-  t.header.top_k = 2;
-  t.header.moe_layers = {0};
-  EXPECT_TRUE(t.AddRequest("r0", {7, 8}, {0, 1, 0, 2}).ok());
-  EXPECT_TRUE(t.AddRequest("r1", {9, 7}, {2, 3, 1, 3}).ok());
-  return t;
-}
+using ::semmoe::planner::testing::SmallTrace;
 
 // Faster links and lighter latencies than the round profile, so that a step is short.
 ClusterProfile Profile() {
@@ -38,7 +30,7 @@ ClusterProfile Profile() {
 ModelShape Shape() { return testing::TinyShape(); }
 
 TEST(ServingSimTest, OneRequestAloneTakesExactlyItsPrefillStep) {
-  const TraceSet t = Small();
+  const TraceSet t = SmallTrace();
   const Placement p = *Placement::Vanilla({0}, 4, 2);  // Experts 0,1 → 0; 2,3 → 1.
   auto replay = ReplayDp(t, p, RoundRobinRequests(t, 2));
   ASSERT_TRUE(replay.ok()) << replay.status();
@@ -71,7 +63,7 @@ TEST(ServingSimTest, OneRequestAloneTakesExactlyItsPrefillStep) {
 }
 
 TEST(ServingSimTest, EveryRequestFinishesAndTheSloIsCounted) {
-  const TraceSet t = Small();
+  const TraceSet t = SmallTrace();
   const Placement p = *Placement::Vanilla({0}, 4, 2);
   const Replay replay = *ReplayDp(t, p, RoundRobinRequests(t, 2));
   const ClusterProfile profile = Profile();
@@ -143,7 +135,7 @@ TEST(ServingSimTest, NodeDedupCrossesOncePerNodeAndFansOutInside) {
 }
 
 TEST(ServingSimTest, TheOnlineRouterPlacesEachRequestOnArrival) {
-  const TraceSet t = Small();
+  const TraceSet t = SmallTrace();
   const Placement p = *Placement::Vanilla({0}, 4, 2);
   const Replay replay = *ReplayDp(t, p, RoundRobinRequests(t, 2));  // Request 0 on rank 0.
   const ClusterProfile profile = Profile();
@@ -219,7 +211,7 @@ TEST(ServingSimTest, WholePromptSumsCountWhatTokenByTokenCounts) {
 }
 
 TEST(ServingSimTest, MismatchesAndBadWorkloadsAreRefused) {
-  const TraceSet t = Small();
+  const TraceSet t = SmallTrace();
   const Placement p = *Placement::Vanilla({0}, 4, 2);
   const Replay replay = *ReplayDp(t, p, RoundRobinRequests(t, 2));
   const ClusterProfile profile = Profile();
