@@ -69,9 +69,9 @@ bool IsDirectory(const std::string& path) {
   return stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-absl::Status Append(trace::TraceSet& all, const trace::TraceSet& more, const std::string& path) {
+absl::Status Append(trace::TraceSet& all, trace::TraceSet&& more, const std::string& path) {
   if (all.request_names.empty() && all.tokens.empty() && all.header.moe_layers.empty()) {
-    all = more;
+    all = std::move(more);  // The first (often the only) trace: no copy.
     return absl::OkStatus();
   }
   if (all.header.moe_layers != more.header.moe_layers ||
@@ -175,7 +175,7 @@ absl::StatusOr<trace::TraceSet> LoadTraces(const std::vector<std::string>& paths
     absl::StatusOr<trace::TraceSet> one =
         IsDirectory(path) ? trace::ImportArrayTrace(path) : trace::LoadTraceSet(path);
     if (!one.ok()) return one.status();
-    RETURN_IF_ERROR(Append(all, *one, path));
+    RETURN_IF_ERROR(Append(all, *std::move(one), path));
   }
   if (all.num_tokens() == 0) return absl::InvalidArgumentError("the traces hold no tokens");
   return all;
