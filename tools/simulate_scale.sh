@@ -85,7 +85,7 @@ for g in $GS; do
   done <<<"$SETTINGS"
   rows="$OUT/$SHAPE.g$g.jsonl"
   if [[ -n "$ONLY" && -s "$rows" ]]; then
-    jq -c --arg only "$ONLY" 'select(($only | index(" \(.label) ")) | not)' "$rows" >"$rows.tmp"
+    jq -c --arg only "$ONLY" '.label as $l | select($only | index(" \($l) ") | not)' "$rows" >"$rows.tmp"
     mv "$rows.tmp" "$rows"
   else
     : >"$rows"
