@@ -1,4 +1,5 @@
-# Sourced by the planner's held-out studies (tools/planner_heldout.sh, tools/planner_topology.sh):
+# Sourced by the planner's held-out studies (tools/planner_heldout.sh, tools/planner_topology.sh) and
+# the scale model's (tools/simulate_scale.sh, tools/simulate_sensitivity.sh):
 # the shared model, its held-out reference trace and the profile trace, the opt binaries.
 # `heldout_setup OUT` sets SHARED, MODEL, HELDOUT, PROFILE, BIN, P (the planner) and E (the engine),
 # checks the binaries and the shared model, and traces the profile prompts
@@ -23,4 +24,10 @@ heldout_setup() {
     "$E" trace --model="$MODEL" --prompts="$SHARED/data/prompts.jsonl" --out="$PROFILE.tmp" >&2
     mv "$PROFILE.tmp" "$PROFILE"
   fi
+}
+
+# `simulate_setup`: sets SIM (the scale model's opt binary) and checks it is built.
+simulate_setup() {
+  SIM=bazel-out/k8-opt/bin/tools/simulate
+  [[ -x "$SIM" ]] || { echo "$SIM is missing: bazel build -c opt --config=opt //tools:simulate" >&2; exit 1; }
 }

@@ -41,8 +41,7 @@ while [[ $# -gt 0 ]]; do
 done
 source tools/heldout_lib.sh
 heldout_setup "$OUT"
-SIM=bazel-out/k8-opt/bin/tools/simulate
-[[ -x "$SIM" ]] || { echo "$SIM is missing: bazel build -c opt --config=opt //tools:simulate" >&2; exit 1; }
+simulate_setup
 
 PROF="$OUT/$SHAPE.profile.trace" HELD="$OUT/$SHAPE.heldout.trace"
 if [[ ! -s "$HELD" ]]; then

@@ -23,7 +23,7 @@ while [[ $# -gt 0 ]]; do
 done
 source tools/heldout_lib.sh
 heldout_setup "$OUT"
-SIM=bazel-out/k8-opt/bin/tools/simulate
+simulate_setup
 DB="$OUT/$SHAPE.g$G.db" HELD="$OUT/$SHAPE.heldout.trace"
 [[ -s "$DB" && -s "$HELD" && -s "$OUT/$SHAPE.synth.json" ]] ||
   { echo "run tools/simulate_scale.sh --out $OUT first (no $DB)" >&2; exit 1; }
