@@ -1,5 +1,7 @@
 #include "tools/simulate_lab.h"
 
+#include <array>
+
 #include <algorithm>
 #include <cstdio>
 #include <iostream>
@@ -67,6 +69,8 @@ absl::StatusOr<int> CheckLab(const ModelShape& shape, const ClusterProfile& prof
   if (files.empty()) return absl::InvalidArgumentError("give check --lab RUN.json,...");
   // Setting → measured and predicted MoE-layer ms, one per run.
   std::map<std::string, std::vector<double>> measured, predicted, a2a;
+  // Setting → per phase (wait, dispatch, experts, combine), measured and predicted ms per run.
+  std::map<std::string, std::array<std::vector<double>, 4>> measured_phase, predicted_phase;
   std::map<std::string, int> ranks;
   for (const std::string& file : files) {
     ASSIGN_OR_RETURN(std::vector<LabSetting> settings, planner::sim::LoadLabSettings(file));
@@ -79,6 +83,12 @@ absl::StatusOr<int> CheckLab(const ModelShape& shape, const ClusterProfile& prof
       predicted[s.name].push_back(r.moe.total() * 1e3);
       a2a[s.name].push_back(r.a2a_share());
       ranks[s.name] = s.ranks;
+      const double m[] = {s.wait_ms, s.dispatch_ms, s.experts_ms, s.combine_ms};
+      const double p[] = {r.moe.wait, r.moe.dispatch, r.moe.experts, r.moe.combine};
+      for (int i = 0; i < 4; ++i) {
+        measured_phase[s.name][i].push_back(m[i]);
+        predicted_phase[s.name][i].push_back(p[i] * 1e3);
+      }
     }
   }
   nlohmann::ordered_json rows = nlohmann::ordered_json::array();
@@ -87,6 +97,12 @@ absl::StatusOr<int> CheckLab(const ModelShape& shape, const ClusterProfile& prof
     const double mm = Median(m), pm = Median(predicted[name]);
     const double error = mm > 0 ? pm / mm - 1 : 0;
     within += std::abs(error) <= 0.15;
+    nlohmann::ordered_json phases = nlohmann::ordered_json::object();
+    const char* kPhase[] = {"wait", "dispatch", "experts", "combine"};
+    for (int i = 0; i < 4; ++i) {
+      phases[kPhase[i]] = {{"measured_ms", Median(measured_phase[name][i])},
+                           {"predicted_ms", Median(predicted_phase[name][i])}};
+    }
     rows.push_back({{"setting", name},
                     {"ranks", ranks[name]},
                     {"runs", m.size()},
@@ -95,7 +111,8 @@ absl::StatusOr<int> CheckLab(const ModelShape& shape, const ClusterProfile& prof
                     {"measured_max", *std::max_element(m.begin(), m.end())},
                     {"predicted_moe_layer_ms", pm},
                     {"predicted_a2a_share", Median(a2a[name])},
-                    {"error", error}});
+                    {"error", error},
+                    {"phases", phases}});
   }
   // Order: within each G, every pair of settings the measurement separates (medians apart by
   // more than the runs' spread) ordered alike by the prediction.
@@ -136,6 +153,17 @@ absl::StatusOr<int> CheckLab(const ModelShape& shape, const ClusterProfile& prof
   }
   std::cout << within << " of " << rows.size() << " settings within 15%; order swapped: "
             << (swapped.empty() ? "none" : swapped.dump()) << "\n";
+  // Where the difference is: each phase's median, measured / predicted.
+  std::cout << "\nphases, ms a call, measured / predicted: setting  wait  dispatch  experts  "
+               "combine\n";
+  for (const auto& r : rows) {
+    std::cout << absl::StrFormat("%-30s", r["setting"].get<std::string>());
+    for (const char* phase : {"wait", "dispatch", "experts", "combine"}) {
+      std::cout << absl::StrFormat("  %5.2f / %5.2f", r["phases"][phase]["measured_ms"].get<double>(),
+                                   r["phases"][phase]["predicted_ms"].get<double>());
+    }
+    std::cout << "\n";
+  }
   return 0;
 }
 

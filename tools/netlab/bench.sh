@@ -106,6 +106,22 @@ version() {  # version G ARGS... → prints the new version number
     "${@:2}" | grep -o '^version [0-9]*' | cut -d' ' -f2
 }
 
+# The host's CPU seconds so far: all of it (user, nice, system, irq, softirq, steal), and the
+# engine, router and planner processes' own (every thread's, /proc/PID/stat), as JSON. The sweep's
+# difference is what the ranks got and what the rest of the host took from the same cores (the
+# router, loadgen, the planner, the shell): the scale model charges the rest to the ranks' cores
+# (host_cpu_per_request, docs/SIMULATE.md).
+cpu_snapshot() {
+  local busy wall
+  busy="$(awk '$1 == "cpu" { printf "%.2f", ($2 + $3 + $4 + $7 + $8 + $9) / 100; exit }' /proc/stat)"
+  wall="$(cut -d' ' -f1 /proc/uptime)"
+  cat /proc/[0-9]*/stat 2>/dev/null | awk -v busy="$busy" -v wall="$wall" -v cores="$(nproc)" '
+    { t = ($14 + $15) / 100 }
+    $2 == "(engine)" { e += t } $2 == "(router)" { r += t } $2 == "(planner)" { p += t }
+    END { printf "{\"wall_s\":%s,\"cores\":%d,\"busy_s\":%s,\"engine_s\":%.2f,\"router_s\":%.2f,\"planner_s\":%.2f}\n",
+                 wall, cores, busy, e, r, p }'
+}
+
 # run NAME G PLACEMENT POLICY ATTN [NETLAB FLAGS...] → one summary JSON line in $W/NAME.json,
 # on $HOSTS hosts × $PER_HOST ranks ($PIN: pinned) with links of $LINK Mbit/s.
 run() {
@@ -133,9 +149,11 @@ run() {
   "$B/tools/loadgen/loadgen" --target="$router" --prompts="$W/serve.jsonl" --concurrency=2 \
     --duration_s=3 --max_tokens=16 --max_prompt_chars=600 >/dev/null 2>&1 || true
   "$B/tools/netlab/lab_report" snapshot --engines="$engines" --out="$W/$name.before.json"
+  cpu_snapshot >"$W/$name.cpu_before.json"
   "$B/tools/loadgen/loadgen" --target="$router" --prompts="$W/serve.jsonl" --sweep \
     --rates="$RATES" --duration_s="$POINT_S" --drain_s=30 --max_tokens=32 \
     --max_prompt_chars=600 --out="$W/$name.sweep.json" >"$W/$name.loadgen.out" 2>&1
+  cpu_snapshot >"$W/$name.cpu_after.json"
   "$B/tools/netlab/lab_report" snapshot --engines="$engines" --out="$W/$name.after.json"
   "$B/tools/netlab/lab_report" summary --before="$W/$name.before.json" \
     --after="$W/$name.after.json" --loadgen="$W/$name.sweep.json" --setting="$name" |
@@ -144,7 +162,16 @@ run() {
       --arg rates "$RATES" --argjson point_s "$POINT_S" --arg work "$W" \
       '.ranks_per_host = $per_host | .link_mbit = $link | .pinned = $pinned
        | .placement = $placement | .router_policy = $policy | .attn = $attn
-       | .netlab_flags = $flags | .rates = $rates | .point_s = $point_s | .work_dir = $work' \
+       | .netlab_flags = $flags | .rates = $rates | .point_s = $point_s | .work_dir = $work' |
+    jq -c --slurpfile b "$W/$name.cpu_before.json" --slurpfile a "$W/$name.cpu_after.json" \
+      --slurpfile sweep "$W/$name.sweep.json" '
+      ($a[0]) as $a | ($b[0]) as $b | ([$sweep[0].points[].sent] | add) as $sent
+      | .host_cpu = {wall_s: ($a.wall_s - $b.wall_s), cores: $a.cores,
+                     busy_s: ($a.busy_s - $b.busy_s), engine_s: ($a.engine_s - $b.engine_s),
+                     router_s: ($a.router_s - $b.router_s), planner_s: ($a.planner_s - $b.planner_s),
+                     requests: $sent}
+      | .host_cpu.other_s = ([.host_cpu.busy_s - .host_cpu.engine_s, 0] | max)
+      | .host_cpu_per_request_s = (if $sent > 0 then .host_cpu.other_s / $sent else 0 end)' \
       >"$W/$name.json"
   kill -INT "$pid"
   wait "$pid" || true
