@@ -106,20 +106,24 @@ version() {  # version G ARGS... → prints the new version number
     "${@:2}" | grep -o '^version [0-9]*' | cut -d' ' -f2
 }
 
-# The host's CPU seconds so far: all of it (user, nice, system, irq, softirq, steal), and the
-# engine, router and planner processes' own (every thread's, /proc/PID/stat), as JSON. The sweep's
-# difference is what the ranks got and what the rest of the host took from the same cores (the
-# router, loadgen, the planner, the shell): the scale model charges the rest to the ranks' cores
-# (host_cpu_per_request, docs/SIMULATE.md).
+# The host's CPU seconds so far: all of it (user, nice, system, irq, softirq, steal), interrupts
+# apart, and the engine, router and planner processes' own (every thread's, /proc/PID/stat), as
+# JSON. Over a sweep (with loadgen's own, from `times`): what the ranks got, and what the
+# serving path beside them took from the same cores — router, planner and loadgen per request
+# sent ("host_cpu_per_request_s"), which the scale model charges to the ranks' cores
+# (docs/SIMULATE.md). "other_s" (the host less interrupts and engines) is kept for the record: the
+# kernel charges part of the network's interrupt work to the engines too, so it reads low.
 cpu_snapshot() {
-  local busy wall
-  busy="$(awk '$1 == "cpu" { printf "%.2f", ($2 + $3 + $4 + $7 + $8 + $9) / 100; exit }' /proc/stat)"
+  local busy irq wall
+  read -r busy irq < <(awk '$1 == "cpu" { printf "%.2f %.2f\n", ($2 + $3 + $4 + $7 + $8 + $9) / 100,
+                                                  ($7 + $8) / 100; exit }' /proc/stat)
   wall="$(cut -d' ' -f1 /proc/uptime)"
-  cat /proc/[0-9]*/stat 2>/dev/null | awk -v busy="$busy" -v wall="$wall" -v cores="$(nproc)" '
+  { cat /proc/[0-9]*/stat 2>/dev/null || true; } | awk -v busy="$busy" -v irq="$irq" -v wall="$wall" \
+      -v cores="$(nproc)" '
     { t = ($14 + $15) / 100 }
     $2 == "(engine)" { e += t } $2 == "(router)" { r += t } $2 == "(planner)" { p += t }
-    END { printf "{\"wall_s\":%s,\"cores\":%d,\"busy_s\":%s,\"engine_s\":%.2f,\"router_s\":%.2f,\"planner_s\":%.2f}\n",
-                 wall, cores, busy, e, r, p }'
+    END { printf "{\"wall_s\":%s,\"cores\":%d,\"busy_s\":%s,\"irq_s\":%s,\"engine_s\":%.2f,\"router_s\":%.2f,\"planner_s\":%.2f}\n",
+                 wall, cores, busy, irq, e, r, p }'
 }
 
 # run NAME G PLACEMENT POLICY ATTN [NETLAB FLAGS...] → one summary JSON line in $W/NAME.json,
@@ -149,11 +153,19 @@ run() {
   "$B/tools/loadgen/loadgen" --target="$router" --prompts="$W/serve.jsonl" --concurrency=2 \
     --duration_s=3 --max_tokens=16 --max_prompt_chars=600 >/dev/null 2>&1 || true
   "$B/tools/netlab/lab_report" snapshot --engines="$engines" --out="$W/$name.before.json"
-  cpu_snapshot >"$W/$name.cpu_before.json"
+  cpu_snapshot >"$W/$name.cpu.before.json"
+  times >"$W/$name.times.before"  # This shell's reaped children: loadgen's CPU, after it.
   "$B/tools/loadgen/loadgen" --target="$router" --prompts="$W/serve.jsonl" --sweep \
     --rates="$RATES" --duration_s="$POINT_S" --drain_s=30 --max_tokens=32 \
     --max_prompt_chars=600 --out="$W/$name.sweep.json" >"$W/$name.loadgen.out" 2>&1
-  cpu_snapshot >"$W/$name.cpu_after.json"
+  times >"$W/$name.times.after"
+  cpu_snapshot >"$W/$name.cpu.after.json"
+  local loadgen_cpu
+  loadgen_cpu="$(awk 'FNR == 2 { split($1, u, /[ms]/); split($2, s, /[ms]/)
+                                 v = u[1] * 60 + u[2] + s[1] * 60 + s[2]
+                                 if (NR == FNR) before = v; else after = v }
+                      END { printf "%.3f", after - before }' \
+                   "$W/$name.times.before" "$W/$name.times.after")"
   "$B/tools/netlab/lab_report" snapshot --engines="$engines" --out="$W/$name.after.json"
   "$B/tools/netlab/lab_report" summary --before="$W/$name.before.json" \
     --after="$W/$name.after.json" --loadgen="$W/$name.sweep.json" --setting="$name" |
@@ -163,15 +175,19 @@ run() {
       '.ranks_per_host = $per_host | .link_mbit = $link | .pinned = $pinned
        | .placement = $placement | .router_policy = $policy | .attn = $attn
        | .netlab_flags = $flags | .rates = $rates | .point_s = $point_s | .work_dir = $work' |
-    jq -c --slurpfile b "$W/$name.cpu_before.json" --slurpfile a "$W/$name.cpu_after.json" \
-      --slurpfile sweep "$W/$name.sweep.json" '
+    jq -c --slurpfile b "$W/$name.cpu.before.json" --slurpfile a "$W/$name.cpu.after.json" \
+      --slurpfile sweep "$W/$name.sweep.json" --argjson loadgen "$loadgen_cpu" '
       ($a[0]) as $a | ($b[0]) as $b | ([$sweep[0].points[].sent] | add) as $sent
       | .host_cpu = {wall_s: ($a.wall_s - $b.wall_s), cores: $a.cores,
-                     busy_s: ($a.busy_s - $b.busy_s), engine_s: ($a.engine_s - $b.engine_s),
-                     router_s: ($a.router_s - $b.router_s), planner_s: ($a.planner_s - $b.planner_s),
+                     busy_s: ($a.busy_s - $b.busy_s), irq_s: ($a.irq_s - $b.irq_s),
+                     engine_s: ($a.engine_s - $b.engine_s), router_s: ($a.router_s - $b.router_s),
+                     planner_s: ($a.planner_s - $b.planner_s), loadgen_s: $loadgen,
                      requests: $sent}
-      | .host_cpu.other_s = ([.host_cpu.busy_s - .host_cpu.engine_s, 0] | max)
-      | .host_cpu_per_request_s = (if $sent > 0 then .host_cpu.other_s / $sent else 0 end)' \
+      | .host_cpu.other_s = ([.host_cpu.busy_s - .host_cpu.irq_s - .host_cpu.engine_s, 0] | max)
+      | .host_cpu_per_request_s =
+          (if $sent > 0
+           then (.host_cpu.router_s + .host_cpu.planner_s + .host_cpu.loadgen_s) / $sent
+           else 0 end)' \
       >"$W/$name.json"
   kill -INT "$pid"
   wait "$pid" || true
