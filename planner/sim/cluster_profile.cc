@@ -39,6 +39,7 @@ std::vector<std::pair<std::string, Figure*>> ClusterProfile::Figures() {
           {"step_skew", &step_skew},
           {"host_cores", &host_cores},
           {"shared_core_wait", &shared_core_wait},
+          {"host_cpu_per_request", &host_cpu_per_request},
           {"weight_bytes", &weight_bytes},
           {"wire_bytes", &wire_bytes},
           {"kv_bytes", &kv_bytes}};

@@ -39,6 +39,11 @@ struct ClusterProfile {
   Figure step_skew;           // s the ranks' starts of a step spread: the first MoE layer's wait.
   Figure host_cores;          // Processors the ranks share (0: each rank its own, as GPUs).
   Figure shared_core_wait;    // s a MoE-layer call waits per extra rank on a shared processor.
+  // Host CPU seconds per request spent outside the ranks on the processors they share (the
+  // router, loadgen, RPC): at arrival rate λ it takes λ × this of host_cores, and the ranks' work
+  // stretches by host_cores / (host_cores − λ × this). Measured by the lab per run (bench.sh's
+  // host_cpu); ignored without host_cores.
+  Figure host_cpu_per_request;
   Figure weight_bytes;        // Bytes per weight value.
   Figure wire_bytes;          // Bytes per activation value in the dispatch and combine.
   Figure kv_bytes;            // Bytes per KV-cache value.

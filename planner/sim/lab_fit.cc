@@ -69,6 +69,9 @@ absl::StatusOr<LabSetting> FromJson(const nlohmann::json& j, const std::string& 
   if (j.contains("tpot_p50_ms") && j["tpot_p50_ms"].is_number()) {
     s.tpot_p50_ms = std::max(0.0, j["tpot_p50_ms"].get<double>());
   }
+  if (j.contains("host_cpu_per_request_s")) {
+    RETURN_IF_ERROR(number("host_cpu_per_request_s", s.host_cpu_per_request_s));
+  }
   return s;
 }
 
@@ -122,6 +125,10 @@ ClusterProfile ProfileFor(const ClusterProfile& profile, const LabSetting& s) {
     p.inter_bw = {s.link_mbit * 1e6 / 8, absl::StrCat(s.file, ": link_mbit")};
   } else {
     p.inter_bw = {p.intra_bw.value, "an unshaped lab link: as fast as the loopback (intra_bw)"};
+  }
+  if (s.host_cpu_per_request_s >= 0) {
+    p.host_cpu_per_request = {s.host_cpu_per_request_s,
+                              absl::StrCat(s.file, ": host_cpu_per_request_s (measured)")};
   }
   return p;
 }
@@ -197,8 +204,26 @@ absl::StatusOr<ClusterProfile> FitProfile(const std::vector<Scenario>& scenarios
       if (!moved) break;
     }
   }
-  std::vector<std::string> files;
-  for (const LabSetting& s : settings) files.push_back(s.file);
+  std::vector<std::string> files, measured_files;
+  std::vector<double> measured;  // The settings' host CPU per request, where recorded.
+  for (const LabSetting& s : settings) {
+    files.push_back(s.file);
+    if (s.host_cpu_per_request_s >= 0) {
+      measured.push_back(s.host_cpu_per_request_s);
+      measured_files.push_back(s.file);
+    }
+  }
+  // The profile's own figure (for lab runs that did not measure it, and `simulate --cluster lab`
+  // without a run): the median of what the fitted runs measured.
+  if (!measured.empty()) {
+    std::sort(measured.begin(), measured.end());
+    start.host_cpu_per_request = {
+        measured[measured.size() / 2],
+        absl::StrCat("measured: the median host_cpu_per_request_s of ",
+                     absl::StrJoin(measured_files, ", "),
+                     " (tools/netlab/bench.sh: the host's CPU over the sweep, less the engine "
+                     "ranks', per request sent)")};
+  }
   for (Figure* f : fitted) {
     f->source = absl::StrCat("fitted by `simulate fit` to the measured wait, exchange (dispatch "
                              "+ experts + combine), experts and attention times and p50 TPOT of ",

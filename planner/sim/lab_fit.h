@@ -27,6 +27,9 @@ struct LabSetting {
   double attention_ms = 0;
   double max_rate_in_slo = 0;
   double tpot_p50_ms = 0;  // At max_rate_in_slo (0: not recorded).
+  // The host's CPU outside the ranks over the sweep per request sent (bench.sh's host_cpu; < 0:
+  // not recorded, runs from before 2026-12-06).
+  double host_cpu_per_request_s = -1;
 };
 
 // One setting's JSON object (`file` names it in errors). InvalidArgument naming a missing or
@@ -39,8 +42,8 @@ absl::StatusOr<std::vector<LabSetting>> LoadLabSettings(const std::string& path)
 // DP under the router's round-robin, least-loaded or semantic rule (affinity, online),
 // TP, its hosts, node dedup when netlab ran with --node_topology.
 ScenarioSpec SpecOf(const LabSetting& setting);
-// The profile for a setting: `profile` with the setting's link (inter_bw; unshaped: intra_bw)
-// and ranks per host.
+// The profile for a setting: `profile` with the setting's link (inter_bw; unshaped: intra_bw),
+// ranks per host and, where the run measured it, host CPU per request.
 ClusterProfile ProfileFor(const ClusterProfile& profile, const LabSetting& setting);
 // What a setting's sweep predicts (the loadgen's 32 output tokens).
 absl::StatusOr<SweepResult> Predict(const Scenario& scenario, const ClusterProfile& profile,

@@ -46,6 +46,15 @@ TEST(LabFitTest, ASettingIsTheScenarioItRan) {
   v["link_mbit"] = 0;  // Unshaped: the link runs as the loopback.
   EXPECT_EQ(ProfileFor(lab, *ParseLabSetting(v.dump(), "r1.json")).inter_bw.value,
             lab.intra_bw.value);
+  // The host's CPU per request: the run's own where it measured it, else the profile's.
+  EXPECT_LT(s->host_cpu_per_request_s, 0);
+  EXPECT_EQ(ProfileFor(lab, *s).host_cpu_per_request.value, lab.host_cpu_per_request.value);
+  v["host_cpu_per_request_s"] = 0.04;
+  const ClusterProfile measured = ProfileFor(lab, *ParseLabSetting(v.dump(), "r1.json"));
+  EXPECT_DOUBLE_EQ(measured.host_cpu_per_request.value, 0.04);
+  EXPECT_NE(measured.host_cpu_per_request.source.find("r1.json"), std::string::npos);
+  v["host_cpu_per_request_s"] = -1;
+  EXPECT_FALSE(ParseLabSetting(v.dump(), "r1.json").ok());
 }
 
 TEST(LabFitTest, OldOrBrokenSettingsAreRefusedNamingTheField) {
@@ -123,7 +132,7 @@ TEST(LabFitTest, TheFitFindsTheTimesOfAKnownProfile) {
     settings.push_back(m);
     scenarios.push_back(s);
   }
-  const ClusterProfile start = *LoadClusterProfile("lab");  // Off by 1.6×, 4×, 2.5×.
+  const ClusterProfile start = *LoadClusterProfile("lab");  // Each figure off by 1.6× or more.
   auto fitted = FitProfile(scenarios, settings, start,
                            {"collective_latency", "flops", "step_skew"});
   ASSERT_TRUE(fitted.ok()) << fitted.status();
@@ -136,6 +145,13 @@ TEST(LabFitTest, TheFitFindsTheTimesOfAKnownProfile) {
   EXPECT_NE(fitted->collective_latency.source.find("fitted by `simulate fit`"), std::string::npos);
   EXPECT_NE(fitted->collective_latency.source.find("truth-100"), std::string::npos);
   EXPECT_EQ(fitted->message_latency.source, start.message_latency.source);  // Not fitted.
+  // No setting measured the host's CPU: the profile's figure stays.
+  EXPECT_EQ(fitted->host_cpu_per_request.source, start.host_cpu_per_request.source);
+  settings[1].host_cpu_per_request_s = 0.02;  // One did: the profile takes it (the median).
+  auto with_host = FitProfile(scenarios, settings, start, {"step_skew"});
+  ASSERT_TRUE(with_host.ok()) << with_host.status();
+  EXPECT_DOUBLE_EQ(with_host->host_cpu_per_request.value, 0.02);
+  EXPECT_NE(with_host->host_cpu_per_request.source.find("truth-400"), std::string::npos);
   EXPECT_FALSE(FitProfile(scenarios, settings, start, {"warp"}).ok());
   EXPECT_FALSE(FitProfile({}, {}, start, {"flops"}).ok());
 }

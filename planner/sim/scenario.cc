@@ -133,7 +133,6 @@ absl::StatusOr<SweepResult> RunSweep(const Scenario& s, const ClusterProfile& pr
                                      double target_attainment) {
   if (rates.empty()) return absl::InvalidArgumentError("a sweep needs rates");
   if (!(point_s > 0)) return absl::InvalidArgumentError("a sweep point needs a duration");
-  const StepCost cost(s.shape, profile, s.topology);
   ServingOptions options = base;
   options.mode = s.mode == "tp" ? AttentionMode::kTp : AttentionMode::kDp;
   options.node_dedup = s.node_dedup;
@@ -162,6 +161,7 @@ absl::StatusOr<SweepResult> RunSweep(const Scenario& s, const ClusterProfile& pr
     assigner = std::make_unique<router::Assigner>(policy, 0.05, node_of);
     workload.rate = rate;
     workload.requests = std::max<int64_t>(1, std::llround(rate * point_s));
+    const StepCost cost(s.shape, profile, s.topology, rate);  // The host's share at this rate.
     ASSIGN_OR_RETURN(SimResult r, Simulate(s.trace, s.replay, s.shape, cost, workload, options));
     const double m = static_cast<double>(r.moe_calls), l = static_cast<double>(r.layer_calls);
     out.moe.wait += r.moe.wait * m, out.moe.dispatch += r.moe.dispatch * m;

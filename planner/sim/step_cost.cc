@@ -14,15 +14,22 @@ void MoeTraffic::Reset(int ranks, bool stages) {
   own_tokens.assign(g, 0);
 }
 
+double StepCost::StretchAt(const ClusterProfile& profile, double arrival_rate) {
+  const double cores = profile.host_cores.value;
+  if (cores <= 0 || arrival_rate <= 0) return 1;
+  const double taken = std::min(0.9, arrival_rate * profile.host_cpu_per_request.value / cores);
+  return 1 / (1 - taken);
+}
+
 double StepCost::SharedCoreWait() const {
   const double cores = profile_.host_cores.value;
   if (cores <= 0) return 0;
-  return profile_.shared_core_wait.value * std::max(0.0, topo_.num_ranks() / cores - 1);
+  return profile_.shared_core_wait.value * std::max(0.0, topo_.num_ranks() / cores - 1) * stretch_;
 }
 
 double StepCost::Roofline(double flops, double bytes) const {
-  return profile_.kernel_overhead.value +
-         std::max(flops / profile_.flops.value, bytes / profile_.mem_bw.value);
+  return stretch_ * (profile_.kernel_overhead.value +
+                     std::max(flops / profile_.flops.value, bytes / profile_.mem_bw.value));
 }
 
 double StepCost::Attention(const AttentionWork& w, int shards) const {
@@ -72,16 +79,18 @@ double StepCost::Collective(const std::vector<double>& bytes) const {
   const double intra = profile_.intra_bw.value * eff, inter = profile_.inter_bw.value * eff;
   double slowest = 0;
   for (int r = 0; r < g; ++r) {
-    double link = std::max(intra_out[r], intra_in[r]) / intra;
+    // Copies inside a host and the per-message costs are the ranks' processors' work (they
+    // stretch); a link between nodes runs at its own rate.
+    double link = stretch_ * std::max(intra_out[r], intra_in[r]) / intra;
     if (per_node) {
       const int n = topo_.NodeOf(r);
       link = std::max(link, std::max(node_out[n], node_in[n]) / inter);
     } else {
       link = std::max(link, std::max(inter_out[r], inter_in[r]) / inter);
     }
-    slowest = std::max(slowest, profile_.message_latency.value * peers[r] + link);
+    slowest = std::max(slowest, stretch_ * profile_.message_latency.value * peers[r] + link);
   }
-  return profile_.collective_latency.value + slowest;
+  return stretch_ * profile_.collective_latency.value + slowest;
 }
 
 double StepCost::DispatchRowBytes() const {

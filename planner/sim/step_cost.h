@@ -5,7 +5,9 @@
 // collective_latency + message_latency × peers messaged + the busiest link's bytes / (its rate ×
 // a2a_efficiency), the slowest rank setting the time (a collective ends when its last rank does).
 // A link inside a node runs at intra_bw per device; across nodes at inter_bw per device, or per
-// node when inter_per_node (the lab's hosts share one link).
+// node when inter_per_node (the lab's hosts share one link). Where the ranks share the host's
+// processors (host_cores > 0), every term of theirs stretches by Stretch(): the share of the
+// cores the rest of the host (router, loadgen) takes at the arrival rate.
 #ifndef SEMMOE_PLANNER_SIM_STEP_COST_H_
 #define SEMMOE_PLANNER_SIM_STEP_COST_H_
 
@@ -51,12 +53,18 @@ struct MoeTime {
 
 class StepCost {
  public:
-  // REQUIRES: CheckShape(shape) ok; topology.num_ranks() ≥ 1. All borrowed.
-  StepCost(const ModelShape& shape, const ClusterProfile& profile, const planner::Topology& topo)
-      : shape_(shape), profile_(profile), topo_(topo) {}
+  // REQUIRES: CheckShape(shape) ok; topology.num_ranks() ≥ 1. All borrowed. `arrival_rate`:
+  // requests/s, for the host's share of shared processors (Stretch).
+  StepCost(const ModelShape& shape, const ClusterProfile& profile, const planner::Topology& topo,
+           double arrival_rate = 0)
+      : shape_(shape), profile_(profile), topo_(topo), stretch_(StretchAt(profile, arrival_rate)) {}
 
-  double StepOverhead() const { return profile_.step_overhead.value; }
-  double StepSkew() const { return profile_.step_skew.value; }
+  // host_cores / (host_cores − rate × host_cpu_per_request), the host's share capped at 90% of
+  // the cores; 1 without host_cores (GPUs: the ranks do not share the host's processors).
+  static double StretchAt(const ClusterProfile& profile, double arrival_rate);
+  double Stretch() const { return stretch_; }
+  double StepOverhead() const { return profile_.step_overhead.value * stretch_; }
+  double StepSkew() const { return profile_.step_skew.value * stretch_; }
   // What a MoE-layer call waits because ranks share processors (host_cores > 0 and fewer cores
   // than ranks): shared_core_wait per extra rank on a core. 0 on GPUs.
   double SharedCoreWait() const;
@@ -87,6 +95,7 @@ class StepCost {
   const ModelShape& shape_;
   const ClusterProfile& profile_;
   const planner::Topology& topo_;
+  const double stretch_;
 };
 
 }  // namespace semmoe::planner::sim

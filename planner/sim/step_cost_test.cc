@@ -67,5 +67,32 @@ TEST(StepCostTest, AMoeLayerWaitsForTheSlowestAndRunsTheBusiestExperts) {
   EXPECT_DOUBLE_EQ(m.total(), m.wait + m.dispatch + m.experts + m.combine);
 }
 
+TEST(StepCostTest, TheHostsShareOfSharedCoresStretchesTheRanksWorkButNotTheLink) {
+  ClusterProfile p = Simple();
+  const ModelShape s = Tiny();
+  const Topology topo = *Topology::Nodes(2, 2);
+  p.host_cores = {2, "test"};
+  p.shared_core_wait = {0.5, "test"};
+  p.step_overhead = {0.1, "test"};
+  p.host_cpu_per_request = {0.1, "test"};  // At 5 req/s half a core of the two: 4/3.
+  EXPECT_DOUBLE_EQ(StepCost::StretchAt(p, 5), 2 / 1.5);
+  EXPECT_DOUBLE_EQ(StepCost::StretchAt(p, 0), 1);
+  EXPECT_DOUBLE_EQ(StepCost::StretchAt(p, 100), 10);  // The host's share capped at 90%.
+  ClusterProfile gpu = p;
+  gpu.host_cores = {0, "test"};
+  EXPECT_DOUBLE_EQ(StepCost::StretchAt(gpu, 5), 1);
+
+  const StepCost idle(s, p, topo), busy(s, p, topo, 5);
+  const double k = 2 / 1.5;
+  EXPECT_DOUBLE_EQ(busy.Roofline(2e9, 0), k * idle.Roofline(2e9, 0));
+  EXPECT_DOUBLE_EQ(busy.SharedCoreWait(), k * idle.SharedCoreWait());
+  EXPECT_DOUBLE_EQ(busy.StepOverhead(), k * 0.1);
+  std::vector<double> bytes(16, 0);
+  bytes[0 * 4 + 1] = 500;  // Inside node 0 (the host's copies): stretched with the latencies.
+  EXPECT_DOUBLE_EQ(busy.Collective(bytes), k * (1.0 + 0.25 + 1.0));
+  bytes[0 * 4 + 2] = 1000;  // Across: 20 s on the link, at its own rate.
+  EXPECT_DOUBLE_EQ(busy.Collective(bytes), k * (1.0 + 0.5) + 20.0);
+}
+
 }  // namespace
 }  // namespace semmoe::planner::sim
