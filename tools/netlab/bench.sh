@@ -25,7 +25,8 @@
 # dp_semantic_topo (built for the topology, planner build --topology), dp_vanilla_dedup), each
 # with ranks, cross_node_bytes_per_token (0 without a topology), lar, a2a_bytes_per_token, a2a_share, moe_layer_ms
 # (+ dispatch_ms, experts_ms, combine_ms, wait_ms, a2a_link_ms), goodput_rps, max_rate_in_slo,
-# ttft_p99_ms, tpot_p50_ms, link_mbit and the sweep; keys of G = 4 have no prefix, the others
+# ttft_p99_ms, tpot_p50_ms, link_mbit, the host's CPU over the sweep (host_cpu,
+# host_cpu_per_request_s) and the sweep; keys of G = 4 have no prefix, the others
 # gN_ (g8_dp_semantic, g2_tp_plain_vanilla, ...). --quick runs the first three DP and the first
 # two TP settings unless --only names others.
 set -euo pipefail
