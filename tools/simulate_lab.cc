@@ -1,8 +1,7 @@
 #include "tools/simulate_lab.h"
 
-#include <array>
-
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <iostream>
 #include <map>
@@ -16,6 +15,9 @@
 #include "planner/sim/scenario.h"
 
 namespace semmoe::tools {
+
+// The MoE layer's phases, as lab_report splits a call and MoeTime predicts it.
+constexpr const char* kPhases[] = {"wait", "dispatch", "experts", "combine"};
 namespace {
 
 using planner::sim::ClusterProfile;
@@ -98,9 +100,8 @@ absl::StatusOr<int> CheckLab(const ModelShape& shape, const ClusterProfile& prof
     const double error = mm > 0 ? pm / mm - 1 : 0;
     within += std::abs(error) <= 0.15;
     nlohmann::ordered_json phases = nlohmann::ordered_json::object();
-    const char* kPhase[] = {"wait", "dispatch", "experts", "combine"};
     for (int i = 0; i < 4; ++i) {
-      phases[kPhase[i]] = {{"measured_ms", Median(measured_phase[name][i])},
+      phases[kPhases[i]] = {{"measured_ms", Median(measured_phase[name][i])},
                            {"predicted_ms", Median(predicted_phase[name][i])}};
     }
     rows.push_back({{"setting", name},
@@ -158,7 +159,7 @@ absl::StatusOr<int> CheckLab(const ModelShape& shape, const ClusterProfile& prof
                "combine\n";
   for (const auto& r : rows) {
     std::cout << absl::StrFormat("%-30s", r["setting"].get<std::string>());
-    for (const char* phase : {"wait", "dispatch", "experts", "combine"}) {
+    for (const char* phase : kPhases) {
       std::cout << absl::StrFormat("  %5.2f / %5.2f", r["phases"][phase]["measured_ms"].get<double>(),
                                    r["phases"][phase]["predicted_ms"].get<double>());
     }

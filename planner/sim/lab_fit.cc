@@ -221,8 +221,8 @@ absl::StatusOr<ClusterProfile> FitProfile(const std::vector<Scenario>& scenarios
         measured[measured.size() / 2],
         absl::StrCat("measured: the median host_cpu_per_request_s of ",
                      absl::StrJoin(measured_files, ", "),
-                     " (tools/netlab/bench.sh: the host's CPU over the sweep, less the engine "
-                     "ranks', per request sent)")};
+                     " (tools/netlab/bench.sh: the router's, planner's and loadgen's CPU over "
+                     "the sweep per request sent)")};
   }
   for (Figure* f : fitted) {
     f->source = absl::StrCat("fitted by `simulate fit` to the measured wait, exchange (dispatch "

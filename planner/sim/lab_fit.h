@@ -27,8 +27,8 @@ struct LabSetting {
   double attention_ms = 0;
   double max_rate_in_slo = 0;
   double tpot_p50_ms = 0;  // At max_rate_in_slo (0: not recorded).
-  // The host's CPU outside the ranks over the sweep per request sent (bench.sh's host_cpu; < 0:
-  // not recorded, runs from before 2026-12-06).
+  // The router's, planner's and loadgen's CPU over the sweep per request sent (bench.sh's
+  // host_cpu_per_request_s; < 0: not recorded, runs from before 2026-12-06).
   double host_cpu_per_request_s = -1;
 };
 
