@@ -63,11 +63,15 @@ const char* CollectiveName(CollectiveKind kind) {
   return "unknown";
 }
 
-Communicator::Busy::Busy(Communicator& c) : c_(c) {
-  c_.busy_since_ns_.store(absl::GetCurrentTimeNanos(), std::memory_order_relaxed);
+Communicator::Busy::Busy(Communicator& c, CollectiveKind kind)
+    : c_(c), kind_(kind), start_ns_(absl::GetCurrentTimeNanos()) {
+  c_.busy_since_ns_.store(start_ns_, std::memory_order_relaxed);
 }
 
-Communicator::Busy::~Busy() { c_.busy_since_ns_.store(0, std::memory_order_relaxed); }
+Communicator::Busy::~Busy() {
+  c_.busy_since_ns_.store(0, std::memory_order_relaxed);
+  c_.counters_[kind_].seconds += (absl::GetCurrentTimeNanos() - start_ns_) * 1e-9;
+}
 
 absl::Duration Communicator::InCollectiveFor() const {
   const int64_t since = busy_since_ns_.load(std::memory_order_relaxed);
@@ -96,7 +100,7 @@ absl::Status Communicator::AllToAllVBytes(const char* send, size_t send_size,
   const std::vector<int64_t> send_bytes = Scaled(send_counts, elem);
   const std::vector<int64_t> recv_bytes = Scaled(recv_counts, elem);
   {
-    Busy busy(*this);
+    Busy busy(*this, CollectiveKind::kAllToAll);
     RETURN_IF_ERROR(DoAllToAllV(send, send_bytes, recv, recv_bytes));
   }
   CollectiveCounters& c = counters_[CollectiveKind::kAllToAll];
@@ -117,7 +121,7 @@ absl::Status Communicator::AllToAllVParts(absl::Span<const AllToAllPart> parts) 
     bytes.push_back({p.send, Scaled(p.send_counts, p.elem), p.recv, Scaled(p.recv_counts, p.elem)});
   }
   {
-    Busy busy(*this);
+    Busy busy(*this, CollectiveKind::kAllToAll);
     RETURN_IF_ERROR(DoAllToAllVParts(bytes));
   }
   CollectiveCounters& c = counters_[CollectiveKind::kAllToAll];
@@ -147,7 +151,7 @@ absl::Status Communicator::AllGatherVBytes(const char* send, size_t send_size,
   }
   const std::vector<int64_t> bytes = Scaled(counts, elem);
   {
-    Busy busy(*this);
+    Busy busy(*this, CollectiveKind::kAllGather);
     RETURN_IF_ERROR(DoAllGatherV(send, bytes[rank()], recv, bytes));
   }
   CollectiveCounters& c = counters_[CollectiveKind::kAllGather];
@@ -163,7 +167,7 @@ absl::Status Communicator::BroadcastBytes(char* data, size_t size_bytes, int roo
         absl::StrCat("broadcast: root ", root, " is not in a group of ", size()));
   }
   if (size() > 1 && size_bytes > 0) {
-    Busy busy(*this);
+    Busy busy(*this, CollectiveKind::kBroadcast);
     RETURN_IF_ERROR(DoBroadcast(data, static_cast<int64_t>(size_bytes), root));
   }
   CollectiveCounters& c = counters_[CollectiveKind::kBroadcast];
@@ -188,7 +192,7 @@ absl::Status Communicator::ReduceScatterV(absl::Span<const float> send,
   }
   const std::vector<int64_t> elems(counts.begin(), counts.end());
   {
-    Busy busy(*this);
+    Busy busy(*this, CollectiveKind::kReduceScatter);
     RETURN_IF_ERROR(DoReduceScatterSum(send.data(), elems, recv.data()));
   }
   CollectiveCounters& c = counters_[CollectiveKind::kReduceScatter];
@@ -201,7 +205,7 @@ absl::Status Communicator::ReduceScatterV(absl::Span<const float> send,
 
 absl::Status Communicator::AllReduce(absl::Span<float> data) {
   if (size() > 1 && !data.empty()) {
-    Busy busy(*this);
+    Busy busy(*this, CollectiveKind::kAllReduce);
     RETURN_IF_ERROR(DoAllReduceSum(data.data(), static_cast<int64_t>(data.size())));
   }
   CollectiveCounters& c = counters_[CollectiveKind::kAllReduce];
@@ -215,7 +219,7 @@ absl::Status Communicator::AllReduce(absl::Span<float> data) {
 
 absl::Status Communicator::Barrier() {
   if (size() > 1) {
-    Busy busy(*this);
+    Busy busy(*this, CollectiveKind::kBarrier);
     RETURN_IF_ERROR(DoBarrier());
   }
   ++counters_[CollectiveKind::kBarrier].calls;

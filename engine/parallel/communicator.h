@@ -46,6 +46,7 @@ struct CollectiveCounters {
   int64_t calls = 0;
   int64_t bytes_sent = 0;
   int64_t bytes_received = 0;
+  double seconds = 0;  // Wall time inside the backend's calls (waiting for peers included).
 };
 
 struct CommCounters {
@@ -198,14 +199,17 @@ class Communicator {
                                char* recv, size_t recv_size, size_t elem);
   absl::Status BroadcastBytes(char* data, size_t size, int root);
 
-  // Marks a backend call under way for InCollectiveFor.
+  // Marks a backend call under way for InCollectiveFor and adds its wall time to `kind`'s
+  // counters.
   class Busy {
    public:
-    explicit Busy(Communicator& c);
+    Busy(Communicator& c, CollectiveKind kind);
     ~Busy();
 
    private:
     Communicator& c_;
+    CollectiveKind kind_;
+    int64_t start_ns_;
   };
 
   CommCounters counters_;

@@ -9,6 +9,7 @@
 #include <thread>
 #include <vector>
 
+#include "absl/time/clock.h"
 #include "gloo/rendezvous/file_store.h"
 #include "gloo/rendezvous/hash_store.h"
 #include "gtest/gtest.h"
@@ -193,6 +194,24 @@ TEST(GlooCommunicatorTest, AllGatherVCollectsEveryRankInOrder) {
     // Built on the all-to-all, but counted as what it is.
     EXPECT_EQ(group.counters()[CollectiveKind::kAllGather].calls, 1);
     EXPECT_EQ(group.counters()[CollectiveKind::kAllToAll].calls, 0);
+  });
+}
+
+TEST(GlooCommunicatorTest, TheWaitForALatePeerCountsInItsKindsSeconds) {
+  RunRanks(kRanks, [](GlooCommunicator& group) {
+    if (group.rank() == 0) absl::SleepFor(absl::Milliseconds(60));
+    std::vector<int32_t> mine = {group.rank()}, all(kRanks);
+    ASSERT_TRUE(
+        group.AllGatherV(absl::MakeConstSpan(mine), std::vector<int64_t>(kRanks, 1),
+                         absl::MakeSpan(all))
+            .ok());
+    const CommCounters& c = group.counters();
+    if (group.rank() != 0) {
+      EXPECT_GE(c[CollectiveKind::kAllGather].seconds, 0.05);
+    }
+    EXPECT_GT(c[CollectiveKind::kAllGather].seconds, 0);
+    EXPECT_EQ(c[CollectiveKind::kAllToAll].seconds, 0);
+    EXPECT_EQ(c[CollectiveKind::kBroadcast].seconds, 0);
   });
 }
 

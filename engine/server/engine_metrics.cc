@@ -123,6 +123,18 @@ std::string EngineMetricsText(const rpc::EngineStats& s) {
     f.Counter("semmoe_engine_moe_seconds_total", kSeconds, labels({{"phase", "combine"}}),
               l.combine_seconds());
   }
+  for (const rpc::CollectiveStats& c : s.collectives()) {
+    if (c.calls() == 0) continue;
+    auto with = r;
+    with.push_back({"kind", c.name()});
+    f.Counter("semmoe_engine_collective_calls_total",
+              "Collectives this rank ran, by kind (all_to_all, all_gather, reduce_scatter, ...).",
+              with, c.calls());
+    f.Counter("semmoe_engine_collective_seconds_total",
+              "Seconds inside the collectives, by kind, waiting for the group's slowest rank "
+              "included.",
+              with, c.seconds());
+  }
   {
     auto with = r;
     with.push_back({"topology", s.topology().empty() ? "one node" : s.topology()});

@@ -7,6 +7,7 @@ namespace semmoe::engine {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 TEST(EngineMetricsTest, StatsBecomeSeries) {
   rpc::EngineStats s;
@@ -35,6 +36,11 @@ TEST(EngineMetricsTest, StatsBecomeSeries) {
   // 128 experts: expert e ran e % 10 activations — the top 8 are eight of the nines, lowest id
   // first, and no other expert gets a series.
   for (int e = 0; e < 128; ++e) l->add_expert_activations(e % 10);
+  auto* a2a = s.add_collectives();
+  a2a->set_name("all_to_all");
+  a2a->set_calls(12);
+  a2a->set_seconds(0.25);
+  s.add_collectives()->set_name("barrier");  // Never called: no series.
   s.add_peer_bytes_sent(100);
   s.add_peer_bytes_sent(0);  // Rank 1's own: no series.
   s.add_peer_bytes_sent(300);
@@ -68,6 +74,10 @@ TEST(EngineMetricsTest, StatsBecomeSeries) {
   EXPECT_THAT(text, HasSubstr("semmoe_engine_node_bytes_total{rank=\"1\",layer=\"3\","
                               "link=\"intra_node\",direction=\"received\"} 2000"));
   EXPECT_THAT(text, HasSubstr("semmoe_engine_node_dedup{rank=\"1\",topology=\"2x4\"} 1"));
+  EXPECT_THAT(text, HasSubstr("semmoe_engine_collective_calls_total{rank=\"1\",kind=\"all_to_all\"} 12"));
+  EXPECT_THAT(text,
+              HasSubstr("semmoe_engine_collective_seconds_total{rank=\"1\",kind=\"all_to_all\"} 0.25"));
+  EXPECT_THAT(text, Not(HasSubstr("kind=\"barrier\"")));
 }
 
 TEST(EngineMetricsTest, ATpFollowerHasNoKvFreeSeries) {

@@ -494,6 +494,7 @@ void ToProto(const GroupEngineStats& s, const std::vector<int>& moe_layers, rpc:
     cs->set_calls(c.calls);
     cs->set_bytes_sent(c.bytes_sent);
     cs->set_bytes_received(c.bytes_received);
+    cs->set_seconds(c.seconds);
   }
 }
 

@@ -8,11 +8,13 @@
 //       all-to-all bytes per token, the MoE-layer time per call of the slowest rank (the wait
 //       for the slowest peer, dispatch, experts, combine) and its all-to-all share without the
 //       wait, the busiest rank's expert time against the mean; per model layer and forward
-//       pass the ranks' mean attention, SRS and SAG time (Attention-TP); with a loadgen sweep,
+//       pass the ranks' mean attention, SRS and SAG time (Attention-TP); per collective kind
+//       the ranks' mean calls, ms and bytes sent per forward pass; with a loadgen sweep,
 //       its highest rate in SLO and, at that rate, goodput, p99 TTFT and p50 TPOT.
 //
 // Exit status: 0 on success, 1 when a rank or file could not be read, 2 for bad usage.
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <iostream>
 #include <map>
@@ -76,6 +78,38 @@ absl::StatusOr<std::vector<EngineStats>> ReadSnapshot(const std::string& path) {
       return absl::InvalidArgumentError(absl::StrCat(path, ": a rank's stats do not parse"));
     }
     out.push_back(std::move(s));
+  }
+  return out;
+}
+
+// Per collective kind, the ranks' mean per forward pass: calls, ms inside them (waiting for peers
+// included) and bytes sent; kinds no rank called are left out.
+nlohmann::json CollectivesPerPass(const std::vector<EngineStats>& before,
+                                  const std::vector<EngineStats>& after) {
+  std::map<std::string, std::array<double, 3>> sum;  // name → (calls, ms, bytes) over ranks
+  for (size_t r = 0; r < after.size(); ++r) {
+    const double passes = std::max<int64_t>(
+        1, after[r].forward_passes() - before[r].forward_passes());
+    std::map<std::string, const engine::rpc::CollectiveStats*> earlier;
+    for (const auto& c : before[r].collectives()) earlier[c.name()] = &c;
+    for (const auto& c : after[r].collectives()) {
+      const auto it = earlier.find(c.name());
+      const engine::rpc::CollectiveStats zero;
+      const engine::rpc::CollectiveStats& b = it == earlier.end() ? zero : *it->second;
+      std::array<double, 3>& s = sum[c.name()];
+      s[0] += (c.calls() - b.calls()) / passes;
+      s[1] += (c.seconds() - b.seconds()) * 1e3 / passes;
+      s[2] += (c.bytes_sent() - b.bytes_sent()) / passes;
+    }
+  }
+  nlohmann::json out = nlohmann::json::object();
+  const double ranks = std::max<size_t>(1, after.size());
+  for (const auto& [name, s] : sum) {
+    if (s[0] <= 0) continue;
+    out[name] = {{"calls_per_pass", s[0] / ranks},
+                 {"ms_per_pass", s[1] / ranks},
+                 {"ms_per_call", s[1] / s[0]},
+                 {"bytes_sent_per_pass", s[2] / ranks}};
   }
   return out;
 }
@@ -203,6 +237,7 @@ int Summary() {
       {"peer_bytes_per_call_max", bytes_max},
       {"experts_busiest_over_mean",
        experts_sum == 0 ? 0.0 : experts_max / (experts_sum / times.size())}};
+  out["collectives"] = CollectivesPerPass(*before, *after);
   if (!absl::GetFlag(FLAGS_loadgen).empty()) {
     absl::StatusOr<std::string> text = ReadFile(absl::GetFlag(FLAGS_loadgen));
     if (!text.ok()) return Fail(std::string(text.status().message()));
