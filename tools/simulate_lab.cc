@@ -18,6 +18,8 @@ namespace semmoe::tools {
 
 // The MoE layer's phases, as lab_report splits a call and MoeTime predicts it.
 constexpr const char* kPhases[] = {"wait", "dispatch", "experts", "combine"};
+// The rest of a layer (per layer) and the step (p50 TPOT at the highest rate in SLO).
+constexpr const char* kStepParts[] = {"attention", "srs", "sag", "tpot_p50"};
 namespace {
 
 using planner::sim::ClusterProfile;
@@ -73,6 +75,9 @@ absl::StatusOr<int> CheckLab(const ModelShape& shape, const ClusterProfile& prof
   std::map<std::string, std::vector<double>> measured, predicted, a2a;
   // Setting → per phase (wait, dispatch, experts, combine), measured and predicted ms per run.
   std::map<std::string, std::array<std::vector<double>, 4>> measured_phase, predicted_phase;
+  // Setting → the rest of a layer and the step (attention, SRS, SAG per layer; p50 TPOT at the
+  // highest rate in SLO), measured and predicted ms per run: what sets the batches' sizes.
+  std::map<std::string, std::array<std::vector<double>, 4>> measured_step, predicted_step;
   std::map<std::string, int> ranks;
   for (const std::string& file : files) {
     ASSIGN_OR_RETURN(std::vector<LabSetting> settings, planner::sim::LoadLabSettings(file));
@@ -91,6 +96,13 @@ absl::StatusOr<int> CheckLab(const ModelShape& shape, const ClusterProfile& prof
         measured_phase[s.name][i].push_back(m[i]);
         predicted_phase[s.name][i].push_back(p[i] * 1e3);
       }
+      const double ms[] = {s.attention_ms, s.srs_ms, s.sag_ms, s.tpot_p50_ms};
+      const double ps[] = {r.attention_s, r.srs_s, r.sag_s,
+                           planner::sim::PointAt(r, s.max_rate_in_slo).result.tpot_s.p50};
+      for (int i = 0; i < 4; ++i) {
+        measured_step[s.name][i].push_back(ms[i]);
+        predicted_step[s.name][i].push_back(ps[i] * 1e3);
+      }
     }
   }
   nlohmann::ordered_json rows = nlohmann::ordered_json::array();
@@ -104,6 +116,11 @@ absl::StatusOr<int> CheckLab(const ModelShape& shape, const ClusterProfile& prof
       phases[kPhases[i]] = {{"measured_ms", Median(measured_phase[name][i])},
                            {"predicted_ms", Median(predicted_phase[name][i])}};
     }
+    nlohmann::ordered_json step = nlohmann::ordered_json::object();
+    for (int i = 0; i < 4; ++i) {
+      step[kStepParts[i]] = {{"measured_ms", Median(measured_step[name][i])},
+                             {"predicted_ms", Median(predicted_step[name][i])}};
+    }
     rows.push_back({{"setting", name},
                     {"ranks", ranks[name]},
                     {"runs", m.size()},
@@ -113,7 +130,8 @@ absl::StatusOr<int> CheckLab(const ModelShape& shape, const ClusterProfile& prof
                     {"predicted_moe_layer_ms", pm},
                     {"predicted_a2a_share", Median(a2a[name])},
                     {"error", error},
-                    {"phases", phases}});
+                    {"phases", phases},
+                    {"step", step}});
   }
   // Order: within each G, every pair of settings the measurement separates (medians apart by
   // more than the runs' spread) ordered alike by the prediction.
@@ -162,6 +180,16 @@ absl::StatusOr<int> CheckLab(const ModelShape& shape, const ClusterProfile& prof
     for (const char* phase : kPhases) {
       std::cout << absl::StrFormat("  %5.2f / %5.2f", r["phases"][phase]["measured_ms"].get<double>(),
                                    r["phases"][phase]["predicted_ms"].get<double>());
+    }
+    std::cout << "\n";
+  }
+  std::cout << "\nthe rest, ms, measured / predicted: setting  attention  SRS  SAG (a layer)  "
+               "p50 TPOT (highest rate in SLO)\n";
+  for (const auto& r : rows) {
+    std::cout << absl::StrFormat("%-30s", r["setting"].get<std::string>());
+    for (const char* part : kStepParts) {
+      std::cout << absl::StrFormat("  %6.2f / %6.2f", r["step"][part]["measured_ms"].get<double>(),
+                                   r["step"][part]["predicted_ms"].get<double>());
     }
     std::cout << "\n";
   }

@@ -63,6 +63,9 @@ absl::StatusOr<LabSetting> FromJson(const nlohmann::json& j, const std::string& 
   RETURN_IF_ERROR(number("experts_ms", s.experts_ms));
   RETURN_IF_ERROR(number("combine_ms", s.combine_ms));
   RETURN_IF_ERROR(number("attention_ms", s.attention_ms));
+  for (auto [field, out] : {std::pair{"srs_ms", &s.srs_ms}, std::pair{"sag_ms", &s.sag_ms}}) {
+    if (j.contains(field)) RETURN_IF_ERROR(number(field, *out));
+  }
   if (j.contains("max_rate_in_slo") && j["max_rate_in_slo"].is_number()) {
     s.max_rate_in_slo = j["max_rate_in_slo"].get<double>();
   }
@@ -141,6 +144,14 @@ absl::StatusOr<SweepResult> Predict(const Scenario& scenario, const ClusterProfi
                   {.max_batch_tokens = 2048, .max_running = 64}, s.rates, s.point_s);
 }
 
+const SweepPoint& PointAt(const SweepResult& r, double rate) {
+  const SweepPoint* at = &r.points.front();
+  for (const SweepPoint& p : r.points) {
+    if (p.rate == rate) at = &p;
+  }
+  return *at;
+}
+
 absl::StatusOr<ClusterProfile> FitProfile(const std::vector<Scenario>& scenarios,
                                           const std::vector<LabSetting>& settings,
                                           ClusterProfile start,
@@ -175,11 +186,8 @@ absl::StatusOr<ClusterProfile> FitProfile(const std::vector<Scenario>& scenarios
         sum += e * e;
       }
       if (m.tpot_p50_ms > 0) {  // The sweep point loadgen reported (the highest rate in SLO).
-        const SweepPoint* at = &r.points.front();
-        for (const SweepPoint& p : r.points) {
-          if (p.rate == m.max_rate_in_slo) at = &p;
-        }
-        const double e = std::log((at->result.tpot_s.p50 * 1e3 + 0.01) / (m.tpot_p50_ms + 0.01));
+        const SweepPoint& at = PointAt(r, m.max_rate_in_slo);
+        const double e = std::log((at.result.tpot_s.p50 * 1e3 + 0.01) / (m.tpot_p50_ms + 0.01));
         sum += e * e;
       }
     }

@@ -25,6 +25,7 @@ struct LabSetting {
   // Measured, per MoE-layer call of the slowest rank (ms) and per layer (attention).
   double moe_layer_ms = 0, wait_ms = 0, dispatch_ms = 0, experts_ms = 0, combine_ms = 0;
   double attention_ms = 0;
+  double srs_ms = 0, sag_ms = 0;  // Per layer: Attention-TP's reduce-scatter and all-gather.
   double max_rate_in_slo = 0;
   double tpot_p50_ms = 0;  // At max_rate_in_slo (0: not recorded).
   // The router's, planner's and loadgen's CPU over the sweep per request sent (bench.sh's
@@ -42,6 +43,8 @@ absl::StatusOr<std::vector<LabSetting>> LoadLabSettings(const std::string& path)
 // DP under the router's round-robin, least-loaded or semantic rule (affinity, online),
 // TP, its hosts, node dedup when netlab ran with --node_topology.
 ScenarioSpec SpecOf(const LabSetting& setting);
+// The sweep's point at `rate` (the first point when none is).
+const SweepPoint& PointAt(const SweepResult& result, double rate);
 // The profile for a setting: `profile` with the setting's link (inter_bw; unshaped: intra_bw),
 // ranks per host and, where the run measured it, host CPU per request.
 ClusterProfile ProfileFor(const ClusterProfile& profile, const LabSetting& setting);

@@ -55,6 +55,17 @@ TEST(LabFitTest, ASettingIsTheScenarioItRan) {
   EXPECT_NE(measured.host_cpu_per_request.source.find("r1.json"), std::string::npos);
   v["host_cpu_per_request_s"] = -1;
   EXPECT_FALSE(ParseLabSetting(v.dump(), "r1.json").ok());
+  // Attention-TP's reduce-scatter and all-gather per layer, where the run has them (0: none).
+  EXPECT_EQ(s->srs_ms, 0);
+  v["host_cpu_per_request_s"] = 0.04;
+  v["srs_ms"] = 1.5, v["sag_ms"] = 1.1;
+  const auto tp = ParseLabSetting(v.dump(), "r1.json");
+  ASSERT_TRUE(tp.ok()) << tp.status();
+  EXPECT_DOUBLE_EQ(tp->srs_ms, 1.5);
+  EXPECT_DOUBLE_EQ(tp->sag_ms, 1.1);
+  v["sag_ms"] = "x";
+  EXPECT_NE(ParseLabSetting(v.dump(), "r1.json").status().message().find("sag_ms"),
+            std::string::npos);
 }
 
 TEST(LabFitTest, OldOrBrokenSettingsAreRefusedNamingTheField) {

@@ -323,8 +323,8 @@ absl::StatusOr<SimResult> Simulate(const trace::TraceSet& trace, const Replay& r
     double head = 0;
     if (dp) {
       for (int r = 0; r < g; ++r) head = std::max(head, cost.LmHead(work[r].logits_rows));
-    } else {
-      head = cost.LmHead(all.logits_rows, g);
+    } else {  // Every Attention-TP rank runs the whole lm_head on every row (the engine's).
+      head = cost.LmHead(all.logits_rows);
     }
     step += head;
     now += step;
