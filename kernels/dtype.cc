@@ -1,6 +1,8 @@
 #include "kernels/dtype.h"
 
+#include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
 
@@ -29,6 +31,8 @@ size_t DTypeSize(DType dtype) {
     case DType::kBF16:
     case DType::kF16:
       return 2;
+    case DType::kF8E4M3:
+      return 1;
   }
   return 0;  // Unreachable: the switch covers every enumerator.
 }
@@ -43,16 +47,18 @@ absl::string_view DTypeName(DType dtype) {
       return "F16";
     case DType::kI32:
       return "I32";
+    case DType::kF8E4M3:
+      return "F8_E4M3";
   }
   return "?";
 }
 
 absl::StatusOr<DType> ParseDType(absl::string_view name) {
-  for (DType dtype : {DType::kF32, DType::kBF16, DType::kF16, DType::kI32}) {
+  for (DType dtype : {DType::kF32, DType::kBF16, DType::kF16, DType::kI32, DType::kF8E4M3}) {
     if (name == DTypeName(dtype)) return dtype;
   }
-  return absl::InvalidArgumentError(
-      absl::StrCat("unknown dtype \"", name, "\" (expected F32, BF16, F16 or I32)"));
+  return absl::InvalidArgumentError(absl::StrCat(
+      "unknown dtype \"", name, "\" (expected F32, BF16, F16, I32 or F8_E4M3)"));
 }
 
 float Bf16ToF32(BF16 value) { return BitsFloat(static_cast<uint32_t>(value.bits) << 16); }
@@ -106,6 +112,36 @@ F16 F32ToF16(float value) {
   const uint32_t rest = x & 0x1FFFu;
   if (rest > 0x1000u || (rest == 0x1000u && (h & 1u))) ++h;
   return F16{static_cast<uint16_t>(sign | h)};
+}
+
+float F8E4M3ToF32(F8E4M3 value) {
+  const uint32_t b = value.bits;
+  const float sign = (b & 0x80u) ? -1.0f : 1.0f;
+  const int exponent = static_cast<int>((b >> 3) & 0xFu);
+  const int mantissa = static_cast<int>(b & 0x7u);
+  if (exponent == 0xF && mantissa == 0x7) {
+    return std::copysign(std::numeric_limits<float>::quiet_NaN(), sign);
+  }
+  if (exponent == 0) return sign * std::ldexp(static_cast<float>(mantissa), -9);  // m/8 · 2^-6.
+  return sign * std::ldexp(static_cast<float>(8 + mantissa), exponent - 10);    // 1.m · 2^(e-7).
+}
+
+F8E4M3 F32ToF8E4M3(float value) {
+  const uint8_t sign = std::signbit(value) ? 0x80u : 0u;
+  if (std::isnan(value)) return F8E4M3{static_cast<uint8_t>(sign | 0x7Fu)};
+  const double x = std::fabs(static_cast<double>(value));
+  // Codes 0x00-0x7E are the finite magnitudes in increasing order: the largest at or below x,
+  // then the nearer of it and the next (the even code on a tie). Exact: both are dyadic.
+  auto magnitude = [](int code) { return static_cast<double>(F8E4M3ToF32(F8E4M3{uint8_t(code)})); };
+  if (x >= magnitude(0x7E)) return F8E4M3{static_cast<uint8_t>(sign | 0x7Eu)};  // Saturates.
+  int lo = 0, hi = 0x7E;  // magnitude(lo) <= x < magnitude(hi)
+  while (hi - lo > 1) {
+    const int mid = (lo + hi) / 2;
+    (magnitude(mid) <= x ? lo : hi) = mid;
+  }
+  const double below = x - magnitude(lo), above = magnitude(hi) - x;
+  const int code = below < above ? lo : above < below ? hi : (lo % 2 == 0 ? lo : hi);
+  return F8E4M3{static_cast<uint8_t>(sign | code)};
 }
 
 }  // namespace semmoe::kernels

@@ -27,7 +27,9 @@ TEST(DTypeTest, SizesAndNames) {
   EXPECT_EQ(DTypeSize(DType::kBF16), 2u);
   EXPECT_EQ(DTypeSize(DType::kF16), 2u);
   EXPECT_EQ(DTypeSize(DType::kI32), 4u);
-  for (DType d : {DType::kF32, DType::kBF16, DType::kF16, DType::kI32}) {
+  EXPECT_EQ(DTypeSize(DType::kF8E4M3), 1u);
+  EXPECT_EQ(DTypeName(DType::kF8E4M3), "F8_E4M3");
+  for (DType d : {DType::kF32, DType::kBF16, DType::kF16, DType::kI32, DType::kF8E4M3}) {
     absl::StatusOr<DType> parsed = ParseDType(DTypeName(d));
     ASSERT_TRUE(parsed.ok()) << parsed.status();
     EXPECT_EQ(*parsed, d);
@@ -35,6 +37,56 @@ TEST(DTypeTest, SizesAndNames) {
   EXPECT_EQ(ParseDType("F64").status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(ParseDType("bf16").status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(ParseDType("").status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+// The OCP 8-bit float spec (v1.0), E4M3: a code s.eeee.mmm is (-1)^s · 2^(e-7) · (1 + m/8) for
+// e > 0, (-1)^s · 2^-6 · m/8 for e = 0, and NaN for e = 15, m = 7 (no infinities).
+double E4m3FromSpec(int code) {
+  const int s = code >> 7, e = (code >> 3) & 15, m = code & 7;
+  if (e == 15 && m == 7) return std::numeric_limits<double>::quiet_NaN();
+  const double magnitude = e == 0 ? std::pow(2.0, -6) * (m / 8.0) : std::pow(2.0, e - 7) * (1 + m / 8.0);
+  return s ? -magnitude : magnitude;
+}
+
+TEST(F8E4M3Test, EveryCodeDecodesAsTheSpecDefinesIt) {
+  int nans = 0;
+  for (int code = 0; code < 256; ++code) {
+    const float got = F8E4M3ToF32(F8E4M3{static_cast<uint8_t>(code)});
+    const double want = E4m3FromSpec(code);
+    if (std::isnan(want)) {
+      EXPECT_TRUE(std::isnan(got)) << code;
+      EXPECT_EQ(std::signbit(got), code >= 128) << code;
+      ++nans;
+      continue;
+    }
+    EXPECT_EQ(static_cast<double>(got), want) << "code 0x" << std::hex << code;
+    EXPECT_EQ(std::signbit(got), code >= 128) << code;  // -0 included.
+  }
+  EXPECT_EQ(nans, 2);
+  // Landmarks: the largest finite value, one, the smallest normal and subnormal.
+  EXPECT_EQ(F8E4M3ToF32(F8E4M3{0x7E}), 448.0f);
+  EXPECT_EQ(F8E4M3ToF32(F8E4M3{0xFE}), -448.0f);
+  EXPECT_EQ(F8E4M3ToF32(F8E4M3{0x38}), 1.0f);
+  EXPECT_EQ(F8E4M3ToF32(F8E4M3{0x08}), 0.015625f);
+  EXPECT_EQ(F8E4M3ToF32(F8E4M3{0x01}), 0.001953125f);
+}
+
+TEST(F8E4M3Test, EncodingRoundsToNearestEvenAndSaturates) {
+  for (int code = 0; code < 256; ++code) {  // Every finite code round-trips, -0 included.
+    const F8E4M3 in{static_cast<uint8_t>(code)};
+    if (std::isnan(F8E4M3ToF32(in))) continue;
+    EXPECT_EQ(F32ToF8E4M3(F8E4M3ToF32(in)).bits, in.bits) << code;
+  }
+  EXPECT_EQ(F32ToF8E4M3(1.0625f).bits, 0x38);   // Halfway 1 / 1.125: the even code.
+  EXPECT_EQ(F32ToF8E4M3(1.1875f).bits, 0x3A);   // Halfway 1.125 / 1.25: the even code.
+  EXPECT_EQ(F32ToF8E4M3(1.07f).bits, 0x39);     // Nearer 1.125.
+  EXPECT_EQ(F32ToF8E4M3(-1.07f).bits, 0xB9);
+  EXPECT_EQ(F32ToF8E4M3(0.0009765625f).bits, 0x00);  // Half the smallest subnormal: to zero.
+  EXPECT_EQ(F32ToF8E4M3(0.001f).bits, 0x01);
+  EXPECT_EQ(F32ToF8E4M3(440.0f).bits, 0x7E);  // Nearer 448 than 416.
+  EXPECT_EQ(F32ToF8E4M3(1000.0f).bits, 0x7E);  // Saturates (no infinities).
+  EXPECT_EQ(F32ToF8E4M3(-std::numeric_limits<float>::infinity()).bits, 0xFE);
+  EXPECT_TRUE(std::isnan(F8E4M3ToF32(F32ToF8E4M3(std::numeric_limits<float>::quiet_NaN()))));
 }
 
 // Every 16-bit pattern survives a trip through f32 (NaNs stay NaN with their sign).

@@ -24,6 +24,8 @@ std::string SmallFile() {
   EXPECT_TRUE(w.AddF32("a.weight", DType::kF32, {2, 3}, {1, 2, 3, 4, 5, 6}).ok());
   EXPECT_TRUE(w.AddF32("b.weight", DType::kBF16, {4}, {0.5f, -1.0f, 3.0f, 1e-3f}).ok());
   EXPECT_TRUE(w.AddF32("c.bias", DType::kF16, {2}, {7.0f, -0.25f}).ok());
+  // FP8 E4M3 codes: 1, -1, 448 (the largest finite), 2^-9 (the smallest subnormal).
+  EXPECT_TRUE(w.Add("d.weight", DType::kF8E4M3, {2, 2}, std::string("\x38\xB8\x7E\x01", 4)).ok());
   return w.Serialize();
 }
 
@@ -45,7 +47,8 @@ TEST(SafetensorsTest, WriterOutputReadsBackInEveryDtype) {
   ASSERT_TRUE(WriteFileAtomically(JoinPath(dir, "model.safetensors"), SmallFile()).ok());
   auto ckpt = Checkpoint::Open(dir);
   ASSERT_TRUE(ckpt.ok()) << ckpt.status();
-  EXPECT_THAT((*ckpt)->TensorNames(), ::testing::ElementsAre("a.weight", "b.weight", "c.bias"));
+  EXPECT_THAT((*ckpt)->TensorNames(),
+              ::testing::ElementsAre("a.weight", "b.weight", "c.bias", "d.weight"));
   auto a = (*ckpt)->ReadF32("a.weight");
   ASSERT_TRUE(a.ok());
   EXPECT_EQ(a->dim(0), 2);
@@ -58,6 +61,11 @@ TEST(SafetensorsTest, WriterOutputReadsBackInEveryDtype) {
   ASSERT_TRUE(c.ok());
   EXPECT_EQ(c->data<float>()[1], -0.25f);
   EXPECT_EQ((*(*ckpt)->Info("b.weight"))->dtype, DType::kBF16);
+  auto d = (*ckpt)->ReadF32("d.weight");  // The codes' values; block scales are the loader's.
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(std::vector<float>(d->data<float>(), d->data<float>() + 4),
+            (std::vector<float>{1.0f, -1.0f, 448.0f, 0.001953125f}));
+  EXPECT_EQ((*(*ckpt)->Info("d.weight"))->dtype, DType::kF8E4M3);
 }
 
 TEST(SafetensorsTest, HeaderIsPaddedToEightBytes) {
@@ -168,8 +176,8 @@ INSTANTIATE_TEST_SUITE_P(
                    Header(R"({"w":{"dtype":"F32","shape":[0],"data_offsets":[8,0]}})", "12345678"),
                    "out of range"},
         Corruption{"bad_dtype",
-                   Header(R"({"w":{"dtype":"F8_E4M3","shape":[1],"data_offsets":[0,1]}})", "1"),
-                   "unknown dtype \"F8_E4M3\""},
+                   Header(R"({"w":{"dtype":"F8_E5M2","shape":[1],"data_offsets":[0,1]}})", "1"),
+                   "unknown dtype \"F8_E5M2\""},
         Corruption{"negative_dim",
                    Header(R"({"w":{"dtype":"F32","shape":[-1],"data_offsets":[0,0]}})", ""),
                    "non-negative integers"},

@@ -226,6 +226,8 @@ absl::StatusOr<Tensor> ConvertTo(const Tensor& src, DType dtype) {
         std::memcpy(&v.bits, p, 2);
         return F16ToF32(v);
       }
+      case DType::kF8E4M3:
+        return F8E4M3ToF32(F8E4M3{static_cast<uint8_t>(*p)});
       default: {
         float v;
         std::memcpy(&v, p, 4);
@@ -252,6 +254,9 @@ absl::StatusOr<Tensor> ConvertTo(const Tensor& src, DType dtype) {
         std::memcpy(q, &v.bits, 2);
         break;
       }
+      case DType::kF8E4M3:
+        *q = static_cast<char>(F32ToF8E4M3(value).bits);
+        break;
       default:
         std::memcpy(q, &value, 4);
     }
