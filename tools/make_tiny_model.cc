@@ -37,6 +37,10 @@ ABSL_FLAG(bool, tie_embeddings, false, "tie lm_head to the embeddings");
 ABSL_FLAG(int, max_positions, 512, "max_position_embeddings");
 ABSL_FLAG(std::string, dtype, "BF16", "BF16, F16 or F32");
 ABSL_FLAG(int, shards, 1, "number of safetensors shards (> 1 writes an index)");
+ABSL_FLAG(bool, fp8, false,
+          "block-scaled FP8 as DeepSeek-V3 publishes it: the projection weights F8_E4M3 with "
+          "<name>_scale_inv per --fp8_block, the rest in --dtype, and quantization_config");
+ABSL_FLAG(std::string, fp8_block, "128,128", "with --fp8: weight_block_size ROWS,COLS");
 // deepseek_v2 / deepseek_v3 only.
 ABSL_FLAG(int, q_lora_rank, 0, "deepseek: q LoRA rank (0: a plain q_proj)");
 ABSL_FLAG(int, kv_lora_rank, 32, "deepseek: the MLA latent size");
@@ -67,10 +71,20 @@ int main(int argc, char** argv) {
   auto arch = semmoe::engine::model::ParseArch(absl::GetFlag(FLAGS_arch));
   if (!arch.ok()) return fail(std::string(arch.status().message()));
   auto dtype = semmoe::kernels::ParseDType(absl::GetFlag(FLAGS_dtype));
-  if (!dtype.ok() || *dtype == semmoe::kernels::DType::kI32)
-    return fail("--dtype: BF16, F16 or F32");
+  if (!dtype.ok() || *dtype == semmoe::kernels::DType::kI32 ||
+      *dtype == semmoe::kernels::DType::kF8E4M3) {
+    return fail("--dtype: BF16, F16 or F32 (FP8: --fp8)");
+  }
   o.arch = *arch;
   o.dtype = *dtype;
+  if (absl::GetFlag(FLAGS_fp8)) {
+    std::vector<std::string> block = absl::StrSplit(absl::GetFlag(FLAGS_fp8_block), ',');
+    if (block.size() != 2 || !absl::SimpleAtoi(block[0], &o.fp8_block_rows) ||
+        !absl::SimpleAtoi(block[1], &o.fp8_block_cols) || o.fp8_block_rows < 1 ||
+        o.fp8_block_cols < 1) {
+      return fail("--fp8_block: expected two positive integers ROWS,COLS");
+    }
+  }
   o.seed = absl::GetFlag(FLAGS_seed);
   o.vocab_size = absl::GetFlag(FLAGS_vocab);
   o.num_merges = absl::GetFlag(FLAGS_merges);

@@ -32,7 +32,7 @@ constexpr char kV2Lite[] = R"({
                    "type": "yarn"},
   "tie_word_embeddings": false, "bos_token_id": 100000, "eos_token_id": 100001})";
 
-// deepseek-ai/DeepSeek-V3 without its quantization_config (FP8 is refused, below).
+// deepseek-ai/DeepSeek-V3 without its quantization_config (FP8: BlockScaledFp8IsAccepted).
 constexpr char kV3[] = R"({
   "model_type": "deepseek_v3", "vocab_size": 129280, "hidden_size": 7168,
   "num_hidden_layers": 61, "num_attention_heads": 128, "num_key_value_heads": 128,
@@ -167,6 +167,30 @@ TEST_P(DeepseekBadConfigTest, IsAClearError) {
   EXPECT_THAT(std::string(c.status().message()), HasSubstr(GetParam().error));
 }
 
+// DeepSeek-V3's published quantization_config with one field changed.
+nlohmann::json Fp8Config(const std::string& key, const nlohmann::json& value) {
+  nlohmann::json q = {{"activation_scheme", "dynamic"},
+                      {"fmt", "e4m3"},
+                      {"quant_method", "fp8"},
+                      {"weight_block_size", {128, 128}}};
+  q[key] = value;
+  return q;
+}
+
+TEST(DeepseekConfigTest, BlockScaledFp8IsAccepted) {
+  auto c = ParseModelConfig(Set(kV3, "quantization_config", Fp8Config("fmt", "e4m3")));
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_TRUE(c->fp8.enabled());
+  EXPECT_EQ(c->fp8.block_rows, 128);
+  EXPECT_EQ(c->fp8.block_cols, 128);
+  EXPECT_FALSE(ParseModelConfig(kV3)->fp8.enabled());
+  // Qwen3's FP8 releases list the modules left in BF16; the loader reads each tensor's dtype.
+  auto q = ParseModelConfig(Set(kV3, "quantization_config",
+                                Fp8Config("modules_to_not_convert", nlohmann::json::array({"lm_head", "mlp.gate"}))));
+  ASSERT_TRUE(q.ok()) << q.status();
+  EXPECT_EQ(q->fp8.block_cols, 128);
+}
+
 nlohmann::json RopeScaling(const std::string& key, const nlohmann::json& value) {
   nlohmann::json rs = nlohmann::json::parse(kV2Lite)["rope_scaling"];
   rs[key] = value;
@@ -176,8 +200,22 @@ nlohmann::json RopeScaling(const std::string& key, const nlohmann::json& value) 
 INSTANTIATE_TEST_SUITE_P(
     Errors, DeepseekBadConfigTest,
     ::testing::Values(
-        Bad{"fp8", Set(kV3, "quantization_config", {{"quant_method", "fp8"}}),
-            "quantization_config: quantized checkpoints are not supported"},
+        Bad{"fp8_per_tensor", Set(kV3, "quantization_config", {{"quant_method", "fp8"}}),
+            "quantization_config: weight_block_size: missing: per-tensor FP8 is not supported"},
+        Bad{"awq", Set(kV3, "quantization_config", {{"quant_method", "awq"}}),
+            "quantization_config: quant_method: 'awq' is not supported"},
+        Bad{"static", Set(kV3, "quantization_config", Fp8Config("activation_scheme", "static")),
+            "quantization_config: activation_scheme: 'static' is not supported"},
+        Bad{"fmt", Set(kV3, "quantization_config", Fp8Config("fmt", "e5m2")),
+            "quantization_config: fmt: 'e5m2' is not supported"},
+        Bad{"block", Set(kV3, "quantization_config", Fp8Config("weight_block_size", nlohmann::json::array({128}))),
+            "quantization_config: weight_block_size: expected two positive integers"},
+        Bad{"block_zero", Set(kV3, "quantization_config", Fp8Config("weight_block_size", nlohmann::json::array({0, 128}))),
+            "quantization_config: weight_block_size: expected two positive integers"},
+        Bad{"unknown", Set(kV3, "quantization_config", Fp8Config("kv_cache_scheme", "fp8")),
+            "quantization_config: kv_cache_scheme: unknown field"},
+        Bad{"not_object", Set(kV3, "quantization_config", "fp8"),
+            "quantization_config: expected an object"},
         Bad{"no_kv_lora", Set(kV3, "kv_lora_rank", nlohmann::json::value_t::discarded),
             "kv_lora_rank: missing"},
         Bad{"odd_rope", Set(kV3, "qk_rope_head_dim", 63), "qk_rope_head_dim: must be even"},

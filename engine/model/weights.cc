@@ -9,15 +9,20 @@ namespace {
 
 class Loader {
  public:
-  explicit Loader(const kernels::Checkpoint& checkpoint) : checkpoint_(checkpoint) {}
+  Loader(const kernels::Checkpoint& checkpoint, const ModelConfig::Fp8& fp8)
+      : checkpoint_(checkpoint), fp8_(fp8) {}
 
+  // F8_E4M3 weights come out dequantised: each value times its block's scale (one f32 product,
+  // as `weight.float() * scale_inv` expanded over the blocks).
   absl::StatusOr<Matrix> Read(const std::string& name, int64_t rows, int64_t cols) {
     ASSIGN_OR_RETURN(const kernels::TensorInfo* info, checkpoint_.Info(name));
     if (info->shape != std::vector<int64_t>{rows, cols}) {
       return ShapeError(name, info->shape, {rows, cols});
     }
     ASSIGN_OR_RETURN(kernels::Tensor t, checkpoint_.ReadF32(name));
-    return Matrix(Eigen::Map<const Matrix>(t.data<float>(), rows, cols));
+    Matrix m = Eigen::Map<const Matrix>(t.data<float>(), rows, cols);
+    if (info->dtype == kernels::DType::kF8E4M3) RETURN_IF_ERROR(Dequantize(name, m));
+    return m;
   }
 
   absl::StatusOr<LinearWeight> ReadLinear(const std::string& name, int64_t rows, int64_t cols) {
@@ -34,6 +39,11 @@ class Loader {
   absl::StatusOr<Vector> ReadVector(const std::string& name, int64_t size) {
     ASSIGN_OR_RETURN(const kernels::TensorInfo* info, checkpoint_.Info(name));
     if (info->shape != std::vector<int64_t>{size}) return ShapeError(name, info->shape, {size});
+    if (info->dtype == kernels::DType::kF8E4M3) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          checkpoint_.dir(), ": tensor '", name,
+          "' is F8_E4M3: only 2-D weights may be FP8 (block scales are per 2-D block)"));
+    }
     ASSIGN_OR_RETURN(kernels::Tensor t, checkpoint_.ReadF32(name));
     return Vector(Eigen::Map<const Vector>(t.data<float>(), size));
   }
@@ -49,6 +59,36 @@ class Loader {
   }
 
  private:
+  absl::Status Dequantize(const std::string& name, Matrix& m) {
+    const std::string& dir = checkpoint_.dir();
+    if (!fp8_.enabled()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          dir, ": tensor '", name, "' is F8_E4M3 but config.json has no quantization_config "
+          "(quant_method fp8 with weight_block_size)"));
+    }
+    const std::string scale_name = name + "_scale_inv";
+    if (!checkpoint_.Info(scale_name).ok()) {
+      return absl::NotFoundError(absl::StrCat(dir, ": tensor '", name,
+                                              "' is F8_E4M3 but its block scales '", scale_name,
+                                              "' are missing"));
+    }
+    const int64_t br = fp8_.block_rows, bc = fp8_.block_cols;
+    const int64_t sr = (m.rows() + br - 1) / br, sc = (m.cols() + bc - 1) / bc;
+    ASSIGN_OR_RETURN(Matrix scale, Read(scale_name, sr, sc));  // Partial edge blocks included.
+    if (!scale.allFinite()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(dir, ": tensor '", scale_name, "' holds a non-finite scale"));
+    }
+    for (int64_t i = 0; i < m.rows(); ++i) {
+      for (int64_t j = 0; j < m.cols(); ++j) m(i, j) *= scale(i / br, j / bc);
+    }
+    if (!m.allFinite()) {  // E4M3 has no infinity: a NaN code.
+      return absl::InvalidArgumentError(
+          absl::StrCat(dir, ": tensor '", name, "' holds a NaN (an F8_E4M3 NaN code)"));
+    }
+    return absl::OkStatus();
+  }
+
   absl::Status ShapeError(const std::string& name, const std::vector<int64_t>& got,
                           const std::vector<int64_t>& want) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -57,6 +97,7 @@ class Loader {
   }
 
   const kernels::Checkpoint& checkpoint_;
+  const ModelConfig::Fp8 fp8_;
 };
 
 absl::Status LoadMla(const ModelConfig& c, const std::string& a, Loader& l, LayerWeights& w) {
@@ -158,7 +199,7 @@ absl::StatusOr<MlpWeights> LoadExpert(const ModelConfig& c, const kernels::Check
     return absl::InvalidArgumentError(
         absl::StrCat("layer ", layer, " has no expert ", expert, " in this model"));
   }
-  Loader l(checkpoint);
+  Loader l(checkpoint, c.fp8);
   const std::vector<std::string> proj = ExpertProjectionNames(c);
   return l.ReadMlp(ExpertPrefix(c, layer, expert), proj[0], proj[1], proj[2], c.hidden_size,
                    c.moe_intermediate_size);
@@ -197,7 +238,7 @@ int64_t WeightBytes(const ModelWeights& w) {
 absl::StatusOr<std::unique_ptr<ModelWeights>> LoadWeights(const ModelConfig& c,
                                                           const kernels::Checkpoint& checkpoint,
                                                           const LoadOptions& options) {
-  Loader l(checkpoint);
+  Loader l(checkpoint, c.fp8);
   auto w = std::make_unique<ModelWeights>();
   ASSIGN_OR_RETURN(w->embed, l.Read("model.embed_tokens.weight", c.vocab_size, c.hidden_size));
   w->layers.resize(c.num_layers);

@@ -1,6 +1,7 @@
 // ModelWeights: every parameter of a supported architecture as f32 matrices, loaded from a
 // checkpoint by Hugging Face tensor names and checked against the config (every expected tensor
-// present with the expected shape; BF16/F16/F32 accepted and upcast).
+// present with the expected shape; BF16/F16/F32 accepted and upcast; block-scaled FP8 weights —
+// F8_E4M3 with `<name>_scale_inv`, ModelConfig::fp8 — dequantised).
 //
 // Linear weights keep the HF layout [out_features, in_features] (y = x · Wᵀ).
 #ifndef SEMMOE_ENGINE_MODEL_WEIGHTS_H_

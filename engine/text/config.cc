@@ -8,6 +8,7 @@
 #include "common/json_fields.h"
 #include "common/status_macros.h"
 #include "engine/text/deepseek_config.h"
+#include "engine/text/quantization_config.h"
 
 namespace semmoe::engine::model {
 namespace {
@@ -174,6 +175,7 @@ absl::StatusOr<ModelConfig> ParseModelConfig(absl::string_view json_text) {
   ASSIGN_OR_RETURN(c.arch, ParseArch(model_type));
   RETURN_IF_ERROR(RejectUnsupported(f, c.arch));
   RETURN_IF_ERROR(ParseCommon(f, c));
+  RETURN_IF_ERROR(ParseQuantization(j, c));
   if (c.arch == Arch::kMixtral) {
     RETURN_IF_ERROR(ParseMixtral(f, c));
   } else if (IsDeepseek(c.arch)) {

@@ -121,6 +121,14 @@ struct ModelConfig {
 
   std::vector<int32_t> eos_token_ids;  // `eos_token_id`: an int or a list; may be empty.
 
+  // Block-scaled FP8 weights (`quantization_config`, quant_method fp8): each F8_E4M3 weight
+  // [out, in] comes with `<name>_scale_inv` [ceil(out / block_rows), ceil(in / block_cols)], and
+  // w = fp8 · scale_inv of its block. Zero: not an FP8 checkpoint.
+  struct Fp8 {
+    int block_rows = 0, block_cols = 0;
+    bool enabled() const { return block_rows > 0; }
+  } fp8;
+
   // Whether layer `layer` has a sparse MoE block (else a dense SwiGLU MLP).
   bool IsMoeLayer(int layer) const;
   // Indices of the MoE layers, ascending.

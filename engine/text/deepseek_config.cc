@@ -136,10 +136,6 @@ double YarnMscale(double scale, double m) {
 }
 
 absl::Status ParseDeepseek(const JsonFields& f, const nlohmann::json& j, ModelConfig& c) {
-  if (f.Has("quantization_config")) {
-    return f.Error("quantization_config",
-                   "quantized checkpoints are not supported (convert to BF16 first)");
-  }
   RETURN_IF_ERROR(ParseMla(f, c));
   RETURN_IF_ERROR(ParseYarn(f, j, c));
   return ParseMoe(f, c);

@@ -2,10 +2,13 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
+#include <cmath>
 #include <map>
 #include <utility>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/file.h"
@@ -212,6 +215,44 @@ absl::Status AddAttention(const engine::model::ModelConfig& c, const std::string
   return absl::OkStatus();
 }
 
+// Which tensors an FP8 release stores in F8_E4M3: the 2-D projection weights; the embeddings,
+// the LM head and the routers' gates stay in the model's dtype (DeepSeek-V3, Qwen3 FP8).
+bool QuantizedInFp8(const std::string& name, const std::vector<int64_t>& shape) {
+  if (shape.size() != 2 || !absl::EndsWith(name, ".weight")) return false;
+  return name != "model.embed_tokens.weight" && name != "lm_head.weight" &&
+         !absl::EndsWith(name, ".gate.weight") && !absl::EndsWith(name, "shared_expert_gate.weight");
+}
+
+struct Fp8Blocks {
+  std::string codes;           // [rows, cols] F8_E4M3 bytes
+  std::vector<float> scales;   // [scale_rows, scale_cols]: w ≈ code · scale of its block
+  int64_t scale_rows = 0, scale_cols = 0;
+};
+
+// Per block (edge blocks partial): scale = amax / 448 (E4M3's largest finite value), each value
+// / scale cast to E4M3 — what DeepSeek's weight quantization does.
+Fp8Blocks QuantizeFp8(const std::vector<float>& w, int64_t rows, int64_t cols, int64_t br,
+                      int64_t bc) {
+  Fp8Blocks q;
+  q.scale_rows = (rows + br - 1) / br, q.scale_cols = (cols + bc - 1) / bc;
+  q.scales.assign(q.scale_rows * q.scale_cols, 0.0f);
+  for (int64_t i = 0; i < rows; ++i) {
+    for (int64_t j = 0; j < cols; ++j) {
+      float& amax = q.scales[(i / br) * q.scale_cols + j / bc];
+      amax = std::max(amax, std::fabs(w[i * cols + j]));
+    }
+  }
+  for (float& s : q.scales) s = s > 0 ? s / 448.0f : 1.0f;
+  q.codes.resize(w.size());
+  for (int64_t i = 0; i < rows; ++i) {
+    for (int64_t j = 0; j < cols; ++j) {
+      const float scale = q.scales[(i / br) * q.scale_cols + j / bc];
+      q.codes[i * cols + j] = static_cast<char>(kernels::F32ToF8E4M3(w[i * cols + j] / scale).bits);
+    }
+  }
+  return q;
+}
+
 nlohmann::ordered_json ConfigJson(const TinyModelOptions& o, int eos) {
   nlohmann::ordered_json c;
   c["vocab_size"] = o.vocab_size;
@@ -230,6 +271,12 @@ nlohmann::ordered_json ConfigJson(const TinyModelOptions& o, int eos) {
   c["torch_dtype"] = o.dtype == kernels::DType::kF32   ? "float32"
                      : o.dtype == kernels::DType::kF16 ? "float16"
                                                        : "bfloat16";
+  if (o.fp8_block_rows > 0) {  // As DeepSeek-V3's config.json has it.
+    c["quantization_config"] = {{"activation_scheme", "dynamic"},
+                                {"fmt", "e4m3"},
+                                {"quant_method", "fp8"},
+                                {"weight_block_size", {o.fp8_block_rows, o.fp8_block_cols}}};
+  }
   switch (o.arch) {
     case Arch::kQwen3Moe:
       c["architectures"] = {"Qwen3MoeForCausalLM"};
@@ -307,6 +354,13 @@ absl::Status WriteTinyModel(const TinyModelOptions& options, const std::string& 
     weight_map[name] = absl::StrFormat("model-%05d-of-%05d.safetensors", shard + 1, o.num_shards);
     std::vector<float> values(n);
     draws.FillNormal(values.data(), static_cast<int64_t>(n), mean, std);
+    if (o.fp8_block_rows > 0 && QuantizedInFp8(name, shape)) {
+      Fp8Blocks q = QuantizeFp8(values, shape[0], shape[1], o.fp8_block_rows, o.fp8_block_cols);
+      weight_map[name + "_scale_inv"] = weight_map[name];
+      RETURN_IF_ERROR(shards[shard].AddF32(name + "_scale_inv", kernels::DType::kF32,
+                                           {q.scale_rows, q.scale_cols}, std::move(q.scales)));
+      return shards[shard].Add(name, kernels::DType::kF8E4M3, shape, std::move(q.codes));
+    }
     return shards[shard].AddF32(name, o.dtype, shape, std::move(values));
   };
   const float s = o.init_std;

@@ -55,6 +55,10 @@ struct TinyModelOptions {
     bool rope_interleave = true;  // deepseek_v3's key (v2 is always interleaved).
   } deepseek;
   kernels::DType dtype = kernels::DType::kBF16;
+  // > 0: block-scaled FP8 as DeepSeek-V3 publishes it — the projection weights in F8_E4M3 with
+  // `<name>_scale_inv` per [fp8_block_rows, fp8_block_cols] block (edge blocks partial), the rest
+  // in `dtype`, and config.json's quantization_config.
+  int fp8_block_rows = 0, fp8_block_cols = 0;
   int num_shards = 1;  // > 1 writes model-0000i-of-0000n.safetensors + index.
   uint64_t seed = 0;
   float init_std = 0.08f;
