@@ -238,13 +238,15 @@ INSTANTIATE_TEST_SUITE_P(
             "routed_scaling_factor: must be positive"}),
     [](const ::testing::TestParamInfo<Bad>& info) { return info.param.name; });
 
-// Fuzz-style (testing/config_fuzz.h), inside rope_scaling too.
+// Fuzz-style (testing/config_fuzz.h), inside rope_scaling and quantization_config too.
 TEST(DeepseekConfigFuzzTest, CorruptedConfigsNeverCrash) {
   int rejected = 0;
   for (const char* base : {kV2Lite, kV3}) {
     rejected += testing::FuzzConfig(base, 19, 300, {"rope_scaling"});
   }
   EXPECT_GT(rejected, 400);
+  const std::string fp8 = Set(kV3, "quantization_config", Fp8Config("fmt", "e4m3"));
+  EXPECT_GT(testing::FuzzConfig(fp8, 23, 300, {"quantization_config"}), 150);
 }
 
 }  // namespace
