@@ -39,6 +39,26 @@ for arch in qwen3_moe qwen2_moe mixtral deepseek_v2 deepseek_v3; do
   [[ -s "$TMP/$arch.trace" ]] || fail "$arch: empty trace"
 done
 
+# FP8 block-scaled checkpoints (DeepSeek-V3's format) score as the same model dequantised offline:
+# the same logits, byte for byte (docs/ENGINE.md "FP8 checkpoints").
+for arch in qwen3_moe deepseek_v3; do
+  for form in fp8 dequantized bf16; do
+    flags=(--fp8 --fp8_block=16,24)
+    [[ "$form" == dequantized ]] && flags+=(--fp8_dequantized)
+    [[ "$form" == bf16 ]] && flags=()  # The same draws, not quantized.
+    "$MAKE_TINY" --arch="$arch" --out="$TMP/$arch.$form" --seed=5 --layers=2 --experts=4 --top_k=2 \
+      --groups=2 --topk_groups=1 "${flags[@]}" >/dev/null
+    "$ENGINE" score --model="$TMP/$arch.$form" --input="$TMP/in.jsonl" \
+      --out="$TMP/$arch.$form.scores" 2>/dev/null || fail "$arch $form: score"
+  done
+  grep -q '"quant_method": "fp8"' "$TMP/$arch.fp8/config.json" || fail "$arch: no quantization_config"
+  ! grep -q quantization_config "$TMP/$arch.dequantized/config.json" || fail "$arch: dequantized"
+  cmp -s "$TMP/$arch.fp8.scores" "$TMP/$arch.dequantized.scores" ||
+    fail "$arch: the FP8 checkpoint scores differently from its offline dequantisation"
+  ! cmp -s "$TMP/$arch.fp8.scores" "$TMP/$arch.bf16.scores" || fail "$arch: FP8 changed nothing"
+done
+expect_error 2 "needs --fp8" -- "$MAKE_TINY" --out="$TMP/x" --fp8_dequantized
+
 dir="$TMP/qwen3_moe"
 # Progress: a line on stderr when it is a terminal (`script` gives the command one), none with
 # --quiet, none when stderr is not a terminal; stdout never gets it.

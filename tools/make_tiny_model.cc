@@ -41,6 +41,9 @@ ABSL_FLAG(bool, fp8, false,
           "block-scaled FP8 as DeepSeek-V3 publishes it: the projection weights F8_E4M3 with "
           "<name>_scale_inv per --fp8_block, the rest in --dtype, and quantization_config");
 ABSL_FLAG(std::string, fp8_block, "128,128", "with --fp8: weight_block_size ROWS,COLS");
+ABSL_FLAG(bool, fp8_dequantized, false,
+          "with --fp8: write the same FP8 values dequantised, as F32 without quantization_config "
+          "(the checkpoint a user converting the FP8 one offline gets)");
 // deepseek_v2 / deepseek_v3 only.
 ABSL_FLAG(int, q_lora_rank, 0, "deepseek: q LoRA rank (0: a plain q_proj)");
 ABSL_FLAG(int, kv_lora_rank, 32, "deepseek: the MLA latent size");
@@ -84,6 +87,9 @@ int main(int argc, char** argv) {
         o.fp8_block_cols < 1) {
       return fail("--fp8_block: expected two positive integers ROWS,COLS");
     }
+    o.fp8_dequantized = absl::GetFlag(FLAGS_fp8_dequantized);
+  } else if (absl::GetFlag(FLAGS_fp8_dequantized)) {
+    return fail("--fp8_dequantized needs --fp8");
   }
   o.seed = absl::GetFlag(FLAGS_seed);
   o.vocab_size = absl::GetFlag(FLAGS_vocab);

@@ -271,7 +271,7 @@ nlohmann::ordered_json ConfigJson(const TinyModelOptions& o, int eos) {
   c["torch_dtype"] = o.dtype == kernels::DType::kF32   ? "float32"
                      : o.dtype == kernels::DType::kF16 ? "float16"
                                                        : "bfloat16";
-  if (o.fp8_block_rows > 0) {  // As DeepSeek-V3's config.json has it.
+  if (o.fp8_block_rows > 0 && !o.fp8_dequantized) {  // As DeepSeek-V3's config.json has it.
     c["quantization_config"] = {{"activation_scheme", "dynamic"},
                                 {"fmt", "e4m3"},
                                 {"quant_method", "fp8"},
@@ -356,6 +356,16 @@ absl::Status WriteTinyModel(const TinyModelOptions& options, const std::string& 
     draws.FillNormal(values.data(), static_cast<int64_t>(n), mean, std);
     if (o.fp8_block_rows > 0 && QuantizedInFp8(name, shape)) {
       Fp8Blocks q = QuantizeFp8(values, shape[0], shape[1], o.fp8_block_rows, o.fp8_block_cols);
+      if (o.fp8_dequantized) {
+        for (int64_t i = 0; i < shape[0]; ++i) {
+          for (int64_t j = 0; j < shape[1]; ++j) {
+            const size_t at = i * shape[1] + j;
+            values[at] = kernels::F8E4M3ToF32(kernels::F8E4M3{static_cast<uint8_t>(q.codes[at])}) *
+                         q.scales[(i / o.fp8_block_rows) * q.scale_cols + j / o.fp8_block_cols];
+          }
+        }
+        return shards[shard].AddF32(name, kernels::DType::kF32, shape, std::move(values));
+      }
       weight_map[name + "_scale_inv"] = weight_map[name];
       RETURN_IF_ERROR(shards[shard].AddF32(name + "_scale_inv", kernels::DType::kF32,
                                            {q.scale_rows, q.scale_cols}, std::move(q.scales)));

@@ -59,6 +59,9 @@ struct TinyModelOptions {
   // `<name>_scale_inv` per [fp8_block_rows, fp8_block_cols] block (edge blocks partial), the rest
   // in `dtype`, and config.json's quantization_config.
   int fp8_block_rows = 0, fp8_block_cols = 0;
+  // With the blocks: the same quantized values stored dequantised (code · scale) in F32, without
+  // quantization_config — the FP8 model as a user converting it offline would load it.
+  bool fp8_dequantized = false;
   int num_shards = 1;  // > 1 writes model-0000i-of-0000n.safetensors + index.
   uint64_t seed = 0;
   float init_std = 0.08f;
