@@ -15,11 +15,6 @@
 #include "planner/sim/scenario.h"
 
 namespace semmoe::tools {
-
-// The MoE layer's phases, as lab_report splits a call and MoeTime predicts it.
-constexpr const char* kPhases[] = {"wait", "dispatch", "experts", "combine"};
-// The rest of a layer (per layer) and the step (p50 TPOT at the highest rate in SLO).
-constexpr const char* kStepParts[] = {"attention", "srs", "sag", "tpot_p50"};
 namespace {
 
 using planner::sim::ClusterProfile;
@@ -32,6 +27,48 @@ double Median(std::vector<double> v) {
   const size_t n = v.size();
   return n == 0 ? 0 : n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
+
+// Four named parts of a setting's time, measured and predicted ms per run: the MoE layer's phases
+// (as lab_report splits a call and MoeTime predicts it), or the rest of a layer and the step.
+class Parts {
+ public:
+  explicit Parts(std::array<const char*, 4> names) : names_(names) {}
+
+  void Add(const std::string& setting, const std::array<double, 4>& measured_ms,
+           const std::array<double, 4>& predicted_s) {
+    for (int i = 0; i < 4; ++i) {
+      measured_[setting][i].push_back(measured_ms[i]);
+      predicted_[setting][i].push_back(predicted_s[i] * 1e3);
+    }
+  }
+  // {part: {measured_ms, predicted_ms}}, medians over the runs.
+  nlohmann::ordered_json Json(const std::string& setting) {
+    nlohmann::ordered_json out = nlohmann::ordered_json::object();
+    for (int i = 0; i < 4; ++i) {
+      out[names_[i]] = {{"measured_ms", Median(measured_[setting][i])},
+                        {"predicted_ms", Median(predicted_[setting][i])}};
+    }
+    return out;
+  }
+  // One line a row: the setting, then each part's measured / predicted from row[key].
+  void Print(const nlohmann::ordered_json& rows, const char* key, const char* header,
+             int width) const {
+    std::cout << header;
+    for (const auto& r : rows) {
+      std::cout << absl::StrFormat("%-30s", r["setting"].get<std::string>());
+      for (const char* part : names_) {
+        std::cout << absl::StrFormat("  %*.2f / %*.2f", width,
+                                     r[key][part]["measured_ms"].get<double>(), width,
+                                     r[key][part]["predicted_ms"].get<double>());
+      }
+      std::cout << "\n";
+    }
+  }
+
+ private:
+  std::array<const char*, 4> names_;
+  std::map<std::string, std::array<std::vector<double>, 4>> measured_, predicted_;
+};
 
 }  // namespace
 
@@ -73,11 +110,10 @@ absl::StatusOr<int> CheckLab(const ModelShape& shape, const ClusterProfile& prof
   if (files.empty()) return absl::InvalidArgumentError("give check --lab RUN.json,...");
   // Setting → measured and predicted MoE-layer ms, one per run.
   std::map<std::string, std::vector<double>> measured, predicted, a2a;
-  // Setting → per phase (wait, dispatch, experts, combine), measured and predicted ms per run.
-  std::map<std::string, std::array<std::vector<double>, 4>> measured_phase, predicted_phase;
-  // Setting → the rest of a layer and the step (attention, SRS, SAG per layer; p50 TPOT at the
-  // highest rate in SLO), measured and predicted ms per run: what sets the batches' sizes.
-  std::map<std::string, std::array<std::vector<double>, 4>> measured_step, predicted_step;
+  Parts phases({"wait", "dispatch", "experts", "combine"});
+  // The rest of a layer (attention, SRS, SAG) and the step (p50 TPOT at the highest rate in
+  // SLO): what sets the batches' sizes.
+  Parts step({"attention", "srs", "sag", "tpot_p50"});
   std::map<std::string, int> ranks;
   for (const std::string& file : files) {
     ASSIGN_OR_RETURN(std::vector<LabSetting> settings, planner::sim::LoadLabSettings(file));
@@ -90,19 +126,11 @@ absl::StatusOr<int> CheckLab(const ModelShape& shape, const ClusterProfile& prof
       predicted[s.name].push_back(r.moe.total() * 1e3);
       a2a[s.name].push_back(r.a2a_share());
       ranks[s.name] = s.ranks;
-      const double m[] = {s.wait_ms, s.dispatch_ms, s.experts_ms, s.combine_ms};
-      const double p[] = {r.moe.wait, r.moe.dispatch, r.moe.experts, r.moe.combine};
-      for (int i = 0; i < 4; ++i) {
-        measured_phase[s.name][i].push_back(m[i]);
-        predicted_phase[s.name][i].push_back(p[i] * 1e3);
-      }
-      const double ms[] = {s.attention_ms, s.srs_ms, s.sag_ms, s.tpot_p50_ms};
-      const double ps[] = {r.attention_s, r.srs_s, r.sag_s,
-                           planner::sim::PointAt(r, s.max_rate_in_slo).result.tpot_s.p50};
-      for (int i = 0; i < 4; ++i) {
-        measured_step[s.name][i].push_back(ms[i]);
-        predicted_step[s.name][i].push_back(ps[i] * 1e3);
-      }
+      phases.Add(s.name, {s.wait_ms, s.dispatch_ms, s.experts_ms, s.combine_ms},
+                 {r.moe.wait, r.moe.dispatch, r.moe.experts, r.moe.combine});
+      step.Add(s.name, {s.attention_ms, s.srs_ms, s.sag_ms, s.tpot_p50_ms},
+               {r.attention_s, r.srs_s, r.sag_s,
+                planner::sim::PointAt(r, s.max_rate_in_slo).result.tpot_s.p50});
     }
   }
   nlohmann::ordered_json rows = nlohmann::ordered_json::array();
@@ -111,16 +139,6 @@ absl::StatusOr<int> CheckLab(const ModelShape& shape, const ClusterProfile& prof
     const double mm = Median(m), pm = Median(predicted[name]);
     const double error = mm > 0 ? pm / mm - 1 : 0;
     within += std::abs(error) <= 0.15;
-    nlohmann::ordered_json phases = nlohmann::ordered_json::object();
-    for (int i = 0; i < 4; ++i) {
-      phases[kPhases[i]] = {{"measured_ms", Median(measured_phase[name][i])},
-                           {"predicted_ms", Median(predicted_phase[name][i])}};
-    }
-    nlohmann::ordered_json step = nlohmann::ordered_json::object();
-    for (int i = 0; i < 4; ++i) {
-      step[kStepParts[i]] = {{"measured_ms", Median(measured_step[name][i])},
-                             {"predicted_ms", Median(predicted_step[name][i])}};
-    }
     rows.push_back({{"setting", name},
                     {"ranks", ranks[name]},
                     {"runs", m.size()},
@@ -130,8 +148,8 @@ absl::StatusOr<int> CheckLab(const ModelShape& shape, const ClusterProfile& prof
                     {"predicted_moe_layer_ms", pm},
                     {"predicted_a2a_share", Median(a2a[name])},
                     {"error", error},
-                    {"phases", phases},
-                    {"step", step}});
+                    {"phases", phases.Json(name)},
+                    {"step", step.Json(name)}});
   }
   // Order: within each G, every pair of settings the measurement separates (medians apart by
   // more than the runs' spread) ordered alike by the prediction.
@@ -172,27 +190,15 @@ absl::StatusOr<int> CheckLab(const ModelShape& shape, const ClusterProfile& prof
   }
   std::cout << within << " of " << rows.size() << " settings within 15%; order swapped: "
             << (swapped.empty() ? "none" : swapped.dump()) << "\n";
-  // Where the difference is: each phase's median, measured / predicted.
-  std::cout << "\nphases, ms a call, measured / predicted: setting  wait  dispatch  experts  "
-               "combine\n";
-  for (const auto& r : rows) {
-    std::cout << absl::StrFormat("%-30s", r["setting"].get<std::string>());
-    for (const char* phase : kPhases) {
-      std::cout << absl::StrFormat("  %5.2f / %5.2f", r["phases"][phase]["measured_ms"].get<double>(),
-                                   r["phases"][phase]["predicted_ms"].get<double>());
-    }
-    std::cout << "\n";
-  }
-  std::cout << "\nthe rest, ms, measured / predicted: setting  attention  SRS  SAG (a layer)  "
-               "p50 TPOT (highest rate in SLO)\n";
-  for (const auto& r : rows) {
-    std::cout << absl::StrFormat("%-30s", r["setting"].get<std::string>());
-    for (const char* part : kStepParts) {
-      std::cout << absl::StrFormat("  %6.2f / %6.2f", r["step"][part]["measured_ms"].get<double>(),
-                                   r["step"][part]["predicted_ms"].get<double>());
-    }
-    std::cout << "\n";
-  }
+  // Where the difference is: each part's median, measured / predicted.
+  phases.Print(rows, "phases",
+               "\nphases, ms a call, measured / predicted: setting  wait  dispatch  experts  "
+               "combine\n",
+               5);
+  step.Print(rows, "step",
+             "\nthe rest, ms, measured / predicted: setting  attention  SRS  SAG (a layer)  "
+             "p50 TPOT (highest rate in SLO)\n",
+             6);
   return 0;
 }
 
