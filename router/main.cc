@@ -52,6 +52,12 @@ ABSL_FLAG(std::string, http_port_file, "", "write the bound HTTP port here once 
 ABSL_FLAG(std::string, served_model_name, "",
           "the model's name for HTTP clients (\"model\"); default: the model directory's name");
 ABSL_FLAG(int, default_chat_max_tokens, 1024, "HTTP chat requests without max_tokens");
+ABSL_FLAG(std::string, chat_template, "",
+          "HTTP chat: a Jinja chat template file to use instead of the model's "
+          "tokenizer_config.json one (e.g. one that renders tools)");
+ABSL_FLAG(std::string, tool_call_parser, "auto",
+          "HTTP chat: the format the model writes tool calls in: hermes, deepseek_v3, mistral, "
+          "auto (by config.json's model_type) or none (requests with tools refused)");
 ABSL_FLAG(int, http_threads, 2, "HTTP: I/O threads (every connection shares them)");
 ABSL_FLAG(int, http_workers, 2,
           "HTTP: threads that parse completions, render chat templates and tokenise prompts");
@@ -114,6 +120,8 @@ int Run() {
   o.http_port = absl::GetFlag(FLAGS_http_port);
   o.served_model_name = absl::GetFlag(FLAGS_served_model_name);
   o.default_chat_max_tokens = absl::GetFlag(FLAGS_default_chat_max_tokens);
+  o.chat_template_file = UserPath(absl::GetFlag(FLAGS_chat_template));
+  o.tool_call_parser = absl::GetFlag(FLAGS_tool_call_parser);
   o.http_threads = absl::GetFlag(FLAGS_http_threads);
   o.http_workers = absl::GetFlag(FLAGS_http_workers);
   o.http_limits = {

@@ -72,7 +72,45 @@ absl::StatusOr<ChatTemplate> ChatTemplate::FromConfig(const nlohmann::ordered_js
   if (!bos.ok()) return bos.status();
   absl::StatusOr<std::string> eos = TokenText(config, "eos_token", source);
   if (!eos.ok()) return eos.status();
-  return ChatTemplate(*std::move(parsed), *std::move(bos), *std::move(eos));
+  ChatTemplate t(*std::move(parsed), *std::move(bos), *std::move(eos));
+  t.tool_support_ = t.ProbeTools();
+  return t;
+}
+
+ToolSupport ChatTemplate::ProbeTools() const {
+  // Names no real conversation holds: found in the output only if the template put them there.
+  constexpr char kFunction[] = "semmoe_probe_function_7c1d";
+  constexpr char kResult[] = "semmoe_probe_result_52e9";
+  using Json = nlohmann::ordered_json;
+  auto renders = [&](const Json& messages, const Json& extra, const char* needle) {
+    absl::StatusOr<std::string> out = Apply(messages, /*add_generation_prompt=*/true, extra);
+    return out.ok() && out->find(needle) != std::string::npos;
+  };
+  const Json user = {{"role", "user"}, {"content", "What is the weather?"}};
+  const Json tool = {{"type", "function"},
+                     {"function",
+                      {{"name", kFunction},
+                       {"description", "d"},
+                       {"parameters", {{"type", "object"}, {"properties", Json::object()}}}}}};
+  const Json call = {{"id", "call_0"},
+                     {"type", "function"},
+                     {"function", {{"name", kFunction}, {"arguments", "{}"}}}};
+  const Json result = {{"role", "tool"}, {"tool_call_id", "call_0"}, {"content", kResult}};
+  auto conversation = [&](const Json& content) {
+    return Json::array({user,
+                        {{"role", "assistant"},
+                         {"content", content},
+                         {"tool_calls", Json::array({call})}},
+                        result});
+  };
+  ToolSupport s;
+  s.tools_list = renders(Json::array({user}), {{"tools", Json::array({tool})}}, kFunction);
+  const bool with_null = renders(conversation(nullptr), nullptr, kFunction);
+  const bool with_empty = renders(conversation(""), nullptr, kFunction);
+  s.calls = with_null || with_empty;
+  s.calls_want_null_content = with_null && !with_empty;
+  s.results = renders(conversation(with_null && !with_empty ? Json() : Json("")), nullptr, kResult);
+  return s;
 }
 
 absl::StatusOr<std::string> ChatTemplate::Apply(const nlohmann::ordered_json& messages,

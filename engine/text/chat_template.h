@@ -16,6 +16,17 @@
 
 namespace semmoe::engine::model {
 
+// What a template does with OpenAI-style tool use, found at load by rendering probe
+// conversations (a template is code: what it shows the model is what it renders).
+struct ToolSupport {
+  bool tools_list = false;  // Renders the `tools` variable (the functions the model may call).
+  bool calls = false;       // Renders an assistant turn's `tool_calls`.
+  // The calls render only with the turn's content null (DeepSeek-V3), not "" — or the reverse
+  // (Qwen3 fails on null); meaningful when `calls`.
+  bool calls_want_null_content = false;
+  bool results = false;  // Renders role "tool" messages (the calls' results).
+};
+
 class ChatTemplate {
  public:
   // From `model_dir`/tokenizer_config.json. NotFound when the file or its chat_template is
@@ -34,14 +45,17 @@ class ChatTemplate {
                                     bool add_generation_prompt,
                                     const nlohmann::ordered_json& extra = nullptr) const;
 
+  const ToolSupport& tool_support() const { return tool_support_; }
   const std::string& bos_token() const { return bos_token_; }
   const std::string& eos_token() const { return eos_token_; }
 
  private:
   ChatTemplate(jinja::Template t, std::string bos, std::string eos)
       : template_(std::move(t)), bos_token_(std::move(bos)), eos_token_(std::move(eos)) {}
+  ToolSupport ProbeTools() const;
 
   jinja::Template template_;
+  ToolSupport tool_support_;
   std::string bos_token_;  // "" when the config names none.
   std::string eos_token_;
 };

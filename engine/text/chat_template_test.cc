@@ -97,5 +97,38 @@ TEST(ChatTemplateTest, RealQwen3Template) {
             "<|im_start|>user\nand 3+3?<|im_end|>\n<|im_start|>assistant\n");
 }
 
+// DeepSeek-V3's template renders calls (only with content null) and results, but never the
+// `tools` list: a request with tools must not reach the model as if it had seen them.
+TEST(ChatTemplateTest, RealDeepseekV3ToolSupport) {
+  const std::string tokenizer = testing::EnvPath("SEMMOE_DEEPSEEK_V3_TOKENIZER");
+  if (tokenizer.empty()) GTEST_SKIP() << "SEMMOE_DEEPSEEK_V3_TOKENIZER unset (./semmoe test sets it)";
+  auto t = ChatTemplate::Load(tokenizer.substr(0, tokenizer.rfind('/')));
+  ASSERT_TRUE(t.ok()) << t.status();
+  EXPECT_FALSE(t->tool_support().tools_list);
+  EXPECT_TRUE(t->tool_support().calls);
+  EXPECT_TRUE(t->tool_support().calls_want_null_content);
+  EXPECT_TRUE(t->tool_support().results);
+}
+
+TEST(ChatTemplateTest, ToolSupportIsWhatTheTemplateRenders) {
+  // ChatML without tool handling: tool messages render as any role; calls and tools do not.
+  auto chatml = ChatTemplate::FromConfig({{"chat_template", kChatMl}}, "cfg");
+  ASSERT_TRUE(chatml.ok()) << chatml.status();
+  EXPECT_FALSE(chatml->tool_support().tools_list);
+  EXPECT_FALSE(chatml->tool_support().calls);
+  EXPECT_TRUE(chatml->tool_support().results);
+  // One that lists tools and renders calls whatever the content.
+  const char kTools[] =
+      "{% for t in tools %}{{ t.function.name }};{% endfor %}{% for m in messages %}"
+      "{{ m.role }}:{{ m.content or '' }}{% for c in m.tool_calls or [] %}"
+      "[{{ c.function.name }}]{% endfor %}|{% endfor %}";
+  auto tools = ChatTemplate::FromConfig({{"chat_template", kTools}}, "cfg");
+  ASSERT_TRUE(tools.ok()) << tools.status();
+  EXPECT_TRUE(tools->tool_support().tools_list);
+  EXPECT_TRUE(tools->tool_support().calls);
+  EXPECT_FALSE(tools->tool_support().calls_want_null_content);
+  EXPECT_TRUE(tools->tool_support().results);
+}
+
 }  // namespace
 }  // namespace semmoe::engine::model

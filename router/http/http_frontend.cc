@@ -10,6 +10,7 @@
 #include "absl/time/clock.h"
 #include "common/metrics.h"
 #include "router/openai/openai_response.h"
+#include "router/openai/tool_use.h"
 
 namespace semmoe::router::http {
 namespace {
@@ -43,17 +44,21 @@ std::string NewRequestId() {
 // promise.
 class CompletionSink : public CallSink {
  public:
+  // `tools`: the request's calls are parsed from the text (null: the text is content).
   CompletionSink(std::shared_ptr<HttpResponse> res, openai::ResponseHeader header,
-                 const openai::OpenAiRequest& request)
+                 const openai::OpenAiRequest& request,
+                 std::unique_ptr<openai::ToolCallStream> tools)
       : res_(std::move(res)),
         header_(std::move(header)),
         stream_(request.stream),
-        include_usage_(request.include_usage) {}
+        include_usage_(request.include_usage),
+        tools_(std::move(tools)) {}
 
   void OnTokens(absl::Span<const int32_t>, absl::string_view text) override {
     absl::MutexLock lock(&mu_);
     if (!stream_) return;
     Begin();
+    if (tools_ != nullptr) return Say(tools_->Feed(text));
     if (!text.empty()) Event(openai::Chunk(header_, std::string(text), "", false, include_usage_));
   }
 
@@ -63,13 +68,26 @@ class CompletionSink : public CallSink {
     if (!stream_) {
       const openai::Usage usage{.prompt_tokens = final->prompt_tokens(),
                                 .completion_tokens = final->completion_tokens()};
+      if (tools_ == nullptr) {
+        return Reply(*res_, 200,
+                     openai::FullResponse(header_, final->text(),
+                                          openai::FinishReason(final->finish_reason()), usage));
+      }
+      openai::ToolCallStream::Out out = tools_->Feed(final->text());
+      openai::ToolCallStream::Out rest = tools_->Finish();
+      out.content += rest.content;
+      for (auto& c : rest.calls) out.calls.push_back(std::move(c));
       return Reply(*res_, 200,
-                   openai::FullResponse(header_, final->text(),
-                                        openai::FinishReason(final->finish_reason()), usage));
+                   openai::FullResponse(header_, out.content,
+                                        openai::FinishReason(final->finish_reason(),
+                                                             !out.calls.empty()),
+                                        usage, out.calls));
     }
     Begin();
+    if (tools_ != nullptr) Say(tools_->Finish());
     if (status.ok()) {
-      Event(openai::Chunk(header_, "", openai::FinishReason(final->finish_reason()), false,
+      const bool calls = tools_ != nullptr && tools_->calls() > 0;
+      Event(openai::Chunk(header_, "", openai::FinishReason(final->finish_reason(), calls), false,
                           include_usage_));
       if (include_usage_) {
         Event(openai::UsageChunk(header_, {.prompt_tokens = final->prompt_tokens(),
@@ -94,12 +112,19 @@ class CompletionSink : public CallSink {
     }
   }
   void Event(const Json& data) { res_->Write(openai::SseEvent(data)); }
+  void Say(const openai::ToolCallStream::Out& out) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (!out.content.empty()) Event(openai::Chunk(header_, out.content, "", false, include_usage_));
+    for (const openai::ResponseToolCall& call : out.calls) {
+      for (const Json& chunk : openai::ToolCallChunks(header_, call, include_usage_)) Event(chunk);
+    }
+  }
 
   absl::Mutex mu_;
   const std::shared_ptr<HttpResponse> res_;
   const openai::ResponseHeader header_;
   const bool stream_;
   const bool include_usage_;
+  const std::unique_ptr<openai::ToolCallStream> tools_ ABSL_PT_GUARDED_BY(mu_);
   bool began_ ABSL_GUARDED_BY(mu_) = false;
 };
 
@@ -178,13 +203,9 @@ struct Context {
                                                             "); use /v1/completions"),
                                     .code = "chat_template_missing"});
       }
-      absl::StatusOr<std::string> prompt =
-          options.chat_template->Apply(r.messages, r.add_generation_prompt, r.template_kwargs);
-      if (!prompt.ok()) {
-        return Reply(
-            *res, ApiError{.message = std::string(prompt.status().message()), .param = "messages"});
-      }
-      g.set_text(*std::move(prompt));
+      std::string prompt;
+      if (std::optional<ApiError> e = ChatPrompt(r, &prompt)) return Reply(*res, *e);
+      g.set_text(std::move(prompt));
     } else if (!r.prompt_ids.empty()) {
       g.mutable_token_ids()->Add(r.prompt_ids.begin(), r.prompt_ids.end());
     } else {
@@ -205,12 +226,80 @@ struct Context {
                                   .id = openai::ResponseId(endpoint, g.request_id()),
                                   .created = absl::ToUnixSeconds(absl::Now()),
                                   .model = options.served_model};
-    auto sink = std::make_shared<CompletionSink>(res, std::move(header), r);
+    std::unique_ptr<openai::ToolCallStream> tools;
+    if (ParsesToolCalls(r)) {
+      tools = std::make_unique<openai::ToolCallStream>(
+          *options.tool_call_format,
+          openai::ForcedOpening(*options.tool_call_format, r.tool_choice, r.tool_choice_name),
+          r.parallel_tool_calls, g.request_id());
+    }
+    auto sink = std::make_shared<CompletionSink>(res, std::move(header), r, std::move(tools));
     absl::StatusOr<std::shared_ptr<CallHandle>> handle =
         options.router->Submit(g, absl::Now() + options.request_timeout, std::move(sink));
     if (!handle.ok()) return Reply(*res, FromStatus(handle.status()));
     // Released with the response's end; a client that leaves first cancels the call.
     res->OnAbandon([handle = *std::move(handle)] { handle->Cancel(); });
+  }
+
+  bool ParsesToolCalls(const openai::OpenAiRequest& r) const {
+    return !r.tools.is_null() && r.tool_choice != openai::ToolChoice::kNone &&
+           options.tool_call_format.has_value();
+  }
+
+  // A chat request's prompt: its messages (and tools) through the model's template, refused
+  // where the template would drop what the conversation holds; then the opening that forces a
+  // call (tool_choice "required" or named).
+  std::optional<ApiError> ChatPrompt(const openai::OpenAiRequest& r, std::string* prompt) const {
+    const engine::model::ToolSupport& support = options.chat_template->tool_support();
+    auto refuse = [&](const std::string& param, const std::string& why) {
+      return ApiError{.message = absl::StrCat("the chat template of '", options.served_model, "' ",
+                                              why, " (serve it with one that does: router "
+                                                   "--chat_template=FILE)"),
+                      .param = param,
+                      .code = "tools_unsupported"};
+    };
+    const bool wants_calls = !r.tools.is_null() && r.tool_choice != openai::ToolChoice::kNone;
+    if (wants_calls && !support.tools_list) {
+      return refuse("tools", "does not show the model a 'tools' list");
+    }
+    if (wants_calls && !options.tool_call_format.has_value()) {
+      return ApiError{.message = absl::StrCat("this server parses no tool calls for '",
+                                              options.served_model,
+                                              "' (router --tool_call_parser names the format)"),
+                      .param = "tools",
+                      .code = "tools_unsupported"};
+    }
+    Json messages = r.messages;
+    for (size_t i = 0; i < messages.size(); ++i) {
+      Json& m = messages[i];
+      if (m["role"] == "tool" && !support.results) {
+        return refuse(absl::StrCat("messages[", i, "]"), "does not render tool results");
+      }
+      if (!m.contains("tool_calls") || m["tool_calls"].is_null()) continue;
+      if (!support.calls) {
+        return refuse(absl::StrCat("messages[", i, "].tool_calls"),
+                      "does not render an assistant's tool calls");
+      }
+      // OpenAI clients send content null (or "") beside calls; give the template the one it
+      // renders calls with.
+      Json& content = m["content"];
+      if (content.is_null() || content == "") {
+        content = support.calls_want_null_content ? Json() : Json("");
+      }
+    }
+    Json extra = r.template_kwargs.is_object() ? r.template_kwargs : Json::object();
+    if (!r.tools.is_null() && support.tools_list) extra["tools"] = r.tools;
+    absl::StatusOr<std::string> text =
+        options.chat_template->Apply(messages, r.add_generation_prompt, extra);
+    if (!text.ok()) {
+      return ApiError{.message = std::string(text.status().message()), .param = "messages"};
+    }
+    *prompt = *std::move(text);
+    if (ParsesToolCalls(r)) {
+      absl::StrAppend(prompt, openai::ForcedOpening(*options.tool_call_format, r.tool_choice,
+                                                    r.tool_choice_name));
+    }
+    return std::nullopt;
   }
 
   static void Serve(std::shared_ptr<const Context> self, HttpRequest req,

@@ -1,7 +1,8 @@
 // The router's OpenAI-compatible HTTP door, on the event-driven HttpServer (http_server.h):
 //
 //   POST /v1/completions        prompt (text or token ids) → text, streamed (SSE) or whole
-//   POST /v1/chat/completions   messages, rendered with the model's chat template
+//   POST /v1/chat/completions   messages, rendered with the model's chat template; tools, their
+//                               calls parsed from the model's text (router/openai/tool_use.h)
 //   GET  /v1/models             the one model served
 //   GET  /health                200 when some engine rank can take requests, else 503
 //   GET  /metrics               Prometheus text: the router's series and the door's own
@@ -25,6 +26,7 @@
 #define SEMMOE_ROUTER_HTTP_HTTP_FRONTEND_H_
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "absl/status/status.h"
@@ -35,6 +37,7 @@
 #include "router/core/router_api.h"
 #include "router/http/http_server.h"
 #include "router/openai/openai_request.h"
+#include "router/openai/tool_calls.h"
 
 namespace semmoe::router::http {
 
@@ -45,6 +48,9 @@ struct HttpFrontendOptions {
   // Borrowed; null: the model has no chat template and chat completions get a 400 saying so.
   const engine::model::ChatTemplate* chat_template = nullptr;
   std::string chat_template_error;     // Why there is none (told to chat clients).
+  // The format the model writes tool calls in (router --tool_call_parser); none: requests with
+  // tools are refused, saying so.
+  std::optional<openai::ToolCallFormat> tool_call_format;
   RouterApi* router = nullptr;         // Borrowed; required.
   int default_chat_max_tokens = 1024;  // Chat requests without max_tokens.
   absl::Duration request_timeout = absl::Minutes(10);

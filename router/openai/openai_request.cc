@@ -4,6 +4,7 @@
 #include <functional>
 #include <set>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/json_fields.h"
@@ -95,16 +96,18 @@ std::optional<ApiError> CheckUnsupported(const Json& body, Endpoint endpoint) {
   if ((e = off("presence_penalty", is_zero, "'presence_penalty'"))) return e;
   if ((e = off("frequency_penalty", is_zero, "'frequency_penalty'"))) return e;
   if ((e = off("logit_bias", is_empty, "'logit_bias'"))) return e;
-  if ((e = off("tools", is_empty, "tool calling ('tools')"))) return e;
-  if ((e = off("functions", is_empty, "function calling ('functions')"))) return e;
+  if (!chat) {
+    for (const char* key : {"tools", "tool_choice", "parallel_tool_calls"}) {
+      if (!IsNull(body, key)) {
+        return Invalid(key, absl::StrCat("'", key, "' is for chat completions (/v1/chat/completions)"));
+      }
+    }
+  }
+  // The deprecated pre-tools fields: their requests name `tools` instead.
+  if ((e = off("functions", is_empty, "the deprecated 'functions' (send 'tools')"))) return e;
   if ((e = off(
            "function_call", [](const Json& v) { return v == "none"; },
-           "'function_call' other than \"none\""))) {
-    return e;
-  }
-  if ((e = off(
-           "tool_choice", [](const Json& v) { return v == "none"; },
-           "'tool_choice' other than \"none\""))) {
+           "the deprecated 'function_call' (send 'tool_choice')"))) {
     return e;
   }
   if ((e = off(
@@ -138,6 +141,135 @@ std::optional<ApiError> NormaliseContent(Json& message, size_t index) {
   return std::nullopt;
 }
 
+bool IsString(const Json& object, const char* key) {
+  return object.contains(key) && object.at(key).is_string();
+}
+
+// OpenAI's function names: 1-64 of [A-Za-z0-9_-].
+bool ValidFunctionName(const std::string& name) {
+  if (name.empty() || name.size() > 64) return false;
+  for (char c : name) {
+    if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-') return false;
+  }
+  return true;
+}
+
+// An assistant message's `tool_calls` (each {"id", "type": "function", "function": {"name",
+// "arguments": a JSON string}}) and a tool message's `tool_call_id`.
+std::optional<ApiError> CheckToolFields(const Json& m, const std::string& param) {
+  const std::string role = m["role"].get<std::string>();
+  if (m.contains("tool_calls") && !m["tool_calls"].is_null()) {
+    const std::string p = param + ".tool_calls";
+    if (role != "assistant") return Invalid(p, "only assistant messages carry 'tool_calls'");
+    if (!m["tool_calls"].is_array()) return Invalid(p, "'tool_calls' must be an array");
+    for (size_t j = 0; j < m["tool_calls"].size(); ++j) {
+      const Json& call = m["tool_calls"][j];
+      const std::string pj = absl::StrCat(p, "[", j, "]");
+      if (!call.is_object() || !IsString(call, "id") || call.value("type", Json()) != "function" ||
+          !call.contains("function") || !call["function"].is_object() ||
+          !IsString(call["function"], "name") || !IsString(call["function"], "arguments")) {
+        return Invalid(pj,
+                       "a tool call must be {\"id\": string, \"type\": \"function\", \"function\": "
+                       "{\"name\": string, \"arguments\": string}}");
+      }
+    }
+  }
+  if (role == "tool" && !IsString(m, "tool_call_id")) {
+    return Invalid(param + ".tool_call_id", "a tool message needs a string 'tool_call_id'");
+  }
+  return std::nullopt;
+}
+
+// `tools`, `tool_choice` and `parallel_tool_calls` of a chat request.
+std::optional<ApiError> ParseTools(const Json& body, OpenAiRequest* out) {
+  std::set<std::string> names;
+  if (!IsNull(body, "tools")) {
+    const Json& tools = body.at("tools");
+    if (!tools.is_array()) return Invalid("tools", "'tools' must be an array");
+    static const std::set<std::string> kFunctionKeys = {"name", "description", "parameters",
+                                                        "strict"};
+    for (size_t i = 0; i < tools.size(); ++i) {
+      const Json& tool = tools[i];
+      const std::string p = absl::StrCat("tools[", i, "]");
+      if (!tool.is_object() || !IsString(tool, "type")) {
+        return Invalid(p, "a tool must be {\"type\": \"function\", \"function\": {...}}");
+      }
+      if (tool["type"] != "function") {
+        return Unsupported(p + ".type",
+                           absl::StrCat("tool type '", tool["type"].get<std::string>(), "'"));
+      }
+      for (const auto& [key, unused] : tool.items()) {
+        if (key != "type" && key != "function") {
+          return Invalid(p, absl::StrCat("unrecognized tool field '", key, "'"));
+        }
+      }
+      if (!tool.contains("function") || !tool["function"].is_object()) {
+        return Invalid(p + ".function", "a function tool needs a 'function' object");
+      }
+      const Json& f = tool["function"];
+      for (const auto& [key, unused] : f.items()) {
+        if (!kFunctionKeys.count(key)) {
+          return Invalid(p + ".function", absl::StrCat("unrecognized function field '", key, "'"));
+        }
+      }
+      if (!IsString(f, "name") || !ValidFunctionName(f["name"].get<std::string>())) {
+        return Invalid(p + ".function.name",
+                       "a function's name must be 1 to 64 letters, digits, '_' or '-'");
+      }
+      if (!names.insert(f["name"].get<std::string>()).second) {
+        return Invalid(p + ".function.name",
+                       absl::StrCat("two tools are named '", f["name"].get<std::string>(), "'"));
+      }
+      if (f.contains("description") && !f["description"].is_string()) {
+        return Invalid(p + ".function.description", "'description' must be a string");
+      }
+      if (f.contains("parameters") && !f["parameters"].is_object()) {
+        return Invalid(p + ".function.parameters", "'parameters' must be a JSON Schema object");
+      }
+      if (f.contains("strict") && !f["strict"].is_boolean()) {
+        return Invalid(p + ".function.strict", "'strict' must be a boolean");
+      }
+      if (f.value("strict", false)) {
+        // Strict mode promises arguments that match the schema: that needs constrained decoding.
+        return Unsupported(p + ".function.strict", "'strict': true (schema-constrained arguments)");
+      }
+    }
+    if (!tools.empty()) out->tools = tools;
+  }
+  const bool have_tools = !out->tools.is_null();
+  out->tool_choice = have_tools ? ToolChoice::kAuto : ToolChoice::kNone;
+  if (!IsNull(body, "tool_choice")) {
+    const Json& c = body.at("tool_choice");
+    if (c == "none") {
+      out->tool_choice = ToolChoice::kNone;
+    } else if (c == "auto" || c == "required") {
+      out->tool_choice = c == "auto" ? ToolChoice::kAuto : ToolChoice::kRequired;
+    } else if (c.is_object() && c.value("type", Json()) == "function" && c.contains("function") &&
+               c["function"].is_object() && IsString(c["function"], "name")) {
+      out->tool_choice = ToolChoice::kNamed;
+      out->tool_choice_name = c["function"]["name"].get<std::string>();
+      if (!names.count(out->tool_choice_name)) {
+        return Invalid("tool_choice", absl::StrCat("tool_choice names '", out->tool_choice_name,
+                                                   "', which is not in 'tools'"));
+      }
+    } else {
+      return Invalid("tool_choice",
+                     "'tool_choice' must be \"none\", \"auto\", \"required\" or {\"type\": "
+                     "\"function\", \"function\": {\"name\": ...}}");
+    }
+    if (out->tool_choice != ToolChoice::kNone && !have_tools) {
+      return Invalid("tool_choice", "'tool_choice' other than \"none\" needs 'tools'");
+    }
+  }
+  if (!IsNull(body, "parallel_tool_calls")) {
+    if (!body.at("parallel_tool_calls").is_boolean()) {
+      return Invalid("parallel_tool_calls", "'parallel_tool_calls' must be a boolean");
+    }
+    out->parallel_tool_calls = body.at("parallel_tool_calls").get<bool>();
+  }
+  return std::nullopt;
+}
+
 std::optional<ApiError> ParseMessages(const Json& body, OpenAiRequest* out) {
   if (IsNull(body, "messages")) return Invalid("messages", "'messages' is required");
   const Json& messages = body.at("messages");
@@ -156,6 +288,7 @@ std::optional<ApiError> ParseMessages(const Json& body, OpenAiRequest* out) {
                      "role must be one of system, developer, user, assistant, tool");
     }
     if (std::optional<ApiError> e = NormaliseContent(m, i)) return e;
+    if (std::optional<ApiError> e = CheckToolFields(m, param)) return e;
     const bool has_calls = m.contains("tool_calls") && !m["tool_calls"].is_null();
     if (m.value("content", Json()).is_null() && !(m["role"] == "assistant" && has_calls)) {
       return Invalid(param + ".content", "content is required");
@@ -174,7 +307,7 @@ std::optional<ApiError> ParseMessages(const Json& body, OpenAiRequest* out) {
     }
     out->add_generation_prompt = body.at("add_generation_prompt").get<bool>();
   }
-  return std::nullopt;
+  return ParseTools(body, out);
 }
 
 std::optional<ApiError> ParsePrompt(const Json& body, OpenAiRequest* out) {

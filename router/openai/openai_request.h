@@ -1,9 +1,9 @@
 // The OpenAI-compatible request bodies the router's HTTP frontend takes (POST /v1/completions and
 // /v1/chat/completions), parsed and checked into what RouterService.Generate needs. Every field
 // the API defines that we do not implement (n > 1, logprobs, echo, best_of, penalties,
-// logit_bias, tools, suffix, non-text response formats, non-text content parts) and every
-// unknown field is refused with an ApiError naming it — never ignored. docs/OPENAI.md lists the
-// fields.
+// logit_bias, the deprecated `functions`, suffix, non-text response formats, non-text content
+// parts) and every unknown field is refused with an ApiError naming it — never ignored.
+// docs/OPENAI.md lists the fields.
 #ifndef SEMMOE_ROUTER_OPENAI_OPENAI_REQUEST_H_
 #define SEMMOE_ROUTER_OPENAI_OPENAI_REQUEST_H_
 
@@ -29,6 +29,9 @@ struct ApiError {
 
 enum class Endpoint { kCompletions, kChatCompletions };
 
+// tool_choice: OpenAI's default is kAuto with tools, kNone without.
+enum class ToolChoice { kNone, kAuto, kRequired, kNamed };
+
 struct OpenAiRequest {
   Endpoint endpoint = Endpoint::kCompletions;
   std::string model;  // As the client named it ("" when absent).
@@ -39,6 +42,12 @@ struct OpenAiRequest {
   nlohmann::ordered_json messages;
   nlohmann::ordered_json template_kwargs;  // chat_template_kwargs (e.g. enable_thinking).
   bool add_generation_prompt = true;
+  // Chat tool calling: the tools as sent (each {"type": "function", "function": {"name", ...}}),
+  // checked, for the chat template (null: none); how the model may use them.
+  nlohmann::ordered_json tools;
+  ToolChoice tool_choice = ToolChoice::kNone;
+  std::string tool_choice_name;  // kNamed: the function's name.
+  bool parallel_tool_calls = true;
   int max_tokens = 16;  // Completions' default as OpenAI's; chat: until EOS or the limit.
   bool max_tokens_set = false;
   double temperature = 1.0;

@@ -3,6 +3,7 @@
 #include <random>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -61,12 +62,14 @@ TEST(OpenAiRequestTest, ChatMessagesAreNormalised) {
                         {"role": "user", "content": [{"type": "text", "text": "a"},
                                                      {"type": "text", "text": "b"}]},
                         {"role": "assistant", "content": null,
-                         "tool_calls": [{"type": "function", "function": {"name": "f"}}]}],
+                         "tool_calls": [{"id": "c1", "type": "function",
+                                         "function": {"name": "f", "arguments": "{}"}}]},
+                        {"role": "tool", "tool_call_id": "c1", "content": "42"}],
                       "max_completion_tokens": 5,
                       "chat_template_kwargs": {"enable_thinking": false}})",
                   &r),
             std::nullopt);
-  ASSERT_EQ(r.messages.size(), 3u);
+  ASSERT_EQ(r.messages.size(), 4u);
   EXPECT_EQ(r.messages[1]["content"], "a\nb");
   EXPECT_EQ(r.max_tokens, 5);
   EXPECT_EQ(r.template_kwargs["enable_thinking"], false);
@@ -97,11 +100,18 @@ TEST(OpenAiRequestTest, UnsupportedFieldsAreRefusedByName) {
                                        "top_logprobs": 2})",
        "top_logprobs"},
       {Endpoint::kChatCompletions, R"({"messages": [{"role": "user", "content": "x"}],
-                                       "tools": [{"type": "function"}]})",
-       "tools"},
+                                       "tools": [{"type": "custom", "custom": {"name": "f"}}]})",
+       "tools[0].type"},
       {Endpoint::kChatCompletions, R"({"messages": [{"role": "user", "content": "x"}],
-                                       "tool_choice": "auto"})",
-       "tool_choice"},
+                                       "tools": [{"type": "function", "function":
+                                                  {"name": "f", "strict": true}}]})",
+       "tools[0].function.strict"},
+      {Endpoint::kChatCompletions, R"({"messages": [{"role": "user", "content": "x"}],
+                                       "functions": [{"name": "f"}]})",
+       "functions"},
+      {Endpoint::kChatCompletions, R"({"messages": [{"role": "user", "content": "x"}],
+                                       "function_call": "auto"})",
+       "function_call"},
       {Endpoint::kChatCompletions, R"({"messages": [{"role": "user", "content": "x"}],
                                        "response_format": {"type": "json_object"}})",
        "response_format"},
@@ -116,6 +126,105 @@ TEST(OpenAiRequestTest, UnsupportedFieldsAreRefusedByName) {
     EXPECT_EQ(e->param, c.param) << c.body;
     EXPECT_EQ(e->code, "unsupported_parameter") << c.body;
     EXPECT_THAT(e->message, HasSubstr("not supported")) << c.body;
+  }
+}
+
+TEST(OpenAiRequestTest, ToolsAndToolChoice) {
+  const std::string tools = R"("tools": [
+      {"type": "function", "function": {"name": "get_weather", "description": "Weather",
+       "parameters": {"type": "object", "properties": {"city": {"type": "string"}}}}},
+      {"type": "function", "function": {"name": "time-now_2"}}])";
+  auto chat = [&](const std::string& more) {
+    return absl::StrCat(R"({"messages": [{"role": "user", "content": "x"}], )", tools, more, "}");
+  };
+  OpenAiRequest r;
+  ASSERT_EQ(Parse(Endpoint::kChatCompletions, chat(""), &r), std::nullopt);
+  ASSERT_EQ(r.tools.size(), 2u);
+  EXPECT_EQ(r.tools[0]["function"]["name"], "get_weather");
+  EXPECT_EQ(r.tool_choice, ToolChoice::kAuto);  // OpenAI's default with tools.
+  EXPECT_TRUE(r.parallel_tool_calls);
+  OpenAiRequest named;
+  ASSERT_EQ(Parse(Endpoint::kChatCompletions,
+                  chat(R"(, "tool_choice": {"type": "function", "function": {"name": "time-now_2"}},
+                          "parallel_tool_calls": false)"),
+                  &named),
+            std::nullopt);
+  EXPECT_EQ(named.tool_choice, ToolChoice::kNamed);
+  EXPECT_EQ(named.tool_choice_name, "time-now_2");
+  EXPECT_FALSE(named.parallel_tool_calls);
+  for (const auto& [choice, want] : {std::pair{"none", ToolChoice::kNone},
+                                     {"auto", ToolChoice::kAuto},
+                                     {"required", ToolChoice::kRequired}}) {
+    OpenAiRequest c;
+    ASSERT_EQ(Parse(Endpoint::kChatCompletions,
+                    chat(absl::StrCat(R"(, "tool_choice": ")", choice, "\"")), &c),
+              std::nullopt);
+    EXPECT_EQ(c.tool_choice, want) << choice;
+  }
+  OpenAiRequest none;
+  ASSERT_EQ(Parse(Endpoint::kChatCompletions,
+                  R"({"messages": [{"role": "user", "content": "x"}], "tools": [],
+                      "tool_choice": "none"})",
+                  &none),
+            std::nullopt);
+  EXPECT_TRUE(none.tools.is_null());
+  EXPECT_EQ(none.tool_choice, ToolChoice::kNone);
+}
+
+TEST(OpenAiRequestTest, BadToolsAreNamed) {
+  const std::string user = R"({"messages": [{"role": "user", "content": "x"}], )";
+  const std::string f = R"("tools": [{"type": "function", "function": {"name": "f"}}], )";
+  struct Case {
+    Endpoint e;
+    std::string body;
+    const char* param;
+    const char* says;
+  };
+  const Case cases[] = {
+      {Endpoint::kCompletions, R"({"prompt": "x", "tools": []})", "tools", "chat completions"},
+      {Endpoint::kChatCompletions, user + R"("tools": {}})", "tools", "must be an array"},
+      {Endpoint::kChatCompletions, user + R"("tools": [{"type": "function"}]})",
+       "tools[0].function", "needs a 'function' object"},
+      {Endpoint::kChatCompletions, user + R"("tools": [{"type": "function", "function": {}}]})",
+       "tools[0].function.name", "1 to 64"},
+      {Endpoint::kChatCompletions,
+       user + R"("tools": [{"type": "function", "function": {"name": "a b"}}]})",
+       "tools[0].function.name", "1 to 64"},
+      {Endpoint::kChatCompletions,
+       user + R"("tools": [{"type": "function", "function": {"name": "f", "x": 1}}]})",
+       "tools[0].function", "unrecognized function field 'x'"},
+      {Endpoint::kChatCompletions,
+       user + R"("tools": [{"type": "function", "function": {"name": "f", "parameters": 3}}]})",
+       "tools[0].function.parameters", "JSON Schema object"},
+      {Endpoint::kChatCompletions, user + R"("tools": [{"type": "function", "function":
+          {"name": "f"}}, {"type": "function", "function": {"name": "f"}}]})",
+       "tools[1].function.name", "two tools are named 'f'"},
+      {Endpoint::kChatCompletions, user + R"("tool_choice": "required"})", "tool_choice",
+       "needs 'tools'"},
+      {Endpoint::kChatCompletions, user + f + R"("tool_choice": "sometimes"})", "tool_choice",
+       "must be \"none\""},
+      {Endpoint::kChatCompletions,
+       user + f + R"("tool_choice": {"type": "function", "function": {"name": "g"}}})",
+       "tool_choice", "'g', which is not in 'tools'"},
+      {Endpoint::kChatCompletions, user + f + R"("parallel_tool_calls": 1})",
+       "parallel_tool_calls", "boolean"},
+      {Endpoint::kChatCompletions,
+       R"({"messages": [{"role": "tool", "content": "42"}]})", "messages[0].tool_call_id",
+       "needs a string 'tool_call_id'"},
+      {Endpoint::kChatCompletions,
+       R"({"messages": [{"role": "assistant", "content": null, "tool_calls": [{"id": "c",
+           "type": "function", "function": {"name": "f", "arguments": {"a": 1}}}]}]})",
+       "messages[0].tool_calls[0]", "\"arguments\": string"},
+      {Endpoint::kChatCompletions,
+       R"({"messages": [{"role": "user", "content": "x", "tool_calls": []}]})",
+       "messages[0].tool_calls", "only assistant messages"},
+  };
+  for (const Case& c : cases) {
+    std::optional<ApiError> e = Parse(c.e, c.body);
+    ASSERT_TRUE(e.has_value()) << c.body;
+    EXPECT_EQ(e->http_status, 400) << c.body;
+    EXPECT_EQ(e->param, c.param) << c.body;
+    EXPECT_THAT(e->message, HasSubstr(c.says)) << c.body;
   }
 }
 

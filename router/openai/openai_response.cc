@@ -25,8 +25,9 @@ Json UsageJson(const Usage& u) {
 
 }  // namespace
 
-std::string FinishReason(const std::string& engine_reason) {
-  return engine_reason == "length" ? "length" : "stop";
+std::string FinishReason(const std::string& engine_reason, bool made_tool_calls) {
+  if (engine_reason == "length") return "length";
+  return made_tool_calls ? "tool_calls" : "stop";
 }
 
 std::string ResponseId(Endpoint endpoint, const std::string& request_id) {
@@ -34,11 +35,23 @@ std::string ResponseId(Endpoint endpoint, const std::string& request_id) {
 }
 
 Json FullResponse(const ResponseHeader& h, const std::string& text,
-                  const std::string& finish_reason, const Usage& usage) {
+                  const std::string& finish_reason, const Usage& usage,
+                  const std::vector<ResponseToolCall>& tool_calls) {
   Json r = Base(h, /*chunk=*/false);
   Json choice = {{"index", 0}};
   if (Chat(h)) {
-    choice["message"] = {{"role", "assistant"}, {"content", text}};
+    Json message = {{"role", "assistant"},
+                    {"content", text.empty() && !tool_calls.empty() ? Json() : Json(text)}};
+    if (!tool_calls.empty()) {
+      message["tool_calls"] = Json::array();
+      for (const ResponseToolCall& c : tool_calls) {
+        message["tool_calls"].push_back(
+            {{"id", c.id},
+             {"type", "function"},
+             {"function", {{"name", c.name}, {"arguments", c.arguments}}}});
+      }
+    }
+    choice["message"] = std::move(message);
   } else {
     choice["text"] = text;
   }
@@ -66,6 +79,25 @@ Json Chunk(const ResponseHeader& h, const std::string& text, const std::string& 
   r["choices"] = Json::array({choice});
   if (include_usage) r["usage"] = nullptr;
   return r;
+}
+
+std::vector<Json> ToolCallChunks(const ResponseHeader& h, const ResponseToolCall& call,
+                                 bool include_usage) {
+  auto chunk = [&](Json tool_call) {
+    Json r = Base(h, /*chunk=*/true);
+    Json choice = {{"index", 0},
+                   {"delta", {{"tool_calls", Json::array({std::move(tool_call)})}}},
+                   {"logprobs", nullptr},
+                   {"finish_reason", nullptr}};
+    r["choices"] = Json::array({std::move(choice)});
+    if (include_usage) r["usage"] = nullptr;
+    return r;
+  };
+  return {chunk({{"index", call.index},
+                 {"id", call.id},
+                 {"type", "function"},
+                 {"function", {{"name", call.name}, {"arguments", ""}}}}),
+          chunk({{"index", call.index}, {"function", {{"arguments", call.arguments}}}})};
 }
 
 Json UsageChunk(const ResponseHeader& h, const Usage& usage) {

@@ -189,7 +189,7 @@ void ToolCallParser::Scan(ToolCallPiece& out, bool final) {
     std::vector<ToolCall> found;
     if (ParseBody(body_and_more.substr(0, body_end), found)) {
       for (ToolCall& call : found) {
-        out.calls.push_back({static_cast<int>(calls_.size()), call});
+        out.calls.push_back({static_cast<int>(calls_.size()), call, out.content.size()});
         calls_.push_back(std::move(call));
       }
     } else {
@@ -217,8 +217,12 @@ ToolCallPiece ParseToolCalls(ToolCallFormat format, absl::string_view text) {
   ToolCallParser parser(format);
   ToolCallPiece out = parser.Feed(text);
   ToolCallPiece rest = parser.Finish();
+  const size_t said = out.content.size();
   out.content += rest.content;
-  for (auto& c : rest.calls) out.calls.push_back(std::move(c));
+  for (auto& c : rest.calls) {
+    c.at += said;
+    out.calls.push_back(std::move(c));
+  }
   return out;
 }
 

@@ -34,6 +34,7 @@ struct ToolCallPiece {
   struct Call {
     int index = 0;
     ToolCall call;
+    size_t at = 0;  // Where in `content` the call came (content[0, at) was said before it).
   };
   std::vector<Call> calls;
 };

@@ -9,7 +9,9 @@
 #include "common/grpc_status.h"
 #include "common/security.h"
 #include "common/status_macros.h"
+#include "common/json_fields.h"
 #include "engine/text/config.h"
+#include "router/openai/tool_use.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "planner/proto/planner.grpc.pb.h"
@@ -82,6 +84,66 @@ absl::StatusOr<std::vector<GroupOptions>> ExperimentGroups(
                       .rebatch = o.rebatch});
   }
   return groups;
+}
+
+// --chat_template: the file's template with the model's tokenizer_config.json's tokens (bos, eos)
+// when it has one.
+absl::StatusOr<engine::model::ChatTemplate> ChatTemplateFromFile(const std::string& model_dir,
+                                                                 const std::string& file) {
+  ASSIGN_OR_RETURN(std::string text, ReadFile(file));
+  nlohmann::ordered_json config = nlohmann::ordered_json::object();
+  if (absl::StatusOr<std::string> model_config =
+          ReadFile(JoinPath(model_dir, "tokenizer_config.json"));
+      model_config.ok()) {
+    config = ParseOrderedJsonOrDiscarded(*model_config);
+    if (!config.is_object()) config = nlohmann::ordered_json::object();
+  }
+  config["chat_template"] = text;
+  absl::StatusOr<engine::model::ChatTemplate> t =
+      engine::model::ChatTemplate::FromConfig(config, file);
+  if (!t.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("--chat_template: ", t.status().message()));
+  }
+  return t;
+}
+
+// --tool_call_parser: "auto" picks the format the model family's templates teach.
+absl::StatusOr<std::optional<openai::ToolCallFormat>> ToolCallFormatFor(
+    const std::string& model_dir, const std::string& parser) {
+  if (parser == "none") return std::nullopt;
+  if (parser != "auto") {
+    absl::StatusOr<openai::ToolCallFormat> f = openai::ToolCallFormatFromName(parser);
+    if (!f.ok()) {
+      return absl::InvalidArgumentError(absl::StrCat("--tool_call_parser: ", f.status().message(),
+                                                     ", or auto, none"));
+    }
+    return std::optional<openai::ToolCallFormat>(*f);
+  }
+  ASSIGN_OR_RETURN(engine::model::ModelConfig config, engine::model::LoadModelConfig(model_dir));
+  switch (config.arch) {
+    case engine::model::Arch::kQwen3Moe:
+    case engine::model::Arch::kQwen2Moe:
+      return std::optional(openai::ToolCallFormat::kHermes);
+    case engine::model::Arch::kDeepseekV2:
+    case engine::model::Arch::kDeepseekV3:
+      return std::optional(openai::ToolCallFormat::kDeepseekV3);
+    case engine::model::Arch::kMixtral:
+      return std::optional(openai::ToolCallFormat::kMistral);
+  }
+  return std::nullopt;
+}
+
+// The start-up line on tools: what requests with tools get.
+std::string ToolsLine(const engine::model::ChatTemplate& t,
+                      const std::optional<openai::ToolCallFormat>& format) {
+  if (!format.has_value()) return "off (--tool_call_parser=none): requests with tools get a 400";
+  if (!t.tool_support().tools_list) {
+    return absl::StrCat(
+        "WARNING: the chat template does not render 'tools': requests with tools get a 400 "
+        "(give --chat_template a template that does); format ",
+        openai::ToolCallFormatName(*format));
+  }
+  return absl::StrCat("parsed as ", openai::ToolCallFormatName(*format));
 }
 
 }  // namespace
@@ -228,12 +290,17 @@ absl::Status RouterServer::StartHttp() {
   const RouterServerOptions& o = options_;
   // A model without a usable chat template still serves completions; chat requests are told
   // why not (and Describe warns).
-  absl::StatusOr<engine::model::ChatTemplate> chat = engine::model::ChatTemplate::Load(o.model_dir);
+  absl::StatusOr<engine::model::ChatTemplate> chat =
+      o.chat_template_file.empty() ? engine::model::ChatTemplate::Load(o.model_dir)
+                                   : ChatTemplateFromFile(o.model_dir, o.chat_template_file);
   if (chat.ok()) {
     chat_template_ = std::make_unique<engine::model::ChatTemplate>(*std::move(chat));
+  } else if (!o.chat_template_file.empty()) {
+    return chat.status();  // Asked for by name: a bad file stops the start.
   } else {
     chat_error_ = std::string(chat.status().message());
   }
+  ASSIGN_OR_RETURN(tool_call_format_, ToolCallFormatFor(o.model_dir, o.tool_call_parser));
   const std::string name =
       o.served_model_name.empty() ? BaseName(o.model_dir) : o.served_model_name;
   const SecurityMaterial& tls = Security();
@@ -243,6 +310,7 @@ absl::Status RouterServer::StartHttp() {
                                               .served_model = name,
                                               .chat_template = chat_template_.get(),
                                               .chat_template_error = chat_error_,
+                                              .tool_call_format = tool_call_format_,
                                               .router = core_.get(),
                                               .default_chat_max_tokens = o.default_chat_max_tokens,
                                               .threads = o.http_threads,
@@ -278,6 +346,8 @@ std::string RouterServer::Describe() const {
                     chat_template_ != nullptr ? "completions and chat" : "completions only", ")");
     if (chat_template_ == nullptr) {
       absl::StrAppend(&line, "\nrouter: WARNING: no chat completions: ", chat_error_);
+    } else {
+      absl::StrAppend(&line, "\nrouter: tool calls: ", ToolsLine(*chat_template_, tool_call_format_));
     }
   }
   for (const GroupOptions& g : groups_) {

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,11 @@ struct RouterServerOptions {
   int http_port = -1;
   std::string served_model_name;  // What HTTP clients call the model; "": the model dir's name.
   int default_chat_max_tokens = 1024;
+  // A Jinja chat template file used instead of tokenizer_config.json's ("": the model's own).
+  std::string chat_template_file;
+  // The format the model writes tool calls in: "auto" (by config.json's model_type: Qwen →
+  // hermes, DeepSeek → deepseek_v3, Mixtral → mistral), a format's name (tool_use.h), or "none".
+  std::string tool_call_parser = "auto";
   int http_threads = 2;          // The HTTP door's I/O threads.
   int http_workers = 2;          // Its threads that parse, render and submit completions.
   http::HttpLimits http_limits;  // Its connections, sizes and deadlines (http_server.h).
@@ -103,6 +109,7 @@ class RouterServer {
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<engine::model::ChatTemplate> chat_template_;  // Null: none (chat_error_).
   std::string chat_error_;
+  std::optional<openai::ToolCallFormat> tool_call_format_;  // None: tool calls are not parsed.
   std::unique_ptr<http::HttpFrontend> http_;  // Stopped before the server above.
   int port_ = 0;
 };
