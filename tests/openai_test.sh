@@ -3,19 +3,36 @@
 # ships a ChatML chat template): curl and the official `openai` npm client (node), streamed and
 # not, chat and completions; greedy answers equal across modes and equal to the router's gRPC
 # answer; OpenAI error bodies; /v1/models and /health; a client that hangs up mid-stream gets its
-# request cancelled in the engine.
+# request cancelled in the engine. Tools: the router serves a tools-aware template
+# (--chat_template) and the real engine answers a forced call (what the random model writes is
+# no call: content, never an error); the official client's function calling runs against the
+# door over a scripted model (tests/testing/scripted_door) with the real Qwen3 template.
 set -euo pipefail
 
 source "$1"  # tests/cli_lib.sh
 shift
 CLUSTER="$1" ENGINE="$2" ROUTER="$3" MAKE_TINY="$4" ROUTER_CLIENT="$5" ENGINE_CLIENT="$6"
-OPENAI_CLIENT="$7"
+OPENAI_CLIENT="$7" SCRIPTED_DOOR="$8" TOOLS_CLIENT="$9"
 
 # 8192 positions: room for a request long enough to hang up in the middle of.
 "$MAKE_TINY" --arch=qwen3_moe --out="$TMP/model" --seed=3 --experts=8 --top_k=2 \
   --max_positions=8192 >/dev/null
+# ChatML that lists tools and renders calls and results (the tiny model's own knows no tools).
+cat >"$TMP/tools.jinja" <<'JINJA'
+{%- if tools %}<|im_start|>system
+<tools>{% for t in tools %}
+{{ t | tojson }}{% endfor %}
+</tools><|im_end|>
+{% endif %}{% for m in messages %}<|im_start|>{{ 'user' if m.role == 'tool' else m.role }}
+{{ m.content or '' }}{% for c in m.tool_calls or [] %}<tool_call>
+{"name": "{{ c.function.name }}", "arguments": {{ c.function.arguments }}}
+</tool_call>{% endfor %}<|im_end|>
+{% endfor %}{% if add_generation_prompt %}<|im_start|>assistant
+{% endif %}
+JINJA
 launch_cluster http "$CLUSTER" --model="$TMP/model" --engine_binary="$ENGINE" \
-  --router_binary="$ROUTER" --ranks=2 --kv_cache_mb=16 --router_policy=round_robin
+  --router_binary="$ROUTER" --ranks=2 --kv_cache_mb=16 --router_policy=round_robin \
+  --router_flags="--chat_template=$TMP/tools.jinja"
 trap 'kill -INT $PID 2>/dev/null || true' EXIT
 HTTP="http://$(grep -o '"http":"[^"]*"' "$EP" | cut -d'"' -f4)"
 [[ "$HTTP" != "http://" ]] || fail "no HTTP address in $(cat "$EP")"
@@ -74,6 +91,41 @@ if [[ -n "${SEMMOE_NPM_OPENAI:-}" ]]; then
   echo "openai client: $(tail -n 1 "$TMP/node.out")"
 else
   echo "SKIPPED the openai client: SEMMOE_NPM_OPENAI unset (./semmoe test fetches it)"
+fi
+
+# Tools through the real engine: a call forced by name opens in the prompt; the random model's
+# continuation is no JSON, so the answer is content — the opening included — whole and streamed.
+tool='{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object"}}}'
+forced="{\"messages\": [{\"role\": \"user\", \"content\": \"Weather?\"}], \"tools\": [$tool],
+  \"tool_choice\": {\"type\": \"function\", \"function\": {\"name\": \"get_weather\"}},
+  \"max_tokens\": 8, \"temperature\": 0, \"ignore_eos\": true}"
+[[ "$(status /v1/chat/completions "$forced")" == 200 ]] || fail "forced tool call: $(cat "$TMP/body")"
+content="$(jq -r '.choices[0].message.content' "$TMP/body")"
+opening=$'<tool_call>\n{"name": "get_weather", "arguments": '
+[[ "$content" == "$opening"* ]] || fail "forced call's content '$content'"
+jq -e '.choices[0].finish_reason == "length" and (.choices[0].message.tool_calls == null)' \
+  "$TMP/body" >/dev/null || fail "forced call: $(cat "$TMP/body")"
+joined="$(curl -sSN -H 'Content-Type: application/json' -d "$(jq -c '. + {stream: true}' <<<"$forced")" \
+  "$HTTP/v1/chat/completions" | grep '^data: {' | sed 's/^data: //' | jq -rj '.choices[0].delta.content // ""')"
+[[ "$joined" == "$content" ]] || fail "forced call streamed '$joined' != whole '$content'"
+[[ "$(status /v1/chat/completions '{"messages": [{"role": "user", "content": "x"}],
+  "tool_choice": "required"}')" == 400 ]] || fail "tool_choice without tools"
+grep -q "tool calls: parsed as hermes" "$TMP/http/router.log" ||
+  fail "no tools line: $(cat "$TMP/http/router.log")"
+
+# The official client's function calling, over the scripted model with Qwen3's template.
+if [[ -n "${SEMMOE_NPM_OPENAI:-}" && -n "${SEMMOE_QWEN3_TOKENIZER:-}" ]]; then
+  "$SCRIPTED_DOOR" --tokenizer_config="$(dirname "$SEMMOE_QWEN3_TOKENIZER")/tokenizer_config.json" \
+    --tool_call_parser=hermes --port_file="$TMP/door.port" >"$TMP/door.out" 2>&1 &
+  DOOR=$!
+  for _ in $(seq 1 100); do [[ -s "$TMP/door.port" ]] && break; sleep 0.1; done
+  [[ -s "$TMP/door.port" ]] || fail "scripted door did not start: $(cat "$TMP/door.out")"
+  node "$TOOLS_CLIENT" "$SEMMOE_NPM_OPENAI" "http://127.0.0.1:$(cat "$TMP/door.port")/v1" agent \
+    >"$TMP/tools.out" 2>&1 || fail "openai client tools: $(cat "$TMP/tools.out")"
+  kill "$DOOR"
+  echo "openai client tools: $(tail -n 1 "$TMP/tools.out")"
+else
+  echo "SKIPPED the openai client's tools: SEMMOE_NPM_OPENAI or SEMMOE_QWEN3_TOKENIZER unset (./semmoe test fetches them)"
 fi
 
 # A client that hangs up mid-stream: its request is cancelled in the engine.

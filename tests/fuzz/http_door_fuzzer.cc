@@ -8,11 +8,11 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "engine/model/testing/tiny_model.h"
 #include "engine/text/chat_template.h"
 #include "router/core/router_api.h"
 #include "router/http/http_frontend.h"
 #include "router/http/http_server.h"
+#include "router/openai/tool_calls.h"
 #include "tests/fuzz/fuzz_util.h"
 
 namespace {
@@ -43,8 +43,13 @@ class FakeRouter : public semmoe::router::RouterApi {
         break;
     }
     const int32_t ids[] = {3, 70, 71, 72};
-    sink->OnTokens(ids, "some ");
-    sink->OnTokens({}, "text");
+    // Some answers hold a tool call, cut anywhere across the two pieces.
+    const std::string text = n % 3 == 0 ? "some text"
+                                        : "so <tool_call>\n{\"name\": \"f\", \"arguments\": {}}\n"
+                                          "</tool_call>";
+    const size_t cut = n % text.size();
+    sink->OnTokens(ids, text.substr(0, cut));
+    sink->OnTokens({}, text.substr(cut));
     if (n % 5 == 2) {
       sink->OnEnd(absl::UnavailableError("the rank failed"), nullptr);
     } else {
@@ -52,7 +57,7 @@ class FakeRouter : public semmoe::router::RouterApi {
       final.set_prompt_tokens(static_cast<int>(n));
       final.set_completion_tokens(4);
       final.set_finish_reason(n % 2 ? "length" : "stop");
-      final.set_text("some text");
+      final.set_text(text);
       sink->OnEnd(absl::OkStatus(), &final);
     }
     return std::make_shared<NoHandle>();
@@ -67,16 +72,23 @@ class FakeRouter : public semmoe::router::RouterApi {
 
 struct Door {
   Door() {
-    const char* tmp = std::getenv("TEST_TMPDIR");
-    const std::string dir = absl::StrCat(tmp != nullptr ? tmp : "/tmp", "/http_door_fuzzer_model");
-    if (!semmoe::testing::WriteTinyModel({.seed = 3}, dir).ok()) std::abort();
-    auto chat = semmoe::engine::model::ChatTemplate::Load(dir);
+    // ChatML that lists tools and renders calls: requests with tools reach the parser.
+    auto chat = semmoe::engine::model::ChatTemplate::FromConfig(
+        {{"chat_template",
+          "{% for t in tools or [] %}{{ t | tojson }}{% endfor %}{% for m in messages %}"
+          "<|im_start|>{{ m.role }}\n{{ m.content or '' }}{% for c in m.tool_calls or [] %}"
+          "<tool_call>{{ c.function.name }}</tool_call>{% endfor %}<|im_end|>\n{% endfor %}"
+          "<|im_start|>assistant\n"}},
+        "fuzz");
     if (!chat.ok()) std::abort();
     chat_template = std::make_unique<semmoe::engine::model::ChatTemplate>(*std::move(chat));
     using semmoe::router::http::HttpFrontend;
     options.limits = {.max_header_bytes = 8 << 10, .max_body_bytes = 64 << 10};
     options.handler = HttpFrontend::Handler(
-        {.served_model = "m", .chat_template = chat_template.get(), .router = &router},
+        {.served_model = "m",
+         .chat_template = chat_template.get(),
+         .tool_call_format = semmoe::router::openai::ToolCallFormat::kHermes,
+         .router = &router},
         [] { return semmoe::router::http::HttpCounters{}; });
     options.error_body = HttpFrontend::ErrorBody();
   }
