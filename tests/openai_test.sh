@@ -113,6 +113,17 @@ joined="$(curl -sSN -H 'Content-Type: application/json' -d "$(jq -c '. + {stream
 grep -q "tool calls: parsed as hermes" "$TMP/http/router.log" ||
   fail "no tools line: $(cat "$TMP/http/router.log")"
 
+# Bad tool flags stop the router's start, naming the flag.
+engine0="$(jq -r '.engines[0].address' "$EP")"
+for flag in --tool_call_parser=pythonic --chat_template="$TMP/missing.jinja"; do
+  if "$ROUTER" --model="$TMP/model" --engines="$engine0" --port=0 --http_port=0 "$flag" \
+    >"$TMP/bad_router.out" 2>&1; then
+    fail "router started with $flag"
+  fi
+  grep -v "started as" "$TMP/bad_router.out" | grep -q -- "${flag%%=*}: " ||
+    fail "$flag: $(cat "$TMP/bad_router.out")"
+done
+
 # The official client's function calling, over the scripted model with Qwen3's template.
 if [[ -n "${SEMMOE_NPM_OPENAI:-}" && -n "${SEMMOE_QWEN3_TOKENIZER:-}" ]]; then
   "$SCRIPTED_DOOR" --tokenizer_config="$(dirname "$SEMMOE_QWEN3_TOKENIZER")/tokenizer_config.json" \

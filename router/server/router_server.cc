@@ -90,7 +90,11 @@ absl::StatusOr<std::vector<GroupOptions>> ExperimentGroups(
 // when it has one.
 absl::StatusOr<engine::model::ChatTemplate> ChatTemplateFromFile(const std::string& model_dir,
                                                                  const std::string& file) {
-  ASSIGN_OR_RETURN(std::string text, ReadFile(file));
+  absl::StatusOr<std::string> text = ReadFile(file);
+  if (!text.ok()) {
+    return absl::Status(text.status().code(),
+                        absl::StrCat("--chat_template: ", text.status().message()));
+  }
   nlohmann::ordered_json config = nlohmann::ordered_json::object();
   if (absl::StatusOr<std::string> model_config =
           ReadFile(JoinPath(model_dir, "tokenizer_config.json"));
@@ -98,7 +102,7 @@ absl::StatusOr<engine::model::ChatTemplate> ChatTemplateFromFile(const std::stri
     config = ParseOrderedJsonOrDiscarded(*model_config);
     if (!config.is_object()) config = nlohmann::ordered_json::object();
   }
-  config["chat_template"] = text;
+  config["chat_template"] = *std::move(text);
   absl::StatusOr<engine::model::ChatTemplate> t =
       engine::model::ChatTemplate::FromConfig(config, file);
   if (!t.ok()) {
