@@ -177,6 +177,19 @@ struct HeadLinearArgs {
   int64_t y_row_stride = 0, y_head_stride = 0;
 };
 
+// Block-scaled FP8 to bf16: for each of `count` stacked [rows, cols] matrices m,
+// out[m, i, j] = bf16(decode(codes[m, i, j]) × scales[m, i / block_rows, j / block_cols]) — the
+// f32 product rounded to nearest even, as the host's dequantised f32 weights round to bf16.
+// E4M3 "fn" codes (kernels/dtype.h); scales [count, ceil(rows / block_rows),
+// ceil(cols / block_cols)].
+struct Fp8DequantArgs {
+  const uint8_t* codes = nullptr;
+  const float* scales = nullptr;
+  int64_t count = 1, rows = 0, cols = 0;
+  int block_rows = 0, block_cols = 0;
+  uint16_t* out = nullptr;  // [count, rows, cols] bf16 bits.
+};
+
 // SwiGLU experts over rows grouped by expert, bf16 weights and inputs, f32 accumulation:
 // out[r] = down_e · (silu(gate_e · x[r]) ⊙ (up_e · x[r])) for the expert e whose rows hold r.
 struct GroupedSwiGluArgs {

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -30,12 +31,34 @@ std::vector<uint16_t> ToBf16Bits(const float* w, int64_t n);
 // `target` has the same shapes and keeps its other pointers (device memory for the GPU). Experts
 // absent from `source` (another rank's) stay absent; the present ones are stacked (target's
 // `stacked`, naming them unless all are present) and each expert's views point into the stack.
-//   store: absl::StatusOr<const uint16_t*>(std::vector<uint16_t> bits) — keeps a copy (host or
-//   device) for as long as `target` is used, and returns its address.
-template <typename Store>
+//   store: absl::StatusOr<const T*>(std::vector<T> values) — keeps a copy (host or device) for
+//   as long as `target` is used, and returns its address (T: uint16_t; with kKeepFp8 also
+//   uint8_t and float, engine/forward/fp8_view.h).
+// kKeepFp8: a linear layer whose source carries FP8 codes (LinearView::fp8) keeps them and its
+// block scales instead of a bf16 copy; a MoE layer's experts are all FP8 or none.
+template <bool kKeepFp8 = false, typename Store>
 absl::Status AttachBf16(const ModelView& source, Store&& store, ModelView& target) {
+  // Scales per matrix of a view's shape.
+  auto scale_count = [](const LinearView& v) {
+    return ((v.rows + v.fp8.block_rows - 1) / v.fp8.block_rows) *
+           ((v.cols + v.fp8.block_cols - 1) / v.fp8.block_cols);
+  };
   auto linear = [&](const LinearView& from, LinearView& to) -> absl::Status {
     if (from.w == nullptr) return absl::OkStatus();
+    to.exact16 = nullptr;
+    if constexpr (kKeepFp8) {
+      if (from.fp8.codes != nullptr) {
+        const int64_t n = from.rows * from.cols, ns = scale_count(from);
+        to.fp8 = from.fp8;
+        ASSIGN_OR_RETURN(to.fp8.codes,
+                         store(std::vector<uint8_t>(from.fp8.codes, from.fp8.codes + n)));
+        ASSIGN_OR_RETURN(to.fp8.scales,
+                         store(std::vector<float>(from.fp8.scales, from.fp8.scales + ns)));
+        to.w = nullptr;
+        return absl::OkStatus();
+      }
+    }
+    to.fp8 = Fp8View();
     ASSIGN_OR_RETURN(to.w16, store(ToBf16Bits(from.w, from.rows * from.cols)));
     to.w = nullptr;
     return absl::OkStatus();
@@ -66,24 +89,55 @@ absl::Status AttachBf16(const ModelView& source, Store&& store, ModelView& targe
     if (present.size() < from.experts.size()) to.stacked.experts = present;
     // Stacked: gate, up [n, inter, hidden]; down [n, hidden, inter].
     const int64_t per = from.experts[present[0]].gate.rows * from.experts[present[0]].gate.cols;
-    for (auto [part, out] :
-         {std::pair{&MlpView::gate, &to.stacked.gate}, std::pair{&MlpView::up, &to.stacked.up},
-          std::pair{&MlpView::down, &to.stacked.down}}) {
+    bool fp8 = false;
+    if constexpr (kKeepFp8) fp8 = from.experts[present[0]].gate.fp8.codes != nullptr;
+    for (auto [part, out, out8] :
+         {std::tuple{&MlpView::gate, &to.stacked.gate, &to.stacked.gate8},
+          std::tuple{&MlpView::up, &to.stacked.up, &to.stacked.up8},
+          std::tuple{&MlpView::down, &to.stacked.down, &to.stacked.down8}}) {
+      const LinearView& first = from.experts[present[0]].*part;
       std::vector<uint16_t> bits;
-      bits.reserve(per * present.size());
+      std::vector<uint8_t> codes;
+      std::vector<float> scales;
       for (int32_t e : present) {
         const LinearView& v = from.experts[e].*part;
-        if (v.rows * v.cols != per) {
+        if (v.rows != first.rows || v.cols != first.cols) {
           return absl::InvalidArgumentError("experts of one layer differ in shape");
         }
-        std::vector<uint16_t> one = ToBf16Bits(v.w, per);
-        bits.insert(bits.end(), one.begin(), one.end());
+        if ((kKeepFp8 && v.fp8.codes != nullptr) != fp8 || (fp8 && (v.fp8.block_rows != first.fp8.block_rows ||
+                                                        v.fp8.block_cols != first.fp8.block_cols))) {
+          return absl::InvalidArgumentError(
+              "experts of one layer differ in FP8 storage (all or none, one block size)");
+        }
+        if (fp8) {
+          codes.insert(codes.end(), v.fp8.codes, v.fp8.codes + per);
+          scales.insert(scales.end(), v.fp8.scales, v.fp8.scales + scale_count(v));
+        } else {
+          std::vector<uint16_t> one = ToBf16Bits(v.w, per);
+          bits.insert(bits.end(), one.begin(), one.end());
+        }
       }
-      ASSIGN_OR_RETURN(*out, store(std::move(bits)));
+      if (fp8) {
+        if constexpr (kKeepFp8) {
+          *out8 = first.fp8;
+          ASSIGN_OR_RETURN(out8->codes, store(std::move(codes)));
+          ASSIGN_OR_RETURN(out8->scales, store(std::move(scales)));
+        }
+      } else {
+        ASSIGN_OR_RETURN(*out, store(std::move(bits)));
+      }
       for (size_t i = 0; i < present.size(); ++i) {
         LinearView& v = to.experts[present[i]].*part;
         v.w = nullptr;
-        v.w16 = *out + static_cast<int64_t>(i) * per;
+        v.exact16 = nullptr;
+        if (fp8) {
+          v.fp8 = *out8;
+          v.fp8.codes = out8->codes + static_cast<int64_t>(i) * per;
+          v.fp8.scales = out8->scales + static_cast<int64_t>(i) * scale_count(first);
+        } else {
+          v.fp8 = Fp8View();
+          v.w16 = *out + static_cast<int64_t>(i) * per;
+        }
       }
     }
   }

@@ -110,6 +110,11 @@ absl::Status CpuOps::RoundToBf16(const float* x, int64_t n, uint16_t* out) {
   return absl::OkStatus();
 }
 
+absl::Status CpuOps::DequantizeFp8(const kernels::Fp8DequantArgs& a) {
+  kernels::cpu::DequantizeFp8(a);
+  return absl::OkStatus();
+}
+
 absl::Status CpuOps::ShufflePack(const float* x, const int32_t* order, int64_t rows, int64_t width,
                                  float* packed) {
   kernels::cpu::ShufflePack(x, order, rows, width, packed);

@@ -66,6 +66,7 @@ class CpuOps {
   // With w.w16: x rounded to bf16, the bf16 weights, products summed in f32 (the GPU's GemmEx).
   absl::Status Linear(const float* x, int64_t rows, const LinearView& w, float* y);
   absl::Status RoundToBf16(const float* x, int64_t n, uint16_t* out);
+  absl::Status DequantizeFp8(const kernels::Fp8DequantArgs& a);
   // With a.w16: as Linear's bf16 products.
   absl::Status HeadLinear(const kernels::HeadLinearArgs& a);
   absl::Status PartialRope(const kernels::PartialRopeArgs& a);

@@ -81,6 +81,7 @@
 #include "engine/forward/ep_exchange.h"
 #include "engine/forward/ffn_block.h"
 #include "engine/forward/forward_options.h"
+#include "engine/forward/fp8_view.h"
 #include "engine/forward/grouped_experts.h"
 #include "engine/forward/mla_block.h"
 #include "engine/forward/model_view.h"
@@ -124,6 +125,7 @@ class ForwardRunner {
       return absl::InvalidArgumentError("attention timing waits inside a pass: no decode graphs");
     }
     RETURN_IF_ERROR(CheckExperts(ep_options_, w_));
+    RETURN_IF_ERROR(PrepareFp8());
     if (ep_options_.placement != nullptr) {
       const planner::Placement& p = *ep_options_.placement;
       moe_index_.assign(c_.num_layers, -1);
@@ -177,6 +179,7 @@ class ForwardRunner {
     ASSIGN_OR_RETURN(Exchanges x, MakeExchanges(options));
     w_ = std::move(weights);
     ep_options_ = options;
+    RETURN_IF_ERROR(PrepareFp8());
     Install(std::move(x));
     return absl::OkStatus();
   }
@@ -226,7 +229,8 @@ class ForwardRunner {
       RETURN_IF_ERROR(ops_.Begin());
       for (int layer = 0; layer < c_.num_layers; ++layer) {
         if (!w_.layers[layer].is_moe) continue;
-        RETURN_IF_ERROR(ep_->Run(moe_index_[layer], w_.layers[layer], nullptr, 0, {}, {}, nullptr,
+        ASSIGN_OR_RETURN(const LayerView* lw, LayerWeights(layer));
+        RETURN_IF_ERROR(ep_->Run(moe_index_[layer], *lw, nullptr, 0, {}, {}, nullptr,
                                  row_local_, row_all_, ep_counters_[moe_index_[layer]]));
       }
       RETURN_IF_ERROR(ops_.Finish());
@@ -300,7 +304,8 @@ class ForwardRunner {
     if (time_attention_) out.attention_seconds_per_layer.assign(c_.num_layers, 0.0);
     for (int layer = 0; layer < c_.num_layers; ++layer) {
       const absl::Time start = time_attention_ ? absl::Now() : absl::InfinitePast();
-      RETURN_IF_ERROR(Attention(layer, tokens, b.max_pages));
+      ASSIGN_OR_RETURN(const LayerView* lw, LayerWeights(layer));
+      RETURN_IF_ERROR(Attention(*lw, layer, tokens, b.max_pages));
       if (time_attention_) {
         RETURN_IF_ERROR(ops_.Finish());
         const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
@@ -312,13 +317,13 @@ class ForwardRunner {
       if (tp_ == nullptr) {
         RETURN_IF_ERROR(ops_.AddInPlace(x_.data(), o_.data(), tokens * c_.hidden_size));
         RETURN_IF_ERROR(
-            ffn_->Run(layer, w_.layers[layer], x_.data(), tokens, collect ? &routing : nullptr));
+            ffn_->Run(layer, *lw, x_.data(), tokens, collect ? &routing : nullptr));
       } else {
         ASSIGN_OR_RETURN(const int64_t rows,
                          tp_->ReduceScatter(layer, tokens, o_.data(), x_.data(), chunk_.data()));
         ep_->SetRankTokens(tp_->plans()[layer].counts);
         RETURN_IF_ERROR(
-            ffn_->Run(layer, w_.layers[layer], chunk_.data(), rows, collect ? &routing : nullptr));
+            ffn_->Run(layer, *lw, chunk_.data(), rows, collect ? &routing : nullptr));
         RETURN_IF_ERROR(tp_->AllGather(chunk_.data(), x_.data(), ep_->home_devices()));
       }
       if (collect) out.routing.push_back(std::move(routing));
@@ -441,8 +446,8 @@ class ForwardRunner {
                                          .counters = &ep_counters_});
     all_stacked_ = true;
     for (const LayerView& l : w_.layers) {
-      all_stacked_ =
-          all_stacked_ && (!l.is_moe || (l.stacked.gate != nullptr && l.stacked.experts.empty()));
+      const bool stacked = l.stacked.gate != nullptr || l.stacked.gate8.codes != nullptr;
+      all_stacked_ = all_stacked_ && (!l.is_moe || (stacked && l.stacked.experts.empty()));
     }
   }
 
@@ -480,10 +485,19 @@ class ForwardRunner {
     return page_table_.Reserve(page_entries);
   }
 
+  // FP8 weights (fp8_view.h): each layer dequantised into the scratch before it runs.
+  absl::Status PrepareFp8() {
+    fp8_on_ = HasFp8(w_);
+    return fp8_on_ ? fp8_.Prepare(ops_, w_) : absl::OkStatus();
+  }
+  absl::StatusOr<const LayerView*> LayerWeights(int layer) {
+    if (!fp8_on_) return &w_.layers[layer];
+    return fp8_.Layer(ops_, layer);
+  }
+
   // o_ = o_proj(attention(norm(x))), the new keys and values written to the cache first (under
   // Attention-TP a partial sum over this rank's heads).
-  absl::Status Attention(int layer, int64_t tokens, int max_pages) {
-    const LayerView& w = w_.layers[layer];
+  absl::Status Attention(const LayerView& w, int layer, int64_t tokens, int max_pages) {
     if (mla_ != nullptr) {
       RETURN_IF_ERROR(mla_->Run(w, tokens,
                                 {.x = x_.data(),
@@ -586,6 +600,8 @@ class ForwardRunner {
   int graph_max_batch_ = 0;
   bool time_attention_ = false;
   bool all_stacked_ = false;  // Every MoE layer's experts stacked: no host sync in a pass.
+  Fp8Layers<Ops> fp8_;        // With FP8 weights (fp8_on_): their per-layer bf16 scratch.
+  bool fp8_on_ = false;
   DecodeGraphs<Ops> graphs_{ops_};
 };
 

@@ -11,6 +11,12 @@ struct HostLinear {
   LinearView operator()(const model::LinearWeight& l) const {
     LinearView v = (*this)(l.w);
     if (!l.bf16.empty()) v.exact16 = l.bf16.data();
+    if (!l.fp8.empty()) {
+      v.fp8 = {.codes = l.fp8.codes.data(),
+               .scales = l.fp8.scales.data(),
+               .block_rows = l.fp8.block_rows,
+               .block_cols = l.fp8.block_cols};
+    }
     return v;
   }
 };

@@ -12,6 +12,14 @@
 
 namespace semmoe::engine::forward {
 
+// Block-scaled FP8 (engine/model/weights.h Fp8Weight) where the parameters live: a matrix's
+// codes [rows, cols] and scales [ceil(rows / block_rows), ceil(cols / block_cols)].
+struct Fp8View {
+  const uint8_t* codes = nullptr;
+  const float* scales = nullptr;
+  int block_rows = 0, block_cols = 0;
+};
+
 struct LinearView {  // y = x · wᵀ.
   const float* w = nullptr;
   // Or bf16 bits of the same [out, in] matrix: the product rounds x to bf16 and accumulates in
@@ -20,8 +28,12 @@ struct LinearView {  // y = x · wᵀ.
   // With w: the same values as bf16 bits (a BF16 checkpoint's, widened exactly into w), which a
   // product of few rows may read instead — half the bytes, the same result (CpuOps::Linear).
   const uint16_t* exact16 = nullptr;
+  // Or FP8 codes and block scales (engine/forward/fp8_view.h: the FP8 forward keeps them and
+  // dequantises a layer's to bf16 before its products). Host views carry them beside w when the
+  // checkpoint stored FP8; products never read them directly.
+  Fp8View fp8;
   int64_t rows = 0, cols = 0;  // out, in.
-  bool empty() const { return w == nullptr && w16 == nullptr; }
+  bool empty() const { return w == nullptr && w16 == nullptr && fp8.codes == nullptr; }
 };
 
 // The experts of a MoE layer this device holds, bf16, stacked: gate and up [n, inter, hidden],
@@ -31,6 +43,9 @@ struct LinearView {  // y = x · wᵀ.
 struct StackedExpertsView {
   const uint16_t *gate = nullptr, *up = nullptr, *down = nullptr;
   std::vector<int32_t> experts;  // The stacked experts' ids, ascending; empty: all of them.
+  // FP8 forward: the stacks' codes and scales instead ([n, rows, cols] and [n, rows / block,
+  // cols / block], blocks rounded up), dequantised into the bf16 stacks above per layer.
+  Fp8View gate8, up8, down8;
 };
 
 struct MlpView {

@@ -261,6 +261,11 @@ absl::Status CudaOps::RoundToBf16(const float* x, int64_t n, uint16_t* out) {
   return absl::OkStatus();
 }
 
+absl::Status CudaOps::DequantizeFp8(const kernels::Fp8DequantArgs& a) {
+  CUDA_RETURN_IF_ERROR(kc::LaunchDequantizeFp8(a, stream_));
+  return absl::OkStatus();
+}
+
 absl::Status CudaOps::ShufflePack(const float* x, const int32_t* order, int64_t rows, int64_t width,
                                   float* packed) {
   CUDA_RETURN_IF_ERROR(kc::LaunchShufflePack(x, order, rows, width, packed, stream_));

@@ -70,6 +70,7 @@ class CudaOps {
                               int64_t width);
   absl::Status Zero(float* x, int64_t n);
   absl::Status RoundToBf16(const float* x, int64_t n, uint16_t* out);
+  absl::Status DequantizeFp8(const kernels::Fp8DequantArgs& a);
   absl::Status ShufflePack(const float* x, const int32_t* order, int64_t rows, int64_t width,
                            float* packed);
   absl::Status ShuffleUnpack(const float* packed, const int32_t* order, int64_t rows, int64_t width,

@@ -14,24 +14,36 @@ class Loader {
 
   // F8_E4M3 weights come out dequantised: each value times its block's scale (one f32 product,
   // as `weight.float() * scale_inv` expanded over the blocks).
-  absl::StatusOr<Matrix> Read(const std::string& name, int64_t rows, int64_t cols) {
+  // `scales`: an F8_E4M3 weight's block scales, when the caller keeps them.
+  absl::StatusOr<Matrix> Read(const std::string& name, int64_t rows, int64_t cols,
+                              Matrix* scales = nullptr) {
     ASSIGN_OR_RETURN(const kernels::TensorInfo* info, checkpoint_.Info(name));
     if (info->shape != std::vector<int64_t>{rows, cols}) {
       return ShapeError(name, info->shape, {rows, cols});
     }
     ASSIGN_OR_RETURN(kernels::Tensor t, checkpoint_.ReadF32(name));
     Matrix m = Eigen::Map<const Matrix>(t.data<float>(), rows, cols);
-    if (info->dtype == kernels::DType::kF8E4M3) RETURN_IF_ERROR(Dequantize(name, m));
+    if (info->dtype == kernels::DType::kF8E4M3) {
+      ASSIGN_OR_RETURN(Matrix s, Dequantize(name, m));
+      if (scales != nullptr) *scales = std::move(s);
+    }
     return m;
   }
 
   absl::StatusOr<LinearWeight> ReadLinear(const std::string& name, int64_t rows, int64_t cols) {
     LinearWeight linear;
-    ASSIGN_OR_RETURN(linear.w, Read(name, rows, cols));
+    Matrix scales;
+    ASSIGN_OR_RETURN(linear.w, Read(name, rows, cols, &scales));
     ASSIGN_OR_RETURN(kernels::Tensor view, checkpoint_.View(name));
     if (view.dtype() == kernels::DType::kBF16) {
       const auto* bits = static_cast<const uint16_t*>(view.raw_data());
       linear.bf16.assign(bits, bits + view.numel());
+    } else if (view.dtype() == kernels::DType::kF8E4M3) {
+      const auto* codes = static_cast<const uint8_t*>(view.raw_data());
+      linear.fp8.codes.assign(codes, codes + view.numel());
+      linear.fp8.scales.assign(scales.data(), scales.data() + scales.size());
+      linear.fp8.block_rows = static_cast<int>(fp8_.block_rows);
+      linear.fp8.block_cols = static_cast<int>(fp8_.block_cols);
     }
     return linear;
   }
@@ -59,7 +71,8 @@ class Loader {
   }
 
  private:
-  absl::Status Dequantize(const std::string& name, Matrix& m) {
+  // m *= its blocks' scales, which come back.
+  absl::StatusOr<Matrix> Dequantize(const std::string& name, Matrix& m) {
     const std::string& dir = checkpoint_.dir();
     if (!fp8_.enabled()) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -86,7 +99,7 @@ class Loader {
       return absl::InvalidArgumentError(
           absl::StrCat(dir, ": tensor '", name, "' holds a NaN (an F8_E4M3 NaN code)"));
     }
-    return absl::OkStatus();
+    return scale;
   }
 
   absl::Status ShapeError(const std::string& name, const std::vector<int64_t>& got,
@@ -207,7 +220,9 @@ absl::StatusOr<MlpWeights> LoadExpert(const ModelConfig& c, const kernels::Check
 
 namespace {
 int64_t LinearBytes(const LinearWeight& w) {
-  return static_cast<int64_t>(w.w.size()) * 4 + static_cast<int64_t>(w.bf16.size()) * 2;
+  return static_cast<int64_t>(w.w.size()) * 4 + static_cast<int64_t>(w.bf16.size()) * 2 +
+         static_cast<int64_t>(w.fp8.codes.size()) +
+         static_cast<int64_t>(w.fp8.scales.size()) * 4;
 }
 }  // namespace
 

@@ -27,9 +27,22 @@ using Vector = Eigen::VectorXf;
 // same values as bf16 bits. Widening bf16 to f32 is exact, so kernels may read either; the
 // few-row (decode) kernels read the bf16 copy: half the bytes, and those bytes bound a decode
 // step (docs/PERFORMANCE.md).
+// A block-scaled FP8 weight as the checkpoint stores it: F8_E4M3 codes and `<name>_scale_inv`,
+// one f32 scale per [block_rows, block_cols] block (edge blocks partial). Value (i, j) =
+// decode(codes[i, j]) × scales[i / block_rows, j / block_cols] — what `LinearWeight::w` holds.
+struct Fp8Weight {
+  std::vector<uint8_t> codes;  // [rows, cols]
+  std::vector<float> scales;   // [ceil(rows / block_rows), ceil(cols / block_cols)]
+  int block_rows = 0, block_cols = 0;
+  bool empty() const { return codes.empty(); }
+};
+
 struct LinearWeight {
   Matrix w;
   std::vector<uint16_t> bf16;  // Empty unless the stored dtype was BF16.
+  // Empty unless the stored dtype was F8_E4M3: the codes and scales `w` was dequantised from,
+  // for the forward that keeps FP8 in memory (engine/forward/fp8_view.h).
+  Fp8Weight fp8;
   int64_t rows() const { return w.rows(); }
   int64_t cols() const { return w.cols(); }
 };
@@ -91,7 +104,7 @@ absl::StatusOr<std::unique_ptr<ModelWeights>> LoadWeights(const ModelConfig& con
 // (a new placement). Errors as LoadWeights'.
 absl::StatusOr<MlpWeights> LoadExpert(const ModelConfig& config,
                                       const kernels::Checkpoint& checkpoint, int layer, int expert);
-// Bytes an expert's weights take in memory (f32, plus the bf16 copy when there is one).
+// Bytes an expert's weights take in memory (f32, plus the bf16 or FP8 copy when there is one).
 int64_t WeightBytes(const MlpWeights& mlp);
 // The same for a whole model's (or a rank's) weights.
 int64_t WeightBytes(const ModelWeights& weights);

@@ -57,4 +57,23 @@ void RoundToBf16(const float* x, int64_t n, uint16_t* out) {
   for (int64_t i = 0; i < n; ++i) out[i] = F32ToBf16(x[i]).bits;
 }
 
+void DequantizeFp8(const Fp8DequantArgs& a) {
+  float decoded[256];
+  for (int c = 0; c < 256; ++c) decoded[c] = F8E4M3ToF32(F8E4M3{static_cast<uint8_t>(c)});
+  const int64_t sr = (a.rows + a.block_rows - 1) / a.block_rows;
+  const int64_t sc = (a.cols + a.block_cols - 1) / a.block_cols;
+  for (int64_t m = 0; m < a.count; ++m) {
+    const uint8_t* codes = a.codes + m * a.rows * a.cols;
+    const float* scales = a.scales + m * sr * sc;
+    uint16_t* out = a.out + m * a.rows * a.cols;
+    for (int64_t i = 0; i < a.rows; ++i) {
+      const float* row_scales = scales + (i / a.block_rows) * sc;
+      for (int64_t j = 0; j < a.cols; ++j) {
+        out[i * a.cols + j] =
+            F32ToBf16(decoded[codes[i * a.cols + j]] * row_scales[j / a.block_cols]).bits;
+      }
+    }
+  }
+}
+
 }  // namespace semmoe::kernels::cpu

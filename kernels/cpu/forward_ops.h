@@ -6,7 +6,8 @@
 //   SigmoidGateAdd    — out[r] += sigmoid(gate[r]) · y[r] (qwen2_moe's gated shared expert);
 //   StorePagedKv      — new key/value rows into a paged cache through page tables;
 //   ScatterAddRows    — dst[index[r]] += src[r] (an expert-parallel combine, one source rank);
-//   RoundToBf16       — f32 rows to bf16 bits, nearest-even (the operand of a bf16 GEMM).
+//   RoundToBf16       — f32 rows to bf16 bits, nearest-even (the operand of a bf16 GEMM);
+//   DequantizeFp8     — block-scaled FP8 weights to bf16 bits (the FP8 forward, per layer).
 #ifndef SEMMOE_KERNELS_CPU_FORWARD_OPS_H_
 #define SEMMOE_KERNELS_CPU_FORWARD_OPS_H_
 
@@ -40,6 +41,9 @@ void StorePagedKv(const StorePagedKvArgs& args);
 // out[i] = the bf16 bits of x[i], rounded to nearest even (kernels/dtype.h F32ToBf16: NaN stays
 // NaN, overflow rounds to infinity).
 void RoundToBf16(const float* x, int64_t n, uint16_t* out);
+
+// kernels/op_args.h Fp8DequantArgs.
+void DequantizeFp8(const Fp8DequantArgs& args);
 
 }  // namespace semmoe::kernels::cpu
 

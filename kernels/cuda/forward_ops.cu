@@ -78,6 +78,27 @@ __global__ void RoundToBf16Kernel(const float* __restrict__ x, int64_t n,
   }
 }
 
+// E4M3 "fn" (kernels/dtype.h F8E4M3ToF32): bias 7, subnormals m/8 · 2^-6, S.1111.111 NaN.
+__device__ float DecodeE4M3(uint8_t b) {
+  const float sign = (b & 0x80u) ? -1.0f : 1.0f;
+  const int exponent = (b >> 3) & 0xF, mantissa = b & 0x7;
+  if (exponent == 0xF && mantissa == 0x7) return __int_as_float(0x7fc00000);
+  if (exponent == 0) return sign * ldexpf(static_cast<float>(mantissa), -9);
+  return sign * ldexpf(static_cast<float>(8 + mantissa), exponent - 10);
+}
+
+__global__ void DequantizeFp8Kernel(Fp8DequantArgs a) {
+  const int64_t per = a.rows * a.cols, n = a.count * per;
+  const int64_t sr = (a.rows + a.block_rows - 1) / a.block_rows;
+  const int64_t sc = (a.cols + a.block_cols - 1) / a.block_cols;
+  for (int64_t t = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; t < n;
+       t += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+    const int64_t m = t / per, i = (t % per) / a.cols, j = t % a.cols;
+    const float scale = a.scales[m * sr * sc + (i / a.block_rows) * sc + j / a.block_cols];
+    a.out[t] = __bfloat16_as_ushort(__float2bfloat16_rn(DecodeE4M3(a.codes[t]) * scale));
+  }
+}
+
 }  // namespace
 
 CudaError LaunchGatherRowsByIndex(const float* table, const int32_t* index, int64_t rows,
@@ -124,6 +145,16 @@ CudaError LaunchStorePagedKv(const StorePagedKvArgs& args, Stream stream) {
 CudaError LaunchRoundToBf16(const float* x, int64_t n, uint16_t* out, Stream stream) {
   if (n <= 0) return cudaSuccess;
   RoundToBf16Kernel<<<Blocks((n + kThreads - 1) / kThreads), kThreads, 0, stream>>>(x, n, out);
+  return cudaGetLastError();
+}
+
+CudaError LaunchDequantizeFp8(const Fp8DequantArgs& a, Stream stream) {
+  if (a.block_rows <= 0 || a.block_cols <= 0 || a.count < 0 || a.rows < 0 || a.cols < 0) {
+    return cudaErrorInvalidValue;
+  }
+  const int64_t n = a.count * a.rows * a.cols;
+  if (n == 0) return cudaSuccess;
+  DequantizeFp8Kernel<<<Blocks((n + kThreads - 1) / kThreads), kThreads, 0, stream>>>(a);
   return cudaGetLastError();
 }
 

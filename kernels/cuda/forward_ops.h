@@ -37,6 +37,9 @@ CudaError LaunchStorePagedKv(const StorePagedKvArgs& args, Stream stream);
 // out[i] = x[i] as bf16 bits, rounded to nearest even (cpu::RoundToBf16).
 CudaError LaunchRoundToBf16(const float* x, int64_t n, uint16_t* out, Stream stream);
 
+// Block-scaled FP8 to bf16 bits (cpu::DequantizeFp8; kernels/op_args.h Fp8DequantArgs).
+CudaError LaunchDequantizeFp8(const Fp8DequantArgs& args, Stream stream);
+
 }  // namespace semmoe::kernels::cuda
 
 #endif  // SEMMOE_KERNELS_CUDA_FORWARD_OPS_H_

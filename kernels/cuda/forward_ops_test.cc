@@ -197,5 +197,39 @@ TEST_F(ForwardOpsTest, RoundToBf16MatchesTheCpuBitForBit) {
   }
 }
 
+// Every finite code (the loader refuses NaN codes), stacked matrices, partial edge blocks.
+TEST_F(ForwardOpsTest, DequantizeFp8MatchesTheCpuBitForBit) {
+  struct Shape {
+    int64_t count, rows, cols;
+    int block_rows, block_cols;
+  };
+  for (const Shape& sh : {Shape{1, 0, 8, 4, 4}, Shape{1, 40, 64, 16, 16}, Shape{3, 64, 40, 16, 24},
+                          Shape{2, 576, 300, 128, 128}}) {
+    const int64_t n = sh.count * sh.rows * sh.cols;
+    const int64_t scales_n = sh.count * ((sh.rows + sh.block_rows - 1) / sh.block_rows) *
+                             ((sh.cols + sh.block_cols - 1) / sh.block_cols);
+    std::vector<uint8_t> codes(n);
+    for (int64_t i = 0; i < n; ++i) {
+      codes[i] = static_cast<uint8_t>(i % 256 ^ (i / 256) % 7);
+      if ((codes[i] & 0x7F) == 0x7F) codes[i] ^= 1;  // NaN → ±448.
+    }
+    std::vector<float> scales = Random(scales_n);
+    std::vector<uint16_t> want(n);
+    Fp8DequantArgs a{.codes = codes.data(), .scales = scales.data(), .count = sh.count,
+                     .rows = sh.rows, .cols = sh.cols, .block_rows = sh.block_rows,
+                     .block_cols = sh.block_cols, .out = want.data()};
+    cpu::DequantizeFp8(a);
+    uint8_t* d_codes = ToDevice(codes);
+    float* d_scales = ToDevice(scales);
+    uint16_t* d_out = ToDevice(std::vector<uint16_t>(n));
+    a.codes = d_codes, a.scales = d_scales, a.out = d_out;
+    ASSERT_EQ(LaunchDequantizeFp8(a, nullptr), cudaSuccess);
+    EXPECT_EQ(ToHost(d_out, n), want) << sh.rows << "x" << sh.cols;
+    cudaFree(d_codes);
+    cudaFree(d_scales);
+    cudaFree(d_out);
+  }
+}
+
 }  // namespace
 }  // namespace semmoe::kernels::cuda
