@@ -53,8 +53,10 @@ ABSL_FLAG(std::string, device, "cpu",
           "(docs/BUILD.md)");
 ABSL_FLAG(std::string, precision, "auto",
           "the weights on a GPU: bf16 (as checkpoints store them: tensor-core products with f32 "
-          "accumulation, experts grouped; the default on cuda) or f32 (the CPU forward's "
-          "function, for differential checks); the CPU forward computes in f32");
+          "accumulation, experts grouped; the default on cuda), fp8 (an FP8 checkpoint's FP8 "
+          "layers stay FP8 in GPU memory, half of bf16's bytes, each layer dequantised to bf16 "
+          "before it runs: the bf16 forward's results) or f32 (the CPU forward's function, for "
+          "differential checks); the CPU forward computes in f32");
 ABSL_FLAG(int, cuda_graph_max_batch, 0,
           "with --device cuda and bf16: decode steps of up to this many sequences replay as CUDA "
           "graphs, one per power-of-two bucket (0: off; not yet run on a GPU, so off by default)");
@@ -167,6 +169,7 @@ absl::StatusOr<std::unique_ptr<model::Model>> Load(bool need_tokenizer) {
 DeviceTarget Target(int device) {
   return {.device = device,
           .bf16 = absl::GetFlag(FLAGS_precision) != "f32",
+          .fp8 = absl::GetFlag(FLAGS_precision) == "fp8",
           .decode_graphs = absl::GetFlag(FLAGS_cuda_graph_max_batch)};
 }
 
@@ -351,6 +354,7 @@ int Serve(int device) {
   RankServerOptions o;
   o.cuda_device = device;
   o.cuda_bf16 = Target(device).bf16;
+  o.cuda_fp8 = Target(device).fp8;
   o.model_dir = UserPath(absl::GetFlag(FLAGS_model));
   o.rank = absl::GetFlag(FLAGS_rank);
   o.ranks = absl::GetFlag(FLAGS_ranks);
@@ -462,11 +466,13 @@ int main(int argc, char** argv) {
     return Usage("--device must be cpu, cuda or cuda:N");
   }
   const std::string precision = absl::GetFlag(FLAGS_precision);
-  if (precision != "auto" && precision != "bf16" && precision != "f32") {
-    return Usage("--precision must be auto, bf16 or f32");
+  if (precision != "auto" && precision != "bf16" && precision != "fp8" && precision != "f32") {
+    return Usage("--precision must be auto, bf16, fp8 or f32");
   }
-  if (cuda_device < 0 && precision == "bf16") {
-    return Usage("--precision bf16 needs --device cuda: the CPU forward computes in f32");
+  if (cuda_device < 0 && (precision == "bf16" || precision == "fp8")) {
+    return Usage(absl::StrCat("--precision ", precision,
+                              " needs --device cuda: the CPU forward computes in f32 (FP8 "
+                              "checkpoints dequantised at load)"));
   }
   if (absl::GetFlag(FLAGS_cuda_graph_max_batch) < 0 ||
       (absl::GetFlag(FLAGS_cuda_graph_max_batch) > 0 && (cuda_device < 0 || precision == "f32"))) {

@@ -122,10 +122,12 @@ else
 fi
 expect_error 2 "--device cuda:N needs a device number" -- \
   "$ENGINE" generate --model="$dir" --prompt=x --device=cuda:one
-expect_error 2 "--precision must be auto, bf16 or f32" -- \
-  "$ENGINE" generate --model="$dir" --prompt=x --precision=fp8
+expect_error 2 "--precision must be auto, bf16, fp8 or f32" -- \
+  "$ENGINE" generate --model="$dir" --prompt=x --precision=fp16
 expect_error 2 "--precision bf16 needs --device cuda: the CPU forward computes in f32" -- \
   "$ENGINE" generate --model="$dir" --prompt=x --precision=bf16
+expect_error 2 "--precision fp8 needs --device cuda: the CPU forward computes in f32 (FP8" -- \
+  "$ENGINE" generate --model="$dir" --prompt=x --precision=fp8
 expect_error 2 "--device must be cpu, cuda or cuda:N" -- "$ENGINE" generate --model="$dir" --prompt=x \
   --device=tpu
 

@@ -31,6 +31,9 @@ namespace semmoe::engine {
 struct DeviceTarget {
   int device = 0;
   bool bf16 = true;
+  // With bf16: the linear layers an FP8 checkpoint stored in F8_E4M3 stay FP8 in device memory,
+  // dequantised a layer at a time (engine/forward/fp8_view.h; `engine --precision fp8`).
+  bool fp8 = false;
   // > 0: one-device decode steps of up to this many sequences as CUDA graphs (bf16 only;
   // `engine --cuda_graph_max_batch`).
   int decode_graphs = 0;

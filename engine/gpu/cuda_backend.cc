@@ -18,13 +18,14 @@ namespace {
 
 std::string Describe(int device, const GpuTransformer& forward) {
   return absl::StrCat("CUDA device ", device, " (", forward.weight_bytes() / (1 << 20), " MiB of ",
-                      forward.bf16() ? "bf16" : "f32", " weights, ", forward.kv_bytes() / (1 << 20),
+                      forward.fp8() ? "FP8" : forward.bf16() ? "bf16" : "f32", " weights, ", forward.kv_bytes() / (1 << 20),
                       " MiB of KV cache)");
 }
 
 GpuTarget Gpu(const DeviceTarget& target) {
   return {.device = target.device,
           .bf16 = target.bf16,
+          .fp8 = target.fp8,
           .decode_graphs = target.decode_graphs,
           .topology = target.topology};
 }

@@ -15,6 +15,7 @@ absl::StatusOr<std::unique_ptr<GpuTransformer>> CreateGpuForward(
   return GpuTransformer::Create(config, weights,
                                 {.device = target.device,
                                  .bf16 = target.bf16,
+                                 .fp8 = target.fp8,
                                  .num_pages = pages,
                                  .page_size = options.page_size,
                                  .decode_graphs = placement == nullptr ? target.decode_graphs : 0,

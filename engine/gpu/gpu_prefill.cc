@@ -10,6 +10,7 @@ absl::StatusOr<std::unique_ptr<GpuPrefill>> CreateGpuPrefill(const model::ModelC
     return GpuTransformer::Create(config, weights,
                                   {.device = target.device,
                                    .bf16 = target.bf16,
+                                   .fp8 = target.fp8,
                                    .num_pages = num_pages,
                                    .page_size = page_size});
   });

@@ -15,6 +15,7 @@ namespace semmoe::engine::gpu {
 struct GpuTransformer::Impl {
   model::ModelConfig config;
   bool bf16 = false;
+  bool fp8 = false;
   Communicator* comm = nullptr;  // Under expert parallelism.
   std::unique_ptr<CudaOps> ops;
   std::unique_ptr<GpuWeights> weights;
@@ -27,6 +28,7 @@ GpuTransformer::~GpuTransformer() = default;
 const model::ModelConfig& GpuTransformer::config() const { return impl_->config; }
 int64_t GpuTransformer::weight_bytes() const { return impl_->weights->bytes; }
 bool GpuTransformer::bf16() const { return impl_->bf16; }
+bool GpuTransformer::fp8() const { return impl_->fp8; }
 int64_t GpuTransformer::graph_replays() const { return impl_->runner->decode_graphs().replays(); }
 int64_t GpuTransformer::kv_bytes() const { return impl_->runner->kv_bytes(); }
 std::vector<MoeLayerCounters> GpuTransformer::ep_counters() const {
@@ -47,12 +49,26 @@ absl::StatusOr<std::unique_ptr<GpuTransformer>> GpuTransformer::Create(
   }
   auto impl = std::make_unique<Impl>();
   impl->config = c;
+  if (options.fp8 && !options.bf16) {
+    return absl::InvalidArgumentError("FP8 weights compute as the bf16 forward: they need bf16");
+  }
+  if (options.fp8 && !c.fp8.enabled()) {
+    return absl::InvalidArgumentError(
+        "FP8 weights need an FP8 checkpoint (config.json's quantization_config: quant_method fp8)");
+  }
+  if (options.fp8 && options.attention_tp) {
+    return absl::InvalidArgumentError(
+        "FP8 weights under Attention-TP are not supported: a rank's head slice cuts the FP8 "
+        "blocks (serve --precision bf16, or --attn dp)");
+  }
   impl->bf16 = options.bf16;
+  impl->fp8 = options.fp8;
   impl->comm = options.comm;
   ASSIGN_OR_RETURN(impl->ops, CudaOps::Create(options.device));
   ASSIGN_OR_RETURN(
       impl->weights,
-      UploadWeights(c, weights, /*every_expert=*/options.placement == nullptr, options.bf16));
+      UploadWeights(c, weights, /*every_expert=*/options.placement == nullptr, options.bf16,
+                    options.fp8));
   impl->runner = std::make_unique<forward::ForwardRunner<CudaOps>>(
       c, impl->weights->View(),
       forward::KvArenaOptions{

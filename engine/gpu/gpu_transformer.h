@@ -41,6 +41,7 @@ namespace semmoe::engine::gpu {
 struct GpuTarget {
   int device = 0;
   bool bf16 = false;
+  bool fp8 = false;  // With bf16: FP8 layers stay FP8 (DeviceTarget::fp8).
   int decode_graphs = 0;  // GpuForwardOptions::decode_graphs.
   const planner::Topology* topology = nullptr;  // GpuForwardOptions::topology.
 };
@@ -55,6 +56,7 @@ struct GpuTpOptions {
 struct GpuForwardOptions {
   int device = 0;      // CUDA device ordinal.
   bool bf16 = false;   // GpuTarget::bf16.
+  bool fp8 = false;    // GpuTarget::fp8 (needs bf16).
   int num_pages = 0;   // KV pages (> 0), the same count as the host cache's.
   int page_size = 16;  // Positions per page, as the host cache's.
   // > 0: decode steps of up to this many sequences replay as CUDA graphs, one per power-of-two
@@ -112,6 +114,7 @@ class GpuTransformer {
   const model::ModelConfig& config() const;
   int64_t weight_bytes() const;
   bool bf16() const;
+  bool fp8() const;
   // Decode steps replayed as CUDA graphs so far (GpuForwardOptions::decode_graphs).
   int64_t graph_replays() const;
   int64_t kv_bytes() const;

@@ -44,6 +44,29 @@ class Uploader {
   int64_t bytes_ = 0;
 };
 
+// Each array a bf16 or FP8 view needs (AttachBf16's store), uploaded and kept: bf16 bits, FP8
+// codes, block scales.
+struct DeviceStore {
+  GpuWeights* self;
+  Uploader* up;
+  absl::StatusOr<const uint16_t*> operator()(std::vector<uint16_t> v) const {
+    return Keep(self->bf16_arrays, v);
+  }
+  absl::StatusOr<const uint8_t*> operator()(std::vector<uint8_t> v) const {
+    return Keep(self->fp8_arrays, v);
+  }
+  absl::StatusOr<const float*> operator()(std::vector<float> v) const {
+    return Keep(self->scale_arrays, v);
+  }
+  template <typename T>
+  absl::StatusOr<const T*> Keep(std::vector<DeviceArray<T>>& kept, const std::vector<T>& v) const {
+    kept.emplace_back();
+    RETURN_IF_ERROR(kept.back().Assign(v.data(), v.size()));
+    up->AddBytes(static_cast<int64_t>(v.size() * sizeof(T)));
+    return kept.back().data();
+  }
+};
+
 }  // namespace
 
 forward::ModelView GpuWeights::View() const {
@@ -59,7 +82,9 @@ forward::ModelView GpuWeights::View() const {
 
 absl::StatusOr<std::unique_ptr<GpuWeights>> UploadWeights(const model::ModelConfig& config,
                                                           const model::ModelWeights& weights,
-                                                          bool every_expert, bool bf16) {
+                                                          bool every_expert, bool bf16,
+                                                          bool fp8) {
+  if (fp8 && !bf16) return absl::InvalidArgumentError("FP8 weights need the bf16 forward");
   if (static_cast<int>(weights.layers.size()) != config.num_layers) {
     return absl::InvalidArgumentError("weights were not loaded for this config");
   }
@@ -114,16 +139,13 @@ absl::StatusOr<std::unique_ptr<GpuWeights>> UploadWeights(const model::ModelConf
   if (bf16) {
     out->bf16_view = out->View();  // The f32 parts; the linear layers' pointers still null.
     out->bf16 = true;
-    GpuWeights* self = out.get();
-    RETURN_IF_ERROR(forward::AttachBf16(
-        forward::HostView(weights),
-        [self, &up](std::vector<uint16_t> bits) -> absl::StatusOr<const uint16_t*> {
-          self->bf16_arrays.emplace_back();
-          RETURN_IF_ERROR(self->bf16_arrays.back().Assign(bits.data(), bits.size()));
-          up.AddBytes(static_cast<int64_t>(bits.size()) * 2);
-          return self->bf16_arrays.back().data();
-        },
-        out->bf16_view));
+    out->fp8 = fp8;
+    const forward::ModelView host = forward::HostView(weights);
+    if (fp8) {
+      RETURN_IF_ERROR(forward::AttachBf16<true>(host, DeviceStore{out.get(), &up}, out->bf16_view));
+    } else {
+      RETURN_IF_ERROR(forward::AttachBf16(host, DeviceStore{out.get(), &up}, out->bf16_view));
+    }
   }
   out->bytes = up.bytes() + static_cast<int64_t>(weights.embed.size()) * 4;
   return out;
@@ -137,6 +159,11 @@ absl::Status GpuWeights::SetExperts(int layer, const std::vector<int32_t>& held,
                                     const std::map<int32_t, const model::MlpWeights*>& gained) {
   if (layer < 0 || layer >= static_cast<int>(layers.size()) || !layers[layer].is_moe) {
     return absl::InvalidArgumentError(absl::StrCat("layer ", layer, " is not a MoE layer"));
+  }
+  if (fp8) {
+    return absl::FailedPreconditionError(
+        "a live expert move is not supported with FP8 weights (engine --precision fp8): restart "
+        "the ranks with the new placement, or serve --precision bf16");
   }
   GpuLayer& g = layers[layer];
   const int experts = static_cast<int>(g.experts.size());

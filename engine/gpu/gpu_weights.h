@@ -54,7 +54,10 @@ struct GpuWeights {
   GpuLinear lm_head;
   int64_t bytes = 0;  // Device memory held.
   bool bf16 = false;
+  bool fp8 = false;  // bf16_view holds FP8 layers (engine/forward/fp8_view.h).
   std::vector<DeviceArray<uint16_t>> bf16_arrays;  // The bf16 linear layers (stacked experts).
+  std::vector<DeviceArray<uint8_t>> fp8_arrays;    // FP8: the codes, and their block scales.
+  std::vector<DeviceArray<float>> scale_arrays;
   forward::ModelView bf16_view;                    // Their view, with the f32 parts above.
 
   forward::ModelView View()
@@ -64,7 +67,7 @@ struct GpuWeights {
   // (ascending ids). Those in `gained` (host weights, f32) are uploaded; the others of `held`
   // must be here already and stay (bf16: copied on the device into the layer's new stack);
   // every other expert of the layer is freed. FAILED_PRECONDITION, with nothing changed, when an
-  // expert of `held` is neither here nor gained; RESOURCE_EXHAUSTED when the device is full (a
+  // expert of `held` is neither here nor gained, or the weights are FP8 (not moved live yet); RESOURCE_EXHAUSTED when the device is full (a
   // bf16 layer's old and new stacks coexist while it is rebuilt).
   absl::Status SetExperts(int layer, const std::vector<int32_t>& held,
                           const std::map<int32_t, const model::MlpWeights*>& gained);
@@ -72,11 +75,12 @@ struct GpuWeights {
 
 // Uploads to the current CUDA device. With `every_expert`, FAILED_PRECONDITION if an expert is
 // not loaded (one device runs the whole model); else the loaded ones go up (an expert-parallel
-// rank's). RESOURCE_EXHAUSTED when the GPU is full. `bf16`: the linear layers as bf16.
+// rank's). RESOURCE_EXHAUSTED when the GPU is full. `bf16`: the linear layers as bf16; with
+// `fp8` too, those the checkpoint stored in FP8 as their codes and block scales.
 absl::StatusOr<std::unique_ptr<GpuWeights>> UploadWeights(const model::ModelConfig& config,
                                                           const model::ModelWeights& weights,
                                                           bool every_expert = true,
-                                                          bool bf16 = false);
+                                                          bool bf16 = false, bool fp8 = false);
 
 }  // namespace semmoe::engine::gpu
 

@@ -11,9 +11,12 @@ namespace {
 using model::LinearWeight;
 
 // Rows [begin, begin + count) of a linear weight [out, in] (output features).
+// A slice's FP8 copy is dropped (the slice need not follow the blocks): the engine refuses FP8
+// weights under Attention-TP, and a slice must never carry another matrix's codes.
 void KeepRows(LinearWeight& w, int64_t begin, int64_t count) {
   model::Matrix rows = w.w.middleRows(begin, count);
   w.w = std::move(rows);
+  w.fp8 = model::Fp8Weight();
   if (!w.bf16.empty()) {
     const int64_t cols = w.cols();
     std::vector<uint16_t> kept(w.bf16.begin() + begin * cols,
@@ -27,6 +30,7 @@ void KeepCols(LinearWeight& w, int64_t begin, int64_t count) {
   const int64_t rows = w.rows(), cols = w.cols();
   model::Matrix kept = w.w.middleCols(begin, count);
   w.w = std::move(kept);
+  w.fp8 = model::Fp8Weight();
   if (!w.bf16.empty()) {
     std::vector<uint16_t> bf16(rows * count);
     for (int64_t r = 0; r < rows; ++r) {

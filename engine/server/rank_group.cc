@@ -65,6 +65,7 @@ absl::StatusOr<std::unique_ptr<RankGroup>> FormRankGroup(const RankGroupInputs& 
                                              .timeout = o.connect_timeout},
                                             {.device = o.cuda_device,
                                              .bf16 = o.cuda_bf16,
+                                             .fp8 = o.cuda_fp8,
                                              .topology = g->topology.get()},
                                             attention_tp ? &tp : nullptr, engine_options.batch));
     engine_options.device = g->device->rank_forward();

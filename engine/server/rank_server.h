@@ -71,6 +71,7 @@ struct RankServerOptions {
   // NCCL when ranks > 1; under Attention-TP the GPU forward runs the shuffled collectives too.
   int cuda_device = -1;
   bool cuda_bf16 = true;  // The GPU's weights in bf16 (else f32: `engine --precision`).
+  bool cuda_fp8 = false;  // With bf16: an FP8 checkpoint's FP8 layers kept FP8 (DeviceTarget).
   // Called once serving, with the bound port and what the rank serves with (the placement and
   // its tables: a file or a version from the planner), for the operator.
   std::function<void(int port, const std::string& serving_with)> on_serving;
