@@ -160,9 +160,12 @@ int Fail(const absl::Status& status) {
 }
 
 // `bazel run` starts binaries in the runfiles tree: resolve relative paths against the caller's.
-absl::StatusOr<std::unique_ptr<model::Model>> Load(bool need_tokenizer) {
-  return model::LoadModel(UserPath(absl::GetFlag(FLAGS_model)),
-                          {.require_tokenizer = need_tokenizer});
+// On a CUDA `device` with --precision fp8, FP8 weights load FP8-only (the host never holds them
+// dequantised).
+absl::StatusOr<std::unique_ptr<model::Model>> Load(bool need_tokenizer, int device) {
+  model::ModelOptions options{.require_tokenizer = need_tokenizer};
+  options.load.fp8_in_memory = device >= 0 && absl::GetFlag(FLAGS_precision) == "fp8";
+  return model::LoadModel(UserPath(absl::GetFlag(FLAGS_model)), options);
 }
 
 // CUDA `device` with --precision (auto: bf16).
@@ -177,7 +180,7 @@ DeviceTarget Target(int device) {
 int Generate(int device) {
   const std::string prompt = absl::GetFlag(FLAGS_prompt);
   if (prompt.empty()) return Usage("generate needs --prompt");
-  auto m = Load(/*need_tokenizer=*/true);
+  auto m = Load(/*need_tokenizer=*/true, device);
   if (!m.ok()) return Fail(m.status());
   const model::Model& model = **m;
   auto gen = model::LoadGenerationConfig(model.dir, model.config);
@@ -301,7 +304,7 @@ int Score(int device) {
   if (absl::GetFlag(FLAGS_input).empty() || absl::GetFlag(FLAGS_out).empty()) {
     return Usage("score needs --input and --out");
   }
-  auto m = Load(/*need_tokenizer=*/false);
+  auto m = Load(/*need_tokenizer=*/false, device);
   if (!m.ok()) return Fail(m.status());
   offline::PrefillBackend backend;
   auto on_device = PrefillOn(**m, device, &backend);
@@ -324,7 +327,7 @@ int Trace(int device) {
   if (absl::GetFlag(FLAGS_prompts).empty() || absl::GetFlag(FLAGS_out).empty()) {
     return Usage("trace needs --prompts and --out");
   }
-  auto m = Load(/*need_tokenizer=*/false);
+  auto m = Load(/*need_tokenizer=*/false, device);
   if (!m.ok()) return Fail(m.status());
   offline::PrefillBackend backend;
   auto on_device = PrefillOn(**m, device, &backend);

@@ -175,6 +175,15 @@ Tensor SafetensorsFile::View(const TensorInfo& info) const {
   return *view;
 }
 
+void SafetensorsFile::Release(const TensorInfo& info) const {
+  const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const uintptr_t base = reinterpret_cast<uintptr_t>(map_) + data_start_;
+  const uintptr_t begin = (base + info.begin + page - 1) / page * page;
+  const uintptr_t end = (base + info.end) / page * page;
+  // Advice only: a failure leaves the pages mapped, which costs memory, not correctness.
+  if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_DONTNEED);
+}
+
 absl::StatusOr<std::unique_ptr<Checkpoint>> Checkpoint::Open(const std::string& dir) {
   auto checkpoint = std::make_unique<Checkpoint>();
   checkpoint->dir_ = dir;
@@ -250,6 +259,11 @@ absl::StatusOr<const TensorInfo*> Checkpoint::Info(absl::string_view name) const
 absl::StatusOr<Tensor> Checkpoint::View(absl::string_view name) const {
   ASSIGN_OR_RETURN(const TensorInfo* info, Info(name));
   return entries_.find(name)->second.file->View(*info);
+}
+
+void Checkpoint::Release(absl::string_view name) const {
+  auto it = entries_.find(name);
+  if (it != entries_.end()) it->second.file->Release(*it->second.info);
 }
 
 absl::StatusOr<Tensor> Checkpoint::ReadF32(absl::string_view name) const {

@@ -52,6 +52,10 @@ class SafetensorsFile {
   const TensorInfo* Find(absl::string_view name) const;
   // A view of the tensor's bytes in its stored dtype; valid while this object lives.
   kernels::Tensor View(const TensorInfo& info) const;
+  // Drops the tensor's mapped pages from memory (whole pages inside its bytes): a loader that
+  // has copied a tensor gives them back, so a checkpoint's load does not hold the file and the
+  // copies at once. A later View reads them from the file again.
+  void Release(const TensorInfo& info) const;
 
  private:
   SafetensorsFile(std::string path, void* map, size_t size)
@@ -82,6 +86,8 @@ class Checkpoint {
   absl::StatusOr<kernels::Tensor> View(absl::string_view name) const;
   // A new owning F32 copy, converted from BF16/F16/F32.
   absl::StatusOr<kernels::Tensor> ReadF32(absl::string_view name) const;
+  // SafetensorsFile::Release of the named tensor (nothing if absent).
+  void Release(absl::string_view name) const;
 
  private:
   struct Entry {

@@ -44,7 +44,7 @@ absl::Status AttachBf16(const ModelView& source, Store&& store, ModelView& targe
            ((v.cols + v.fp8.block_cols - 1) / v.fp8.block_cols);
   };
   auto linear = [&](const LinearView& from, LinearView& to) -> absl::Status {
-    if (from.w == nullptr) return absl::OkStatus();
+    if (from.empty()) return absl::OkStatus();
     to.exact16 = nullptr;
     if constexpr (kKeepFp8) {
       if (from.fp8.codes != nullptr) {
@@ -57,6 +57,10 @@ absl::Status AttachBf16(const ModelView& source, Store&& store, ModelView& targe
         to.w = nullptr;
         return absl::OkStatus();
       }
+    }
+    if (from.w == nullptr) {
+      return absl::InvalidArgumentError(
+          "a weight held only in FP8 (loaded for the FP8 forward) has no bf16 copy to make");
     }
     to.fp8 = Fp8View();
     ASSIGN_OR_RETURN(to.w16, store(ToBf16Bits(from.w, from.rows * from.cols)));
@@ -82,7 +86,7 @@ absl::Status AttachBf16(const ModelView& source, Store&& store, ModelView& targe
     if (from.has_shared_expert) RETURN_IF_ERROR(mlp(from.shared_expert, to.shared_expert));
     std::vector<int32_t> present;
     for (size_t e = 0; e < from.experts.size(); ++e) {
-      if (from.experts[e].gate.w != nullptr) present.push_back(static_cast<int32_t>(e));
+      if (!from.experts[e].gate.empty()) present.push_back(static_cast<int32_t>(e));
     }
     to.stacked = StackedExpertsView();
     if (present.empty()) continue;
@@ -113,6 +117,10 @@ absl::Status AttachBf16(const ModelView& source, Store&& store, ModelView& targe
           codes.insert(codes.end(), v.fp8.codes, v.fp8.codes + per);
           scales.insert(scales.end(), v.fp8.scales, v.fp8.scales + scale_count(v));
         } else {
+          if (v.w == nullptr) {
+            return absl::InvalidArgumentError(
+                "an expert held only in FP8 (loaded for the FP8 forward) has no bf16 copy to make");
+          }
           std::vector<uint16_t> one = ToBf16Bits(v.w, per);
           bits.insert(bits.end(), one.begin(), one.end());
         }

@@ -43,6 +43,11 @@ absl::StatusOr<std::unique_ptr<CpuForward>> CpuForward::Create(const model::Mode
   if (static_cast<int>(weights.layers.size()) != config.num_layers) {
     return absl::InvalidArgumentError("the weights are not for this config's layers");
   }
+  if (model::HasFp8OnlyWeights(weights)) {
+    return absl::InvalidArgumentError(
+        "the CPU forward computes in f32: these weights were loaded FP8-only (for the FP8 device "
+        "forward); load them without fp8_in_memory");
+  }
   auto impl = std::make_unique<Impl>();
   impl->config = config;
   impl->ep = options.ep;

@@ -16,6 +16,7 @@
 #include "engine/forward/testing/bf16_tolerance.h"
 #include "engine/model/testing/tiny_model.h"
 #include "engine/runtime/kv_cache.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
 namespace semmoe::engine::forward {
@@ -38,9 +39,38 @@ TEST_P(Fp8ForwardTest, EqualsTheBf16ForwardOfTheDequantisedModel) {
   const model::ModelConfig& c = loaded->config;
   const model::ModelWeights& w = *loaded->weights;
   ASSERT_TRUE(c.fp8.enabled());
+  // The FP8 view as the FP8 device forward builds it: from weights loaded FP8-only (no f32 copy
+  // of an FP8 weight is ever made).
+  auto fp8_only = testing::LoadHostModel(dir, {.fp8_in_memory = true});
+  ASSERT_TRUE(fp8_only.ok()) << fp8_only.status();
+  ASSERT_TRUE(model::HasFp8OnlyWeights(*fp8_only->weights));
+  // What the FP8-only load holds instead of an FP8 weight's f32 values (4 bytes each): its codes
+  // (1 byte each) and block scales (4 bytes a block) — nothing else differs.
+  int64_t fp8_values = 0, fp8_scales = 0;
+  auto count = [&](const model::LinearWeight& l) {
+    EXPECT_TRUE(l.fp8.empty() || l.fp8_only());
+    fp8_values += static_cast<int64_t>(l.fp8.codes.size());
+    fp8_scales += static_cast<int64_t>(l.fp8.scales.size());
+  };
+  for (const model::LayerWeights& l : fp8_only->weights->layers) {
+    for (const model::LinearWeight* x : {&l.q, &l.k, &l.v, &l.o, &l.mla.q_a, &l.mla.q_b,
+                                         &l.mla.kv_a, &l.mla.kv_b}) {
+      count(*x);
+    }
+    for (const model::MlpWeights* m : {&l.dense, &l.shared_expert}) {
+      count(m->gate), count(m->up), count(m->down);
+    }
+    for (const model::MlpWeights& e : l.experts) count(e.gate), count(e.up), count(e.down);
+  }
+  EXPECT_GT(fp8_values, 0);
+  EXPECT_EQ(model::WeightBytes(w) - model::WeightBytes(*fp8_only->weights),
+            4 * fp8_values - (fp8_values + 4 * fp8_scales));
   auto bf16 = HostBf16Weights::Make(w);
-  auto fp8 = HostFp8Weights::Make(w);
+  auto fp8 = HostFp8Weights::Make(*fp8_only->weights);
   ASSERT_TRUE(bf16.ok() && fp8.ok()) << bf16.status() << fp8.status();
+  // Neither the bf16 view nor the CPU forward can be made of FP8-only weights; they say so.
+  EXPECT_THAT(HostBf16Weights::Make(*fp8_only->weights).status().message(),
+              ::testing::HasSubstr("held only in FP8"));
 
   // What stays FP8: the projections; experts stacked as codes; the LM head (stored in the
   // model's dtype) bf16.
@@ -54,7 +84,7 @@ TEST_P(Fp8ForwardTest, EqualsTheBf16ForwardOfTheDequantisedModel) {
   EXPECT_NE(moe.stacked.gate8.codes, nullptr);
   EXPECT_EQ(moe.stacked.gate, nullptr);
   EXPECT_NE(v.lm_head.w16, nullptr);
-  EXPECT_EQ(moe.router.w, w.layers.back().router.data());  // The router stays f32, in place.
+  EXPECT_EQ(moe.router.w, fp8_only->weights->layers.back().router.data());  // f32, in place.
 
   // The linear layers' bytes, the LM head (bf16 in both) aside: FP8 codes plus one f32 scale a
   // block against bf16's two bytes a value.

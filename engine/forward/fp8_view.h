@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
 #include "common/status_macros.h"
 #include "engine/forward/bf16_view.h"
 #include "engine/forward/model_view.h"
@@ -104,6 +105,24 @@ class Fp8Layers {
     }
     layer_offsets_.clear();
     bytes_ = most * 2;
+    // Every weight the products read is now f32 or bf16 (FP8 experts come stacked: AttachBf16).
+    for (size_t l = 0; l < layers_.size(); ++l) {
+      const LayerView& v = layers_[l];
+      std::vector<const LinearView*> all = {&v.q,          &v.k,          &v.v,
+                                            &v.o,          &v.mla.q_a,    &v.mla.q_b,
+                                            &v.mla.kv_a,   &v.mla.kv_b,   &v.dense.gate,
+                                            &v.dense.up,   &v.dense.down, &v.shared_expert.gate,
+                                            &v.shared_expert.up, &v.shared_expert.down};
+      for (const MlpView& e : v.experts) {
+        for (const LinearView* x : {&e.gate, &e.up, &e.down}) all.push_back(x);
+      }
+      for (const LinearView* x : all) {
+        if (x->fp8.codes != nullptr && x->w == nullptr && x->w16 == nullptr) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "layer ", l, ": an FP8 weight outside the FP8 view's expert stacks (AttachBf16)"));
+        }
+      }
+    }
     return absl::OkStatus();
   }
 

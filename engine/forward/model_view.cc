@@ -10,6 +10,8 @@ struct HostLinear {
   }
   LinearView operator()(const model::LinearWeight& l) const {
     LinearView v = (*this)(l.w);
+    v.rows = l.rows();  // An FP8-only weight (LoadOptions::fp8_in_memory) has no f32 copy.
+    v.cols = l.cols();
     if (!l.bf16.empty()) v.exact16 = l.bf16.data();
     if (!l.fp8.empty()) {
       v.fp8 = {.codes = l.fp8.codes.data(),

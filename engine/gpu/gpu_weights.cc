@@ -17,12 +17,16 @@ class Uploader {
     bytes_ += static_cast<int64_t>(v.size()) * 4;
     return out.Assign(v.data(), v.size());
   }
-  absl::Status Matrix(const model::Matrix& m, GpuLinear& out) {
-    if (m.size() == 0) return absl::OkStatus();  // Absent (e.g. q without LoRA): stays empty.
-    out.rows = m.rows();
-    out.cols = m.cols();
+  absl::Status Linear(const model::LinearWeight& l, GpuLinear& out) {
+    if (l.empty()) return absl::OkStatus();  // Absent (e.g. q without LoRA): stays empty.
+    out.rows = l.rows();
+    out.cols = l.cols();
     if (bf16_) return absl::OkStatus();
-    return Gate(m, out);
+    if (l.fp8_only()) {
+      return absl::InvalidArgumentError(
+          "f32 GPU weights need the f32 copies an FP8-only load (the FP8 forward's) does not keep");
+    }
+    return Gate(l.w, out);
   }
   absl::Status Gate(const model::Matrix& m, GpuLinear& out) {
     if (m.size() == 0) return absl::OkStatus();
@@ -33,9 +37,9 @@ class Uploader {
   }
   void AddBytes(int64_t bytes) { bytes_ += bytes; }
   absl::Status Mlp(const model::MlpWeights& mlp, GpuMlp& out) {
-    RETURN_IF_ERROR(Matrix(mlp.gate.w, out.gate));
-    RETURN_IF_ERROR(Matrix(mlp.up.w, out.up));
-    return Matrix(mlp.down.w, out.down);
+    RETURN_IF_ERROR(Linear(mlp.gate, out.gate));
+    RETURN_IF_ERROR(Linear(mlp.up, out.up));
+    return Linear(mlp.down, out.down);
   }
   int64_t bytes() const { return bytes_; }
 
@@ -97,21 +101,21 @@ absl::StatusOr<std::unique_ptr<GpuWeights>> UploadWeights(const model::ModelConf
     GpuLayer& g = out->layers[l];
     RETURN_IF_ERROR(up.Vector(w.input_norm, g.input_norm));
     RETURN_IF_ERROR(up.Vector(w.post_attention_norm, g.post_attention_norm));
-    RETURN_IF_ERROR(up.Matrix(w.q.w, g.q));
-    RETURN_IF_ERROR(up.Matrix(w.k.w, g.k));
-    RETURN_IF_ERROR(up.Matrix(w.v.w, g.v));
-    RETURN_IF_ERROR(up.Matrix(w.o.w, g.o));
+    RETURN_IF_ERROR(up.Linear(w.q, g.q));
+    RETURN_IF_ERROR(up.Linear(w.k, g.k));
+    RETURN_IF_ERROR(up.Linear(w.v, g.v));
+    RETURN_IF_ERROR(up.Linear(w.o, g.o));
     RETURN_IF_ERROR(up.Vector(w.q_bias, g.q_bias));
     RETURN_IF_ERROR(up.Vector(w.k_bias, g.k_bias));
     RETURN_IF_ERROR(up.Vector(w.v_bias, g.v_bias));
     RETURN_IF_ERROR(up.Vector(w.q_norm, g.q_norm));
     RETURN_IF_ERROR(up.Vector(w.k_norm, g.k_norm));
-    RETURN_IF_ERROR(up.Matrix(w.mla.q_a.w, g.mla.q_a));
+    RETURN_IF_ERROR(up.Linear(w.mla.q_a, g.mla.q_a));
     RETURN_IF_ERROR(up.Vector(w.mla.q_a_norm, g.mla.q_a_norm));
-    RETURN_IF_ERROR(up.Matrix(w.mla.q_b.w, g.mla.q_b));
-    RETURN_IF_ERROR(up.Matrix(w.mla.kv_a.w, g.mla.kv_a));
+    RETURN_IF_ERROR(up.Linear(w.mla.q_b, g.mla.q_b));
+    RETURN_IF_ERROR(up.Linear(w.mla.kv_a, g.mla.kv_a));
     RETURN_IF_ERROR(up.Vector(w.mla.kv_a_norm, g.mla.kv_a_norm));
-    RETURN_IF_ERROR(up.Matrix(w.mla.kv_b.w, g.mla.kv_b));
+    RETURN_IF_ERROR(up.Linear(w.mla.kv_b, g.mla.kv_b));
     g.is_moe = w.is_moe;
     if (!w.is_moe) {
       RETURN_IF_ERROR(up.Mlp(w.dense, g.dense));
@@ -135,7 +139,7 @@ absl::StatusOr<std::unique_ptr<GpuWeights>> UploadWeights(const model::ModelConf
     }
   }
   RETURN_IF_ERROR(up.Vector(weights.final_norm, out->final_norm));
-  RETURN_IF_ERROR(up.Matrix(weights.lm_head.w, out->lm_head));
+  RETURN_IF_ERROR(up.Linear(weights.lm_head, out->lm_head));
   if (bf16) {
     out->bf16_view = out->View();  // The f32 parts; the linear layers' pointers still null.
     out->bf16 = true;

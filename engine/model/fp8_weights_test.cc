@@ -14,6 +14,7 @@
 #include "engine/model/model.h"
 #include "engine/model/testing/tiny_model.h"
 #include "gtest/gtest.h"
+#include "kernels/dtype.h"
 #include "kernels/safetensors.h"
 #include "nlohmann/json.hpp"
 
@@ -119,6 +120,38 @@ TEST_P(Fp8CheckpointTest, LoadsAsTheModelDequantisedOffline) {
   ASSERT_GT(la.size(), 0);
   EXPECT_GT(la.norm(), 1.0f);
   EXPECT_EQ(la, lb) << "the logits of every position, bit for bit";
+
+  // Loaded FP8-only (the FP8 device forward's load): the same codes and scales, no f32 copy;
+  // the CPU forward refuses such weights.
+  ModelOptions fp8_only;
+  fp8_only.load.fp8_in_memory = true;
+  auto c = LoadModel(fp8, fp8_only);
+  ASSERT_TRUE(c.ok()) << c.status();
+  const ModelWeights& wc = *(*c)->weights;
+  EXPECT_TRUE(HasFp8OnlyWeights(wc));
+  EXPECT_FALSE(HasFp8OnlyWeights(wa));
+  const LinearWeight &full = wa.layers.back().experts[1].down,
+                     &only = wc.layers.back().experts[1].down;
+  EXPECT_TRUE(only.fp8_only());
+  EXPECT_TRUE(full.fp8.empty());  // The CPU's load keeps the dequantised values only.
+  EXPECT_EQ(only.rows(), full.rows());
+  EXPECT_EQ(only.cols(), full.cols());
+  // The codes as the file has them; decoded and scaled, the CPU's values.
+  for (int64_t i = 0; i < only.rows(); ++i) {
+    for (int64_t j = 0; j < only.cols(); ++j) {
+      const float scale = only.fp8.scales[(i / only.fp8.block_rows) *
+                                              ((only.cols() + only.fp8.block_cols - 1) /
+                                               only.fp8.block_cols) +
+                                          j / only.fp8.block_cols];
+      ASSERT_EQ(kernels::F8E4M3ToF32(kernels::F8E4M3{only.fp8.codes[i * only.cols() + j]}) * scale,
+                full.w(i, j))
+          << i << "," << j;
+    }
+  }
+  EXPECT_FALSE(wc.layers.back().router.size() == 0);  // Not FP8: f32 as ever.
+  auto cpu = forward::testing::PagedCpuForward::Create((*c)->config, wc, 16);
+  ASSERT_FALSE(cpu.ok());
+  EXPECT_NE(cpu.status().message().find("loaded FP8-only"), std::string::npos) << cpu.status();
 }
 
 std::vector<Fp8Case> Cases() {
@@ -177,9 +210,14 @@ TEST(Fp8CheckpointTest, BrokenCheckpointsAreClearErrors) {
   auto expect = [&](auto edit, auto config, const std::string& error) {
     const std::string out = TmpDir(absl::StrCat("fp8_broken", variant++));
     Rewrite(dir, out, edit, config);
-    auto model = LoadModel(out);
-    ASSERT_FALSE(model.ok()) << error;
-    EXPECT_NE(model.status().message().find(error), std::string::npos) << model.status();
+    // Dequantised at load (the CPU) and kept FP8 (the FP8 device forward): the same error.
+    for (const bool fp8_in_memory : {false, true}) {
+      ModelOptions options;
+      options.load.fp8_in_memory = fp8_in_memory;
+      auto model = LoadModel(out, options);
+      ASSERT_FALSE(model.ok()) << error;
+      EXPECT_NE(model.status().message().find(error), std::string::npos) << model.status();
+    }
   };
   // The scales missing.
   expect([&](const std::string& n, auto&, auto&, auto&) { return n != target + "_scale_inv"; },

@@ -9,42 +9,41 @@ namespace {
 
 class Loader {
  public:
-  Loader(const kernels::Checkpoint& checkpoint, const ModelConfig::Fp8& fp8)
-      : checkpoint_(checkpoint), fp8_(fp8) {}
+  Loader(const kernels::Checkpoint& checkpoint, const ModelConfig::Fp8& fp8,
+         bool fp8_in_memory = false)
+      : checkpoint_(checkpoint), fp8_(fp8), fp8_in_memory_(fp8_in_memory) {}
 
   // F8_E4M3 weights come out dequantised: each value times its block's scale (one f32 product,
-  // as `weight.float() * scale_inv` expanded over the blocks).
-  // `scales`: an F8_E4M3 weight's block scales, when the caller keeps them.
-  absl::StatusOr<Matrix> Read(const std::string& name, int64_t rows, int64_t cols,
-                              Matrix* scales = nullptr) {
+  // as `weight.float() * scale_inv` expanded over the blocks). The tensor's mapped pages are
+  // given back once copied.
+  absl::StatusOr<Matrix> Read(const std::string& name, int64_t rows, int64_t cols) {
     ASSIGN_OR_RETURN(const kernels::TensorInfo* info, checkpoint_.Info(name));
     if (info->shape != std::vector<int64_t>{rows, cols}) {
       return ShapeError(name, info->shape, {rows, cols});
     }
     ASSIGN_OR_RETURN(kernels::Tensor t, checkpoint_.ReadF32(name));
     Matrix m = Eigen::Map<const Matrix>(t.data<float>(), rows, cols);
-    if (info->dtype == kernels::DType::kF8E4M3) {
-      ASSIGN_OR_RETURN(Matrix s, Dequantize(name, m));
-      if (scales != nullptr) *scales = std::move(s);
-    }
+    checkpoint_.Release(name);
+    if (info->dtype == kernels::DType::kF8E4M3) RETURN_IF_ERROR(Dequantize(name, m).status());
     return m;
   }
 
   absl::StatusOr<LinearWeight> ReadLinear(const std::string& name, int64_t rows, int64_t cols) {
     LinearWeight linear;
-    Matrix scales;
-    ASSIGN_OR_RETURN(linear.w, Read(name, rows, cols, &scales));
     ASSIGN_OR_RETURN(kernels::Tensor view, checkpoint_.View(name));
-    if (view.dtype() == kernels::DType::kBF16) {
+    if (fp8_in_memory_ && view.dtype() == kernels::DType::kF8E4M3) {
+      ASSIGN_OR_RETURN(const kernels::TensorInfo* info, checkpoint_.Info(name));
+      if (info->shape != std::vector<int64_t>{rows, cols}) {
+        return ShapeError(name, info->shape, {rows, cols});
+      }
+      ASSIGN_OR_RETURN(linear.fp8, ReadFp8(name, rows, cols));
+      return linear;
+    }
+    if (view.dtype() == kernels::DType::kBF16) {  // Before Read gives the pages back.
       const auto* bits = static_cast<const uint16_t*>(view.raw_data());
       linear.bf16.assign(bits, bits + view.numel());
-    } else if (view.dtype() == kernels::DType::kF8E4M3) {
-      const auto* codes = static_cast<const uint8_t*>(view.raw_data());
-      linear.fp8.codes.assign(codes, codes + view.numel());
-      linear.fp8.scales.assign(scales.data(), scales.data() + scales.size());
-      linear.fp8.block_rows = static_cast<int>(fp8_.block_rows);
-      linear.fp8.block_cols = static_cast<int>(fp8_.block_cols);
     }
+    ASSIGN_OR_RETURN(linear.w, Read(name, rows, cols));
     return linear;
   }
 
@@ -57,6 +56,7 @@ class Loader {
           "' is F8_E4M3: only 2-D weights may be FP8 (block scales are per 2-D block)"));
     }
     ASSIGN_OR_RETURN(kernels::Tensor t, checkpoint_.ReadF32(name));
+    checkpoint_.Release(name);
     return Vector(Eigen::Map<const Vector>(t.data<float>(), size));
   }
 
@@ -71,8 +71,31 @@ class Loader {
   }
 
  private:
-  // m *= its blocks' scales, which come back.
-  absl::StatusOr<Matrix> Dequantize(const std::string& name, Matrix& m) {
+  // An F8_E4M3 weight as stored: its codes (checked for NaN) and block scales.
+  absl::StatusOr<Fp8Weight> ReadFp8(const std::string& name, int64_t rows, int64_t cols) {
+    Fp8Weight f{.rows = rows,
+                .cols = cols,
+                .block_rows = static_cast<int>(fp8_.block_rows),
+                .block_cols = static_cast<int>(fp8_.block_cols)};
+    ASSIGN_OR_RETURN(Matrix scale, Scales(name, rows, cols));
+    f.scales.assign(scale.data(), scale.data() + scale.size());
+    ASSIGN_OR_RETURN(kernels::Tensor view, checkpoint_.View(name));
+    const auto* codes = static_cast<const uint8_t*>(view.raw_data());
+    f.codes.assign(codes, codes + view.numel());
+    checkpoint_.Release(name);
+    for (uint8_t c : f.codes) {
+      if ((c & 0x7F) == 0x7F) return NanCode(name);
+    }
+    return f;
+  }
+
+  absl::Status NanCode(const std::string& name) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        checkpoint_.dir(), ": tensor '", name, "' holds a NaN (an F8_E4M3 NaN code)"));
+  }
+
+  // An F8_E4M3 weight's `_scale_inv` blocks, checked.
+  absl::StatusOr<Matrix> Scales(const std::string& name, int64_t rows, int64_t cols) {
     const std::string& dir = checkpoint_.dir();
     if (!fp8_.enabled()) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -86,19 +109,23 @@ class Loader {
                                               "' are missing"));
     }
     const int64_t br = fp8_.block_rows, bc = fp8_.block_cols;
-    const int64_t sr = (m.rows() + br - 1) / br, sc = (m.cols() + bc - 1) / bc;
+    const int64_t sr = (rows + br - 1) / br, sc = (cols + bc - 1) / bc;
     ASSIGN_OR_RETURN(Matrix scale, Read(scale_name, sr, sc));  // Partial edge blocks included.
     if (!scale.allFinite()) {
       return absl::InvalidArgumentError(
           absl::StrCat(dir, ": tensor '", scale_name, "' holds a non-finite scale"));
     }
+    return scale;
+  }
+
+  // m *= its blocks' scales, which come back.
+  absl::StatusOr<Matrix> Dequantize(const std::string& name, Matrix& m) {
+    ASSIGN_OR_RETURN(Matrix scale, Scales(name, m.rows(), m.cols()));
+    const int64_t br = fp8_.block_rows, bc = fp8_.block_cols;
     for (int64_t i = 0; i < m.rows(); ++i) {
       for (int64_t j = 0; j < m.cols(); ++j) m(i, j) *= scale(i / br, j / bc);
     }
-    if (!m.allFinite()) {  // E4M3 has no infinity: a NaN code.
-      return absl::InvalidArgumentError(
-          absl::StrCat(dir, ": tensor '", name, "' holds a NaN (an F8_E4M3 NaN code)"));
-    }
+    if (!m.allFinite()) return NanCode(name);  // E4M3 has no infinity: a NaN code.
     return scale;
   }
 
@@ -111,6 +138,7 @@ class Loader {
 
   const kernels::Checkpoint& checkpoint_;
   const ModelConfig::Fp8 fp8_;
+  const bool fp8_in_memory_;
 };
 
 absl::Status LoadMla(const ModelConfig& c, const std::string& a, Loader& l, LayerWeights& w) {
@@ -226,6 +254,23 @@ int64_t LinearBytes(const LinearWeight& w) {
 }
 }  // namespace
 
+bool HasFp8OnlyWeights(const ModelWeights& w) {
+  auto mlp = [](const MlpWeights& m) {
+    return m.gate.fp8_only() || m.up.fp8_only() || m.down.fp8_only();
+  };
+  for (const LayerWeights& l : w.layers) {
+    for (const LinearWeight* x : {&l.q, &l.k, &l.v, &l.o, &l.mla.q_a, &l.mla.q_b, &l.mla.kv_a,
+                                  &l.mla.kv_b}) {
+      if (x->fp8_only()) return true;
+    }
+    if (mlp(l.dense) || mlp(l.shared_expert)) return true;
+    for (const MlpWeights& e : l.experts) {
+      if (mlp(e)) return true;
+    }
+  }
+  return w.lm_head.fp8_only();
+}
+
 int64_t WeightBytes(const MlpWeights& m) {
   return LinearBytes(m.gate) + LinearBytes(m.up) + LinearBytes(m.down);
 }
@@ -253,7 +298,7 @@ int64_t WeightBytes(const ModelWeights& w) {
 absl::StatusOr<std::unique_ptr<ModelWeights>> LoadWeights(const ModelConfig& c,
                                                           const kernels::Checkpoint& checkpoint,
                                                           const LoadOptions& options) {
-  Loader l(checkpoint, c.fp8);
+  Loader l(checkpoint, c.fp8, options.fp8_in_memory);
   auto w = std::make_unique<ModelWeights>();
   ASSIGN_OR_RETURN(w->embed, l.Read("model.embed_tokens.weight", c.vocab_size, c.hidden_size));
   w->layers.resize(c.num_layers);

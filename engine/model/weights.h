@@ -31,6 +31,7 @@ using Vector = Eigen::VectorXf;
 // one f32 scale per [block_rows, block_cols] block (edge blocks partial). Value (i, j) =
 // decode(codes[i, j]) × scales[i / block_rows, j / block_cols] — what `LinearWeight::w` holds.
 struct Fp8Weight {
+  int64_t rows = 0, cols = 0;
   std::vector<uint8_t> codes;  // [rows, cols]
   std::vector<float> scales;   // [ceil(rows / block_rows), ceil(cols / block_cols)]
   int block_rows = 0, block_cols = 0;
@@ -40,18 +41,21 @@ struct Fp8Weight {
 struct LinearWeight {
   Matrix w;
   std::vector<uint16_t> bf16;  // Empty unless the stored dtype was BF16.
-  // Empty unless the stored dtype was F8_E4M3: the codes and scales `w` was dequantised from,
-  // for the forward that keeps FP8 in memory (engine/forward/fp8_view.h).
+  // Set instead of `w` when the stored dtype was F8_E4M3 and the load kept FP8
+  // (LoadOptions::fp8_in_memory: the FP8 device forward, engine/forward/fp8_view.h); else empty
+  // (`w` holds the dequantised values).
   Fp8Weight fp8;
-  int64_t rows() const { return w.rows(); }
-  int64_t cols() const { return w.cols(); }
+  int64_t rows() const { return w.size() > 0 || fp8.empty() ? w.rows() : fp8.rows; }
+  int64_t cols() const { return w.size() > 0 || fp8.empty() ? w.cols() : fp8.cols; }
+  bool empty() const { return w.size() == 0 && fp8.empty(); }
+  bool fp8_only() const { return w.size() == 0 && !fp8.empty(); }
 };
 
 struct MlpWeights {   // SwiGLU: down(silu(gate(x)) ⊙ up(x)).
   LinearWeight gate;  // [intermediate, hidden]
   LinearWeight up;    // [intermediate, hidden]
   LinearWeight down;  // [hidden, intermediate]
-  bool loaded() const { return gate.w.size() > 0; }
+  bool loaded() const { return !gate.empty(); }
 };
 
 // Multi-head latent attention (config.mla). Per head the query is [q_nope | q_rope] and kv_b's
@@ -93,7 +97,14 @@ struct ModelWeights {
 struct LoadOptions {
   // Which experts this process holds (expert parallelism); null = all.
   std::function<bool(int layer, int expert)> load_expert;
+  // F8_E4M3 weights keep only their codes and scales (LinearWeight::fp8), never dequantised on
+  // the host: the FP8 device forward's load (`engine --precision fp8`), whose host memory is
+  // then about the FP8 file's size. The CPU forward cannot run such weights (it refuses them).
+  bool fp8_in_memory = false;
 };
+
+// Whether some linear weight holds only its FP8 copy (LoadOptions::fp8_in_memory).
+bool HasFp8OnlyWeights(const ModelWeights& weights);
 
 // InvalidArgument naming the tensor for a wrong shape; NotFound for a missing tensor.
 absl::StatusOr<std::unique_ptr<ModelWeights>> LoadWeights(const ModelConfig& config,
@@ -104,7 +115,7 @@ absl::StatusOr<std::unique_ptr<ModelWeights>> LoadWeights(const ModelConfig& con
 // (a new placement). Errors as LoadWeights'.
 absl::StatusOr<MlpWeights> LoadExpert(const ModelConfig& config,
                                       const kernels::Checkpoint& checkpoint, int layer, int expert);
-// Bytes an expert's weights take in memory (f32, plus the bf16 or FP8 copy when there is one).
+// Bytes an expert's weights take in memory (f32 plus the bf16 copy when there is one, or FP8).
 int64_t WeightBytes(const MlpWeights& mlp);
 // The same for a whole model's (or a rank's) weights.
 int64_t WeightBytes(const ModelWeights& weights);

@@ -53,6 +53,7 @@ absl::StatusOr<std::unique_ptr<RankModel>> RankModel::Create(const std::string& 
   std::vector<int> moe_index(c.num_layers, -1);
   for (int i = 0; i < placement.num_layers(); ++i) moe_index[placement.moe_layers()[i]] = i;
   model::LoadOptions load;
+  load.fp8_in_memory = options.fp8_in_memory;
   const int rank = comm.rank();
   load.load_expert = [&](int layer, int expert) {
     return moe_index[layer] >= 0 && placement.Holds(moe_index[layer], rank, expert);

@@ -51,6 +51,9 @@ struct RankModelOptions {
   // serves with, whose Options must give the same two values (GroupEngine checks). False
   // `cpu_forward`: none (the forward runs on a device: GroupEngineOptions::device).
   bool cpu_forward = true;
+  // The device forward keeps FP8 weights FP8 (`engine --precision fp8`): load them FP8-only
+  // (model::LoadOptions::fp8_in_memory). Needs cpu_forward false.
+  bool fp8_in_memory = false;
   int page_size = 16;
   int64_t kv_cache_bytes = 256ll << 20;
 };

@@ -29,6 +29,7 @@ absl::StatusOr<std::unique_ptr<RankGroup>> FormRankGroup(const RankGroupInputs& 
                                                 .token_balance_eps = o.token_balance_eps,
                                                 .topology = g->topology.get(),
                                                 .cpu_forward = in.cuda == nullptr,
+                                                .fp8_in_memory = in.cuda != nullptr && o.cuda_fp8,
                                                 .page_size = o.engine.batch.page_size,
                                                 .kv_cache_bytes = o.engine.batch.kv_cache_bytes}));
   // Every rank takes part in rollouts (the leader proposes); each fetches the version itself.

@@ -33,11 +33,11 @@ int32_t Argmax(const float* row, int n) {
 
 }  // namespace
 
-absl::StatusOr<HostModel> LoadHostModel(const std::string& dir) {
+absl::StatusOr<HostModel> LoadHostModel(const std::string& dir, const model::LoadOptions& load) {
   HostModel m;
   ASSIGN_OR_RETURN(m.config, model::LoadModelConfig(dir));
   ASSIGN_OR_RETURN(std::unique_ptr<kernels::Checkpoint> checkpoint, kernels::Checkpoint::Open(dir));
-  ASSIGN_OR_RETURN(m.weights, model::LoadWeights(m.config, *checkpoint));
+  ASSIGN_OR_RETURN(m.weights, model::LoadWeights(m.config, *checkpoint, load));
   return m;
 }
 

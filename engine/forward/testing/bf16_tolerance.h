@@ -36,7 +36,8 @@ struct HostModel {
   model::ModelConfig config;
   std::unique_ptr<model::ModelWeights> weights;
 };
-absl::StatusOr<HostModel> LoadHostModel(const std::string& dir);
+absl::StatusOr<HostModel> LoadHostModel(const std::string& dir,
+                                        const model::LoadOptions& load = {});
 
 using ForwardFn = std::function<absl::StatusOr<model::ForwardOutput>(
     absl::Span<const model::SequenceInput>, const model::ForwardOptions&)>;
