@@ -35,10 +35,16 @@ TEST_P(GpuFp8Test, EqualsTheBf16ForwardWithLessMemory) {
       JoinPath(std::getenv("TEST_TMPDIR"), std::string("fp8_") + std::string(model::ArchName(o.arch)));
   ASSERT_TRUE(::semmoe::testing::WriteTinyModel(o, dir).ok());
   auto loaded = forward::testing::LoadHostModel(dir);
-  ASSERT_TRUE(loaded.ok()) << loaded.status();
+  auto fp8_only = forward::testing::LoadHostModel(dir, {.fp8_in_memory = true});
+  ASSERT_TRUE(loaded.ok() && fp8_only.ok()) << loaded.status() << fp8_only.status();
   const model::ModelConfig& c = loaded->config;
   constexpr int kPages = 64, kPageSize = 4;
-  auto fp8 = GpuTransformer::Create(c, *loaded->weights,
+  // FP8 needs its load: the weights dequantised on the host are refused, saying so.
+  EXPECT_FALSE(GpuTransformer::Create(c, *loaded->weights,
+                                      {.device = 0, .bf16 = true, .fp8 = true, .num_pages = kPages,
+                                       .page_size = kPageSize})
+                   .ok());
+  auto fp8 = GpuTransformer::Create(c, *fp8_only->weights,
                                     {.device = 0, .bf16 = true, .fp8 = true, .num_pages = kPages,
                                      .page_size = kPageSize, .decode_graphs = 4});
   auto bf16 = GpuTransformer::Create(

@@ -56,6 +56,10 @@ absl::StatusOr<std::unique_ptr<GpuTransformer>> GpuTransformer::Create(
     return absl::InvalidArgumentError(
         "FP8 weights need an FP8 checkpoint (config.json's quantization_config: quant_method fp8)");
   }
+  if (options.fp8 && !model::HasFp8OnlyWeights(weights)) {
+    return absl::InvalidArgumentError(
+        "FP8 weights need the checkpoint loaded FP8-only (model::LoadOptions::fp8_in_memory)");
+  }
   if (options.fp8 && options.attention_tp) {
     return absl::InvalidArgumentError(
         "FP8 weights under Attention-TP are not supported: a rank's head slice cuts the FP8 "
