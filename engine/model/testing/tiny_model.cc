@@ -435,12 +435,23 @@ absl::Status WriteTinyModel(const TinyModelOptions& options, const std::string& 
   RETURN_IF_ERROR(
       WriteFileAtomically(JoinPath(dir, "generation_config.json"), generation.dump(2) + "\n"));
   RETURN_IF_ERROR(WriteFileAtomically(JoinPath(dir, "tokenizer.json"), tokenizer.dump(2) + "\n"));
-  // The ChatML chat template of Qwen's instruct models, over the same special tokens.
+  // The ChatML chat template of Qwen's instruct models, over the same special tokens, with
+  // their tool use in hermes form (the tools listed in a system turn, calls as <tool_call>
+  // JSON, results as <tool_response> user turns); without tools, plain ChatML.
   const nlohmann::ordered_json tokenizer_config = {
       {"chat_template",
-       "{% for message in messages %}{{'<|im_start|>' + message['role'] + '\\n' + "
-       "message['content'] + '<|im_end|>' + '\\n'}}{% endfor %}{% if add_generation_prompt %}"
-       "{{ '<|im_start|>assistant\\n' }}{% endif %}"},
+       "{%- if tools %}{{ '<|im_start|>system\\n# Tools\\n\\n<tools>' }}{% for tool in tools %}"
+       "{{ '\\n' + (tool | tojson) }}{% endfor %}{{ '\\n</tools>\\n\\nFor each function call, "
+       "return a json object with function name and arguments within <tool_call></tool_call> "
+       "XML tags.<|im_end|>\\n' }}{% endif %}"
+       "{%- for message in messages %}{% if message['role'] == 'tool' %}"
+       "{{ '<|im_start|>user\\n<tool_response>\\n' + message['content'] + "
+       "'\\n</tool_response><|im_end|>\\n' }}{% else %}"
+       "{{ '<|im_start|>' + message['role'] + '\\n' + (message['content'] or '') }}"
+       "{% for call in message['tool_calls'] or [] %}{{ '<tool_call>\\n{\"name\": \"' + "
+       "call['function']['name'] + '\", \"arguments\": ' + call['function']['arguments'] + "
+       "'}\\n</tool_call>' }}{% endfor %}{{ '<|im_end|>\\n' }}{% endif %}{% endfor %}"
+       "{% if add_generation_prompt %}{{ '<|im_start|>assistant\\n' }}{% endif %}"},
       {"bos_token", nullptr},
       {"eos_token", tokenizer["added_tokens"][0]["content"]}};
   return WriteFileAtomically(JoinPath(dir, "tokenizer_config.json"),
