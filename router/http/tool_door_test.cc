@@ -9,6 +9,7 @@
 #include "absl/strings/str_split.h"
 #include "common/file.h"
 #include "common/testing/shared_data.h"
+#include "engine/model/testing/tiny_model.h"
 #include "engine/text/chat_template.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -203,6 +204,15 @@ TEST(ToolDoorTest, RealQwen3TemplateRoundTrip) {
   const std::string tokenizer = semmoe::testing::EnvPath("SEMMOE_QWEN3_TOKENIZER");
   if (tokenizer.empty()) GTEST_SKIP() << "SEMMOE_QWEN3_TOKENIZER unset (./semmoe test sets it)";
   auto chat = engine::model::ChatTemplate::Load(tokenizer.substr(0, tokenizer.rfind('/')));
+  ASSERT_TRUE(chat.ok()) << chat.status();
+  RoundTrip(*chat, ToolCallFormat::kHermes);
+}
+
+// The test models' template (make_tiny_model; the demo's model) takes tool conversations as Qwen's.
+TEST(ToolDoorTest, TinyModelTemplateRoundTrip) {
+  const std::string dir = JoinPath(std::getenv("TEST_TMPDIR"), "tiny_tools");
+  ASSERT_TRUE(::semmoe::testing::WriteTinyModel({}, dir).ok());
+  auto chat = engine::model::ChatTemplate::Load(dir);
   ASSERT_TRUE(chat.ok()) << chat.status();
   RoundTrip(*chat, ToolCallFormat::kHermes);
 }
