@@ -217,6 +217,22 @@ TEST(ToolDoorTest, TinyModelTemplateRoundTrip) {
   RoundTrip(*chat, ToolCallFormat::kHermes);
 }
 
+// DeepSeek-V3 with the template the router ships for it (router/templates/deepseek_v3_tools.jinja:
+// the checkpoints' own never lists tools), in DeepSeek's call format.
+TEST(ToolDoorTest, DeepseekV3ToolsTemplateRoundTrip) {
+  absl::StatusOr<std::string> source = ReadFile("router/templates/deepseek_v3_tools.jinja");
+  ASSERT_TRUE(source.ok()) << source.status();
+  auto chat = engine::model::ChatTemplate::FromConfig(
+      {{"chat_template", *source},
+       {"bos_token", "<｜begin▁of▁sentence｜>"},
+       {"eos_token", "<｜end▁of▁sentence｜>"}},
+      "deepseek_v3_tools.jinja");
+  ASSERT_TRUE(chat.ok()) << chat.status();
+  EXPECT_TRUE(chat->tool_support().tools_list);
+  EXPECT_FALSE(chat->tool_support().calls_want_null_content);  // It renders calls either way.
+  RoundTrip(*chat, ToolCallFormat::kDeepseekV3);
+}
+
 TEST(ToolDoorTest, ForcedCallsOpenTheCallInThePrompt) {
   const engine::model::ChatTemplate chat = Template(kHermes);
   ToolDoor door(chat, ToolCallFormat::kHermes, [](const std::string& p) {
