@@ -144,8 +144,11 @@ std::string ToolsLine(const engine::model::ChatTemplate& t,
   if (!t.tool_support().tools_list) {
     return absl::StrCat(
         "WARNING: the chat template does not render 'tools': requests with tools get a 400 "
-        "(give --chat_template a template that does); format ",
-        openai::ToolCallFormatName(*format));
+        "(give --chat_template a template that does",
+        *format == openai::ToolCallFormat::kDeepseekV3
+            ? ", e.g. router/templates/deepseek_v3_tools.jinja"
+            : "",
+        "); format ", openai::ToolCallFormatName(*format));
   }
   return absl::StrCat("parsed as ", openai::ToolCallFormatName(*format));
 }
