@@ -25,10 +25,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <fstream>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <functional>
 #include <iostream>
 #include <map>
@@ -41,6 +41,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "common/proc_status.h"
 #include "nlohmann/json.hpp"
 
 ABSL_FLAG(std::string, http, "", "the router's HTTP address (host:port, IPv4)");
@@ -62,16 +63,8 @@ double Percentile(std::vector<double> v, double p) {
 }
 
 int64_t RssKb(int pid) {
-  std::ifstream f(absl::StrCat("/proc/", pid, "/status"));
-  std::string line;
-  while (std::getline(f, line)) {
-    if (line.rfind("VmRSS:", 0) == 0) {
-      int64_t kb = 0;
-      std::vector<std::string> parts = absl::StrSplit(line, ' ', absl::SkipEmpty());
-      if (parts.size() >= 2 && absl::SimpleAtoi(parts[1], &kb)) return kb;
-    }
-  }
-  return -1;
+  const int64_t bytes = semmoe::ProcStatusBytes("VmRSS", pid);
+  return bytes < 0 ? -1 : bytes / 1024;
 }
 
 struct Address {

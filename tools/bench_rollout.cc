@@ -24,7 +24,6 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <memory>
 #include <string>
@@ -38,6 +37,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
+#include "common/proc_status.h"
 #include "engine/model/testing/tiny_model.h"
 #include "engine/model/weights.h"
 #include "engine/parallel/gloo_communicator.h"
@@ -80,19 +80,7 @@ constexpr int kRanks = 2;
 
 // Anonymous resident memory (the weights; not the checkpoint's mapped pages, which the kernel
 // may drop), from /proc/self/status.
-int64_t RssBytes() {
-  std::ifstream in("/proc/self/status");
-  std::string key;
-  int64_t kb = 0;
-  while (in >> key) {
-    if (key == "RssAnon:") {
-      in >> kb;
-      return kb * 1024;
-    }
-    std::getline(in, key);
-  }
-  return 0;
-}
+int64_t RssBytes() { return std::max<int64_t>(0, semmoe::ProcStatusBytes("RssAnon")); }
 
 // Vanilla with the first `m` experts of each rank's block swapped with the other's, per layer.
 planner::Placement Swapped(const planner::Placement& vanilla, int m) {

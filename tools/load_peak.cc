@@ -8,15 +8,14 @@
 // it, the CPU forward's (every weight dequantised to f32). docs/PERFORMANCE.md "FP8 load".
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <string>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/strings/match.h"
-#include "absl/strings/numbers.h"
 #include "common/file.h"
+#include "common/proc_status.h"
 #include "engine/model/weights.h"
 #include "engine/text/config.h"
 #include "kernels/safetensors.h"
@@ -27,22 +26,6 @@ ABSL_FLAG(bool, fp8_in_memory, false, "load FP8 weights FP8-only (the FP8 device
 
 namespace semmoe {
 namespace {
-
-// A /proc/self/status field in bytes ("VmHWM:   1234 kB").
-int64_t StatusBytes(const std::string& field) {
-  std::ifstream in("/proc/self/status");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (!absl::StartsWith(line, field + ":")) continue;
-    std::string digits;
-    for (char c : line) {
-      if (c >= '0' && c <= '9') digits += c;
-    }
-    int64_t kb = 0;
-    return absl::SimpleAtoi(digits, &kb) ? kb * 1024 : -1;
-  }
-  return -1;
-}
 
 // Every *.safetensors file of the checkpoint.
 int64_t FileBytes(const std::string& dir) {
@@ -74,7 +57,7 @@ int64_t LargestLayerBf16(const engine::model::ModelWeights& w) {
 
 int Run() {
   const std::string dir = UserPath(absl::GetFlag(FLAGS_model));
-  const int64_t before = StatusBytes("VmRSS");
+  const int64_t before = ProcStatusBytes("VmRSS");
   absl::StatusOr<engine::model::ModelConfig> config = engine::model::LoadModelConfig(dir);
   if (!config.ok()) {
     std::cerr << "load_peak: " << config.status() << "\n";
@@ -95,7 +78,7 @@ int Run() {
     }
     weights = *std::move(loaded);
   }
-  const int64_t peak = StatusBytes("VmHWM") - before;
+  const int64_t peak = ProcStatusBytes("VmHWM") - before;
   const int64_t file = FileBytes(dir), layer = LargestLayerBf16(*weights);
   nlohmann::ordered_json out = {{"model", dir},
                                 {"fp8_in_memory", absl::GetFlag(FLAGS_fp8_in_memory)},
