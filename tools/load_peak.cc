@@ -44,11 +44,7 @@ int64_t LargestLayerBf16(const engine::model::ModelWeights& w) {
   for (const engine::model::LayerWeights& l : w.layers) {
     int64_t values = 0;
     auto add = [&](const engine::model::LinearWeight& x) { values += x.rows() * x.cols(); };
-    for (const auto* x : {&l.q, &l.k, &l.v, &l.o, &l.mla.q_a, &l.mla.q_b, &l.mla.kv_a,
-                          &l.mla.kv_b}) {
-      add(*x);
-    }
-    for (const auto* m : {&l.dense, &l.shared_expert}) add(m->gate), add(m->up), add(m->down);
+    for (const auto* x : engine::model::NonExpertLinears(l)) add(*x);
     for (const auto& e : l.experts) add(e.gate), add(e.up), add(e.down);
     most = std::max(most, 2 * values);
   }

@@ -229,7 +229,7 @@ class ForwardRunner {
       RETURN_IF_ERROR(ops_.Begin());
       for (int layer = 0; layer < c_.num_layers; ++layer) {
         if (!w_.layers[layer].is_moe) continue;
-        ASSIGN_OR_RETURN(const LayerView* lw, LayerWeights(layer));
+        ASSIGN_OR_RETURN(const LayerView* lw, RunnableLayer(layer));
         RETURN_IF_ERROR(ep_->Run(moe_index_[layer], *lw, nullptr, 0, {}, {}, nullptr,
                                  row_local_, row_all_, ep_counters_[moe_index_[layer]]));
       }
@@ -304,7 +304,7 @@ class ForwardRunner {
     if (time_attention_) out.attention_seconds_per_layer.assign(c_.num_layers, 0.0);
     for (int layer = 0; layer < c_.num_layers; ++layer) {
       const absl::Time start = time_attention_ ? absl::Now() : absl::InfinitePast();
-      ASSIGN_OR_RETURN(const LayerView* lw, LayerWeights(layer));
+      ASSIGN_OR_RETURN(const LayerView* lw, RunnableLayer(layer));
       RETURN_IF_ERROR(Attention(*lw, layer, tokens, b.max_pages));
       if (time_attention_) {
         RETURN_IF_ERROR(ops_.Finish());
@@ -490,7 +490,7 @@ class ForwardRunner {
     fp8_on_ = HasFp8(w_);
     return fp8_on_ ? fp8_.Prepare(ops_, w_) : absl::OkStatus();
   }
-  absl::StatusOr<const LayerView*> LayerWeights(int layer) {
+  absl::StatusOr<const LayerView*> RunnableLayer(int layer) {
     if (!fp8_on_) return &w_.layers[layer];
     return fp8_.Layer(ops_, layer);
   }

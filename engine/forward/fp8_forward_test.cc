@@ -53,13 +53,7 @@ TEST_P(Fp8ForwardTest, EqualsTheBf16ForwardOfTheDequantisedModel) {
     fp8_scales += static_cast<int64_t>(l.fp8.scales.size());
   };
   for (const model::LayerWeights& l : fp8_only->weights->layers) {
-    for (const model::LinearWeight* x : {&l.q, &l.k, &l.v, &l.o, &l.mla.q_a, &l.mla.q_b,
-                                         &l.mla.kv_a, &l.mla.kv_b}) {
-      count(*x);
-    }
-    for (const model::MlpWeights* m : {&l.dense, &l.shared_expert}) {
-      count(m->gate), count(m->up), count(m->down);
-    }
+    for (const model::LinearWeight* x : model::NonExpertLinears(l)) count(*x);
     for (const model::MlpWeights& e : l.experts) count(e.gate), count(e.up), count(e.down);
   }
   EXPECT_GT(fp8_values, 0);

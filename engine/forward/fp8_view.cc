@@ -5,10 +5,7 @@ namespace semmoe::engine::forward {
 bool HasFp8(const ModelView& view) {
   for (const LayerView& l : view.layers) {
     if (l.stacked.gate8.codes != nullptr) return true;
-    for (const LinearView* v : {&l.q, &l.k, &l.v, &l.o, &l.mla.q_a, &l.mla.q_b, &l.mla.kv_a,
-                                &l.mla.kv_b, &l.dense.gate, &l.dense.up, &l.dense.down,
-                                &l.shared_expert.gate, &l.shared_expert.up,
-                                &l.shared_expert.down}) {
+    for (const LinearView* v : model::NonExpertLinears(l)) {
       if (v->fp8.codes != nullptr && v->w == nullptr) return true;
     }
   }

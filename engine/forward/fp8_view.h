@@ -63,10 +63,8 @@ class Fp8Layers {
         used += count * rows * cols;
         return used - count * rows * cols;
       };
-      auto& at = offsets.linears;      for (LinearView* v : {&to.q, &to.k, &to.v, &to.o, &to.mla.q_a, &to.mla.q_b, &to.mla.kv_a,
-                            &to.mla.kv_b, &to.dense.gate, &to.dense.up, &to.dense.down,
-                            &to.shared_expert.gate, &to.shared_expert.up,
-                            &to.shared_expert.down}) {
+      auto& at = offsets.linears;
+      for (LinearView* v : model::NonExpertLinears(to)) {
         if (v->fp8.codes != nullptr) at.emplace_back(v, plan(v->fp8, 1, v->rows, v->cols));
       }
       auto& stacks = offsets.stacks;
@@ -108,11 +106,8 @@ class Fp8Layers {
     // Every weight the products read is now f32 or bf16 (FP8 experts come stacked: AttachBf16).
     for (size_t l = 0; l < layers_.size(); ++l) {
       const LayerView& v = layers_[l];
-      std::vector<const LinearView*> all = {&v.q,          &v.k,          &v.v,
-                                            &v.o,          &v.mla.q_a,    &v.mla.q_b,
-                                            &v.mla.kv_a,   &v.mla.kv_b,   &v.dense.gate,
-                                            &v.dense.up,   &v.dense.down, &v.shared_expert.gate,
-                                            &v.shared_expert.up, &v.shared_expert.down};
+      const auto linears = model::NonExpertLinears(v);
+      std::vector<const LinearView*> all(linears.begin(), linears.end());
       for (const MlpView& e : v.experts) {
         for (const LinearView* x : {&e.gate, &e.up, &e.down}) all.push_back(x);
       }

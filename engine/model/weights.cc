@@ -255,17 +255,12 @@ int64_t LinearBytes(const LinearWeight& w) {
 }  // namespace
 
 bool HasFp8OnlyWeights(const ModelWeights& w) {
-  auto mlp = [](const MlpWeights& m) {
-    return m.gate.fp8_only() || m.up.fp8_only() || m.down.fp8_only();
-  };
   for (const LayerWeights& l : w.layers) {
-    for (const LinearWeight* x : {&l.q, &l.k, &l.v, &l.o, &l.mla.q_a, &l.mla.q_b, &l.mla.kv_a,
-                                  &l.mla.kv_b}) {
+    for (const LinearWeight* x : NonExpertLinears(l)) {
       if (x->fp8_only()) return true;
     }
-    if (mlp(l.dense) || mlp(l.shared_expert)) return true;
     for (const MlpWeights& e : l.experts) {
-      if (mlp(e)) return true;
+      if (e.gate.fp8_only() || e.up.fp8_only() || e.down.fp8_only()) return true;
     }
   }
   return w.lm_head.fp8_only();

@@ -7,6 +7,7 @@
 #ifndef SEMMOE_ENGINE_MODEL_WEIGHTS_H_
 #define SEMMOE_ENGINE_MODEL_WEIGHTS_H_
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -86,6 +87,18 @@ struct LayerWeights {
   MlpWeights shared_expert;         // qwen2_moe, deepseek (n_shared_experts wide).
   Matrix shared_expert_gate;        // [1, hidden]; qwen2_moe only (DeepSeek's are ungated).
 };
+
+// A layer's linear weights but the routing ones (router, shared-expert gate) and the experts:
+// attention (q, k, v, o; MLA's q_a, q_b, kv_a, kv_b), the dense MLP, the shared expert — absent
+// ones included (empty). For LayerWeights and engine/forward's LayerView alike (the same field
+// names), const or not.
+template <typename Layer>
+auto NonExpertLinears(Layer& l) {
+  return std::array{&l.q,          &l.k,           &l.v,           &l.o,
+                    &l.mla.q_a,    &l.mla.q_b,     &l.mla.kv_a,    &l.mla.kv_b,
+                    &l.dense.gate, &l.dense.up,    &l.dense.down,  &l.shared_expert.gate,
+                    &l.shared_expert.up,           &l.shared_expert.down};
+}
 
 struct ModelWeights {
   Matrix embed;  // [vocab, hidden]

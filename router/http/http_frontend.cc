@@ -193,6 +193,12 @@ struct Context {
     }
     rpc::GenerateRequest g;
     g.set_request_id(NewRequestId());
+    // Tool calls parsed from the answer; tool_choice "required" or named: opened in the prompt.
+    const bool tool_calls = ParsesToolCalls(r);
+    const std::string opening =
+        tool_calls
+            ? openai::ForcedOpening(*options.tool_call_format, r.tool_choice, r.tool_choice_name)
+            : "";
     if (endpoint == Endpoint::kChatCompletions) {
       if (options.chat_template == nullptr) {
         return Reply(*res, ApiError{.message = absl::StrCat("the model '", options.served_model,
@@ -204,7 +210,7 @@ struct Context {
                                     .code = "chat_template_missing"});
       }
       std::string prompt;
-      if (std::optional<ApiError> e = ChatPrompt(r, &prompt)) return Reply(*res, *e);
+      if (std::optional<ApiError> e = ChatPrompt(r, opening, &prompt)) return Reply(*res, *e);
       g.set_text(std::move(prompt));
     } else if (!r.prompt_ids.empty()) {
       g.mutable_token_ids()->Add(r.prompt_ids.begin(), r.prompt_ids.end());
@@ -227,11 +233,9 @@ struct Context {
                                   .created = absl::ToUnixSeconds(absl::Now()),
                                   .model = options.served_model};
     std::unique_ptr<openai::ToolCallStream> tools;
-    if (ParsesToolCalls(r)) {
-      tools = std::make_unique<openai::ToolCallStream>(
-          *options.tool_call_format,
-          openai::ForcedOpening(*options.tool_call_format, r.tool_choice, r.tool_choice_name),
-          r.parallel_tool_calls, g.request_id());
+    if (tool_calls) {
+      tools = std::make_unique<openai::ToolCallStream>(*options.tool_call_format, opening,
+                                                       r.parallel_tool_calls, g.request_id());
     }
     auto sink = std::make_shared<CompletionSink>(res, std::move(header), r, std::move(tools));
     absl::StatusOr<std::shared_ptr<CallHandle>> handle =
@@ -247,9 +251,10 @@ struct Context {
   }
 
   // A chat request's prompt: its messages (and tools) through the model's template, refused
-  // where the template would drop what the conversation holds; then the opening that forces a
-  // call (tool_choice "required" or named).
-  std::optional<ApiError> ChatPrompt(const openai::OpenAiRequest& r, std::string* prompt) const {
+  // where the template would drop what the conversation holds; then `opening`, which forces a
+  // call (tool_choice "required" or named; "" otherwise).
+  std::optional<ApiError> ChatPrompt(const openai::OpenAiRequest& r, const std::string& opening,
+                                     std::string* prompt) const {
     const engine::model::ToolSupport& support = options.chat_template->tool_support();
     auto refuse = [&](const std::string& param, const std::string& why) {
       return ApiError{.message = absl::StrCat("the chat template of '", options.served_model, "' ",
@@ -294,11 +299,7 @@ struct Context {
     if (!text.ok()) {
       return ApiError{.message = std::string(text.status().message()), .param = "messages"};
     }
-    *prompt = *std::move(text);
-    if (ParsesToolCalls(r)) {
-      absl::StrAppend(prompt, openai::ForcedOpening(*options.tool_call_format, r.tool_choice,
-                                                    r.tool_choice_name));
-    }
+    *prompt = absl::StrCat(*text, opening);
     return std::nullopt;
   }
 

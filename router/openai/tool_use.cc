@@ -46,8 +46,8 @@ std::string ForcedOpening(ToolCallFormat format, ToolChoice choice, const std::s
 ToolCallStream::ToolCallStream(ToolCallFormat format, std::string opening, bool parallel,
                                std::string request_id)
     : parser_(format), parallel_(parallel), request_id_(std::move(request_id)) {
-  // The opening starts a call: the parser holds it (nothing is said) until the call ends.
-  if (!opening.empty()) blank_ = parser_.Feed(opening).content;
+  // The opening starts a call: the parser holds it (it says nothing) until the call ends.
+  if (!opening.empty()) parser_.Feed(opening);
 }
 
 ToolCallStream::Out ToolCallStream::Feed(absl::string_view text) {
