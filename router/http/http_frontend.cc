@@ -8,6 +8,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
+#include "common/escaped_exception.h"
 #include "common/metrics.h"
 #include "router/openai/openai_response.h"
 #include "router/openai/tool_use.h"
@@ -29,6 +30,23 @@ void Reply(HttpResponse& res, const ApiError& e) {
   res.Send(e.http_status, "application/json", openai::JsonText(e.ToJson()), std::move(headers));
 }
 
+// Exceptions that escaped the door's own code (its workers and the sinks the core calls), each
+// answered as a 500: a bug, counted in /metrics beside the server's own (handler_exceptions).
+using EscapedCounter = std::shared_ptr<std::atomic<int64_t>>;
+
+// Runs `fn` for one request; an exception escaping it fails that request alone (a 500, or a
+// begun stream cut short), is logged and counted — it never reaches std::terminate.
+void Guarded(const char* where, const EscapedCounter& escaped, HttpResponse& res,
+             const std::function<void()>& fn) {
+  if (CatchEscaped(where, fn).empty()) return;
+  escaped->fetch_add(1);
+  const ApiError e{.http_status = 500,
+                   .message = "internal server error (logged; the router goes on serving)",
+                   .type = "server_error",
+                   .code = "internal_error"};
+  res.Fail(500, "application/json", openai::JsonText(e.ToJson()));
+}
+
 // Request ids: a random prefix per process and a counter.
 std::string NewRequestId() {
   static absl::Mutex mu(absl::kConstInit);
@@ -47,14 +65,24 @@ class CompletionSink : public CallSink {
   // `tools`: the request's calls are parsed from the text (null: the text is content).
   CompletionSink(std::shared_ptr<HttpResponse> res, openai::ResponseHeader header,
                  const openai::OpenAiRequest& request,
-                 std::unique_ptr<openai::ToolCallStream> tools)
-      : res_(std::move(res)),
+                 std::unique_ptr<openai::ToolCallStream> tools, EscapedCounter escaped)
+      : escaped_(std::move(escaped)),
+        res_(std::move(res)),
         header_(std::move(header)),
         stream_(request.stream),
         include_usage_(request.include_usage),
         tools_(std::move(tools)) {}
 
-  void OnTokens(absl::Span<const int32_t>, absl::string_view text) override {
+  void OnTokens(absl::Span<const int32_t> ids, absl::string_view text) override {
+    Guarded("the door's token sink", escaped_, *res_, [&] { Tokens(ids, text); });
+  }
+
+  void OnEnd(const absl::Status& status, const rpc::FinalRecord* final) override {
+    Guarded("the door's end sink", escaped_, *res_, [&] { End(status, final); });
+  }
+
+ private:
+  void Tokens(absl::Span<const int32_t>, absl::string_view text) {
     absl::MutexLock lock(&mu_);
     if (!stream_) return;
     Begin();
@@ -62,7 +90,7 @@ class CompletionSink : public CallSink {
     if (!text.empty()) Event(openai::Chunk(header_, std::string(text), "", false, include_usage_));
   }
 
-  void OnEnd(const absl::Status& status, const rpc::FinalRecord* final) override {
+  void End(const absl::Status& status, const rpc::FinalRecord* final) {
     absl::MutexLock lock(&mu_);
     if (!status.ok() && !began_) return Reply(*res_, FromStatus(status));
     if (!stream_) {
@@ -100,7 +128,6 @@ class CompletionSink : public CallSink {
     res_->End();
   }
 
- private:
   void Begin() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (began_) return;
     began_ = true;
@@ -119,6 +146,7 @@ class CompletionSink : public CallSink {
     }
   }
 
+  const EscapedCounter escaped_;
   absl::Mutex mu_;
   const std::shared_ptr<HttpResponse> res_;
   const openai::ResponseHeader header_;
@@ -129,7 +157,7 @@ class CompletionSink : public CallSink {
 };
 
 // The door's own series, after the router's.
-std::string DoorMetrics(const HttpCounters& c, const WorkQueue* work) {
+std::string DoorMetrics(const HttpCounters& c, const WorkQueue* work, int64_t escaped) {
   std::string out;
   auto series = [&out](const char* name, const char* type, const char* help, int64_t v) {
     absl::StrAppend(&out, "# HELP ", name, " ", help, "\n# TYPE ", name, " ", type, "\n", name, " ",
@@ -149,6 +177,10 @@ std::string DoorMetrics(const HttpCounters& c, const WorkQueue* work) {
          c.refused_requests);
   series("semmoe_router_http_abandoned_total", "counter",
          "HTTP responses whose client went away before their end.", c.abandoned);
+  series("semmoe_router_http_internal_errors_total", "counter",
+         "HTTP requests answered 500 because an exception escaped the door's code (a bug; each "
+         "is logged with its type and stack).",
+         c.handler_exceptions + escaped);
   series("semmoe_router_http_work_queued", "gauge",
          "HTTP completions waiting for a worker thread (parse, chat template, tokenise).",
          work != nullptr ? work->queued() : 0);
@@ -160,6 +192,7 @@ struct Context {
   HttpFrontendOptions options;
   std::function<HttpCounters()> counters;
   WorkQueue* work = nullptr;  // Null: completions run on the calling thread.
+  EscapedCounter escaped = std::make_shared<std::atomic<int64_t>>(0);
 
   void Health(HttpResponse& res) const {
     const rpc::RouterStats stats = options.router->Stats();
@@ -237,7 +270,8 @@ struct Context {
       tools = std::make_unique<openai::ToolCallStream>(*options.tool_call_format, opening,
                                                        r.parallel_tool_calls, g.request_id());
     }
-    auto sink = std::make_shared<CompletionSink>(res, std::move(header), r, std::move(tools));
+    auto sink =
+        std::make_shared<CompletionSink>(res, std::move(header), r, std::move(tools), escaped);
     absl::StatusOr<std::shared_ptr<CallHandle>> handle =
         options.router->Submit(g, absl::Now() + options.request_timeout, std::move(sink));
     if (!handle.ok()) return Reply(*res, FromStatus(handle.status()));
@@ -309,11 +343,14 @@ struct Context {
       if (req.method != "POST") return MethodNotAllowed(req, *res, "POST");
       const Endpoint endpoint =
           req.path == "/v1/completions" ? Endpoint::kCompletions : Endpoint::kChatCompletions;
-      if (self->work == nullptr) return self->Completion(endpoint, req, std::move(res));
+      auto run = [self, endpoint](const HttpRequest& req, std::shared_ptr<HttpResponse> res) {
+        Guarded("an HTTP door worker", self->escaped, *res,
+                [&] { self->Completion(endpoint, req, res); });
+      };
+      if (self->work == nullptr) return run(req, std::move(res));
       WorkQueue* work = self->work;
-      work->Post([self = std::move(self), endpoint, req = std::move(req),
-                  res = std::move(res)]() mutable {
-        self->Completion(endpoint, req, std::move(res));
+      work->Post([run = std::move(run), req = std::move(req), res = std::move(res)]() mutable {
+        run(req, std::move(res));
       });
       return;
     }
@@ -327,7 +364,7 @@ struct Context {
       if (req.path == "/health") return Health(res);
       if (req.path == "/v1/models") return Models(res);
       return res.Send(200, metrics::kTextContentType,
-                      options.router->MetricsText() + DoorMetrics(counters(), work));
+                      options.router->MetricsText() + DoorMetrics(counters(), work, escaped->load()));
     }
     Reply(res, ApiError{.http_status = 404,
                         .message = absl::StrCat(req.method, " ", req.path, ": no such endpoint"),

@@ -19,6 +19,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/synchronization/mutex.h"
+#include "common/escaped_exception.h"
 #include "nlohmann/json.hpp"
 
 namespace semmoe::router::http {
@@ -66,7 +67,7 @@ struct Shared {
   const HttpServerOptions options;
   bool testing = false;  // No deadlines (the fuzzer's in-memory stream).
   std::atomic<int64_t> open{0}, accepted{0}, refused{0}, requests{0}, timeouts{0},
-      refused_requests{0}, abandoned{0};
+      refused_requests{0}, abandoned{0}, handler_exceptions{0};
   absl::Mutex mu;
   uint64_t next_id ABSL_GUARDED_BY(mu) = 0;
   absl::flat_hash_map<uint64_t, std::weak_ptr<Connection>> connections ABSL_GUARDED_BY(mu);
@@ -75,7 +76,8 @@ struct Shared {
 
   std::pair<std::string, std::string> ErrorBody(int status, const std::string& message) const {
     if (options.error_body) return options.error_body(status, message);
-    return {"application/json", nlohmann::json{{"error", {{"message", message}}}}.dump()};
+    return {"application/json", nlohmann::json{{"error", {{"message", message}}}}.dump(
+                                    -1, ' ', false, nlohmann::json::error_handler_t::replace)};
   }
 };
 
@@ -95,6 +97,10 @@ class ResponseImpl : public HttpResponse {
             /*last=*/true);
   }
   void StartStream(int status, std::string content_type, HttpHeaders headers) override {
+    {
+      absl::MutexLock lock(&mu_);
+      started_ = true;
+    }
     Deliver({.kind = Piece::Kind::kHead,
              .status = status,
              .content_type = std::move(content_type),
@@ -106,6 +112,15 @@ class ResponseImpl : public HttpResponse {
     Deliver({.kind = Piece::Kind::kChunk, .body = std::move(piece)}, false);
   }
   void End() override { Deliver({.kind = Piece::Kind::kEnd}, true); }
+  void Fail(int status, std::string content_type, std::string body) override {
+    bool started;
+    {
+      absl::MutexLock lock(&mu_);
+      started = started_;
+    }
+    if (started) return End();
+    Send(status, std::move(content_type), std::move(body), {});
+  }
 
   void OnAbandon(std::function<void()> on_abandon) override {
     {
@@ -154,6 +169,7 @@ class ResponseImpl : public HttpResponse {
   std::function<void()> on_abandon_ ABSL_GUARDED_BY(mu_);
   bool ended_ ABSL_GUARDED_BY(mu_) = false;
   bool abandoned_ ABSL_GUARDED_BY(mu_) = false;
+  bool started_ ABSL_GUARDED_BY(mu_) = false;  // StartStream was called.
 };
 
 std::string Head(int status, const std::string& content_type, const HttpHeaders& headers,
@@ -300,7 +316,13 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
     in_response_ = true;
     response_ended_ = false;
     response_ = std::make_shared<ResponseImpl>(this->shared_from_this());
-    shared_->options.handler(std::move(request), response_);
+    if (!CatchEscaped("the HTTP handler", [&] {
+          shared_->options.handler(std::move(request), response_);
+        }).empty()) {
+      shared_->handler_exceptions.fetch_add(1);
+      auto [type, body] = shared_->ErrorBody(500, "internal server error (logged)");
+      response_->Fail(500, std::move(type), std::move(body));
+    }
     Watch();  // After the handler: an answer it gave at once is queued before a close is seen.
   }
 
@@ -599,7 +621,8 @@ HttpCounters HttpServer::counters() const {
           .requests = s.requests.load(),
           .timeouts = s.timeouts.load(),
           .refused_requests = s.refused_requests.load(),
-          .abandoned = s.abandoned.load()};
+          .abandoned = s.abandoned.load(),
+          .handler_exceptions = s.handler_exceptions.load()};
 }
 
 void HttpServer::Shutdown() {

@@ -72,6 +72,10 @@ class HttpResponse {
   virtual void StartStream(int status, std::string content_type, HttpHeaders headers = {}) = 0;
   virtual void Write(std::string piece) = 0;
   virtual void End() = 0;
+  // The last safety net (an exception escaped the handler): answers `status` with `body` when
+  // nothing was sent yet; a stream that has begun is ended (its client sees it cut short). Does
+  // nothing once the response has ended.
+  virtual void Fail(int status, std::string content_type, std::string body) = 0;
   // `on_abandon` runs once, on an I/O thread, if the client goes away (or the server shuts down)
   // before the response has ended — at once if it already has. Never after End or Send.
   virtual void OnAbandon(std::function<void()> on_abandon) = 0;
@@ -106,6 +110,7 @@ struct HttpCounters {
   int64_t timeouts = 0;          // Connections dropped by a header, body or write deadline.
   int64_t refused_requests = 0;  // 400, 413, 431 answered by the server itself.
   int64_t abandoned = 0;         // Responses whose client went away before their end.
+  int64_t handler_exceptions = 0;  // Handlers an exception escaped (answered 500; a bug).
 };
 
 class HttpServer {

@@ -13,19 +13,9 @@
 #include <vector>
 
 #include "nlohmann/json.hpp"
+#include "router/openai/api_error.h"
 
 namespace semmoe::router::openai {
-
-// An error as OpenAI returns it: the HTTP status and {"error": {message, type, param, code}}.
-struct ApiError {
-  int http_status = 400;
-  std::string message;
-  std::string type = "invalid_request_error";
-  std::string param;  // The offending field ("" when none).
-  std::string code;   // e.g. "model_not_found" ("" when none).
-
-  nlohmann::ordered_json ToJson() const;
-};
 
 enum class Endpoint { kCompletions, kChatCompletions };
 

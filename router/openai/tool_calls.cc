@@ -6,6 +6,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/strip.h"
+#include "common/json_fields.h"
 #include "nlohmann/json.hpp"
 
 namespace semmoe::router::openai {
@@ -41,13 +42,13 @@ bool ArgumentsText(const nlohmann::json& j, std::string& out) {
     return true;
   }
   if (j.is_object()) {
-    out = j.dump();
+    out = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
     return true;
   }
-  if (j.is_string()) {
-    const nlohmann::json inner = nlohmann::json::parse(j.get<std::string>(), nullptr, false);
+  if (const std::string* text = j.get_ptr<const std::string*>()) {
+    const nlohmann::json inner = ParseJsonOrDiscarded(*text);  // Depth-bounded, never throws.
     if (inner.is_discarded() || !inner.is_object()) return false;
-    out = inner.dump();
+    out = inner.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
     return true;
   }
   return false;
@@ -55,8 +56,10 @@ bool ArgumentsText(const nlohmann::json& j, std::string& out) {
 
 // {"name": "f", "arguments": {...}}
 bool NamedCall(const nlohmann::json& j, std::vector<ToolCall>& found) {
-  if (!j.is_object() || !j.contains("name") || !j["name"].is_string()) return false;
-  ToolCall call{j["name"].get<std::string>(), ""};
+  if (!j.is_object() || !j.contains("name")) return false;
+  const std::string* name = j["name"].get_ptr<const std::string*>();
+  if (name == nullptr) return false;
+  ToolCall call{*name, ""};
   if (call.name.empty()) return false;
   const nlohmann::json args = j.contains("arguments") ? j["arguments"]
                               : j.contains("parameters") ? j["parameters"]
@@ -98,9 +101,9 @@ size_t ArrayEnd(absl::string_view s) {
 bool ToolCallParser::ParseBody(absl::string_view body, std::vector<ToolCall>& found) const {
   switch (format_) {
     case ToolCallFormat::kHermes:
-      return NamedCall(nlohmann::json::parse(body, nullptr, false), found);
+      return NamedCall(ParseJsonOrDiscarded(body), found);
     case ToolCallFormat::kMistral: {
-      const nlohmann::json j = nlohmann::json::parse(body, nullptr, false);
+      const nlohmann::json j = ParseJsonOrDiscarded(body);
       if (!j.is_array() || j.empty()) return false;
       for (const nlohmann::json& call : j) {
         if (!NamedCall(call, found)) return false;
@@ -121,7 +124,7 @@ bool ToolCallParser::ParseBody(absl::string_view body, std::vector<ToolCall>& fo
       if (absl::ConsumePrefix(&args, "```json") || absl::ConsumePrefix(&args, "```")) {
         if (!absl::ConsumeSuffix(&args, "```")) return false;
       }
-      const nlohmann::json j = nlohmann::json::parse(args, nullptr, false);
+      const nlohmann::json j = ParseJsonOrDiscarded(args);
       if (call.name.empty() || j.is_discarded() || !ArgumentsText(j, call.arguments)) return false;
       found.push_back(std::move(call));
       return true;
