@@ -267,6 +267,28 @@ TEST_F(HttpFrontendTest, TooLargeIsNeverRetryLater) {
   PostJson("/v1/completions", {{"prompt", "still here"}, {"max_tokens", 2}, {"ignore_eos", true}});
 }
 
+// A field of the wrong type is a 400 naming it, whichever type it is: such a request once ended
+// the router (nlohmann's typed access threw on an HTTP worker). No exception reached the door's
+// safety net either (its counter stays 0).
+TEST_F(HttpFrontendTest, WrongTypedFieldsAreA400AndTheDoorGoesOn) {
+  const Json messages = {{{"role", "user"}, {"content", "hi"}}};
+  for (const Json& type : {Json(3), Json::array({"text"}), Json(true), Json::object()}) {
+    Json e = PostJson("/v1/chat/completions",
+                      {{"messages", messages}, {"response_format", {{"type", type}}}}, 400);
+    EXPECT_EQ(e["error"]["param"], "response_format.type") << type;
+  }
+  for (const char* field : {"model", "stream", "max_tokens", "temperature", "stop", "user",
+                            "ignore_eos", "seed", "top_p", "top_k", "tools", "tool_choice"}) {
+    for (const Json& v : {Json(3.5), Json::object({{"a", 1}}), Json::array({1, 2})}) {
+      PostJson("/v1/chat/completions", {{"messages", messages}, {field, v}}, 400);
+    }
+  }
+  PostJson("/v1/completions", {{"prompt", "still here"}, {"max_tokens", 2}, {"ignore_eos", true}});
+  auto res = client_->Get("/metrics");
+  ASSERT_TRUE(res);
+  EXPECT_THAT(res->body, HasSubstr("\nsemmoe_router_http_internal_errors_total 0\n"));
+}
+
 TEST_F(HttpFrontendTest, MetricsCountWhatWasServed) {
   PostJson("/v1/completions", {{"prompt", "the cat"}, {"max_tokens", 3}, {"ignore_eos", true}});
   PostJson("/v1/completions", {{"prompt", {999999}}}, 400);

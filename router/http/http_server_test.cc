@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -120,6 +121,12 @@ class HttpServerTest : public ::testing::Test {
       })
           .detach();
       return;
+    }
+    if (r.path == "/throw") throw std::runtime_error("a bug in a handler");
+    if (r.path == "/throw_mid_stream") {
+      res->StartStream(200, "text/event-stream");
+      res->Write("data: a\n\n");
+      throw std::runtime_error("a bug mid-stream");
     }
     if (r.path == "/hold") {
       res->OnAbandon([this] { abandoned_.Notify(); });
@@ -295,6 +302,24 @@ TEST(HttpServerHarnessTest, ServesBytesInProcess) {
   EXPECT_THAT(ServeBytesForTesting(o, "GET / HTTP/1.1\r\n\r\n"), StartsWith("HTTP/1.1 200"));
   EXPECT_THAT(ServeBytesForTesting(o, "\x01\x02garbage"), StartsWith("HTTP/1.1 400"));
   EXPECT_EQ(ServeBytesForTesting(o, ""), "");
+}
+
+// An exception escaping a handler fails that request alone: a 500 (or a begun stream ended), a
+// counter, and the server goes on serving on the same connection and others.
+TEST_F(HttpServerTest, AnExceptionInAHandlerIsA500NotTheEndOfTheServer) {
+  Start();
+  Client c(server_->port());
+  c.Send(Post("/throw", "x"));
+  EXPECT_THAT(c.ReadUntil("}"), StartsWith("HTTP/1.1 500"));
+  EXPECT_EQ(server_->counters().handler_exceptions, 1);
+  Client s(server_->port());
+  s.Send(Post("/throw_mid_stream", "x", /*close=*/true));
+  // The stream's head and first event went out; the stream is then ended (chunked terminator).
+  EXPECT_THAT(s.ReadUntil("0\r\n\r\n"), HasSubstr("data: a"));
+  EXPECT_EQ(server_->counters().handler_exceptions, 2);
+  Client d(server_->port());
+  d.Send(Post("/echo", "still here"));
+  EXPECT_THAT(d.ReadUntil("still here"), StartsWith("HTTP/1.1 200"));
 }
 
 }  // namespace

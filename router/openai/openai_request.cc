@@ -59,7 +59,9 @@ std::optional<ApiError> CheckUnsupported(const Json& body, Endpoint endpoint) {
     if ((e = off("echo", is_false, "'echo'"))) return e;
     if ((e = off("best_of", is_one, "'best_of' other than 1"))) return e;
     if ((e = off(
-             "suffix", [](const Json& v) { return v.is_string() && v.empty(); },
+             "suffix",
+             // (json's empty() is false for every string: a string is one value.)
+             [](const Json& v) { return AsString(v) != nullptr && AsString(v)->empty(); },
              "'suffix' (insertion)"))) {
       return e;
     }

@@ -3,11 +3,20 @@
 // handlers, in-process over an in-memory stream (router/http/http_server.h ServeBytesForTesting).
 // The router core behind it is a fake that answers at once — tokens then the end, a refusal, or a
 // failure mid-stream, chosen by the request — so every answer path runs. Whatever the bytes, the
-// door answers or closes: never a crash, a hang or a sanitizer report.
+// door answers or closes: never a crash, a hang or a sanitizer report, and never a 500 (an
+// exception that escaped the door's code and reached its safety net).
+//
+// Typed fields: an input whose body is a JSON object is also served with one of its fields (at
+// any depth; which one, from a hash of the input) replaced by each JSON type in turn — the
+// mutation that found `response_format.type: 3` ending the router. It runs under libFuzzer and in
+// the replay test alike, since it is derived from the input.
 #include <cstdlib>
+#include <functional>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "common/json_fields.h"
 #include "engine/text/chat_template.h"
 #include "router/core/router_api.h"
 #include "router/http/http_frontend.h"
@@ -97,13 +106,60 @@ struct Door {
   semmoe::router::http::HttpServerOptions options;
 };
 
+using OrderedJson = nlohmann::ordered_json;
+
+void Serve(const Door& door, const std::string& bytes) {
+  const std::string out =
+      semmoe::router::http::ServeBytesForTesting(door.options, bytes, absl::Seconds(5));
+  // Whatever was written is HTTP responses (or nothing), and none of them a 500.
+  if (!out.empty() && out.rfind("HTTP/1.1 ", 0) != 0) std::abort();
+  if (out.find("HTTP/1.1 500") != std::string::npos) std::abort();
+}
+
+// Every node of `root` below it, as JSON pointers (at most `limit`).
+void Nodes(const OrderedJson& node, const OrderedJson::json_pointer& at,
+           std::vector<OrderedJson::json_pointer>* out, size_t limit) {
+  if (out->size() >= limit) return;
+  if (!at.empty()) out->push_back(at);
+  if (node.is_object()) {
+    for (const auto& [key, child] : node.items()) Nodes(child, at / key, out, limit);
+  } else if (node.is_array()) {
+    for (size_t i = 0; i < node.size(); ++i) Nodes(node[i], at / i, out, limit);
+  }
+}
+
+// One request of `bytes` (head, then a JSON body) with one field replaced by each JSON type.
+void ServeTypedMutants(const Door& door, const std::string& bytes) {
+  const size_t head_end = bytes.find("\r\n\r\n");
+  if (head_end == std::string::npos) return;
+  const std::string head = bytes.substr(0, head_end);
+  const size_t line_end = head.find("\r\n");
+  const OrderedJson body = semmoe::ParseOrderedJsonOrDiscarded(bytes.substr(head_end + 4));
+  if (!body.is_object()) return;
+  std::vector<OrderedJson::json_pointer> nodes;
+  Nodes(body, OrderedJson::json_pointer(), &nodes, 256);
+  if (nodes.empty()) return;
+  const OrderedJson::json_pointer& at = nodes[std::hash<std::string>()(bytes) % nodes.size()];
+  static const OrderedJson kTypes[] = {nullptr, true, 0, -7, 18446744073709551615ull, 1.5,
+                                       "", "text", OrderedJson::array(),
+                                       OrderedJson::array({1}), OrderedJson::object(),
+                                       OrderedJson::object({{"type", 3}})};
+  for (const OrderedJson& by : kTypes) {
+    OrderedJson mutant = body;
+    mutant[at] = by;
+    const std::string text = mutant.dump(-1, ' ', false, OrderedJson::error_handler_t::replace);
+    // The request line and a fresh Content-Length (other headers dropped: the body is JSON).
+    Serve(door, absl::StrCat(head.substr(0, line_end), "\r\nHost: x\r\nContent-Length: ",
+                             text.size(), "\r\nConnection: close\r\n\r\n", text));
+  }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static Door* door = new Door();
-  const std::string out = semmoe::router::http::ServeBytesForTesting(
-      door->options, semmoe::fuzz::Text(data, size), absl::Seconds(5));
-  // Whatever was written is HTTP responses (or nothing).
-  if (!out.empty() && out.rfind("HTTP/1.1 ", 0) != 0) std::abort();
+  const std::string bytes = semmoe::fuzz::Text(data, size);
+  Serve(*door, bytes);
+  ServeTypedMutants(*door, bytes);
   return 0;
 }
