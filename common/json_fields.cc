@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 
@@ -46,11 +48,28 @@ class BoundedDomParser : public nlohmann::detail::json_sax_dom_parser<J> {
   BoundedDomParser(J& result, int max_depth)
       : Base(result, /*allow_exceptions=*/false), max_depth_(max_depth) {}
 
-  bool start_object(std::size_t n) { return Open() && Base::start_object(n); }
+  bool start_object(std::size_t n) {
+    keys_.push_back(0);
+    return Open() && Base::start_object(n);
+  }
   bool start_array(std::size_t n) { return Open() && Base::start_array(n); }
   bool end_object() {
     --depth_;
+    if (!keys_.empty()) keys_.pop_back();
     return Base::end_object();
+  }
+  // ordered_json's objects are vectors searched for each key as it is added: an object's keys
+  // cost the square of their count. Bounded, so a body of 3 million keys is refused at once
+  // rather than parsed for hours.
+  bool key(typename J::string_t& k) {
+    if constexpr (std::is_same_v<J, nlohmann::ordered_json>) {
+      if (!keys_.empty()) key_work_ += keys_.back()++;
+      if (key_work_ > kMaxOrderedKeyWork) {
+        too_wide_ = true;
+        return false;
+      }
+    }
+    return Base::key(k);
   }
   bool end_array() {
     --depth_;
@@ -63,6 +82,7 @@ class BoundedDomParser : public nlohmann::detail::json_sax_dom_parser<J> {
   }
 
   bool too_deep() const { return too_deep_; }
+  bool too_wide() const { return too_wide_; }
   const std::string& error() const { return error_; }
 
  private:
@@ -75,6 +95,9 @@ class BoundedDomParser : public nlohmann::detail::json_sax_dom_parser<J> {
   const int max_depth_;
   int depth_ = 0;
   bool too_deep_ = false;
+  bool too_wide_ = false;
+  std::vector<int64_t> keys_;  // Keys so far of each open object.
+  int64_t key_work_ = 0;       // Key comparisons the ordered objects have cost.
   std::string error_;
 };
 
@@ -87,6 +110,11 @@ absl::StatusOr<J> ParseBounded(absl::string_view text, absl::string_view what, i
   if (sax.too_deep()) {
     return absl::InvalidArgumentError(
         absl::StrCat(what, ": JSON nested deeper than ", max_depth, " levels"));
+  }
+  if (sax.too_wide()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": JSON objects with too many keys (more than about ",
+                     kMaxOrderedObjectKeys, " in one object, or as many in all)"));
   }
   if (!ok || sax.is_errored()) {
     // nlohmann's message: "[json.exception.parse_error.101] parse error at line 1, column 2:

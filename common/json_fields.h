@@ -20,12 +20,20 @@ namespace semmoe {
 // limit: a deeper document is never built.
 inline constexpr int kMaxJsonDepth = 256;
 
+// ParseOrderedJson's bound on object width: adding a key to an ordered_json object searches the
+// keys before it, so an object of n keys costs n²/2 comparisons. The sum over a document's
+// objects is capped at kMaxOrderedKeyWork — one object of about kMaxOrderedObjectKeys keys, or
+// many smaller ones (real requests and tokenizer configs hold at most a few thousand).
+inline constexpr int64_t kMaxOrderedObjectKeys = 16384;
+inline constexpr int64_t kMaxOrderedKeyWork = kMaxOrderedObjectKeys * kMaxOrderedObjectKeys / 2;
+
 // The deepest array/object nesting in `text` (strings skipped; linear, no allocation), counting
 // only until it passes `stop_after`.
 int JsonNestingDepth(absl::string_view text, int stop_after = kMaxJsonDepth);
 
 // Parses `text` as JSON without exceptions, as a SAX parse that refuses the document at the
-// first array or object opened deeper than `max_depth` (checked while parsing, never after).
+// first array or object opened deeper than `max_depth` (checked while parsing, never after), and
+// (ordered) past kMaxOrderedKeyWork.
 // InvalidArgument "<what>: invalid JSON: <parser's reason>" or "<what>: JSON nested deeper than
 // N levels".
 absl::StatusOr<nlohmann::json> ParseJson(absl::string_view text, absl::string_view what,

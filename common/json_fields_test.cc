@@ -70,3 +70,30 @@ TEST(ParseJsonTest, InvalidJsonSaysWhere) {
 
 }  // namespace
 }  // namespace semmoe
+
+namespace semmoe {
+namespace {
+
+// ordered_json searches an object's keys for each key it adds: an object of 3 million keys (a
+// 32 MB request body) would parse for hours. Refused at once past the bound; the unordered
+// parse (a map) takes it.
+TEST(ParseJsonTest, OrderedObjectsTooWideAreRefused) {
+  auto object = [](int64_t n) {
+    std::string s = "{";
+    for (int64_t i = 0; i < n; ++i) s += (i > 0 ? ",\"" : "\"") + std::to_string(i) + "\":1";
+    return s + "}";
+  };
+  EXPECT_TRUE(ParseOrderedJson(object(kMaxOrderedObjectKeys / 2), "body").ok());
+  absl::StatusOr<nlohmann::ordered_json> wide = ParseOrderedJson(object(200000), "body");
+  ASSERT_FALSE(wide.ok());
+  EXPECT_THAT(std::string(wide.status().message()),
+              ::testing::HasSubstr("body: JSON objects with too many keys"));
+  EXPECT_TRUE(ParseJson(object(200000), "body").ok());
+  // Many objects of moderate width add up to the same bound.
+  std::string many = "[";
+  for (int i = 0; i < 200; ++i) many += (i > 0 ? "," : "") + object(4000);
+  EXPECT_FALSE(ParseOrderedJson(many + "]", "body").ok());
+}
+
+}  // namespace
+}  // namespace semmoe

@@ -1,12 +1,36 @@
 #include "common/work_queue.h"
 
+#include <system_error>
 #include <utility>
+
+#include "absl/strings/str_cat.h"
 
 namespace semmoe {
 
+absl::StatusOr<std::unique_ptr<WorkQueue>> WorkQueue::Create(int threads) {
+  if (threads < 1) return absl::InvalidArgumentError("a work queue needs at least 1 thread");
+  try {
+    return std::make_unique<WorkQueue>(threads);
+  } catch (const std::system_error& e) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("cannot start ", threads, " worker threads: ", e.what()));
+  }
+}
+
 WorkQueue::WorkQueue(int threads) {
   threads_.reserve(threads);
-  for (int i = 0; i < threads; ++i) threads_.emplace_back([this] { Run(); });
+  try {
+    for (int i = 0; i < threads; ++i) threads_.emplace_back([this] { Run(); });
+  } catch (...) {
+    // The threads that did start are stopped and joined before the exception leaves: a
+    // half-built queue never outlives its constructor.
+    {
+      absl::MutexLock lock(&mu_);
+      stopping_ = true;
+    }
+    for (std::thread& t : threads_) t.join();
+    throw;
+  }
 }
 
 WorkQueue::~WorkQueue() {
@@ -37,9 +61,8 @@ void WorkQueue::Run() {
     {
       absl::MutexLock lock(&mu_);
       mu_.Await(absl::Condition(
-          +[](WorkQueue* q) ABSL_EXCLUSIVE_LOCKS_REQUIRED(q->mu_) {
-            return q->stopping_ || !q->tasks_.empty();
-          },
+          +[](WorkQueue* q)
+               ABSL_EXCLUSIVE_LOCKS_REQUIRED(q->mu_) { return q->stopping_ || !q->tasks_.empty(); },
           this));
       if (stopping_) return;
       task = std::move(tasks_.front());

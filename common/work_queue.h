@@ -17,17 +17,22 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <thread>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 
 namespace semmoe {
 
 class WorkQueue {
  public:
-  // REQUIRES: threads ≥ 1.
+  // InvalidArgument for fewer than 1 thread; ResourceExhausted when the system cannot start them
+  // all (std::thread's system_error, which would otherwise end the process).
+  static absl::StatusOr<std::unique_ptr<WorkQueue>> Create(int threads);
+  // REQUIRES: threads ≥ 1. Throws std::system_error when a thread cannot start: use Create.
   explicit WorkQueue(int threads);
   ~WorkQueue();
   WorkQueue(const WorkQueue&) = delete;

@@ -18,17 +18,23 @@
 #include <pthread.h>
 #include <signal.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cmath>
 #include <iostream>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
 #include "common/file.h"
 #include "common/logging.h"
 #include "common/security.h"
@@ -58,9 +64,13 @@ ABSL_FLAG(std::string, chat_template, "",
 ABSL_FLAG(std::string, tool_call_parser, "auto",
           "HTTP chat: the format the model writes tool calls in: hermes, deepseek_v3, mistral, "
           "auto (by config.json's model_type) or none (requests with tools refused)");
-ABSL_FLAG(int, http_threads, 2, "HTTP: I/O threads (every connection shares them)");
+ABSL_FLAG(double, chat_template_render_ms, 1000,
+          "HTTP chat: the most time one chat template render may take (1 to 60000; a request "
+          "past it gets a 400 saying so; renders are also bounded by work and output)");
+ABSL_FLAG(int, http_threads, 2, "HTTP: I/O threads (every connection shares them; 1 to 256)");
 ABSL_FLAG(int, http_workers, 2,
-          "HTTP: threads that parse completions, render chat templates and tokenise prompts");
+          "HTTP: threads that parse completions, render chat templates and tokenise prompts "
+          "(1 to 256)");
 ABSL_FLAG(int, http_max_connections, 16384, "HTTP: open connections; more are closed at once");
 ABSL_FLAG(int64_t, http_max_header_bytes, 16 << 10, "HTTP: request line and headers (431 beyond)");
 ABSL_FLAG(int64_t, http_max_body_bytes, 32 << 20, "HTTP: a request body (413 beyond)");
@@ -100,6 +110,9 @@ ABSL_FLAG(double, load_window_s, 60,
 namespace semmoe::router {
 namespace {
 
+// SIGINT/SIGTERM to exit, whatever the router is doing.
+constexpr absl::Duration kStopBound = absl::Seconds(5);
+
 int Usage(const std::string& message) {
   std::cerr << "router: " << message << "\n(see --helpfull)\n";
   return 2;
@@ -124,6 +137,9 @@ int Run() {
   o.tool_call_parser = absl::GetFlag(FLAGS_tool_call_parser);
   o.http_threads = absl::GetFlag(FLAGS_http_threads);
   o.http_workers = absl::GetFlag(FLAGS_http_workers);
+  const double render_ms = absl::GetFlag(FLAGS_chat_template_render_ms);
+  if (!std::isfinite(render_ms)) return Usage("--chat_template_render_ms must be a finite number");
+  o.chat_template_render_timeout = absl::Milliseconds(render_ms);
   o.http_limits = {
       .max_connections = absl::GetFlag(FLAGS_http_max_connections),
       .max_header_bytes = absl::GetFlag(FLAGS_http_max_header_bytes),
@@ -182,8 +198,33 @@ int Run() {
     setrlimit(RLIMIT_NOFILE, &files);
   }
   WarnIfPlaintext(o.listen, "the router");
+  // The stop signals are taken by a thread of their own from now on, even while the start runs
+  // (it probes the chat template; RouterServer::Start is bounded, but an operator's Ctrl-C must
+  // not wait for it): the first one stops the router, and if the stop has not finished
+  // kStopBound later (a worker stuck in something unbounded: a bug), the process exits anyway,
+  // saying so.
+  // Static: the thread outlives Run (it sleeps in its watchdog while main returns).
+  static std::atomic<int> stop_signal{0};
+  static absl::Notification stopped;
+  std::thread([stop] {
+    int signal = 0;
+    sigwait(&stop, &signal);
+    stop_signal.store(signal);
+    stopped.Notify();
+    absl::SleepFor(kStopBound);
+    std::cerr << "router: did not stop within " << absl::FormatDuration(kStopBound) << " of signal "
+              << signal << "; exiting now" << std::endl;
+    _exit(1);
+  }).detach();
   absl::StatusOr<std::unique_ptr<RouterServer>> server = RouterServer::Start(o);
-  if (!server.ok()) return Fail(server.status());
+  if (!server.ok()) {
+    if (stopped.HasBeenNotified()) {
+      std::cout << "router: stopped on signal " << stop_signal.load() << " while starting"
+                << std::endl;
+      return 0;
+    }
+    return Fail(server.status());
+  }
   std::cout << (*server)->Describe() << std::endl;
   if (!absl::GetFlag(FLAGS_port_file).empty()) {
     absl::Status written = WriteFileAtomically(UserPath(absl::GetFlag(FLAGS_port_file)),
@@ -195,9 +236,8 @@ int Run() {
                                                absl::StrCat((*server)->http_port(), "\n"));
     if (!written.ok()) return Fail(written);
   }
-  int signal = 0;
-  sigwait(&stop, &signal);
-  std::cout << "router: stopping on signal " << signal << std::endl;
+  stopped.WaitForNotification();
+  std::cout << "router: stopping on signal " << stop_signal.load() << std::endl;
   (*server)->Shutdown();
   return 0;
 }

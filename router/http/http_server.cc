@@ -10,6 +10,7 @@
 #include <boost/beast/ssl.hpp>
 #include <deque>
 #include <optional>
+#include <system_error>
 #include <thread>
 #include <type_traits>
 
@@ -317,8 +318,8 @@ class Session : public Connection, public std::enable_shared_from_this<Session<S
     response_ended_ = false;
     response_ = std::make_shared<ResponseImpl>(this->shared_from_this());
     if (!CatchEscaped("the HTTP handler", [&] {
-          shared_->options.handler(std::move(request), response_);
-        }).empty()) {
+           shared_->options.handler(std::move(request), response_);
+         }).empty()) {
       shared_->handler_exceptions.fetch_add(1);
       auto [type, body] = shared_->ErrorBody(500, "internal server error (logged)");
       response_->Fail(500, std::move(type), std::move(body));
@@ -605,8 +606,17 @@ absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(HttpServerOptions 
   }
   impl->port = impl->acceptor.local_endpoint().port();
   impl->Accept();
-  for (int i = 0; i < o.threads; ++i) {
-    impl->threads.emplace_back([ioc = &impl->ioc] { ioc->run(); });
+  try {
+    for (int i = 0; i < o.threads; ++i) {
+      impl->threads.emplace_back([ioc = &impl->ioc] { ioc->run(); });
+    }
+  } catch (const std::system_error& e) {
+    // As many threads as asked could not start: stop those that did, and say so.
+    impl->ioc.stop();
+    for (std::thread& t : impl->threads) t.join();
+    impl->threads.clear();
+    return absl::ResourceExhaustedError(
+        absl::StrCat("HTTP: cannot start ", o.threads, " I/O threads: ", e.what()));
   }
   return std::unique_ptr<HttpServer>(new HttpServer(std::move(impl)));
 }

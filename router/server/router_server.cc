@@ -7,14 +7,14 @@
 #include "absl/strings/str_split.h"
 #include "common/file.h"
 #include "common/grpc_status.h"
+#include "common/json_fields.h"
 #include "common/security.h"
 #include "common/status_macros.h"
-#include "common/json_fields.h"
 #include "engine/text/config.h"
-#include "router/openai/tool_use.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
 #include "planner/proto/planner.grpc.pb.h"
+#include "router/openai/tool_use.h"
 #include "router/tables/fetch_tables.h"
 
 namespace semmoe::router {
@@ -88,8 +88,9 @@ absl::StatusOr<std::vector<GroupOptions>> ExperimentGroups(
 
 // --chat_template: the file's template with the model's tokenizer_config.json's tokens (bos, eos)
 // when it has one.
-absl::StatusOr<engine::model::ChatTemplate> ChatTemplateFromFile(const std::string& model_dir,
-                                                                 const std::string& file) {
+absl::StatusOr<engine::model::ChatTemplate> ChatTemplateFromFile(
+    const std::string& model_dir, const std::string& file,
+    const engine::model::ChatTemplateOptions& options) {
   absl::StatusOr<std::string> text = ReadFile(file);
   if (!text.ok()) {
     return absl::Status(text.status().code(),
@@ -104,7 +105,7 @@ absl::StatusOr<engine::model::ChatTemplate> ChatTemplateFromFile(const std::stri
   }
   config["chat_template"] = *std::move(text);
   absl::StatusOr<engine::model::ChatTemplate> t =
-      engine::model::ChatTemplate::FromConfig(config, file);
+      engine::model::ChatTemplate::FromConfig(config, file, options);
   if (!t.ok()) {
     return absl::InvalidArgumentError(absl::StrCat("--chat_template: ", t.status().message()));
   }
@@ -118,8 +119,8 @@ absl::StatusOr<std::optional<openai::ToolCallFormat>> ToolCallFormatFor(
   if (parser != "auto") {
     absl::StatusOr<openai::ToolCallFormat> f = openai::ToolCallFormatFromName(parser);
     if (!f.ok()) {
-      return absl::InvalidArgumentError(absl::StrCat("--tool_call_parser: ", f.status().message(),
-                                                     ", or auto, none"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("--tool_call_parser: ", f.status().message(), ", or auto, none"));
     }
     return std::optional<openai::ToolCallFormat>(*f);
   }
@@ -178,15 +179,29 @@ absl::Status ValidateRouterServerOptions(const RouterServerOptions& o) {
         "--balance_eps, --window_ms and --max_queue_ms must be ≥ 0; --max_window, "
         "--max_in_flight, --poll_ms and --load_window_s > 0");
   }
+  // Threads are a bounded resource: 100,000 workers ended the router on thread creation.
+  if (o.http_threads < 1 || o.http_threads > kMaxHttpThreads || o.http_workers < 1 ||
+      o.http_workers > kMaxHttpThreads) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--http_threads and --http_workers must be between 1 and ", kMaxHttpThreads,
+                     " (got ", o.http_threads, " and ", o.http_workers, ")"));
+  }
+  if (o.chat_template_render_timeout < absl::Milliseconds(1) ||
+      o.chat_template_render_timeout > absl::Seconds(60)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--chat_template_render_ms must be between 1 and 60000 (got ",
+                     absl::ToDoubleMilliseconds(o.chat_template_render_timeout), ")"));
+  }
   if (!o.rebatch.node_of.empty()) {  // --topology: every group must have its ranks.
     std::vector<size_t> sizes;
     if (o.experiment == 0) sizes.push_back(o.engines.size());
     for (const auto& [arm, engines] : o.arms) sizes.push_back(engines.size());
     for (size_t n : sizes) {
       if (n != o.rebatch.node_of.size()) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("--topology has ", o.rebatch.node_of.size(), " ranks; an engine group "
-                         "behind this router has ", n));
+        return absl::InvalidArgumentError(absl::StrCat("--topology has ", o.rebatch.node_of.size(),
+                                                       " ranks; an engine group "
+                                                       "behind this router has ",
+                                                       n));
       }
     }
   }
@@ -297,13 +312,21 @@ absl::Status RouterServer::StartHttp() {
   const RouterServerOptions& o = options_;
   // A model without a usable chat template still serves completions; chat requests are told
   // why not (and Describe warns).
+  const engine::model::ChatTemplateOptions chat_options{
+      .render_timeout = o.chat_template_render_timeout, .cancel = &stopping_};
   absl::StatusOr<engine::model::ChatTemplate> chat =
-      o.chat_template_file.empty() ? engine::model::ChatTemplate::Load(o.model_dir)
-                                   : ChatTemplateFromFile(o.model_dir, o.chat_template_file);
+      o.chat_template_file.empty()
+          ? engine::model::ChatTemplate::Load(o.model_dir, chat_options)
+          : ChatTemplateFromFile(o.model_dir, o.chat_template_file, chat_options);
   if (chat.ok()) {
     chat_template_ = std::make_unique<engine::model::ChatTemplate>(*std::move(chat));
   } else if (!o.chat_template_file.empty()) {
     return chat.status();  // Asked for by name: a bad file stops the start.
+  } else if (!absl::IsNotFound(chat.status()) && !absl::IsInvalidArgument(chat.status())) {
+    // The model's own template loops, grows or was cancelled while probed: say so and stop,
+    // rather than start a door whose every chat request would hit the same wall.
+    return absl::Status(chat.status().code(),
+                        absl::StrCat("the model's chat template: ", chat.status().message()));
   } else {
     chat_error_ = std::string(chat.status().message());
   }
@@ -354,7 +377,8 @@ std::string RouterServer::Describe() const {
     if (chat_template_ == nullptr) {
       absl::StrAppend(&line, "\nrouter: WARNING: no chat completions: ", chat_error_);
     } else {
-      absl::StrAppend(&line, "\nrouter: tool calls: ", ToolsLine(*chat_template_, tool_call_format_));
+      absl::StrAppend(&line,
+                      "\nrouter: tool calls: ", ToolsLine(*chat_template_, tool_call_format_));
     }
   }
   for (const GroupOptions& g : groups_) {
@@ -368,6 +392,7 @@ std::string RouterServer::Describe() const {
 }
 
 void RouterServer::Shutdown() {
+  stopping_.store(true);  // Renders in flight stop at their next check (jinja::RenderLimits).
   if (http_ != nullptr) http_->Shutdown();
   if (server_ != nullptr) {
     // Calls still running get 2 s, then are cancelled: a Ctrl-C stops a loaded cluster quickly.

@@ -6,6 +6,7 @@
 #ifndef SEMMOE_ROUTER_SERVER_ROUTER_SERVER_H_
 #define SEMMOE_ROUTER_SERVER_ROUTER_SERVER_H_
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -29,6 +30,9 @@
 
 namespace semmoe::router {
 
+// The most HTTP I/O threads, and the most HTTP workers, a router takes.
+inline constexpr int kMaxHttpThreads = 256;
+
 struct RouterServerOptions {
   std::string model_dir;             // tokenizer.json and config.json (the vocabulary).
   std::vector<std::string> engines;  // The one group's engine ranks, rank order (no experiment).
@@ -43,8 +47,11 @@ struct RouterServerOptions {
   // The format the model writes tool calls in: "auto" (by config.json's model_type: Qwen →
   // hermes, DeepSeek → deepseek_v3, Mixtral → mistral), a format's name (tool_use.h), or "none".
   std::string tool_call_parser = "auto";
-  int http_threads = 2;          // The HTTP door's I/O threads.
-  int http_workers = 2;          // Its threads that parse, render and submit completions.
+  int http_threads = 2;  // The HTTP door's I/O threads (1..kMaxHttpThreads).
+  int http_workers = 2;  // Its threads that parse, render and submit completions.
+  // One chat template render's time (router --chat_template_render_ms; 1 ms..60 s); renders are
+  // bounded by work too (engine/text/jinja/template.h).
+  absl::Duration chat_template_render_timeout = absl::Milliseconds(1000);
   http::HttpLimits http_limits;  // Its connections, sizes and deadlines (http_server.h).
   RebatcherOptions rebatch;
   int max_in_flight = 4096;
@@ -107,10 +114,12 @@ class RouterServer {
   std::unique_ptr<RouterCore> core_;                    // Destroyed after both doors below.
   std::unique_ptr<RouterServiceImpl> service_;          // Destroyed after the server below.
   std::unique_ptr<grpc::Server> server_;
+  // Set by Shutdown: chat template renders in flight (and load-time probes) stop.
+  std::atomic<bool> stopping_{false};
   std::unique_ptr<engine::model::ChatTemplate> chat_template_;  // Null: none (chat_error_).
   std::string chat_error_;
   std::optional<openai::ToolCallFormat> tool_call_format_;  // None: tool calls are not parsed.
-  std::unique_ptr<http::HttpFrontend> http_;  // Stopped before the server above.
+  std::unique_ptr<http::HttpFrontend> http_;                // Stopped before the server above.
   int port_ = 0;
 };
 

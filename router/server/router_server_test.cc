@@ -1,10 +1,12 @@
 #include "router/server/router_server.h"
 
 #include <cstdlib>
+#include <functional>
 #include <memory>
 
 #include "absl/strings/str_cat.h"
 #include "common/file.h"
+#include "engine/model/testing/tiny_model.h"
 #include "engine/server/testing/local_engine.h"
 #include "gmock/gmock.h"
 #include "grpcpp/grpcpp.h"
@@ -15,7 +17,6 @@
 #include "planner/store/placement_store.h"
 #include "planner/store/testing/temp_database_path.h"
 #include "router/proto/router.grpc.pb.h"
-#include "engine/model/testing/tiny_model.h"
 
 namespace semmoe::router {
 namespace {
@@ -62,6 +63,40 @@ TEST(ValidateRouterServerOptionsTest, NamesTheMistake) {
   EXPECT_TRUE(ValidateRouterServerOptions(o).ok());
   o.engines = {"127.0.0.1:1"};
   EXPECT_THAT(ValidateRouterServerOptions(o).message(), HasSubstr("engines from --arms"));
+}
+
+// One row per bad value: the door's threads and the render bound are checked before anything
+// starts (100,000 workers ended the router on thread creation).
+TEST(ValidateRouterServerOptionsTest, HttpThreadsAndRenderBound) {
+  struct Row {
+    const char* name;
+    std::function<void(RouterServerOptions&)> set;
+    const char* says;
+  } rows[] = {
+      {"workers 0", [](RouterServerOptions& o) { o.http_workers = 0; }, "--http_workers"},
+      {"workers 100000", [](RouterServerOptions& o) { o.http_workers = 100000; },
+       "between 1 and 256"},
+      {"threads -1", [](RouterServerOptions& o) { o.http_threads = -1; }, "--http_threads"},
+      {"threads 257", [](RouterServerOptions& o) { o.http_threads = 257; }, "between 1 and 256"},
+      {"render 0",
+       [](RouterServerOptions& o) { o.chat_template_render_timeout = absl::ZeroDuration(); },
+       "--chat_template_render_ms"},
+      {"render -5ms",
+       [](RouterServerOptions& o) { o.chat_template_render_timeout = absl::Milliseconds(-5); },
+       "--chat_template_render_ms"},
+      {"render inf",
+       [](RouterServerOptions& o) { o.chat_template_render_timeout = absl::InfiniteDuration(); },
+       "between 1 and 60000"},
+  };
+  for (const Row& row : rows) {
+    RouterServerOptions o = OneGroup({"127.0.0.1:1"});
+    row.set(o);
+    EXPECT_THAT(ValidateRouterServerOptions(o).message(), HasSubstr(row.says)) << row.name;
+  }
+  RouterServerOptions o = OneGroup({"127.0.0.1:1"});
+  o.http_workers = 256;
+  o.chat_template_render_timeout = absl::Seconds(60);
+  EXPECT_TRUE(ValidateRouterServerOptions(o).ok());
 }
 
 TEST(ParseArmsTest, NamesAndAddresses) {
@@ -130,12 +165,12 @@ TEST(RouterServerTest, ServesGenerateOverItsEngines) {
 TEST(RouterServerTest, RealScaleExperimentArmsGetTheirTables) {
   const std::string model = JoinPath(std::getenv("TEST_TMPDIR"), "real_vocab_model");
   ASSERT_TRUE(::semmoe::testing::WriteTinyModel({.vocab_size = 151936,
-                                     .hidden_size = 16,
-                                     .num_layers = 1,
-                                     .num_heads = 2,
-                                     .num_kv_heads = 1,
-                                     .head_dim = 8},
-                                    model)
+                                                 .hidden_size = 16,
+                                                 .num_layers = 1,
+                                                 .num_heads = 2,
+                                                 .num_kv_heads = 1,
+                                                 .head_dim = 8},
+                                                model)
                   .ok());
   const std::string db = planner::TempDatabasePath("experiment_real_scale.db");
   auto store = planner::PlacementStore::Open(db);

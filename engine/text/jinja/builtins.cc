@@ -615,13 +615,21 @@ absl::StatusOr<Value> BinaryOp(const std::string& op, const Value& a, const Valu
   if (op == "==") return Value::Bool(a == b);
   if (op == "!=") return Value::Bool(a != b);
   if (op == "~") {
-    std::string text = a.Render(max_bytes);
-    if (absl::Status st = CheckBytes(text.size(), max_bytes, op); !st.ok()) return st;
+    // A string on the left grows in place (value.h): `s = s ~ piece` in a loop is linear.
+    const Value left = a.is_string() ? a : Value::String(a.Render(max_bytes));
+    if (absl::Status st = CheckBytes(left.str().size(), max_bytes, op); !st.ok()) return st;
+    if (b.is_string()) {
+      if (absl::Status st = CheckBytes(left.str().size() + b.str().size(), max_bytes, op);
+          !st.ok()) {
+        return st;
+      }
+      return Value::Concat(left, b.str());
+    }
     const std::string right = b.Render(max_bytes);
-    if (absl::Status st = CheckBytes(text.size() + right.size(), max_bytes, op); !st.ok()) {
+    if (absl::Status st = CheckBytes(left.str().size() + right.size(), max_bytes, op); !st.ok()) {
       return st;
     }
-    return Value::String(text + right);
+    return Value::Concat(left, right);
   }
   if (op == "in" || op == "not in") {
     bool found = false;
@@ -629,7 +637,9 @@ absl::StatusOr<Value> BinaryOp(const std::string& op, const Value& a, const Valu
       if (!a.is_string())
         return Bad(absl::StrCat("'in <str>' needs a str on the left, not ", a.TypeName()));
       found = b.str().find(a.str()) != std::string::npos;
+      AddThreadWork(static_cast<int64_t>(b.str().size()));
     } else if (b.is_list()) {
+      AddThreadWork(static_cast<int64_t>(b.list().size()));
       for (const Value& item : b.list()) found = found || item == a;
     } else if (b.is_dict()) {
       found = a.is_string() && !b.Get(a.str()).is_undefined();
@@ -644,7 +654,7 @@ absl::StatusOr<Value> BinaryOp(const std::string& op, const Value& a, const Valu
       if (absl::Status st = CheckBytes(a.str().size() + b.str().size(), max_bytes, op); !st.ok()) {
         return st;
       }
-      return Value::String(a.str() + b.str());
+      return Value::Concat(a, b.str());  // In place where `a` ends its buffer (value.h).
     }
     if (a.is_list() && b.is_list()) {
       if (static_cast<int64_t>(a.list().size() + b.list().size()) > kMaxItems) {
@@ -679,6 +689,7 @@ absl::StatusOr<Value> BinaryOp(const std::string& op, const Value& a, const Valu
     if (a.is_number() && b.is_number()) {
       c = a.number() < b.number() ? -1 : a.number() > b.number() ? 1 : 0;
     } else if (a.is_string() && b.is_string()) {
+      AddThreadWork(static_cast<int64_t>(std::min(a.str().size(), b.str().size())));
       c = a.str().compare(b.str());
     } else {
       return Bad(absl::StrCat("cannot compare a ", a.TypeName(), " with a ", b.TypeName()));

@@ -5,6 +5,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "engine/text/jinja/builtins.h"
 #include "engine/text/jinja/parser.h"
 
@@ -46,6 +47,30 @@ class Renderer {
       return absl::ResourceExhaustedError(absl::StrCat("template line ", line,
                                                        ": the chat template ran more than ",
                                                        limits_.max_steps, " steps"));
+    }
+    return CheckWork(line);
+  }
+
+  // The work, deadline and cancel bounds: work at every call (one thread-local read), the clock
+  // and the flag every 64 steps or 1 MiB of work.
+  absl::Status CheckWork(int line) {
+    const int64_t work = ThreadWork() - work_start_;
+    if (work > limits_.max_work) {
+      return absl::ResourceExhaustedError(absl::StrCat(
+          "template line ", line, ": the chat template did more than ", limits_.max_work,
+          " units of work (bytes built or copied, items scanned): it grows or searches in a "
+          "way that is quadratic in its input"));
+    }
+    if (steps_ < next_clock_step_ && work < next_clock_work_) return absl::OkStatus();
+    next_clock_step_ = steps_ + 64;
+    next_clock_work_ = work + (1 << 20);
+    if (limits_.cancel != nullptr && limits_.cancel->load(std::memory_order_relaxed)) {
+      return absl::CancelledError(
+          absl::StrCat("template line ", line, ": the chat template's render was cancelled"));
+    }
+    if (limits_.deadline != absl::InfiniteFuture() && absl::Now() > limits_.deadline) {
+      return absl::DeadlineExceededError(
+          absl::StrCat("template line ", line, ": the chat template ran past its deadline"));
     }
     return absl::OkStatus();
   }
@@ -225,6 +250,7 @@ class Renderer {
     if (absl::Status st = Step(e.line); !st.ok()) return st;
     absl::StatusOr<Value> v = EvalInner(e);
     if (!v.ok()) return AtLine(e.line, v.status());
+    if (absl::Status st = CheckWork(e.line); !st.ok()) return st;
     // Every string a template makes is bounded by the output cap (each builtin refuses to build
     // a longer one; this catches any that grows without one).
     if (v->is_string() && static_cast<int64_t>(v->str().size()) > limits_.max_output_bytes) {
@@ -393,6 +419,9 @@ class Renderer {
   std::string out_;
   std::vector<Value> namespaces_;  // Made by this render (emptied at its end).
   int64_t steps_ = 0;
+  const int64_t work_start_ = ThreadWork();  // This thread's work before the render.
+  int64_t next_clock_step_ = 0;              // When CheckWork next reads the clock.
+  int64_t next_clock_work_ = 0;
   int loops_ = 0;
 };
 

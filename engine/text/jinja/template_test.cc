@@ -3,9 +3,11 @@
 // are compared with @huggingface/jinja in //tests:chat_template_test.
 #include "engine/text/jinja/template.h"
 
+#include <atomic>
 #include <random>
 #include <string>
 
+#include "absl/time/clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
@@ -248,6 +250,70 @@ TEST(TemplateTest, StringsAreBoundedByTheOutputCap) {
 
 // Random templates built from the language's pieces: each parses and renders or gets an error;
 // none crashes or hangs.
+// Strings grow in place (value.h): each value still reads as its own immutable text.
+TEST(TemplateTest, StringsGrowInPlaceAndStayImmutable) {
+  EXPECT_EQ(Ok("{% set a = 'x' ~ 'y' %}{% set b = a + '1' %}{% set c = a + '2' %}"
+               "{{ a }}|{{ b }}|{{ c }}|{{ b + c }}|{{ a | length }}"),
+            "xy|xy1|xy2|xy1xy2|2");
+  // x + x (a view of the buffer being appended to).
+  EXPECT_EQ(Ok("{% set ns = namespace(s='ab' ~ '') %}{% for i in range(3) %}"
+               "{% set ns.s = ns.s + ns.s %}{% endfor %}{{ ns.s }}"),
+            "abababababababab");
+  // A literal is never appended to: two renders of one template see the same text.
+  absl::StatusOr<Template> t = Template::Parse("{% set s = 'lit' %}{{ s + '!' }}{{ s ~ '?' }}");
+  ASSERT_TRUE(t.ok());
+  for (int i = 0; i < 2; ++i) EXPECT_EQ(*t->Render(Value::NewDict()), "lit!lit?");
+  // Equality, comparison and `in` read the views, not the buffers.
+  EXPECT_EQ(Ok("{% set a = 'ab' ~ '' %}{% set b = a ~ 'c' %}{{ a == 'ab' }} {{ b > a }} "
+               "{{ 'c' in a }} {{ a ~ '' == a }}"),
+            "True True False True");
+}
+
+// Growth by appends is linear in work; growth by copies, or lookups in a big dict in a loop, are
+// stopped by the work bound long before they would finish.
+TEST(TemplateTest, WorkIsBoundedAndLinearGrowthIsCheap) {
+  const int64_t before = ThreadWork();
+  absl::StatusOr<std::string> out = Render(
+      "{% set ns = namespace(s='') %}{% for i in range(100000) %}{% set ns.s = ns.s + 'x' + "
+      "'y' %}{% endfor %}{{ ns.s | length }}");
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(*out, "200000");
+  EXPECT_LT(ThreadWork() - before, 10 * 200000);  // Quadratic would be 1e10.
+  // Each iteration copies a 1 MB string that no render built (not appendable): 10 GB of work.
+  // (A 16 MiB bound here, not the default 256 MiB: the same stop, sooner.)
+  const RenderLimits bound{.max_work = 16 << 20};
+  out = Render(
+      "{% set big = 'a' * 1000000 %}{% for i in range(10000) %}{% set y = big + 'b' %}"
+      "{% endfor %}done",
+      "{}", bound);
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(out.status().message(), HasSubstr("units of work"));
+  // A dict of 100,000 keys looked up by each key: 5e9 entries scanned.
+  Value::Dict entries;
+  for (int i = 0; i < 100000; ++i) entries.emplace_back(std::to_string(i), Value::Int(i));
+  absl::StatusOr<Template> lookups = Template::Parse("{% for k in d %}{{ d[k] }}{% endfor %}");
+  ASSERT_TRUE(lookups.ok());
+  out = lookups->Render(Value::NewDict({{"d", Value::NewDict(std::move(entries))}}), bound);
+  ASSERT_FALSE(out.ok());
+  EXPECT_THAT(out.status().message(), HasSubstr("units of work"));
+}
+
+TEST(TemplateTest, DeadlineAndCancelStopARender) {
+  const std::string forever =
+      "{% for i in range(1000000) %}{% for j in range(9) %}{{ '' }}"
+      "{% endfor %}{% endfor %}";
+  absl::StatusOr<std::string> out = Render(
+      forever, "{}", {.max_steps = INT64_MAX, .deadline = absl::Now() + absl::Milliseconds(20)});
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_THAT(out.status().message(), HasSubstr("past its deadline"));
+  std::atomic<bool> cancel{true};
+  out = Render(forever, "{}", {.max_steps = INT64_MAX, .cancel = &cancel});
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.status().code(), absl::StatusCode::kCancelled);
+}
+
 TEST(TemplateTest, RandomTemplatesNeverCrash) {
   const std::vector<std::string> pieces = {"{{",        "}}",
                                            "{%",        "%}",

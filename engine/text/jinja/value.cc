@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <functional>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -208,13 +209,66 @@ Value Value::Float(double f) {
   v.f_ = f;
   return v;
 }
+namespace {
+thread_local int64_t thread_work = 0;
+}  // namespace
+
+int64_t ThreadWork() { return thread_work; }
+void AddThreadWork(int64_t units) { thread_work += units; }
+
 Value Value::String(std::string s) {
   Value v;
   v.kind_ = Kind::kString;
-  v.s_ = std::move(s);
+  thread_work += static_cast<int64_t>(s.size());
+  v.slen_ = s.size();
+  if (!s.empty()) v.sbuf_ = std::make_shared<std::string>(std::move(s));
   return v;
 }
+
+const std::string& Value::str() const {
+  static const std::string* const kEmpty = new std::string();
+  if (kind_ != Kind::kString || sbuf_ == nullptr) return *kEmpty;
+  if (sbuf_->size() != slen_) {
+    // The buffer grew past this value (a later `+` on it): this value's own copy, once.
+    thread_work += static_cast<int64_t>(slen_);
+    sbuf_ = std::make_shared<std::string>(*sbuf_, 0, slen_);
+    sgrow_ = true;
+  }
+  return *sbuf_;
+}
+
+Value Value::Concat(const Value& a, std::string_view text) {
+  Value v;
+  v.kind_ = Kind::kString;
+  if (a.sgrow_ && a.sbuf_ != nullptr && a.sbuf_->size() == a.slen_) {
+    // `a` ends its buffer: append in place (amortised by std::string's geometric growth). `text`
+    // may be a view of this same buffer (x + x): copied first, as the append may move it.
+    std::string& buf = *a.sbuf_;
+    const std::less<const char*> before;
+    if (!text.empty() && !before(text.data(), buf.data()) &&
+        before(text.data(), buf.data() + buf.capacity())) {
+      const std::string copy(text);
+      buf.append(copy);
+    } else {
+      buf.append(text);
+    }
+    thread_work += static_cast<int64_t>(text.size());
+    v.sbuf_ = a.sbuf_;
+  } else {
+    const std::string& head = a.str();
+    auto buf = std::make_shared<std::string>();
+    buf->reserve(head.size() + text.size());
+    buf->append(head).append(text);
+    thread_work += static_cast<int64_t>(buf->size());
+    v.sbuf_ = std::move(buf);
+  }
+  v.slen_ = v.sbuf_->size();
+  v.sgrow_ = true;
+  return v;
+}
+
 Value Value::NewList(List items) {
+  thread_work += static_cast<int64_t>(items.size());
   Value v;
   v.kind_ = Kind::kList;
   v.list_ = std::make_shared<List>(std::move(items));
@@ -275,13 +329,20 @@ absl::StatusOr<Value> Value::FromJson(const nlohmann::ordered_json& json, int ma
 
 Value Value::Get(const std::string& key) const {
   if (kind_ != Kind::kDict) return Value();
+  int64_t scanned = 0;
   for (const auto& [k, v] : *dict_) {
-    if (k == key) return v;
+    ++scanned;
+    if (k == key) {
+      thread_work += scanned;
+      return v;
+    }
   }
+  thread_work += scanned;
   return Value();
 }
 
 void Value::Set(const std::string& key, Value v) const {
+  thread_work += static_cast<int64_t>(dict_->size());
   for (auto& [k, old] : *dict_) {
     if (k == key) {
       old = std::move(v);
@@ -303,7 +364,7 @@ bool Value::Truthy() const {
     case Kind::kFloat:
       return f_ != 0;
     case Kind::kString:
-      return !s_.empty();
+      return slen_ != 0;
     case Kind::kList:
       return !list_->empty();
     case Kind::kDict:
@@ -317,7 +378,7 @@ std::string Value::Render(int64_t max_bytes) const {
     case Kind::kUndefined:
       return "";
     case Kind::kString:
-      return s_;
+      return str();
     default:
       return Repr(max_bytes);
   }
@@ -353,7 +414,7 @@ void Value::AppendRepr(int depth, int64_t max_bytes, std::string* out) const {
       out->append(FormatFloat(f_));
       return;
     case Kind::kString:
-      out->append(ReprString(s_));
+      out->append(ReprString(str()));
       return;
     case Kind::kList:
       out->push_back('[');
@@ -426,8 +487,10 @@ bool Value::Equal(const Value& a, const Value& b, int depth) {
     case Value::Kind::kBool:
       return a.b_ == b.b_;
     case Value::Kind::kString:
-      return a.s_ == b.s_;
+      thread_work += static_cast<int64_t>(std::min(a.slen_, b.slen_));
+      return a.slen_ == b.slen_ && a.str() == b.str();
     case Value::Kind::kList: {
+      thread_work += static_cast<int64_t>(a.list_->size());
       if (a.list_->size() != b.list_->size()) return false;
       for (size_t i = 0; i < a.list_->size(); ++i) {
         if (!Equal((*a.list_)[i], (*b.list_)[i], depth + 1)) return false;

@@ -6,13 +6,25 @@
 // runs chat templates with): True, None, 1.0, ['a', 1]; tojson as json.dumps with
 // ensure_ascii=False.
 //
-// Not thread-safe to mutate; a Value shared between threads must be read-only.
+// Strings share their bytes: copying a Value is O(1) whatever its length, and `a + b` on a string
+// that a render built appends in place when `a` is the newest text of its buffer (the buffer's
+// end), so `{% set ns.s = ns.s + piece %}` in a loop is linear, not quadratic. Every Value still
+// reads as an immutable string: an older Value over the same buffer sees only its own prefix
+// (str() copies it out the first time it is read after the buffer grew past it).
+//
+// Work (ThreadWork): bytes of strings built or copied, list items and dict entries copied or
+// scanned, on this thread — what a render's `max_work` bounds, so that an operation that is
+// quadratic in its template (growth by copies, lookups in a big dict) stops in bounded time.
+//
+// Not thread-safe to mutate; a Value shared between threads must be read-only. (Values a render
+// did not build — literals, JSON input — never have their buffers appended to.)
 #ifndef SEMMOE_ENGINE_TEXT_JINJA_VALUE_H_
 #define SEMMOE_ENGINE_TEXT_JINJA_VALUE_H_
 
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -52,7 +64,12 @@ class Value {
   bool bool_value() const { return b_; }
   int64_t int_value() const { return i_; }
   double number() const { return kind_ == Kind::kInt ? static_cast<double>(i_) : f_; }
-  const std::string& str() const { return s_; }
+  // A string's text ("" for other kinds).
+  const std::string& str() const;
+  // `a + text` for a string `a` (REQUIRES: a.is_string()): appended in place where `a` is a
+  // render-built string at its buffer's end, else copied once into a new buffer that later
+  // appends extend.
+  static Value Concat(const Value& a, std::string_view text);
   // REQUIRES: is_list() / is_dict(). The shared storage (mutable through every copy).
   List& list() const { return *list_; }
   Dict& dict() const { return *dict_; }
@@ -90,10 +107,19 @@ class Value {
   bool namespace_ = false;
   int64_t i_ = 0;
   double f_ = 0;
-  std::string s_;
+  // A string: the first `slen_` bytes of `sbuf_` (null: ""). `sgrow_`: a render built the buffer
+  // and may append past `slen_` when it is the buffer's end. Mutable: str() copies a prefix out.
+  mutable std::shared_ptr<std::string> sbuf_;
+  mutable size_t slen_ = 0;
+  mutable bool sgrow_ = false;
   std::shared_ptr<List> list_;
   std::shared_ptr<Dict> dict_;
 };
+
+// The work Value operations did on this thread so far (see above); a render reads it before and
+// while it runs.
+int64_t ThreadWork();
+void AddThreadWork(int64_t units);
 
 // Python's str(float): the shortest repr, always with a '.' or an exponent ("1.0", "1e-05").
 std::string FormatFloat(double f);

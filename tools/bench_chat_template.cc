@@ -1,0 +1,121 @@
+// bench_chat_template: how a chat template's render time grows with a request's tools and
+// system messages — what the router's --chat_template_render_ms bound has to admit. Renders the
+// template with N/2 and N tools (and system messages), each `--repeat` times, and prints the
+// median time, the work (engine/text/jinja/value.h ThreadWork) and the ratio of the two sizes
+// (2.0 is linear; a template that grows a string by copies gives about 4).
+//
+//   bazel run --config=opt //tools:bench_chat_template -- \
+//       --template router/templates/deepseek_v3_tools.jinja --n 100000
+#include <algorithm>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/flags/parse.h"
+#include "absl/flags/usage.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "common/cpu_guard.h"
+#include "common/file.h"
+#include "engine/text/chat_template.h"
+#include "nlohmann/json.hpp"
+
+ABSL_FLAG(std::string, template_file, "router/templates/deepseek_v3_tools.jinja",
+          "a Jinja chat template file");
+ABSL_FLAG(int, n, 100000, "the larger size (tools, system messages); the smaller is n/2");
+ABSL_FLAG(int, repeat, 5, "renders of each size (the median is printed)");
+
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+struct Result {
+  double ms = 0;
+  int64_t work = 0;
+  size_t bytes = 0;
+};
+
+Result Time(const semmoe::engine::model::ChatTemplate& t, const Json& messages, const Json& extra,
+            int repeat) {
+  std::vector<double> ms;
+  Result r;
+  for (int i = 0; i < repeat; ++i) {
+    const int64_t work = semmoe::engine::jinja::ThreadWork();
+    const absl::Time start = absl::Now();
+    absl::StatusOr<std::string> out = t.Apply(messages, true, extra);
+    ms.push_back(absl::ToDoubleMilliseconds(absl::Now() - start));
+    if (!out.ok()) {
+      std::fprintf(stderr, "bench_chat_template: %s\n",
+                   std::string(out.status().message()).c_str());
+      std::exit(1);
+    }
+    r.work = semmoe::engine::jinja::ThreadWork() - work;
+    r.bytes = out->size();
+  }
+  std::sort(ms.begin(), ms.end());
+  r.ms = ms[ms.size() / 2];
+  return r;
+}
+
+Json Tools(int n) {
+  Json tools = Json::array();
+  for (int i = 0; i < n; ++i) {
+    tools.push_back(
+        {{"type", "function"},
+         {"function",
+          {{"name", absl::StrCat("tool_", i)},
+           {"description", "Looks a thing up."},
+           {"parameters", {{"type", "object"}, {"properties", {{"q", {{"type", "string"}}}}}}}}}});
+  }
+  return tools;
+}
+
+Json Systems(int n) {
+  Json m = Json::array();
+  for (int i = 0; i < n; ++i) m.push_back({{"role", "system"}, {"content", "Be brief."}});
+  m.push_back({{"role", "user"}, {"content", "Hi"}});
+  return m;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  absl::SetProgramUsageMessage("bench_chat_template --template_file FILE --n 100000");
+  absl::ParseCommandLine(argc, argv);
+  const std::string file = semmoe::UserPath(absl::GetFlag(FLAGS_template_file));
+  const int n = absl::GetFlag(FLAGS_n), repeat = absl::GetFlag(FLAGS_repeat);
+  if (n < 2 || n > 10'000'000 || repeat < 1 || repeat > 1000) {
+    std::fprintf(stderr, "bench_chat_template: --n must be 2..10000000, --repeat 1..1000\n");
+    return 2;
+  }
+  absl::StatusOr<std::string> source = semmoe::ReadFile(file);
+  if (!source.ok()) {
+    std::fprintf(stderr, "bench_chat_template: %s\n",
+                 std::string(source.status().message()).c_str());
+    return 1;
+  }
+  auto t = semmoe::engine::model::ChatTemplate::FromConfig(
+      {{"chat_template", *source}, {"bos_token", "<bos>"}}, file,
+      {.render_timeout = absl::Seconds(60)});
+  if (!t.ok()) {
+    std::fprintf(stderr, "bench_chat_template: %s\n", std::string(t.status().message()).c_str());
+    return 1;
+  }
+  const Json user = Json::array({{{"role", "user"}, {"content", "Which tool?"}}});
+  std::printf("%-22s %10s %12s %12s %12s\n", "input", "n", "bytes", "work", "ms (median)");
+  for (const char* what : {"tools", "system messages"}) {
+    const bool tools = std::string(what) == "tools";
+    Result half, full;
+    for (int size : {n / 2, n}) {
+      const Result r = tools ? Time(*t, user, {{"tools", Tools(size)}}, repeat)
+                             : Time(*t, Systems(size), nullptr, repeat);
+      std::printf("%-22s %10d %12zu %12lld %12.1f\n", what, size, r.bytes,
+                  static_cast<long long>(r.work), r.ms);
+      (size == n ? full : half) = r;
+    }
+    std::printf("%-22s time ratio n / (n/2): %.2f (2.0 linear, 4.0 quadratic)\n", what,
+                full.ms / half.ms);
+  }
+  return 0;
+}
