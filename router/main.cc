@@ -205,11 +205,14 @@ int Run() {
   // saying so.
   // Static: the thread outlives Run (it sleeps in its watchdog while main returns).
   static std::atomic<int> stop_signal{0};
+  static std::atomic<bool> stopping{false};  // Cancels chat template renders (and probes).
   static absl::Notification stopped;
+  o.stop = &stopping;
   std::thread([stop] {
     int signal = 0;
     sigwait(&stop, &signal);
     stop_signal.store(signal);
+    stopping.store(true);
     stopped.Notify();
     absl::SleepFor(kStopBound);
     std::cerr << "router: did not stop within " << absl::FormatDuration(kStopBound) << " of signal "

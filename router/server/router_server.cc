@@ -313,7 +313,8 @@ absl::Status RouterServer::StartHttp() {
   // A model without a usable chat template still serves completions; chat requests are told
   // why not (and Describe warns).
   const engine::model::ChatTemplateOptions chat_options{
-      .render_timeout = o.chat_template_render_timeout, .cancel = &stopping_};
+      .render_timeout = o.chat_template_render_timeout,
+      .cancel = o.stop != nullptr ? o.stop : &stopping_};
   absl::StatusOr<engine::model::ChatTemplate> chat =
       o.chat_template_file.empty()
           ? engine::model::ChatTemplate::Load(o.model_dir, chat_options)

@@ -52,6 +52,9 @@ struct RouterServerOptions {
   // One chat template render's time (router --chat_template_render_ms; 1 ms..60 s); renders are
   // bounded by work too (engine/text/jinja/template.h).
   absl::Duration chat_template_render_timeout = absl::Milliseconds(1000);
+  // Borrowed, optional: set (by a signal handler's thread) to stop renders in flight — also the
+  // chat template's load-time probes while Start runs. Null: Shutdown stops them.
+  const std::atomic<bool>* stop = nullptr;
   http::HttpLimits http_limits;  // Its connections, sizes and deadlines (http_server.h).
   RebatcherOptions rebatch;
   int max_in_flight = 4096;
