@@ -1,8 +1,11 @@
 // Chat templates aimed at arithmetic and string growth: the input's bytes pick a template from
 // pieces that overflow 64-bit integers (INT64_MIN // -1 traps with SIGFPE), divide by zero and
-// grow strings by doubling, replace, join, repetition and tojson indents, inside loops. Every
-// render must end with text or an error, within the output cap: never a trap, UB (UBSan under
-// ./semmoe fuzz) or bad_alloc. The plain chat_template_fuzzer mutates whole template texts;
+// grow strings by doubling, replace, join, repetition and tojson indents, inside loops; strings
+// grown in place (ns.s + 'x', views of a grown buffer read afterwards), lists grown by copies,
+// lookups in a dict that grows. Every render must end with text or an error, within the output
+// cap and within its work bound (RenderLimits::max_work, give or take one operation): never a
+// trap, UB (UBSan under ./semmoe fuzz), bad_alloc or a render whose cost is the square of its
+// steps. The plain chat_template_fuzzer mutates whole template texts;
 // this one reaches deep combinations of these pieces in few bytes.
 #include <string>
 
@@ -43,6 +46,11 @@ const char* const kStrings[] = {
     "ns.s | upper",
     "ns.s[::-1]",
     "ns.l | tojson(indent=ns.i)",
+    "(ns.s + 'x')",
+    "(ns.t ~ ns.s)",
+    "ns.t",
+    "(ns.d[ns.s] or '')",
+    "(ns.l | join(''))",
 };
 const char* const kFilters[] = {
     "", " | int", " | abs", " | float", " | string", " | length", " is divisibleby(-1)", " is odd"};
@@ -76,7 +84,14 @@ std::string Number(Reader& r, int depth) {
 }
 
 std::string Statement(Reader& r) {
-  switch (r.Pick(6)) {
+  switch (r.Pick(9)) {
+    case 6:  // A view of the growing string kept, then the string grown past it.
+      return "{% set ns.t = ns.s %}{% set ns.s = ns.s + " +
+             std::string(kStrings[r.Pick(std::size(kStrings))]) + " %}";
+    case 7:
+      return "{% set ns.l = ns.l + ns.l %}";
+    case 8:
+      return "{% set ns.d = {ns.s: ns.l, ns.t: ns.s} %}{{ ns.d[ns.s] | length }}";
     case 0:
       return "{{ " + Arith(r, 0) + " }}";
     case 1:
@@ -98,15 +113,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using semmoe::engine::jinja::Template;
   using semmoe::engine::jinja::Value;
   Reader r{data, size};
-  std::string source = "{% set ns = namespace(i=3, s='ab', l=[1]) %}";
+  std::string source = "{% set ns = namespace(i=3, s='ab', t='', l=[1], d={'ab': 'x'}) %}";
   for (int i = 0; i < 16 && r.More(); ++i) source += Statement(r);
   absl::StatusOr<Template> t = Template::Parse(source);
   if (!t.ok()) return 0;
   static const Value* vars = new Value(Value::NewDict());
   constexpr int64_t kCap = 1 << 16;
+  constexpr int64_t kWork = 1 << 24;
+  const int64_t work = semmoe::engine::jinja::ThreadWork();
   absl::StatusOr<std::string> out =
-      t->Render(*vars, {.max_output_bytes = kCap, .max_steps = 100'000});
-  // The cap is the contract: a render that returns text kept within it.
+      t->Render(*vars, {.max_output_bytes = kCap, .max_steps = 100'000, .max_work = kWork});
+  // The caps are the contract: a render that returns text kept within the output cap, and no
+  // render works past its bound by more than one operation (a list of 2^20 items, at most).
   if (out.ok() && static_cast<int64_t>(out->size()) > kCap) __builtin_trap();
+  if (semmoe::engine::jinja::ThreadWork() - work > kWork + (8 << 20)) __builtin_trap();
   return 0;
 }
