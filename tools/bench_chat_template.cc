@@ -4,8 +4,9 @@
 // median time, the work (engine/text/jinja/value.h ThreadWork) and the ratio of the two sizes
 // (2.0 is linear; a template that grows a string by copies gives about 4).
 //
-//   bazel run --config=opt //tools:bench_chat_template -- \
-//       --template router/templates/deepseek_v3_tools.jinja --n 100000
+//   bazel build --config=opt //tools:bench_chat_template
+//   bazel-bin/tools/bench_chat_template --template_file router/templates/deepseek_v3_tools.jinja
+//       --n 100000 --repeat 3
 #include <algorithm>
 #include <cstdio>
 #include <string>
