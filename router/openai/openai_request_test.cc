@@ -375,8 +375,12 @@ TEST(OpenAiRequestTest, EveryFieldOfEveryTypeIsA400NotACrash) {
   const OrderedJson kTypes[] = {nullptr, true, false, 0, -1, 3, 18446744073709551615ull, 0.5,
                                 1e300, "", "x", OrderedJson::array(), OrderedJson::array({1, "a"}),
                                 OrderedJson::object(), OrderedJson::object({{"type", 1}})};
-  for (const auto& [endpoint, base] : {std::pair{Endpoint::kChatCompletions, chat},
-                                       std::pair{Endpoint::kCompletions, completion}}) {
+  for (const auto& [endpoint_of_body, body_of_endpoint] :
+       {std::pair{Endpoint::kChatCompletions, chat},
+        std::pair{Endpoint::kCompletions, completion}}) {
+    // (Copies: a lambda cannot capture a structured binding in C++17.)
+    const Endpoint endpoint = endpoint_of_body;
+    const OrderedJson& base = body_of_endpoint;
     // The full bodies are valid as they are.
     ASSERT_EQ(Parse(endpoint, base.dump()), std::nullopt) << base.dump();
     int mutants = 0, refused = 0;
