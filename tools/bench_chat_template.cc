@@ -21,6 +21,7 @@
 #include "common/file.h"
 #include "engine/text/chat_template.h"
 #include "nlohmann/json.hpp"
+#include "router/templates/large_requests.h"
 
 ABSL_FLAG(std::string, template_file, "router/templates/deepseek_v3_tools.jinja",
           "a Jinja chat template file");
@@ -59,26 +60,6 @@ Result Time(const semmoe::engine::model::ChatTemplate& t, const Json& messages, 
   return r;
 }
 
-Json Tools(int n) {
-  Json tools = Json::array();
-  for (int i = 0; i < n; ++i) {
-    tools.push_back(
-        {{"type", "function"},
-         {"function",
-          {{"name", absl::StrCat("tool_", i)},
-           {"description", "Looks a thing up."},
-           {"parameters", {{"type", "object"}, {"properties", {{"q", {{"type", "string"}}}}}}}}}});
-  }
-  return tools;
-}
-
-Json Systems(int n) {
-  Json m = Json::array();
-  for (int i = 0; i < n; ++i) m.push_back({{"role", "system"}, {"content", "Be brief."}});
-  m.push_back({{"role", "user"}, {"content", "Hi"}});
-  return m;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -109,8 +90,9 @@ int main(int argc, char** argv) {
     const bool tools = std::string(what) == "tools";
     Result half, full;
     for (int size : {n / 2, n}) {
-      const Result r = tools ? Time(*t, user, {{"tools", Tools(size)}}, repeat)
-                             : Time(*t, Systems(size), nullptr, repeat);
+      const Result r =
+          tools ? Time(*t, user, {{"tools", semmoe::router::templates::ManyTools(size)}}, repeat)
+                : Time(*t, semmoe::router::templates::ManySystemMessages(size), nullptr, repeat);
       std::printf("%-22s %10d %12zu %12lld %12.1f\n", what, size, r.bytes,
                   static_cast<long long>(r.work), r.ms);
       (size == n ? full : half) = r;

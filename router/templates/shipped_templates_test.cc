@@ -12,6 +12,7 @@
 #include "engine/text/chat_template.h"
 #include "gtest/gtest.h"
 #include "nlohmann/json.hpp"
+#include "router/templates/large_requests.h"
 
 namespace semmoe {
 namespace {
@@ -27,19 +28,6 @@ engine::model::ChatTemplate Shipped(const std::string& file) {
                                               file, {.render_timeout = absl::Seconds(60)});
   EXPECT_TRUE(t.ok()) << t.status();
   return *std::move(t);
-}
-
-Json Tools(int n) {
-  Json tools = Json::array();
-  for (int i = 0; i < n; ++i) {
-    tools.push_back(
-        {{"type", "function"},
-         {"function",
-          {{"name", absl::StrCat("tool_", i)},
-           {"description", "Looks a thing up."},
-           {"parameters", {{"type", "object"}, {"properties", {{"q", {{"type", "string"}}}}}}}}}});
-  }
-  return tools;
 }
 
 struct Rendered {
@@ -72,19 +60,14 @@ void ExpectLinear(const Rendered& half, const Rendered& full, const char* what) 
 TEST(ShippedTemplatesTest, DeepSeekToolsRendersManyToolsInLinearWork) {
   const engine::model::ChatTemplate t = Shipped("router/templates/deepseek_v3_tools.jinja");
   const Json user = Json::array({{{"role", "user"}, {"content", "Which tool?"}}});
-  ExpectLinear(Render(t, user, {{"tools", Tools(50'000)}}),
-               Render(t, user, {{"tools", Tools(100'000)}}), "100,000 tools");
+  ExpectLinear(Render(t, user, {{"tools", router::templates::ManyTools(50'000)}}),
+               Render(t, user, {{"tools", router::templates::ManyTools(100'000)}}), "100,000 tools");
 }
 
 TEST(ShippedTemplatesTest, DeepSeekToolsRendersManySystemMessagesInLinearWork) {
   const engine::model::ChatTemplate t = Shipped("router/templates/deepseek_v3_tools.jinja");
-  auto messages = [](int n) {
-    Json m = Json::array();
-    for (int i = 0; i < n; ++i) m.push_back({{"role", "system"}, {"content", "Be brief."}});
-    m.push_back({{"role", "user"}, {"content", "Hi"}});
-    return m;
-  };
-  ExpectLinear(Render(t, messages(50'000), nullptr), Render(t, messages(100'000), nullptr),
+  ExpectLinear(Render(t, router::templates::ManySystemMessages(50'000), nullptr),
+               Render(t, router::templates::ManySystemMessages(100'000), nullptr),
                "100,000 system messages");
 }
 
