@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -139,10 +140,10 @@ TEST_P(Fp8CheckpointTest, LoadsAsTheModelDequantisedOffline) {
   // The codes as the file has them; decoded and scaled, the CPU's values.
   for (int64_t i = 0; i < only.rows(); ++i) {
     for (int64_t j = 0; j < only.cols(); ++j) {
-      const float scale = only.fp8.scales[(i / only.fp8.block_rows) *
-                                              ((only.cols() + only.fp8.block_cols - 1) /
-                                               only.fp8.block_cols) +
-                                          j / only.fp8.block_cols];
+      const float scale =
+          only.fp8.scales[(i / only.fp8.block_rows) *
+                              ((only.cols() + only.fp8.block_cols - 1) / only.fp8.block_cols) +
+                          j / only.fp8.block_cols];
       ASSERT_EQ(kernels::F8E4M3ToF32(kernels::F8E4M3{only.fp8.codes[i * only.cols() + j]}) * scale,
                 full.w(i, j))
           << i << "," << j;
@@ -221,10 +222,13 @@ TEST(Fp8CheckpointTest, BrokenCheckpointsAreClearErrors) {
   };
   // The scales missing.
   expect([&](const std::string& n, auto&, auto&, auto&) { return n != target + "_scale_inv"; },
-         keep, "'" + target + "' is F8_E4M3 but its block scales '" + target + "_scale_inv' are missing");
+         keep,
+         "'" + target + "' is F8_E4M3 but its block scales '" + target + "_scale_inv' are missing");
   // The scales of the wrong block count (the config says 16-row blocks: 2 × 2 expected 4 × 2).
   expect([](const std::string&, auto&, auto&, auto&) { return true; },
-         [](nlohmann::json& c) { c["quantization_config"]["weight_block_size"] = {16, 32}; },
+         [](nlohmann::json& c) {
+           c["quantization_config"]["weight_block_size"] = {16, 32};
+         },
          "tensor 'model.layers.0.self_attn.q_proj.weight_scale_inv' has shape [2, 2], the config "
          "implies [4, 2]");
   // FP8 tensors without a quantization_config.
@@ -232,19 +236,34 @@ TEST(Fp8CheckpointTest, BrokenCheckpointsAreClearErrors) {
          [](nlohmann::json& c) { c.erase("quantization_config"); },
          "is F8_E4M3 but config.json has no quantization_config");
   // A NaN code in a weight; a non-finite scale.
-  expect([&](const std::string& n, auto&, auto&, std::string& bytes) {
-           if (n == target) bytes[5] = static_cast<char>(0x7F);
-           return true;
-         },
-         keep, "'" + target + "' holds a NaN");
-  expect([&](const std::string& n, auto&, auto&, std::string& bytes) {
-           if (n == target + "_scale_inv") {
-             const float inf = INFINITY;
-             std::memcpy(bytes.data(), &inf, 4);
-           }
-           return true;
-         },
-         keep, "'" + target + "_scale_inv' holds a non-finite scale");
+  expect(
+      [&](const std::string& n, auto&, auto&, std::string& bytes) {
+        if (n == target) bytes[5] = static_cast<char>(0x7F);
+        return true;
+      },
+      keep, "'" + target + "' holds a NaN");
+  expect(
+      [&](const std::string& n, auto&, auto&, std::string& bytes) {
+        if (n == target + "_scale_inv") {
+          const float inf = INFINITY;
+          std::memcpy(bytes.data(), &inf, 4);
+        }
+        return true;
+      },
+      keep, "'" + target + "_scale_inv' holds a non-finite scale");
+  // Zero, negative, denormal and huge scales: each named, with its block.
+  for (const auto& [value, says] : std::vector<std::pair<float, std::string>>{
+           {0.0f, "is 0, not positive"},
+           {-0.5f, "is -0.5, not positive"},
+           {std::numeric_limits<float>::min() / 2, "is 5.87747e-39, denormal"},
+           {1e36f, "is 1e+36: the largest E4M3 code (448) times it overflows a float"}}) {
+    expect(
+        [&, value = value](const std::string& n, auto&, auto&, std::string& bytes) {
+          if (n == target + "_scale_inv") std::memcpy(bytes.data(), &value, 4);
+          return true;
+        },
+        keep, "'" + target + "_scale_inv': the scale of block (0, 0) " + says);
+  }
 }
 
 }  // namespace

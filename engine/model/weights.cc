@@ -1,5 +1,8 @@
 #include "engine/model/weights.h"
 
+#include <limits>
+#include <string>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/status_macros.h"
@@ -90,17 +93,18 @@ class Loader {
   }
 
   absl::Status NanCode(const std::string& name) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        checkpoint_.dir(), ": tensor '", name, "' holds a NaN (an F8_E4M3 NaN code)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(checkpoint_.dir(), ": tensor '", name, "' holds a NaN (an F8_E4M3 NaN code)"));
   }
 
   // An F8_E4M3 weight's `_scale_inv` blocks, checked.
   absl::StatusOr<Matrix> Scales(const std::string& name, int64_t rows, int64_t cols) {
     const std::string& dir = checkpoint_.dir();
     if (!fp8_.enabled()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          dir, ": tensor '", name, "' is F8_E4M3 but config.json has no quantization_config "
-          "(quant_method fp8 with weight_block_size)"));
+      return absl::InvalidArgumentError(
+          absl::StrCat(dir, ": tensor '", name,
+                       "' is F8_E4M3 but config.json has no quantization_config "
+                       "(quant_method fp8 with weight_block_size)"));
     }
     const std::string scale_name = name + "_scale_inv";
     if (!checkpoint_.Info(scale_name).ok()) {
@@ -114,6 +118,27 @@ class Loader {
     if (!scale.allFinite()) {
       return absl::InvalidArgumentError(
           absl::StrCat(dir, ": tensor '", scale_name, "' holds a non-finite scale"));
+    }
+    // A block scale is a positive normal float, small enough that the largest E4M3 code (448)
+    // times it stays finite: zero, negative and denormal scales load as garbage weights, and a
+    // huge one overflows to infinity when the block is dequantised (here or on the GPU).
+    constexpr float kMaxCode = 448.0f;
+    for (int64_t i = 0; i < scale.rows(); ++i) {
+      for (int64_t j = 0; j < scale.cols(); ++j) {
+        const float v = scale(i, j);
+        std::string why;
+        if (v <= 0) {
+          why = ", not positive: block scales must be positive normal floats";
+        } else if (v < std::numeric_limits<float>::min()) {
+          why = ", denormal: block scales must be positive normal floats";
+        } else if (v > std::numeric_limits<float>::max() / kMaxCode) {
+          why = ": the largest E4M3 code (448) times it overflows a float";
+        } else {
+          continue;
+        }
+        return absl::InvalidArgumentError(absl::StrCat(
+            dir, ": tensor '", scale_name, "': the scale of block (", i, ", ", j, ") is ", v, why));
+      }
     }
     return scale;
   }
@@ -155,10 +180,10 @@ absl::Status LoadMla(const ModelConfig& c, const std::string& a, Loader& l, Laye
   ASSIGN_OR_RETURN(mla.kv_a, l.ReadLinear(a + "kv_a_proj_with_mqa.weight",
                                           m.kv_lora_rank + m.qk_rope_head_dim, c.hidden_size));
   ASSIGN_OR_RETURN(mla.kv_a_norm, l.ReadVector(a + "kv_a_layernorm.weight", m.kv_lora_rank));
-  ASSIGN_OR_RETURN(mla.kv_b,
-                   l.ReadLinear(a + "kv_b_proj.weight",
-                                static_cast<int64_t>(c.num_heads) * (m.qk_nope_head_dim + c.v_head_dim),
-                                m.kv_lora_rank));
+  ASSIGN_OR_RETURN(mla.kv_b, l.ReadLinear(a + "kv_b_proj.weight",
+                                          static_cast<int64_t>(c.num_heads) *
+                                              (m.qk_nope_head_dim + c.v_head_dim),
+                                          m.kv_lora_rank));
   ASSIGN_OR_RETURN(w.o, l.ReadLinear(a + "o_proj.weight", c.hidden_size, c.attn_out_size()));
   return absl::OkStatus();
 }
@@ -209,9 +234,8 @@ absl::Status LoadFeedForward(const ModelConfig& c, int layer, const std::string&
   if (c.shared_expert_intermediate_size > 0) {
     // qwen2_moe: mlp.shared_expert + its gate; deepseek: mlp.shared_experts, ungated.
     const std::string shared = c.shared_expert_gated ? "shared_expert." : "shared_experts.";
-    ASSIGN_OR_RETURN(w.shared_expert,
-                     l.ReadMlp(block + shared, "gate_proj", "up_proj", "down_proj", c.hidden_size,
-                               c.shared_expert_intermediate_size));
+    ASSIGN_OR_RETURN(w.shared_expert, l.ReadMlp(block + shared, "gate_proj", "up_proj", "down_proj",
+                                                c.hidden_size, c.shared_expert_intermediate_size));
     if (c.shared_expert_gated) {
       ASSIGN_OR_RETURN(w.shared_expert_gate,
                        l.Read(block + "shared_expert_gate.weight", 1, c.hidden_size));
@@ -249,8 +273,7 @@ absl::StatusOr<MlpWeights> LoadExpert(const ModelConfig& c, const kernels::Check
 namespace {
 int64_t LinearBytes(const LinearWeight& w) {
   return static_cast<int64_t>(w.w.size()) * 4 + static_cast<int64_t>(w.bf16.size()) * 2 +
-         static_cast<int64_t>(w.fp8.codes.size()) +
-         static_cast<int64_t>(w.fp8.scales.size()) * 4;
+         static_cast<int64_t>(w.fp8.codes.size()) + static_cast<int64_t>(w.fp8.scales.size()) * 4;
 }
 }  // namespace
 
@@ -274,13 +297,13 @@ int64_t WeightBytes(const ModelWeights& w) {
   int64_t floats = w.embed.size() + w.final_norm.size();
   int64_t bytes = LinearBytes(w.lm_head);
   for (const LayerWeights& l : w.layers) {
-    for (const LinearWeight* x : {&l.q, &l.k, &l.v, &l.o, &l.mla.q_a, &l.mla.q_b, &l.mla.kv_a,
-                                  &l.mla.kv_b}) {
+    for (const LinearWeight* x :
+         {&l.q, &l.k, &l.v, &l.o, &l.mla.q_a, &l.mla.q_b, &l.mla.kv_a, &l.mla.kv_b}) {
       bytes += LinearBytes(*x);
     }
-    for (const Vector* v : {&l.input_norm, &l.q_bias, &l.k_bias, &l.v_bias, &l.q_norm, &l.k_norm,
-                            &l.mla.q_a_norm, &l.mla.kv_a_norm, &l.post_attention_norm,
-                            &l.router_bias}) {
+    for (const Vector* v :
+         {&l.input_norm, &l.q_bias, &l.k_bias, &l.v_bias, &l.q_norm, &l.k_norm, &l.mla.q_a_norm,
+          &l.mla.kv_a_norm, &l.post_attention_norm, &l.router_bias}) {
       floats += v->size();
     }
     floats += l.router.size() + l.shared_expert_gate.size();
