@@ -1,6 +1,7 @@
 #include "planner/autopilot/autopilot.h"
 
 #include <algorithm>
+#include <cmath>
 #include <sstream>
 
 #include "absl/strings/str_cat.h"
@@ -63,7 +64,45 @@ nlohmann::ordered_json Served(const ServingTotals& t) {
 
 }  // namespace
 
+absl::Status ValidateAutopilotOptions(const AutopilotOptions& o) {
+  auto fraction = [](const char* flag, double v, double lo, double hi) -> absl::Status {
+    if (std::isfinite(v) && v >= lo && v <= hi) return absl::OkStatus();
+    return absl::InvalidArgumentError(
+        absl::StrCat("--", flag, " must be a number between ", lo, " and ", hi, ", got ", v));
+  };
+  auto count = [](const char* flag, int64_t v, int64_t lo, int64_t hi) -> absl::Status {
+    if (v >= lo && v <= hi) return absl::OkStatus();
+    return absl::InvalidArgumentError(
+        absl::StrCat("--", flag, " must be between ", lo, " and ", hi, ", got ", v));
+  };
+  auto duration = [](const char* flag, absl::Duration v, absl::Duration lo) -> absl::Status {
+    if (v >= lo && v <= absl::Hours(24 * 7)) return absl::OkStatus();
+    return absl::InvalidArgumentError(absl::StrCat("--", flag, " must be between ",
+                                                   absl::FormatDuration(lo), " and 168h, got ",
+                                                   absl::FormatDuration(v)));
+  };
+  for (const absl::Status& s : {
+           fraction("autopilot_drift", o.drift_threshold, 0, 1),
+           fraction("autopilot_shift", o.shift_threshold, 0, 1),
+           fraction("autopilot_min_gain", o.min_gain, 0, 1),
+           fraction("autopilot_max_lar_loss", o.max_lar_loss, 0, 1),
+           fraction("autopilot_served_margin", o.served_lar_margin, 0, 1),
+           fraction("autopilot_served_latency_margin", o.served_latency_margin, 0, 100),
+           count("autopilot_min_window_tokens", o.min_window_tokens, 1, int64_t{1} << 40),
+           count("autopilot_expert_budget", o.max_moved_experts, -1, 1 << 24),
+           count("autopilot_migration_retries", o.migration_retries, 0, 100),
+           count("autopilot_min_served_requests", o.min_served_requests, 0, 1 << 30),
+           duration("autopilot_min_interval", o.min_interval, absl::ZeroDuration()),
+           duration("autopilot_confirm", o.drift_confirm, absl::ZeroDuration()),
+           duration("autopilot_rollout_timeout", o.rollout_timeout, absl::Seconds(1)),
+       }) {
+    if (!s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::unique_ptr<Autopilot>> Autopilot::Create(const AutopilotOptions& o) {
+  if (absl::Status valid = ValidateAutopilotOptions(o); !valid.ok()) return valid;
   if (o.model.empty()) return absl::InvalidArgumentError("the autopilot needs a model");
   if (o.traces.empty()) {
     return absl::InvalidArgumentError(

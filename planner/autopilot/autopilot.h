@@ -95,6 +95,12 @@ struct AutopilotOptions {
   Clock* clock = Clock::Real();  // Not owned.
 };
 
+// The autopilot's thresholds, budgets and durations checked, each error naming its planner
+// flag: finite numbers in range (a NaN --autopilot_min_gain once rolled out a candidate that lost
+// LAR: every comparison with NaN is false), non-negative budgets, durations finite. Create
+// calls it; AutopilotRunner::Start checks the period (kMinAutopilotPeriod).
+absl::Status ValidateAutopilotOptions(const AutopilotOptions& options);
+
 class Autopilot {
  public:
   // Opens the database; reads the last rollout or rollback back from the decisions.

@@ -1,5 +1,7 @@
 #include "planner/autopilot/autopilot.h"
 
+#include <cmath>
+#include <functional>
 #include <sstream>
 
 #include "common/file.h"
@@ -416,4 +418,41 @@ TEST_F(ServedCheckTest, AGroupThatNeverSwitchesRollsTheVersionBackAfterTheTimeou
 }
 
 }  // namespace
+// One row per bad value: each refused before the autopilot opens anything, naming its flag.
+TEST(ValidateAutopilotOptionsTest, OneRowPerBadValue) {
+  const double nan = std::nan("");
+  struct Row {
+    std::function<void(AutopilotOptions&)> set;
+    const char* flag;
+  } rows[] = {
+      {[&](AutopilotOptions& o) { o.min_gain = nan; }, "--autopilot_min_gain"},
+      {[](AutopilotOptions& o) { o.min_gain = -0.1; }, "--autopilot_min_gain"},
+      {[&](AutopilotOptions& o) { o.drift_threshold = nan; }, "--autopilot_drift"},
+      {[](AutopilotOptions& o) { o.shift_threshold = INFINITY; }, "--autopilot_shift"},
+      {[&](AutopilotOptions& o) { o.max_lar_loss = nan; }, "--autopilot_max_lar_loss"},
+      {[](AutopilotOptions& o) { o.max_lar_loss = -1; }, "--autopilot_max_lar_loss"},
+      {[](AutopilotOptions& o) { o.served_latency_margin = -1; },
+       "--autopilot_served_latency_margin"},
+      {[](AutopilotOptions& o) { o.min_window_tokens = 0; }, "--autopilot_min_window_tokens"},
+      {[](AutopilotOptions& o) { o.max_moved_experts = -5; }, "--autopilot_expert_budget"},
+      {[](AutopilotOptions& o) { o.migration_retries = -1; }, "--autopilot_migration_retries"},
+      {[](AutopilotOptions& o) { o.migration_retries = 1000000; }, "--autopilot_migration_retries"},
+      {[](AutopilotOptions& o) { o.min_served_requests = -3; }, "--autopilot_min_served_requests"},
+      {[](AutopilotOptions& o) { o.min_interval = -absl::Seconds(1); }, "--autopilot_min_interval"},
+      {[](AutopilotOptions& o) { o.drift_confirm = absl::InfiniteDuration(); },
+       "--autopilot_confirm"},
+      {[](AutopilotOptions& o) { o.rollout_timeout = absl::ZeroDuration(); },
+       "--autopilot_rollout_timeout"},
+  };
+  EXPECT_TRUE(ValidateAutopilotOptions({.model = "m", .traces = {"t"}}).ok());
+  for (const Row& row : rows) {
+    AutopilotOptions o{.model = "m", .traces = {"t"}};
+    row.set(o);
+    const absl::Status s = ValidateAutopilotOptions(o);
+    EXPECT_FALSE(s.ok()) << row.flag;
+    EXPECT_NE(s.message().find(row.flag), std::string::npos) << s;
+    EXPECT_FALSE(Autopilot::Create(o).ok()) << row.flag;
+  }
+}
+
 }  // namespace semmoe::planner

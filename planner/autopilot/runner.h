@@ -18,6 +18,9 @@
 
 namespace semmoe::planner {
 
+// The shortest tick period the autopilot takes (each tick reads the live traces).
+inline constexpr absl::Duration kMinAutopilotPeriod = absl::Milliseconds(100);
+
 class AutopilotRunner {
  public:
   // Creates the Autopilot (its errors: Autopilot::Create's) and starts ticking, the first tick

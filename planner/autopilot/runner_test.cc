@@ -19,11 +19,16 @@ TEST(AutopilotRunnerTest, TicksUntilStoppedAndKeepsTheLatestDecision) {
   ASSERT_TRUE(v1.ok()) << v1.status();
   ASSERT_TRUE(cli::Activate(db, *v1, out).ok());
   const std::string live = testing::WriteTopicTrace("live.trace", 2);
-  EXPECT_FALSE(
-      AutopilotRunner::Start({.db = db, .model = "m", .traces = {live}}, absl::ZeroDuration())
-          .ok());
+  // Periods below the floor (1 ns spun a core) and NaN thresholds are refused, naming the flag.
+  for (absl::Duration bad :
+       {absl::ZeroDuration(), absl::Nanoseconds(1), absl::Milliseconds(99), absl::Hours(25)}) {
+    absl::StatusOr<std::unique_ptr<AutopilotRunner>> r =
+        AutopilotRunner::Start({.db = db, .model = "m", .traces = {live}}, bad);
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_NE(r.status().message().find("--autopilot_period"), std::string::npos) << r.status();
+  }
   auto runner = AutopilotRunner::Start(
-      {.db = db, .model = "m", .traces = {live}, .min_window_tokens = 100}, absl::Milliseconds(20));
+      {.db = db, .model = "m", .traces = {live}, .min_window_tokens = 100}, kMinAutopilotPeriod);
   ASSERT_TRUE(runner.ok()) << runner.status();
   const absl::Time deadline = absl::Now() + absl::Seconds(30);
   int64_t rows = 0;

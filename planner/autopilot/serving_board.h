@@ -47,9 +47,12 @@ struct ServingTotals {
   double request_seconds = 0;
 
   ServingTotals operator-(const ServingTotals& o) const {
-    return {completed - o.completed,         failed - o.failed,
-            local - o.local,                 remote - o.remote,
-            output_tokens - o.output_tokens, request_seconds - o.request_seconds};
+    return {completed - o.completed,
+            failed - o.failed,
+            local - o.local,
+            remote - o.remote,
+            output_tokens - o.output_tokens,
+            request_seconds - o.request_seconds};
   }
   // The completed requests' time per output token (submission to the last token over their
   // tokens): what goodput within a latency SLO rests on. 0 without tokens.
