@@ -61,6 +61,17 @@ expect_error 2 "build needs --model and --traces" -- "$PLANNER" build --db="$DB"
 expect_error 2 "--versions: 'x' is not a number" -- "$PLANNER" eval --db="$DB" --versions=x --traces="$TMP/t.trace"
 expect_error 2 "diff needs --versions V1,V2" -- "$PLANNER" diff --db="$DB" --versions=1
 expect_error 1 "--algo 'magic'" -- "$PLANNER" build --db="$DB" --model=tiny --traces="$TMP/t.trace" --algo=magic
+# Weights and margins that are not finite (--node_weight inf never finished) or out of range.
+for bad in "--node_weight=inf" "--node_weight=1e308" "--node_weight=nan" "--node_weight=-1"; do
+  expect_error 1 "--node_weight must be a number between 0 and 1000" -- "$PLANNER" build \
+    --db="$DB" --model=tiny --traces="$TMP/t.trace" --devices=2 "$bad"
+done
+for bad in "--max_lar_loss=nan" "--max_lar_loss=inf" "--balance_eps=nan"; do
+  expect_error 1 "must be a finite number" -- "$PLANNER" build \
+    --db="$DB" --model=tiny --traces="$TMP/t.trace" --devices=2 "$bad"
+done
+expect_error 1 "--max_lar_loss is LAR given up (at most 1)" -- "$PLANNER" build \
+  --db="$DB" --model=tiny --traces="$TMP/t.trace" --devices=2 --max_lar_loss=5
 expect_error 1 "no placement version 99" -- "$PLANNER" show --db="$DB" --version=99
 head -c 200 "$TMP/t.trace" >"$TMP/cut.trace"
 expect_error 1 "truncated" -- "$PLANNER" build --db="$DB" --model=tiny --traces="$TMP/cut.trace"

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <map>
 #include <numeric>
 #include <optional>
@@ -30,8 +31,8 @@
 #include "planner/solver/node_grouping.h"
 #include "planner/solver/paper_placement.h"
 #include "planner/solver/replicas.h"
-#include "planner/solver/tp_solver.h"
 #include "planner/solver/scale.h"
+#include "planner/solver/tp_solver.h"
 #include "planner/store/placement_store.h"
 #include "planner/trace/array_trace.h"
 
@@ -147,8 +148,8 @@ absl::StatusOr<Placement> ServedPlacement(const BuildOptions& o, const trace::Tr
   const Placement& p = v->placement;
   if (v->model != o.model) {
     return absl::InvalidArgumentError(absl::StrCat("--relative_to ", o.relative_to,
-                                                   " is a version of model '", v->model,
-                                                   "', not '", o.model, "'"));
+                                                   " is a version of model '", v->model, "', not '",
+                                                   o.model, "'"));
   }
   if (p.num_devices() != o.devices || p.num_experts() != trace.header.num_experts ||
       p.num_layers() != trace.num_layers()) {
@@ -164,7 +165,7 @@ absl::StatusOr<Placement> ServedPlacement(const BuildOptions& o, const trace::Tr
 absl::StatusOr<int64_t> BuildOn(const BuildOptions& o, trace::TraceSet trace, Step& step,
                                 std::ostream& out);
 absl::StatusOr<nlohmann::ordered_json> EvalRowsOn(const EvalOptions& o,
-                                                 const trace::TraceSet& trace, Step& step);
+                                                  const trace::TraceSet& trace, Step& step);
 
 }  // namespace
 
@@ -205,8 +206,7 @@ absl::StatusOr<int64_t> Build(const BuildOptions& o, std::ostream& out) {
   return BuildOn(o, std::move(trace), step, out);
 }
 
-absl::StatusOr<int64_t> BuildFrom(const BuildOptions& o, trace::TraceSet trace,
-                                  std::ostream& out) {
+absl::StatusOr<int64_t> BuildFrom(const BuildOptions& o, trace::TraceSet trace, std::ostream& out) {
   if (trace.num_tokens() == 0) return absl::InvalidArgumentError("the traces hold no tokens");
   Step step(o.progress);
   return BuildOn(o, std::move(trace), step, out);
@@ -219,13 +219,32 @@ absl::StatusOr<int64_t> BuildOn(const BuildOptions& o, trace::TraceSet trace, St
   if (o.mode != "dp" && o.mode != "tp") {
     return absl::InvalidArgumentError(absl::StrCat("--mode '", o.mode, "' is not dp or tp"));
   }
+  // Weights and margins enter the solver's objective: an infinite or NaN one never converges
+  // (--node_weight inf ran without end) or compares false everywhere.
+  if (!std::isfinite(o.node_weight) || o.node_weight < 0 ||
+      o.node_weight > BuildOptions::kMaxNodeWeight) {
+    return absl::InvalidArgumentError(absl::StrCat("--node_weight must be a number between 0 and ",
+                                                   BuildOptions::kMaxNodeWeight, ", got ",
+                                                   o.node_weight));
+  }
+  for (const auto& [flag, v] : {std::pair{"--max_lar_loss", o.max_lar_loss},
+                                std::pair{"--balance_eps", o.token_balance_eps},
+                                std::pair{"--expert_balance_eps", o.expert_balance_eps},
+                                std::pair{"--link_cost", o.link_cost}}) {
+    if (!std::isfinite(v)) {
+      return absl::InvalidArgumentError(absl::StrCat(flag, " must be a finite number, got ", v));
+    }
+  }
+  if (o.max_lar_loss > 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--max_lar_loss is LAR given up (at most 1), got ", o.max_lar_loss));
+  }
   std::optional<Topology> topology;
   if (!o.topology.empty()) {
     ASSIGN_OR_RETURN(Topology t, Topology::FromFlag(o.topology));
     if (t.num_ranks() != o.devices) {
-      return absl::InvalidArgumentError(absl::StrCat("--topology ", t.Describe(), " has ",
-                                                     t.num_ranks(), " ranks; --devices is ",
-                                                     o.devices));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--topology ", t.Describe(), " has ", t.num_ranks(), " ranks; --devices is ", o.devices));
     }
     topology = std::move(t);
   }
@@ -261,8 +280,7 @@ absl::StatusOr<int64_t> BuildOn(const BuildOptions& o, trace::TraceSet trace, St
     // The ranks that exchange most share a node (one relabelling for all layers).
     ASSIGN_OR_RETURN(std::vector<int64_t> traffic,
                      RankTraffic(trace, placement, schedule(placement)));
-    ASSIGN_OR_RETURN(std::vector<int> relabel,
-                     NodeGrouping(traffic, *topology, {.seed = o.seed}));
+    ASSIGN_OR_RETURN(std::vector<int> relabel, NodeGrouping(traffic, *topology, {.seed = o.seed}));
     std::vector<int> identity(o.devices);
     std::iota(identity.begin(), identity.end(), 0);
     grouping = {{"relabel", relabel},
@@ -273,8 +291,8 @@ absl::StatusOr<int64_t> BuildOn(const BuildOptions& o, trace::TraceSet trace, St
   nlohmann::ordered_json migration;
   if (served.has_value()) {
     ASSIGN_OR_RETURN(MigrationPlan m, MigrateFrom(*served, placement, trace, schedule(placement),
-                                              {.max_moved = o.max_moved_experts,
-                                               .max_lar_loss = o.max_lar_loss}));
+                                                  {.max_moved = o.max_moved_experts,
+                                                   .max_lar_loss = o.max_lar_loss}));
     placement = std::move(m.placement);
     migration = {{"relative_to", o.relative_to},
                  {"relabel", m.relabel},
@@ -305,9 +323,9 @@ absl::StatusOr<int64_t> BuildOn(const BuildOptions& o, trace::TraceSet trace, St
   }
   if (topology.has_value()) {
     if (served.has_value() && served->topology() != nullptr && *served->topology() != *topology) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--relative_to ", o.relative_to, " was built for topology ",
-          served->topology()->Describe(), ", this build for ", topology->Describe()));
+      return absl::InvalidArgumentError(
+          absl::StrCat("--relative_to ", o.relative_to, " was built for topology ",
+                       served->topology()->Describe(), ", this build for ", topology->Describe()));
     }
     ASSIGN_OR_RETURN(placement, placement.WithTopology(*topology));
   }
@@ -348,20 +366,16 @@ absl::StatusOr<int64_t> BuildOn(const BuildOptions& o, trace::TraceSet trace, St
                {"expert_load_imbalance_per_layer", srs.expert_load_imbalance_per_layer}};
   }
   if (topology.has_value()) {
-    ASSIGN_OR_RETURN(Metrics nodes, o.mode == "dp" ? EvaluateDp(trace, placement,
-                                                               AffinityRequests(
-                                                                   trace,
-                                                                   affinity.DpScores(placement,
-                                                                                     vocab),
-                                                                   o.devices,
-                                                                   o.token_balance_eps),
-                                                               kRowsPerToken)
-                                                   : EvaluateTp(trace, placement,
-                                                                SrsTokens(trace, affinity,
-                                                                          placement,
-                                                                          kSrsBatchTokens, nullptr,
-                                                                          o.token_balance_eps),
-                                                                kRowsPerToken));
+    ASSIGN_OR_RETURN(Metrics nodes,
+                     o.mode == "dp"
+                         ? EvaluateDp(trace, placement,
+                                      AffinityRequests(trace, affinity.DpScores(placement, vocab),
+                                                       o.devices, o.token_balance_eps),
+                                      kRowsPerToken)
+                         : EvaluateTp(trace, placement,
+                                      SrsTokens(trace, affinity, placement, kSrsBatchTokens,
+                                                nullptr, o.token_balance_eps),
+                                      kRowsPerToken));
     metrics["topology"] = topology->Describe();
     metrics["node_lar"] = nodes.node_lar;
     metrics["cross_node_rows_per_token"] = nodes.cross_node_rows_per_token;
@@ -434,8 +448,8 @@ absl::StatusOr<int64_t> BuildOn(const BuildOptions& o, trace::TraceSet trace, St
 // A schedule's node figures as "<mode>_<figure>_<policy>" keys: node LAR, rows crossing nodes
 // per token (node-level dedup, there and back) and, with a hidden size,
 // bytes crossing nodes (with node dedup and without: the per-rank dispatch) and within nodes.
-void AddNodeFigures(nlohmann::ordered_json& row, const std::string& mode,
-                    const std::string& policy, const Metrics& m, int64_t hidden_size) {
+void AddNodeFigures(nlohmann::ordered_json& row, const std::string& mode, const std::string& policy,
+                    const Metrics& m, int64_t hidden_size) {
   auto key = [&](const char* figure) { return absl::StrCat(mode, "_", figure, "_", policy); };
   row[key("node_lar")] = m.node_lar;
   row[key("cross_node_rows_per_token")] = m.cross_node_rows_per_token;
@@ -447,7 +461,7 @@ void AddNodeFigures(nlohmann::ordered_json& row, const std::string& mode,
 }
 
 absl::StatusOr<nlohmann::ordered_json> EvalRowsOn(const EvalOptions& o,
-                                                 const trace::TraceSet& trace, Step& step) {
+                                                  const trace::TraceSet& trace, Step& step) {
   std::optional<TokenAffinity> affinity;
   if (!o.profile.empty()) {
     ASSIGN_OR_RETURN(trace::TraceSet profile, LoadTraces(o.profile));
@@ -471,9 +485,9 @@ absl::StatusOr<nlohmann::ordered_json> EvalRowsOn(const EvalOptions& o,
     const int g = p.num_devices();
     const Topology* topology = p.topology() ? p.topology() : given ? &*given : nullptr;
     if (topology != nullptr && topology->num_ranks() != g) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--topology ", topology->Describe(), " has ", topology->num_ranks(), " ranks; version ",
-          version, " has ", g, " devices"));
+      return absl::InvalidArgumentError(absl::StrCat("--topology ", topology->Describe(), " has ",
+                                                     topology->num_ranks(), " ranks; version ",
+                                                     version, " has ", g, " devices"));
     }
     const planner::EvalOptions eval{.hidden_size = o.hidden_size, .topology = topology};
     ASSIGN_OR_RETURN(Metrics dp, EvaluateDp(trace, p, RoundRobinRequests(trace, g), eval));
@@ -605,7 +619,7 @@ absl::StatusOr<nlohmann::ordered_json> EvalRows(const EvalOptions& o) {
 }
 
 absl::StatusOr<nlohmann::ordered_json> EvalRowsOn(const EvalOptions& o,
-                                                 const trace::TraceSet& trace) {
+                                                  const trace::TraceSet& trace) {
   if (o.versions.empty()) return absl::InvalidArgumentError("--versions is required");
   if (trace.num_tokens() == 0) return absl::InvalidArgumentError("the traces hold no tokens");
   Step step(o.progress);

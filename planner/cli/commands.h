@@ -50,6 +50,7 @@ struct BuildOptions {
   // (TopologyCredit). 0: node-blind solve (the grouping alone).
   double node_weight = kDefaultNodeWeight;
   static constexpr double kDefaultNodeWeight = 0;
+  static constexpr double kMaxNodeWeight = 1000;  // Larger is refused (inf never finished).
   // Built relative to this version (same model and devices; 0: none): its devices relabelled to
   // keep experts in place, and the moves limited (solver/migration.h).
   int64_t relative_to = 0;
@@ -106,7 +107,7 @@ absl::Status Eval(const EvalOptions& options, std::ostream& out);
 absl::StatusOr<nlohmann::ordered_json> EvalRows(const EvalOptions& options);
 // EvalRows on traces already in memory (options.traces is not read).
 absl::StatusOr<nlohmann::ordered_json> EvalRowsOn(const EvalOptions& options,
-                                                 const trace::TraceSet& trace);
+                                                  const trace::TraceSet& trace);
 
 absl::Status List(const std::string& db, const std::string& model, std::ostream& out);
 absl::Status Show(const std::string& db, int64_t version, std::ostream& out);
