@@ -40,24 +40,14 @@ std::string BoundaryStack() {
   return out;
 }
 
-std::string Report(absl::string_view where, const std::string& what) {
-  const std::string description = absl::StrCat(CurrentExceptionType(), ": ", what);
-  LOG(ERROR) << "an exception escaped " << where << " (answered as an internal error): "
-             << description << "; stack at the boundary:" << BoundaryStack();
-  return description;
-}
-
 }  // namespace
 
-std::string CatchEscaped(absl::string_view where, const std::function<void()>& fn) {
-  try {
-    fn();
-    return "";
-  } catch (const std::exception& e) {
-    return Report(where, e.what());
-  } catch (...) {
-    return Report(where, "(not a std::exception)");
-  }
+std::string ReportEscaped(absl::string_view where, const char* what) {
+  const std::string description = absl::StrCat(CurrentExceptionType(), ": ", what);
+  LOG(ERROR) << "an exception escaped " << where
+             << " (answered as an internal error): " << description
+             << "; stack at the boundary:" << BoundaryStack();
+  return description;
 }
 
 }  // namespace semmoe

@@ -10,16 +10,30 @@
 #ifndef SEMMOE_COMMON_ESCAPED_EXCEPTION_H_
 #define SEMMOE_COMMON_ESCAPED_EXCEPTION_H_
 
-#include <functional>
+#include <exception>
 #include <string>
 
 #include "absl/strings/string_view.h"
 
 namespace semmoe {
 
+// Logs the exception being handled (call only inside a catch block) and returns its description.
+std::string ReportEscaped(absl::string_view where, const char* what);
+
 // Runs `fn`. Returns "" when it returned normally; when an exception escaped it, logs it (naming
-// `where`) and returns a one-line description: "std::bad_alloc: std::bad_alloc".
-std::string CatchEscaped(absl::string_view where, const std::function<void()>& fn);
+// `where`) and returns a one-line description: "std::bad_alloc: std::bad_alloc". A template, not
+// a std::function: it wraps every streamed token, and costs no allocation there.
+template <typename Fn>
+std::string CatchEscaped(absl::string_view where, Fn&& fn) {
+  try {
+    fn();
+    return "";
+  } catch (const std::exception& e) {
+    return ReportEscaped(where, e.what());
+  } catch (...) {
+    return ReportEscaped(where, "(not a std::exception)");
+  }
+}
 
 }  // namespace semmoe
 

@@ -36,8 +36,8 @@ using EscapedCounter = std::shared_ptr<std::atomic<int64_t>>;
 
 // Runs `fn` for one request; an exception escaping it fails that request alone (a 500, or a
 // begun stream cut short), is logged and counted — it never reaches std::terminate.
-void Guarded(const char* where, const EscapedCounter& escaped, HttpResponse& res,
-             const std::function<void()>& fn) {
+template <typename Fn>
+void Guarded(const char* where, const EscapedCounter& escaped, HttpResponse& res, Fn&& fn) {
   if (CatchEscaped(where, fn).empty()) return;
   escaped->fetch_add(1);
   const ApiError e{.http_status = 500,

@@ -72,7 +72,8 @@ std::optional<ApiError> CheckUnsupported(const Json& body, Endpoint endpoint) {
   if (!chat) {
     for (const char* key : {"tools", "tool_choice", "parallel_tool_calls"}) {
       if (!IsNull(body, key)) {
-        return Invalid(key, absl::StrCat("'", key, "' is for chat completions (/v1/chat/completions)"));
+        return Invalid(key,
+                       absl::StrCat("'", key, "' is for chat completions (/v1/chat/completions)"));
       }
     }
   }
@@ -233,7 +234,6 @@ std::optional<ApiError> ParseTools(const Json& body, OpenAiRequest* out) {
         return Invalid(p + ".function.name", absl::StrCat("two tools are named '", *name, "'"));
       }
       const RequestFields ff(f, p + ".function");
-      std::string description;
       if (ff.Find("description") != nullptr && !f["description"].is_string()) {
         return Invalid(p + ".function.description", "'description' must be a string");
       }
