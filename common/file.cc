@@ -1,6 +1,7 @@
 #include "common/file.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -39,12 +40,57 @@ absl::Status WriteAll(int fd, absl::string_view contents, const std::string& pat
   return absl::OkStatus();
 }
 
+const char* KindOf(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "not a regular file";
+}
+
+absl::Status TooLarge(const std::string& path, uint64_t bytes, uint64_t max_bytes, bool at_least) {
+  return absl::InvalidArgumentError(absl::StrCat(path, " holds ", at_least ? "more than " : "",
+                                                 bytes, " bytes; the most read is ", max_bytes));
+}
+
 }  // namespace
 
-absl::StatusOr<std::string> ReadFile(const std::string& path) {
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+absl::StatusOr<int> OpenRegularFile(const std::string& path) {
+  // O_NONBLOCK so that a FIFO with no writer does not block the open; it is refused below.
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return ErrnoStatus(errno, "cannot open", path);
+  struct stat st;
+  if (fstat(fd, &st) != 0) {
+    const int err = errno;
+    close(fd);
+    return ErrnoStatus(err, "cannot stat", path);
+  }
+  if (!S_ISREG(st.st_mode)) {
+    close(fd);
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, " is ", KindOf(st.st_mode), ", not a regular file"));
+  }
+  const int flags = fcntl(fd, F_GETFL);
+  if (flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0) {
+    const int err = errno;
+    close(fd);
+    return ErrnoStatus(err, "cannot set flags of", path);
+  }
+  return fd;
+}
+
+absl::StatusOr<std::string> ReadFile(const std::string& path, uint64_t max_bytes) {
+  absl::StatusOr<int> opened = OpenRegularFile(path);
+  if (!opened.ok()) return opened.status();
+  const int fd = *opened;
+  struct stat st {};
+  if (fstat(fd, &st) == 0 && static_cast<uint64_t>(st.st_size) > max_bytes) {
+    close(fd);
+    return TooLarge(path, static_cast<uint64_t>(st.st_size), max_bytes, false);
+  }
   std::string out;
+  if (st.st_size > 0) out.reserve(static_cast<size_t>(st.st_size));
   char buffer[1 << 16];
   while (true) {
     ssize_t n = read(fd, buffer, sizeof(buffer));
@@ -55,10 +101,24 @@ absl::StatusOr<std::string> ReadFile(const std::string& path) {
       return ErrnoStatus(err, "cannot read", path);
     }
     if (n == 0) break;
+    if (out.size() + static_cast<size_t>(n) > max_bytes) {
+      close(fd);
+      return TooLarge(path, max_bytes, max_bytes, true);
+    }
     out.append(buffer, static_cast<size_t>(n));
   }
   close(fd);
   return out;
+}
+
+absl::StatusOr<std::string> ReadFlagFile(absl::string_view flag, const std::string& path,
+                                         uint64_t max_bytes) {
+  absl::StatusOr<std::string> text = ReadFile(path, max_bytes);
+  if (!text.ok()) {
+    return absl::Status(text.status().code(),
+                        absl::StrCat("--", flag, ": ", text.status().message()));
+  }
+  return text;
 }
 
 absl::Status WriteFile(const std::string& path, absl::string_view contents) {

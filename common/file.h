@@ -2,6 +2,7 @@
 #ifndef SEMMOE_COMMON_FILE_H_
 #define SEMMOE_COMMON_FILE_H_
 
+#include <cstdint>
 #include <string>
 
 #include "absl/status/status.h"
@@ -10,8 +11,28 @@
 
 namespace semmoe {
 
-// The bytes of `path`. NotFound if it does not exist, else Internal/PermissionDenied with errno.
-absl::StatusOr<std::string> ReadFile(const std::string& path);
+// The most a configuration file named by a flag may hold (topology, cluster profile, chat
+// template, placement and affinity JSON, tokenizer.json, config.json): far above any real one
+// (a Qwen3 tokenizer.json is 11 MB), far below what would exhaust a host.
+inline constexpr uint64_t kMaxConfigFileBytes = uint64_t{64} << 20;
+// The most a data file read whole may hold (a routing trace's arrays, a reference's logits).
+inline constexpr uint64_t kMaxDataFileBytes = uint64_t{16} << 30;
+
+// The bytes of `path`, which must be a regular file of at most `max_bytes`: a device
+// (/dev/zero), a FIFO or a directory is InvalidArgument naming the path and what it is, and so is
+// a file over the cap (checked before reading and while reading, as a file may grow). NotFound if
+// it does not exist, else Internal/PermissionDenied with errno. Never blocks on a FIFO.
+absl::StatusOr<std::string> ReadFile(const std::string& path,
+                                     uint64_t max_bytes = kMaxConfigFileBytes);
+
+// ReadFile for the file a command-line flag names, its errors prefixed "--FLAG: ".
+absl::StatusOr<std::string> ReadFlagFile(absl::string_view flag, const std::string& path,
+                                         uint64_t max_bytes = kMaxConfigFileBytes);
+
+// Opens `path` for reading (O_CLOEXEC) after checking it is a regular file, with ReadFile's
+// errors; the caller owns the descriptor. For readers that stream a file instead of reading it
+// whole (traces, JSONL batches).
+absl::StatusOr<int> OpenRegularFile(const std::string& path);
 
 // Writes `contents` to `path` (created or truncated), without fsync: for scratch files.
 absl::Status WriteFile(const std::string& path, absl::string_view contents);

@@ -1,5 +1,9 @@
 #include "common/file.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cstdlib>
 
 #include "gtest/gtest.h"
@@ -35,6 +39,56 @@ TEST(FileTest, MissingFileIsNotFoundAndNamesThePath) {
   auto read = ReadFile("/nonexistent/semmoe/file");
   EXPECT_EQ(read.status().code(), absl::StatusCode::kNotFound);
   EXPECT_NE(read.status().message().find("/nonexistent/semmoe/file"), std::string::npos);
+}
+
+TEST(FileTest, OnlyRegularFilesAreRead) {
+  // A device, a directory and a FIFO with no writer: each refused at once, naming what it is
+  // (a FIFO used to block the open forever, /dev/zero to read until memory ran out).
+  const std::string fifo = JoinPath(std::getenv("TEST_TMPDIR"), "fifo");
+  unlink(fifo.c_str());
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  const std::pair<std::string, std::string> cases[] = {
+      {"/dev/zero", "a character device"},
+      {std::getenv("TEST_TMPDIR"), "a directory"},
+      {fifo, "a FIFO"},
+  };
+  for (const auto& [path, kind] : cases) {
+    absl::StatusOr<std::string> read = ReadFile(path);
+    EXPECT_EQ(read.status().code(), absl::StatusCode::kInvalidArgument) << path;
+    EXPECT_NE(read.status().message().find(kind), std::string::npos) << read.status();
+    EXPECT_NE(read.status().message().find(path), std::string::npos) << read.status();
+    EXPECT_FALSE(OpenRegularFile(path).ok()) << path;
+  }
+}
+
+TEST(FileTest, FilesOverTheCapAreRefused) {
+  const std::string path = JoinPath(std::getenv("TEST_TMPDIR"), "big.txt");
+  ASSERT_TRUE(WriteFile(path, std::string(1001, 'x')).ok());
+  absl::StatusOr<std::string> read = ReadFile(path, 1000);
+  EXPECT_EQ(read.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(read.status().message().find("1001 bytes; the most read is 1000"), std::string::npos)
+      << read.status();
+  EXPECT_EQ(ReadFile(path, 1001).value().size(), 1001u);
+}
+
+TEST(FileTest, ReadFlagFileNamesTheFlag) {
+  absl::StatusOr<std::string> read = ReadFlagFile("topology", "/dev/zero");
+  EXPECT_EQ(read.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(read.status().message(),
+            "--topology: /dev/zero is a character device, not a regular file");
+}
+
+TEST(FileTest, OpenRegularFileGivesABlockingDescriptor) {
+  const std::string path = JoinPath(std::getenv("TEST_TMPDIR"), "open.txt");
+  ASSERT_TRUE(WriteFile(path, "abc").ok());
+  absl::StatusOr<int> fd = OpenRegularFile(path);
+  ASSERT_TRUE(fd.ok()) << fd.status();
+  EXPECT_EQ(fcntl(*fd, F_GETFL) & O_NONBLOCK, 0);
+  char buffer[4];
+  EXPECT_EQ(read(*fd, buffer, sizeof(buffer)), 3);
+  close(*fd);
+  EXPECT_EQ(OpenRegularFile("/nonexistent/semmoe/file").status().code(),
+            absl::StatusCode::kNotFound);
 }
 
 TEST(FileTest, WriteIntoMissingDirectoryFails) {

@@ -10,14 +10,11 @@
 //                   [--follow_active MODEL]  (with --planner: roll out each new active version)
 //
 // Exit status: 0 on success, 1 when the work failed (the error is printed), 2 for bad usage.
-#include <pthread.h>
-#include <signal.h>
 
 #include <chrono>
 #include <cstdlib>
 #include <iostream>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "absl/flags/flag.h"
@@ -27,13 +24,13 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "absl/synchronization/notification.h"
 #include "common/file.h"
 #include "common/logging.h"
 #include "common/progress.h"
 #include "common/security.h"
 #include "common/security_flags.h"
 #include "common/status_macros.h"
+#include "common/stop_signals.h"
 #include "engine/backend/device_backend.h"
 #include "engine/model/model.h"
 #include "engine/offline/cpu_prefill.h"
@@ -351,6 +348,9 @@ int Trace(int device) {
   return 0;
 }
 
+// SIGINT/SIGTERM stop `serve` within this, whatever the group is doing.
+constexpr absl::Duration kStopBound = absl::Seconds(10);
+
 // Until SIGINT/SIGTERM (then the whole group stops cleanly) or until the group fails. `device`:
 // the CUDA device for the forward passes, or −1 for the CPU.
 int Serve(int device) {
@@ -367,8 +367,8 @@ int Serve(int device) {
     absl::StatusOr<planner::Topology> topology = planner::Topology::FromFlag(spec);
     if (!topology.ok()) return Usage(absl::StrCat("--topology: ", topology.status().message()));
     if (topology->num_ranks() != o.ranks) {
-      return Usage(absl::StrCat("--topology ", topology->Describe(), " has ",
-                                topology->num_ranks(), " ranks; --ranks is ", o.ranks));
+      return Usage(absl::StrCat("--topology ", topology->Describe(), " has ", topology->num_ranks(),
+                                " ranks; --ranks is ", o.ranks));
     }
     o.topology = std::make_shared<const planner::Topology>(*std::move(topology));
   }
@@ -423,20 +423,12 @@ int Serve(int device) {
               << port << " (" << serving_with << ")" << std::endl;
   };
 
-  // Signals go to one thread (blocked everywhere else: threads inherit the mask).
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGINT);
-  sigaddset(&signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
-  absl::Notification stop;
-  std::thread([&signals, &stop] {
-    int signal = 0;
-    sigwait(&signals, &signal);
-    stop.Notify();
-  }).detach();
+  // Signals go to one thread (blocked everywhere else: threads inherit the mask). The group
+  // agrees on its stop within a few collectives; a peer that is gone (or stopped) cannot hold
+  // the process past kStopBound.
+  StopSignals& stop = WatchStopSignals(absl::StrCat("engine rank ", o.rank), kStopBound);
   WarnIfPlaintext(o.host, absl::StrCat("engine rank ", o.rank));
-  const absl::Status status = RunRankServer(o, stop);
+  const absl::Status status = RunRankServer(o, stop.stopped());
   if (!status.ok()) return Fail(status);
   return 0;
 }

@@ -84,12 +84,7 @@ absl::StatusOr<TensorInfo> ParseEntry(const std::string& path, const std::string
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<SafetensorsFile>> SafetensorsFile::Open(const std::string& path) {
-  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    int err = errno;
-    std::string message = absl::StrCat("cannot open ", path, ": ", std::strerror(err));
-    return err == ENOENT ? absl::NotFoundError(message) : absl::InternalError(message);
-  }
+  ASSIGN_OR_RETURN(const int fd, OpenRegularFile(path));
   struct stat st;
   if (fstat(fd, &st) != 0) {
     int err = errno;

@@ -38,8 +38,6 @@
 //
 // A trace is a file written by `engine trace` or a flat-array trace directory. Exit status: 0 on
 // success, 1 when the command failed (the error is printed), 2 for bad usage.
-#include <pthread.h>
-#include <signal.h>
 
 #include <cstdlib>
 #include <iostream>
@@ -57,6 +55,7 @@
 #include "common/progress.h"
 #include "common/security.h"
 #include "common/security_flags.h"
+#include "common/stop_signals.h"
 #include "planner/cli/commands.h"
 #include "planner/cli/drift.h"
 #include "planner/cli/experiments.h"
@@ -340,12 +339,9 @@ int Run(const std::string& command, const std::string& sub) {
                           std::cout));
   }
   if (command == "serve") {
-    // Block the stop signals before gRPC starts its threads, then wait for one here.
-    sigset_t stop;
-    sigemptyset(&stop);
-    sigaddset(&stop, SIGINT);
-    sigaddset(&stop, SIGTERM);
-    pthread_sigmask(SIG_BLOCK, &stop, nullptr);
+    // The stop signals are taken before gRPC starts its threads; the stop (the autopilot's
+    // step, the server's calls) is bounded by the watchdog.
+    StopSignals& stop = WatchStopSignals("planner", absl::Seconds(5));
     PlannerServiceImpl::Options service;
     service.diff = [db](int64_t from, int64_t to) -> absl::StatusOr<std::string> {
       absl::StatusOr<nlohmann::ordered_json> d = cli::DiffReport(db, from, to);
@@ -418,9 +414,8 @@ int Run(const std::string& command, const std::string& sub) {
                                                  absl::StrCat((*server)->metrics_port(), "\n"));
       if (!written.ok()) return Done(written);
     }
-    int signal = 0;
-    sigwait(&stop, &signal);
-    std::cout << "planner: stopping on signal " << signal << std::endl;
+    stop.stopped().WaitForNotification();
+    std::cout << "planner: stopping on signal " << stop.signal() << std::endl;
     (*server)->Shutdown();
     return 0;
   }

@@ -15,30 +15,26 @@
 //           each arm's metrics in the experiment)
 //
 // Exit status: 0 after Ctrl-C / SIGTERM, 1 when serving failed, 2 for bad usage.
-#include <pthread.h>
-#include <signal.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <iostream>
 #include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
 #include "absl/strings/str_cat.h"
-#include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "common/file.h"
 #include "common/logging.h"
 #include "common/security.h"
 #include "common/security_flags.h"
+#include "common/stop_signals.h"
 #include "planner/placement/topology.h"
 #include "router/server/router_server.h"
 
@@ -184,12 +180,13 @@ int Run() {
   const absl::Status valid = ValidateRouterServerOptions(o);
   if (!valid.ok()) return Usage(std::string(valid.message()));
 
-  // Block the stop signals before gRPC starts its threads, then wait for one here.
-  sigset_t stop;
-  sigemptyset(&stop);
-  sigaddset(&stop, SIGINT);
-  sigaddset(&stop, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &stop, nullptr);
+  // The stop signals are taken by a thread of their own before gRPC starts its threads, even
+  // while the start runs (it probes the chat template; RouterServer::Start is bounded, but an
+  // operator's Ctrl-C must not wait for it): the first one stops the router (and cancels chat
+  // template renders), and if the stop has not finished kStopBound later (a worker stuck in
+  // something unbounded: a bug), the process exits anyway, saying so.
+  StopSignals& stop = WatchStopSignals("router", kStopBound);
+  o.stop = &stop.stopping();
 
   // One descriptor per HTTP connection: the soft limit (often 1,024) up to the hard one.
   rlimit files{};
@@ -198,32 +195,10 @@ int Run() {
     setrlimit(RLIMIT_NOFILE, &files);
   }
   WarnIfPlaintext(o.listen, "the router");
-  // The stop signals are taken by a thread of their own from now on, even while the start runs
-  // (it probes the chat template; RouterServer::Start is bounded, but an operator's Ctrl-C must
-  // not wait for it): the first one stops the router, and if the stop has not finished
-  // kStopBound later (a worker stuck in something unbounded: a bug), the process exits anyway,
-  // saying so.
-  // Static: the thread outlives Run (it sleeps in its watchdog while main returns).
-  static std::atomic<int> stop_signal{0};
-  static std::atomic<bool> stopping{false};  // Cancels chat template renders (and probes).
-  static absl::Notification stopped;
-  o.stop = &stopping;
-  std::thread([stop] {
-    int signal = 0;
-    sigwait(&stop, &signal);
-    stop_signal.store(signal);
-    stopping.store(true);
-    stopped.Notify();
-    absl::SleepFor(kStopBound);
-    std::cerr << "router: did not stop within " << absl::FormatDuration(kStopBound) << " of signal "
-              << signal << "; exiting now" << std::endl;
-    _exit(1);
-  }).detach();
   absl::StatusOr<std::unique_ptr<RouterServer>> server = RouterServer::Start(o);
   if (!server.ok()) {
-    if (stopped.HasBeenNotified()) {
-      std::cout << "router: stopped on signal " << stop_signal.load() << " while starting"
-                << std::endl;
+    if (stop.stopped().HasBeenNotified()) {
+      std::cout << "router: stopped on signal " << stop.signal() << " while starting" << std::endl;
       return 0;
     }
     return Fail(server.status());
@@ -239,8 +214,8 @@ int Run() {
                                                absl::StrCat((*server)->http_port(), "\n"));
     if (!written.ok()) return Fail(written);
   }
-  stopped.WaitForNotification();
-  std::cout << "router: stopping on signal " << stop_signal.load() << std::endl;
+  stop.stopped().WaitForNotification();
+  std::cout << "router: stopping on signal " << stop.signal() << std::endl;
   (*server)->Shutdown();
   return 0;
 }

@@ -6,7 +6,7 @@
 # semantic DP version's tables, placed by affinity); Ctrl-C stops cleanly; a rank killed with
 # SIGKILL is restarted and its group re-forms around it (the other ranks' processes stay) and
 # serves the same tokens; with --restart=false the cluster exits 1 quickly, naming it, with no
-# process left behind.
+# process left behind; and local_cluster killed with SIGKILL leaves no child behind.
 set -euo pipefail
 
 source "$1"  # tests/cli_lib.sh: TMP, fail, expect_error
@@ -91,6 +91,22 @@ wait "$PID" || rc=$?
 [[ "$rc" == 0 ]] || fail "Ctrl-C: exit $rc: $(cat "$TMP/dp.out")"
 grep -q "stopped cleanly" "$TMP/dp.out" || fail "no clean stop: $(cat "$TMP/dp.out")"
 no_processes_left dp
+
+# --- local_cluster itself killed with SIGKILL (no chance to stop anything): its children get
+# SIGTERM from the kernel (PR_SET_PDEATHSIG) and each stops within its own bound.
+start_cluster orphan --ranks=2 --attn=dp
+children="$(pgrep -P "$PID" | tr '\n' ' ')"
+[[ "$(wc -w <<<"$children")" -ge 3 ]] || fail "expected 2 ranks and a router under $PID: $children"
+kill -KILL "$PID"
+wait "$PID" 2>/dev/null || true
+for _ in $(seq 1 200); do
+  left=""
+  for child in $children; do kill -0 "$child" 2>/dev/null && left+="$child "; done
+  [[ -z "$left" ]] && break
+  sleep 0.1
+done
+[[ -z "$left" ]] || fail "children of a killed local_cluster left behind: $(for c in $left; do ps -o pid=,args= -p "$c"; done)"
+no_processes_left orphan
 
 # --- A rank that dies is restarted on its port; the others re-form the group with it in epoch 1
 # (their processes stay) and every rank serves the single-device tokens again.

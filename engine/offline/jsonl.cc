@@ -6,18 +6,19 @@
 namespace semmoe::engine::offline {
 
 absl::StatusOr<std::unique_ptr<JsonlReader>> JsonlReader::Open(const std::string& path) {
-  std::unique_ptr<JsonlReader> reader(new JsonlReader(path));
-  reader->in_.open(path);
-  if (!reader->in_) return absl::NotFoundError(absl::StrCat("cannot open ", path));
-  return reader;
+  absl::StatusOr<std::unique_ptr<LineReader>> lines = LineReader::Open(path);
+  if (!lines.ok()) return lines.status();
+  return std::unique_ptr<JsonlReader>(new JsonlReader(path, std::move(*lines)));
 }
 
-std::string JsonlReader::where() const { return absl::StrCat(path_, ":", line_); }
+std::string JsonlReader::where() const { return absl::StrCat(path_, ":", lines_->line_number()); }
 
 absl::StatusOr<bool> JsonlReader::Next(nlohmann::json& out) {
   std::string line;
-  while (std::getline(in_, line)) {
-    ++line_;
+  while (true) {
+    absl::StatusOr<bool> more = lines_->Next(line);
+    if (!more.ok()) return more.status();
+    if (!*more) return false;
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     if (JsonNestingDepth(line) > kMaxJsonDepth) {
       return absl::InvalidArgumentError(
@@ -29,19 +30,19 @@ absl::StatusOr<bool> JsonlReader::Next(nlohmann::json& out) {
     }
     return true;
   }
-  if (in_.bad()) return absl::InternalError(absl::StrCat("reading ", path_));
-  return false;
 }
 
 absl::StatusOr<int64_t> CountJsonlLines(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot read ", path));
+  absl::StatusOr<std::unique_ptr<LineReader>> reader = LineReader::Open(path);
+  if (!reader.ok()) return reader.status();
   int64_t lines = 0;
   std::string line;
-  while (std::getline(in, line)) {
+  while (true) {
+    absl::StatusOr<bool> more = (*reader)->Next(line);
+    if (!more.ok()) return more.status();
+    if (!*more) return lines;
     if (line.find_first_not_of(" \t\r") != std::string::npos) ++lines;
   }
-  return lines;
 }
 
 absl::StatusOr<nlohmann::json> ReadId(const nlohmann::json& line, const std::string& where) {
@@ -63,9 +64,8 @@ absl::StatusOr<std::vector<int32_t>> ReadTokenIds(const nlohmann::json& line, in
   ids.reserve(it->size());
   for (const auto& v : *it) {
     if (!v.is_number_integer() || v.get<int64_t>() < 0 || v.get<int64_t>() >= vocab_size) {
-      return absl::InvalidArgumentError(absl::StrCat(where, ": token id ", v.dump(),
-                                                     " is not an integer in [0, ", vocab_size,
-                                                     ")"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          where, ": token id ", v.dump(), " is not an integer in [0, ", vocab_size, ")"));
     }
     ids.push_back(v.get<int32_t>());
   }

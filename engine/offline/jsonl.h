@@ -3,12 +3,12 @@
 #ifndef SEMMOE_ENGINE_OFFLINE_JSONL_H_
 #define SEMMOE_ENGINE_OFFLINE_JSONL_H_
 
-#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "common/line_reader.h"
 #include "nlohmann/json.hpp"
 
 namespace semmoe::engine::offline {
@@ -24,13 +24,13 @@ class JsonlReader {
   std::string where() const;
 
  private:
-  explicit JsonlReader(std::string path) : path_(std::move(path)) {}
+  JsonlReader(std::string path, std::unique_ptr<LineReader> lines)
+      : path_(std::move(path)), lines_(std::move(lines)) {}
   std::string path_;
-  std::ifstream in_;
-  int line_ = 0;
+  std::unique_ptr<LineReader> lines_;
 };
 
-// How many non-blank lines `path` has (a progress total); NotFound if it cannot be read.
+// How many non-blank lines `path` has (a progress total); LineReader's errors.
 absl::StatusOr<int64_t> CountJsonlLines(const std::string& path);
 
 // The "id" of a line (a string or an integer, echoed back as given), else InvalidArgument.

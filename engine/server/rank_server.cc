@@ -42,14 +42,15 @@ absl::StatusOr<PlacementSource> ReadPlacement(const RankServerOptions& o) {
   }
   PlacementSource b;
   if (o.placement != "vanilla") {
-    ASSIGN_OR_RETURN(b.placement_json, ReadFile(o.placement));
+    ASSIGN_OR_RETURN(b.placement_json, ReadFlagFile("placement", o.placement));
     b.placement_name = o.placement;
   }
   if (o.attention == AttentionMode::kTp && !o.affinity.empty()) {
-    ASSIGN_OR_RETURN(b.affinity, ReadFile(o.affinity));
+    ASSIGN_OR_RETURN(b.affinity, ReadFlagFile("affinity", o.affinity, kMaxDataFileBytes));
     b.affinity_name = o.affinity;
     if (!o.layer_tables.empty()) {
-      ASSIGN_OR_RETURN(b.layer_tables, ReadFile(o.layer_tables));
+      ASSIGN_OR_RETURN(b.layer_tables,
+                       ReadFlagFile("layer_tables", o.layer_tables, kMaxDataFileBytes));
       b.layers_name = o.layer_tables;
     }
   }
@@ -151,20 +152,20 @@ absl::Status RunRankServer(const RankServerOptions& o, absl::Notification& stop)
     propose = [&current](int64_t v) { current.Propose(v, false); };
   }
   EngineSlot slot;
-  EngineServiceImpl service(slot, {.tokenizer = tokenizer.get(),
-                                   .vocab_size = config.vocab_size,
-                                   .max_prompt_tokens = config.max_position_embeddings,
-                                   .moe_layers = config.MoeLayers(),
-                                   .watch_error = watch_error,
-                                   .rollout = propose,
-                                   .rank = o.rank,
-                                   .ranks = o.ranks,
-                                   .attention = AttentionModeName(o.attention),
-                                   .topology = o.topology ? o.topology->Describe() : "",
-                                   .node_dedup = o.topology != nullptr &&
-                                                 o.topology->num_nodes() > 1 &&
-                                                 o.topology->num_nodes() < o.ranks,
-                                   .stall_after = o.stall_after});
+  EngineServiceImpl service(slot,
+                            {.tokenizer = tokenizer.get(),
+                             .vocab_size = config.vocab_size,
+                             .max_prompt_tokens = config.max_position_embeddings,
+                             .moe_layers = config.MoeLayers(),
+                             .watch_error = watch_error,
+                             .rollout = propose,
+                             .rank = o.rank,
+                             .ranks = o.ranks,
+                             .attention = AttentionModeName(o.attention),
+                             .topology = o.topology ? o.topology->Describe() : "",
+                             .node_dedup = o.topology != nullptr && o.topology->num_nodes() > 1 &&
+                                           o.topology->num_nodes() < o.ranks,
+                             .stall_after = o.stall_after});
   // The slot's engine keeps its whole group alive while calls still hold it.
   slot.Serve(std::shared_ptr<GroupEngine>(group, group->engine.get()), group->epoch);
   grpc::EnableDefaultHealthCheckService(true);

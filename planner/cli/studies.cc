@@ -1,10 +1,11 @@
 #include "planner/cli/studies.h"
 
-#include <fstream>
 #include <map>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "common/file.h"
 #include "common/json_fields.h"
 #include "common/status_macros.h"
 #include "nlohmann/json.hpp"
@@ -25,11 +26,13 @@ using trace::TraceSet;
 absl::StatusOr<std::map<std::string, std::string>> ReadDomains(const std::string& path) {
   std::map<std::string, std::string> domains;
   if (path.empty()) return domains;
-  std::ifstream in(path);
-  if (!in) return absl::NotFoundError(absl::StrCat("cannot read --domains file ", path));
-  std::string line;
-  for (int number = 1; std::getline(in, line); ++number) {
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+  // One line per request: a data file, not a configuration file.
+  absl::StatusOr<std::string> text = ReadFlagFile("domains", path, kMaxDataFileBytes);
+  if (!text.ok()) return text.status();
+  int number = 0;
+  for (absl::string_view line : absl::StrSplit(*text, '\n')) {
+    ++number;
+    if (line.find_first_not_of(" \t\r") == absl::string_view::npos) continue;
     const nlohmann::json j = ParseJsonOrDiscarded(line);
     if (j.is_discarded() || !j.is_object() || !j.contains("id") || !j.contains("domain") ||
         !j["domain"].is_string()) {

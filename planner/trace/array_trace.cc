@@ -37,8 +37,8 @@ absl::StatusOr<TraceSet> ImportArrayTrace(const std::string& dir) {
   }
   const std::string tokens_path = JoinPath(dir, "tokens.u16");
   const std::string ids_path = JoinPath(dir, "topk_ids.u8");
-  ASSIGN_OR_RETURN(std::string token_bytes, ReadFile(tokens_path));
-  ASSIGN_OR_RETURN(std::string id_bytes, ReadFile(ids_path));
+  ASSIGN_OR_RETURN(std::string token_bytes, ReadFile(tokens_path, kMaxDataFileBytes));
+  ASSIGN_OR_RETURN(std::string id_bytes, ReadFile(ids_path, kMaxDataFileBytes));
   if (token_bytes.size() % 2 != 0) return Bad(tokens_path, "odd byte count");
   const int64_t total = static_cast<int64_t>(token_bytes.size() / 2);
   if (static_cast<int64_t>(id_bytes.size()) != total * layers * k) {

@@ -1,20 +1,27 @@
 #include "planner/trace/trace_reader.h"
 
+#include <unistd.h>
+
 #include <cerrno>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "common/file.h"
 #include "common/status_macros.h"
 #include "kernels/dtype.h"
 
 namespace semmoe::planner::trace {
 
 absl::StatusOr<std::unique_ptr<TraceReader>> TraceReader::Open(const std::string& path) {
-  std::FILE* file = std::fopen(path.c_str(), "rb");
+  absl::StatusOr<int> fd = OpenRegularFile(path);
+  if (!fd.ok()) {
+    return absl::Status(fd.status().code(), absl::StrCat("trace: ", fd.status().message()));
+  }
+  std::FILE* file = fdopen(*fd, "rb");
   if (file == nullptr) {
     const int err = errno;
-    std::string message = absl::StrCat("cannot open trace ", path, ": ", std::strerror(err));
-    return err == ENOENT ? absl::NotFoundError(message) : absl::InternalError(message);
+    close(*fd);
+    return absl::InternalError(absl::StrCat("cannot open trace ", path, ": ", std::strerror(err)));
   }
   std::setvbuf(file, nullptr, _IOFBF, 1 << 20);
   std::unique_ptr<TraceReader> reader(new TraceReader(path, file));
@@ -46,8 +53,8 @@ absl::Status TraceReader::ReadHeader() {
   uint16_t layers, top_k;
   RETURN_IF_ERROR(Read(&version, 4, "the version"));
   if (version != kTraceVersion) {
-    return Corrupt(absl::StrCat("trace version ", version, " is not supported (this reader: ",
-                                kTraceVersion, ")"));
+    return Corrupt(absl::StrCat("trace version ", version,
+                                " is not supported (this reader: ", kTraceVersion, ")"));
   }
   RETURN_IF_ERROR(Read(&header_bytes, 4, "the header size"));
   RETURN_IF_ERROR(Read(&header_.num_experts, 4, "num_experts"));
@@ -63,8 +70,7 @@ absl::Status TraceReader::ReadHeader() {
   }
   const uint64_t unpadded = 32 + 2ull * layers;
   if (header_bytes < unpadded || header_bytes > unpadded + 4096) {
-    return Corrupt(absl::StrCat("header size ", header_bytes, " does not fit ", layers,
-                                " layers"));
+    return Corrupt(absl::StrCat("header size ", header_bytes, " does not fit ", layers, " layers"));
   }
   header_.moe_layers.resize(layers);
   RETURN_IF_ERROR(Read(header_.moe_layers.data(), 2ull * layers, "the layer list"));
@@ -86,8 +92,8 @@ absl::StatusOr<bool> TraceReader::Next(TraceToken& token) {
       RETURN_IF_ERROR(Read(&request, 8, "a request number"));
       RETURN_IF_ERROR(Read(&bytes, 4, "a request name length"));
       if (request != names_.size()) {
-        return Corrupt(absl::StrCat("request record at byte ", record_at, " has number ",
-                                    request, ", expected ", names_.size()));
+        return Corrupt(absl::StrCat("request record at byte ", record_at, " has number ", request,
+                                    ", expected ", names_.size()));
       }
       if (bytes > kMaxRequestNameBytes) {
         return Corrupt(absl::StrCat("request name of ", bytes, " bytes at byte ", record_at));
@@ -113,8 +119,8 @@ absl::StatusOr<bool> TraceReader::Next(TraceToken& token) {
       RETURN_IF_ERROR(Read(token.experts.data(), 2 * n, "expert ids"));
       for (uint16_t e : token.experts) {
         if (e >= header_.num_experts) {
-          return Corrupt(absl::StrCat("expert id ", e, " at byte ", record_at, " >= ",
-                                      header_.num_experts));
+          return Corrupt(
+              absl::StrCat("expert id ", e, " at byte ", record_at, " >= ", header_.num_experts));
         }
       }
       token.weights.clear();
@@ -138,8 +144,8 @@ absl::StatusOr<bool> TraceReader::Next(TraceToken& token) {
       ended_ = true;
       return false;
     }
-    return Corrupt(absl::StrCat("unknown record kind ", static_cast<int>(kind), " at byte ",
-                                record_at));
+    return Corrupt(
+        absl::StrCat("unknown record kind ", static_cast<int>(kind), " at byte ", record_at));
   }
 }
 

@@ -91,11 +91,8 @@ absl::StatusOr<std::vector<GroupOptions>> ExperimentGroups(
 absl::StatusOr<engine::model::ChatTemplate> ChatTemplateFromFile(
     const std::string& model_dir, const std::string& file,
     const engine::model::ChatTemplateOptions& options) {
-  absl::StatusOr<std::string> text = ReadFile(file);
-  if (!text.ok()) {
-    return absl::Status(text.status().code(),
-                        absl::StrCat("--chat_template: ", text.status().message()));
-  }
+  absl::StatusOr<std::string> text = ReadFlagFile("chat_template", file);
+  if (!text.ok()) return text.status();
   nlohmann::ordered_json config = nlohmann::ordered_json::object();
   if (absl::StatusOr<std::string> model_config =
           ReadFile(JoinPath(model_dir, "tokenizer_config.json"));
@@ -254,8 +251,9 @@ absl::StatusOr<std::unique_ptr<RouterServer>> RouterServer::Start(const RouterSe
     g.load_window = o.load_window;
   }
   if (!o.affinity_file.empty()) {
-    ASSIGN_OR_RETURN(std::string affinity, ReadFile(o.affinity_file));
-    ASSIGN_OR_RETURN(std::string placement, ReadFile(o.placement_file));
+    ASSIGN_OR_RETURN(std::string affinity,
+                     ReadFlagFile("affinity", o.affinity_file, kMaxDataFileBytes));
+    ASSIGN_OR_RETURN(std::string placement, ReadFlagFile("placement", o.placement_file));
     ASSIGN_OR_RETURN(auto built, BuildRouterTables(o.version, affinity, placement, ranks, vocab));
     s->tables_.Set(std::move(built));
   } else if (o.experiment == 0 && !o.planner.empty() && o.version > 0) {

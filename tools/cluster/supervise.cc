@@ -40,18 +40,35 @@ absl::StatusOr<std::string> MakeRunDir(const std::string& dir, const std::string
   return dir;
 }
 
-bool StopAll(Cluster& c) {
-  if (c.router != nullptr) {
-    c.router->Signal(SIGTERM);
-    if (!c.router->WaitFor(absl::Seconds(10))) c.router->Signal(SIGKILL);
+namespace {
+
+// Each binary bounds its own stop (router and planner 5 s, an engine rank 10 s, then it exits
+// anyway); these leave a little over that before SIGKILL, so that a stop of the whole cluster
+// is bounded too (about 30 s at worst, however many ranks).
+constexpr absl::Duration kRouterStop = absl::Seconds(7);
+constexpr absl::Duration kEnginesStop = absl::Seconds(13);
+constexpr absl::Duration kPlannerStop = absl::Seconds(7);
+
+void StopOne(Process& p, absl::Duration bound) {
+  p.Signal(SIGTERM);
+  if (!p.WaitFor(bound)) {
+    p.Signal(SIGKILL);
+    p.WaitFor(absl::Seconds(5));
   }
+}
+
+}  // namespace
+
+bool StopAll(Cluster& c) {
+  if (c.router != nullptr) StopOne(*c.router, kRouterStop);
   for (EngineGroup& g : c.groups) {
     for (auto& e : g.processes) e->Signal(SIGTERM);
   }
   bool clean = true;
+  const absl::Time deadline = absl::Now() + kEnginesStop;  // One for all the ranks.
   for (EngineGroup& g : c.groups) {
     for (size_t r = 0; r < g.processes.size(); ++r) {
-      if (!g.processes[r]->WaitFor(absl::Seconds(20))) {
+      if (!g.processes[r]->WaitFor(std::max(deadline - absl::Now(), absl::ZeroDuration()))) {
         std::cerr << "cluster: " << g.name << (g.name.empty() ? "" : " ") << "rank " << r
                   << " did not stop; killing it\n";
         g.processes[r]->Signal(SIGKILL);
@@ -61,10 +78,7 @@ bool StopAll(Cluster& c) {
       clean &= g.processes[r]->exited_ok();
     }
   }
-  if (c.planner != nullptr) {
-    c.planner->Signal(SIGTERM);
-    if (!c.planner->WaitFor(absl::Seconds(10))) c.planner->Signal(SIGKILL);
-  }
+  if (c.planner != nullptr) StopOne(*c.planner, kPlannerStop);
   return clean;
 }
 
@@ -165,8 +179,8 @@ int Supervise(Cluster& c, sigset_t& stop, const std::string& name,
         absl::SleepFor(absl::Milliseconds(300));  // Let the others notice; report the cause.
         const auto [group, r] = *DeadRank(c);
         Process& p = *group->processes[r];
-        std::cerr << name << ": " << group->name << (group->name.empty() ? "" : " ") << "rank "
-                  << r << " exited (" << *p.Poll() << "); stopping the cluster. " << p.log_path()
+        std::cerr << name << ": " << group->name << (group->name.empty() ? "" : " ") << "rank " << r
+                  << " exited (" << *p.Poll() << "); stopping the cluster. " << p.log_path()
                   << ":\n"
                   << Tail(p.log_path(), 10);
         StopAll(c);

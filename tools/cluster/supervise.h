@@ -37,7 +37,8 @@ sigset_t BlockStopSignals();
 absl::StatusOr<std::string> MakeRunDir(const std::string& dir, const std::string& name);
 
 // SIGTERM to the router, then every engine (each asks its group to stop), then the planner;
-// SIGKILL stragglers. True if every rank stopped cleanly.
+// SIGKILL stragglers (each stage bounded: about 30 s in all at worst). True if every rank
+// stopped cleanly.
 bool StopAll(Cluster& c);
 
 // A rank that died, preferring one killed by a signal (the cause) over those that exited because

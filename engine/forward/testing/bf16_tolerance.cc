@@ -21,7 +21,7 @@ namespace {
 
 template <typename T>
 absl::StatusOr<std::vector<T>> ReadArray(const std::string& path) {
-  ASSIGN_OR_RETURN(std::string bytes, ReadFile(path));
+  ASSIGN_OR_RETURN(std::string bytes, ReadFile(path, kMaxDataFileBytes));
   std::vector<T> out(bytes.size() / sizeof(T));
   if (!out.empty()) std::memcpy(out.data(), bytes.data(), out.size() * sizeof(T));
   return out;
