@@ -44,7 +44,6 @@ const char* KindOf(mode_t mode) {
   if (S_ISDIR(mode)) return "a directory";
   if (S_ISCHR(mode)) return "a character device";
   if (S_ISBLK(mode)) return "a block device";
-  if (S_ISFIFO(mode)) return "a FIFO";
   if (S_ISSOCK(mode)) return "a socket";
   return "not a regular file";
 }
@@ -56,8 +55,8 @@ absl::Status TooLarge(const std::string& path, uint64_t bytes, uint64_t max_byte
 
 }  // namespace
 
-absl::StatusOr<int> OpenRegularFile(const std::string& path) {
-  // O_NONBLOCK so that a FIFO with no writer does not block the open; it is refused below.
+absl::StatusOr<int> OpenInputFile(const std::string& path) {
+  // O_NONBLOCK so that a FIFO with no writer does not block the open (reads then see EOF).
   const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return ErrnoStatus(errno, "cannot open", path);
   struct stat st;
@@ -66,10 +65,10 @@ absl::StatusOr<int> OpenRegularFile(const std::string& path) {
     close(fd);
     return ErrnoStatus(err, "cannot stat", path);
   }
-  if (!S_ISREG(st.st_mode)) {
+  if (!S_ISREG(st.st_mode) && !S_ISFIFO(st.st_mode)) {
     close(fd);
     return absl::InvalidArgumentError(
-        absl::StrCat(path, " is ", KindOf(st.st_mode), ", not a regular file"));
+        absl::StrCat(path, " is ", KindOf(st.st_mode), ", not a regular file or a pipe"));
   }
   const int flags = fcntl(fd, F_GETFL);
   if (flags < 0 || fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) != 0) {
@@ -81,7 +80,7 @@ absl::StatusOr<int> OpenRegularFile(const std::string& path) {
 }
 
 absl::StatusOr<std::string> ReadFile(const std::string& path, uint64_t max_bytes) {
-  absl::StatusOr<int> opened = OpenRegularFile(path);
+  absl::StatusOr<int> opened = OpenInputFile(path);
   if (!opened.ok()) return opened.status();
   const int fd = *opened;
   struct stat st {};

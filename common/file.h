@@ -18,10 +18,11 @@ inline constexpr uint64_t kMaxConfigFileBytes = uint64_t{64} << 20;
 // The most a data file read whole may hold (a routing trace's arrays, a reference's logits).
 inline constexpr uint64_t kMaxDataFileBytes = uint64_t{16} << 30;
 
-// The bytes of `path`, which must be a regular file of at most `max_bytes`: a device
-// (/dev/zero), a FIFO or a directory is InvalidArgument naming the path and what it is, and so is
-// a file over the cap (checked before reading and while reading, as a file may grow). NotFound if
-// it does not exist, else Internal/PermissionDenied with errno. Never blocks on a FIFO.
+// The bytes of `path`, a regular file or a pipe (`--flag=<(jq ...)`, a FIFO) of at most
+// `max_bytes`: a device (/dev/zero), a directory or a socket is InvalidArgument naming the path
+// and what it is, and so is a file over the cap (checked before reading and while reading, as a
+// file may grow and a pipe has no size). NotFound if it does not exist, else
+// Internal/PermissionDenied with errno. A FIFO with no writer reads as empty, it does not block.
 absl::StatusOr<std::string> ReadFile(const std::string& path,
                                      uint64_t max_bytes = kMaxConfigFileBytes);
 
@@ -29,10 +30,10 @@ absl::StatusOr<std::string> ReadFile(const std::string& path,
 absl::StatusOr<std::string> ReadFlagFile(absl::string_view flag, const std::string& path,
                                          uint64_t max_bytes = kMaxConfigFileBytes);
 
-// Opens `path` for reading (O_CLOEXEC) after checking it is a regular file, with ReadFile's
-// errors; the caller owns the descriptor. For readers that stream a file instead of reading it
-// whole (traces, JSONL batches).
-absl::StatusOr<int> OpenRegularFile(const std::string& path);
+// Opens `path` for reading (O_CLOEXEC, blocking) after checking it is a regular file or a pipe,
+// with ReadFile's errors; the caller owns the descriptor. For readers that stream a file instead
+// of reading it whole (traces, JSONL batches).
+absl::StatusOr<int> OpenInputFile(const std::string& path);
 
 // Writes `contents` to `path` (created or truncated), without fsync: for scratch files.
 absl::Status WriteFile(const std::string& path, absl::string_view contents);

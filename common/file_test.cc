@@ -41,24 +41,49 @@ TEST(FileTest, MissingFileIsNotFoundAndNamesThePath) {
   EXPECT_NE(read.status().message().find("/nonexistent/semmoe/file"), std::string::npos);
 }
 
-TEST(FileTest, OnlyRegularFilesAreRead) {
-  // A device, a directory and a FIFO with no writer: each refused at once, naming what it is
-  // (a FIFO used to block the open forever, /dev/zero to read until memory ran out).
-  const std::string fifo = JoinPath(std::getenv("TEST_TMPDIR"), "fifo");
-  unlink(fifo.c_str());
-  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+TEST(FileTest, OnlyRegularFilesAndPipesAreRead) {
+  // A device and a directory: each refused at once, naming what it is (/dev/zero used to be read
+  // until memory ran out).
   const std::pair<std::string, std::string> cases[] = {
       {"/dev/zero", "a character device"},
       {std::getenv("TEST_TMPDIR"), "a directory"},
-      {fifo, "a FIFO"},
   };
   for (const auto& [path, kind] : cases) {
     absl::StatusOr<std::string> read = ReadFile(path);
     EXPECT_EQ(read.status().code(), absl::StatusCode::kInvalidArgument) << path;
     EXPECT_NE(read.status().message().find(kind), std::string::npos) << read.status();
     EXPECT_NE(read.status().message().find(path), std::string::npos) << read.status();
-    EXPECT_FALSE(OpenRegularFile(path).ok()) << path;
+    EXPECT_FALSE(OpenInputFile(path).ok()) << path;
   }
+}
+
+TEST(FileTest, AFifoWithNoWriterReadsAsEmptyAndDoesNotBlock) {
+  const std::string fifo = JoinPath(std::getenv("TEST_TMPDIR"), "fifo");
+  unlink(fifo.c_str());
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  absl::StatusOr<std::string> read = ReadFile(fifo);
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_EQ(*read, "");
+}
+
+TEST(FileTest, APipeIsReadUpToTheCap) {
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  const std::string path = "/proc/self/fd/" + std::to_string(fds[0]);
+  ASSERT_EQ(write(fds[1], "hello", 5), 5);
+  close(fds[1]);
+  EXPECT_EQ(ReadFile(path).value(), "hello");
+  close(fds[0]);
+  // Over the cap: refused while reading (a pipe has no size to check first).
+  ASSERT_EQ(pipe(fds), 0);
+  const std::string again = "/proc/self/fd/" + std::to_string(fds[0]);
+  ASSERT_EQ(write(fds[1], std::string(5000, 'x').data(), 5000), 5000);
+  close(fds[1]);
+  absl::StatusOr<std::string> big = ReadFile(again, 4096);
+  EXPECT_EQ(big.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(big.status().message().find("holds more than 4096 bytes"), std::string::npos)
+      << big.status();
+  close(fds[0]);
 }
 
 TEST(FileTest, FilesOverTheCapAreRefused) {
@@ -75,20 +100,19 @@ TEST(FileTest, ReadFlagFileNamesTheFlag) {
   absl::StatusOr<std::string> read = ReadFlagFile("topology", "/dev/zero");
   EXPECT_EQ(read.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(read.status().message(),
-            "--topology: /dev/zero is a character device, not a regular file");
+            "--topology: /dev/zero is a character device, not a regular file or a pipe");
 }
 
-TEST(FileTest, OpenRegularFileGivesABlockingDescriptor) {
+TEST(FileTest, OpenInputFileGivesABlockingDescriptor) {
   const std::string path = JoinPath(std::getenv("TEST_TMPDIR"), "open.txt");
   ASSERT_TRUE(WriteFile(path, "abc").ok());
-  absl::StatusOr<int> fd = OpenRegularFile(path);
+  absl::StatusOr<int> fd = OpenInputFile(path);
   ASSERT_TRUE(fd.ok()) << fd.status();
   EXPECT_EQ(fcntl(*fd, F_GETFL) & O_NONBLOCK, 0);
   char buffer[4];
   EXPECT_EQ(read(*fd, buffer, sizeof(buffer)), 3);
   close(*fd);
-  EXPECT_EQ(OpenRegularFile("/nonexistent/semmoe/file").status().code(),
-            absl::StatusCode::kNotFound);
+  EXPECT_EQ(OpenInputFile("/nonexistent/semmoe/file").status().code(), absl::StatusCode::kNotFound);
 }
 
 TEST(FileTest, WriteIntoMissingDirectoryFails) {

@@ -15,7 +15,7 @@ constexpr size_t kChunk = size_t{1} << 16;
 
 absl::StatusOr<std::unique_ptr<LineReader>> LineReader::Open(const std::string& path,
                                                              size_t max_line_bytes) {
-  absl::StatusOr<int> fd = OpenRegularFile(path);
+  absl::StatusOr<int> fd = OpenInputFile(path);
   if (!fd.ok()) return fd.status();
   return std::unique_ptr<LineReader>(new LineReader(path, *fd, max_line_bytes));
 }

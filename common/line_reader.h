@@ -19,7 +19,7 @@ inline constexpr size_t kMaxLineBytes = size_t{64} << 20;
 
 class LineReader {
  public:
-  // Opens `path` (a regular file, common/file.h's OpenRegularFile errors).
+  // Opens `path` (a regular file, common/file.h's OpenInputFile errors).
   static absl::StatusOr<std::unique_ptr<LineReader>> Open(const std::string& path,
                                                           size_t max_line_bytes = kMaxLineBytes);
   ~LineReader();

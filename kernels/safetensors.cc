@@ -84,12 +84,16 @@ absl::StatusOr<TensorInfo> ParseEntry(const std::string& path, const std::string
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<SafetensorsFile>> SafetensorsFile::Open(const std::string& path) {
-  ASSIGN_OR_RETURN(const int fd, OpenRegularFile(path));
+  ASSIGN_OR_RETURN(const int fd, OpenInputFile(path));
   struct stat st;
   if (fstat(fd, &st) != 0) {
     int err = errno;
     close(fd);
     return absl::InternalError(absl::StrCat("cannot stat ", path, ": ", std::strerror(err)));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    close(fd);
+    return Corrupt(path, "a pipe, not a regular file (safetensors are mapped, not streamed)");
   }
   size_t size = static_cast<size_t>(st.st_size);
   if (size < 8) {

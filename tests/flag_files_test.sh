@@ -17,7 +17,7 @@ CLUSTER="$6"
 tiny_trace "$MAKE_TINY" "$ENGINE" "$TMP/t.trace"
 DB="$TMP/planner.db"
 "$PLANNER" build --db="$DB" --model=tiny --traces="$TMP/t.trace" --devices=2 >/dev/null
-mkfifo "$TMP/fifo"
+mkfifo "$TMP/fifo" "$TMP/bigpipe"
 mkdir "$TMP/dir"
 truncate -s 100M "$TMP/huge"  # Sparse: over the 64 MiB cap for configuration files.
 # A model directory whose config.json is a device.
@@ -35,17 +35,26 @@ refuses() {
   grep -qF -- "$what" <<<"$out" || fail "no '$what' in the answer to: $* -- $(tail -c 2000 <<<"$out")"
 }
 
-# Each flag with each bad file: the kind named, and the path.
+# Each flag with each bad file: the kind named, and the path. Pipes are read (`--flag=<(jq ...)`)
+# up to the cap: one that brings more is refused as it reads, one whose writer never comes reads
+# as empty (refused as whatever the flag wanted, never a hang).
 bad_files() {  # bad_files COMMAND... {}: {} replaced by each bad file
-  local file kind
-  for file in /dev/zero "$TMP/fifo" "$TMP/dir" "$TMP/huge"; do
+  local file kind writer
+  for file in /dev/zero "$TMP/dir" "$TMP/huge" "$TMP/bigpipe" "$TMP/fifo"; do
     case "$file" in
       /dev/zero) kind="/dev/zero is a character device" ;;
-      */fifo) kind="$TMP/fifo is a FIFO" ;;
       */dir) kind="$TMP/dir is a directory" ;;
       */huge) kind="$TMP/huge holds 104857600 bytes; the most read is 67108864" ;;
+      */bigpipe) kind="$TMP/bigpipe holds more than 67108864 bytes" ;;
+      */fifo) kind="" ;;
     esac
+    writer=""
+    if [[ "$file" == */bigpipe ]]; then
+      head -c 70000000 /dev/zero >"$file" 2>/dev/null &
+      writer=$!
+    fi
     refuses "$kind" -- "${@//\{\}/$file}"
+    [[ -z "$writer" ]] || { kill "$writer" 2>/dev/null || true; wait "$writer" 2>/dev/null || true; }
   done
   echo "refused: $*"
 }
@@ -61,7 +70,7 @@ bad_files "$ENGINE" serve --model="$TMP/model" --rendezvous="$TMP/rdv" --ranks=2
 bad_files "$ENGINE" serve --model="$TMP/model" --rendezvous="$TMP/rdv1" --ranks=1 --rank=0 \
   --port=0 --placement={}
 # Affinity tables are data (a 16 GiB cap): only the kind is checked.
-for file in /dev/zero "$TMP/fifo" "$TMP/dir"; do
+for file in /dev/zero "$TMP/dir"; do
   refuses "--affinity: $file is a" -- "$ROUTER" "${ROUTER_FLAGS[@]}" \
     --placement="$TMP/model/config.json" --affinity="$file" --version=1
 done
@@ -70,12 +79,14 @@ refuses "--placement: /dev/zero is a character device" -- "$ENGINE" serve --mode
 bad_files "$CLUSTER" --model="$TMP/model" --ranks=2 --run_dir="$TMP/cluster" --topology={}
 # Traces are streamed (a trace may be larger than any cap), so only the kind is checked; a
 # directory is an array trace, which must hold index.json.
-for file in /dev/zero "$TMP/fifo"; do
+refuses "truncated at byte 0" -- "$PLANNER" build --db="$DB" --model=tiny \
+  --traces="$TMP/fifo" --devices=2
+for file in /dev/zero; do
   refuses "$file is a" -- "$PLANNER" build --db="$DB" --model=tiny --traces="$file" --devices=2
 done
 refuses "dir/index.json" -- "$PLANNER" build --db="$DB" --model=tiny --traces="$TMP/dir" --devices=2
 # JSONL inputs are streamed with a cap on one line.
-for file in /dev/zero "$TMP/fifo" "$TMP/dir"; do
+for file in /dev/zero "$TMP/dir"; do
   refuses "$file is a" -- "$ENGINE" trace --model="$TMP/model" --prompts="$file" --out="$TMP/x.trace"
 done
 head -c 70000000 /dev/zero | tr '\0' 'x' >"$TMP/long.jsonl"

@@ -86,4 +86,54 @@ expect_error 2 "give --model" -- "$SIM" --db="$DB" --version=1 --traces="$TMP/s.
 expect_error 1 "rerun tools/netlab/bench.sh" -- "$SIM" check --model="$TMP/model" --cluster=lab \
   --lab=<(jq 'del(.placement)' "$TMP/lab1.json")
 expect_error 2 "unknown command" -- "$SIM" simulate
+# One row per bad value: each refused at once (not a SIGFPE, a bad_alloc, a spin or null
+# timings with status 0), naming its flag or figure. --set passes the profile file's checks.
+while IFS='|' read -r code text flags; do
+  [[ -n "$code" ]] || continue
+  read -ra argv <<<"$flags"
+  out="$(timeout -s KILL 20 "$SIM" --model="$TMP/model" --db="$DB" --traces="$TMP/s.trace" \
+    --version=1 --cluster=h200 "${argv[@]}" 2>&1)" && rc=0 || rc=$?
+  [[ "$rc" == "$code" ]] || fail "exit $rc (want $code) for $flags: $out"
+  grep -qF -- "$text" <<<"$out" || fail "no '$text' for $flags: $out"
+done <<'ROWS'
+1|--set: ranks_per_node: 0 must be positive|--set=ranks_per_node=0
+1|--set: ranks_per_node: must be a whole number from 1 to 1024|--set=ranks_per_node=1e12
+1|--set: flops: 0 must be positive|--set=flops=0
+1|--set: flops: nan must be finite|--set=flops=nan
+1|--set: a2a_efficiency: must be at most 1|--set=a2a_efficiency=2
+1|--set: inter_per_node: must be 0 or 1|--set=inter_per_node=0.5
+1|gives non-finite moe_layer_ms|--set=flops=1e-300
+1|--rates 1e12 × --point_s 12 simulates 1.2e+13 requests|--rates=1e12
+1|--rates: "inf" is not a rate > 0|--rates=1,inf
+1|--rates: 1 to 64 rates, got 65|--rates=1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1
+1|1e+09 tokens|--requests=1000000 --output_tokens=100000
+2|--point_s 1e+12 must be above 0 to 86400|--rates=1,2 --point_s=1e12
+2|--point_s 0 must be above 0|--rates=1 --point_s=0
+2|--rate nan must be above 0|--rate=nan
+2|--rate -1 must be above 0|--rate=-1
+2|--tp_batch_tokens 0 must be from 1|--mode=tp --tp_batch_tokens=0
+2|--output_tokens 2147483647 must be from 1 to 131072|--output_tokens=2147483647
+2|--output_tokens 0 must be from 1|--output_tokens=0
+2|--requests 0 must be from 1 to 1000000|--requests=0
+2|--requests -5 must be from 1|--requests=-5
+2|--max_batch_tokens 0 must be from 1|--max_batch_tokens=0
+2|--max_running 0 must be from 1|--max_running=0
+2|--max_prompt_tokens -1 must be from 0|--max_prompt_tokens=-1
+2|--hosts -1 must be from 0|--hosts=-1
+2|--ranks_per_host 100000 must be from 0 to 1024|--ranks_per_host=100000
+2|--slo_ttft_ms 0 must be above 0|--slo_ttft_ms=0
+2|--slo_tpot_ms inf must be above 0|--slo_tpot_ms=inf
+2|--link_mbit -1 must be from 0|--link_mbit=-1
+2|--requests_synth -1 must be from 0|--requests_synth=-1
+2|--devices -3 must be from 0|--devices=-3
+ROWS
+expect_error 2 "--devices G for vanilla" -- "$SIM" --model="$TMP/model" --traces="$TMP/s.trace" \
+  --devices=0 --cluster=h200
+expect_error 2 "--requests_synth 2000000 must be from 0 to 1000000" -- "$SIM" synth \
+  --shape=deepseek-v3 --like="$TMP/s.trace" --requests_synth=2000000 --out="$TMP/x.trace"
+expect_error 1 "--params: \"1e300\" is not a number from 0 to 100" -- "$SIM" synth \
+  --shape=deepseek-v3 --like="$TMP/s.trace" --params=1e300,0,0,0 --out="$TMP/x.trace"
+# A skew at the bound still generates (the draw over the rest, not rejection for ever).
+timeout -s KILL 60 "$SIM" synth --shape=deepseek-v3 --like="$TMP/s.trace" --requests_synth=4 \
+  --params=100,100,100,100 --out="$TMP/steep.trace" >/dev/null || fail "a skew of 100 did not generate"
 echo "simulate_test: ok"

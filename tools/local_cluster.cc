@@ -40,8 +40,8 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
-#include "absl/strings/str_join.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "common/file.h"
 #include "common/security_flags.h"
@@ -50,8 +50,8 @@
 #include "grpcpp/create_channel.h"
 #include "grpcpp/security/credentials.h"
 #include "nlohmann/json.hpp"
-#include "planner/store/experiment_store.h"
 #include "planner/placement/topology.h"
+#include "planner/store/experiment_store.h"
 #include "planner/store/placement_store.h"
 #include "tools/cluster/binaries.h"
 #include "tools/cluster/launch.h"
@@ -127,10 +127,29 @@ absl::StatusOr<std::string> FileRendezvous(const std::string& run_dir) {
   return absl::StrCat("file:", dir);
 }
 
-// --topology for the children: NxM as given, a topology file's path resolved as other paths.
-std::string TopologyFlag() {
+// --topology for the children ("" without one): NxM as given; a topology file read once here
+// (checked before anything starts, and a pipe is consumed once) and handed on as a copy in the
+// run directory. Set by Start.
+std::string topology_for_children;
+
+absl::StatusOr<std::string> TopologyForChildren(const std::string& run_dir) {
   const std::string value = absl::GetFlag(FLAGS_topology);
-  return planner::Topology::IsNodesSpec(value) ? value : UserPath(value);
+  if (value.empty()) return std::string();
+  if (planner::Topology::IsNodesSpec(value)) {
+    absl::StatusOr<planner::Topology> t = planner::Topology::FromFlag(value);
+    if (!t.ok())
+      return absl::InvalidArgumentError(absl::StrCat("--topology: ", t.status().message()));
+    return value;
+  }
+  ASSIGN_OR_RETURN(const std::string text, ReadFlagFile("topology", UserPath(value)));
+  absl::StatusOr<planner::Topology> t = planner::Topology::FromJson(text);
+  if (!t.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--topology: ", value, ": ", t.status().message()));
+  }
+  const std::string copy = JoinPath(run_dir, "topology.json");
+  RETURN_IF_ERROR(WriteFileAtomically(copy, text));
+  return copy;
 }
 
 absl::Status StartRouter(Cluster& c, const std::string& model, std::vector<std::string> extra,
@@ -152,8 +171,8 @@ absl::Status StartRouter(Cluster& c, const std::string& model, std::vector<std::
                              JoinPath(c.run_dir, "router.http_port")});
   }
   argv.insert(argv.end(), extra.begin(), extra.end());
-  if (!absl::GetFlag(FLAGS_topology).empty()) {
-    argv.push_back(absl::StrCat("--topology=", TopologyFlag()));
+  if (!topology_for_children.empty()) {
+    argv.push_back(absl::StrCat("--topology=", topology_for_children));
   }
   for (const std::string& flag : absl::GetFlag(FLAGS_router_flags)) argv.push_back(flag);
   const std::vector<std::string> security = SecurityFlagsForChild();
@@ -187,6 +206,7 @@ absl::Status Start(Cluster& c, sigset_t& stop_signals) {
   }
 
   ASSIGN_OR_RETURN(c.run_dir, MakeRunDir(UserPath(absl::GetFlag(FLAGS_run_dir)), "cluster"));
+  ASSIGN_OR_RETURN(topology_for_children, TopologyForChildren(c.run_dir));
 
   // The engine groups: one, or one per arm of the experiment, with their versions' files.
   std::vector<EngineGroupSpec> specs;
@@ -203,8 +223,8 @@ absl::Status Start(Cluster& c, sigset_t& stop_signals) {
   if (absl::GetFlag(FLAGS_max_running) < 0) {
     return absl::InvalidArgumentError("--max_running must be ≥ 0");
   }
-  if (!absl::GetFlag(FLAGS_topology).empty()) {
-    base.extra_flags.push_back(absl::StrCat("--topology=", TopologyFlag()));
+  if (!topology_for_children.empty()) {
+    base.extra_flags.push_back(absl::StrCat("--topology=", topology_for_children));
   }
   if (absl::GetFlag(FLAGS_max_running) > 0) {
     base.extra_flags.push_back(absl::StrCat("--max_running=", absl::GetFlag(FLAGS_max_running)));

@@ -9,6 +9,7 @@
 //   simulate --cluster PROFILE --print_profile
 //
 // Exit status: 0 on success, 1 when an input is refused (named on stderr), 2 for bad usage.
+#include <cmath>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -18,6 +19,7 @@
 #include "absl/flags/usage.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "common/status_macros.h"
 #include "engine/text/config.h"
@@ -25,17 +27,19 @@
 #include "planner/placement/topology.h"
 #include "planner/sim/cluster_profile.h"
 #include "planner/sim/model_shape.h"
-#include "planner/sim/serving_sim.h"
 #include "planner/sim/scenario.h"
+#include "planner/sim/serving_sim.h"
 #include "planner/sim/step_cost.h"
 #include "tools/simulate_lab.h"
 #include "tools/simulate_synth.h"
 
 ABSL_FLAG(std::string, model, "", "model directory (its config.json gives the shape)");
-ABSL_FLAG(std::string, shape, "", "built-in model shape instead of --model: deepseek-v3, qwen3-235b");
+ABSL_FLAG(std::string, shape, "",
+          "built-in model shape instead of --model: deepseek-v3, qwen3-235b");
 ABSL_FLAG(std::string, db, "", "placement database");
 ABSL_FLAG(int64_t, version, 0, "placement version");
-ABSL_FLAG(std::vector<std::string>, traces, {}, "routing traces (files or array-trace directories)");
+ABSL_FLAG(std::vector<std::string>, traces, {},
+          "routing traces (files or array-trace directories)");
 ABSL_FLAG(std::string, cluster, "", "cluster profile: lab, h100, h200 or a profile file");
 ABSL_FLAG(int, hosts, 0, "nodes (default: devices / the profile's ranks_per_node, or one)");
 ABSL_FLAG(int, ranks_per_host, 0, "ranks per node (default: devices / --hosts)");
@@ -54,7 +58,8 @@ ABSL_FLAG(std::string, router, "",
           "affinity when the version has tables, else round_robin");
 ABSL_FLAG(int64_t, max_batch_tokens, 2048,
           "tokens per step (per rank under DP; engine serve's default)");
-ABSL_FLAG(int, max_running, 64, "sequences running at once (per rank under DP; engine serve's default)");
+ABSL_FLAG(int, max_running, 64,
+          "sequences running at once (per rank under DP; engine serve's default)");
 ABSL_FLAG(int, tp_batch_tokens, 256, "TP: tokens per batch of the token → rank schedule");
 ABSL_FLAG(double, slo_ttft_ms, 1000, "SLO: time to first token");
 ABSL_FLAG(double, slo_tpot_ms, 200, "SLO: time per output token");
@@ -64,8 +69,9 @@ ABSL_FLAG(int, devices, 0, "without --db: a vanilla placement over this many dev
 ABSL_FLAG(std::string, rates, "", "a sweep: comma-separated rates, --point_s seconds each");
 ABSL_FLAG(double, point_s, 12, "a sweep point's seconds of arrivals (the lab's loadgen: 12)");
 ABSL_FLAG(bool, node_dedup, false, "node-level dedup (the two-stage exchange) over the topology");
-ABSL_FLAG(std::vector<std::string>, lab, {},
-          "fit / check: bench.sh --json files or settings' JSON files (their work dirs must exist)");
+ABSL_FLAG(
+    std::vector<std::string>, lab, {},
+    "fit / check: bench.sh --json files or settings' JSON files (their work dirs must exist)");
 ABSL_FLAG(std::vector<std::string>, figures,
           std::vector<std::string>({"collective_latency", "message_latency", "intra_bw", "flops",
                                     "kernel_overhead", "step_skew", "step_overhead",
@@ -147,16 +153,88 @@ absl::StatusOr<ModelShape> Shape() {
   return shape;
 }
 
+// The most requests one rate simulates (one run: --requests; a sweep point: rate × --point_s),
+// and the most tokens they generate: about a minute of simulation on one core.
+constexpr int64_t kMaxRequests = 1'000'000;
+constexpr double kMaxTokens = 1e9;
+constexpr size_t kMaxSweepPoints = 64;
+
+// Every numeric flag in its range, before anything is loaded; each error names its flag.
+absl::Status CheckFlags() {
+  struct IntFlag {
+    const char* name;
+    int64_t value, min, max;
+  };
+  const IntFlag ints[] = {
+      {"requests", absl::GetFlag(FLAGS_requests), 1, kMaxRequests},
+      {"requests_synth", absl::GetFlag(FLAGS_requests_synth), 0, kMaxRequests},
+      {"output_tokens", absl::GetFlag(FLAGS_output_tokens), 1, 1 << 17},
+      {"max_prompt_tokens", absl::GetFlag(FLAGS_max_prompt_tokens), 0, 1 << 20},
+      {"max_batch_tokens", absl::GetFlag(FLAGS_max_batch_tokens), 1, 1 << 24},
+      {"max_running", absl::GetFlag(FLAGS_max_running), 1, 1 << 16},
+      {"tp_batch_tokens", absl::GetFlag(FLAGS_tp_batch_tokens), 1, 1 << 20},
+      {"devices", absl::GetFlag(FLAGS_devices), 0, 1 << 16},
+      {"hosts", absl::GetFlag(FLAGS_hosts), 0, 4096},
+      {"ranks_per_host", absl::GetFlag(FLAGS_ranks_per_host), 0, 1024},
+  };
+  for (const IntFlag& f : ints) {
+    if (f.value < f.min || f.value > f.max) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--", f.name, " ", f.value, " must be from ", f.min, " to ", f.max));
+    }
+  }
+  struct DoubleFlag {
+    const char* name;
+    double value, max;
+    bool zero_ok;
+  };
+  const DoubleFlag doubles[] = {
+      {"rate", absl::GetFlag(FLAGS_rate), 1e6, false},
+      {"point_s", absl::GetFlag(FLAGS_point_s), 86400, false},
+      {"slo_ttft_ms", absl::GetFlag(FLAGS_slo_ttft_ms), 1e9, false},
+      {"slo_tpot_ms", absl::GetFlag(FLAGS_slo_tpot_ms), 1e9, false},
+      {"link_mbit", absl::GetFlag(FLAGS_link_mbit), 1e9, true},
+  };
+  for (const DoubleFlag& f : doubles) {
+    if (!(f.value > 0 || (f.zero_ok && f.value == 0)) || !(f.value <= f.max)) {
+      return absl::InvalidArgumentError(absl::StrCat("--", f.name, " ", f.value, " must be ",
+                                                     f.zero_ok ? "from 0" : "above 0", " to ",
+                                                     f.max));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::vector<double>> Rates() {
   std::vector<double> rates;
+  // How many requests a point simulates, and what they generate, within the bounds.
+  auto fits = [](absl::string_view what, double requests) -> absl::Status {
+    const double tokens = requests * absl::GetFlag(FLAGS_output_tokens);
+    if (requests > kMaxRequests || tokens > kMaxTokens) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, " simulates ", requests, " requests of --output_tokens ",
+                       absl::GetFlag(FLAGS_output_tokens), "; the most is ", kMaxRequests,
+                       " requests and ", kMaxTokens, " tokens"));
+    }
+    return absl::OkStatus();
+  };
   const std::string text = absl::GetFlag(FLAGS_rates);
-  if (text.empty()) return std::vector<double>{absl::GetFlag(FLAGS_rate)};
+  if (text.empty()) {
+    RETURN_IF_ERROR(fits("--requests", static_cast<double>(absl::GetFlag(FLAGS_requests))));
+    return std::vector<double>{absl::GetFlag(FLAGS_rate)};
+  }
   for (absl::string_view r : absl::StrSplit(text, ',', absl::SkipEmpty())) {
     double rate = 0;
-    if (!absl::SimpleAtod(r, &rate) || !(rate > 0)) {
+    if (!absl::SimpleAtod(r, &rate) || !(rate > 0) || !std::isfinite(rate)) {
       return absl::InvalidArgumentError(absl::StrCat("--rates: \"", r, "\" is not a rate > 0"));
     }
+    RETURN_IF_ERROR(fits(absl::StrCat("--rates ", r, " × --point_s ", absl::GetFlag(FLAGS_point_s)),
+                         std::ceil(rate * absl::GetFlag(FLAGS_point_s))));
     rates.push_back(rate);
+  }
+  if (rates.empty() || rates.size() > kMaxSweepPoints) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--rates: 1 to ", kMaxSweepPoints, " rates, got ", rates.size()));
   }
   return rates;
 }
@@ -210,33 +288,32 @@ absl::StatusOr<int> Simulate() {
       .slo_ttft_s = absl::GetFlag(FLAGS_slo_ttft_ms) / 1e3,
       .slo_tpot_s = absl::GetFlag(FLAGS_slo_tpot_ms) / 1e3};
   // One rate: --requests of them; a sweep: --point_s seconds of arrivals per rate.
-  const double point_s = sweep ? absl::GetFlag(FLAGS_point_s)
-                               : static_cast<double>(workload.requests) / rates[0];
+  const double point_s =
+      sweep ? absl::GetFlag(FLAGS_point_s) : static_cast<double>(workload.requests) / rates[0];
   ASSIGN_OR_RETURN(planner::sim::SweepResult r,
                    planner::sim::RunSweep(s, profile, workload, options, rates, point_s));
   const planner::sim::SimResult& last = r.points.back().result;
   const double ms = 1e3;
-  nlohmann::ordered_json j = {
-      {"model", shape.name},
-      {"version", s.version},
-      {"placement", s.name},
-      {"algorithm", s.algorithm},
-      {"devices", s.placement.num_devices()},
-      {"topology", s.topology.Describe()},
-      {"node_dedup", last.two_stage},
-      {"cluster", profile.name},
-      {"mode", s.mode},
-      {"router", s.router},
-      {"moe_layer_ms", r.moe.total() * ms},
-      {"wait_ms", r.moe.wait * ms},
-      {"dispatch_ms", r.moe.dispatch * ms},
-      {"experts_ms", r.moe.experts * ms},
-      {"combine_ms", r.moe.combine * ms},
-      {"a2a_share", r.a2a_share()},
-      {"attention_ms", r.attention_s * ms},
-      {"srs_ms", r.srs_s * ms},
-      {"sag_ms", r.sag_s * ms},
-      {"step_ms", r.step_s * ms}};
+  nlohmann::ordered_json j = {{"model", shape.name},
+                              {"version", s.version},
+                              {"placement", s.name},
+                              {"algorithm", s.algorithm},
+                              {"devices", s.placement.num_devices()},
+                              {"topology", s.topology.Describe()},
+                              {"node_dedup", last.two_stage},
+                              {"cluster", profile.name},
+                              {"mode", s.mode},
+                              {"router", s.router},
+                              {"moe_layer_ms", r.moe.total() * ms},
+                              {"wait_ms", r.moe.wait * ms},
+                              {"dispatch_ms", r.moe.dispatch * ms},
+                              {"experts_ms", r.moe.experts * ms},
+                              {"combine_ms", r.moe.combine * ms},
+                              {"a2a_share", r.a2a_share()},
+                              {"attention_ms", r.attention_s * ms},
+                              {"srs_ms", r.srs_s * ms},
+                              {"sag_ms", r.sag_s * ms},
+                              {"step_ms", r.step_s * ms}};
   if (sweep) {
     j["max_rate_in_slo"] = r.best_rate;
     nlohmann::ordered_json points = nlohmann::ordered_json::array();
@@ -247,6 +324,19 @@ absl::StatusOr<int> Simulate() {
     for (auto it = p.begin(); it != p.end(); ++it) {
       if (it.key() != "moe_layer_ms" && it.key() != "step_ms") j[it.key()] = it.value();
     }
+  }
+  // A profile's figures can each be in range and still overflow a time (flops 1e-300): said,
+  // never printed as null.
+  std::vector<std::string> overflowed;
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    if (it.value().is_number_float() && !std::isfinite(it.value().get<double>())) {
+      overflowed.push_back(it.key());
+    }
+  }
+  if (!overflowed.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the profile ", profile.name, " gives non-finite ", absl::StrJoin(overflowed, ", "),
+        ": a figure far outside any hardware's (see --print_profile)"));
   }
   if (absl::GetFlag(FLAGS_json)) {
     std::cout << j.dump() << "\n";
@@ -295,15 +385,18 @@ int main(int argc, char** argv) {
     std::cerr << "simulate: unknown command \"" << command << "\" (fit, check, synth or none)\n";
     return 2;
   }
+  if (absl::Status flags = semmoe::tools::CheckFlags(); !flags.ok()) {
+    std::cerr << "simulate: " << flags.message() << "\n";
+    return 2;
+  }
   absl::StatusOr<int> rc = command == "fit"     ? semmoe::tools::FitCommand()
                            : command == "check" ? semmoe::tools::CheckCommand()
                            : command == "synth" ? semmoe::tools::SynthCommand()
                                                 : semmoe::tools::Simulate();
   if (!rc.ok()) {
     std::cerr << "simulate: " << rc.status().message() << "\n";
-    return absl::IsInvalidArgument(rc.status()) && rc.status().message().rfind("give ", 0) == 0
-               ? 2
-               : 1;
+    return absl::IsInvalidArgument(rc.status()) && rc.status().message().rfind("give ", 0) == 0 ? 2
+                                                                                                : 1;
   }
   return *rc;
 }

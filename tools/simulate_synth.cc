@@ -101,35 +101,37 @@ absl::StatusOr<int> SynthTrace(const planner::sim::ModelShape& shape, const Synt
                         &params.layer_bias};
     if (parts.size() != 4) return absl::InvalidArgumentError("--params needs 4 numbers");
     for (int i = 0; i < 4; ++i) {
-      if (!absl::SimpleAtod(parts[i], fields[i])) {
-        return absl::InvalidArgumentError(absl::StrCat("--params: \"", parts[i], "\""));
+      if (!absl::SimpleAtod(parts[i], fields[i]) || !(*fields[i] >= 0) ||
+          !(*fields[i] <= planner::sim::kMaxSyntheticParam)) {
+        return absl::InvalidArgumentError(absl::StrCat("--params: \"", parts[i],
+                                                       "\" is not a number from 0 to ",
+                                                       planner::sim::kMaxSyntheticParam));
       }
     }
   } else {
     ASSIGN_OR_RETURN(params, planner::sim::FitSynthetic(source, domains, target_shape, target,
                                                         o.seed, {}, compared));
   }
-  ASSIGN_OR_RETURN(planner::trace::TraceSet t, planner::sim::GenerateRouting(
-                                                   source, domains, target_shape, params, o.seed));
+  ASSIGN_OR_RETURN(planner::trace::TraceSet t,
+                   planner::sim::GenerateRouting(source, domains, target_shape, params, o.seed));
   RETURN_IF_ERROR(Write(t, o.out));
-  const nlohmann::ordered_json j = {
-      {"shape", shape.name},
-      {"moe_layers", target_shape.layers},
-      {"experts", target_shape.experts},
-      {"top_k", target_shape.top_k},
-      {"vocab", target_shape.vocab},
-      {"requests", t.num_requests()},
-      {"tokens", t.num_tokens()},
-      {"domains", index.size()},
-      {"params",
-       {{"popularity_skew", params.popularity_skew},
-        {"token_bias", params.token_bias},
-        {"domain_bias", params.domain_bias},
-        {"layer_bias", params.layer_bias}}},
-      {"compared_requests", compared},
-      {"target", StatsJson(target)},
-      {"achieved", StatsJson(planner::sim::MeasureRouting(first(t)))},
-      {"out", o.out}};
+  const nlohmann::ordered_json j = {{"shape", shape.name},
+                                    {"moe_layers", target_shape.layers},
+                                    {"experts", target_shape.experts},
+                                    {"top_k", target_shape.top_k},
+                                    {"vocab", target_shape.vocab},
+                                    {"requests", t.num_requests()},
+                                    {"tokens", t.num_tokens()},
+                                    {"domains", index.size()},
+                                    {"params",
+                                     {{"popularity_skew", params.popularity_skew},
+                                      {"token_bias", params.token_bias},
+                                      {"domain_bias", params.domain_bias},
+                                      {"layer_bias", params.layer_bias}}},
+                                    {"compared_requests", compared},
+                                    {"target", StatsJson(target)},
+                                    {"achieved", StatsJson(planner::sim::MeasureRouting(first(t)))},
+                                    {"out", o.out}};
   std::cout << j.dump() << "\n";
   return 0;
 }

@@ -51,8 +51,7 @@ std::vector<std::pair<std::string, const Figure*>> ClusterProfile::Figures() con
   return out;
 }
 
-absl::StatusOr<ClusterProfile> ParseClusterProfile(absl::string_view json,
-                                                   absl::string_view what) {
+absl::StatusOr<ClusterProfile> ParseClusterProfile(absl::string_view json, absl::string_view what) {
   ASSIGN_OR_RETURN(nlohmann::json j, ParseJson(json, what));
   auto fail = [&](absl::string_view field, absl::string_view why) {
     return absl::InvalidArgumentError(absl::StrCat(what, ": ", field, ": ", why));
@@ -86,27 +85,44 @@ absl::StatusOr<ClusterProfile> ParseClusterProfile(absl::string_view json,
     }
     figure->value = f["value"].get<double>();
     figure->source = f["source"].get<std::string>();
-    if (!std::isfinite(figure->value) || figure->value < 0) {
-      return fail(name, "must be finite and not negative");
-    }
   }
   for (auto it = j.begin(); it != j.end(); ++it) {
     if (known.count(it.key()) == 0) return fail(it.key(), "unknown field");
   }
+  RETURN_IF_ERROR(ValidateClusterProfile(p, what));
+  return p;
+}
+
+absl::Status ValidateClusterProfile(const ClusterProfile& p, absl::string_view what) {
+  auto fail = [&](absl::string_view field, absl::string_view why) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": ", field, ": ", why));
+  };
+  for (const auto& [name, figure] : p.Figures()) {
+    if (!std::isfinite(figure->value) || figure->value < 0) {
+      return fail(name, absl::StrCat(figure->value, " must be finite and not negative"));
+    }
+  }
   for (const char* positive : {"ranks_per_node", "flops", "mem_bw", "intra_bw", "inter_bw",
                                "a2a_efficiency", "weight_bytes", "wire_bytes", "kv_bytes"}) {
-    for (auto& [name, figure] : p.Figures()) {
-      if (name == positive && figure->value <= 0) return fail(name, "must be positive");
+    for (const auto& [name, figure] : p.Figures()) {
+      if (name == positive && figure->value <= 0) {
+        return fail(name, absl::StrCat(figure->value, " must be positive"));
+      }
     }
   }
   if (p.a2a_efficiency.value > 1) return fail("a2a_efficiency", "must be at most 1");
   if (p.inter_per_node.value != 0 && p.inter_per_node.value != 1) {
     return fail("inter_per_node", "must be 0 or 1");
   }
-  if (p.ranks_per_node.value != std::floor(p.ranks_per_node.value)) {
-    return fail("ranks_per_node", "must be a whole number");
+  if (p.ranks_per_node.value != std::floor(p.ranks_per_node.value) ||
+      p.ranks_per_node.value > kMaxRanksPerNode) {
+    return fail("ranks_per_node",
+                absl::StrCat("must be a whole number from 1 to ", kMaxRanksPerNode));
   }
-  return p;
+  if (p.host_cores.value > kMaxHostCores) {
+    return fail("host_cores", absl::StrCat("must be at most ", kMaxHostCores));
+  }
+  return absl::OkStatus();
 }
 
 std::vector<std::string> BuiltinProfiles() {
@@ -134,12 +150,14 @@ absl::StatusOr<ClusterProfile> LoadClusterProfile(const std::string& name_or_pat
 absl::Status OverrideFigure(ClusterProfile& profile, absl::string_view name, double value) {
   for (auto& [n, figure] : profile.Figures()) {
     if (n != name) continue;
-    if (!std::isfinite(value) || value < 0) {
-      return absl::InvalidArgumentError(absl::StrCat("--set ", name, ": ", value,
-                                                     " must be finite and not negative"));
-    }
+    // The whole profile through the file's checks: a value the parser refuses is refused here.
+    const Figure before = *figure;
     figure->value = value;
     figure->source = "--set on the command line";
+    if (absl::Status valid = ValidateClusterProfile(profile, "--set"); !valid.ok()) {
+      *figure = before;
+      return valid;
+    }
     return absl::OkStatus();
   }
   return absl::InvalidArgumentError(absl::StrCat("--set: no figure \"", name, "\" in a profile"));

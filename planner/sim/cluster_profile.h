@@ -44,9 +44,9 @@ struct ClusterProfile {
   // stretches by host_cores / (host_cores − λ × this). Measured by the lab per run (bench.sh's
   // host_cpu); ignored without host_cores.
   Figure host_cpu_per_request;
-  Figure weight_bytes;        // Bytes per weight value.
-  Figure wire_bytes;          // Bytes per activation value in the dispatch and combine.
-  Figure kv_bytes;            // Bytes per KV-cache value.
+  Figure weight_bytes;  // Bytes per weight value.
+  Figure wire_bytes;    // Bytes per activation value in the dispatch and combine.
+  Figure kv_bytes;      // Bytes per KV-cache value.
 
   // Name and figure, in file order (for printing, overriding and the sensitivity table).
   std::vector<std::pair<std::string, Figure*>> Figures();
@@ -60,6 +60,13 @@ absl::StatusOr<ClusterProfile> LoadClusterProfile(const std::string& name_or_pat
 // The built-in profiles' names.
 std::vector<std::string> BuiltinProfiles();
 // Sets figure `name` (e.g. "inter_bw") to `value`, its source "--set on the command line".
+// The checks every profile passes, from a file or after --set: every figure finite and not
+// negative; rates, sizes and ranks_per_node positive; a2a_efficiency at most 1; inter_per_node
+// 0 or 1; ranks_per_node whole, both it and host_cores in range. Errors are "WHAT: FIGURE: why".
+inline constexpr double kMaxRanksPerNode = 1024;
+inline constexpr double kMaxHostCores = 65536;
+absl::Status ValidateClusterProfile(const ClusterProfile& profile, absl::string_view what);
+
 absl::Status OverrideFigure(ClusterProfile& profile, absl::string_view name, double value);
 // The profile as JSON text (the file format).
 std::string ProfileJson(const ClusterProfile& profile);

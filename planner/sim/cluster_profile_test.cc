@@ -86,9 +86,15 @@ TEST(ClusterProfileTest, MutatedFilesAreRefusedOrParsedNeverCrash) {
     for (int e = 0; e < edits; ++e) {
       const size_t at = rng() % m.size();
       switch (rng() % 3) {
-        case 0: m[at] = static_cast<char>(rng() % 256); break;
-        case 1: m.erase(at, 1 + rng() % 8); break;
-        default: m.insert(at, 1, "{}[]\",:-0e9"[rng() % 11]); break;
+        case 0:
+          m[at] = static_cast<char>(rng() % 256);
+          break;
+        case 1:
+          m.erase(at, 1 + rng() % 8);
+          break;
+        default:
+          m.insert(at, 1, "{}[]\",:-0e9"[rng() % 11]);
+          break;
       }
       if (m.empty()) m = "{";
     }
@@ -110,6 +116,45 @@ TEST(ClusterProfileTest, OverridesSayTheyCameFromTheCommandLine) {
   EXPECT_EQ(p.wire_bytes.source, "--set on the command line");
   EXPECT_FALSE(OverrideFigure(p, "warp_speed", 1).ok());
   EXPECT_FALSE(OverrideFigure(p, "flops", -1).ok());
+}
+
+// --set goes through the file's checks: every value the parser refuses in a file is refused on
+// the command line too, naming the figure, and leaves the profile as it was.
+TEST(ClusterProfileTest, OverridesPassTheParsersChecks) {
+  const ClusterProfile h100 = *LoadClusterProfile("h100");
+  const std::pair<const char*, double> bad[] = {
+      {"ranks_per_node", 0},
+      {"ranks_per_node", 2.5},
+      {"ranks_per_node", 1e12},
+      {"flops", 0},
+      {"mem_bw", 0},
+      {"intra_bw", 0},
+      {"inter_bw", 0},
+      {"a2a_efficiency", 0},
+      {"a2a_efficiency", 1.5},
+      {"weight_bytes", 0},
+      {"wire_bytes", 0},
+      {"kv_bytes", 0},
+      {"inter_per_node", 0.5},
+      {"host_cores", 1e9},
+      {"step_skew", -1},
+      {"flops", std::nan("")},
+      {"flops", HUGE_VAL},
+      {"message_latency", -1e-6},
+  };
+  for (const auto& [name, value] : bad) {
+    ClusterProfile p = h100;
+    absl::Status set = OverrideFigure(p, name, value);
+    EXPECT_EQ(set.code(), absl::StatusCode::kInvalidArgument) << name << "=" << value;
+    EXPECT_NE(set.message().find(absl::StrCat("--set: ", name, ":")), std::string::npos) << set;
+    EXPECT_EQ(ProfileJson(p), ProfileJson(h100)) << name << "=" << value;
+    // And the same value in a file.
+    nlohmann::json j = nlohmann::json::parse(ProfileJson(h100));
+    j[name]["value"] = value;
+    if (std::isfinite(value)) {
+      EXPECT_FALSE(ParseClusterProfile(j.dump(), "file").ok()) << name << "=" << value;
+    }
+  }
 }
 
 }  // namespace

@@ -17,8 +17,8 @@ namespace semmoe::planner::sim {
 struct LabSetting {
   std::string name, file;
   int ranks = 0, ranks_per_host = 0;
-  double link_mbit = 0;          // 0: unshaped.
-  std::string placement;         // "vanilla" or a version number in work_dir/planner.db.
+  double link_mbit = 0;   // 0: unshaped.
+  std::string placement;  // "vanilla" or a version number in work_dir/planner.db.
   std::string router_policy, attn, netlab_flags, work_dir;
   std::vector<double> rates;
   double point_s = 0;

@@ -17,7 +17,7 @@ struct ModelShape {
   std::string name;
   int hidden = 0;
   int vocab = 0;
-  std::vector<bool> moe_layer;  // Per decoder layer: a MoE block (else a dense MLP).
+  std::vector<bool> moe_layer;   // Per decoder layer: a MoE block (else a dense MLP).
   int64_t attention_params = 0;  // Weights of one layer's attention projections.
   int attention_heads = 0;
   int qk_head_dim = 0, v_head_dim = 0;  // Per head: the score and value sizes.

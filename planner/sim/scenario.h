@@ -22,11 +22,11 @@
 namespace semmoe::planner::sim {
 
 struct ScenarioSpec {
-  std::string db;           // Placement database (unused for vanilla).
-  int64_t version = 0;      // 0: vanilla over `devices`.
-  int devices = 0;          // Vanilla's devices (ignored for a version).
+  std::string db;       // Placement database (unused for vanilla).
+  int64_t version = 0;  // 0: vanilla over `devices`.
+  int devices = 0;      // Vanilla's devices (ignored for a version).
   std::vector<std::string> traces;
-  std::string mode;         // dp or tp; empty: the version's (vanilla: dp).
+  std::string mode;  // dp or tp; empty: the version's (vanilla: dp).
   // DP: affinity (the router's semantic rule, online: the best-fitting rank whose tokens in
   // flight stay within 5% of the mean plus the request), least_loaded, round_robin (online, as
   // router/rebatch/assigner.h), or affinity_offline (planner eval's rule: capacity over the
@@ -63,10 +63,12 @@ struct SweepPoint {
 };
 struct SweepResult {
   std::vector<SweepPoint> points;
-  MoeTime moe;                   // Per MoE-layer call over all points.
+  MoeTime moe;  // Per MoE-layer call over all points.
   double attention_s = 0, srs_s = 0, sag_s = 0, step_s = 0;
-  double best_rate = 0;          // The highest rate with SLO attainment ≥ target.
-  double a2a_share() const { return moe.total() > moe.wait ? moe.a2a() / (moe.total() - moe.wait) : 0; }
+  double best_rate = 0;  // The highest rate with SLO attainment ≥ target.
+  double a2a_share() const {
+    return moe.total() > moe.wait ? moe.a2a() / (moe.total() - moe.wait) : 0;
+  }
 };
 absl::StatusOr<SweepResult> RunSweep(const Scenario& s, const ClusterProfile& profile,
                                      Workload workload, const ServingOptions& options,

@@ -21,9 +21,9 @@
 namespace semmoe::planner::sim {
 
 struct Workload {
-  double rate = 4;             // Requests per second (Poisson arrivals).
-  int64_t requests = 1000;     // How many arrive.
-  int output_tokens = 32;      // Tokens each generates (the first from its prefill step).
+  double rate = 4;                // Requests per second (Poisson arrivals).
+  int64_t requests = 1000;        // How many arrive.
+  int output_tokens = 32;         // Tokens each generates (the first from its prefill step).
   int64_t max_prompt_tokens = 0;  // Cut longer trace requests to this many (0: whole).
   uint64_t seed = 1;
 };
@@ -44,7 +44,7 @@ struct ServingOptions {
   // rank's tokens in flight (prompt + output tokens of the requests it holds). Empty: the
   // replay's request → rank (planner eval's offline rule).
   std::function<int(int trace_request, const std::vector<int64_t>& tokens_in_flight,
-                     int64_t load_tokens)>
+                    int64_t load_tokens)>
       route;
   // A prompt prefilled in one step counts as one precomputed sum per layer (its tokens' rows to
   // each rank, activations per rank, experts touched) instead of token by token — the same
@@ -59,18 +59,20 @@ struct Quantiles {
 struct SimResult {
   // Means over every MoE-layer call of every step (the slowest rank's view, as the lab reports).
   MoeTime moe;
-  double attention_s = 0;   // Per layer, the slowest rank.
+  double attention_s = 0;       // Per layer, the slowest rank.
   double srs_s = 0, sag_s = 0;  // Attention-TP: the reduce-scatter and all-gather per layer.
-  double step_s = 0;        // Mean step.
+  double step_s = 0;            // Mean step.
   int64_t steps = 0;
   Quantiles ttft_s, tpot_s;
-  double duration_s = 0;    // First arrival to last completion.
+  double duration_s = 0;  // First arrival to last completion.
   double throughput_rps = 0, goodput_rps = 0, slo_attainment = 0;
-  int64_t tokens = 0;       // Tokens through the model (prefill and decode).
+  int64_t tokens = 0;                      // Tokens through the model (prefill and decode).
   int64_t moe_calls = 0, layer_calls = 0;  // What the means above are over.
   int64_t requests = 0;
-  bool two_stage = false;   // Whether node dedup was taken.
-  double a2a_share() const { return moe.total() > moe.wait ? moe.a2a() / (moe.total() - moe.wait) : 0; }
+  bool two_stage = false;  // Whether node dedup was taken.
+  double a2a_share() const {
+    return moe.total() > moe.wait ? moe.a2a() / (moe.total() - moe.wait) : 0;
+  }
 };
 
 // REQUIRES: replay made from `trace` (same tokens and MoE layers), shape's MoE layers =

@@ -22,10 +22,10 @@ namespace semmoe::planner::sim {
 
 // One rank's attention work in a step, per layer (the same at every layer).
 struct AttentionWork {
-  int64_t tokens = 0;        // New tokens (prefill chunks and decodes).
-  int64_t kv_read = 0;       // KV positions streamed (each sequence's context once).
-  int64_t attended = 0;      // (query, key) pairs scored.
-  int64_t logits_rows = 0;   // Rows through the LM head (one per sequence that samples).
+  int64_t tokens = 0;       // New tokens (prefill chunks and decodes).
+  int64_t kv_read = 0;      // KV positions streamed (each sequence's context once).
+  int64_t attended = 0;     // (query, key) pairs scored.
+  int64_t logits_rows = 0;  // Rows through the LM head (one per sequence that samples).
 };
 
 // One MoE layer of a step: rows[s × G + d] token rows rank s sends rank d (s ≠ d; a token once

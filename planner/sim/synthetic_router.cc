@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 #include <random>
 
@@ -10,6 +11,30 @@
 
 namespace semmoe::planner::sim {
 namespace {
+
+// An index drawn in proportion to exp(log_weight), over those not in `except`: relative to the
+// largest of them, so that weights too small for a double (exp(-1000)) still draw. `u` in [0, 1).
+int DrawExcept(const std::vector<double>& log_weight, const std::vector<int>& except, double u) {
+  const int n = static_cast<int>(log_weight.size());
+  auto excluded = [&](int x) { return std::find(except.begin(), except.end(), x) != except.end(); };
+  double top = -std::numeric_limits<double>::infinity();
+  for (int x = 0; x < n; ++x) {
+    if (!excluded(x)) top = std::max(top, log_weight[x]);
+  }
+  double total = 0;
+  for (int x = 0; x < n; ++x) {
+    if (!excluded(x)) total += std::exp(log_weight[x] - top);
+  }
+  double at = 0, target = u * total;
+  int last = -1;
+  for (int x = 0; x < n; ++x) {
+    if (excluded(x)) continue;
+    last = x;
+    at += std::exp(log_weight[x] - top);
+    if (target < at) return x;
+  }
+  return last;
+}
 
 uint64_t Mix(uint64_t x) {  // splitmix64's finaliser.
   x += 0x9e3779b97f4a7c15ULL;
@@ -35,8 +60,11 @@ absl::StatusOr<trace::TraceSet> GenerateRouting(const trace::TraceSet& source,
     return absl::InvalidArgumentError("one domain per source request");
   }
   for (double v : {p.popularity_skew, p.token_bias, p.domain_bias, p.layer_bias}) {
-    if (!std::isfinite(v) || v < 0) {
-      return absl::InvalidArgumentError("synthetic parameters must be finite and not negative");
+    if (!std::isfinite(v) || v < 0 || v > kMaxSyntheticParam) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("synthetic parameters (skew, token, domain, layer) must be from 0 to ",
+                       kMaxSyntheticParam, "; got ", p.popularity_skew, ",", p.token_bias, ",",
+                       p.domain_bias, ",", p.layer_bias));
     }
   }
   std::mt19937_64 rng(seed);
@@ -113,8 +141,9 @@ absl::StatusOr<trace::TraceSet> GenerateRouting(const trace::TraceSet& source,
         extras.clear();
         if (p.token_bias > 0) {
           for (int j = 0; j < k; ++j) {
-            add_bonus(static_cast<int>(Mix(seed ^ (uint64_t{id} << 20) ^ (uint64_t(l) << 8) ^ j) % n),
-                      p.token_bias);
+            add_bonus(
+                static_cast<int>(Mix(seed ^ (uint64_t{id} << 20) ^ (uint64_t(l) << 8) ^ j) % n),
+                p.token_bias);
           }
         }
         if (p.domain_bias > 0) {
@@ -123,7 +152,9 @@ absl::StatusOr<trace::TraceSet> GenerateRouting(const trace::TraceSet& source,
         if (l > 0 && p.layer_bias > 0) {
           for (int e : prev) add_bonus(follow[l][e], p.layer_bias);
         }
-        for (Extra& x : extras) x.extra = base[l][x.expert] * std::expm1(x.bonus);
+        // A bonus past e^600 changes nothing that can be sampled; capped so the sum of extras
+        // stays finite.
+        for (Extra& x : extras) x.extra = base[l][x.expert] * std::expm1(std::min(x.bonus, 600.0));
         // K draws without replacement, each in proportion to the weights left (Plackett-Luce:
         // the same law as the top K of score + Gumbel noise).
         chosen.clear();
@@ -144,11 +175,19 @@ absl::StatusOr<trace::TraceSet> GenerateRouting(const trace::TraceSet& source,
             }
             if (e < 0) e = extras.back().expert;
           } else {
-            do {  // From the base weights, again while it lands on an expert already drawn.
+            // From the base weights, again while it lands on an expert already drawn; when the
+            // drawn ones hold nearly all the weight (a steep skew) that could take forever, so
+            // after a few tries the draw is made over the rest directly (the same law).
+            auto drawn = [&](int x) {
+              return std::find(chosen.begin(), chosen.end(), x) != chosen.end();
+            };
+            for (int tries = 0; tries < 32 && (e < 0 || drawn(e)); ++tries) {
               const double v = uniform(rng) * base_total[l];
-              e = static_cast<int>(std::upper_bound(cdf[l].begin(), cdf[l].end(), v) - cdf[l].begin());
+              e = static_cast<int>(std::upper_bound(cdf[l].begin(), cdf[l].end(), v) -
+                                   cdf[l].begin());
               e = std::min(e, n - 1);
-            } while (std::find(chosen.begin(), chosen.end(), e) != chosen.end());
+            }
+            if (drawn(e)) e = DrawExcept(logpop[l], chosen, uniform(rng));
           }
           chosen.push_back(e);
           taken_base += base[l][e];

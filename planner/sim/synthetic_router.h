@@ -29,6 +29,10 @@ struct SyntheticParams {
   double layer_bias = 1.0;
 };
 
+// The largest a synthetic parameter may be: a skew of 100 already gives the 2nd expert 2^-100 of
+// the 1st's weight; a bias of 100 multiplies by e^100.
+inline constexpr double kMaxSyntheticParam = 100;
+
 struct SyntheticShape {
   int layers = 0, experts = 0, top_k = 0;
   uint32_t vocab = 0;

@@ -13,7 +13,7 @@
 namespace semmoe::planner::trace {
 
 absl::StatusOr<std::unique_ptr<TraceReader>> TraceReader::Open(const std::string& path) {
-  absl::StatusOr<int> fd = OpenRegularFile(path);
+  absl::StatusOr<int> fd = OpenInputFile(path);
   if (!fd.ok()) {
     return absl::Status(fd.status().code(), absl::StrCat("trace: ", fd.status().message()));
   }

@@ -93,6 +93,10 @@ absl::StatusOr<engine::model::ChatTemplate> ChatTemplateFromFile(
     const engine::model::ChatTemplateOptions& options) {
   absl::StatusOr<std::string> text = ReadFlagFile("chat_template", file);
   if (!text.ok()) return text.status();
+  if (text->find_first_not_of(" \t\r\n") == std::string::npos) {
+    // It would render every conversation as an empty prompt.
+    return absl::InvalidArgumentError(absl::StrCat("--chat_template: ", file, " is empty"));
+  }
   nlohmann::ordered_json config = nlohmann::ordered_json::object();
   if (absl::StatusOr<std::string> model_config =
           ReadFile(JoinPath(model_dir, "tokenizer_config.json"));
