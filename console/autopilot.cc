@@ -1,5 +1,7 @@
 // console autopilot status: the planner's autopilot decisions for a model (planner serve
 // --autopilot; docs/PLANNER.md "Autopilot").
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "common/json_fields.h"
@@ -58,13 +60,17 @@ absl::Status Console::AutopilotStatus() {
   const prpc::AutopilotDecision& last = response.decisions(0);
   out_ << "autopilot for " << o_.model << ": " << last.action() << " at "
        << Time(last.at_unix_micros()) << " UTC, serving v" << last.served_version() << ": "
-       << last.reason() << "\n";
+       << last.reason()
+       << (last.repeats() > 1 ? absl::StrCat(" [", last.repeats(), " times, the last at ",
+                                             Time(last.last_at_unix_micros()), " UTC]")
+                              : "")
+       << "\n";
   if (last.action() == "error") out_ << "!! autopilot: " << last.reason() << "\n";
   out_ << ServingLine(o_.model, last);
-  Table t({"id", "at (UTC)", "action", "served", "candidate", "moved", "reason"});
+  Table t({"id", "at (UTC)", "action", "times", "served", "candidate", "moved", "reason"});
   for (const prpc::AutopilotDecision& d : response.decisions()) {
     t.Add({absl::StrCat(d.id()), Time(d.at_unix_micros()), d.action(),
-           absl::StrCat("v", d.served_version()),
+           absl::StrCat(std::max<int64_t>(1, d.repeats())), absl::StrCat("v", d.served_version()),
            d.candidate_version() > 0 ? absl::StrCat("v", d.candidate_version()) : "-",
            d.moved_experts() >= 0 ? absl::StrCat(d.moved_experts()) : "-", d.reason()});
   }

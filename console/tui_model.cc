@@ -158,8 +158,9 @@ std::vector<std::string> PlacementLines(const Snapshot& s, int selected, int wid
   if (!s.autopilot.empty()) {
     const auto& last = s.autopilot.front();
     out.push_back("");
-    out.push_back(Cut(absl::StrCat("autopilot: ", last.action(), " (serving v",
-                                   last.served_version(), "): ", last.reason()),
+    out.push_back(Cut(absl::StrCat("autopilot: ", last.action(),
+                                   last.repeats() > 1 ? absl::StrCat(" ×", last.repeats()) : "",
+                                   " (serving v", last.served_version(), "): ", last.reason()),
                       width));
     int shown = 0;
     for (const auto& d : s.autopilot) {

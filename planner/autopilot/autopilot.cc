@@ -186,9 +186,7 @@ absl::Status Autopilot::Decide(AutopilotDecision& d, nlohmann::ordered_json& f) 
     ASSIGN_OR_RETURN(const bool rolled_back, CheckServing(d, f, active->version));
     if (rolled_back) return absl::OkStatus();
   }
-  const nlohmann::json params = ParseJsonOrDiscarded(active->params_json);
-  const std::string mode =
-      params.is_object() ? params.value("mode", std::string("dp")) : std::string("dp");
+  const std::string mode = AttentionModeOf(*active);
 
   absl::StatusOr<trace::TraceSet> window = cli::LoadTraces(o_.traces);
   if (!window.ok()) {
@@ -307,8 +305,15 @@ absl::Status Autopilot::Decide(AutopilotDecision& d, nlohmann::ordered_json& f) 
       .max_moved_experts = budget,
       .max_lar_loss = o_.max_lar_loss,
   };
-  if (params.is_object() && !params.value("expert_balance_auto", true)) {
-    build.expert_balance_eps = params.value("expert_balance_eps", -1.0);
+  // The served version's expert balance, kept when it was set by hand (read without throwing:
+  // the database is input too).
+  if (const nlohmann::json params = ParseJsonOrDiscarded(active->params_json); params.is_object()) {
+    auto automatic = params.find("expert_balance_auto");
+    auto eps = params.find("expert_balance_eps");
+    if (automatic != params.end() && automatic->is_boolean() && !automatic->get<bool>()) {
+      build.expert_balance_eps =
+          eps != params.end() && eps->is_number() ? eps->get<double>() : -1.0;
+    }
   }
   std::ostringstream built;
   ASSIGN_OR_RETURN(const int64_t candidate, cli::BuildFrom(build, std::move(build_half), built));

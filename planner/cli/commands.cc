@@ -10,6 +10,7 @@
 #include <optional>
 #include <set>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "common/file.h"
@@ -150,6 +151,13 @@ absl::StatusOr<Placement> ServedPlacement(const BuildOptions& o, const trace::Tr
     return absl::InvalidArgumentError(absl::StrCat("--relative_to ", o.relative_to,
                                                    " is a version of model '", v->model, "', not '",
                                                    o.model, "'"));
+  }
+  if (const std::string mode = AttentionModeOf(*v); mode != o.mode) {
+    // A re-plan moves the served experts by the least; the other mode's placement is not what
+    // serves this build's groups (and its tables are of the other kind).
+    return absl::InvalidArgumentError(absl::StrCat("--relative_to ", o.relative_to,
+                                                   " is an Attention-", absl::AsciiStrToUpper(mode),
+                                                   " version; this build is --mode ", o.mode));
   }
   if (p.num_devices() != o.devices || p.num_experts() != trace.header.num_experts ||
       p.num_layers() != trace.num_layers()) {

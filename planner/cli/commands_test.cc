@@ -84,8 +84,8 @@ TEST(CommandsTest, ATopologyBuildKeepsATopicOnItsNodeAndEvalReportsIt) {
   std::ostringstream out;
   auto flat = Build({.db = db, .model = "m", .traces = {profile}, .devices = 8}, out);
   ASSERT_TRUE(flat.ok()) << flat.status();
-  auto nodes = Build(
-      {.db = db, .model = "m", .traces = {profile}, .devices = 8, .topology = "4x2"}, out);
+  auto nodes =
+      Build({.db = db, .model = "m", .traces = {profile}, .devices = 8, .topology = "4x2"}, out);
   ASSERT_TRUE(nodes.ok()) << nodes.status();
   EXPECT_NE(out.str().find("topology 4x2: node-local activations"), std::string::npos) << out.str();
   auto eplb = Build({.db = db,
@@ -132,19 +132,19 @@ TEST(CommandsTest, ATopologyBuildKeepsATopicOnItsNodeAndEvalReportsIt) {
   EXPECT_TRUE(two[1].contains("node_lar"));
 
   // Bad input, each named.
-  auto wrong_size = Build(
-      {.db = db, .model = "m", .traces = {profile}, .devices = 8, .topology = "2x2"}, out);
+  auto wrong_size =
+      Build({.db = db, .model = "m", .traces = {profile}, .devices = 8, .topology = "2x2"}, out);
   EXPECT_NE(wrong_size.status().message().find("--topology 2x2 has 4 ranks; --devices is 8"),
             std::string::npos)
       << wrong_size.status();
-  auto garbage = Build(
-      {.db = db, .model = "m", .traces = {profile}, .devices = 8, .topology = "2y4"}, out);
+  auto garbage =
+      Build({.db = db, .model = "m", .traces = {profile}, .devices = 8, .topology = "2y4"}, out);
   EXPECT_NE(garbage.status().message().find("neither NxM nor a readable topology file"),
             std::string::npos)
       << garbage.status();
   std::ostringstream ignored;
-  absl::Status eval_wrong = Eval(
-      {.db = db, .versions = {*flat}, .traces = {heldout}, .topology = "3x3"}, ignored);
+  absl::Status eval_wrong =
+      Eval({.db = db, .versions = {*flat}, .traces = {heldout}, .topology = "3x3"}, ignored);
   EXPECT_NE(eval_wrong.message().find("has 9 ranks; version"), std::string::npos) << eval_wrong;
   auto other = Build({.db = db,
                       .model = "m",
@@ -161,7 +161,8 @@ TEST(CommandsTest, ATopologyBuildKeepsATopicOnItsNodeAndEvalReportsIt) {
       {.db = db, .model = "m", .traces = {profile}, .devices = 8, .relative_to = *nodes}, out);
   ASSERT_TRUE(replan.ok()) << replan.status();
   std::ostringstream kept;
-  ASSERT_TRUE(Eval({.db = db, .versions = {*replan}, .traces = {heldout}, .json = true}, kept).ok());
+  ASSERT_TRUE(
+      Eval({.db = db, .versions = {*replan}, .traces = {heldout}, .json = true}, kept).ok());
   EXPECT_EQ(nlohmann::json::parse(kept.str())[0]["topology"], "4x2");
 }
 
@@ -190,9 +191,9 @@ TEST(CommandsTest, ABuildRelativeToTheServedVersionRelabelsItsDevices) {
       {.db = db, .model = "m", .traces = {profile}, .devices = 4, .relative_to = *served}, text);
   ASSERT_TRUE(again.ok()) << again.status();
   EXPECT_EQ(DiffReport(db, *served, *again)->at("moved").get<int>(), 0);
-  EXPECT_NE(text.str().find("relative to version " + std::to_string(*served) +
-                            ": 0 expert weights move"),
-            std::string::npos)
+  EXPECT_NE(
+      text.str().find("relative to version " + std::to_string(*served) + ": 0 expert weights move"),
+      std::string::npos)
       << text.str();
 
   // A cap on the moves holds against a different placement.
@@ -209,17 +210,30 @@ TEST(CommandsTest, ABuildRelativeToTheServedVersionRelabelsItsDevices) {
   EXPECT_LE(DiffReport(db, *served, *capped)->at("moved").get<int>(), 5);
 
   for (const BuildOptions& bad :
-       {BuildOptions{.db = db, .model = "m", .traces = {profile}, .devices = 2,
-                     .relative_to = *served},
-        BuildOptions{.db = db, .model = "other", .traces = {profile}, .devices = 4,
-                     .relative_to = *served},
-        BuildOptions{.db = db, .model = "m", .traces = {profile}, .devices = 4,
-                     .relative_to = 999}}) {
+       {BuildOptions{
+            .db = db, .model = "m", .traces = {profile}, .devices = 2, .relative_to = *served},
+        BuildOptions{
+            .db = db, .model = "other", .traces = {profile}, .devices = 4, .relative_to = *served},
+        BuildOptions{
+            .db = db, .model = "m", .traces = {profile}, .devices = 4, .relative_to = 999}}) {
     auto refused = Build(bad, text);
     ASSERT_FALSE(refused.ok());
     EXPECT_NE(refused.status().message().find("--relative_to"), std::string::npos)
         << refused.status();
   }
+  // Relative to a version of the other attention mode: refused, naming both.
+  auto other_mode = Build({.db = db,
+                           .model = "m",
+                           .traces = {profile},
+                           .devices = 4,
+                           .mode = "tp",
+                           .relative_to = *served},
+                          text);
+  EXPECT_EQ(other_mode.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(other_mode.status().message().find(absl::StrCat(
+                "--relative_to ", *served, " is an Attention-DP version; this build is --mode tp")),
+            std::string::npos)
+      << other_mode.status();
 }
 
 TEST(CommandsTest, PaperAlgorithmBuildsAndEvaluatesBesideOurs) {

@@ -37,7 +37,7 @@ absl::StatusOr<nlohmann::ordered_json> DriftReport(const DriftOptions& o) {
 }
 
 absl::StatusOr<nlohmann::ordered_json> DriftReportOn(const DriftOptions& o,
-                                                    const trace::TraceSet& live) {
+                                                     const trace::TraceSet& live) {
   ASSIGN_OR_RETURN(auto store, PlacementStore::Open(o.db));
   ASSIGN_OR_RETURN(PlacementVersion v, store->Get(o.version));
   const Placement& p = v.placement;
@@ -56,12 +56,8 @@ absl::StatusOr<nlohmann::ordered_json> DriftReportOn(const DriftOptions& o,
   ASSIGN_OR_RETURN(TokenAffinity affinity, TokenAffinity::Deserialize(*tables));
   RETURN_IF_ERROR(
       affinity.CheckMatches(p, absl::StrCat("version ", o.version, "'s stored affinity tables")));
-  const nlohmann::json params = ParseJsonOrDiscarded(v.params_json);
   const nlohmann::json metrics = ParseJsonOrDiscarded(v.metrics_json);
-  const std::string mode =
-      params.is_object() && params.contains("mode") && params["mode"].is_string()
-          ? params["mode"].get<std::string>()
-          : "dp";
+  const std::string mode = AttentionModeOf(v);
   uint32_t vocab = 0;
   for (uint32_t t : live.tokens) vocab = std::max(vocab, t + 1);
   const int g = p.num_devices();
@@ -90,7 +86,8 @@ absl::StatusOr<nlohmann::ordered_json> DriftReportOn(const DriftOptions& o,
       for (int j = 0; j < k; ++j) share[live.Experts(t, l)[j]] += 1;
     }
     const double all = std::max<double>(1.0, static_cast<double>(live.num_tokens()) * k);
-    for (int e = 0; e < n; ++e) shift[l] += 0.5 * std::abs(share[e] / all - affinity.Marginal(l)[e]);
+    for (int e = 0; e < n; ++e)
+      shift[l] += 0.5 * std::abs(share[e] / all - affinity.Marginal(l)[e]);
   }
   int64_t unseen = 0;
   for (uint32_t t : live.tokens) unseen += affinity.Seen(t) ? 0 : 1;

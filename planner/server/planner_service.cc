@@ -291,6 +291,8 @@ grpc::Status PlannerServiceImpl::ListAutopilotDecisions(
     out->set_candidate_version(d.candidate_version);
     out->set_moved_experts(d.moved_experts);
     out->set_figures_json(d.figures_json);
+    out->set_repeats(d.repeats);
+    out->set_last_at_unix_micros(absl::ToUnixMicros(d.last_at));
   }
   return grpc::Status::OK;
 }

@@ -35,17 +35,12 @@ absl::StatusOr<Scenario> LoadScenario(const ScenarioSpec& spec, const ModelShape
     s.version = v.version;
     s.name = v.name;
     s.algorithm = v.algorithm;
-    if (mode.empty()) {
-      const nlohmann::json params = nlohmann::json::parse(v.params_json, nullptr, false);
-      mode = params.is_object() && params.contains("mode") && params["mode"].is_string()
-                 ? params["mode"].get<std::string>()
-                 : "dp";
-    }
+    if (mode.empty()) mode = AttentionModeOf(v);
     auto tables = store->GetAffinityTables(v.version);
     if (tables.ok()) {
       ASSIGN_OR_RETURN(TokenAffinity parsed, TokenAffinity::Deserialize(*tables));
-      RETURN_IF_ERROR(parsed.CheckMatches(v.placement, absl::StrCat("version ", v.version,
-                                                                    "'s affinity tables")));
+      RETURN_IF_ERROR(parsed.CheckMatches(
+          v.placement, absl::StrCat("version ", v.version, "'s affinity tables")));
       affinity = std::move(parsed);
     } else if (!absl::IsNotFound(tables.status())) {
       return tables.status();
@@ -54,8 +49,8 @@ absl::StatusOr<Scenario> LoadScenario(const ScenarioSpec& spec, const ModelShape
     if (spec.devices <= 0) return absl::InvalidArgumentError("vanilla needs a device count");
     std::vector<int> layers(s.trace.num_layers());
     for (int l = 0; l < s.trace.num_layers(); ++l) layers[l] = l;
-    ASSIGN_OR_RETURN(s.placement, Placement::Vanilla(layers, s.trace.header.num_experts,
-                                                     spec.devices));
+    ASSIGN_OR_RETURN(s.placement,
+                     Placement::Vanilla(layers, s.trace.header.num_experts, spec.devices));
     s.name = s.algorithm = "vanilla";
   }
   if (mode.empty()) mode = "dp";
@@ -176,7 +171,8 @@ absl::StatusOr<SweepResult> RunSweep(const Scenario& s, const ClusterProfile& pr
     out.moe.wait /= moe_calls, out.moe.dispatch /= moe_calls, out.moe.experts /= moe_calls;
     out.moe.combine /= moe_calls;
   }
-  if (layer_calls > 0) out.attention_s /= layer_calls, out.srs_s /= layer_calls, out.sag_s /= layer_calls;
+  if (layer_calls > 0)
+    out.attention_s /= layer_calls, out.srs_s /= layer_calls, out.sag_s /= layer_calls;
   if (steps > 0) out.step_s /= steps;
   return out;
 }

@@ -30,6 +30,11 @@ struct AutopilotDecision {
   int64_t candidate_version = 0;  // The version built, rolled out or rolled back to (0: none).
   int moved_experts = -1;         // Expert weights the rollout ships (-1: not a rollout).
   std::string figures_json = "{}";
+  // How many times in a row the loop decided exactly this (set by Record: a wait, steady or
+  // error identical to the model's previous decision is counted on that row, not appended), and
+  // when it last did.
+  int64_t repeats = 1;
+  absl::Time last_at;
 };
 
 // Whether `action` is one of the actions above.
@@ -40,12 +45,15 @@ class AutopilotStore {
   // REQUIRES: `placements` outlives this (its database holds the decisions table).
   explicit AutopilotStore(PlacementStore& placements) : placements_(placements) {}
 
-  // Appends a decision; returns its id. NotFound for an unknown model; InvalidArgument for an
-  // unknown action or figures that are not a JSON object.
+  // Appends a decision; returns its id. A wait, steady or error identical (action, reason,
+  // versions, moves, figures) to the model's latest decision is counted on that row instead
+  // (`repeats`, `last_at`) and its id returned. NotFound for an unknown model; InvalidArgument
+  // for an unknown action or figures that are not a JSON object.
   absl::StatusOr<int64_t> Record(const AutopilotDecision& decision);
   // The model's latest `limit` decisions, newest first.
   absl::StatusOr<std::vector<AutopilotDecision>> Latest(const std::string& model, int limit);
-  // Decisions per action over the model's whole history (for /metrics), sorted by action.
+  // Decisions per action over the model's whole history, repeats included (for /metrics), sorted
+  // by action.
   absl::StatusOr<std::vector<std::pair<std::string, int64_t>>> Counts(const std::string& model);
 
  private:

@@ -51,10 +51,9 @@ TEST_F(AutopilotStoreTest, BadDecisionsAreRefusedAndRowsCannotChange) {
             absl::StatusCode::kNotFound);
   EXPECT_EQ(decisions_->Record({.model = "m", .action = "deploy"}).status().code(),
             absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(decisions_->Record({.model = "m", .action = "wait", .figures_json = "[1]"})
-                .status()
-                .code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(
+      decisions_->Record({.model = "m", .action = "wait", .figures_json = "[1]"}).status().code(),
+      absl::StatusCode::kInvalidArgument);
   ASSERT_TRUE(decisions_->Record({.model = "m", .action = "wait"}).ok());
   Database& db = placements_->database();
   auto update = db.Prepare("UPDATE autopilot_decisions SET action = 'rollout'");
@@ -64,6 +63,55 @@ TEST_F(AutopilotStoreTest, BadDecisionsAreRefusedAndRowsCannotChange) {
   ASSERT_TRUE(remove.ok());
   EXPECT_FALSE(remove->Run().ok());
   EXPECT_EQ(decisions_->Latest("m", 5)->size(), 1u);
+}
+
+// A loop waiting at its period: identical waits, steadies and errors are counted on one row (the
+// history stays readable and the table small); any difference, or an event in between, is a new
+// row; rollouts are never merged. Counts include the repeats.
+TEST_F(AutopilotStoreTest, IdenticalConsecutiveNonEventsAreCountedNotAppended) {
+  const AutopilotDecision wait = {.model = "m", .action = "wait", .reason = "no traces yet"};
+  absl::StatusOr<int64_t> first = decisions_->Record(wait);
+  ASSERT_TRUE(first.ok()) << first.status();
+  for (int i = 0; i < 999; ++i) ASSERT_EQ(decisions_->Record(wait).value(), *first);
+  auto latest = decisions_->Latest("m", 10);
+  ASSERT_EQ(latest->size(), 1u);
+  EXPECT_EQ((*latest)[0].repeats, 1000);
+  EXPECT_GE((*latest)[0].last_at, (*latest)[0].at);
+
+  AutopilotDecision other_reason = wait;
+  other_reason.reason = "the window holds 3 tokens";
+  EXPECT_NE(decisions_->Record(other_reason).value(), *first);
+  AutopilotDecision other_figures = other_reason;
+  other_figures.figures_json = R"({"window_tokens": 3})";
+  const int64_t figures_row = decisions_->Record(other_figures).value();
+  EXPECT_EQ(decisions_->Record(other_figures).value(), figures_row);
+  const AutopilotDecision rollout = {.model = "m",
+                                     .action = "rollout",
+                                     .reason = "gain",
+                                     .served_version = 1,
+                                     .candidate_version = 2,
+                                     .moved_experts = 3};
+  const int64_t r1 = decisions_->Record(rollout).value();
+  EXPECT_NE(decisions_->Record(rollout).value(), r1);                 // Events are each a row.
+  EXPECT_NE(decisions_->Record(other_figures).value(), figures_row);  // Not consecutive.
+
+  latest = decisions_->Latest("m", 10);
+  ASSERT_EQ(latest->size(), 6u);
+  EXPECT_EQ((*latest)[3].repeats, 2);
+  auto counts = decisions_->Counts("m");
+  ASSERT_TRUE(counts.ok());
+  EXPECT_EQ(*counts,
+            (std::vector<std::pair<std::string, int64_t>>{{"rollout", 2}, {"wait", 1004}}));
+
+  // The count may only grow; the rest of the row stays a log.
+  Database& db = placements_->database();
+  for (const char* sql :
+       {"UPDATE autopilot_decisions SET repeats = 1", "UPDATE autopilot_decisions SET last_at = 0",
+        "UPDATE autopilot_decisions SET reason = 'x'"}) {
+    auto update = db.Prepare(sql);
+    ASSERT_TRUE(update.ok());
+    EXPECT_FALSE(update->Run().ok()) << sql;
+  }
 }
 
 }  // namespace

@@ -141,6 +141,23 @@ const Migration kMigrations[] = {
       CREATE TRIGGER placement_topology_immutable BEFORE UPDATE OF topology ON placements
         BEGIN SELECT RAISE(ABORT, 'placement versions are immutable'); END;
     )sql"},
+    // Identical consecutive non-events (wait, steady, error) are counted on their first row, not
+    // appended again (an autopilot waiting at its period wrote ~650 MB of identical rows an
+    // hour): `repeats` and `last_at` may only grow; the rest stays a log.
+    {9, R"sql(
+      ALTER TABLE autopilot_decisions ADD COLUMN repeats INTEGER NOT NULL DEFAULT 1
+        CHECK (repeats >= 1);
+      ALTER TABLE autopilot_decisions ADD COLUMN last_at INTEGER;
+      DROP TRIGGER autopilot_decisions_immutable;
+      CREATE TRIGGER autopilot_decisions_immutable
+        BEFORE UPDATE OF id, model_id, at, action, reason, served_version, candidate_version,
+                         moved_experts, figures_json ON autopilot_decisions
+        BEGIN SELECT RAISE(ABORT, 'autopilot decisions are a log'); END;
+      CREATE TRIGGER autopilot_decisions_repeats_grow
+        BEFORE UPDATE OF repeats, last_at ON autopilot_decisions
+        WHEN NEW.repeats < OLD.repeats OR NEW.last_at < COALESCE(OLD.last_at, OLD.at)
+        BEGIN SELECT RAISE(ABORT, 'autopilot decisions are a log'); END;
+    )sql"},
 };
 
 bool IsJsonObject(const std::string& text) {
@@ -149,6 +166,13 @@ bool IsJsonObject(const std::string& text) {
 }
 
 }  // namespace
+
+std::string AttentionModeOf(const PlacementVersion& v) {
+  const nlohmann::json params = ParseJsonOrDiscarded(v.params_json);
+  if (!params.is_object()) return "dp";
+  auto mode = params.find("mode");
+  return mode != params.end() && mode->is_string() && *mode == "tp" ? "tp" : "dp";
+}
 
 absl::StatusOr<std::unique_ptr<PlacementStore>> PlacementStore::Open(const std::string& path,
                                                                      const Options& options) {
@@ -345,9 +369,9 @@ absl::StatusOr<PlacementVersion> PlacementStore::ReadVersion(Statement& row) {
     absl::StatusOr<Topology> topology = Topology::FromJson(row.ColumnText(11));
     if (topology.ok()) placement = placement->WithTopology(*std::move(topology));
     if (!placement.ok() || !topology.ok()) {
-      return absl::DataLossError(absl::StrCat(
-          "placement version ", v.version, ": corrupt topology: ",
-          (topology.ok() ? placement.status() : topology.status()).message()));
+      return absl::DataLossError(
+          absl::StrCat("placement version ", v.version, ": corrupt topology: ",
+                       (topology.ok() ? placement.status() : topology.status()).message()));
     }
   }
   v.placement = std::move(*placement);

@@ -39,6 +39,10 @@ struct PlacementVersion {
   Placement placement = *Placement::Vanilla({0}, 1, 1);
 };
 
+// The attention mode `v` was built for ("dp" or "tp"): its params' "mode", "dp" where it has none
+// (imports, versions older than the field) or where the field is not a string.
+std::string AttentionModeOf(const PlacementVersion& v);
+
 class PlacementStore {
  public:
   struct Options {

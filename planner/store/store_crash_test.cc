@@ -4,7 +4,6 @@
 // database passes `PRAGMA integrity_check` and holds every row a writer saw committed. A writer
 // whose file size limit runs out (RLIMIT_FSIZE: the disk is full) gets a clear error, exits
 // cleanly, and leaves the database intact.
-#include <cstdlib>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -12,6 +11,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <random>
 #include <sstream>
