@@ -60,6 +60,10 @@ ABSL_FLAG(std::string, chat_template, "",
 ABSL_FLAG(std::string, tool_call_parser, "auto",
           "HTTP chat: the format the model writes tool calls in: hermes, deepseek_v3, mistral, "
           "auto (by config.json's model_type) or none (requests with tools refused)");
+ABSL_FLAG(std::string, message_special_tokens, "text",
+          "special-token text (\"<|im_start|>\") inside a chat request's messages, tools and "
+          "chat_template_kwargs: text (kept as text: a tool result cannot open a turn) or "
+          "control (parsed as control tokens, as Hugging Face's apply_chat_template does)");
 ABSL_FLAG(double, chat_template_render_ms, 1000,
           "HTTP chat: the most time one chat template render may take (1 to 60000; a request "
           "past it gets a 400 saying so; renders are also bounded by work and output)");
@@ -131,6 +135,7 @@ int Run() {
   o.default_chat_max_tokens = absl::GetFlag(FLAGS_default_chat_max_tokens);
   o.chat_template_file = UserPath(absl::GetFlag(FLAGS_chat_template));
   o.tool_call_parser = absl::GetFlag(FLAGS_tool_call_parser);
+  o.message_special_tokens = absl::GetFlag(FLAGS_message_special_tokens);
   o.http_threads = absl::GetFlag(FLAGS_http_threads);
   o.http_workers = absl::GetFlag(FLAGS_http_workers);
   const double render_ms = absl::GetFlag(FLAGS_chat_template_render_ms);

@@ -66,4 +66,6 @@ expect_error 2 "between 1 and 256" -- "$ROUTER" "${ROUTER_FLAGS[@]}" --http_work
 expect_error 2 "--http_threads" -- "$ROUTER" "${ROUTER_FLAGS[@]}" --http_threads=0
 expect_error 2 "--chat_template_render_ms" -- "$ROUTER" "${ROUTER_FLAGS[@]}" --chat_template_render_ms=0
 expect_error 2 "--chat_template_render_ms" -- "$ROUTER" "${ROUTER_FLAGS[@]}" --chat_template_render_ms=nan
+expect_error 2 "--message_special_tokens must be text or control" -- "$ROUTER" "${ROUTER_FLAGS[@]}" \
+  --message_special_tokens=maybe
 echo "PASS"

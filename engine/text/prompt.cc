@@ -6,11 +6,14 @@
 
 namespace semmoe::engine::model {
 
-absl::StatusOr<std::vector<int32_t>> CheckPrompt(absl::string_view text,
-                                                 absl::Span<const int32_t> token_ids,
-                                                 int64_t max_tokens, const PromptLimits& limits) {
+absl::StatusOr<std::vector<int32_t>> CheckPrompt(
+    absl::string_view text, absl::Span<const int32_t> token_ids, int64_t max_tokens,
+    const PromptLimits& limits, std::vector<std::pair<size_t, size_t>> literal_spans) {
   if (!text.empty() && !token_ids.empty()) {
     return absl::InvalidArgumentError("give either text or token_ids, not both");
+  }
+  if (text.empty() && !literal_spans.empty()) {
+    return absl::InvalidArgumentError("literal_spans: only a text prompt has them");
   }
   std::vector<int32_t> prompt;
   if (!text.empty()) {
@@ -27,7 +30,8 @@ absl::StatusOr<std::vector<int32_t>> CheckPrompt(absl::string_view text,
                                                 " bytes are more than the model's limit of ",
                                                 limits.max_prompt_tokens, " tokens can hold"));
     }
-    absl::StatusOr<std::vector<int32_t>> ids = limits.tokenizer->Encode(text);
+    absl::StatusOr<std::vector<int32_t>> ids =
+        limits.tokenizer->Encode(text, {.literal_spans = std::move(literal_spans)});
     if (!ids.ok())
       return absl::InvalidArgumentError(absl::StrCat("text: ", ids.status().message()));
     prompt = std::move(*ids);

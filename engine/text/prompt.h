@@ -5,6 +5,7 @@
 #define SEMMOE_ENGINE_TEXT_PROMPT_H_
 
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -24,10 +25,12 @@ struct PromptLimits {
 // `max_tokens` ≥ 0. INVALID_ARGUMENT naming the field otherwise: both or neither given, text
 // without a tokenizer or that does not encode, an id outside the vocabulary, an empty prompt, a
 // negative max_tokens. OUT_OF_RANGE for a prompt longer than `max_prompt_tokens` (a text too long
-// to fit is refused from its size, before it is encoded).
-absl::StatusOr<std::vector<int32_t>> CheckPrompt(absl::string_view text,
-                                                 absl::Span<const int32_t> token_ids,
-                                                 int64_t max_tokens, const PromptLimits& limits);
+// to fit is refused from its size, before it is encoded). `literal_spans`: byte ranges of `text`
+// whose special-token text is encoded as text (Tokenizer::EncodeOptions; a chat message's
+// content); bad spans, or spans without text, are INVALID_ARGUMENT.
+absl::StatusOr<std::vector<int32_t>> CheckPrompt(
+    absl::string_view text, absl::Span<const int32_t> token_ids, int64_t max_tokens,
+    const PromptLimits& limits, std::vector<std::pair<size_t, size_t>> literal_spans = {});
 
 }  // namespace semmoe::engine::model
 

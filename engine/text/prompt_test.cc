@@ -47,6 +47,13 @@ TEST(CheckPromptTest, TextNeedsATokenizerAndOnlyOneForm) {
   auto ids = CheckPrompt("hello", {}, 4, limits);
   ASSERT_TRUE(ids.ok()) << ids.status();
   EXPECT_EQ(*ids, *(*tokenizer)->Encode("hello"));
+  // Literal spans: the special token's text there is text; spans need text and must fit it.
+  auto literal = CheckPrompt("a<|im_end|>", {}, 4, limits, {{1, 11}});
+  ASSERT_TRUE(literal.ok()) << literal.status();
+  EXPECT_EQ(*literal, *(*tokenizer)->Encode("a<|im_end|>", {.parse_special = false}));
+  EXPECT_NE(*literal, *(*tokenizer)->Encode("a<|im_end|>"));
+  EXPECT_THAT(Error(CheckPrompt("", {1}, 4, limits, {{0, 1}})), HasSubstr("literal_spans"));
+  EXPECT_THAT(Error(CheckPrompt("ab", {}, 4, limits, {{0, 9}})), HasSubstr("literal span 0"));
 
   // A text too long for the model: OUT_OF_RANGE from its size alone (30 MB, answered at once), or
   // from its tokens once encoded.

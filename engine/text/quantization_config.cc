@@ -20,8 +20,9 @@ absl::Status ParseQuantization(const nlohmann::json& j, ModelConfig& c) {
     const std::string& key = field.key();
     if (key != "quant_method" && key != "fmt" && key != "activation_scheme" &&
         key != "weight_block_size" && key != "modules_to_not_convert") {
-      return f.Error(key, "unknown field (supported: block-scaled FP8 with quant_method, fmt, "
-                          "activation_scheme, weight_block_size, modules_to_not_convert)");
+      return f.Error(key,
+                     "unknown field (supported: block-scaled FP8 with quant_method, fmt, "
+                     "activation_scheme, weight_block_size, modules_to_not_convert)");
     }
   }
   ASSIGN_OR_RETURN(std::string method, f.String("quant_method"));
@@ -37,8 +38,9 @@ absl::Status ParseQuantization(const nlohmann::json& j, ModelConfig& c) {
   ASSIGN_OR_RETURN(std::string scheme, f.String("activation_scheme", "dynamic"));
   if (scheme != "dynamic") {
     return f.Error("activation_scheme",
-                   absl::StrCat("'", scheme, "' is not supported (only dynamic: static activation "
-                                             "scales are not read)"));
+                   absl::StrCat("'", scheme,
+                                "' is not supported (only dynamic: static activation "
+                                "scales are not read)"));
   }
   if (q.contains("modules_to_not_convert")) {
     const nlohmann::json& m = q["modules_to_not_convert"];
@@ -54,9 +56,8 @@ absl::Status ParseQuantization(const nlohmann::json& j, ModelConfig& c) {
   }
   const nlohmann::json& block = q["weight_block_size"];
   if (!block.is_array() || block.size() != 2 || !block[0].is_number_integer() ||
-      !block[1].is_number_integer() || block[0].get<int64_t>() < 1 ||
-      block[1].get<int64_t>() < 1 || block[0].get<int64_t>() > (1 << 20) ||
-      block[1].get<int64_t>() > (1 << 20)) {
+      !block[1].is_number_integer() || block[0].get<int64_t>() < 1 || block[1].get<int64_t>() < 1 ||
+      block[0].get<int64_t>() > (1 << 20) || block[1].get<int64_t>() > (1 << 20)) {
     return f.Error("weight_block_size", "expected two positive integers [rows, columns]");
   }
   c.fp8.block_rows = block[0].get<int>();

@@ -319,8 +319,18 @@ absl::Status Tokenizer::EncodeOrdinary(absl::string_view text, std::vector<int32
 absl::StatusOr<std::vector<int32_t>> Tokenizer::Encode(absl::string_view text,
                                                        const EncodeOptions& options) const {
   RETURN_IF_ERROR(DecodeUtf8(text).status());
+  const std::vector<std::pair<size_t, size_t>>& literal = options.literal_spans;
+  for (size_t s = 0; s < literal.size(); ++s) {
+    if (literal[s].first > literal[s].second || literal[s].second > text.size() ||
+        (s > 0 && literal[s].first < literal[s - 1].second)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "literal span ", s, " [", literal[s].first, ", ", literal[s].second,
+          ") is not sorted, apart from the others and inside the ", text.size(), "-byte text"));
+    }
+  }
   std::vector<int32_t> out;
   size_t start = 0;  // Start of the pending ordinary text.
+  size_t span = 0;   // The first literal span that does not end before i.
   if (options.parse_special && !added_.empty()) {
     size_t i = 0;
     while (i < text.size()) {
@@ -329,11 +339,15 @@ absl::StatusOr<std::vector<int32_t>> Tokenizer::Encode(absl::string_view text,
         ++i;
         continue;
       }
+      while (span < literal.size() && literal[span].second <= i) ++span;
       for (const Added& a : added_) {  // Longest first.
-        if (text.compare(i, a.content.size(), a.content) == 0) {
-          match = &a;
-          break;
+        if (text.compare(i, a.content.size(), a.content) != 0) continue;
+        // A special token overlapping a literal span is text there.
+        if (special_[a.id] && span < literal.size() && literal[span].first < i + a.content.size()) {
+          continue;
         }
+        match = &a;
+        break;
       }
       if (match == nullptr) {
         ++i;
@@ -369,6 +383,14 @@ std::optional<int32_t> Tokenizer::TokenId(absl::string_view token_bytes) const {
   auto it = bytes_to_id_.find(token_bytes);
   if (it == bytes_to_id_.end()) return std::nullopt;
   return it->second;
+}
+
+std::vector<std::string> Tokenizer::SpecialTokenTexts() const {
+  std::vector<std::string> out;
+  for (const Added& a : added_) {
+    if (special_[a.id]) out.push_back(a.content);
+  }
+  return out;
 }
 
 bool Tokenizer::IsSpecial(int32_t id) const { return id >= 0 && id < vocab_size() && special_[id]; }

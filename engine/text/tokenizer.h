@@ -18,6 +18,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -36,8 +37,14 @@ class Tokenizer {
   struct EncodeOptions {
     // Match added tokens (e.g. "<|im_end|>") in the text. Off: they are encoded as plain text.
     bool parse_special = true;
+    // Byte ranges [first, second) of the text, sorted and apart, in which a special token's
+    // text is encoded as the text it is, not as the control token (Hugging Face's
+    // split_special_tokens for part of the text: a chat message's content). Non-special added
+    // tokens (Qwen3's <think>) still match there, as they do in Hugging Face.
+    std::vector<std::pair<size_t, size_t>> literal_spans;
   };
-  // InvalidArgument if `text` is not valid UTF-8.
+  // InvalidArgument if `text` is not valid UTF-8 or the literal spans are not sorted, apart and
+  // inside it.
   absl::StatusOr<std::vector<int32_t>> Encode(absl::string_view text,
                                               const EncodeOptions& options) const;
   absl::StatusOr<std::vector<int32_t>> Encode(absl::string_view text) const {
@@ -55,6 +62,8 @@ class Tokenizer {
   int max_token_bytes() const { return max_token_bytes_; }
   std::optional<int32_t> TokenId(absl::string_view token_bytes) const;
   bool IsSpecial(int32_t id) const;
+  // The texts of the special added tokens ("<|im_start|>", "<|endoftext|>", ...).
+  std::vector<std::string> SpecialTokenTexts() const;
 
  private:
   Tokenizer() = default;

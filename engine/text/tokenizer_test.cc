@@ -95,6 +95,32 @@ TEST(TokenizerTest, AddedTokensLongestFirstAndOptional) {
   EXPECT_EQ(*t->Decode({256, 260, 'o'}), "he<|end|>o");
 }
 
+// Literal spans: a special token's text there is text (7 bytes); outside, and for a non-special
+// added token anywhere, it is the token.
+TEST(TokenizerTest, SpecialTokensInLiteralSpansAreText) {
+  auto t = Load(TinyTokenizer(false));
+  // "<|end|>" at 0 (literal), "<|end|>" at 7 (control), "<|end|>x" at 14 (literal but not
+  // special: still its token).
+  const std::string text = "<|end|><|end|><|end|>x";
+  Tokenizer::EncodeOptions o{.literal_spans = {{0, 7}, {14, 22}}};
+  absl::StatusOr<std::vector<int32_t>> ids = t->Encode(text, o);
+  ASSERT_TRUE(ids.ok()) << ids.status();
+  std::vector<int32_t> want = *t->Encode("<|end|>", {.parse_special = false});
+  want.push_back(260);
+  want.push_back(261);
+  EXPECT_EQ(*ids, want);
+  // A span that covers only part of a special token's text still makes it text.
+  ids = t->Encode("a<|end|>", {.literal_spans = {{3, 4}}});
+  EXPECT_EQ(ids->size(), 8u);
+  EXPECT_EQ(t->SpecialTokenTexts(), std::vector<std::string>{"<|end|>"});
+  for (const std::vector<std::pair<size_t, size_t>>& bad :
+       std::vector<std::vector<std::pair<size_t, size_t>>>{
+           {{5, 2}}, {{0, 99}}, {{4, 8}, {0, 2}}, {{0, 5}, {4, 8}}}) {
+    EXPECT_EQ(t->Encode(text, {.literal_spans = bad}).status().code(),
+              absl::StatusCode::kInvalidArgument);
+  }
+}
+
 TEST(TokenizerTest, EdgeCases) {
   auto t = Load(TinyTokenizer(false));
   EXPECT_TRUE(t->Encode("")->empty());

@@ -101,11 +101,14 @@ absl::StatusOr<std::shared_ptr<CallHandle>> RouterCore::Submit(const rpc::Genera
   up.set_request_id(request.request_id().empty()
                         ? absl::StrCat("router-", shared_->next_id.fetch_add(1))
                         : request.request_id());
+  std::vector<std::pair<size_t, size_t>> literal;
+  for (const rpc::TextSpan& s : request.literal_spans()) literal.emplace_back(s.begin(), s.end());
   absl::StatusOr<std::vector<int32_t>> checked =
       engine::model::CheckPrompt(request.text(), request.token_ids(), request.max_tokens(),
                                  {.tokenizer = o.tokenizer,
                                   .vocab_size = o.vocab_size,
-                                  .max_prompt_tokens = o.max_prompt_tokens});
+                                  .max_prompt_tokens = o.max_prompt_tokens},
+                                 std::move(literal));
   if (!checked.ok()) {
     shared_->invalid.fetch_add(1);
     return checked.status();

@@ -157,7 +157,8 @@ class CompletionSink : public CallSink {
 };
 
 // The door's own series, after the router's.
-std::string DoorMetrics(const HttpCounters& c, const WorkQueue* work, int64_t escaped) {
+std::string DoorMetrics(const HttpCounters& c, const WorkQueue* work, int64_t escaped,
+                        int64_t literal_special) {
   std::string out;
   auto series = [&out](const char* name, const char* type, const char* help, int64_t v) {
     absl::StrAppend(&out, "# HELP ", name, " ", help, "\n# TYPE ", name, " ", type, "\n", name, " ",
@@ -181,6 +182,10 @@ std::string DoorMetrics(const HttpCounters& c, const WorkQueue* work, int64_t es
          "HTTP requests answered 500 because an exception escaped the door's code (a bug; each "
          "is logged with its type and stack).",
          c.handler_exceptions + escaped);
+  series("semmoe_router_http_literal_special_tokens_total", "counter",
+         "Special-token texts (\"<|im_start|>\") found in chat requests' messages, tools or "
+         "template arguments and kept as text, not control tokens (--message_special_tokens).",
+         literal_special);
   series("semmoe_router_http_work_queued", "gauge",
          "HTTP completions waiting for a worker thread (parse, chat template, tokenise).",
          work != nullptr ? work->queued() : 0);
@@ -193,6 +198,8 @@ struct Context {
   std::function<HttpCounters()> counters;
   WorkQueue* work = nullptr;  // Null: completions run on the calling thread.
   EscapedCounter escaped = std::make_shared<std::atomic<int64_t>>(0);
+  // Special-token texts kept as text (options.message_special_text).
+  std::shared_ptr<std::atomic<int64_t>> literal_special = std::make_shared<std::atomic<int64_t>>(0);
 
   void Health(HttpResponse& res) const {
     const rpc::RouterStats stats = options.router->Stats();
@@ -243,8 +250,16 @@ struct Context {
                                     .code = "chat_template_missing"});
       }
       std::string prompt;
-      if (std::optional<ApiError> e = ChatPrompt(r, opening, &prompt)) return Reply(*res, *e);
+      std::vector<std::pair<size_t, size_t>> literal;
+      if (std::optional<ApiError> e = ChatPrompt(r, opening, &prompt, &literal)) {
+        return Reply(*res, *e);
+      }
       g.set_text(std::move(prompt));
+      for (const auto& [begin, end] : literal) {
+        rpc::TextSpan* span = g.add_literal_spans();
+        span->set_begin(begin);
+        span->set_end(end);
+      }
     } else if (!r.prompt_ids.empty()) {
       g.mutable_token_ids()->Add(r.prompt_ids.begin(), r.prompt_ids.end());
     } else {
@@ -288,7 +303,8 @@ struct Context {
   // where the template would drop what the conversation holds; then `opening`, which forces a
   // call (tool_choice "required" or named; "" otherwise).
   std::optional<ApiError> ChatPrompt(const openai::OpenAiRequest& r, const std::string& opening,
-                                     std::string* prompt) const {
+                                     std::string* prompt,
+                                     std::vector<std::pair<size_t, size_t>>* literal) const {
     const engine::model::ToolSupport& support = options.chat_template->tool_support();
     auto refuse = [&](const std::string& param, const std::string& why) {
       return ApiError{
@@ -329,10 +345,24 @@ struct Context {
     }
     Json extra = r.template_kwargs.is_object() ? r.template_kwargs : Json::object();
     if (!r.tools.is_null() && support.tools_list) extra["tools"] = r.tools;
+    const engine::model::SpecialTextMask* mask = options.message_special_text;
+    if (mask != nullptr) {  // Every string the client sent; the template's own stay control.
+      int64_t in_messages = 0, in_extra = 0;
+      messages = mask->Mask(messages, &in_messages);
+      extra = mask->Mask(extra, &in_extra);
+      literal_special->fetch_add(in_messages + in_extra);
+    }
     absl::StatusOr<std::string> text =
         options.chat_template->Apply(messages, r.add_generation_prompt, extra);
     if (!text.ok()) {
       return ApiError{.message = std::string(text.status().message()), .param = "messages"};
+    }
+    if (mask != nullptr) {
+      absl::StatusOr<engine::model::SpecialTextMask::Unmasked> u = mask->Unmask(*text);
+      if (!u.ok())
+        return ApiError{.message = std::string(u.status().message()), .param = "messages"};
+      *text = std::move(u->text);
+      *literal = std::move(u->literal_spans);
     }
     *prompt = absl::StrCat(*text, opening);
     return std::nullopt;
@@ -364,9 +394,9 @@ struct Context {
       if (req.method != "GET") return MethodNotAllowed(req, res, "GET");
       if (req.path == "/health") return Health(res);
       if (req.path == "/v1/models") return Models(res);
-      return res.Send(
-          200, metrics::kTextContentType,
-          options.router->MetricsText() + DoorMetrics(counters(), work, escaped->load()));
+      return res.Send(200, metrics::kTextContentType,
+                      options.router->MetricsText() +
+                          DoorMetrics(counters(), work, escaped->load(), literal_special->load()));
     }
     Reply(res, ApiError{.http_status = 404,
                         .message = absl::StrCat(req.method, " ", req.path, ": no such endpoint"),

@@ -34,6 +34,7 @@
 #include "absl/time/time.h"
 #include "common/work_queue.h"
 #include "engine/text/chat_template.h"
+#include "engine/text/special_text_mask.h"
 #include "router/core/router_api.h"
 #include "router/http/http_server.h"
 #include "router/openai/openai_request.h"
@@ -47,7 +48,12 @@ struct HttpFrontendOptions {
   std::string served_model;  // The name clients send as "model" and /v1/models lists.
   // Borrowed; null: the model has no chat template and chat completions get a 400 saying so.
   const engine::model::ChatTemplate* chat_template = nullptr;
-  std::string chat_template_error;     // Why there is none (told to chat clients).
+  std::string chat_template_error;  // Why there is none (told to chat clients).
+  // Borrowed: special-token text in the client's strings of a chat request (messages, tools,
+  // chat_template_kwargs) is kept as text through the template (router
+  // --message_special_tokens=text, the default); null: it is parsed as control tokens, as
+  // Hugging Face's apply_chat_template does (=control).
+  const engine::model::SpecialTextMask* message_special_text = nullptr;
   // The format the model writes tool calls in (router --tool_call_parser); none: requests with
   // tools are refused, saying so.
   std::optional<openai::ToolCallFormat> tool_call_format;

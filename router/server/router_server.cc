@@ -187,6 +187,10 @@ absl::Status ValidateRouterServerOptions(const RouterServerOptions& o) {
         absl::StrCat("--http_threads and --http_workers must be between 1 and ", kMaxHttpThreads,
                      " (got ", o.http_threads, " and ", o.http_workers, ")"));
   }
+  if (o.message_special_tokens != "text" && o.message_special_tokens != "control") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--message_special_tokens must be text or control (got '", o.message_special_tokens, "')"));
+  }
   if (o.chat_template_render_timeout < absl::Milliseconds(1) ||
       o.chat_template_render_timeout > absl::Seconds(60)) {
     return absl::InvalidArgumentError(
@@ -334,6 +338,11 @@ absl::Status RouterServer::StartHttp() {
     chat_error_ = std::string(chat.status().message());
   }
   ASSIGN_OR_RETURN(tool_call_format_, ToolCallFormatFor(o.model_dir, o.tool_call_parser));
+  if (o.message_special_tokens == "text") {
+    ASSIGN_OR_RETURN(engine::model::SpecialTextMask mask,
+                     engine::model::SpecialTextMask::Create(tokenizer_->SpecialTokenTexts()));
+    special_text_ = std::make_unique<engine::model::SpecialTextMask>(std::move(mask));
+  }
   const std::string name =
       o.served_model_name.empty() ? BaseName(o.model_dir) : o.served_model_name;
   const SecurityMaterial& tls = Security();
@@ -343,6 +352,7 @@ absl::Status RouterServer::StartHttp() {
                                               .served_model = name,
                                               .chat_template = chat_template_.get(),
                                               .chat_template_error = chat_error_,
+                                              .message_special_text = special_text_.get(),
                                               .tool_call_format = tool_call_format_,
                                               .router = core_.get(),
                                               .default_chat_max_tokens = o.default_chat_max_tokens,
@@ -382,6 +392,10 @@ std::string RouterServer::Describe() const {
     } else {
       absl::StrAppend(&line,
                       "\nrouter: tool calls: ", ToolsLine(*chat_template_, tool_call_format_));
+      absl::StrAppend(&line, "\nrouter: special-token text in messages: ",
+                      special_text_ != nullptr
+                          ? "text (--message_special_tokens=text)"
+                          : "control tokens (--message_special_tokens=control)");
     }
   }
   for (const GroupOptions& g : groups_) {

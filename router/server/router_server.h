@@ -18,6 +18,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "engine/text/chat_template.h"
+#include "engine/text/special_text_mask.h"
 #include "engine/text/tokenizer.h"
 #include "grpcpp/grpcpp.h"
 #include "router/core/router_core.h"
@@ -47,6 +48,10 @@ struct RouterServerOptions {
   // The format the model writes tool calls in: "auto" (by config.json's model_type: Qwen →
   // hermes, DeepSeek → deepseek_v3, Mixtral → mistral), a format's name (tool_use.h), or "none".
   std::string tool_call_parser = "auto";
+  // Special-token text in a chat request's messages, tools and template arguments: "text" (kept
+  // as text, so a tool result holding "<|im_start|>" cannot open a turn) or "control" (parsed
+  // as control tokens, as Hugging Face's apply_chat_template does). docs/OPENAI.md.
+  std::string message_special_tokens = "text";
   int http_threads = 2;  // The HTTP door's I/O threads (1..kMaxHttpThreads).
   int http_workers = 2;  // Its threads that parse, render and submit completions.
   // One chat template render's time (router --chat_template_render_ms; 1 ms..60 s); renders are
@@ -120,6 +125,8 @@ class RouterServer {
   // Set by Shutdown: chat template renders in flight (and load-time probes) stop.
   std::atomic<bool> stopping_{false};
   std::unique_ptr<engine::model::ChatTemplate> chat_template_;  // Null: none (chat_error_).
+  // --message_special_tokens=text: the door's mask (null with =control).
+  std::unique_ptr<engine::model::SpecialTextMask> special_text_;
   std::string chat_error_;
   std::optional<openai::ToolCallFormat> tool_call_format_;  // None: tool calls are not parsed.
   std::unique_ptr<http::HttpFrontend> http_;                // Stopped before the server above.
