@@ -661,9 +661,7 @@ absl::StatusOr<Value> BinaryOp(const std::string& op, const Value& a, const Valu
         return absl::ResourceExhaustedError(
             absl::StrCat("a list of more than ", kMaxItems, " items"));
       }
-      Value::List items = a.list();
-      items.insert(items.end(), b.list().begin(), b.list().end());
-      return Value::NewList(std::move(items));
+      return Value::ConcatList(a, b);  // In place where `a` ends its storage (value.h).
     }
   }
   if (op == "*" && (a.is_string() || a.is_list()) && b.kind() == Value::Kind::kInt) {

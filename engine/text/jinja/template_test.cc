@@ -269,6 +269,30 @@ TEST(TemplateTest, StringsGrowInPlaceAndStayImmutable) {
             "True True False True");
 }
 
+// Lists as strings: `+` appends in place where the left side ends its storage, and every value
+// still sees its own items (the storage's end moved past an older value: it takes a copy).
+TEST(TemplateTest, ListsGrowInPlaceAndStayImmutable) {
+  EXPECT_EQ(Ok("{% set a = [1] %}{% set b = a + [2] %}{% set c = a + [3] %}"
+               "{% set d = b + [4] %}{% set e = b + [5] %}"
+               "{{ a }}{{ b }}{{ c }}{{ d }}{{ e }}{{ b | length }}{{ d == [1, 2, 4] }}"),
+            "[1][1, 2][1, 3][1, 2, 4][1, 2, 5]2True");
+  EXPECT_EQ(
+      Ok("{% set ns = namespace(xs=[] + ['a']) %}{% for i in range(3) %}"
+         "{% set ns.xs = ns.xs + ns.xs %}{% endfor %}{{ ns.xs | length }} {{ ns.xs | join }}"),
+      "8 aaaaaaaa");
+  absl::StatusOr<Template> t = Template::Parse("{% set xs = [1, 2] %}{{ xs + [3] }}{{ xs }}");
+  ASSERT_TRUE(t.ok());
+  for (int i = 0; i < 2; ++i) EXPECT_EQ(*t->Render(Value::NewDict()), "[1, 2, 3][1, 2]");
+  // 100,000 appends: linear work (a copy per append would be 5e9).
+  const int64_t before = ThreadWork();
+  absl::StatusOr<std::string> out = Render(
+      "{% set ns = namespace(xs=[]) %}{% for i in range(100000) %}{% set ns.xs = ns.xs + [i] %}"
+      "{% endfor %}{{ ns.xs | length }} {{ ns.xs[99999] }}");
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(*out, "100000 99999");
+  EXPECT_LT(ThreadWork() - before, 20 * 100000);
+}
+
 // Growth by appends is linear in work; growth by copies, or lookups in a big dict in a loop, are
 // stopped by the work bound long before they would finish.
 TEST(TemplateTest, WorkIsBoundedAndLinearGrowthIsCheap) {

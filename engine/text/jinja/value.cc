@@ -272,6 +272,44 @@ Value Value::NewList(List items) {
   Value v;
   v.kind_ = Kind::kList;
   v.list_ = std::make_shared<List>(std::move(items));
+  v.llen_ = v.list_->size();
+  return v;
+}
+
+Value::List& Value::list() const {
+  if (list_->size() != llen_) {
+    // The storage grew past this value (a later `+` on it): this value's own copy, once.
+    thread_work += static_cast<int64_t>(llen_);
+    list_ = std::make_shared<List>(list_->begin(), list_->begin() + llen_);
+    lgrow_ = true;
+  }
+  return *list_;
+}
+
+Value Value::ConcatList(const Value& a, const Value& b) {
+  Value v;
+  v.kind_ = Kind::kList;
+  const List& tail = b.list();  // Materialised first: `b` may view `a`'s storage.
+  if (a.lgrow_ && a.list_->size() == a.llen_) {
+    if (b.list_ == a.list_) {  // xs + xs: the items copied first, as the append may move them.
+      const List copy(tail);
+      a.list_->insert(a.list_->end(), copy.begin(), copy.end());
+    } else {
+      a.list_->insert(a.list_->end(), tail.begin(), tail.end());
+    }
+    thread_work += static_cast<int64_t>(tail.size());
+    v.list_ = a.list_;
+  } else {
+    const List& head = a.list();
+    auto items = std::make_shared<List>();
+    items->reserve(head.size() + tail.size());
+    items->insert(items->end(), head.begin(), head.end());
+    items->insert(items->end(), tail.begin(), tail.end());
+    thread_work += static_cast<int64_t>(items->size());
+    v.list_ = std::move(items);
+  }
+  v.llen_ = v.list_->size();
+  v.lgrow_ = true;
   return v;
 }
 Value Value::NewDict(Dict items) {
@@ -366,7 +404,7 @@ bool Value::Truthy() const {
     case Kind::kString:
       return slen_ != 0;
     case Kind::kList:
-      return !list_->empty();
+      return llen_ != 0;
     case Kind::kDict:
       return namespace_ || !dict_->empty();
   }
@@ -416,14 +454,16 @@ void Value::AppendRepr(int depth, int64_t max_bytes, std::string* out) const {
     case Kind::kString:
       out->append(ReprString(str()));
       return;
-    case Kind::kList:
+    case Kind::kList: {
       out->push_back('[');
-      for (size_t i = 0; i < list_->size() && static_cast<int64_t>(out->size()) <= max_bytes; ++i) {
+      const List& items = list();
+      for (size_t i = 0; i < items.size() && static_cast<int64_t>(out->size()) <= max_bytes; ++i) {
         if (i > 0) out->append(", ");
-        (*list_)[i].AppendRepr(depth + 1, max_bytes, out);
+        items[i].AppendRepr(depth + 1, max_bytes, out);
       }
       out->push_back(']');
       return;
+    }
     case Kind::kDict:
       out->append(namespace_ ? "<Namespace {" : "{");
       for (size_t i = 0; i < dict_->size() && static_cast<int64_t>(out->size()) <= max_bytes; ++i) {
@@ -490,10 +530,12 @@ bool Value::Equal(const Value& a, const Value& b, int depth) {
       thread_work += static_cast<int64_t>(std::min(a.slen_, b.slen_));
       return a.slen_ == b.slen_ && a.str() == b.str();
     case Value::Kind::kList: {
-      thread_work += static_cast<int64_t>(a.list_->size());
-      if (a.list_->size() != b.list_->size()) return false;
-      for (size_t i = 0; i < a.list_->size(); ++i) {
-        if (!Equal((*a.list_)[i], (*b.list_)[i], depth + 1)) return false;
+      const List& x = a.list();
+      const List& y = b.list();
+      thread_work += static_cast<int64_t>(x.size());
+      if (x.size() != y.size()) return false;
+      for (size_t i = 0; i < x.size(); ++i) {
+        if (!Equal(x[i], y[i], depth + 1)) return false;
       }
       return true;
     }

@@ -70,8 +70,13 @@ class Value {
   // render-built string at its buffer's end, else copied once into a new buffer that later
   // appends extend.
   static Value Concat(const Value& a, std::string_view text);
-  // REQUIRES: is_list() / is_dict(). The shared storage (mutable through every copy).
-  List& list() const { return *list_; }
+  // `a + b` for lists `a` and `b` (REQUIRES: both lists): `b`'s items appended in place where
+  // `a` is a render-built list at its storage's end (`ns.xs = ns.xs + [x]` in a loop is linear,
+  // not quadratic), else copied once into new storage that later appends extend.
+  static Value ConcatList(const Value& a, const Value& b);
+  // REQUIRES: is_list() / is_dict(). The shared storage (mutable through every copy); a list
+  // whose storage grew past it (a later `+` on it) first takes its own copy of its items.
+  List& list() const;
   Dict& dict() const { return *dict_; }
 
   // A dict's value for `key`, or undefined (also for non-dicts).
@@ -112,7 +117,11 @@ class Value {
   mutable std::shared_ptr<std::string> sbuf_;
   mutable size_t slen_ = 0;
   mutable bool sgrow_ = false;
-  std::shared_ptr<List> list_;
+  // A list: the first `llen_` items of `list_`, which a render-built list (`lgrow_`) may extend
+  // in place when it is the storage's end — as strings do above.
+  mutable std::shared_ptr<List> list_;
+  mutable size_t llen_ = 0;
+  mutable bool lgrow_ = false;
   std::shared_ptr<Dict> dict_;
 };
 
