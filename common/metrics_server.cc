@@ -30,6 +30,10 @@ MetricsServer::~MetricsServer() {
 
 absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(
     const std::string& listen, int port, std::function<std::string()> render) {
+  if (port < 0 || port > 65535) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("metrics port ", port, " is not a TCP port (0 to 65535; 0: any free one)"));
+  }
   std::unique_ptr<MetricsServer> s(new MetricsServer());
   if (!s->server_->is_valid()) {
     return absl::InvalidArgumentError(

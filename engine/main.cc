@@ -189,12 +189,17 @@ int Generate(int device) {
   if (gen->do_sample) {
     sampling = {.temperature = gen->temperature, .top_k = gen->top_k, .top_p = gen->top_p};
   }
-  if (absl::GetFlag(FLAGS_temperature) >= 0)
+  // -1 (the default) leaves generation_config.json's value; anything else is taken and checked
+  // (a NaN or -7 used to fall back to the default silently).
+  if (absl::GetFlag(FLAGS_temperature) != -1)
     sampling.temperature = absl::GetFlag(FLAGS_temperature);
-  if (absl::GetFlag(FLAGS_top_p) >= 0) sampling.top_p = absl::GetFlag(FLAGS_top_p);
-  if (absl::GetFlag(FLAGS_top_k) >= 0) sampling.top_k = absl::GetFlag(FLAGS_top_k);
+  if (absl::GetFlag(FLAGS_top_p) != -1) sampling.top_p = absl::GetFlag(FLAGS_top_p);
+  if (absl::GetFlag(FLAGS_top_k) != -1) sampling.top_k = absl::GetFlag(FLAGS_top_k);
   if (absl::GetFlag(FLAGS_greedy)) sampling.temperature = 0;
   sampling.seed = absl::GetFlag(FLAGS_seed);
+  if (absl::Status valid = runtime::ValidateSamplingParams(sampling); !valid.ok()) {
+    return Usage(absl::StrCat("--temperature, --top_p, --top_k: ", valid.message()));
+  }
 
   runtime::BatchEngine::Options options{.max_batch_tokens = absl::GetFlag(FLAGS_max_batch_tokens),
                                         .tokenizer = model.tokenizer.get(),

@@ -123,8 +123,53 @@ int Fail(const absl::Status& status) {
   return 1;
 }
 
+// Every floating-point flag finite and in its range (a NaN passed the "≥ 0" checks below and
+// became an infinite window), each error naming its flag. The 0 floors are the checks that
+// follow (they are inclusive or exclusive there).
+absl::Status CheckNumberFlags() {
+  struct Range {
+    const char* name;
+    double value, min, max;
+  };
+  const Range ranges[] = {
+      {"chat_template_render_ms", absl::GetFlag(FLAGS_chat_template_render_ms), 1, 60000},
+      {"http_header_timeout_s", absl::GetFlag(FLAGS_http_header_timeout_s), 0, 86400},
+      {"http_idle_timeout_s", absl::GetFlag(FLAGS_http_idle_timeout_s), 0, 86400},
+      {"http_body_timeout_s", absl::GetFlag(FLAGS_http_body_timeout_s), 0, 86400},
+      {"http_write_timeout_s", absl::GetFlag(FLAGS_http_write_timeout_s), 0, 86400},
+      {"balance_eps", absl::GetFlag(FLAGS_balance_eps), 0, 100},
+      {"window_ms", absl::GetFlag(FLAGS_window_ms), 0, 60000},
+      {"max_queue_ms", absl::GetFlag(FLAGS_max_queue_ms), 0, 3.6e6},
+      {"max_predicted_wait_ms", absl::GetFlag(FLAGS_max_predicted_wait_ms), -1e300, 8.64e7},
+      {"requeue_s", absl::GetFlag(FLAGS_requeue_s), -1e300, 86400},
+      {"report_s", absl::GetFlag(FLAGS_report_s), 0.01, 86400},
+      {"slo_ttft_ms", absl::GetFlag(FLAGS_slo_ttft_ms), 0.001, 8.64e7},
+      {"slo_tpot_ms", absl::GetFlag(FLAGS_slo_tpot_ms), 0.001, 8.64e7},
+      {"load_window_s", absl::GetFlag(FLAGS_load_window_s), 0, 86400 * 7},
+      {"poll_ms", static_cast<double>(absl::GetFlag(FLAGS_poll_ms)), 0, 3.6e6},
+  };
+  for (const Range& r : ranges) {
+    if (!std::isfinite(r.value) || r.value < r.min || r.value > r.max) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--", r.name, " ", r.value, " must be a finite number",
+          r.min > -1e300 ? absl::StrCat(" from ", r.min) : std::string(), " up to ", r.max));
+    }
+  }
+  for (const auto& [name, port] : {std::pair<const char*, int>{"port", absl::GetFlag(FLAGS_port)},
+                                   {"http_port", absl::GetFlag(FLAGS_http_port)}}) {
+    if (port < -1 || port > 65535) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--", name, " ", port, " is not a TCP port (0 to 65535; 0: any free one)"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 // Flags → RouterServerOptions; everything else is router/server/router_server.h.
 int Run() {
+  if (absl::Status numbers = CheckNumberFlags(); !numbers.ok()) {
+    return Usage(std::string(numbers.message()));
+  }
   RouterServerOptions o;
   o.engines = absl::GetFlag(FLAGS_engines);
   o.model_dir = UserPath(absl::GetFlag(FLAGS_model));

@@ -85,7 +85,12 @@ expect_error 2 "--collective_timeout_s must be > 0" -- "$ENGINE" serve --model="
   --collective_timeout_s=0
 expect_error 2 "generate needs --prompt" -- "$ENGINE" generate --model="$dir"
 expect_error 1 "config.json" -- "$ENGINE" generate --model="$TMP/nowhere" --prompt=x
-expect_error 1 "top_p must be in (0, 1]" -- "$ENGINE" generate --model="$dir" --prompt=x --top_p=3
+expect_error 2 "top_p must be in (0, 1]" -- "$ENGINE" generate --model="$dir" --prompt=x --top_p=3
+# Sampling flags other than -1 (the default: generation_config.json's) are taken and checked: a
+# NaN or -7 used to fall back to the default silently.
+expect_error 2 "temperature must be >= 0, got nan" -- "$ENGINE" generate --model="$dir" --prompt=x \
+  --temperature=nan
+expect_error 2 "top_k must be >= 0, got -7" -- "$ENGINE" generate --model="$dir" --prompt=x --top_k=-7
 printf 'oops\n' >"$TMP/bad.jsonl"
 expect_error 1 "bad.jsonl:1: not a JSON object" -- \
   "$ENGINE" score --model="$dir" --input="$TMP/bad.jsonl" --out="$TMP/bad.out"

@@ -247,4 +247,6 @@ else
 fi
 expect_error 1 "$no_gpu" -- "$CLUSTER" --model="$TMP/model" --ranks=2 \
   --device=cuda --engine_binary="$ENGINE" --run_dir="$TMP/nogpu" --startup_timeout_s=30
+expect_error 2 "--ranks must be from 1 to 128" -- "$CLUSTER" --model="$TMP/model" --ranks=100000
+expect_error 2 "--http_port 70000 is not a TCP port" -- "$CLUSTER" --model="$TMP/model" --http_port=70000
 echo "PASS"

@@ -159,4 +159,8 @@ expect_error 1 "no placement version 99" -- "$PLANNER" experiment create --db="$
 expect_error 2 "needs --id" -- "$PLANNER" experiment show --db="$DB"
 expect_error 2 "unknown experiment command 'launch'" -- "$PLANNER" experiment launch --db="$DB" \
   --id=1
+expect_error 1 "--hidden_size -4 must be from 0" -- "$PLANNER" eval --db="$DB" --versions=1 \
+  --traces="$TMP/t.trace" --hidden_size=-4
+expect_error 1 "metrics port 99999 is not a TCP port" -- "$PLANNER" serve --db="$DB" --port=0 \
+  --metrics_port=99999
 echo "PASS"

@@ -66,6 +66,10 @@ expect_error 2 "between 1 and 256" -- "$ROUTER" "${ROUTER_FLAGS[@]}" --http_work
 expect_error 2 "--http_threads" -- "$ROUTER" "${ROUTER_FLAGS[@]}" --http_threads=0
 expect_error 2 "--chat_template_render_ms" -- "$ROUTER" "${ROUTER_FLAGS[@]}" --chat_template_render_ms=0
 expect_error 2 "--chat_template_render_ms" -- "$ROUTER" "${ROUTER_FLAGS[@]}" --chat_template_render_ms=nan
+for bad in --window_ms=nan --balance_eps=nan --slo_ttft_ms=-1 --report_s=0 --http_idle_timeout_s=inf \
+  --max_queue_ms=1e300 --http_port=70000 --port=-5; do
+  expect_error 2 "${bad%%=*} " -- "$ROUTER" "${ROUTER_FLAGS[@]}" "$bad"
+done
 expect_error 2 "--message_special_tokens must be text or control" -- "$ROUTER" "${ROUTER_FLAGS[@]}" \
   --message_special_tokens=maybe
 echo "PASS"

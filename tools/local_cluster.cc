@@ -442,14 +442,23 @@ void PrintEndpoints(const Cluster& c) {
   }
 }
 
+// Every rank is a process on this host: 128 is already more than any host has GPUs.
+constexpr int kMaxLocalRanks = 128;
+
 int Main() {
   if (absl::GetFlag(FLAGS_model).empty()) {
     std::cerr << "local_cluster: --model is required\n";
     return 2;
   }
-  if (absl::GetFlag(FLAGS_ranks) < 1 ||
+  if (absl::GetFlag(FLAGS_ranks) < 1 || absl::GetFlag(FLAGS_ranks) > kMaxLocalRanks ||
       (absl::GetFlag(FLAGS_attn) != "dp" && absl::GetFlag(FLAGS_attn) != "tp")) {
-    std::cerr << "local_cluster: --ranks must be ≥ 1 and --attn dp or tp\n";
+    std::cerr << "local_cluster: --ranks must be from 1 to " << kMaxLocalRanks
+              << " (one process each, on this host) and --attn dp or tp\n";
+    return 2;
+  }
+  if (absl::GetFlag(FLAGS_http_port) < -1 || absl::GetFlag(FLAGS_http_port) > 65535) {
+    std::cerr << "local_cluster: --http_port " << absl::GetFlag(FLAGS_http_port)
+              << " is not a TCP port (0 to 65535; 0: a free one; -1: none)\n";
     return 2;
   }
   sigset_t stop = BlockStopSignals();

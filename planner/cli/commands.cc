@@ -620,6 +620,10 @@ absl::StatusOr<nlohmann::ordered_json> EvalRowsOn(const EvalOptions& o,
 
 absl::StatusOr<nlohmann::ordered_json> EvalRows(const EvalOptions& o) {
   if (o.versions.empty()) return absl::InvalidArgumentError("--versions is required");
+  if (o.hidden_size < 0 || o.hidden_size > (int64_t{1} << 20)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--hidden_size ", o.hidden_size, " must be from 0 (not reported) to 1048576"));
+  }
   Step step(o.progress);
   step.Next("loading traces");
   ASSIGN_OR_RETURN(trace::TraceSet trace, LoadTraces(o.traces));

@@ -558,6 +558,10 @@ HttpServer::~HttpServer() { Shutdown(); }
 absl::StatusOr<std::unique_ptr<HttpServer>> HttpServer::Start(HttpServerOptions options) {
   if (!options.handler) return absl::InvalidArgumentError("the HTTP server needs a handler");
   if (options.threads < 1) return absl::InvalidArgumentError("HTTP threads must be ≥ 1");
+  if (options.port < 0 || options.port > 65535) {  // Asio would take it modulo 65536.
+    return absl::InvalidArgumentError(absl::StrCat(
+        "HTTP port ", options.port, " is not a TCP port (0 to 65535; 0: any free one)"));
+  }
   const HttpLimits& l = options.limits;
   if (l.max_connections < 1 || l.max_header_bytes < 256 || l.max_body_bytes < 1 ||
       l.max_requests_per_connection < 1) {
