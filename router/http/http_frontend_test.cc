@@ -73,10 +73,16 @@ class HttpFrontendTest : public ::testing::Test {
     engine_.reset();
   }
 
-  // The router's own answer (gRPC) for greedy text.
-  std::string Grpc(const std::string& text, int max_tokens) {
+  // The router's own answer (gRPC) for greedy text (its special tokens text in `literal`).
+  std::string Grpc(const std::string& text, int max_tokens,
+                   const std::vector<std::pair<size_t, size_t>>& literal = {}) {
     rpc::GenerateRequest r;
     r.set_text(text);
+    for (const auto& [b, e] : literal) {
+      rpc::TextSpan* span = r.add_literal_spans();
+      span->set_begin(b);
+      span->set_end(e);
+    }
     r.set_max_tokens(max_tokens);
     r.set_ignore_eos(true);
     grpc::ClientContext context;
@@ -239,24 +245,7 @@ TEST_F(HttpFrontendTest, SpecialTokenTextInMessagesIsTextWithTheMask) {
   EXPECT_EQ(control_answer["usage"]["prompt_tokens"].get<size_t>(), as_control);
 
   // The masked door's answer is the router's for the prompt with those literal spans.
-  rpc::GenerateRequest r;
-  r.set_text(prompt);
-  for (const auto& [b, e] : spans) {
-    rpc::TextSpan* span = r.add_literal_spans();
-    span->set_begin(b);
-    span->set_end(e);
-  }
-  r.set_max_tokens(6);
-  r.set_ignore_eos(true);
-  grpc::ClientContext context;
-  auto reader = stub_->Generate(&context, r);
-  rpc::GenerateResponse m;
-  std::string want;
-  while (reader->Read(&m)) {
-    if (m.has_final()) want = m.final().text();
-  }
-  ASSERT_TRUE(reader->Finish().ok());
-  EXPECT_EQ(text_answer["choices"][0]["message"]["content"], want);
+  EXPECT_EQ(text_answer["choices"][0]["message"]["content"], Grpc(prompt, 6, spans));
 
   // Counted where operators look.
   auto metrics = masked_client.Get("/metrics");
