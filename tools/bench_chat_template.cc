@@ -2,11 +2,14 @@
 // system messages — what the router's --chat_template_render_ms bound has to admit. Renders the
 // template with N/2 and N tools (and system messages), each `--repeat` times, and prints the
 // median time, the work (engine/text/jinja/value.h ThreadWork) and the ratio of the two sizes
-// (2.0 is linear; a template that grows a string by copies gives about 4).
+// (2.0 is linear; a template that grows a string by copies gives about 4). With --tokenizer, also
+// what keeping the request's special-token text as text costs (router
+// --message_special_tokens=text): the mask before the render and the unmask after it, timed side
+// by side with the render alone on the same request.
 //
 //   bazel build --config=opt //tools:bench_chat_template
 //   bazel-bin/tools/bench_chat_template --template_file router/templates/deepseek_v3_tools.jinja
-//       --n 100000 --repeat 3
+//       --n 100000 --repeat 3 [--tokenizer tokenizer.json]
 #include <algorithm>
 #include <cstdio>
 #include <string>
@@ -20,6 +23,8 @@
 #include "common/cpu_guard.h"
 #include "common/file.h"
 #include "engine/text/chat_template.h"
+#include "engine/text/special_text_mask.h"
+#include "engine/text/tokenizer.h"
 #include "nlohmann/json.hpp"
 #include "router/templates/large_requests.h"
 
@@ -27,6 +32,9 @@ ABSL_FLAG(std::string, template_file, "router/templates/deepseek_v3_tools.jinja"
           "a Jinja chat template file");
 ABSL_FLAG(int, n, 100000, "the larger size (tools, system messages); the smaller is n/2");
 ABSL_FLAG(int, repeat, 5, "renders of each size (the median is printed)");
+ABSL_FLAG(std::string, tokenizer, "",
+          "a tokenizer.json: also time the special-token mask (its special tokens) beside the "
+          "render");
 
 namespace {
 
@@ -99,6 +107,63 @@ int main(int argc, char** argv) {
     }
     std::printf("%-22s time ratio n / (n/2): %.2f (2.0 linear, 4.0 quadratic)\n", what,
                 full.ms / half.ms);
+  }
+  if (absl::GetFlag(FLAGS_tokenizer).empty()) return 0;
+  absl::StatusOr<std::string> json =
+      semmoe::ReadFile(semmoe::UserPath(absl::GetFlag(FLAGS_tokenizer)));
+  if (!json.ok()) {
+    std::fprintf(stderr, "bench_chat_template: %s\n", std::string(json.status().message()).c_str());
+    return 1;
+  }
+  auto tokenizer = semmoe::engine::model::Tokenizer::FromJson(*json);
+  if (!tokenizer.ok()) {
+    std::fprintf(stderr, "bench_chat_template: %s\n",
+                 std::string(tokenizer.status().message()).c_str());
+    return 1;
+  }
+  const std::vector<std::string> specials = (*tokenizer)->SpecialTokenTexts();
+  auto mask = semmoe::engine::model::SpecialTextMask::Create(specials);
+  if (!mask.ok()) {
+    std::fprintf(stderr, "bench_chat_template: %s\n", std::string(mask.status().message()).c_str());
+    return 1;
+  }
+  // The n-tools request, and the same with a special token's text in every tool's description
+  // (what the mask has to replace).
+  std::printf("\nspecial-token mask (%zu special tokens), %d tools:\n", specials.size(), n);
+  std::printf("%-22s %12s %12s %12s\n", "request", "render ms", "masked ms", "ratio");
+  for (bool injected : {false, true}) {
+    Json tools = semmoe::router::templates::ManyTools(n);
+    if (injected) {
+      for (Json& tool : tools) {
+        tool["function"]["description"] =
+            tool["function"]["description"].get<std::string>() + specials.front();
+      }
+    }
+    const Json extra = {{"tools", tools}};
+    std::vector<double> plain_ms, masked_ms;
+    for (int i = 0; i < repeat; ++i) {  // Alternated, so both see the same machine.
+      absl::Time start = absl::Now();
+      absl::StatusOr<std::string> out = t->Apply(user, true, extra);
+      plain_ms.push_back(absl::ToDoubleMilliseconds(absl::Now() - start));
+      start = absl::Now();
+      int64_t replaced = 0;
+      const Json m = mask->Mask(user, &replaced), e = mask->Mask(extra, &replaced);
+      absl::StatusOr<std::string> masked = t->Apply(m, true, e);
+      absl::StatusOr<semmoe::engine::model::SpecialTextMask::Unmasked> u =
+          masked.ok()
+              ? mask->Unmask(*masked)
+              : absl::StatusOr<semmoe::engine::model::SpecialTextMask::Unmasked>(masked.status());
+      masked_ms.push_back(absl::ToDoubleMilliseconds(absl::Now() - start));
+      if (!out.ok() || !u.ok() || u->text != *out) {
+        std::fprintf(stderr, "bench_chat_template: the masked render differs from the render\n");
+        return 1;
+      }
+    }
+    std::sort(plain_ms.begin(), plain_ms.end());
+    std::sort(masked_ms.begin(), masked_ms.end());
+    const double p = plain_ms[plain_ms.size() / 2], q = masked_ms[masked_ms.size() / 2];
+    std::printf("%-22s %12.1f %12.1f %12.2f\n", injected ? "a special in each" : "plain", p, q,
+                q / p);
   }
   return 0;
 }

@@ -39,19 +39,9 @@ absl::StatusOr<SpecialTextMask> SpecialTextMask::Create(std::vector<std::string>
   std::string lead;
   AppendUtf8(kLead, lead);
   m.texts_.push_back(lead);
-  m.terminal_.push_back(-1);  // The root.
   for (size_t t = 0; t < m.texts_.size(); ++t) {
-    const std::string& text = m.texts_[t];
-    if (text.empty()) return absl::InvalidArgumentError("a special token's text is empty");
-    m.first_byte_[static_cast<unsigned char>(text[0])] = true;
-    int32_t node = 0;
-    for (unsigned char b : text) {
-      auto [it, added] =
-          m.edges_.try_emplace(uint64_t(node) << 8 | b, static_cast<int32_t>(m.terminal_.size()));
-      if (added) m.terminal_.push_back(-1);
-      node = it->second;
-    }
-    if (m.terminal_[node] < 0) m.terminal_[node] = static_cast<int32_t>(t);
+    if (m.texts_[t].empty()) return absl::InvalidArgumentError("a special token's text is empty");
+    m.trie_.Add(m.texts_[t], static_cast<int32_t>(t));
   }
   return m;
 }
@@ -59,24 +49,20 @@ absl::StatusOr<SpecialTextMask> SpecialTextMask::Create(std::vector<std::string>
 int64_t SpecialTextMask::MaskString(absl::string_view s, std::string& out) const {
   int64_t masked = 0;
   size_t i = 0, copied = 0;
+  std::vector<std::pair<size_t, int32_t>> matches;
   while (i < s.size()) {
-    if (!first_byte_[static_cast<unsigned char>(s[i])]) {
+    if (!trie_.Starts(static_cast<unsigned char>(s[i]))) {
       ++i;
       continue;
     }
     // The longest text starting here (tokenizers match longest first).
-    int32_t node = 0, found = -1;
-    size_t found_end = 0;
-    for (size_t j = i; j < s.size(); ++j) {
-      auto it = edges_.find(uint64_t(node) << 8 | static_cast<unsigned char>(s[j]));
-      if (it == edges_.end()) break;
-      node = it->second;
-      if (terminal_[node] >= 0) found = terminal_[node], found_end = j + 1;
-    }
-    if (found < 0) {
+    trie_.Matches(s, i, matches);
+    if (matches.empty()) {
       ++i;
       continue;
     }
+    const int32_t found = matches.back().second;
+    const size_t found_end = i + matches.back().first;
     out.append(s.data() + copied, i - copied);
     AppendUtf8(kLead, out);
     AppendUtf8(kFirstIndex + static_cast<uint32_t>(found), out);

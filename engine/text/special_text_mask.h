@@ -15,9 +15,9 @@
 #include <utility>
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "engine/text/byte_trie.h"
 #include "nlohmann/json.hpp"
 
 namespace semmoe::engine::model {
@@ -49,10 +49,7 @@ class SpecialTextMask {
   int64_t MaskString(absl::string_view s, std::string& out) const;
 
   std::vector<std::string> texts_;  // By placeholder index; the last is the lead character.
-  // A byte trie over the texts: (node << 8 | byte) → child; a node's text index, or −1.
-  absl::flat_hash_map<uint64_t, int32_t> edges_;
-  std::vector<int32_t> terminal_;
-  bool first_byte_[256] = {};
+  ByteTrie trie_;                   // The texts → their index.
 };
 
 }  // namespace semmoe::engine::model

@@ -196,11 +196,13 @@ absl::Status Tokenizer::Load(absl::string_view json_text) {
     special_[id] = added_special[i];
     present[id] = true;
     added_.push_back(Added{content, id});
-    added_first_byte_[static_cast<unsigned char>(content[0])] = true;
   }
   std::stable_sort(added_.begin(), added_.end(), [](const Added& a, const Added& b) {
     return a.content.size() > b.content.size();
   });
+  for (size_t i = 0; i < added_.size(); ++i) {
+    added_trie_.Add(added_[i].content, static_cast<int32_t>(i));
+  }
   for (const std::string& bytes : id_to_bytes_) {
     max_token_bytes_ = std::max(max_token_bytes_, static_cast<int>(bytes.size()));
   }
@@ -333,15 +335,17 @@ absl::StatusOr<std::vector<int32_t>> Tokenizer::Encode(absl::string_view text,
   size_t span = 0;   // The first literal span that does not end before i.
   if (options.parse_special && !added_.empty()) {
     size_t i = 0;
+    std::vector<std::pair<size_t, int32_t>> matches;
     while (i < text.size()) {
       const Added* match = nullptr;
-      if (!added_first_byte_[static_cast<unsigned char>(text[i])]) {
+      if (!added_trie_.Starts(static_cast<unsigned char>(text[i]))) {
         ++i;
         continue;
       }
       while (span < literal.size() && literal[span].second <= i) ++span;
-      for (const Added& a : added_) {  // Longest first.
-        if (text.compare(i, a.content.size(), a.content) != 0) continue;
+      added_trie_.Matches(text, i, matches);
+      for (auto m = matches.rbegin(); m != matches.rend(); ++m) {  // Longest first.
+        const Added& a = added_[m->second];
         // A special token overlapping a literal span is text there.
         if (special_[a.id] && span < literal.size() && literal[span].first < i + a.content.size()) {
           continue;

@@ -24,6 +24,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "engine/text/byte_trie.h"
 #include "engine/text/pretokenizer.h"
 
 namespace semmoe::engine::model {
@@ -91,8 +92,8 @@ class Tokenizer {
     std::string content;
     int32_t id;
   };
-  std::vector<Added> added_;         // Longest content first.
-  bool added_first_byte_[256] = {};  // Whether some added token starts with this byte.
+  std::vector<Added> added_;  // Longest content first.
+  ByteTrie added_trie_;       // Their contents → their index in added_.
 };
 
 }  // namespace semmoe::engine::model
