@@ -159,26 +159,35 @@ class Renderer {
   absl::StatusOr<Flow> ExecFor(const Stmt& s) {
     absl::StatusOr<Value> iterable = Eval(*s.expr);
     if (!iterable.ok()) return iterable.status();
-    absl::StatusOr<Value::List> all = Iterate(*iterable);
-    if (!all.ok()) return AtLine(s.line, all.status());
+    // A list is iterated where it is, by index (the body may grow its storage in place: value.h),
+    // not copied: a copy of a million-item range between two bound checks kept a cancelled or
+    // late render running for seconds on a loaded host. Dicts and strings become a list.
+    Value source = *iterable;
+    if (!source.is_list()) {
+      absl::StatusOr<Value::List> all = Iterate(source);
+      if (!all.ok()) return AtLine(s.line, all.status());
+      source = Value::NewList(*std::move(all));
+    }
     // The `if` filter runs first: loop.* counts only the items it keeps.
-    Value::List items;
-    for (const Value& item : *all) {
-      if (s.condition != nullptr) {
+    if (s.condition != nullptr) {
+      Value::List kept;
+      for (size_t i = 0; i < source.list().size(); ++i) {
+        const Value item = source.list()[i];
         scopes_.emplace_back();
         absl::Status st = Assign(s.targets, item, s.line, scopes_.back());
         absl::StatusOr<Value> keep = st.ok() ? Eval(*s.condition) : absl::StatusOr<Value>(st);
         scopes_.pop_back();
         if (!keep.ok()) return keep.status();
-        if (!keep->Truthy()) continue;
+        if (keep->Truthy()) kept.push_back(item);
       }
-      items.push_back(item);
+      source = Value::NewList(std::move(kept));
     }
-    if (items.empty()) return Exec(s.else_body);
+    const int64_t n = static_cast<int64_t>(source.list().size());
+    if (n == 0) return Exec(s.else_body);
     ++loops_;
-    const int64_t n = static_cast<int64_t>(items.size());
     for (int64_t i = 0; i < n; ++i) {
       if (absl::Status st = Step(s.line); !st.ok()) return st;
+      const Value item = source.list()[i];
       scopes_.emplace_back();
       auto& scope = scopes_.back();
       Value loop = Value::NewDict({{"index", Value::Int(i + 1)},
@@ -188,10 +197,10 @@ class Renderer {
                                    {"first", Value::Bool(i == 0)},
                                    {"last", Value::Bool(i == n - 1)},
                                    {"length", Value::Int(n)},
-                                   {"previtem", i > 0 ? items[i - 1] : Value()},
-                                   {"nextitem", i + 1 < n ? items[i + 1] : Value()}});
+                                   {"previtem", i > 0 ? source.list()[i - 1] : Value()},
+                                   {"nextitem", i + 1 < n ? source.list()[i + 1] : Value()}});
       scope["loop"] = loop;
-      if (absl::Status st = Assign(s.targets, items[i], s.line, scope); !st.ok()) return st;
+      if (absl::Status st = Assign(s.targets, item, s.line, scope); !st.ok()) return st;
       absl::StatusOr<Flow> flow = Exec(s.body);
       scopes_.pop_back();
       if (!flow.ok()) return flow;
