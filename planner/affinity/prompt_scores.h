@@ -50,6 +50,31 @@ void SumPromptLogTerms(absl::Span<const Token> tokens, absl::Span<const float> t
   }
 }
 
+// The prompt's expected share of activations per device, from the same terms: the mean over its
+// tokens of each token's shares (exp of its terms, renormalised: the floor lifts shares below
+// it), a token without scores counting as uniform. Writes one value per device to `out`
+// (summing to 1); uniform for a prompt without tokens in [0, vocab). What the router's time
+// rule (planner/sim/step_predictor.h) predicts a request's traffic from.
+template <typename Token>
+void PromptShares(absl::Span<const Token> tokens, absl::Span<const float> terms, int devices,
+                  absl::Span<double> out) {
+  std::fill(out.begin(), out.end(), 0.0);
+  const size_t vocab = terms.size() / static_cast<size_t>(devices);
+  std::vector<double> row(devices);
+  int64_t counted = 0;
+  for (Token token : tokens) {
+    if (token < 0 || static_cast<size_t>(token) >= vocab) continue;
+    const float* t = &terms[static_cast<size_t>(token) * devices];
+    double total = 0;
+    for (int d = 0; d < devices; ++d) total += row[d] = std::exp(static_cast<double>(t[d]));
+    for (int d = 0; d < devices; ++d) out[d] += row[d] / total;
+    ++counted;
+  }
+  for (int d = 0; d < devices; ++d) {
+    out[d] = counted > 0 ? out[d] / static_cast<double>(counted) : 1.0 / devices;
+  }
+}
+
 }  // namespace semmoe::planner
 
 #endif  // SEMMOE_PLANNER_AFFINITY_PROMPT_SCORES_H_

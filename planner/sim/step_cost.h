@@ -42,6 +42,19 @@ struct MoeTraffic {
   std::vector<int64_t> rows, local_rows, expert_rows, active_experts, own_tokens;
 };
 
+// What a collective puts on each link: per rank its bytes out and in over NVLink-class links
+// inside its node and over the links between nodes, per node its bytes out and in between nodes
+// (for profiles whose hosts share one link), and the peers each rank messages (its caller counts
+// them: Add does not).
+struct LinkLoads {
+  explicit LinkLoads(const planner::Topology& topo) { Reset(topo); }
+  void Reset(const planner::Topology& topo);
+  // `bytes` from rank s to rank d (s ≠ d).
+  void Add(const planner::Topology& topo, int s, int d, double bytes);
+  std::vector<double> intra_out, intra_in, inter_out, inter_in, node_out, node_in;
+  std::vector<int> peers;
+};
+
 struct MoeTime {
   double wait = 0;      // The slowest rank's attention over the fastest's (their wait).
   double dispatch = 0;  // The row-count exchange and the dispatch collective.
@@ -80,6 +93,13 @@ class StepCost {
   double LmHead(int64_t rows, int shards = 1) const;
   // A collective moving bytes[s × G + d] (the diagonal ignored).
   double Collective(const std::vector<double>& bytes) const;
+  // The same from the links' loads: collective_latency + the slowest rank's message latencies
+  // and busiest link.
+  double CollectiveTime(const LinkLoads& loads) const;
+  // One rank's experts in a MoE layer: `expert_rows` activations over `active_experts` distinct
+  // routed experts, and the shared expert over `own_tokens` (fractional counts allowed: the
+  // router's predictions are expectations).
+  double ExpertsTime(double expert_rows, double active_experts, double own_tokens) const;
   // A MoE layer: the row counts' exchange (when `counts_exchange`; an all-gather of G + nodes
   // counts with two stages), dispatch, experts, combine (each two collectives with two stages).
   MoeTime Moe(const MoeTraffic& t, const std::vector<double>& attention_per_rank,
