@@ -36,6 +36,7 @@
 #include "common/security_flags.h"
 #include "common/stop_signals.h"
 #include "planner/placement/topology.h"
+#include "planner/sim/cluster_profile.h"
 #include "router/server/router_server.h"
 
 ABSL_FLAG(std::vector<std::string>, engines, {}, "engine rank addresses, rank order");
@@ -79,7 +80,13 @@ ABSL_FLAG(double, http_header_timeout_s, 10, "HTTP: a new connection's headers m
 ABSL_FLAG(double, http_idle_timeout_s, 30, "HTTP: a kept-alive connection's next request within");
 ABSL_FLAG(double, http_body_timeout_s, 60, "HTTP: a request body within, after its headers");
 ABSL_FLAG(double, http_write_timeout_s, 30, "HTTP: each response write within (slow readers)");
-ABSL_FLAG(std::string, policy, "semantic", "semantic, round_robin or least_loaded");
+ABSL_FLAG(std::string, policy, "semantic",
+          "semantic, round_robin, least_loaded, or time (each window placed where the step-cost "
+          "model predicts the next MoE layer shortest, never slower than least_loaded or "
+          "round_robin predict: needs --cluster)");
+ABSL_FLAG(std::string, cluster, "",
+          "--policy time: the cluster profile it predicts with (lab, h100, h200 or a profile "
+          "file, as tools/simulate --cluster)");
 ABSL_FLAG(double, balance_eps, 0.05, "semantic: rank load ≤ (1 + eps) × mean + one request");
 ABSL_FLAG(double, window_ms, 2, "rebatching window, ms");
 ABSL_FLAG(int, max_window, 256, "requests per window at most");
@@ -207,6 +214,11 @@ int Run() {
     for (int r = 0; r < topology->num_ranks(); ++r) {
       o.rebatch.node_of.push_back(topology->NodeOf(r));
     }
+  }
+  o.cluster = absl::GetFlag(FLAGS_cluster);
+  if (const std::vector<std::string> builtin = planner::sim::BuiltinProfiles();
+      !o.cluster.empty() && std::find(builtin.begin(), builtin.end(), o.cluster) == builtin.end()) {
+    o.cluster = UserPath(o.cluster);  // A profile file, relative to where the router was run.
   }
   o.max_in_flight = absl::GetFlag(FLAGS_max_in_flight);
   o.default_max_queue = absl::Milliseconds(absl::GetFlag(FLAGS_max_queue_ms));

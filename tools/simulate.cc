@@ -26,6 +26,7 @@
 #include "nlohmann/json.hpp"
 #include "planner/placement/topology.h"
 #include "planner/sim/cluster_profile.h"
+#include "planner/sim/config_shape.h"
 #include "planner/sim/model_shape.h"
 #include "planner/sim/scenario.h"
 #include "planner/sim/serving_sim.h"
@@ -54,7 +55,8 @@ ABSL_FLAG(uint64_t, seed, 1, "arrival process seed");
 ABSL_FLAG(std::string, mode, "", "dp or tp (default: the version's mode)");
 ABSL_FLAG(std::string, router, "",
           "DP request → rank as the router places it: affinity (the version's tables), "
-          "least_loaded, round_robin; or affinity_offline (planner eval's rule). Default: "
+          "least_loaded, round_robin, time (the step-cost rule, predicting with --cluster); or "
+          "affinity_offline (planner eval's rule). Default: "
           "affinity when the version has tables, else round_robin");
 ABSL_FLAG(int64_t, max_batch_tokens, 2048,
           "tokens per step (per rank under DP; engine serve's default)");
@@ -88,38 +90,6 @@ namespace {
 using planner::sim::ClusterProfile;
 using planner::sim::ModelShape;
 
-// The scale model's view of a checkpoint's config.json.
-ModelShape ShapeOf(const engine::model::ModelConfig& c, const std::string& name) {
-  ModelShape s;
-  s.name = name;
-  s.hidden = c.hidden_size;
-  s.vocab = c.vocab_size;
-  for (int l = 0; l < c.num_layers; ++l) s.moe_layer.push_back(c.IsMoeLayer(l));
-  const int64_t h = c.hidden_size;
-  if (c.mla) {
-    const auto& m = c.mla_dims;
-    const int64_t heads = c.num_heads, qk = m.qk_nope_head_dim + m.qk_rope_head_dim;
-    s.attention_params =
-        (m.q_lora_rank > 0 ? h * m.q_lora_rank + int64_t{m.q_lora_rank} * heads * qk
-                           : h * heads * qk) +
-        h * (m.kv_lora_rank + m.qk_rope_head_dim) +
-        int64_t{m.kv_lora_rank} * heads * (m.qk_nope_head_dim + c.v_head_dim) +
-        heads * c.v_head_dim * h;
-  } else {
-    s.attention_params = h * c.q_size() + 2 * h * c.kv_size() + int64_t{c.attn_out_size()} * h;
-  }
-  s.attention_heads = c.num_heads;
-  s.qk_head_dim = c.head_dim;
-  s.v_head_dim = c.v_head_dim;
-  s.kv_values = c.kv_shape().floats();
-  s.num_experts = c.num_experts;
-  s.top_k = c.top_k;
-  s.expert_intermediate = c.moe_intermediate_size;
-  s.shared_intermediate = c.shared_expert_intermediate_size;
-  s.dense_intermediate = c.intermediate_size;
-  return s;
-}
-
 absl::StatusOr<ClusterProfile> Profile() {
   ASSIGN_OR_RETURN(ClusterProfile profile,
                    planner::sim::LoadClusterProfile(absl::GetFlag(FLAGS_cluster)));
@@ -145,7 +115,7 @@ absl::StatusOr<ModelShape> Shape() {
   } else if (!absl::GetFlag(FLAGS_model).empty()) {
     ASSIGN_OR_RETURN(engine::model::ModelConfig config,
                      engine::model::LoadModelConfig(absl::GetFlag(FLAGS_model)));
-    shape = ShapeOf(config, absl::GetFlag(FLAGS_model));
+    shape = planner::sim::ShapeFromConfig(config, absl::GetFlag(FLAGS_model));
   } else {
     return absl::InvalidArgumentError("give --model DIR or --shape NAME");
   }

@@ -62,6 +62,9 @@ semantic-dp|semantic-dp|semantic|dp||affinity||8
 semantic-dp-rep1|semantic-dp-rep1|semantic|dp|--replicas=1|affinity||8
 vanilla-dp-dedup|vanilla-dp|vanilla|dp||round_robin|--node_dedup|16
 semantic-dp-topo-dedup|semantic-dp-topo|semantic|dp|--topology=NODESx8|affinity|--node_dedup|16
+semantic-dp-time|semantic-dp|semantic|dp||time||8
+semantic-dp-time-dedup|semantic-dp|semantic|dp||time|--node_dedup|16
+semantic-dp-topo-time-dedup|semantic-dp-topo|semantic|dp|--topology=NODESx8|time|--node_dedup|16
 vanilla-tp|vanilla-tp|vanilla|tp||round_robin|--mode=tp|8
 semantic-tp|semantic-tp|semantic|tp|--balance_eps=TPEPS|affinity|--mode=tp|8"
 version_id() { "$P" list --db="$1" --model="$SHAPE" | awk -v n="$2" '$3 == n { print $1 }'; }

@@ -14,6 +14,7 @@
 #include "planner/eval/evaluate.h"
 #include "planner/eval/schedule.h"
 #include "planner/sim/step_cost.h"
+#include "planner/sim/step_predictor.h"
 #include "planner/store/placement_store.h"
 #include "router/rebatch/assigner.h"
 
@@ -83,9 +84,10 @@ absl::StatusOr<Scenario> LoadScenario(const ScenarioSpec& spec, const ModelShape
   // The schedule, by planner eval's rules; under DP the router's online rule unless offline.
   s.router = spec.router.empty() ? (affinity ? "affinity" : "round_robin") : spec.router;
   if (s.router != "affinity" && s.router != "affinity_offline" && s.router != "round_robin" &&
-      s.router != "least_loaded") {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "router ", s.router, ": expected affinity, affinity_offline, least_loaded or round_robin"));
+      s.router != "least_loaded" && s.router != "time") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("router ", s.router,
+                     ": expected affinity, affinity_offline, least_loaded, round_robin or time"));
   }
   const bool wants_tables = s.router == "affinity" || s.router == "affinity_offline";
   if (wants_tables && !affinity) {
@@ -97,15 +99,22 @@ absl::StatusOr<Scenario> LoadScenario(const ScenarioSpec& spec, const ModelShape
   std::vector<float> scores;
   if (affinity) scores = affinity->DpScores(s.placement, vocab);
   if (mode == "dp") {
-    if (s.router == "affinity") {  // Each prompt's fit per rank, for the online rule.
+    // Each prompt's fit per rank (the affinity rule) or its expected share of activations per
+    // rank (the time rule; without tables, none: even).
+    const bool time_shares = s.router == "time" && affinity;
+    if (s.router == "affinity" || time_shares) {
       const std::vector<float> terms = PromptLogTerms(scores, g);
       std::vector<double> fit(g);
       for (int r = 0; r < s.trace.num_requests(); ++r) {
-        SumPromptLogTerms<uint32_t>(
+        const auto prompt =
             absl::MakeConstSpan(s.trace.tokens.data() + s.trace.request_begin[r],
-                                s.trace.request_begin[r + 1] - s.trace.request_begin[r]),
-            terms, g, absl::MakeSpan(fit));
-        s.fit.push_back(fit);
+                                s.trace.request_begin[r + 1] - s.trace.request_begin[r]);
+        if (time_shares) {
+          PromptShares<uint32_t>(prompt, terms, g, absl::MakeSpan(fit));
+        } else {
+          SumPromptLogTerms<uint32_t>(prompt, terms, g, absl::MakeSpan(fit));
+        }
+        (time_shares ? s.share : s.fit).push_back(fit);
       }
     }
     const std::vector<int> routed = s.router == "affinity_offline"
@@ -138,10 +147,15 @@ absl::StatusOr<SweepResult> RunSweep(const Scenario& s, const ClusterProfile& pr
   const int g = s.placement.num_devices();
   std::vector<router::RankLoad> loads(g);
   if (s.mode == "dp" && s.router != "affinity_offline") {
-    options.route = [&](int q, const std::vector<int64_t>& in_flight, int64_t load_tokens) {
-      for (int d = 0; d < g; ++d) loads[d] = {.tokens_in_flight = in_flight[d]};
-      router::PendingRequest request{.load_tokens = load_tokens};
+    options.route = [&](int q, const std::vector<int64_t>& in_flight,
+                        const std::vector<int64_t>& requests, int64_t load_tokens,
+                        int64_t prompt_tokens) {
+      for (int d = 0; d < g; ++d) {
+        loads[d] = {.tokens_in_flight = in_flight[d], .sequences = requests[d]};
+      }
+      router::PendingRequest request{.load_tokens = load_tokens, .prompt_tokens = prompt_tokens};
       if (!s.fit.empty()) request.fit = s.fit[q];
+      if (!s.share.empty()) request.share = s.share[q];
       return assigner->Assign({request}, loads)[0];
     };
   }
@@ -151,9 +165,18 @@ absl::StatusOr<SweepResult> RunSweep(const Scenario& s, const ClusterProfile& pr
   }
   const router::Policy policy = s.router == "affinity"       ? router::Policy::kSemantic
                                 : s.router == "least_loaded" ? router::Policy::kLeastLoaded
+                                : s.router == "time"         ? router::Policy::kTime
                                                              : router::Policy::kRoundRobin;
+  std::shared_ptr<const StepPredictor> predictor;
+  if (policy == router::Policy::kTime) {  // The router's model of this cluster.
+    predictor = std::make_shared<StepPredictor>(
+        s.shape, profile, s.topology,
+        PredictorOptions{.max_batch_tokens = options.max_batch_tokens,
+                         .max_running = options.max_running,
+                         .node_dedup = s.node_dedup});
+  }
   for (double rate : rates) {
-    assigner = std::make_unique<router::Assigner>(policy, 0.05, node_of);
+    assigner = std::make_unique<router::Assigner>(policy, 0.05, node_of, predictor);
     workload.rate = rate;
     workload.requests = std::max<int64_t>(1, std::llround(rate * point_s));
     const StepCost cost(s.shape, profile, s.topology, rate);  // The host's share at this rate.

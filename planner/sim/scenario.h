@@ -30,7 +30,8 @@ struct ScenarioSpec {
   // DP: affinity (the router's semantic rule, online: the best-fitting rank whose tokens in
   // flight stay within 5% of the mean plus the request), least_loaded, round_robin (online, as
   // router/rebatch/assigner.h), or affinity_offline (planner eval's rule: capacity over the
-  // whole trace's tokens); empty: affinity when the version has tables, else round_robin.
+  // whole trace's tokens), or time (router/rebatch/assigner.h's time rule, predicting with this
+  // profile); empty: affinity when the version has tables, else round_robin.
   std::string router;
   int hosts = 0, ranks_per_host = 0;  // 0: the version's topology, else the profile's nodes.
   bool node_dedup = false;
@@ -47,6 +48,8 @@ struct Scenario {
   Replay replay;
   bool node_dedup = false;
   std::vector<std::vector<double>> fit;  // [request][rank]: the prompt's fit (affinity).
+  // [request][rank]: the prompt's expected share of activations (time; empty without tables).
+  std::vector<std::vector<double>> share;
 };
 
 // InvalidArgument / NotFound / FailedPrecondition naming what does not fit: a version that is

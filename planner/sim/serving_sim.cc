@@ -110,8 +110,8 @@ absl::Status Check(const trace::TraceSet& trace, const Replay& replay, const Mod
 }  // namespace
 
 absl::StatusOr<SimResult> Simulate(const trace::TraceSet& trace, const Replay& replay,
-                                   const ModelShape& shape, const StepCost& cost,
-                                   const Workload& w, const ServingOptions& o) {
+                                   const ModelShape& shape, const StepCost& cost, const Workload& w,
+                                   const ServingOptions& o) {
   if (absl::Status s = Check(trace, replay, shape, w, o); !s.ok()) return s;
   const int g = replay.devices, k = replay.top_k, n_exp = replay.num_experts;
   const bool dp = o.mode == AttentionMode::kDp;
@@ -136,7 +136,7 @@ absl::StatusOr<SimResult> Simulate(const trace::TraceSet& trace, const Replay& r
   }
 
   std::vector<std::deque<int64_t>> waiting(queues);
-  std::vector<int64_t> in_flight(queues, 0);
+  std::vector<int64_t> in_flight(queues, 0), sequences(queues, 0);
   std::vector<std::vector<int64_t>> running(queues);
   SimResult out;
   int64_t next = 0, done = 0, moe_calls = 0, layer_calls = 0;
@@ -162,13 +162,15 @@ absl::StatusOr<SimResult> Simulate(const trace::TraceSet& trace, const Replay& r
     while (next < w.requests && reqs[next].arrival <= now) {
       Request& r = reqs[next];
       if (dp && o.route) {
-        const int rank = o.route(r.trace_request, in_flight, r.prompt + w.output_tokens);
+        const int rank =
+            o.route(r.trace_request, in_flight, sequences, r.prompt + w.output_tokens, r.prompt);
         if (rank < 0 || rank >= g) {
           return absl::InternalError(absl::StrCat("the router gave rank ", rank, " of ", g));
         }
         r.queue = rank;
       }
       in_flight[r.queue] += r.prompt + w.output_tokens;
+      ++sequences[r.queue];
       waiting[r.queue].push_back(next);
       ++next;
     }
@@ -353,6 +355,7 @@ absl::StatusOr<SimResult> Simulate(const trace::TraceSet& trace, const Replay& r
         if (r.generated >= w.output_tokens) {
           ++done;
           in_flight[q] -= r.prompt + w.output_tokens;
+          --sequences[q];
         } else {
           still.push_back(id);
         }

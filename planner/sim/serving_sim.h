@@ -40,11 +40,13 @@ struct ServingOptions {
   // Node-level dedup (the two-stage exchange) over StepCost's topology; taken only when it has
   // several nodes of several ranks, as the engine does.
   bool node_dedup = false;
-  // DP: the online router — a request's rank when it arrives, from its trace request and every
-  // rank's tokens in flight (prompt + output tokens of the requests it holds). Empty: the
-  // replay's request → rank (planner eval's offline rule).
+  // DP: the online router — a request's rank when it arrives, from its trace request, every
+  // rank's tokens in flight (prompt + output tokens of the requests it holds) and requests in
+  // flight, its load (prompt + output tokens) and its prompt. Empty: the replay's request → rank
+  // (planner eval's offline rule).
   std::function<int(int trace_request, const std::vector<int64_t>& tokens_in_flight,
-                    int64_t load_tokens)>
+                    const std::vector<int64_t>& requests_in_flight, int64_t load_tokens,
+                    int64_t prompt_tokens)>
       route;
   // A prompt prefilled in one step counts as one precomputed sum per layer (its tokens' rows to
   // each rank, activations per rank, experts touched) instead of token by token — the same

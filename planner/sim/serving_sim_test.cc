@@ -1,11 +1,11 @@
 #include "planner/sim/serving_sim.h"
 
 #include "gtest/gtest.h"
-#include "planner/eval/testing/small_trace.h"
-#include "planner/sim/testing/fixtures.h"
 #include "planner/eval/evaluate.h"
+#include "planner/eval/testing/small_trace.h"
 #include "planner/placement/placement.h"
 #include "planner/sim/replay.h"
+#include "planner/sim/testing/fixtures.h"
 
 namespace semmoe::planner::sim {
 namespace {
@@ -144,9 +144,12 @@ TEST(ServingSimTest, TheOnlineRouterPlacesEachRequestOnArrival) {
   const StepCost cost(shape, profile, topo);
   std::vector<std::vector<int64_t>> seen;
   ServingOptions o;
-  o.route = [&](int q, const std::vector<int64_t>& in_flight, int64_t load) {
+  o.route = [&](int q, const std::vector<int64_t>& in_flight, const std::vector<int64_t>& requests,
+                int64_t load, int64_t prompt) {
     EXPECT_EQ(q, 0);
     EXPECT_EQ(load, 2 + 1);  // Its prompt and its one output token.
+    EXPECT_EQ(prompt, 2);
+    EXPECT_EQ(requests, (std::vector<int64_t>{0, 0}));
     seen.push_back(in_flight);
     return 1;
   };
@@ -161,7 +164,9 @@ TEST(ServingSimTest, TheOnlineRouterPlacesEachRequestOnArrival) {
   traffic.own_tokens = {0, 2};
   const double attention = cost.Attention({.tokens = 2, .kv_read = 2, .attended = 3});
   EXPECT_DOUBLE_EQ(r->moe.dispatch, cost.Moe(traffic, {0.0, attention}).dispatch);
-  o.route = [](int, const std::vector<int64_t>&, int64_t) { return 7; };
+  o.route = [](int, const std::vector<int64_t>&, const std::vector<int64_t>&, int64_t, int64_t) {
+    return 7;
+  };
   EXPECT_EQ(Simulate(t, replay, shape, cost, {.rate = 1, .requests = 1}, o).status().code(),
             absl::StatusCode::kInternal);
 }

@@ -150,10 +150,15 @@ absl::StatusOr<std::shared_ptr<CallHandle>> RouterCore::Submit(const rpc::Genera
   group.Received(prompt_tokens);
   PendingRequest pending;
   pending.load_tokens = static_cast<int64_t>(prompt.size()) + request.max_tokens();
+  pending.prompt_tokens = static_cast<int64_t>(prompt.size());
   int64_t version = 0;
   if (std::shared_ptr<const RouterTables> tables = group.tables(); tables != nullptr) {
-    pending.fit = tables->Fit(prompt);
-    if (!group.node_of().empty()) pending.node_fit = tables->NodeFit(prompt, group.node_of());
+    if (group.rebatcher().policy() == Policy::kTime) {
+      pending.share = tables->Share(prompt);
+    } else {
+      pending.fit = tables->Fit(prompt);
+      if (!group.node_of().empty()) pending.node_fit = tables->NodeFit(prompt, group.node_of());
+    }
     version = tables->version;
   }
   const absl::Duration max_queue =
@@ -201,6 +206,16 @@ rpc::RouterStats RouterCore::Stats() const {
                       arm->tables_error());
     }
     queued += g->rebatcher().Queued();
+    if (g->rebatcher().policy() == Policy::kTime) {
+      const TimeRuleCounters t = g->rebatcher().time_rule();
+      rpc::TimeRuleStats& out_t = *out.mutable_time_rule();
+      out_t.set_kept_time(out_t.kept_time() + t.kept_time);
+      out_t.set_kept_least_loaded(out_t.kept_least_loaded() + t.kept_least_loaded);
+      out_t.set_kept_round_robin(out_t.kept_round_robin() + t.kept_round_robin);
+      out_t.set_last_predicted_ms(t.last_predicted_s * 1e3);
+      out_t.set_last_vanilla_ms(t.last_vanilla_s * 1e3);
+      out_t.set_cluster(o.cluster);
+    }
     if (shared_->groups.size() == 1) out.set_placement_version(arm->placement_version());
     for (const rpc::RankStats& r : arm->ranks()) {
       *out.add_ranks() = r;

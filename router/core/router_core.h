@@ -56,6 +56,7 @@ struct RouterOptions {
   int64_t experiment_id = 0;  // The A/B experiment the groups are the arms of (0: none).
   std::string planner;        // With an experiment: where to record the arms' metrics.
   absl::Duration report_interval = absl::Seconds(5);
+  std::string cluster;  // --policy time: the profile its predictions use (for the stats).
 };
 
 class RouterCore : public RouterApi {

@@ -30,6 +30,25 @@ std::string RouterMetricsText(const rpc::RouterStats& s,
   f.Gauge("semmoe_router_queue_depth", "Requests waiting in the rebatching window.", {},
           s.queued());
   f.Counter("semmoe_router_engine_polls_total", "Rounds of engine stats polling.", {}, s.polls());
+  if (s.policy() == "time") {
+    const rpc::TimeRuleStats& t = s.time_rule();
+    const char* kKept =
+        "--policy time: rebatching windows by the rule whose placement was kept (time: faster "
+        "predicted than least_loaded and round_robin on the same window).";
+    f.Counter("semmoe_router_time_rule_windows_total", kKept, {{"kept", "time"}}, t.kept_time());
+    f.Counter("semmoe_router_time_rule_windows_total", kKept, {{"kept", "least_loaded"}},
+              t.kept_least_loaded());
+    f.Counter("semmoe_router_time_rule_windows_total", kKept, {{"kept", "round_robin"}},
+              t.kept_round_robin());
+    f.Gauge("semmoe_router_time_rule_predicted_moe_layer_ms",
+            "--policy time: the last window's predicted MoE layer, as kept and as the better "
+            "vanilla rule's.",
+            {{"rule", "kept"}, {"cluster", t.cluster()}}, t.last_predicted_ms());
+    f.Gauge("semmoe_router_time_rule_predicted_moe_layer_ms",
+            "--policy time: the last window's predicted MoE layer, as kept and as the better "
+            "vanilla rule's.",
+            {{"rule", "vanilla"}, {"cluster", t.cluster()}}, t.last_vanilla_ms());
+  }
   f.Gauge("semmoe_router_experiment_id", "The A/B experiment the arms belong to (0: none).", {},
           s.experiment_id());
   for (int i = 0; i < s.arms_size(); ++i) {

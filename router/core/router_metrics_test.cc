@@ -65,5 +65,23 @@ TEST(RouterMetricsTest, TheOnlyGroupIsTheDefaultArm) {
               HasSubstr("semmoe_router_arm_share_percent{arm=\"default\"}"));
 }
 
+TEST(RouterMetricsTest, TheTimeRuleSaysWhichPlacementItKept) {
+  rpc::RouterStats s;
+  s.set_policy("semantic");
+  EXPECT_EQ(RouterMetricsText(s, {}).find("semmoe_router_time_rule"), std::string::npos);
+  s.set_policy("time");
+  s.mutable_time_rule()->set_kept_time(7);
+  s.mutable_time_rule()->set_kept_least_loaded(3);
+  s.mutable_time_rule()->set_last_predicted_ms(1.5);
+  s.mutable_time_rule()->set_last_vanilla_ms(2);
+  s.mutable_time_rule()->set_cluster("h200");
+  const std::string text = RouterMetricsText(s, {});
+  EXPECT_THAT(text, HasSubstr("semmoe_router_time_rule_windows_total{kept=\"time\"} 7"));
+  EXPECT_THAT(text, HasSubstr("semmoe_router_time_rule_windows_total{kept=\"least_loaded\"} 3"));
+  EXPECT_THAT(text, HasSubstr("semmoe_router_time_rule_windows_total{kept=\"round_robin\"} 0"));
+  EXPECT_THAT(text, HasSubstr("semmoe_router_time_rule_predicted_moe_layer_ms{rule=\"vanilla\","
+                              "cluster=\"h200\"} 2"));
+}
+
 }  // namespace
 }  // namespace semmoe::router

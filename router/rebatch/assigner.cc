@@ -180,6 +180,7 @@ std::vector<int> Assigner::AssignTime(const std::vector<PendingRequest>& window,
   const double rr_s =
       kv_matters && !KvRespected(window, loads, rr) ? kOut : last_time_.round_robin_s;
   const double fastest = std::min({last_time_.time_s, least_s, rr_s});
+  last_time_.kept_s = fastest;
   if (least_s == fastest) {
     last_time_.rule = "least_loaded";
     loads = std::move(least_loads);

@@ -66,6 +66,7 @@ struct PendingRequest {
 struct TimeChoice {
   const char* rule = "";  // "time", "least_loaded" or "round_robin": the one kept.
   double time_s = 0, least_loaded_s = 0, round_robin_s = 0;  // Predicted MoE layer each.
+  double kept_s = 0;                                         // The kept one's.
 };
 
 class Assigner {

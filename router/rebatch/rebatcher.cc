@@ -1,12 +1,15 @@
 #include "router/rebatch/rebatcher.h"
 
 #include <algorithm>
+#include <string_view>
 #include <utility>
 
 namespace semmoe::router {
 
 Rebatcher::Rebatcher(int ranks, const RebatcherOptions& options)
-    : options_(options), ranks_(ranks), assigner_(options.policy, options.balance_eps, options.node_of) {
+    : options_(options),
+      ranks_(ranks),
+      assigner_(options.policy, options.balance_eps, options.node_of, options.predictor) {
   thread_ = std::thread([this] { Loop(); });
 }
 
@@ -52,6 +55,11 @@ void Rebatcher::SetKvFree(int rank, int64_t tokens) {
 std::vector<RankCounters> Rebatcher::Ranks() const {
   absl::MutexLock lock(&mu_);
   return ranks_;
+}
+
+TimeRuleCounters Rebatcher::time_rule() const {
+  absl::MutexLock lock(&mu_);
+  return time_rule_;
 }
 
 int64_t Rebatcher::Queued() const {
@@ -102,8 +110,20 @@ void Rebatcher::Loop() {
         requests.reserve(window.size());
         for (const Queued_& q : window) requests.push_back(q.request);
         std::vector<RankLoad> loads;
-        for (const RankCounters& r : ranks_) loads.push_back(r.load);
+        for (const RankCounters& r : ranks_) {
+          loads.push_back(r.load);
+          loads.back().sequences = r.requests_in_flight;
+        }
         placed = assigner_.Assign(requests, loads);
+        if (options_.policy == Policy::kTime) {
+          const TimeChoice& c = assigner_.last_time_choice();
+          const std::string_view rule = c.rule;
+          ++(rule == "time"          ? time_rule_.kept_time
+             : rule == "round_robin" ? time_rule_.kept_round_robin
+                                     : time_rule_.kept_least_loaded);
+          time_rule_.last_predicted_s = c.kept_s;
+          time_rule_.last_vanilla_s = std::min(c.least_loaded_s, c.round_robin_s);
+        }
         for (size_t i = 0; i < window.size(); ++i) {
           if (placed[i] < 0) continue;
           RankCounters& r = ranks_[placed[i]];

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <thread>
 #include <vector>
 
@@ -30,8 +31,17 @@ struct RebatcherOptions {
   int max_window_requests = 256;
   // Each rank's node (router --topology); empty: one node (Assigner's `node_of`).
   std::vector<int> node_of;
+  // Policy::kTime: the step-cost model of this group's ranks (planner/sim/step_predictor.h).
+  std::shared_ptr<const planner::sim::StepPredictor> predictor;
   // Whose time windows and budgets (hold_until) are measured in. Borrowed; never null.
   Clock* clock = Clock::Real();
+};
+
+// The time rule's windows: which rule's placement each kept (assigner.h), and the last one's
+// predicted MoE layer against the better vanilla rule's.
+struct TimeRuleCounters {
+  int64_t kept_time = 0, kept_least_loaded = 0, kept_round_robin = 0;
+  double last_predicted_s = 0, last_vanilla_s = 0;
 };
 
 struct RankCounters {
@@ -56,6 +66,7 @@ class Rebatcher {
   void SetKvFree(int rank, int64_t tokens);  // Negative: unknown.
 
   std::vector<RankCounters> Ranks() const;
+  TimeRuleCounters time_rule() const;
   int64_t Queued() const;
   int num_ranks() const { return static_cast<int>(ranks_.size()); }
   Policy policy() const { return options_.policy; }
@@ -73,6 +84,7 @@ class Rebatcher {
   std::vector<RankCounters> ranks_ ABSL_GUARDED_BY(mu_);
   std::vector<Queued_> queue_ ABSL_GUARDED_BY(mu_);
   absl::Time window_opened_ ABSL_GUARDED_BY(mu_);
+  TimeRuleCounters time_rule_ ABSL_GUARDED_BY(mu_);
   bool stop_ ABSL_GUARDED_BY(mu_) = false;
   Assigner assigner_;  // Only the loop thread uses it.
   std::thread thread_;

@@ -13,7 +13,11 @@
 #include "engine/text/config.h"
 #include "grpcpp/ext/proto_server_reflection_plugin.h"
 #include "grpcpp/health_check_service_interface.h"
+#include "planner/placement/topology.h"
 #include "planner/proto/planner.grpc.pb.h"
+#include "planner/sim/cluster_profile.h"
+#include "planner/sim/config_shape.h"
+#include "planner/sim/step_predictor.h"
 #include "router/openai/tool_use.h"
 #include "router/tables/fetch_tables.h"
 
@@ -197,6 +201,13 @@ absl::Status ValidateRouterServerOptions(const RouterServerOptions& o) {
         absl::StrCat("--chat_template_render_ms must be between 1 and 60000 (got ",
                      absl::ToDoubleMilliseconds(o.chat_template_render_timeout), ")"));
   }
+  if ((o.rebatch.policy == Policy::kTime) != !o.cluster.empty()) {
+    return absl::InvalidArgumentError(
+        o.cluster.empty()
+            ? "--policy time needs --cluster (lab, h100, h200 or a profile file): the rule "
+              "predicts each placement's step with the cluster's figures"
+            : "--cluster is for --policy time (the rule that predicts with it)");
+  }
   if (!o.rebatch.node_of.empty()) {  // --topology: every group must have its ranks.
     std::vector<size_t> sizes;
     if (o.experiment == 0) sizes.push_back(o.engines.size());
@@ -239,6 +250,21 @@ absl::StatusOr<std::map<std::string, std::vector<std::string>>> ParseArms(absl::
   return engines;
 }
 
+// A group's ranks as the time rule sees them: the nodes of --topology (its node ids), else one
+// node.
+absl::StatusOr<planner::Topology> GroupTopology(const std::vector<int>& node_of, int ranks) {
+  if (node_of.empty()) return planner::Topology::Flat(ranks);
+  std::vector<std::vector<double>> cost(ranks, std::vector<double>(ranks));
+  for (int a = 0; a < ranks; ++a) {
+    for (int b = 0; b < ranks; ++b) {
+      cost[a][b] = a == b                     ? 0
+                   : node_of[a] == node_of[b] ? planner::Topology::kIntraNodeCost
+                                              : planner::Topology::kCrossNodeCost;
+    }
+  }
+  return planner::Topology::FromCostMatrix(std::move(cost), node_of);
+}
+
 absl::StatusOr<std::unique_ptr<RouterServer>> RouterServer::Start(const RouterServerOptions& o) {
   RETURN_IF_ERROR(ValidateRouterServerOptions(o));
   ASSIGN_OR_RETURN(engine::model::ModelConfig config, engine::model::LoadModelConfig(o.model_dir));
@@ -257,6 +283,28 @@ absl::StatusOr<std::unique_ptr<RouterServer>> RouterServer::Start(const RouterSe
     g.slo_ttft_ms = o.slo_ttft_ms;
     g.slo_tpot_ms = o.slo_tpot_ms;
     g.load_window = o.load_window;
+  }
+  if (o.rebatch.policy == Policy::kTime) {
+    absl::StatusOr<planner::sim::ClusterProfile> profile =
+        planner::sim::LoadClusterProfile(o.cluster);
+    if (!profile.ok()) {
+      return absl::Status(profile.status().code(),
+                          absl::StrCat("--cluster: ", profile.status().message()));
+    }
+    const planner::sim::ModelShape shape = planner::sim::ShapeFromConfig(config, o.model_dir);
+    if (absl::Status shaped = planner::sim::CheckShape(shape); !shaped.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--policy time: ", o.model_dir,
+                       "/config.json is not a shape the step-cost model "
+                       "takes (",
+                       shaped.message(), ")"));
+    }
+    for (GroupOptions& g : s->groups_) {
+      ASSIGN_OR_RETURN(planner::Topology topology,
+                       GroupTopology(g.rebatch.node_of, static_cast<int>(g.ranks.size())));
+      g.rebatch.predictor = std::make_shared<planner::sim::StepPredictor>(
+          shape, *profile, std::move(topology), planner::sim::PredictorOptions{.node_dedup = true});
+    }
   }
   if (!o.affinity_file.empty()) {
     ASSIGN_OR_RETURN(std::string affinity,
@@ -298,7 +346,8 @@ absl::StatusOr<std::unique_ptr<RouterServer>> RouterServer::Start(const RouterSe
                     .max_predicted_wait = o.max_predicted_wait,
                     .experiment_id = o.experiment,
                     .planner = o.planner,
-                    .report_interval = o.report_interval});
+                    .report_interval = o.report_interval,
+                    .cluster = o.cluster});
   s->service_ = std::make_unique<RouterServiceImpl>(*s->core_);
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();

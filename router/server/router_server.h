@@ -62,6 +62,10 @@ struct RouterServerOptions {
   const std::atomic<bool>* stop = nullptr;
   http::HttpLimits http_limits;  // Its connections, sizes and deadlines (http_server.h).
   RebatcherOptions rebatch;
+  // --policy time: the cluster profile its step-cost model predicts with (lab, h100, h200 or a
+  // profile file: planner/sim/cluster_profile.h); each group's predictor is built at Start from
+  // it, the model's config.json and the group's ranks (rebatch.node_of's nodes).
+  std::string cluster;
   int max_in_flight = 4096;
   absl::Duration default_max_queue = absl::Milliseconds(20);
   absl::Duration poll_interval = absl::Milliseconds(500);

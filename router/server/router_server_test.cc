@@ -63,6 +63,13 @@ TEST(ValidateRouterServerOptionsTest, NamesTheMistake) {
   EXPECT_TRUE(ValidateRouterServerOptions(o).ok());
   o.engines = {"127.0.0.1:1"};
   EXPECT_THAT(ValidateRouterServerOptions(o).message(), HasSubstr("engines from --arms"));
+  o = OneGroup({"127.0.0.1:1"});
+  o.rebatch.policy = Policy::kTime;  // The time rule predicts with a cluster's figures.
+  EXPECT_THAT(ValidateRouterServerOptions(o).message(), HasSubstr("--policy time needs --cluster"));
+  o.cluster = "h200";
+  EXPECT_TRUE(ValidateRouterServerOptions(o).ok());
+  o.rebatch.policy = Policy::kSemantic;
+  EXPECT_THAT(ValidateRouterServerOptions(o).message(), HasSubstr("--cluster is for --policy time"));
 }
 
 // One row per bad value: the door's threads and the render bound are checked before anything
@@ -156,6 +163,54 @@ TEST(RouterServerTest, ServesGenerateOverItsEngines) {
   ASSERT_TRUE(status.ok()) << status.error_message();
   EXPECT_EQ(tokens, 4);
   EXPECT_TRUE(final);
+  (*server)->Shutdown();
+}
+
+// --policy time over two ranks of one engine model: each window is placed by the rule, the
+// stats and /metrics say which rule's placement was kept and what it predicted; a cluster
+// profile that is not there is refused at start, naming the flag.
+TEST(RouterServerTest, TimePolicyPlacesAndSaysWhatItKept) {
+  const std::string dir = JoinPath(std::getenv("TEST_TMPDIR"), "tiny_router_time");
+  ASSERT_TRUE(::semmoe::testing::WriteTinyModel({.seed = 5}, dir).ok());
+  auto a = engine::testing::LocalEngine::Start(dir);
+  ASSERT_TRUE(a.ok()) << a.status();
+  auto b = engine::testing::LocalEngine::Start(dir);
+  ASSERT_TRUE(b.ok()) << b.status();
+  RouterServerOptions o = OneGroup({(*a)->target(), (*b)->target()});
+  o.model_dir = dir;
+  o.port = 0;
+  o.rebatch.policy = Policy::kTime;
+  o.cluster = JoinPath(std::getenv("TEST_TMPDIR"), "no_such_profile.json");
+  auto missing = RouterServer::Start(o);
+  ASSERT_FALSE(missing.ok());
+  EXPECT_THAT(missing.status().message(), HasSubstr("--cluster: cluster profile"));
+  o.cluster = "h100";
+  auto server = RouterServer::Start(o);
+  ASSERT_TRUE(server.ok()) << server.status();
+  EXPECT_THAT((*server)->Describe(), HasSubstr("policy time"));
+  auto stub = rpc::RouterService::NewStub(grpc::CreateChannel(
+      absl::StrCat("127.0.0.1:", (*server)->port()), grpc::InsecureChannelCredentials()));
+  for (int i = 0; i < 3; ++i) {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+    rpc::GenerateRequest request;
+    request.add_token_ids(70 + i);
+    request.add_token_ids(71);
+    request.set_max_tokens(2);
+    request.set_ignore_eos(true);
+    auto reader = stub->Generate(&context, request);
+    rpc::GenerateResponse response;
+    while (reader->Read(&response)) {
+    }
+    ASSERT_TRUE(reader->Finish().ok());
+  }
+  const rpc::RouterStats stats = (*server)->Stats();
+  EXPECT_EQ(stats.policy(), "time");
+  const rpc::TimeRuleStats& t = stats.time_rule();
+  EXPECT_EQ(t.kept_time() + t.kept_least_loaded() + t.kept_round_robin(), 3);  // One a request.
+  EXPECT_GT(t.last_predicted_ms(), 0);
+  EXPECT_LE(t.last_predicted_ms(), t.last_vanilla_ms());
+  EXPECT_EQ(t.cluster(), "h100");
   (*server)->Shutdown();
 }
 

@@ -29,6 +29,12 @@ std::vector<double> RouterTables::Fit(absl::Span<const int32_t> prompt) const {
   return out;
 }
 
+std::vector<double> RouterTables::Share(absl::Span<const int32_t> prompt) const {
+  std::vector<double> out(ranks);
+  planner::PromptShares<int32_t>(prompt, log_terms, ranks, absl::MakeSpan(out));
+  return out;
+}
+
 std::vector<double> RouterTables::NodeFit(absl::Span<const int32_t> prompt,
                                           absl::Span<const int> node_of) const {
   if (static_cast<int>(node_of.size()) != ranks) return {};

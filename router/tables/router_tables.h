@@ -25,6 +25,9 @@ struct RouterTables {
 
   // Per rank, how well the prompt fits (higher is better).
   std::vector<double> Fit(absl::Span<const int32_t> prompt) const;
+  // Per rank, the prompt's expected share of activations (planner::PromptShares; sums to 1):
+  // what the time rule predicts its rows from.
+  std::vector<double> Share(absl::Span<const int32_t> prompt) const;
   // Per node, with ranks grouped by `node_of` (ranks entries, node ids from 0): the same rule
   // with each token's shares of a node's ranks added — Σ over tokens of log Σ_{r ∈ node}
   // exp(term[token][r]) (a token without scores adds nothing). Empty when node_of is not one id
