@@ -16,9 +16,10 @@ namespace {
 
 absl::StatusOr<LabSetting> FromJson(const nlohmann::json& j, const std::string& file) {
   auto missing = [&](absl::string_view field) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        file, ": ", field, " is missing or mistyped (a lab run from before bench.sh recorded "
-        "what ran? rerun tools/netlab/bench.sh)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat(file, ": ", field,
+                     " is missing or mistyped (a lab run from before bench.sh recorded "
+                     "what ran? rerun tools/netlab/bench.sh)"));
   };
   if (!j.is_object()) return absl::InvalidArgumentError(absl::StrCat(file, ": not an object"));
   LabSetting s;
@@ -233,10 +234,10 @@ absl::StatusOr<ClusterProfile> FitProfile(const std::vector<Scenario>& scenarios
                      "the sweep per request sent)")};
   }
   for (Figure* f : fitted) {
-    f->source = absl::StrCat("fitted by `simulate fit` to the measured wait, exchange (dispatch "
-                             "+ experts + combine), experts and attention times and p50 TPOT of ",
-                             absl::StrJoin(files, ", "), " (sum of squared log errors ", best,
-                             ")");
+    f->source = absl::StrCat(
+        "fitted by `simulate fit` to the measured wait, exchange (dispatch "
+        "+ experts + combine), experts and attention times and p50 TPOT of ",
+        absl::StrJoin(files, ", "), " (sum of squared log errors ", best, ")");
   }
   return start;
 }

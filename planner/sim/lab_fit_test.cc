@@ -11,11 +11,23 @@ namespace semmoe::planner::sim {
 namespace {
 
 nlohmann::json Setting() {
-  return {{"setting", "g2_dp_semantic"}, {"placement", "3"}, {"router_policy", "semantic"},
-          {"attn", "dp"}, {"netlab_flags", "--node_topology"}, {"work_dir", "/w"},
-          {"rates", "1,2,4"}, {"point_s", 12}, {"ranks", 4}, {"ranks_per_host", 2},
-          {"link_mbit", 400}, {"moe_layer_ms", 6.2}, {"wait_ms", 2.5}, {"dispatch_ms", 1.7},
-          {"experts_ms", 0.2}, {"combine_ms", 1.8}, {"attention_ms", 0.26},
+  return {{"setting", "g2_dp_semantic"},
+          {"placement", "3"},
+          {"router_policy", "semantic"},
+          {"attn", "dp"},
+          {"netlab_flags", "--node_topology"},
+          {"work_dir", "/w"},
+          {"rates", "1,2,4"},
+          {"point_s", 12},
+          {"ranks", 4},
+          {"ranks_per_host", 2},
+          {"link_mbit", 400},
+          {"moe_layer_ms", 6.2},
+          {"wait_ms", 2.5},
+          {"dispatch_ms", 1.7},
+          {"experts_ms", 0.2},
+          {"combine_ms", 1.8},
+          {"attention_ms", 0.26},
           {"max_rate_in_slo", 4}};
 }
 
@@ -144,8 +156,8 @@ TEST(LabFitTest, TheFitFindsTheTimesOfAKnownProfile) {
     scenarios.push_back(s);
   }
   const ClusterProfile start = *LoadClusterProfile("lab");  // Each figure off by 1.6× or more.
-  auto fitted = FitProfile(scenarios, settings, start,
-                           {"collective_latency", "flops", "step_skew"});
+  auto fitted =
+      FitProfile(scenarios, settings, start, {"collective_latency", "flops", "step_skew"});
   ASSERT_TRUE(fitted.ok()) << fitted.status();
   for (const LabSetting& m : settings) {
     const double before = Predict(s, start, m)->moe.total() * 1e3;

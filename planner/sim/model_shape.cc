@@ -54,8 +54,8 @@ absl::StatusOr<ModelShape> KnownShape(const std::string& name) {
     s.dense_intermediate = 12288;  // config.json's intermediate_size (no dense layer uses it).
     return s;
   }
-  return absl::NotFoundError(absl::StrCat("no built-in model shape \"", name,
-                                          "\" (deepseek-v3, qwen3-235b)"));
+  return absl::NotFoundError(
+      absl::StrCat("no built-in model shape \"", name, "\" (deepseek-v3, qwen3-235b)"));
 }
 
 std::vector<std::string> KnownShapes() { return {"deepseek-v3", "qwen3-235b"}; }

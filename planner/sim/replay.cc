@@ -14,7 +14,8 @@ absl::StatusOr<Replay> Run(const trace::TraceSet& trace, const Placement& placem
                            int64_t window) {
   const int g = placement.num_devices();
   if (g > 255) {
-    return absl::InvalidArgumentError(absl::StrCat("the scale model takes up to 255 devices, not ", g));
+    return absl::InvalidArgumentError(
+        absl::StrCat("the scale model takes up to 255 devices, not ", g));
   }
   RETURN_IF_ERROR(CheckPlacementFits(trace, placement));
   Replay r;
@@ -49,14 +50,15 @@ absl::StatusOr<Replay> ReplayDp(const trace::TraceSet& trace, const Placement& p
                                 const std::vector<int>& request_device, int64_t window) {
   ASSIGN_OR_RETURN(const std::vector<int> device,
                    TokenDevicesOfRequests(trace, request_device, placement.num_devices()));
-  return Run(trace, placement, [&](int, int64_t t) { return device[t]; }, window);
+  return Run(
+      trace, placement, [&](int, int64_t t) { return device[t]; }, window);
 }
 
 absl::StatusOr<Replay> ReplayTp(const trace::TraceSet& trace, const Placement& placement,
-                                const std::vector<std::vector<int>>& token_device,
-                                int64_t window) {
+                                const std::vector<std::vector<int>>& token_device, int64_t window) {
   RETURN_IF_ERROR(CheckTokenDevices(trace, token_device, placement.num_devices()));
-  return Run(trace, placement, [&](int l, int64_t t) { return token_device[l][t]; }, window);
+  return Run(
+      trace, placement, [&](int l, int64_t t) { return token_device[l][t]; }, window);
 }
 
 }  // namespace semmoe::planner::sim

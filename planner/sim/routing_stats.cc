@@ -17,8 +17,9 @@ std::vector<int> TopK(const std::vector<double>& counts, int k) {
   std::vector<int> order(counts.size());
   std::iota(order.begin(), order.end(), 0);
   k = std::min<int>(k, static_cast<int>(order.size()));
-  std::partial_sort(order.begin(), order.begin() + k, order.end(),
-                    [&](int a, int b) { return counts[a] > counts[b] || (counts[a] == counts[b] && a < b); });
+  std::partial_sort(order.begin(), order.begin() + k, order.end(), [&](int a, int b) {
+    return counts[a] > counts[b] || (counts[a] == counts[b] && a < b);
+  });
   order.resize(k);
   return order;
 }
@@ -42,7 +43,8 @@ double Concentration(const TraceSet& t, const std::vector<int>& request_of, int 
   const int k = t.top_k(), n = t.header.num_experts;
   const std::vector<int> sample = SampleLayers(t.num_layers());
   const int layers = static_cast<int>(sample.size());
-  std::vector<std::vector<double>> counts(int64_t{t.num_requests()} * layers, std::vector<double>());
+  std::vector<std::vector<double>> counts(int64_t{t.num_requests()} * layers,
+                                          std::vector<double>());
   for (int64_t tok = 0; tok < t.num_tokens(); ++tok) {
     const int r = request_of[tok];
     if (Learn(t, r)) continue;
@@ -111,7 +113,8 @@ RoutingStats MeasureRouting(const TraceSet& t) {
       for (int j = 0; j < k; ++j) ++c[t.Experts(tok, l)[j]];
       if (l == 0) continue;
       for (int a = 0; a < k; ++a) {
-        for (int j = 0; j < k; ++j) ++transition[int64_t{i} * n + t.Experts(tok, l - 1)[a]][t.Experts(tok, l)[j]];
+        for (int j = 0; j < k; ++j)
+          ++transition[int64_t{i} * n + t.Experts(tok, l - 1)[a]][t.Experts(tok, l)[j]];
       }
     }
   }

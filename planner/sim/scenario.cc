@@ -147,15 +147,16 @@ absl::StatusOr<SweepResult> RunSweep(const Scenario& s, const ClusterProfile& pr
   const int g = s.placement.num_devices();
   std::vector<router::RankLoad> loads(g);
   if (s.mode == "dp" && s.router != "affinity_offline") {
-    options.route = [&](int q, const std::vector<int64_t>& in_flight,
-                        const std::vector<int64_t>& requests, int64_t load_tokens,
-                        int64_t prompt_tokens) {
+    options.route = [&](const RouteQuery& q) {
       for (int d = 0; d < g; ++d) {
-        loads[d] = {.tokens_in_flight = in_flight[d], .sequences = requests[d]};
+        loads[d] = {.tokens_in_flight = q.tokens_in_flight[d],
+                    .sequences = q.requests_in_flight[d],
+                    .prefill_tokens = q.prefill_tokens[d]};
       }
-      router::PendingRequest request{.load_tokens = load_tokens, .prompt_tokens = prompt_tokens};
-      if (!s.fit.empty()) request.fit = s.fit[q];
-      if (!s.share.empty()) request.share = s.share[q];
+      router::PendingRequest request{.load_tokens = q.load_tokens,
+                                     .prompt_tokens = q.prompt_tokens};
+      if (!s.fit.empty()) request.fit = s.fit[q.trace_request];
+      if (!s.share.empty()) request.share = s.share[q.trace_request];
       return assigner->Assign({request}, loads)[0];
     };
   }

@@ -136,7 +136,7 @@ absl::StatusOr<SimResult> Simulate(const trace::TraceSet& trace, const Replay& r
   }
 
   std::vector<std::deque<int64_t>> waiting(queues);
-  std::vector<int64_t> in_flight(queues, 0), sequences(queues, 0);
+  std::vector<int64_t> in_flight(queues, 0), sequences(queues, 0), unprefilled(queues, 0);
   std::vector<std::vector<int64_t>> running(queues);
   SimResult out;
   int64_t next = 0, done = 0, moe_calls = 0, layer_calls = 0;
@@ -162,8 +162,12 @@ absl::StatusOr<SimResult> Simulate(const trace::TraceSet& trace, const Replay& r
     while (next < w.requests && reqs[next].arrival <= now) {
       Request& r = reqs[next];
       if (dp && o.route) {
-        const int rank =
-            o.route(r.trace_request, in_flight, sequences, r.prompt + w.output_tokens, r.prompt);
+        const int rank = o.route({.trace_request = r.trace_request,
+                                  .tokens_in_flight = in_flight,
+                                  .requests_in_flight = sequences,
+                                  .prefill_tokens = unprefilled,
+                                  .load_tokens = r.prompt + w.output_tokens,
+                                  .prompt_tokens = r.prompt});
         if (rank < 0 || rank >= g) {
           return absl::InternalError(absl::StrCat("the router gave rank ", rank, " of ", g));
         }
@@ -171,6 +175,7 @@ absl::StatusOr<SimResult> Simulate(const trace::TraceSet& trace, const Replay& r
       }
       in_flight[r.queue] += r.prompt + w.output_tokens;
       ++sequences[r.queue];
+      unprefilled[r.queue] += r.prompt;
       waiting[r.queue].push_back(next);
       ++next;
     }
@@ -348,6 +353,7 @@ absl::StatusOr<SimResult> Simulate(const trace::TraceSet& trace, const Replay& r
         if (r.prefilled >= r.prompt || budget <= 0) continue;
         const int64_t c = std::min(budget, r.prompt - r.prefilled);
         r.prefilled += c, budget -= c;
+        unprefilled[q] -= c;
         if (r.prefilled == r.prompt) r.generated = 1, r.first = r.last = now;
       }
       for (int64_t id : running[q]) {

@@ -30,6 +30,17 @@ struct Workload {
 
 enum class AttentionMode { kDp, kTp };
 
+// What an online router knows when a request arrives: per rank the tokens in flight (prompt +
+// output tokens of the requests it holds), the requests in flight and the prompt tokens not yet
+// prefilled; the request's trace request, load (prompt + output tokens) and prompt.
+struct RouteQuery {
+  int trace_request = 0;
+  const std::vector<int64_t>& tokens_in_flight;
+  const std::vector<int64_t>& requests_in_flight;
+  const std::vector<int64_t>& prefill_tokens;
+  int64_t load_tokens = 0, prompt_tokens = 0;
+};
+
 struct ServingOptions {
   AttentionMode mode = AttentionMode::kDp;
   // Tokens per step: per rank under DP, the group's under TP; sequences running at once, the
@@ -40,14 +51,9 @@ struct ServingOptions {
   // Node-level dedup (the two-stage exchange) over StepCost's topology; taken only when it has
   // several nodes of several ranks, as the engine does.
   bool node_dedup = false;
-  // DP: the online router — a request's rank when it arrives, from its trace request, every
-  // rank's tokens in flight (prompt + output tokens of the requests it holds) and requests in
-  // flight, its load (prompt + output tokens) and its prompt. Empty: the replay's request → rank
-  // (planner eval's offline rule).
-  std::function<int(int trace_request, const std::vector<int64_t>& tokens_in_flight,
-                    const std::vector<int64_t>& requests_in_flight, int64_t load_tokens,
-                    int64_t prompt_tokens)>
-      route;
+  // DP: the online router — a request's rank when it arrives (RouteQuery). Empty: the replay's
+  // request → rank (planner eval's offline rule).
+  std::function<int(const RouteQuery&)> route;
   // A prompt prefilled in one step counts as one precomputed sum per layer (its tokens' rows to
   // each rank, activations per rank, experts touched) instead of token by token — the same
   // counts, faster. Taken under DP without replicas or node dedup.

@@ -144,13 +144,13 @@ TEST(ServingSimTest, TheOnlineRouterPlacesEachRequestOnArrival) {
   const StepCost cost(shape, profile, topo);
   std::vector<std::vector<int64_t>> seen;
   ServingOptions o;
-  o.route = [&](int q, const std::vector<int64_t>& in_flight, const std::vector<int64_t>& requests,
-                int64_t load, int64_t prompt) {
-    EXPECT_EQ(q, 0);
-    EXPECT_EQ(load, 2 + 1);  // Its prompt and its one output token.
-    EXPECT_EQ(prompt, 2);
-    EXPECT_EQ(requests, (std::vector<int64_t>{0, 0}));
-    seen.push_back(in_flight);
+  o.route = [&](const RouteQuery& q) {
+    EXPECT_EQ(q.trace_request, 0);
+    EXPECT_EQ(q.load_tokens, 2 + 1);  // Its prompt and its one output token.
+    EXPECT_EQ(q.prompt_tokens, 2);
+    EXPECT_EQ(q.requests_in_flight, (std::vector<int64_t>{0, 0}));
+    EXPECT_EQ(q.prefill_tokens, (std::vector<int64_t>{0, 0}));
+    seen.push_back(q.tokens_in_flight);
     return 1;
   };
   auto r = Simulate(t, replay, shape, cost, {.rate = 1, .requests = 1, .output_tokens = 1}, o);
@@ -164,9 +164,7 @@ TEST(ServingSimTest, TheOnlineRouterPlacesEachRequestOnArrival) {
   traffic.own_tokens = {0, 2};
   const double attention = cost.Attention({.tokens = 2, .kv_read = 2, .attended = 3});
   EXPECT_DOUBLE_EQ(r->moe.dispatch, cost.Moe(traffic, {0.0, attention}).dispatch);
-  o.route = [](int, const std::vector<int64_t>&, const std::vector<int64_t>&, int64_t, int64_t) {
-    return 7;
-  };
+  o.route = [](const RouteQuery&) { return 7; };
   EXPECT_EQ(Simulate(t, replay, shape, cost, {.rate = 1, .requests = 1}, o).status().code(),
             absl::StatusCode::kInternal);
 }

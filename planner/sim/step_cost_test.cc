@@ -36,8 +36,8 @@ TEST(StepCostTest, OperatorsAreRooflines) {
   const ModelShape s = Tiny();
   const Topology topo = *Topology::Flat(2);
   const StepCost cost(s, p, topo);
-  EXPECT_DOUBLE_EQ(cost.Roofline(2e9, 0), 0.001 + 2.0);     // Compute-bound.
-  EXPECT_DOUBLE_EQ(cost.Roofline(0, 3e6), 0.001 + 3.0);     // Memory-bound.
+  EXPECT_DOUBLE_EQ(cost.Roofline(2e9, 0), 0.001 + 2.0);  // Compute-bound.
+  EXPECT_DOUBLE_EQ(cost.Roofline(0, 3e6), 0.001 + 3.0);  // Memory-bound.
   // Attention, 1 decode with 9 positions before it: projections 2 × 1 × 400 FLOPs, scores
   // 2 × 10 × 2 heads × (5 + 5); streamed: 400 weights × 2 B + 10 positions × 20 values × 2 B.
   const AttentionWork w{.tokens = 1, .kv_read = 10, .attended = 10};

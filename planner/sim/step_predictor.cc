@@ -98,6 +98,12 @@ StepPredictor::Partial StepPredictor::Build(const std::vector<RankState>& ranks,
     p.kv_read[s] = context;
     p.attended[s] = context;  // Each decode attends its own context once.
     AddTokens(p, s, running, even_.data());
+    const double queued =
+        std::min(std::max(0.0, options_.max_batch_tokens - running),
+                 static_cast<double>(std::max<int64_t>(0, ranks[s].prefill_tokens)));
+    p.step_tokens[s] += queued;
+    p.attended[s] += queued * (queued + 1) / 2;
+    AddTokens(p, s, queued, even_.data());
   }
   for (size_t i = 0; i < window.size(); ++i) {
     const int s = placed[i];

@@ -31,6 +31,9 @@ namespace semmoe::planner::sim {
 struct RankState {
   int64_t sequences = 0;       // Requests in flight (each decodes a token a step).
   int64_t context_tokens = 0;  // Their tokens (prompt + new), the KV a decode step streams.
+  // Of their prompts, the tokens not yet prefilled: the next step's prefill before any new
+  // request's (spread evenly: where their experts fall is not kept).
+  int64_t prefill_tokens = 0;
 };
 
 // A request of the window.

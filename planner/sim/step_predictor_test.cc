@@ -28,7 +28,7 @@ NewRequest On(int64_t tokens, int g, const std::vector<int>& ranks) {
 TEST(StepPredictorTest, TimesForIsLayerTimeWithTheRequestOnEachRank) {
   const StepPredictor p(Shape(), *LoadClusterProfile("h200"), *Topology::Nodes(2, 4),
                         {.node_dedup = true});
-  const std::vector<RankState> ranks = {{3, 900}, {0, 0}, {10, 5000}, {1, 100},
+  const std::vector<RankState> ranks = {{3, 900}, {0, 0},  {10, 5000}, {1, 100},
                                         {0, 0},   {7, 70}, {2, 20},    {0, 0}};
   std::vector<NewRequest> window = {On(500, 8, {4, 5}), On(1200, 8, {0, 1, 2, 3}),
                                     NewRequest{.prompt_tokens = 64}};

@@ -63,8 +63,8 @@ TEST(SyntheticRouterTest, EachParameterMovesItsStatistic) {
   auto stats = [&](SyntheticParams p) {
     return MeasureRouting(*GenerateRouting(source, domains, kShape, p, 3));
   };
-  const SyntheticParams none{.popularity_skew = 0, .token_bias = 0, .domain_bias = 0,
-                             .layer_bias = 0};
+  const SyntheticParams none{
+      .popularity_skew = 0, .token_bias = 0, .domain_bias = 0, .layer_bias = 0};
   const RoutingStats flat = stats(none);
   EXPECT_NEAR(flat.token_lift, 0, 0.08);
   EXPECT_NEAR(flat.request_lift, 0, 0.08);
@@ -86,8 +86,8 @@ TEST(SyntheticRouterTest, EachParameterMovesItsStatistic) {
 TEST(SyntheticRouterTest, TheFitFindsStatisticsOfKnownParameters) {
   std::vector<int> domains;
   const trace::TraceSet source = Source(domains);
-  const SyntheticParams truth{.popularity_skew = 0.8, .token_bias = 3, .domain_bias = 1.5,
-                              .layer_bias = 2};
+  const SyntheticParams truth{
+      .popularity_skew = 0.8, .token_bias = 3, .domain_bias = 1.5, .layer_bias = 2};
   const RoutingStats want = MeasureRouting(*GenerateRouting(source, domains, kShape, truth, 5));
   auto fitted = FitSynthetic(source, domains, kShape, want, 5);
   ASSERT_TRUE(fitted.ok()) << fitted.status();
@@ -101,8 +101,12 @@ TEST(SyntheticRouterTest, TheFitFindsStatisticsOfKnownParameters) {
 TEST(SyntheticRouterTest, ShapesOutOfRangeAreRefused) {
   std::vector<int> domains;
   const trace::TraceSet source = Source(domains);
-  EXPECT_FALSE(GenerateRouting(source, domains, {.layers = 1, .experts = 4, .top_k = 5, .vocab = 9}, {}, 1).ok());
-  EXPECT_FALSE(GenerateRouting(source, domains, {.layers = 0, .experts = 4, .top_k = 1, .vocab = 9}, {}, 1).ok());
+  EXPECT_FALSE(
+      GenerateRouting(source, domains, {.layers = 1, .experts = 4, .top_k = 5, .vocab = 9}, {}, 1)
+          .ok());
+  EXPECT_FALSE(
+      GenerateRouting(source, domains, {.layers = 0, .experts = 4, .top_k = 1, .vocab = 9}, {}, 1)
+          .ok());
   EXPECT_FALSE(GenerateRouting(source, {1, 2}, kShape, {}, 1).ok());
   EXPECT_FALSE(GenerateRouting(source, domains, kShape, {.token_bias = -1}, 1).ok());
 }

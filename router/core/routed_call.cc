@@ -92,7 +92,7 @@ class Call : public CallHandle, public std::enable_shared_from_this<Call> {
       return;
     }
     if (upstream == nullptr) {  // Cancelled while in the window.
-      group_.rebatcher().Finished(rank, pending_.load_tokens);
+      group_.rebatcher().Finished(rank, pending_.load_tokens, pending_.prompt_tokens);
       FinishWith(absl::CancelledError("cancelled before it was sent"));
       return;
     }
@@ -101,6 +101,7 @@ class Call : public CallHandle, public std::enable_shared_from_this<Call> {
 
   void OnUpstreamMessage(const EngineResponse& message) {
     bool first = false;
+    int rank = -1;
     {
       absl::MutexLock lock(&mu_);
       if (message.token_ids_size() > 0) {
@@ -108,6 +109,7 @@ class Call : public CallHandle, public std::enable_shared_from_this<Call> {
         if (!first_token_.has_value()) {
           first_token_ = now;
           first = true;
+          rank = rank_;
         }
         last_token_ = now;
         received_ += message.token_ids_size();
@@ -115,7 +117,10 @@ class Call : public CallHandle, public std::enable_shared_from_this<Call> {
       if (message.has_final()) engine_final_ = message.final();
     }
     // Its prompt is no longer ahead of anyone (admission's cost model, engine_group.h).
-    if (first) group_.FirstToken(request_.token_ids_size());
+    if (first) {
+      group_.FirstToken(request_.token_ids_size());
+      group_.rebatcher().Prefilled(rank, pending_.prompt_tokens);
+    }
     {
       absl::MutexLock lock(&mu_);
       if (finished_ || (message.token_ids_size() == 0 && message.text().empty())) return;
@@ -126,7 +131,12 @@ class Call : public CallHandle, public std::enable_shared_from_this<Call> {
   // `status`: the engine call's end (converted from gRPC's once, in Upstream::OnDone).
   void OnUpstreamDone(int rank, const absl::Status& status) {
     using Kind = AttemptDecision::Kind;
-    group_.rebatcher().Finished(rank, pending_.load_tokens);
+    bool started;
+    {
+      absl::MutexLock lock(&mu_);
+      started = first_token_.has_value();
+    }
+    group_.rebatcher().Finished(rank, pending_.load_tokens, started ? 0 : pending_.prompt_tokens);
     AttemptDecision decision;
     {
       absl::MutexLock lock(&mu_);

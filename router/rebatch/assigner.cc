@@ -38,6 +38,7 @@ bool KvRespected(const std::vector<PendingRequest>& window, std::vector<RankLoad
 void Take(const PendingRequest& request, RankLoad& load) {
   load.tokens_in_flight += request.load_tokens;
   ++load.sequences;
+  load.prefill_tokens += request.prompt_tokens > 0 ? request.prompt_tokens : request.load_tokens;
   if (load.kv_free_tokens >= 0) {
     load.kv_free_tokens = std::max<int64_t>(0, load.kv_free_tokens - request.load_tokens);
   }
@@ -131,7 +132,9 @@ std::vector<int> Assigner::AssignTime(const std::vector<PendingRequest>& window,
   }
   std::vector<planner::sim::RankState> states(ranks);
   for (int r = 0; r < ranks; ++r) {
-    states[r] = {.sequences = loads[r].sequences, .context_tokens = loads[r].tokens_in_flight};
+    states[r] = {.sequences = loads[r].sequences,
+                 .context_tokens = loads[r].tokens_in_flight,
+                 .prefill_tokens = loads[r].prefill_tokens};
   }
   std::vector<planner::sim::NewRequest> requests(window.size());
   for (size_t i = 0; i < window.size(); ++i) {

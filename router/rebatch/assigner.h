@@ -50,6 +50,8 @@ struct RankLoad {
   int64_t kv_free_tokens = -1;  // KV cache room in tokens; negative: unknown (not limiting).
   bool usable = true;
   int64_t sequences = 0;  // Requests in flight (the time rule's decodes).
+  // Prompt tokens placed here and not yet prefilled (the time rule's queued prefills).
+  int64_t prefill_tokens = 0;
 };
 
 struct PendingRequest {

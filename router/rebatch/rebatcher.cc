@@ -33,12 +33,20 @@ void Rebatcher::Submit(PendingRequest request, absl::Time hold_until, OnPlaced o
   on_placed(-1);
 }
 
-void Rebatcher::Finished(int rank, int64_t load_tokens) {
+void Rebatcher::Finished(int rank, int64_t load_tokens, int64_t unprefilled_tokens) {
   absl::MutexLock lock(&mu_);
   if (rank < 0 || rank >= static_cast<int>(ranks_.size())) return;
   RankCounters& r = ranks_[rank];
   r.load.tokens_in_flight = std::max<int64_t>(0, r.load.tokens_in_flight - load_tokens);
+  r.load.prefill_tokens = std::max<int64_t>(0, r.load.prefill_tokens - unprefilled_tokens);
   r.requests_in_flight = std::max<int64_t>(0, r.requests_in_flight - 1);
+}
+
+void Rebatcher::Prefilled(int rank, int64_t prompt_tokens) {
+  absl::MutexLock lock(&mu_);
+  if (rank < 0 || rank >= static_cast<int>(ranks_.size())) return;
+  int64_t& queued = ranks_[rank].load.prefill_tokens;
+  queued = std::max<int64_t>(0, queued - prompt_tokens);
 }
 
 void Rebatcher::SetUsable(int rank, bool usable) {
@@ -128,6 +136,7 @@ void Rebatcher::Loop() {
           if (placed[i] < 0) continue;
           RankCounters& r = ranks_[placed[i]];
           r.load.tokens_in_flight += window[i].request.load_tokens;
+          r.load.prefill_tokens += window[i].request.prompt_tokens;
           ++r.requests_in_flight;
           ++r.assigned;
         }

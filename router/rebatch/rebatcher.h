@@ -60,8 +60,11 @@ class Rebatcher {
 
   // `hold_until`: the latest time (options.clock's) the request may wait in the window.
   void Submit(PendingRequest request, absl::Time hold_until, OnPlaced on_placed);
-  // A placed request ended (however): its load leaves `rank`.
-  void Finished(int rank, int64_t load_tokens);
+  // A placed request ended (however): its load leaves `rank`, and `unprefilled_tokens` of its
+  // prompt if it ended before its first token.
+  void Finished(int rank, int64_t load_tokens, int64_t unprefilled_tokens = 0);
+  // A placed request's first token came: its prompt is no longer queued for prefill at `rank`.
+  void Prefilled(int rank, int64_t prompt_tokens);
   void SetUsable(int rank, bool usable);
   void SetKvFree(int rank, int64_t tokens);  // Negative: unknown.
 

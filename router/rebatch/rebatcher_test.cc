@@ -61,6 +61,26 @@ TEST(RebatcherTest, AWindowIsPlacedTogether) {
   EXPECT_EQ(rebatcher.Ranks()[0].requests_in_flight, 3);
 }
 
+TEST(RebatcherTest, PromptsCountAsQueuedPrefillUntilTheirFirstToken) {
+  FakeClock clock;
+  Rebatcher rebatcher(
+      1, {.policy = Policy::kLeastLoaded, .window = absl::ZeroDuration(), .clock = &clock});
+  Collector c(2);
+  PendingRequest a = Req(110), b = Req(60);
+  a.prompt_tokens = 100, b.prompt_tokens = 50;
+  rebatcher.Submit(a, clock.Now() + absl::Hours(1), c.At(0));
+  rebatcher.Submit(b, clock.Now() + absl::Hours(1), c.At(1));
+  ASSERT_TRUE(c.all.WaitForNotificationWithTimeout(kActs));
+  EXPECT_EQ(rebatcher.Ranks()[0].load.prefill_tokens, 150);
+  rebatcher.Prefilled(0, 100);  // a's first token.
+  EXPECT_EQ(rebatcher.Ranks()[0].load.prefill_tokens, 50);
+  rebatcher.Finished(0, 110);  // a ends; its prompt was prefilled already.
+  EXPECT_EQ(rebatcher.Ranks()[0].load.prefill_tokens, 50);
+  rebatcher.Finished(0, 60, 50);  // b ends before its first token.
+  EXPECT_EQ(rebatcher.Ranks()[0].load.prefill_tokens, 0);
+  EXPECT_EQ(rebatcher.Ranks()[0].load.tokens_in_flight, 0);
+}
+
 TEST(RebatcherTest, TheWindowClosesOnTheClock) {
   FakeClock clock;
   Rebatcher rebatcher(2, {.window = absl::Milliseconds(2), .clock = &clock});
