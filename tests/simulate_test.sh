@@ -27,6 +27,15 @@ done
 [[ "$(jq -r .topology <<<"$out")" == 1x2 ]] || fail "2 GPUs of an 8-GPU node: $out"
 awk -v s="$(num a2a_share "$out")" 'BEGIN { exit !(s > 0 && s < 1) }' || fail "a2a_share: $out"
 
+# The time rule routes with the version's tables and the profile's figures (its never-worse
+# property is router/rebatch:assigner_test's; what it gains is tools/simulate_scale.sh's).
+timed="$(sim --version=1 --router=time --cluster=h200 --rate=20 --requests=200 --json)"
+[[ "$(jq -r .router <<<"$timed")" == time ]] || fail "router time: $timed"
+num moe_layer_ms "$timed" >/dev/null
+# Without tables (vanilla) it still runs: its prompts' shares are even.
+timed="$(sim --version=2 --router=time --cluster=h200 --rate=20 --requests=200 --json)"
+num moe_layer_ms "$timed" >/dev/null
+
 # The link matters: two hosts, the lab's shared link, slow against fast.
 slow="$(sim --version=2 --router=round_robin --cluster=lab --hosts=2 --ranks_per_host=1 --link_mbit=10 --json)"
 fast="$(sim --version=2 --router=round_robin --cluster=lab --hosts=2 --ranks_per_host=1 --link_mbit=100000 --json)"
@@ -133,6 +142,18 @@ expect_error 2 "--requests_synth 2000000 must be from 0 to 1000000" -- "$SIM" sy
   --shape=deepseek-v3 --like="$TMP/s.trace" --requests_synth=2000000 --out="$TMP/x.trace"
 expect_error 1 "--params: \"1e300\" is not a number from 0 to 100" -- "$SIM" synth \
   --shape=deepseek-v3 --like="$TMP/s.trace" --params=1e300,0,0,0 --out="$TMP/x.trace"
+# The localities: none turns the biases off; a bad locality or group limit is refused, named.
+out="$("$SIM" synth --shape=deepseek-v3 --like="$TMP/s.trace" --requests_synth=8 \
+  --params=0.5,2,1,1 --calibrate=none --node_limit=8:4 --out="$TMP/none.trace")" ||
+  fail "synth none: $out"
+[[ "$(jq -c '[.params.token_bias, .params.domain_bias, .params.layer_bias, .params.groups]' <<<"$out")" == "[0,0,0,8]" ]] ||
+  fail "synth --calibrate none --node_limit 8:4: $out"
+expect_error 1 "--calibrate far: expected trained, paper or none" -- "$SIM" synth \
+  --shape=deepseek-v3 --like="$TMP/s.trace" --params=0,0,0,0 --calibrate=far --out="$TMP/x.trace"
+expect_error 1 "group-limited routing: 5 groups" -- "$SIM" synth --shape=deepseek-v3 \
+  --like="$TMP/s.trace" --params=0,0,0,0 --node_limit=5:2 --out="$TMP/x.trace"
+expect_error 1 "--node_limit 8: expected GROUPS:TOP" -- "$SIM" synth --shape=deepseek-v3 \
+  --like="$TMP/s.trace" --params=0,0,0,0 --node_limit=8 --out="$TMP/x.trace"
 # A skew at the bound still generates (the draw over the rest, not rejection for ever).
 timeout -s KILL 60 "$SIM" synth --shape=deepseek-v3 --like="$TMP/s.trace" --requests_synth=4 \
   --params=100,100,100,100 --out="$TMP/steep.trace" >/dev/null || fail "a skew of 100 did not generate"

@@ -13,7 +13,12 @@
 #
 #   tools/simulate_scale.sh [--shape deepseek-v3|qwen3-235b] [--gs "8 16 32 64"]
 #                           [--clusters "h200 h100"] [--out DIR] [--report]
+#                           [--localities "trained paper none"] [--node_limit 8:4]
 #
+# --localities: the traces' locality (simulate synth --calibrate): trained (the trained model's
+# statistics), paper (the planner's DP placement reaches the paper's in-sample LAR, 62-68 % at
+# EP 4 on DeepSeek-V2-Lite's / Qwen3-30B-A3B's shape), none (no locality); every table is
+# printed for each. --node_limit: group-limited routing in the traces (DeepSeek-V3's 8:4).
 # --report: only the table, matrices and plots from the rows already in OUT (for --gs).
 # --only "vanilla-tp semantic-tp": run these settings (labels below), keeping the others' rows.
 #
@@ -27,6 +32,8 @@ GS="8 16 32 64"
 CLUSTERS="h200 h100"
 REPORT=""
 ONLY=""
+LOCALITIES="trained"
+NODE_LIMIT=""
 OUT="${TMPDIR:-/tmp}/semmoe-scale"
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -36,6 +43,8 @@ while [[ $# -gt 0 ]]; do
     --out) OUT="$2"; shift 2 ;;
     --report) REPORT=1; shift ;;
     --only) ONLY=" $2 "; shift 2 ;;
+    --localities) LOCALITIES="$2"; shift 2 ;;
+    --node_limit) NODE_LIMIT="$2"; shift 2 ;;
     *) echo "usage: $0 [--shape S] [--gs \"8 16\"] [--clusters \"h200\"] [--out DIR] [--report] [--only \"L1 L2\"]" >&2; exit 2 ;;
   esac
 done
@@ -43,17 +52,34 @@ source tools/heldout_lib.sh
 heldout_setup "$OUT"
 simulate_setup
 
-PROF="$OUT/$SHAPE.profile.trace" HELD="$OUT/$SHAPE.heldout.trace"
-if [[ ! -s "$HELD" ]]; then
+BASE="$SHAPE"  # The trained fit (trace names without a locality, as before).
+if [[ ! -s "$OUT/$BASE.synth.json" ]]; then
   echo "fitting the synthetic router at $SHAPE (about 2 minutes)..." >&2
   "$SIM" synth --shape="$SHAPE" --like="$PROFILE" --domains="$SHARED/data/prompts.jsonl" \
-    --requests_synth=400 --out="$PROF" | tee "$OUT/$SHAPE.synth.json" >&2
-  params="$(jq -r '.params | "\(.popularity_skew),\(.token_bias),\(.domain_bias),\(.layer_bias)"' \
-    "$OUT/$SHAPE.synth.json")"
-  "$SIM" synth --shape="$SHAPE" --like="$HELDOUT" --params="$params" --requests_synth=300 \
-    --out="$HELD" >&2
+    --requests_synth=400 --out="$OUT/$BASE.profile.trace" | tee "$OUT/$BASE.synth.json" >&2
 fi
-RESULTS="$OUT/$SHAPE.predictions.jsonl"  # Every G's rows ($SHAPE.gG.jsonl) for the report.
+fitted="$(jq -r '.params | "\(.popularity_skew),\(.token_bias),\(.domain_bias),\(.layer_bias)"' \
+  "$OUT/$BASE.synth.json")"
+limit_flag=""; [[ -z "$NODE_LIMIT" ]] || limit_flag="--node_limit=$NODE_LIMIT"
+for LOC in $LOCALITIES; do
+# Each locality's files: $SHAPE (trained, as before) or $SHAPE-paper, $SHAPE-none; with a node
+# limit, -n8:4 after.
+SHAPE_LOC="$SHAPE"; [[ "$LOC" == trained ]] || SHAPE_LOC="$SHAPE-$LOC"
+[[ -z "$NODE_LIMIT" ]] || SHAPE_LOC="$SHAPE_LOC-n${NODE_LIMIT/:/of}"
+PROF="$OUT/$SHAPE_LOC.profile.trace" HELD="$OUT/$SHAPE_LOC.heldout.trace"
+if [[ ! -s "$PROF" ]]; then
+  echo "synthetic profile trace at $SHAPE, locality $LOC..." >&2
+  "$SIM" synth --shape="$SHAPE" --like="$PROFILE" --domains="$SHARED/data/prompts.jsonl" \
+    --params="$fitted" --calibrate="$LOC" $limit_flag --requests_synth=400 --out="$PROF" \
+    | tee "$OUT/$SHAPE_LOC.synth.json" >&2
+fi
+if [[ ! -s "$HELD" ]]; then
+  params="$(jq -r '.params | "\(.popularity_skew),\(.token_bias),\(.domain_bias),\(.layer_bias)"' \
+    "$OUT/$SHAPE_LOC.synth.json")"
+  "$SIM" synth --shape="$SHAPE" --like="$HELDOUT" --params="$params" $limit_flag \
+    --requests_synth=300 --out="$HELD" >&2
+fi
+RESULTS="$OUT/$SHAPE_LOC.predictions.jsonl"  # Every G's rows ($SHAPE.gG.jsonl) for the report.
 # label | version name (without -gG) | algorithm | mode | build flags | router | simulate flags | from G
 SETTINGS="
 vanilla-dp|vanilla-dp|vanilla|dp||round_robin||8
@@ -70,7 +96,7 @@ semantic-tp|semantic-tp|semantic|tp|--balance_eps=TPEPS|affinity|--mode=tp|8"
 version_id() { "$P" list --db="$1" --model="$SHAPE" | awk -v n="$2" '$3 == n { print $1 }'; }
 for g in $GS; do
   [[ -z "$REPORT" ]] || break
-  DB="$OUT/$SHAPE.g$g.db"
+  DB="$OUT/$SHAPE_LOC.g$g.db"
   nodes=$(( (g + 7) / 8 ))
   # The TP build balances whole requests over the devices: at EP 64 a device's share of the
   # profile trace (~1,600 tokens) is less than its longest request, so the cap is relaxed there.
@@ -85,7 +111,7 @@ for g in $GS; do
         --algo="$algo" $flags --seed=1 --name="$name-g$g" --quiet >/dev/null
     fi
   done <<<"$SETTINGS"
-  rows="$OUT/$SHAPE.g$g.jsonl"
+  rows="$OUT/$SHAPE_LOC.g$g.jsonl"
   if [[ -n "$ONLY" && -s "$rows" ]]; then
     jq -c --arg only "$ONLY" '.label as $l | select($only | index(" \($l) ") | not)' "$rows" >"$rows.tmp"
     mv "$rows.tmp" "$rows"
@@ -109,7 +135,8 @@ for g in $GS; do
     done <<<"$SETTINGS"
   done
 done
-for g in $GS; do cat "$OUT/$SHAPE.g$g.jsonl"; done >"$RESULTS"
+for g in $GS; do cat "$OUT/$SHAPE_LOC.g$g.jsonl"; done >"$RESULTS"
+echo "== $SHAPE, traces at locality $LOC${NODE_LIMIT:+, group-limited $NODE_LIMIT} ($(jq -c '.calibration | del(.steps)' "$OUT/$SHAPE_LOC.synth.json" 2>/dev/null))"
 table() {
   jq -rs '
     def key: "\(.cluster) \(.devices) \(.mode)";
@@ -156,16 +183,16 @@ if command -v gnuplot >/dev/null; then
     while IFS='|' read -r label _; do
       [[ -n "$label" ]] || continue
       jq -r --arg c "$cluster" --arg l "$label" 'select(.cluster == $c and .label == $l)
-        | "\(.devices) \(.moe_layer_ms) \(.max_rate_in_slo)"' "$RESULTS" >"$OUT/$SHAPE.$cluster.$label.dat"
-      plots+=("\"$OUT/$SHAPE.$cluster.$label.dat\" using 1:COL with linespoints title \"$label\"")
+        | "\(.devices) \(.moe_layer_ms) \(.max_rate_in_slo)"' "$RESULTS" >"$OUT/$SHAPE_LOC.$cluster.$label.dat"
+      plots+=("\"$OUT/$SHAPE_LOC.$cluster.$label.dat\" using 1:COL with linespoints title \"$label\"")
     done <<<"$SETTINGS"
     for what in "moe_layer 2 ms per MoE layer" "max_rate 3 max rate in SLO (requests/s)"; do
       set -- $what
       plot="$(IFS=,; echo "${plots[*]}")"
       gnuplot <<GP
 set terminal svg size 720,440
-set output "$OUT/$SHAPE.$cluster.$1.svg"
-set title "$SHAPE on $cluster nodes of 8 (the scale model): ${*:3}"
+set output "$OUT/$SHAPE_LOC.$cluster.$1.svg"
+set title "$SHAPE_LOC on $cluster nodes of 8 (the scale model): ${*:3}"
 set xlabel "GPUs (expert parallelism)"
 set ylabel "${*:3}"
 set logscale x 2
@@ -174,5 +201,6 @@ plot ${plot//COL/$2}
 GP
     done
   done
-  echo "plots: $OUT/$SHAPE.*.svg" >&2
+  echo "plots: $OUT/$SHAPE_LOC.*.svg" >&2
 fi
+done  # localities

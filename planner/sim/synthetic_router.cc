@@ -36,6 +36,57 @@ int DrawExcept(const std::vector<double>& log_weight, const std::vector<int>& ex
   return last;
 }
 
+// Group-limited draws: the weights (base, plus the extras' bonuses) of every expert, `top`
+// groups drawn without replacement in proportion to their weight, then K experts from those
+// groups the same way (Plackett-Luce within the allowed experts).
+template <typename Extras>
+void DrawGrouped(const std::vector<double>& base, const Extras& extras, int groups, int top, int k,
+                 std::mt19937_64& rng, std::vector<double>& w, std::vector<double>& gw,
+                 std::vector<int>& chosen) {
+  const int n = static_cast<int>(base.size()), per = n / groups;
+  w = base;
+  for (const auto& x : extras) w[x.expert] += x.extra;
+  gw.assign(groups, 0);
+  for (int e = 0; e < n; ++e) gw[e / per] += w[e];
+  std::uniform_real_distribution<double> uniform(0.0, 1.0);
+  // One index drawn in proportion to `v` (the drawn ones zeroed by the caller).
+  auto draw = [&](const std::vector<double>& v, int from, int to) {
+    double total = 0;
+    for (int i = from; i < to; ++i) total += v[i];
+    double u = uniform(rng) * total, at = 0;
+    int last = -1;
+    for (int i = from; i < to; ++i) {
+      if (v[i] <= 0) continue;
+      last = i;
+      at += v[i];
+      if (u < at) return i;
+    }
+    return last;
+  };
+  std::vector<char> allowed(groups, 0);
+  for (int t = 0; t < top; ++t) {
+    const int g = draw(gw, 0, groups);
+    if (g < 0) break;
+    allowed[g] = 1;
+    gw[g] = 0;
+  }
+  for (int e = 0; e < n; ++e) {
+    if (!allowed[e / per]) w[e] = 0;
+  }
+  chosen.clear();
+  while (static_cast<int>(chosen.size()) < k) {
+    const int e = draw(w, 0, n);
+    if (e < 0) break;  // Weights underflowed to zero: cannot happen for bonuses ≤ e^600.
+    chosen.push_back(e);
+    w[e] = 0;
+  }
+  for (int e = 0; static_cast<int>(chosen.size()) < k && e < n; ++e) {  // Never short.
+    if (allowed[e / per] && std::find(chosen.begin(), chosen.end(), e) == chosen.end()) {
+      chosen.push_back(e);
+    }
+  }
+}
+
 uint64_t Mix(uint64_t x) {  // splitmix64's finaliser.
   x += 0x9e3779b97f4a7c15ULL;
   x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
@@ -65,6 +116,16 @@ absl::StatusOr<trace::TraceSet> GenerateRouting(const trace::TraceSet& source,
           absl::StrCat("synthetic parameters (skew, token, domain, layer) must be from 0 to ",
                        kMaxSyntheticParam, "; got ", p.popularity_skew, ",", p.token_bias, ",",
                        p.domain_bias, ",", p.layer_bias));
+    }
+  }
+  if (p.groups != 0 || p.top_groups != 0) {
+    if (p.groups <= 0 || n % p.groups != 0 || p.top_groups <= 0 || p.top_groups > p.groups ||
+        int64_t{p.top_groups} * (n / p.groups) < k) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("group-limited routing: ", p.groups, " groups, top ", p.top_groups,
+                       " of them, for ", n, " experts and top-", k,
+                       " (the groups must divide the experts and the top groups hold "
+                       "at least top-k of them)"));
     }
   }
   std::mt19937_64 rng(seed);
@@ -117,6 +178,7 @@ absl::StatusOr<trace::TraceSet> GenerateRouting(const trace::TraceSet& source,
   };
   std::vector<Extra> extras;
   std::vector<int> prev(k), chosen;
+  std::vector<double> weights, group_weight;
   std::uniform_real_distribution<double> uniform(0.0, 1.0);
   auto add_bonus = [&](int e, double b) {
     for (Extra& x : extras) {
@@ -155,6 +217,15 @@ absl::StatusOr<trace::TraceSet> GenerateRouting(const trace::TraceSet& source,
         // A bonus past e^600 changes nothing that can be sampled; capped so the sum of extras
         // stays finite.
         for (Extra& x : extras) x.extra = base[l][x.expert] * std::expm1(std::min(x.bonus, 600.0));
+        if (p.groups > 0) {
+          DrawGrouped(base[l], extras, p.groups, p.top_groups, k, rng, weights, group_weight,
+                      chosen);
+          for (int j = 0; j < k; ++j) {
+            experts.push_back(static_cast<uint16_t>(chosen[j]));
+            prev[j] = chosen[j];
+          }
+          continue;
+        }
         // K draws without replacement, each in proportion to the weights left (Plackett-Luce:
         // the same law as the top K of score + Gumbel noise).
         chosen.clear();

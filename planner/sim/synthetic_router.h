@@ -8,7 +8,8 @@
 // K "home" experts of its token id (a fixed hash of id and layer) + `domain_bias` on its
 // request's domain's E/8 experts + `layer_bias` on the experts a fixed per-layer map takes the
 // previous layer's choice to + Gumbel noise (so: sampling K without replacement in proportion
-// to exp(score)). The requests, their lengths and token ids come from a source trace (ids
+// to exp(score)); optionally limited to the token's best groups of experts (`groups`). The
+// requests, their lengths and token ids come from a source trace (ids
 // spread over the target vocabulary by a fixed multiplicative hash when it is larger).
 #ifndef SEMMOE_PLANNER_SIM_SYNTHETIC_ROUTER_H_
 #define SEMMOE_PLANNER_SIM_SYNTHETIC_ROUTER_H_
@@ -27,6 +28,12 @@ struct SyntheticParams {
   double token_bias = 2.0;
   double domain_bias = 1.0;
   double layer_bias = 1.0;
+  // Group-limited routing (DeepSeek-V3's n_group / topk_group: a token's experts within its
+  // best 4 of 8 groups, which its deployment maps to nodes): experts fall in `groups`
+  // contiguous groups of E / groups; each token and layer first draws `top_groups` groups
+  // without replacement in proportion to their experts' weights, then its K experts from
+  // those groups only. 0: off. REQUIRES (when on): groups divides E, top_groups × E / groups ≥ K.
+  int groups = 0, top_groups = 0;
 };
 
 // The largest a synthetic parameter may be: a skew of 100 already gives the 2nd expert 2^-100 of

@@ -109,6 +109,43 @@ TEST(SyntheticRouterTest, ShapesOutOfRangeAreRefused) {
           .ok());
   EXPECT_FALSE(GenerateRouting(source, {1, 2}, kShape, {}, 1).ok());
   EXPECT_FALSE(GenerateRouting(source, domains, kShape, {.token_bias = -1}, 1).ok());
+  // Groups that do not divide the experts, or top groups too small to hold top-k.
+  EXPECT_FALSE(GenerateRouting(source, domains, kShape, {.groups = 5, .top_groups = 2}, 1).ok());
+  EXPECT_FALSE(GenerateRouting(source, domains, kShape, {.groups = 16, .top_groups = 1}, 1).ok());
+  EXPECT_FALSE(GenerateRouting(source, domains, kShape, {.groups = 4, .top_groups = 0}, 1).ok());
+}
+
+TEST(SyntheticRouterTest, GroupLimitedRoutingKeepsATokensExpertsInItsTopGroups) {
+  // 32 experts in 8 groups of 4, a token's 4 experts within 2 groups (DeepSeek-V3's rule at a
+  // small shape); unlimited, top-4 falls in 3+ groups most of the time.
+  std::vector<int> domains;
+  const trace::TraceSet source = Source(domains);
+  auto groups_touched = [&](const SyntheticParams& p) {
+    auto t = GenerateRouting(source, domains, kShape, p, 7);
+    EXPECT_TRUE(t.ok()) << t.status();
+    int most = 0;
+    double mean = 0;
+    int64_t rows = 0;
+    for (int64_t tok = 0; tok < t->num_tokens(); ++tok) {
+      for (int l = 0; l < kShape.layers; ++l) {
+        std::set<int> groups, experts;
+        for (int j = 0; j < kShape.top_k; ++j) {
+          const int e = t->experts[(tok * kShape.layers + l) * kShape.top_k + j];
+          groups.insert(e / 4);
+          experts.insert(e);
+        }
+        EXPECT_EQ(experts.size(), 4u);
+        most = std::max(most, static_cast<int>(groups.size()));
+        mean += groups.size(), ++rows;
+      }
+    }
+    return std::make_pair(most, mean / rows);
+  };
+  const auto [limited_most, limited_mean] = groups_touched({.groups = 8, .top_groups = 2});
+  EXPECT_LE(limited_most, 2);
+  const auto [free_most, free_mean] = groups_touched({});
+  EXPECT_GT(free_mean, 2.5);
+  EXPECT_LT(limited_mean, free_mean);
 }
 
 }  // namespace
