@@ -24,7 +24,10 @@
 //   planner list     --db DB --model NAME
 //   planner show     --db DB --version V
 //   planner diff     --db DB --versions V1,V2
-//   planner activate --db DB --version V
+//   planner activate --db DB --version V [--force]   (refused when predicted slower than vanilla)
+//   planner predict  --db DB --version V --traces T --cluster C [--topology NxM]
+//                                    [--model_dir DIR]   (the MoE layer and max rate against
+//                                     vanilla's, stored for the activation guard)
 //   planner rollback --db DB --model NAME
 //   planner export   --db DB --version V --out FILE
 //   planner import   --db DB --model NAME --file FILE [--name N]
@@ -49,19 +52,29 @@
 #include "absl/flags/usage.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/time/time.h"
 #include "common/file.h"
 #include "common/logging.h"
 #include "common/progress.h"
 #include "common/security.h"
 #include "common/security_flags.h"
+#include "common/status_macros.h"
 #include "common/stop_signals.h"
+#include "engine/text/config.h"
+#include "nlohmann/json.hpp"
 #include "planner/cli/commands.h"
 #include "planner/cli/drift.h"
 #include "planner/cli/experiments.h"
 #include "planner/cli/studies.h"
 #include "planner/eval/evaluate.h"
 #include "planner/server/serve.h"
+#include "planner/sim/cluster_profile.h"
+#include "planner/sim/config_shape.h"
+#include "planner/sim/model_shape.h"
+#include "planner/sim/prediction.h"
+#include "planner/store/placement_store.h"
 
 ABSL_FLAG(std::string, db, "", "planner SQLite database (created if missing)");
 ABSL_FLAG(std::string, model, "", "model name in the database");
@@ -73,6 +86,12 @@ ABSL_FLAG(std::string, algo, "semantic",
           "build: semantic, vanilla, random, eplb, coact or paper (the paper's Algorithm 1)");
 ABSL_FLAG(std::string, name, "", "build/import: version name");
 ABSL_FLAG(uint64_t, seed, 0, "build: seed");
+ABSL_FLAG(std::string, cluster, "",
+          "build/predict: the cluster profile (lab, h100, h200 or a file) to predict the version's "
+          "MoE layer and max rate against vanilla's on (with --topology NxM: its nodes); stored, "
+          "and activation refuses a version predicted more than 2% slower");
+ABSL_FLAG(bool, force, false,
+          "activate / experiment promote: activate a version predicted slower than vanilla");
 ABSL_FLAG(std::string, model_dir, "",
           "build: checkpoint directory; unseen tokens then use their "
           "nearest seen token's affinity (embedding space)");
@@ -228,9 +247,66 @@ int Experiment(const std::string& db, const std::string& sub) {
   if (sub == "show") return Done(cli::ExperimentShow(db, id, std::cout));
   if (sub == "promote") {
     if (absl::GetFlag(FLAGS_arm).empty()) return Usage("experiment promote needs --arm");
-    return Done(cli::ExperimentPromote(db, id, absl::GetFlag(FLAGS_arm), std::cout));
+    return Done(cli::ExperimentPromote(db, id, absl::GetFlag(FLAGS_arm), std::cout,
+                                       absl::GetFlag(FLAGS_force)));
   }
   return Usage(absl::StrCat("unknown experiment command '", sub, "'"));
+}
+
+// The scale model's shape of --model: --model_dir's config.json, else a built-in shape of that
+// name (deepseek-v3, qwen3-235b).
+absl::StatusOr<sim::ModelShape> ShapeForPrediction(const std::string& model) {
+  if (const std::string dir = UserPath(absl::GetFlag(FLAGS_model_dir)); !dir.empty()) {
+    ASSIGN_OR_RETURN(const engine::model::ModelConfig config, engine::model::LoadModelConfig(dir));
+    return sim::ShapeFromConfig(config, dir);
+  }
+  absl::StatusOr<sim::ModelShape> known = sim::KnownShape(model);
+  if (!known.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--cluster: the prediction needs the model's shape: give --model_dir (its config.json), "
+        "or a model named as a built-in shape (",
+        absl::StrJoin(sim::KnownShapes(), ", "), "); '", model, "' is neither"));
+  }
+  return known;
+}
+
+// Predicts `version` on --cluster (--topology) against vanilla, prints and stores it.
+absl::Status Predict(const std::string& db, int64_t version,
+                     const std::vector<std::string>& traces) {
+  ASSIGN_OR_RETURN(auto store, PlacementStore::Open(db));
+  ASSIGN_OR_RETURN(const PlacementVersion v, store->Get(version));
+  ASSIGN_OR_RETURN(const sim::ModelShape shape, ShapeForPrediction(v.model));
+  std::string cluster = absl::GetFlag(FLAGS_cluster);
+  if (const std::vector<std::string> builtin = sim::BuiltinProfiles();
+      std::find(builtin.begin(), builtin.end(), cluster) == builtin.end()) {
+    cluster = UserPath(cluster);
+  }
+  const std::string topology = absl::GetFlag(FLAGS_topology);
+  if (!topology.empty() && !Topology::IsNodesSpec(topology)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--cluster: the prediction's --topology must be NxM (got ", topology, ")"));
+  }
+  absl::StatusOr<nlohmann::ordered_json> p = sim::PredictAgainstVanilla(
+      {.db = db, .version = version, .traces = traces, .cluster = cluster, .topology = topology},
+      shape);
+  if (!p.ok()) {
+    return absl::Status(p.status().code(),
+                        absl::StrCat("predicting version ", version, ": ", p.status().message()));
+  }
+  RETURN_IF_ERROR(store->SetPrediction(version, (*p)["key"].get<std::string>(), p->dump()));
+  const double moe = (*p)["predicted_vs_vanilla"].get<double>();
+  const double rate = (*p)["predicted_max_rate_vs_vanilla"].get<double>();
+  std::cout << absl::StrFormat(
+      "predicted on %s (%s, router %s): MoE layer %.3f ms, %.3fx vanilla's %.3f ms; max rate in "
+      "SLO %.3g req/s, %.3fx vanilla's\n",
+      (*p)["key"].get<std::string>(), (*p)["mode"].get<std::string>(),
+      (*p)["router"].get<std::string>(), (*p)["predicted_moe_layer_ms"].get<double>(), moe,
+      (*p)["vanilla_moe_layer_ms"].get<double>(), (*p)["predicted_max_rate_rps"].get<double>(),
+      rate);
+  if (absl::Status guard = store->CheckPredictedNotSlower(version); !guard.ok()) {
+    std::cout << "WARNING: " << guard.message() << "\n";
+  }
+  return absl::OkStatus();
 }
 
 int Run(const std::string& command, const std::string& sub) {
@@ -258,28 +334,41 @@ int Run(const std::string& command, const std::string& sub) {
           absl::StrCat("--expert_balance_eps: '", balance_flag, "' is not a number, off or auto"));
     }
     if (balance < 0 && balance != cli::kBalanceAuto) balance = -1;
-    return Done(cli::Build({.db = db,
-                            .model = model,
-                            .traces = UserPaths(absl::GetFlag(FLAGS_traces)),
-                            .devices = absl::GetFlag(FLAGS_devices),
-                            .mode = absl::GetFlag(FLAGS_mode),
-                            .algo = absl::GetFlag(FLAGS_algo),
-                            .name = absl::GetFlag(FLAGS_name),
-                            .seed = absl::GetFlag(FLAGS_seed),
-                            .token_balance_eps = absl::GetFlag(FLAGS_balance_eps),
-                            .expert_balance_eps = balance,
-                            .balance_groups = absl::GetFlag(FLAGS_balance_groups),
-                            .link_cost = absl::GetFlag(FLAGS_link_cost),
-                            .replicas = absl::GetFlag(FLAGS_replicas),
-                            .topology = absl::GetFlag(FLAGS_topology),
-                            .node_weight = absl::GetFlag(FLAGS_node_weight),
-                            .relative_to = absl::GetFlag(FLAGS_relative_to),
-                            .max_moved_experts = absl::GetFlag(FLAGS_max_moved_experts),
-                            .max_lar_loss = absl::GetFlag(FLAGS_max_lar_loss),
-                            .model_dir = UserPath(absl::GetFlag(FLAGS_model_dir)),
-                            .progress = &progress},
-                           std::cout)
-                    .status());
+    if (!absl::GetFlag(FLAGS_cluster).empty() && absl::GetFlag(FLAGS_mode) != "dp" &&
+        absl::GetFlag(FLAGS_mode) != "tp") {
+      return Usage("--mode must be dp or tp");
+    }
+    absl::StatusOr<int64_t> built =
+        cli::Build({.db = db,
+                    .model = model,
+                    .traces = UserPaths(absl::GetFlag(FLAGS_traces)),
+                    .devices = absl::GetFlag(FLAGS_devices),
+                    .mode = absl::GetFlag(FLAGS_mode),
+                    .algo = absl::GetFlag(FLAGS_algo),
+                    .name = absl::GetFlag(FLAGS_name),
+                    .seed = absl::GetFlag(FLAGS_seed),
+                    .token_balance_eps = absl::GetFlag(FLAGS_balance_eps),
+                    .expert_balance_eps = balance,
+                    .balance_groups = absl::GetFlag(FLAGS_balance_groups),
+                    .link_cost = absl::GetFlag(FLAGS_link_cost),
+                    .replicas = absl::GetFlag(FLAGS_replicas),
+                    .topology = absl::GetFlag(FLAGS_topology),
+                    .node_weight = absl::GetFlag(FLAGS_node_weight),
+                    .relative_to = absl::GetFlag(FLAGS_relative_to),
+                    .max_moved_experts = absl::GetFlag(FLAGS_max_moved_experts),
+                    .max_lar_loss = absl::GetFlag(FLAGS_max_lar_loss),
+                    .model_dir = UserPath(absl::GetFlag(FLAGS_model_dir)),
+                    .progress = &progress},
+                   std::cout);
+    if (!built.ok() || absl::GetFlag(FLAGS_cluster).empty()) return Done(built.status());
+    return Done(Predict(db, *built, UserPaths(absl::GetFlag(FLAGS_traces))));
+  }
+  if (command == "predict") {
+    if (version <= 0 || absl::GetFlag(FLAGS_traces).empty() ||
+        absl::GetFlag(FLAGS_cluster).empty()) {
+      return Usage("predict needs --version, --traces and --cluster");
+    }
+    return Done(Predict(db, version, UserPaths(absl::GetFlag(FLAGS_traces))));
   }
   if (command == "drift") {
     if (absl::GetFlag(FLAGS_version) <= 0 || absl::GetFlag(FLAGS_traces).empty()) {
@@ -445,7 +534,9 @@ int Run(const std::string& command, const std::string& sub) {
   if (command == "show" || command == "activate" || command == "export") {
     if (version <= 0) return Usage(absl::StrCat(command, " needs --version"));
     if (command == "show") return Done(cli::Show(db, version, std::cout));
-    if (command == "activate") return Done(cli::Activate(db, version, std::cout));
+    if (command == "activate") {
+      return Done(cli::Activate(db, version, std::cout, absl::GetFlag(FLAGS_force)));
+    }
     if (absl::GetFlag(FLAGS_out).empty()) return Usage("export needs --out");
     return Done(cli::Export(db, version, UserPath(absl::GetFlag(FLAGS_out))));
   }

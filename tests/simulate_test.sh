@@ -84,6 +84,31 @@ num moe_layer_ms "$out" >/dev/null
 expect_error 1 "does not match the trace" -- "$SIM" --shape=qwen3-235b --traces="$TMP/dsv3.trace" \
   --devices=16 --cluster=h200
 
+# The prediction against vanilla (planner build --cluster / planner predict) is stored, shown,
+# and guards activation: a version predicted more than 2% slower is refused unless --force.
+out="$("$PLANNER" predict --db="$DB" --version=1 --traces="$TMP/s.trace" --cluster=lab \
+  --model_dir="$TMP/model")" || fail "predict: $out"
+grep -q "predicted on lab 1x2 (dp, router time)" <<<"$out" || fail "predict: $out"
+shown="$("$PLANNER" show --db="$DB" --version=1)"
+ratio="$(jq '.predictions["lab 1x2"].predicted_vs_vanilla' <<<"$shown")"
+awk -v r="$ratio" 'BEGIN { exit !(r > 0) }' || fail "show: no predicted_vs_vanilla: $shown"
+rate="$(jq '.predictions["lab 1x2"].predicted_max_rate_vs_vanilla' <<<"$shown")"
+if awk -v r="$ratio" -v m="$rate" 'BEGIN { exit !(r > 1.02 || (m > 0 && m < 1 / 1.02)) }'; then
+  expect_error 1 "predicted slower than vanilla on lab 1x2" -- "$PLANNER" activate --db="$DB" --version=1
+  "$PLANNER" activate --db="$DB" --version=1 --force | grep -q "^--force: activating although" ||
+    fail "activate --force"
+else
+  "$PLANNER" activate --db="$DB" --version=1 >/dev/null || fail "activate within 2% of vanilla"
+fi
+out="$("$PLANNER" build --db="$DB" --model=tiny --traces="$TMP/s.trace" --devices=2 \
+  --algo=semantic --cluster=h200 --model_dir="$TMP/model" --name=predicted --quiet)" ||
+  fail "build --cluster: $out"
+grep -q "predicted on h200 1x2" <<<"$out" || fail "build --cluster: $out"
+expect_error 1 "the prediction needs the model's shape" -- "$PLANNER" predict --db="$DB" \
+  --version=1 --traces="$TMP/s.trace" --cluster=h200
+expect_error 1 "cluster profile \"nosuch\"" -- "$PLANNER" predict --db="$DB" --version=1 \
+  --traces="$TMP/s.trace" --cluster=nosuch --model_dir="$TMP/model"
+
 # Refusals, named.
 expect_error 1 "nosuch" -- sim --version=1 --cluster=nosuch
 expect_error 1 "99" -- sim --version=99 --cluster=h200

@@ -356,6 +356,9 @@ absl::Status Autopilot::Decide(AutopilotDecision& d, nlohmann::ordered_json& f) 
                   absl::StrCat("version ", rollout, " (from the whole window) moves ",
                                rollout_moved, " experts, over the budget of ", budget));
   }
+  if (absl::Status guard = store_->CheckPredictedNotSlower(rollout); !guard.ok()) {
+    return Refuse(d, f, signature, std::string(guard.message()));
+  }
   RETURN_IF_ERROR(store_->Activate(rollout));
   last_change_ = o_.clock->Now();
   rolled_out_ = rollout;

@@ -222,6 +222,19 @@ absl::StatusOr<int64_t> BuildFrom(const BuildOptions& o, trace::TraceSet trace, 
 
 namespace {
 
+// The version's stored predictions against vanilla (planner build --cluster), by cluster and
+// topology: each with predicted_moe_layer_ms, predicted_vs_vanilla and
+// predicted_max_rate_vs_vanilla (what the activation guard reads).
+absl::StatusOr<nlohmann::ordered_json> PredictionsJson(PlacementStore& store, int64_t version) {
+  ASSIGN_OR_RETURN(const auto predictions, store.Predictions(version));
+  nlohmann::ordered_json out = nlohmann::ordered_json::object();
+  for (const auto& [key, text] : predictions) {
+    nlohmann::ordered_json p = nlohmann::ordered_json::parse(text, nullptr, false);
+    if (!p.is_discarded()) out[key] = std::move(p);
+  }
+  return out;
+}
+
 absl::StatusOr<int64_t> BuildOn(const BuildOptions& o, trace::TraceSet trace, Step& step,
                                 std::ostream& out) {
   if (o.mode != "dp" && o.mode != "tp") {
@@ -510,6 +523,7 @@ absl::StatusOr<nlohmann::ordered_json> EvalRowsOn(const EvalOptions& o,
                                   {"dp_bound", DpRequestBound(trace, g)},
                                   {"tp_oracle", TpTokenOracle(trace, p)},
                                   {"expert_load_imbalance", dp.expert_load_imbalance}};
+    ASSIGN_OR_RETURN(row["predictions"], PredictionsJson(*store, version));
     if (o.hidden_size > 0) {
       row["dp_a2a_bytes_per_token_blind"] = dp.a2a_bytes_per_token;
       row["tp_a2a_bytes_per_token_blind"] = tp.a2a_bytes_per_token;
@@ -720,13 +734,18 @@ absl::Status Show(const std::string& db, int64_t version, std::ostream& out) {
                               {"params", std::move(params)},
                               {"metrics", std::move(metrics)},
                               {"placement", std::move(placement)}};
+  ASSIGN_OR_RETURN(j["predictions"], PredictionsJson(*store, version));
   if (v.parent) j["parent"] = *v.parent;
   out << j.dump(2) << "\n";
   return absl::OkStatus();
 }
 
-absl::Status Activate(const std::string& db, int64_t version, std::ostream& out) {
+absl::Status Activate(const std::string& db, int64_t version, std::ostream& out, bool force) {
   ASSIGN_OR_RETURN(auto store, PlacementStore::Open(db));
+  if (absl::Status guard = store->CheckPredictedNotSlower(version); !guard.ok()) {
+    if (!force) return guard;
+    out << "--force: activating although " << guard.message() << "\n";
+  }
   RETURN_IF_ERROR(store->Activate(version));
   out << "version " << version << " is active\n";
   return absl::OkStatus();

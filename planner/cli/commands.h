@@ -111,7 +111,10 @@ absl::StatusOr<nlohmann::ordered_json> EvalRowsOn(const EvalOptions& options,
 
 absl::Status List(const std::string& db, const std::string& model, std::ostream& out);
 absl::Status Show(const std::string& db, int64_t version, std::ostream& out);
-absl::Status Activate(const std::string& db, int64_t version, std::ostream& out);
+// Refuses a version predicted slower than vanilla (PlacementStore::CheckPredictedNotSlower)
+// unless `force`, which says what it overrides.
+absl::Status Activate(const std::string& db, int64_t version, std::ostream& out,
+                      bool force = false);
 absl::Status Rollback(const std::string& db, const std::string& model, std::ostream& out);
 absl::Status Export(const std::string& db, int64_t version, const std::string& file);
 // What changes from version `from` to `to` (same model): experts that move per layer and in

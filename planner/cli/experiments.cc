@@ -23,8 +23,8 @@ std::string Arms(const Experiment& e) {
 }  // namespace
 
 absl::StatusOr<int64_t> ExperimentCreate(const std::string& db, const std::string& model,
-                                         const std::string& name, int64_t a, int64_t b,
-                                         int share_b, std::ostream& out) {
+                                         const std::string& name, int64_t a, int64_t b, int share_b,
+                                         std::ostream& out) {
   if (share_b < 1 || share_b > 99) {
     return absl::InvalidArgumentError(
         absl::StrCat("--share is arm B's percent of the traffic, 1 to 99; got ", share_b));
@@ -56,10 +56,10 @@ absl::Status ExperimentStop(const std::string& db, int64_t id, std::ostream& out
 }
 
 absl::Status ExperimentPromote(const std::string& db, int64_t id, const std::string& arm,
-                               std::ostream& out) {
+                               std::ostream& out, bool force) {
   ASSIGN_OR_RETURN(auto store, PlacementStore::Open(db));
   ExperimentStore experiments(*store);
-  ASSIGN_OR_RETURN(int64_t version, experiments.Promote(id, arm));
+  ASSIGN_OR_RETURN(int64_t version, experiments.Promote(id, arm, force));
   out << "experiment " << id << ": arm " << arm << " promoted; version " << version
       << " is active\n";
   return absl::OkStatus();

@@ -78,6 +78,11 @@ grpc::Status PlannerServiceImpl::Activate(grpc::ServerContext* context,
   // A mutation: the bearer token, when one is configured.
   if (grpc::Status auth = CheckToken(*context); !auth.ok()) return auth;
   absl::MutexLock lock(&mu_);
+  if (!request->force()) {
+    if (absl::Status guard = store_->CheckPredictedNotSlower(request->version()); !guard.ok()) {
+      return ToGrpcStatus(guard);
+    }
+  }
   return ToGrpcStatus(store_->Activate(request->version()));
 }
 

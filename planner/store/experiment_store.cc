@@ -112,7 +112,7 @@ std::string NotRoutedAsPlanned(const ExperimentArm& arm) {
   return m["tables_error"].get<std::string>();
 }
 
-absl::StatusOr<int64_t> ExperimentStore::Promote(int64_t id, const std::string& arm) {
+absl::StatusOr<int64_t> ExperimentStore::Promote(int64_t id, const std::string& arm, bool force) {
   ASSIGN_OR_RETURN(Experiment e, Get(id));
   if (e.status == "draft") {
     return absl::FailedPreconditionError(
@@ -125,6 +125,7 @@ absl::StatusOr<int64_t> ExperimentStore::Promote(int64_t id, const std::string& 
           absl::StrCat("experiment ", id, ": arm ", arm, " was not routed as planned (", why,
                        "); its metrics do not measure version ", a.version, ", not promoting it"));
     }
+    if (!force) RETURN_IF_ERROR(placements_.CheckPredictedNotSlower(a.version));
     RETURN_IF_ERROR(placements_.Activate(a.version));
     if (e.status == "running") RETURN_IF_ERROR(Stop(id));
     return a.version;

@@ -52,7 +52,9 @@ class ExperimentStore {
   // Activates `arm`'s placement version (the previous active one retires) and stops the
   // experiment if it runs; returns that version. NotFound for an unknown experiment or arm;
   // FailedPrecondition for a draft (nothing was measured) or an arm not routed as planned.
-  absl::StatusOr<int64_t> Promote(int64_t id, const std::string& arm);
+  // Refused (FailedPrecondition) when the arm's version is predicted slower than vanilla
+  // (PlacementStore::CheckPredictedNotSlower), unless `force`.
+  absl::StatusOr<int64_t> Promote(int64_t id, const std::string& arm, bool force = false);
   absl::StatusOr<Experiment> Get(int64_t id);
   absl::StatusOr<std::vector<Experiment>> List(const std::string& model);
   // Appends a metrics snapshot (a JSON object) for an arm of a running experiment.

@@ -158,6 +158,16 @@ const Migration kMigrations[] = {
         WHEN NEW.repeats < OLD.repeats OR NEW.last_at < COALESCE(OLD.last_at, OLD.at)
         BEGIN SELECT RAISE(ABORT, 'autopilot decisions are a log'); END;
     )sql"},
+    // The scale model's predictions of a version on a cluster (planner build --cluster): derived,
+    // so replaced when predicted again, unlike the version itself.
+    {10, R"sql(
+      CREATE TABLE predictions (
+        version INTEGER NOT NULL REFERENCES placements(version),
+        cluster TEXT NOT NULL,
+        json TEXT NOT NULL,
+        at INTEGER NOT NULL,
+        PRIMARY KEY (version, cluster));
+    )sql"},
 };
 
 bool IsJsonObject(const std::string& text) {
@@ -441,6 +451,61 @@ absl::StatusOr<std::string> PlacementStore::GetAffinityTables(int64_t version) {
 
 absl::StatusOr<std::string> PlacementStore::GetLayerTables(int64_t version) {
   return GetBlob("layer_tables", "layer tables", version);
+}
+
+absl::Status PlacementStore::SetPrediction(int64_t version, const std::string& cluster,
+                                           const std::string& json) {
+  if (!IsJsonObject(json)) {
+    return absl::InvalidArgumentError("a prediction must be a JSON object");
+  }
+  ASSIGN_OR_RETURN(Statement find, db_->Prepare("SELECT 1 FROM placements WHERE version = ?"));
+  RETURN_IF_ERROR(find.BindInt(1, version));
+  ASSIGN_OR_RETURN(bool found, find.Step());
+  if (!found) return absl::NotFoundError(absl::StrCat("no placement version ", version));
+  ASSIGN_OR_RETURN(Statement put,
+                   db_->Prepare("INSERT OR REPLACE INTO predictions (version, cluster, json, at) "
+                                "VALUES (?, ?, ?, ?)"));
+  RETURN_IF_ERROR(put.BindInt(1, version));
+  RETURN_IF_ERROR(put.BindText(2, cluster));
+  RETURN_IF_ERROR(put.BindText(3, json));
+  RETURN_IF_ERROR(put.BindInt(4, absl::ToUnixMicros(clock_->Now())));
+  return put.Run();
+}
+
+absl::StatusOr<std::map<std::string, std::string>> PlacementStore::Predictions(int64_t version) {
+  ASSIGN_OR_RETURN(Statement q, db_->Prepare("SELECT cluster, json FROM predictions "
+                                             "WHERE version = ? ORDER BY cluster"));
+  RETURN_IF_ERROR(q.BindInt(1, version));
+  std::map<std::string, std::string> out;
+  while (true) {
+    ASSIGN_OR_RETURN(bool row, q.Step());
+    if (!row) break;
+    out[q.ColumnText(0)] = q.ColumnText(1);
+  }
+  return out;
+}
+
+absl::Status PlacementStore::CheckPredictedNotSlower(int64_t version) {
+  ASSIGN_OR_RETURN(const auto predictions, Predictions(version));
+  for (const auto& [cluster, text] : predictions) {
+    const nlohmann::json p = ParseJsonOrDiscarded(text);
+    if (!p.is_object()) continue;
+    const double moe = p.value("predicted_vs_vanilla", 0.0);
+    const double rate = p.value("predicted_max_rate_vs_vanilla", 0.0);
+    std::string why;
+    if (moe > kSlowerThanVanilla) {
+      why = absl::StrCat("its MoE layer is predicted ", absl::SixDigits(moe), "x vanilla's");
+    } else if (rate > 0 && rate < 1 / kSlowerThanVanilla) {
+      why = absl::StrCat("its max rate in SLO is predicted ", absl::SixDigits(rate), "x vanilla's");
+    }
+    if (!why.empty()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "version ", version, " is predicted slower than vanilla on ", cluster, ": ", why,
+          " (planner build --cluster; more than ", absl::SixDigits((kSlowerThanVanilla - 1) * 100),
+          "% worse is refused); --force to activate it anyway"));
+    }
+  }
+  return absl::OkStatus();
 }
 
 absl::Status PlacementStore::Activate(int64_t version) {

@@ -13,6 +13,7 @@
 #define SEMMOE_PLANNER_STORE_PLACEMENT_STORE_H_
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -84,6 +85,19 @@ class PlacementStore {
 
   // Makes `version` active; the model's previously active version becomes retired.
   absl::Status Activate(int64_t version);
+
+  // The scale model's prediction of `version` on `cluster` (a JSON object with at least
+  // predicted_vs_vanilla and predicted_max_rate_vs_vanilla: planner/sim/prediction.h),
+  // replacing an earlier one for that cluster. NotFound for an unknown version.
+  absl::Status SetPrediction(int64_t version, const std::string& cluster, const std::string& json);
+  // Every cluster's prediction of `version`, by cluster.
+  absl::StatusOr<std::map<std::string, std::string>> Predictions(int64_t version);
+  // The guard where versions are activated (planner activate, the autopilot, experiments
+  // promote): FailedPrecondition naming the cluster when a prediction of `version` has its MoE
+  // layer more than 2% slower than vanilla's, or its max rate in SLO more than 2% lower; OK
+  // when none does (or none was made).
+  static constexpr double kSlowerThanVanilla = 1.02;
+  absl::Status CheckPredictedNotSlower(int64_t version);
   // Re-activates the version that was active before the current one; returns it.
   // FailedPrecondition when there is none.
   absl::StatusOr<int64_t> Rollback(const std::string& model);

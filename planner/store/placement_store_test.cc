@@ -140,6 +140,40 @@ TEST(PlacementStoreTest, ActivateRetireAndRollback) {
   EXPECT_EQ(store->Activate(77).code(), absl::StatusCode::kNotFound);
 }
 
+TEST(PlacementStoreTest, PredictionsGuardActivation) {
+  auto store = OpenStore(TempDatabasePath("predictions.db"));
+  const int64_t v = *store->Create(Version("a", 1));
+  EXPECT_TRUE(store->CheckPredictedNotSlower(v).ok());  // Nothing predicted: nothing to refuse.
+  ASSERT_TRUE(
+      store
+          ->SetPrediction(v, "h200 2x8",
+                          R"({"predicted_vs_vanilla": 1.01, "predicted_max_rate_vs_vanilla": 1})")
+          .ok());
+  EXPECT_TRUE(store->CheckPredictedNotSlower(v).ok());  // Within 2%.
+  ASSERT_TRUE(
+      store
+          ->SetPrediction(v, "h100 4x8",
+                          R"({"predicted_vs_vanilla": 1.05, "predicted_max_rate_vs_vanilla": 1})")
+          .ok());
+  absl::Status refused = store->CheckPredictedNotSlower(v);
+  EXPECT_EQ(refused.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_NE(refused.message().find("on h100 4x8: its MoE layer is predicted 1.05x"),
+            std::string::npos)
+      << refused;
+  EXPECT_NE(refused.message().find("--force"), std::string::npos);
+  // Predicted again for that cluster: replaced; a lower max rate is refused too.
+  ASSERT_TRUE(
+      store
+          ->SetPrediction(v, "h100 4x8",
+                          R"({"predicted_vs_vanilla": 0.9, "predicted_max_rate_vs_vanilla": 0.5})")
+          .ok());
+  EXPECT_NE(store->CheckPredictedNotSlower(v).message().find("max rate in SLO is predicted 0.5x"),
+            std::string::npos);
+  EXPECT_EQ(store->Predictions(v)->size(), 2u);
+  EXPECT_EQ(store->SetPrediction(99, "h200", "{}").code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(store->SetPrediction(v, "h200", "[1]").code(), absl::StatusCode::kInvalidArgument);
+}
+
 TEST(PlacementStoreTest, VersionsAreImmutable) {
   auto store = OpenStore(TempDatabasePath("immutable.db"));
   const int64_t v = *store->Create(Version("a", 1));

@@ -1,0 +1,65 @@
+#include "planner/sim/prediction.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "common/status_macros.h"
+#include "planner/placement/topology.h"
+#include "planner/sim/cluster_profile.h"
+#include "planner/sim/scenario.h"
+
+namespace semmoe::planner::sim {
+
+absl::StatusOr<nlohmann::ordered_json> PredictAgainstVanilla(const PredictionSpec& spec,
+                                                             const ModelShape& shape) {
+  ASSIGN_OR_RETURN(const ClusterProfile profile, LoadClusterProfile(spec.cluster));
+  ScenarioSpec version{.db = spec.db, .version = spec.version, .traces = spec.traces};
+  if (!spec.topology.empty()) {
+    ASSIGN_OR_RETURN(const Topology topo, Topology::Parse(spec.topology));
+    version.hosts = topo.num_nodes();
+    version.ranks_per_host = topo.num_ranks() / topo.num_nodes();
+  }
+  version.node_dedup = true;  // Taken where there are several nodes, for both.
+  // The version's own rule: under DP the time rule where it has tables.
+  ASSIGN_OR_RETURN(Scenario probe, LoadScenario(version, shape, profile));
+  if (probe.mode == "dp" && probe.router == "affinity") version.router = "time";
+  ASSIGN_OR_RETURN(const Scenario s, version.router.empty()
+                                         ? absl::StatusOr<Scenario>(std::move(probe))
+                                         : LoadScenario(version, shape, profile));
+  ScenarioSpec vanilla = version;
+  vanilla.version = 0;
+  vanilla.devices = s.placement.num_devices();
+  vanilla.mode = s.mode;
+  vanilla.router = "round_robin";
+  vanilla.hosts = s.topology.num_nodes();
+  vanilla.ranks_per_host = s.topology.num_ranks() / s.topology.num_nodes();
+  ASSIGN_OR_RETURN(const Scenario v, LoadScenario(vanilla, shape, profile));
+
+  const int g = s.placement.num_devices();
+  std::vector<double> rates;
+  for (double f : {0.5, 1.0, 1.5, 2.0, 2.5}) rates.push_back(s.mode == "tp" ? f * 4 : f * g);
+  const Workload workload{.output_tokens = spec.output_tokens};
+  ASSIGN_OR_RETURN(const SweepResult ours,
+                   RunSweep(s, profile, workload, ServingOptions{}, rates, spec.point_s));
+  ASSIGN_OR_RETURN(const SweepResult base,
+                   RunSweep(v, profile, workload, ServingOptions{}, rates, spec.point_s));
+  const double ms = 1e3;
+  const std::string key = absl::StrCat(profile.name, " ", s.topology.Describe());
+  return nlohmann::ordered_json{
+      {"key", key},
+      {"cluster", profile.name},
+      {"topology", s.topology.Describe()},
+      {"mode", s.mode},
+      {"router", s.router},
+      {"node_dedup", s.topology.num_nodes() > 1},
+      {"predicted_moe_layer_ms", ours.moe.total() * ms},
+      {"vanilla_moe_layer_ms", base.moe.total() * ms},
+      {"predicted_vs_vanilla", base.moe.total() > 0 ? ours.moe.total() / base.moe.total() : 0},
+      {"predicted_max_rate_rps", ours.best_rate},
+      {"vanilla_max_rate_rps", base.best_rate},
+      {"predicted_max_rate_vs_vanilla", base.best_rate > 0 ? ours.best_rate / base.best_rate : 0},
+      {"rates", rates},
+      {"traces", spec.traces}};
+}
+
+}  // namespace semmoe::planner::sim
