@@ -44,6 +44,24 @@ absl::StatusOr<std::string> PlannerMetricsText(PlacementStore& store) {
     }
     f.Gauge("semmoe_planner_active_version", "The model's active placement version (0: none).",
             {{"model", model}}, active);
+    if (active > 0) {  // The active version's predictions against vanilla (build --cluster).
+      ASSIGN_OR_RETURN(const auto predictions, store.Predictions(active));
+      for (const auto& [cluster, text] : predictions) {
+        const nlohmann::json p = nlohmann::json::parse(text, nullptr, false);
+        const metrics::Labels l = {{"model", model}, {"cluster", cluster}};
+        if (const auto moe = Field(p, {"predicted_vs_vanilla"})) {
+          f.Gauge("semmoe_planner_active_predicted_vs_vanilla",
+                  "The active version's predicted MoE layer over vanilla's on the cluster "
+                  "(planner build --cluster); above 1.02 it was activated with --force.",
+                  l, *moe);
+        }
+        if (const auto rate = Field(p, {"predicted_max_rate_vs_vanilla"})) {
+          f.Gauge("semmoe_planner_active_predicted_max_rate_vs_vanilla",
+                  "The active version's predicted max rate in SLO over vanilla's on the cluster.",
+                  l, *rate);
+        }
+      }
+    }
     // The autopilot's decisions (planner serve --autopilot), from its log.
     AutopilotStore decisions(store);
     ASSIGN_OR_RETURN(auto counts, decisions.Counts(model));

@@ -38,9 +38,18 @@ TEST(PlannerMetricsTest, VersionsExperimentsAndArmFigures) {
   ASSERT_TRUE(decisions.Record({.model = "m", .action = "steady"}).ok());
   ASSERT_TRUE(decisions.Record({.model = "m", .action = "steady"}).ok());
   ASSERT_TRUE(decisions.Record({.model = "m", .action = "rollout", .candidate_version = 2}).ok());
+  ASSERT_TRUE((*store)
+                  ->SetPrediction(2, "h200 2x8",
+                                  R"({"predicted_vs_vanilla": 1.25,
+                                      "predicted_max_rate_vs_vanilla": 0.5})")
+                  .ok());
   auto text = PlannerMetricsText(**store);
   ASSERT_TRUE(text.ok()) << text.status();
   EXPECT_THAT(*text, HasSubstr("semmoe_planner_active_version{model=\"m\"} 2"));
+  EXPECT_THAT(*text, HasSubstr("semmoe_planner_active_predicted_vs_vanilla{model=\"m\","
+                               "cluster=\"h200 2x8\"} 1.25"));
+  EXPECT_THAT(*text, HasSubstr("semmoe_planner_active_predicted_max_rate_vs_vanilla{model=\"m\","
+                               "cluster=\"h200 2x8\"} 0.5"));
   EXPECT_THAT(*text, HasSubstr("semmoe_planner_autopilot_decisions_total{model=\"m\","
                                "action=\"steady\"} 2"));
   EXPECT_THAT(*text, HasSubstr("semmoe_planner_autopilot_last_decision{model=\"m\","
