@@ -92,6 +92,22 @@ wait "$PID" || rc=$?
 grep -q "stopped cleanly" "$TMP/dp.out" || fail "no clean stop: $(cat "$TMP/dp.out")"
 no_processes_left dp
 
+# --- The router's time rule (--router_policy time: the lab profile by default): outputs are the
+# single device's, and the stats say which rule each window's placement kept.
+start_cluster timed --ranks=2 --attn=dp --router_policy=time
+for prompt in "The planner reads the traces" "Hello"; do
+  expect_single_device_tokens_via_router "$prompt"
+done
+rstats="$("$RCLIENT" stats --target="$(router_address)" --json)"
+grep -q '"policy":"time"' <<<"$rstats" || fail "router policy: $rstats"
+grep -q '"cluster":"lab"' <<<"$rstats" || fail "time rule's cluster: $rstats"
+kept="$(jq '[.time_rule.kept_time, .time_rule.kept_least_loaded, .time_rule.kept_round_robin]
+  | map(tonumber? // 0) | add' <<<"$rstats")"
+[[ "$kept" == 2 ]] || fail "time rule windows: $rstats"
+kill -INT "$PID"
+wait "$PID" || fail "time cluster stop: $(cat "$TMP/timed.out")"
+no_processes_left timed
+
 # --- local_cluster itself killed with SIGKILL (no chance to stop anything): its children get
 # SIGTERM from the kernel (PR_SET_PDEATHSIG) and each stops within its own bound.
 start_cluster orphan --ranks=2 --attn=dp

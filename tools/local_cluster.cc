@@ -109,9 +109,11 @@ ABSL_FLAG(bool, restart, true,
           "restart a rank, the router or the planner that exits (backoff 0.5 s doubling to 10 s); "
           "false: the first exit stops the cluster");
 ABSL_FLAG(std::string, router_policy, "semantic",
-          "the router's policy (semantic, round_robin, least_loaded; Attention-TP: one rank takes "
-          "requests, so any); none: no "
-          "router");
+          "the router's policy (semantic, round_robin, least_loaded, time; Attention-TP: one rank "
+          "takes requests, so any); none: no router");
+ABSL_FLAG(std::string, router_cluster, "",
+          "--router_policy time: the cluster profile it predicts with (default lab: the profile "
+          "fitted to ranks sharing one host's processors, as here)");
 
 namespace semmoe::tools {
 namespace {
@@ -165,6 +167,10 @@ absl::Status StartRouter(Cluster& c, const std::string& model, std::vector<std::
                                    JoinPath(c.run_dir, "router.port"),
                                    "--policy",
                                    absl::GetFlag(FLAGS_router_policy)};
+  if (absl::GetFlag(FLAGS_router_policy) == "time") {
+    const std::string cluster = absl::GetFlag(FLAGS_router_cluster);
+    argv.insert(argv.end(), {"--cluster", cluster.empty() ? "lab" : cluster});
+  }
   const int http = absl::GetFlag(FLAGS_http_port);
   if (http >= 0) {
     argv.insert(argv.end(), {"--http_port", absl::StrCat(http), "--http_port_file",
