@@ -26,7 +26,7 @@
 //   planner diff     --db DB --versions V1,V2
 //   planner activate --db DB --version V [--force]   (refused when predicted slower than vanilla)
 //   planner predict  --db DB --version V --traces T --cluster C [--topology NxM]
-//                                    [--model_dir DIR]   (the MoE layer and max rate against
+//                                    [--shape NAME|FILE]   (the MoE layer and max rate against
 //                                     vanilla's, stored for the activation guard)
 //   planner rollback --db DB --model NAME
 //   planner export   --db DB --version V --out FILE
@@ -62,7 +62,6 @@
 #include "common/security_flags.h"
 #include "common/status_macros.h"
 #include "common/stop_signals.h"
-#include "engine/text/config.h"
 #include "nlohmann/json.hpp"
 #include "planner/cli/commands.h"
 #include "planner/cli/drift.h"
@@ -71,7 +70,6 @@
 #include "planner/eval/evaluate.h"
 #include "planner/server/serve.h"
 #include "planner/sim/cluster_profile.h"
-#include "planner/sim/config_shape.h"
 #include "planner/sim/model_shape.h"
 #include "planner/sim/prediction.h"
 #include "planner/store/placement_store.h"
@@ -90,6 +88,10 @@ ABSL_FLAG(std::string, cluster, "",
           "build/predict: the cluster profile (lab, h100, h200 or a file) to predict the version's "
           "MoE layer and max rate against vanilla's on (with --topology NxM: its nodes); stored, "
           "and activation refuses a version predicted more than 2% slower");
+ABSL_FLAG(std::string, shape, "",
+          "build/predict --cluster: the model's shape for the prediction — deepseek-v3, "
+          "qwen3-235b, or a file from `simulate --model DIR --print_shape` (default: the model's "
+          "name as a built-in shape)");
 ABSL_FLAG(bool, force, false,
           "activate / experiment promote: activate a version predicted slower than vanilla");
 ABSL_FLAG(std::string, model_dir, "",
@@ -253,21 +255,22 @@ int Experiment(const std::string& db, const std::string& sub) {
   return Usage(absl::StrCat("unknown experiment command '", sub, "'"));
 }
 
-// The scale model's shape of --model: --model_dir's config.json, else a built-in shape of that
-// name (deepseek-v3, qwen3-235b).
+// The scale model's shape of --model: --shape (a built-in name, or a file `simulate --model DIR
+// --print_shape` wrote), else a built-in shape named as the model (deepseek-v3, qwen3-235b).
 absl::StatusOr<sim::ModelShape> ShapeForPrediction(const std::string& model) {
-  if (const std::string dir = UserPath(absl::GetFlag(FLAGS_model_dir)); !dir.empty()) {
-    ASSIGN_OR_RETURN(const engine::model::ModelConfig config, engine::model::LoadModelConfig(dir));
-    return sim::ShapeFromConfig(config, dir);
-  }
-  absl::StatusOr<sim::ModelShape> known = sim::KnownShape(model);
-  if (!known.ok()) {
+  const std::string given = absl::GetFlag(FLAGS_shape);
+  absl::StatusOr<sim::ModelShape> known = sim::KnownShape(given.empty() ? model : given);
+  if (known.ok()) return known;
+  if (given.empty()) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "--cluster: the prediction needs the model's shape: give --model_dir (its config.json), "
-        "or a model named as a built-in shape (",
-        absl::StrJoin(sim::KnownShapes(), ", "), "); '", model, "' is neither"));
+        "--cluster: the prediction needs the model's shape: give --shape (a built-in shape, ",
+        absl::StrJoin(sim::KnownShapes(), ", "),
+        ", or the file `simulate --model DIR --print_shape` writes), or name the model as a "
+        "built-in shape; '",
+        model, "' is neither"));
   }
-  return known;
+  ASSIGN_OR_RETURN(const std::string text, ReadFlagFile("shape", UserPath(given)));
+  return sim::ShapeFromJson(text, UserPath(given));
 }
 
 // Predicts `version` on --cluster (--topology) against vanilla, prints and stores it.

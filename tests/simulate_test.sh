@@ -86,8 +86,11 @@ expect_error 1 "does not match the trace" -- "$SIM" --shape=qwen3-235b --traces=
 
 # The prediction against vanilla (planner build --cluster / planner predict) is stored, shown,
 # and guards activation: a version predicted more than 2% slower is refused unless --force.
+# The tiny model's shape as the planner takes it (the planner reads no config.json itself).
+"$SIM" --model="$TMP/model" --print_shape >"$TMP/shape.json" || fail "print_shape"
+[[ "$(jq -r .format "$TMP/shape.json")" == semmoe-model-shape ]] || fail "shape: $(cat "$TMP/shape.json")"
 out="$("$PLANNER" predict --db="$DB" --version=1 --traces="$TMP/s.trace" --cluster=lab \
-  --model_dir="$TMP/model")" || fail "predict: $out"
+  --shape="$TMP/shape.json")" || fail "predict: $out"
 grep -q "predicted on lab 1x2 (dp, router time)" <<<"$out" || fail "predict: $out"
 shown="$("$PLANNER" show --db="$DB" --version=1)"
 ratio="$(jq '.predictions["lab 1x2"].predicted_vs_vanilla' <<<"$shown")"
@@ -101,13 +104,16 @@ else
   "$PLANNER" activate --db="$DB" --version=1 >/dev/null || fail "activate within 2% of vanilla"
 fi
 out="$("$PLANNER" build --db="$DB" --model=tiny --traces="$TMP/s.trace" --devices=2 \
-  --algo=semantic --cluster=h200 --model_dir="$TMP/model" --name=predicted --quiet)" ||
+  --algo=semantic --cluster=h200 --shape="$TMP/shape.json" --name=predicted --quiet)" ||
   fail "build --cluster: $out"
 grep -q "predicted on h200 1x2" <<<"$out" || fail "build --cluster: $out"
 expect_error 1 "the prediction needs the model's shape" -- "$PLANNER" predict --db="$DB" \
   --version=1 --traces="$TMP/s.trace" --cluster=h200
 expect_error 1 "cluster profile \"nosuch\"" -- "$PLANNER" predict --db="$DB" --version=1 \
-  --traces="$TMP/s.trace" --cluster=nosuch --model_dir="$TMP/model"
+  --traces="$TMP/s.trace" --cluster=nosuch --shape="$TMP/shape.json"
+echo '{"format": "semmoe-model-shape", "hidden": -1}' >"$TMP/bad_shape.json"
+expect_error 1 "bad_shape.json: \"hidden\" must be a whole number" -- "$PLANNER" predict \
+  --db="$DB" --version=1 --traces="$TMP/s.trace" --cluster=h200 --shape="$TMP/bad_shape.json"
 
 # Refusals, named.
 expect_error 1 "nosuch" -- sim --version=1 --cluster=nosuch

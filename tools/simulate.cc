@@ -7,6 +7,7 @@
 //            [--hosts H --ranks_per_host R] [--link_mbit M] [--rate R] [--requests N]
 //            [--mode dp|tp] [--router affinity|round_robin] [--set FIGURE=VALUE,...] [--json]
 //   simulate --cluster PROFILE --print_profile
+//   simulate --model DIR|--shape NAME --print_shape   (for planner build/predict --shape FILE)
 //
 // Exit status: 0 on success, 1 when an input is refused (named on stderr), 2 for bad usage.
 #include <cmath>
@@ -23,10 +24,10 @@
 #include "absl/strings/str_split.h"
 #include "common/status_macros.h"
 #include "engine/text/config.h"
+#include "engine/text/sim_shape.h"
 #include "nlohmann/json.hpp"
 #include "planner/placement/topology.h"
 #include "planner/sim/cluster_profile.h"
-#include "planner/sim/config_shape.h"
 #include "planner/sim/model_shape.h"
 #include "planner/sim/scenario.h"
 #include "planner/sim/serving_sim.h"
@@ -67,6 +68,9 @@ ABSL_FLAG(double, slo_ttft_ms, 1000, "SLO: time to first token");
 ABSL_FLAG(double, slo_tpot_ms, 200, "SLO: time per output token");
 ABSL_FLAG(bool, json, false, "print one JSON object");
 ABSL_FLAG(bool, print_profile, false, "print the cluster profile (after --set) and exit");
+ABSL_FLAG(bool, print_shape, false,
+          "print the model's shape (--model DIR or --shape NAME) as JSON and exit: what planner "
+          "build/predict --shape FILE read");
 ABSL_FLAG(int, devices, 0, "without --db: a vanilla placement over this many devices");
 ABSL_FLAG(std::string, rates, "", "a sweep: comma-separated rates, --point_s seconds each");
 ABSL_FLAG(double, point_s, 12, "a sweep point's seconds of arrivals (the lab's loadgen: 12)");
@@ -122,7 +126,7 @@ absl::StatusOr<ModelShape> Shape() {
   } else if (!absl::GetFlag(FLAGS_model).empty()) {
     ASSIGN_OR_RETURN(engine::model::ModelConfig config,
                      engine::model::LoadModelConfig(absl::GetFlag(FLAGS_model)));
-    shape = planner::sim::ShapeFromConfig(config, absl::GetFlag(FLAGS_model));
+    shape = engine::model::ShapeFromConfig(config, absl::GetFlag(FLAGS_model));
   } else {
     return absl::InvalidArgumentError("give --model DIR or --shape NAME");
   }
@@ -233,6 +237,11 @@ nlohmann::ordered_json PointJson(double rate, const planner::sim::SimResult& r) 
 
 // The default command: one configuration, at one rate or over a sweep.
 absl::StatusOr<int> Simulate() {
+  if (absl::GetFlag(FLAGS_print_shape)) {
+    ASSIGN_OR_RETURN(const ModelShape shape, Shape());
+    std::cout << planner::sim::ShapeToJson(shape) << "\n";
+    return 0;
+  }
   ASSIGN_OR_RETURN(ClusterProfile profile, Profile());
   if (absl::GetFlag(FLAGS_print_profile)) {
     std::cout << planner::sim::ProfileJson(profile);

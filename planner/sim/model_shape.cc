@@ -1,6 +1,8 @@
 #include "planner/sim/model_shape.h"
 
 #include "absl/strings/str_cat.h"
+#include "common/json_fields.h"
+#include "nlohmann/json.hpp"
 
 namespace semmoe::planner::sim {
 
@@ -80,6 +82,83 @@ absl::Status CheckShape(const ModelShape& s) {
   }
   if (s.shared_intermediate < 0 || s.dense_intermediate < 0) return bad("MLP widths");
   return absl::OkStatus();
+}
+
+std::string ShapeToJson(const ModelShape& s) {
+  return nlohmann::ordered_json{{"format", "semmoe-model-shape"},
+                                {"name", s.name},
+                                {"hidden", s.hidden},
+                                {"vocab", s.vocab},
+                                {"moe_layer", s.moe_layer},
+                                {"attention_params", s.attention_params},
+                                {"attention_heads", s.attention_heads},
+                                {"qk_head_dim", s.qk_head_dim},
+                                {"v_head_dim", s.v_head_dim},
+                                {"kv_values", s.kv_values},
+                                {"num_experts", s.num_experts},
+                                {"top_k", s.top_k},
+                                {"expert_intermediate", s.expert_intermediate},
+                                {"shared_intermediate", s.shared_intermediate},
+                                {"dense_intermediate", s.dense_intermediate}}
+      .dump(2);
+}
+
+absl::StatusOr<ModelShape> ShapeFromJson(absl::string_view json, absl::string_view what) {
+  const nlohmann::json j = ParseJsonOrDiscarded(json);
+  if (!j.is_object() || j.value("format", "") != "semmoe-model-shape") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what,
+        ": not a model shape (a JSON object with \"format\": \"semmoe-model-shape\", as "
+        "simulate --print_shape writes)"));
+  }
+  ModelShape s;
+  auto integer = [&](const char* key, auto& out) -> absl::Status {
+    const auto it = j.find(key);
+    if (it == j.end() || !it->is_number_integer() || it->template get<int64_t>() < 0 ||
+        it->template get<int64_t>() > (int64_t{1} << 40)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, ": \"", key, "\" must be a whole number from 0 to 2^40"));
+    }
+    out = static_cast<std::decay_t<decltype(out)>>(it->template get<int64_t>());
+    return absl::OkStatus();
+  };
+  if (j.contains("name") && j["name"].is_string()) s.name = j["name"].get<std::string>();
+  for (const auto& [key, field] :
+       std::initializer_list<std::pair<const char*, int*>>{{"hidden", &s.hidden},
+                                                           {"vocab", &s.vocab},
+                                                           {"attention_heads", &s.attention_heads},
+                                                           {"qk_head_dim", &s.qk_head_dim},
+                                                           {"v_head_dim", &s.v_head_dim},
+                                                           {"num_experts", &s.num_experts},
+                                                           {"top_k", &s.top_k}}) {
+    if (absl::Status st = integer(key, *field); !st.ok()) return st;
+    if (*field > (1 << 30)) {
+      return absl::InvalidArgumentError(absl::StrCat(what, ": \"", key, "\" is too large"));
+    }
+  }
+  for (const auto& [key, field] : std::initializer_list<std::pair<const char*, int64_t*>>{
+           {"attention_params", &s.attention_params},
+           {"kv_values", &s.kv_values},
+           {"expert_intermediate", &s.expert_intermediate},
+           {"shared_intermediate", &s.shared_intermediate},
+           {"dense_intermediate", &s.dense_intermediate}}) {
+    if (absl::Status st = integer(key, *field); !st.ok()) return st;
+  }
+  const auto layers = j.find("moe_layer");
+  if (layers == j.end() || !layers->is_array() || layers->empty() || layers->size() > 100000) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": \"moe_layer\" must be a list of 1 to 100000 booleans"));
+  }
+  for (const auto& l : *layers) {
+    if (!l.is_boolean()) {
+      return absl::InvalidArgumentError(absl::StrCat(what, ": \"moe_layer\" holds a non-boolean"));
+    }
+    s.moe_layer.push_back(l.get<bool>());
+  }
+  if (absl::Status st = CheckShape(s); !st.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": ", st.message()));
+  }
+  return s;
 }
 
 }  // namespace semmoe::planner::sim

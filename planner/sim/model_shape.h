@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 
 namespace semmoe::planner::sim {
 
@@ -39,6 +40,11 @@ absl::StatusOr<ModelShape> KnownShape(const std::string& name);
 std::vector<std::string> KnownShapes();
 // InvalidArgument naming the field when a size is not positive or top_k > num_experts.
 absl::Status CheckShape(const ModelShape& shape);
+// {"format": "semmoe-model-shape", "name", "hidden", ..., "moe_layer": [true, ...]}: what
+// `simulate --model DIR --print_shape` writes and `planner build --shape FILE` reads.
+std::string ShapeToJson(const ModelShape& shape);
+// InvalidArgument naming `what` and the field for anything malformed or out of range (CheckShape).
+absl::StatusOr<ModelShape> ShapeFromJson(absl::string_view json, absl::string_view what);
 
 }  // namespace semmoe::planner::sim
 

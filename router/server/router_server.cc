@@ -16,7 +16,7 @@
 #include "planner/placement/topology.h"
 #include "planner/proto/planner.grpc.pb.h"
 #include "planner/sim/cluster_profile.h"
-#include "planner/sim/config_shape.h"
+#include "engine/text/sim_shape.h"
 #include "planner/sim/step_predictor.h"
 #include "router/openai/tool_use.h"
 #include "router/tables/fetch_tables.h"
@@ -291,7 +291,7 @@ absl::StatusOr<std::unique_ptr<RouterServer>> RouterServer::Start(const RouterSe
       return absl::Status(profile.status().code(),
                           absl::StrCat("--cluster: ", profile.status().message()));
     }
-    const planner::sim::ModelShape shape = planner::sim::ShapeFromConfig(config, o.model_dir);
+    const planner::sim::ModelShape shape = engine::model::ShapeFromConfig(config, o.model_dir);
     if (absl::Status shaped = planner::sim::CheckShape(shape); !shaped.ok()) {
       return absl::InvalidArgumentError(
           absl::StrCat("--policy time: ", o.model_dir,

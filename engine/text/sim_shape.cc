@@ -1,9 +1,9 @@
-#include "planner/sim/config_shape.h"
+#include "engine/text/sim_shape.h"
 
-namespace semmoe::planner::sim {
+namespace semmoe::engine::model {
 
-ModelShape ShapeFromConfig(const engine::model::ModelConfig& c, const std::string& name) {
-  ModelShape s;
+planner::sim::ModelShape ShapeFromConfig(const ModelConfig& c, const std::string& name) {
+  planner::sim::ModelShape s;
   s.name = name;
   s.hidden = c.hidden_size;
   s.vocab = c.vocab_size;
@@ -33,4 +33,4 @@ ModelShape ShapeFromConfig(const engine::model::ModelConfig& c, const std::strin
   return s;
 }
 
-}  // namespace semmoe::planner::sim
+}  // namespace semmoe::engine::model
