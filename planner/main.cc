@@ -279,11 +279,7 @@ absl::Status Predict(const std::string& db, int64_t version,
   ASSIGN_OR_RETURN(auto store, PlacementStore::Open(db));
   ASSIGN_OR_RETURN(const PlacementVersion v, store->Get(version));
   ASSIGN_OR_RETURN(const sim::ModelShape shape, ShapeForPrediction(v.model));
-  std::string cluster = absl::GetFlag(FLAGS_cluster);
-  if (const std::vector<std::string> builtin = sim::BuiltinProfiles();
-      std::find(builtin.begin(), builtin.end(), cluster) == builtin.end()) {
-    cluster = UserPath(cluster);
-  }
+  const std::string cluster = sim::ClusterFlagValue(absl::GetFlag(FLAGS_cluster));
   const std::string topology = absl::GetFlag(FLAGS_topology);
   if (!topology.empty() && !Topology::IsNodesSpec(topology)) {
     return absl::InvalidArgumentError(

@@ -215,11 +215,7 @@ int Run() {
       o.rebatch.node_of.push_back(topology->NodeOf(r));
     }
   }
-  o.cluster = absl::GetFlag(FLAGS_cluster);
-  if (const std::vector<std::string> builtin = planner::sim::BuiltinProfiles();
-      !o.cluster.empty() && std::find(builtin.begin(), builtin.end(), o.cluster) == builtin.end()) {
-    o.cluster = UserPath(o.cluster);  // A profile file, relative to where the router was run.
-  }
+  o.cluster = planner::sim::ClusterFlagValue(absl::GetFlag(FLAGS_cluster));
   o.max_in_flight = absl::GetFlag(FLAGS_max_in_flight);
   o.default_max_queue = absl::Milliseconds(absl::GetFlag(FLAGS_max_queue_ms));
   o.poll_interval = absl::Milliseconds(absl::GetFlag(FLAGS_poll_ms));

@@ -131,6 +131,14 @@ std::vector<std::string> BuiltinProfiles() {
   return names;
 }
 
+std::string ClusterFlagValue(const std::string& value) {
+  if (value.empty()) return value;
+  for (const Builtin& b : kBuiltins) {
+    if (value == b.name) return value;
+  }
+  return UserPath(value);
+}
+
 absl::StatusOr<ClusterProfile> LoadClusterProfile(const std::string& name_or_path) {
   for (const Builtin& b : kBuiltins) {
     if (name_or_path == b.name) {

@@ -59,6 +59,9 @@ absl::StatusOr<ClusterProfile> ParseClusterProfile(absl::string_view json, absl:
 absl::StatusOr<ClusterProfile> LoadClusterProfile(const std::string& name_or_path);
 // The built-in profiles' names.
 std::vector<std::string> BuiltinProfiles();
+// A --cluster flag's value as LoadClusterProfile takes it: a built-in name (or "") as is, else a
+// profile file's path relative to where the user ran the command (common/file.h UserPath).
+std::string ClusterFlagValue(const std::string& value);
 // Sets figure `name` (e.g. "inter_bw") to `value`, its source "--set on the command line".
 // The checks every profile passes, from a file or after --set: every figure finite and not
 // negative; rates, sizes and ranks_per_node positive; a2a_efficiency at most 1; inter_per_node

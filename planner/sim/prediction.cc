@@ -19,13 +19,9 @@ absl::StatusOr<nlohmann::ordered_json> PredictAgainstVanilla(const PredictionSpe
     version.hosts = topo.num_nodes();
     version.ranks_per_host = topo.num_ranks() / topo.num_nodes();
   }
-  version.node_dedup = true;  // Taken where there are several nodes, for both.
-  // The version's own rule: under DP the time rule where it has tables.
-  ASSIGN_OR_RETURN(Scenario probe, LoadScenario(version, shape, profile));
-  if (probe.mode == "dp" && probe.router == "affinity") version.router = "time";
-  ASSIGN_OR_RETURN(const Scenario s, version.router.empty()
-                                         ? absl::StatusOr<Scenario>(std::move(probe))
-                                         : LoadScenario(version, shape, profile));
+  version.node_dedup = true;   // Taken where there are several nodes, for both.
+  version.prefer_time = true;  // The version's own rule: under DP the time rule with tables.
+  ASSIGN_OR_RETURN(const Scenario s, LoadScenario(version, shape, profile));
   ScenarioSpec vanilla = version;
   vanilla.version = 0;
   vanilla.devices = s.placement.num_devices();

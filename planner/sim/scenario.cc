@@ -82,7 +82,8 @@ absl::StatusOr<Scenario> LoadScenario(const ScenarioSpec& spec, const ModelShape
   s.node_dedup = spec.node_dedup;
 
   // The schedule, by planner eval's rules; under DP the router's online rule unless offline.
-  s.router = spec.router.empty() ? (affinity ? "affinity" : "round_robin") : spec.router;
+  const char* with_tables = spec.prefer_time && mode == "dp" ? "time" : "affinity";
+  s.router = spec.router.empty() ? (affinity ? with_tables : "round_robin") : spec.router;
   if (s.router != "affinity" && s.router != "affinity_offline" && s.router != "round_robin" &&
       s.router != "least_loaded" && s.router != "time") {
     return absl::InvalidArgumentError(

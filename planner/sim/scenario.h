@@ -33,6 +33,8 @@ struct ScenarioSpec {
   // whole trace's tokens), or time (router/rebatch/assigner.h's time rule, predicting with this
   // profile); empty: affinity when the version has tables, else round_robin.
   std::string router;
+  // With router empty: under DP, the time rule where the version has tables (instead of affinity).
+  bool prefer_time = false;
   int hosts = 0, ranks_per_host = 0;  // 0: the version's topology, else the profile's nodes.
   bool node_dedup = false;
   int tp_batch_tokens = 256;

@@ -98,24 +98,27 @@ StepPredictor::Partial StepPredictor::Build(const std::vector<RankState>& ranks,
     p.kv_read[s] = context;
     p.attended[s] = context;  // Each decode attends its own context once.
     AddTokens(p, s, running, even_.data());
-    const double queued =
-        std::min(std::max(0.0, options_.max_batch_tokens - running),
-                 static_cast<double>(std::max<int64_t>(0, ranks[s].prefill_tokens)));
-    p.step_tokens[s] += queued;
-    p.attended[s] += queued * (queued + 1) / 2;
-    AddTokens(p, s, queued, even_.data());
+    // Queued prompts: their KV is in the context already.
+    AddPrefill(p, s, ranks[s].prefill_tokens, even_.data(), /*new_context=*/false);
   }
   for (size_t i = 0; i < window.size(); ++i) {
     const int s = placed[i];
     if (static_cast<int>(i) == skip || s < 0) continue;
-    const double room = std::max(0.0, options_.max_batch_tokens - p.step_tokens[s]);
-    const double prefill = std::min(room, static_cast<double>(window[i].prompt_tokens));
-    p.step_tokens[s] += prefill;
-    p.kv_read[s] += prefill;
-    p.attended[s] += prefill * (prefill + 1) / 2;  // Causal: each token its prefix.
-    AddTokens(p, s, prefill, window[i].share.empty() ? even_.data() : window[i].share.data());
+    AddPrefill(p, s, window[i].prompt_tokens,
+               window[i].share.empty() ? even_.data() : window[i].share.data(),
+               /*new_context=*/true);
   }
   return p;
+}
+
+void StepPredictor::AddPrefill(Partial& p, int s, int64_t prompt_tokens, const double* share,
+                               bool new_context) const {
+  const double room = std::max(0.0, options_.max_batch_tokens - p.step_tokens[s]);
+  const double prefill = std::min(room, static_cast<double>(std::max<int64_t>(0, prompt_tokens)));
+  p.step_tokens[s] += prefill;
+  if (new_context) p.kv_read[s] += prefill;
+  p.attended[s] += prefill * (prefill + 1) / 2;  // Causal: each token its prefix.
+  AddTokens(p, s, prefill, share);
 }
 
 double StepPredictor::Time(const Partial& p) const {
@@ -157,12 +160,7 @@ std::vector<double> StepPredictor::TimesFor(const std::vector<RankState>& ranks,
   const double* share = request.share.empty() ? even_.data() : request.share.data();
   for (int r = 0; r < g; ++r) {
     Partial p = base;
-    const double room = std::max(0.0, options_.max_batch_tokens - p.step_tokens[r]);
-    const double prefill = std::min(room, static_cast<double>(request.prompt_tokens));
-    p.step_tokens[r] += prefill;
-    p.kv_read[r] += prefill;
-    p.attended[r] += prefill * (prefill + 1) / 2;
-    AddTokens(p, r, prefill, share);
+    AddPrefill(p, r, request.prompt_tokens, share, /*new_context=*/true);
     out[r] = Time(p);
   }
   return out;

@@ -73,8 +73,12 @@ class StepPredictor {
   struct Partial;
   Partial Build(const std::vector<RankState>& ranks, const std::vector<NewRequest>& window,
                 const std::vector<int>& placed, int skip) const;
-  // Adds `tokens` tokens on rank s whose activations fall by `share` (nullptr: evenly).
+  // Adds `tokens` tokens on rank s whose activations fall by `share` (per rank).
   void AddTokens(Partial& p, int s, double tokens, const double* share) const;
+  // A prompt prefilled on rank s in the next step, within its token budget; `new_context`: its
+  // KV is not yet in the rank's context.
+  void AddPrefill(Partial& p, int s, int64_t prompt_tokens, const double* share,
+                  bool new_context) const;
   double Time(const Partial& p) const;
 
   ModelShape shape_;

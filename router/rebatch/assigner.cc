@@ -31,6 +31,11 @@ double Decisiveness(const PendingRequest& request) {
   return (top[0] - top[1]) / std::max<int64_t>(1, request.load_tokens);
 }
 
+// The request's prompt (its load when the prompt is not given).
+int64_t PromptTokens(const PendingRequest& request) {
+  return request.prompt_tokens > 0 ? request.prompt_tokens : request.load_tokens;
+}
+
 // Whether `placed` puts every request of the window where its KV cache has room (in order).
 bool KvRespected(const std::vector<PendingRequest>& window, std::vector<RankLoad> loads,
                  const std::vector<int>& placed);
@@ -38,7 +43,7 @@ bool KvRespected(const std::vector<PendingRequest>& window, std::vector<RankLoad
 void Take(const PendingRequest& request, RankLoad& load) {
   load.tokens_in_flight += request.load_tokens;
   ++load.sequences;
-  load.prefill_tokens += request.prompt_tokens > 0 ? request.prompt_tokens : request.load_tokens;
+  load.prefill_tokens += PromptTokens(request);
   if (load.kv_free_tokens >= 0) {
     load.kv_free_tokens = std::max<int64_t>(0, load.kv_free_tokens - request.load_tokens);
   }
@@ -138,8 +143,7 @@ std::vector<int> Assigner::AssignTime(const std::vector<PendingRequest>& window,
   }
   std::vector<planner::sim::NewRequest> requests(window.size());
   for (size_t i = 0; i < window.size(); ++i) {
-    requests[i].prompt_tokens =
-        window[i].prompt_tokens > 0 ? window[i].prompt_tokens : window[i].load_tokens;
+    requests[i].prompt_tokens = PromptTokens(window[i]);
     if (static_cast<int>(window[i].share.size()) == ranks) requests[i].share = window[i].share;
   }
   // The time rule: largest prompts first, each where the predicted layer is shortest.
