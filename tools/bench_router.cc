@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdio>
 #include <iostream>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -15,6 +16,10 @@
 #include "absl/flags/parse.h"
 #include "nlohmann/json.hpp"
 #include "planner/affinity/prompt_scores.h"
+#include "planner/placement/topology.h"
+#include "planner/sim/cluster_profile.h"
+#include "planner/sim/model_shape.h"
+#include "planner/sim/step_predictor.h"
 #include "router/rebatch/assigner.h"
 #include "router/tables/router_tables.h"
 
@@ -79,15 +84,27 @@ int Main() {
       pending[i].fit = tables.Fit(prompts[i]);
     }
   });
+  // The time rule scores a prompt by its shares instead, and predicts with a cluster's model
+  // (DeepSeek-V3's shape on H200, the ranks as one node).
+  const double share_us = MedianMicros(repeats, [&] {
+    for (int i = 0; i < n; ++i) {
+      pending[i].prompt_tokens = len;
+      pending[i].share = tables.Share(prompts[i]);
+    }
+  });
+  auto predictor = std::make_shared<planner::sim::StepPredictor>(
+      *planner::sim::KnownShape("deepseek-v3"), *planner::sim::LoadClusterProfile("h200"),
+      *planner::Topology::Flat(g));
   std::printf(
       "bench_router: %d queued requests of %d tokens, %d ranks, vocabulary %d, windows "
       "of %d; median of %d\n",
       n, len, g, vocab, window, repeats);
   std::printf("%-14s %14s %16s %16s\n", "policy", "score us/req", "place us/req", "total us/req");
   nlohmann::json rows = nlohmann::json::array();
-  for (Policy policy : {Policy::kSemantic, Policy::kLeastLoaded, Policy::kRoundRobin}) {
+  for (Policy policy :
+       {Policy::kSemantic, Policy::kLeastLoaded, Policy::kRoundRobin, Policy::kTime}) {
     const double place_us = MedianMicros(repeats, [&] {
-      Assigner assigner(policy, 0.05);
+      Assigner assigner(policy, 0.05, {}, predictor);
       std::vector<RankLoad> loads(g);
       for (int start = 0; start < n; start += window) {
         const int end = std::min(n, start + window);
@@ -95,7 +112,9 @@ int Main() {
         (void)assigner.Assign(w, loads);
       }
     });
-    const double score = policy == Policy::kSemantic ? fit_us / n : 0.0;
+    const double score = policy == Policy::kSemantic ? fit_us / n
+                         : policy == Policy::kTime   ? share_us / n
+                                                     : 0.0;
     std::printf("%-14s %14.3f %16.3f %16.3f\n", PolicyName(policy), score, place_us / n,
                 score + place_us / n);
     rows.push_back({{"policy", PolicyName(policy)},
