@@ -10,6 +10,9 @@
 //                    [--relative_to V [--max_moved_experts M] [--max_lar_loss X]]
 //                                     (few experts moved from version V: relabelled devices and
 //                                      at most M weights shipped / X of LAR given up)
+//                    [--cluster C [--shape NAME|FILE] [--choose time|none]]   (semantic: the
+//                                     candidates predicted on the cluster, the fastest kept,
+//                                     EPLB beside; none: the build as given, predicted)
 //   planner drift    --db DB --version V --traces LIVE[,...] [--json]   (live vs planned)
 //   planner eval     --db DB --versions V[,V...] --traces HELDOUT[,...] [--profile T,...]
 //                    [--json] [--hidden_size H]
@@ -63,6 +66,7 @@
 #include "common/status_macros.h"
 #include "common/stop_signals.h"
 #include "nlohmann/json.hpp"
+#include "planner/cli/choose.h"
 #include "planner/cli/commands.h"
 #include "planner/cli/drift.h"
 #include "planner/cli/experiments.h"
@@ -88,6 +92,11 @@ ABSL_FLAG(std::string, cluster, "",
           "build/predict: the cluster profile (lab, h100, h200 or a file) to predict the version's "
           "MoE layer and max rate against vanilla's on (with --topology NxM: its nodes); stored, "
           "and activation refuses a version predicted more than 2% slower");
+ABSL_FLAG(std::string, choose, "time",
+          "build --cluster with --algo semantic: time builds the candidates (flat, node-aware, "
+          "node credit; replicas; expert-load caps) and keeps the one predicted fastest on the "
+          "cluster, with EPLB predicted beside (docs/PLANNER.md, \"Chosen by predicted time\"); "
+          "none builds the options as given and predicts that alone");
 ABSL_FLAG(std::string, shape, "",
           "build/predict --cluster: the model's shape for the prediction — deepseek-v3, "
           "qwen3-235b, or a file from `simulate --model DIR --print_shape` (default: the model's "
@@ -273,39 +282,23 @@ absl::StatusOr<sim::ModelShape> ShapeForPrediction(const std::string& model) {
   return sim::ShapeFromJson(text, UserPath(given));
 }
 
+// --cluster, --topology and --shape as the prediction's options, on `traces`.
+absl::StatusOr<cli::PredictOptions> PredictFlags(const std::string& model,
+                                                 const std::vector<std::string>& traces) {
+  ASSIGN_OR_RETURN(sim::ModelShape shape, ShapeForPrediction(model));
+  return cli::PredictOptions{.cluster = sim::ClusterFlagValue(absl::GetFlag(FLAGS_cluster)),
+                             .topology = absl::GetFlag(FLAGS_topology),
+                             .traces = traces,
+                             .shape = std::move(shape)};
+}
+
 // Predicts `version` on --cluster (--topology) against vanilla, prints and stores it.
 absl::Status Predict(const std::string& db, int64_t version,
                      const std::vector<std::string>& traces) {
   ASSIGN_OR_RETURN(auto store, PlacementStore::Open(db));
   ASSIGN_OR_RETURN(const PlacementVersion v, store->Get(version));
-  ASSIGN_OR_RETURN(const sim::ModelShape shape, ShapeForPrediction(v.model));
-  const std::string cluster = sim::ClusterFlagValue(absl::GetFlag(FLAGS_cluster));
-  const std::string topology = absl::GetFlag(FLAGS_topology);
-  if (!topology.empty() && !Topology::IsNodesSpec(topology)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--cluster: the prediction's --topology must be NxM (got ", topology, ")"));
-  }
-  absl::StatusOr<nlohmann::ordered_json> p = sim::PredictAgainstVanilla(
-      {.db = db, .version = version, .traces = traces, .cluster = cluster, .topology = topology},
-      shape);
-  if (!p.ok()) {
-    return absl::Status(p.status().code(),
-                        absl::StrCat("predicting version ", version, ": ", p.status().message()));
-  }
-  RETURN_IF_ERROR(store->SetPrediction(version, (*p)["key"].get<std::string>(), p->dump()));
-  const double moe = (*p)["predicted_vs_vanilla"].get<double>();
-  const double rate = (*p)["predicted_max_rate_vs_vanilla"].get<double>();
-  std::cout << absl::StrFormat(
-      "predicted on %s (%s, router %s): MoE layer %.3f ms, %.3fx vanilla's %.3f ms; max rate in "
-      "SLO %.3g req/s, %.3fx vanilla's\n",
-      (*p)["key"].get<std::string>(), (*p)["mode"].get<std::string>(),
-      (*p)["router"].get<std::string>(), (*p)["predicted_moe_layer_ms"].get<double>(), moe,
-      (*p)["vanilla_moe_layer_ms"].get<double>(), (*p)["predicted_max_rate_rps"].get<double>(),
-      rate);
-  if (absl::Status guard = store->CheckPredictedNotSlower(version); !guard.ok()) {
-    std::cout << "WARNING: " << guard.message() << "\n";
-  }
-  return absl::OkStatus();
+  ASSIGN_OR_RETURN(const cli::PredictOptions options, PredictFlags(v.model, traces));
+  return cli::PredictVersion(db, version, options, std::cout).status();
 }
 
 int Run(const std::string& command, const std::string& sub) {
@@ -337,30 +330,39 @@ int Run(const std::string& command, const std::string& sub) {
         absl::GetFlag(FLAGS_mode) != "tp") {
       return Usage("--mode must be dp or tp");
     }
-    absl::StatusOr<int64_t> built =
-        cli::Build({.db = db,
-                    .model = model,
-                    .traces = UserPaths(absl::GetFlag(FLAGS_traces)),
-                    .devices = absl::GetFlag(FLAGS_devices),
-                    .mode = absl::GetFlag(FLAGS_mode),
-                    .algo = absl::GetFlag(FLAGS_algo),
-                    .name = absl::GetFlag(FLAGS_name),
-                    .seed = absl::GetFlag(FLAGS_seed),
-                    .token_balance_eps = absl::GetFlag(FLAGS_balance_eps),
-                    .expert_balance_eps = balance,
-                    .balance_groups = absl::GetFlag(FLAGS_balance_groups),
-                    .link_cost = absl::GetFlag(FLAGS_link_cost),
-                    .replicas = absl::GetFlag(FLAGS_replicas),
-                    .topology = absl::GetFlag(FLAGS_topology),
-                    .node_weight = absl::GetFlag(FLAGS_node_weight),
-                    .relative_to = absl::GetFlag(FLAGS_relative_to),
-                    .max_moved_experts = absl::GetFlag(FLAGS_max_moved_experts),
-                    .max_lar_loss = absl::GetFlag(FLAGS_max_lar_loss),
-                    .model_dir = UserPath(absl::GetFlag(FLAGS_model_dir)),
-                    .progress = &progress},
-                   std::cout);
+    const cli::BuildOptions options{.db = db,
+                                    .model = model,
+                                    .traces = UserPaths(absl::GetFlag(FLAGS_traces)),
+                                    .devices = absl::GetFlag(FLAGS_devices),
+                                    .mode = absl::GetFlag(FLAGS_mode),
+                                    .algo = absl::GetFlag(FLAGS_algo),
+                                    .name = absl::GetFlag(FLAGS_name),
+                                    .seed = absl::GetFlag(FLAGS_seed),
+                                    .token_balance_eps = absl::GetFlag(FLAGS_balance_eps),
+                                    .expert_balance_eps = balance,
+                                    .balance_groups = absl::GetFlag(FLAGS_balance_groups),
+                                    .link_cost = absl::GetFlag(FLAGS_link_cost),
+                                    .replicas = absl::GetFlag(FLAGS_replicas),
+                                    .topology = absl::GetFlag(FLAGS_topology),
+                                    .node_weight = absl::GetFlag(FLAGS_node_weight),
+                                    .relative_to = absl::GetFlag(FLAGS_relative_to),
+                                    .max_moved_experts = absl::GetFlag(FLAGS_max_moved_experts),
+                                    .max_lar_loss = absl::GetFlag(FLAGS_max_lar_loss),
+                                    .model_dir = UserPath(absl::GetFlag(FLAGS_model_dir)),
+                                    .progress = &progress};
+    const std::string choose = absl::GetFlag(FLAGS_choose);
+    if (choose != "time" && choose != "none") {
+      return Usage(absl::StrCat("--choose: '", choose, "' is not time or none"));
+    }
+    if (!absl::GetFlag(FLAGS_cluster).empty() && choose == "time" && options.algo == "semantic") {
+      absl::StatusOr<cli::PredictOptions> predict = PredictFlags(model, options.traces);
+      if (!predict.ok()) return Done(predict.status());
+      progress.Finish();  // The candidates print a line each instead.
+      return Done(cli::BuildChosenByTime(options, *predict, std::cout).status());
+    }
+    absl::StatusOr<int64_t> built = cli::Build(options, std::cout);
     if (!built.ok() || absl::GetFlag(FLAGS_cluster).empty()) return Done(built.status());
-    return Done(Predict(db, *built, UserPaths(absl::GetFlag(FLAGS_traces))));
+    return Done(Predict(db, *built, options.traces));
   }
   if (command == "predict") {
     if (version <= 0 || absl::GetFlag(FLAGS_traces).empty() ||

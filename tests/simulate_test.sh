@@ -107,6 +107,37 @@ out="$("$PLANNER" build --db="$DB" --model=tiny --traces="$TMP/s.trace" --device
   --algo=semantic --cluster=h200 --shape="$TMP/shape.json" --name=predicted --quiet)" ||
   fail "build --cluster: $out"
 grep -q "predicted on h200 1x2" <<<"$out" || fail "build --cluster: $out"
+# Choosing by predicted time: one line per candidate, EPLB beside, the choice; the chosen
+# version's stored prediction names the candidates and is the fastest of those the guard passes.
+grep -q "^candidate flat " <<<"$out" || fail "build --cluster: no flat candidate: $out"
+grep -q "^candidate flat+r1 " <<<"$out" || fail "build --cluster: no replica candidate: $out"
+grep -q "^candidate flat.*+eps0.1 " <<<"$out" || fail "build --cluster: no balance candidate: $out"
+grep -q "^beside: eplb" <<<"$out" || fail "build --cluster: no EPLB beside: $out"
+chosen="$(sed -n 's/^chosen: version \([0-9]*\) .*/\1/p' <<<"$out")"
+[[ -n "$chosen" ]] || fail "build --cluster: no choice: $out"
+shown="$("$PLANNER" show --db="$DB" --version="$chosen")"
+p="$(jq '.predictions["h200 1x2"]' <<<"$shown")"
+[[ "$(jq '.candidates | length' <<<"$p")" -ge 4 ]] || fail "choice: candidates: $p"
+[[ "$(jq -r '.name' <<<"$shown")" == "predicted:$(jq -r .chosen <<<"$p")" ]] ||
+  fail "choice: the chosen version's name: $shown"
+jq -e '.eplb.moe_layer_ms > 0 and .predicted_vs_eplb > 0' <<<"$p" >/dev/null ||
+  fail "choice: EPLB beside: $p"
+# The chosen is the fastest predicted among the candidates the guard passes (ties within 0.5%).
+jq -e '([.candidates[] | select(.predicted_vs_vanilla <= 1.02 and
+          (.predicted_max_rate_vs_vanilla == 0 or .predicted_max_rate_vs_vanilla >= 1/1.02))
+         | .predicted_moe_layer_ms] | if length == 0 then true
+         else min * 1.005 >= $c.predicted_moe_layer_ms end)' --argjson c "$p" <<<"$p" \
+  >/dev/null || fail "choice: not the fastest candidate: $p"
+# --choose=none builds the options as given; a re-plan is not chosen among.
+out="$("$PLANNER" build --db="$DB" --model=tiny --traces="$TMP/s.trace" --devices=2 \
+  --algo=semantic --cluster=h200 --shape="$TMP/shape.json" --choose=none --quiet)" ||
+  fail "build --choose=none: $out"
+grep -q "^candidate" <<<"$out" && fail "build --choose=none built candidates: $out"
+grep -q "predicted on h200 1x2" <<<"$out" || fail "build --choose=none: $out"
+expect_error 2 "--choose: 'fast' is not time or none" -- "$PLANNER" build --db="$DB" --model=tiny \
+  --traces="$TMP/s.trace" --devices=2 --cluster=h200 --shape="$TMP/shape.json" --choose=fast
+expect_error 1 "give --choose=none" -- "$PLANNER" build --db="$DB" --model=tiny \
+  --traces="$TMP/s.trace" --devices=2 --cluster=h200 --shape="$TMP/shape.json" --relative_to=1
 expect_error 1 "the prediction needs the model's shape" -- "$PLANNER" predict --db="$DB" \
   --version=1 --traces="$TMP/s.trace" --cluster=h200
 expect_error 1 "cluster profile \"nosuch\"" -- "$PLANNER" predict --db="$DB" --version=1 \

@@ -1,8 +1,10 @@
 #include "planner/sim/prediction.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "common/status_macros.h"
 #include "planner/placement/topology.h"
 #include "planner/sim/cluster_profile.h"
@@ -11,7 +13,8 @@
 namespace semmoe::planner::sim {
 
 absl::StatusOr<nlohmann::ordered_json> PredictAgainstVanilla(const PredictionSpec& spec,
-                                                             const ModelShape& shape) {
+                                                             const ModelShape& shape,
+                                                             VanillaSweeps* vanilla_sweeps) {
   ASSIGN_OR_RETURN(const ClusterProfile profile, LoadClusterProfile(spec.cluster));
   ScenarioSpec version{.db = spec.db, .version = spec.version, .traces = spec.traces};
   if (!spec.topology.empty()) {
@@ -22,23 +25,34 @@ absl::StatusOr<nlohmann::ordered_json> PredictAgainstVanilla(const PredictionSpe
   version.node_dedup = true;   // Taken where there are several nodes, for both.
   version.prefer_time = true;  // The version's own rule: under DP the time rule with tables.
   ASSIGN_OR_RETURN(const Scenario s, LoadScenario(version, shape, profile));
-  ScenarioSpec vanilla = version;
-  vanilla.version = 0;
-  vanilla.devices = s.placement.num_devices();
-  vanilla.mode = s.mode;
-  vanilla.router = "round_robin";
-  vanilla.hosts = s.topology.num_nodes();
-  vanilla.ranks_per_host = s.topology.num_ranks() / s.topology.num_nodes();
-  ASSIGN_OR_RETURN(const Scenario v, LoadScenario(vanilla, shape, profile));
-
   const int g = s.placement.num_devices();
   std::vector<double> rates;
   for (double f : {0.5, 1.0, 1.5, 2.0, 2.5}) rates.push_back(s.mode == "tp" ? f * 4 : f * g);
   const Workload workload{.output_tokens = spec.output_tokens};
   ASSIGN_OR_RETURN(const SweepResult ours,
                    RunSweep(s, profile, workload, ServingOptions{}, rates, spec.point_s));
-  ASSIGN_OR_RETURN(const SweepResult base,
-                   RunSweep(v, profile, workload, ServingOptions{}, rates, spec.point_s));
+
+  // Vanilla over the same devices, topology and mode, round-robin (swept once per key).
+  const std::string vanilla_key =
+      absl::StrCat(profile.name, " ", s.topology.Describe(), " ", s.mode, " ", spec.output_tokens,
+                   " ", spec.point_s, " ", absl::StrJoin(spec.traces, ","));
+  VanillaSweeps local;
+  VanillaSweeps& sweeps = vanilla_sweeps != nullptr ? *vanilla_sweeps : local;
+  auto cached = sweeps.find(vanilla_key);
+  if (cached == sweeps.end()) {
+    ScenarioSpec vanilla = version;
+    vanilla.version = 0;
+    vanilla.devices = g;
+    vanilla.mode = s.mode;
+    vanilla.router = "round_robin";
+    vanilla.hosts = s.topology.num_nodes();
+    vanilla.ranks_per_host = s.topology.num_ranks() / s.topology.num_nodes();
+    ASSIGN_OR_RETURN(const Scenario v, LoadScenario(vanilla, shape, profile));
+    ASSIGN_OR_RETURN(SweepResult swept,
+                     RunSweep(v, profile, workload, ServingOptions{}, rates, spec.point_s));
+    cached = sweeps.emplace(vanilla_key, std::move(swept)).first;
+  }
+  const SweepResult& base = cached->second;
   const double ms = 1e3;
   const std::string key = absl::StrCat(profile.name, " ", s.topology.Describe());
   return nlohmann::ordered_json{

@@ -9,12 +9,14 @@
 #define SEMMOE_PLANNER_SIM_PREDICTION_H_
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "nlohmann/json.hpp"
 #include "planner/sim/model_shape.h"
+#include "planner/sim/scenario.h"
 
 namespace semmoe::planner::sim {
 
@@ -33,8 +35,13 @@ struct PredictionSpec {
 //  "predicted_max_rate_vs_vanilla" (0 when vanilla's is 0), "node_dedup", "key"} — `key`
 // (cluster and topology, e.g. "h200 2x8") is what the store files it under. Errors name the
 // input (a profile, version, trace or topology that does not fit).
+// `vanilla` (may be null) keeps vanilla's sweeps between calls: predictions of several versions
+// on the same cluster, topology, mode and traces (planner build choosing among its candidates)
+// sweep vanilla once.
+using VanillaSweeps = std::map<std::string, SweepResult>;
 absl::StatusOr<nlohmann::ordered_json> PredictAgainstVanilla(const PredictionSpec& spec,
-                                                             const ModelShape& shape);
+                                                             const ModelShape& shape,
+                                                             VanillaSweeps* vanilla = nullptr);
 
 }  // namespace semmoe::planner::sim
 
