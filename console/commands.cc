@@ -218,6 +218,7 @@ absl::Status Console::PlacementsActivate(int64_t version) {
   }
   prpc::ActivateRequest request;
   request.set_version(version);
+  request.set_force(o_.force);
   prpc::ActivateResponse response;
   PLANNER(Activate, request, &response);
   out_ << (o_.json ? absl::StrCat("{\"active\":", version, "}")

@@ -29,6 +29,9 @@ struct ConsoleOptions {
   std::string model;  // For list, rollback and experiments.
   bool json = false;
   bool yes = false;
+  // activate, experiments promote: override the planner's guard (a version predicted slower
+  // than vanilla, an arm measured slower than the vanilla arm).
+  bool force = false;
   bool interactive = false;  // Whether `in` is a terminal (confirmation prompts).
   absl::Duration deadline = absl::Seconds(30);
   // Subcommand flags.

@@ -30,7 +30,7 @@ void Console::PrintExperiment(const prpc::Experiment& e) {
   out_ << "experiment " << e.id() << " (" << e.name() << ", " << e.model() << "): " << e.status()
        << "\n";
   Table t({"arm", "version", "share", "requests", "done", "TTFT p50", "TTFT p99", "TPOT p50",
-           "E2E p50", "E2E p99", "goodput/s", "LAR", "a2a B/tok"});
+           "E2E p50", "E2E p99", "goodput/s", "LAR", "a2a B/tok", "MoE ms"});
   for (const prpc::ExperimentArm& a : e.arms()) {
     const nlohmann::json m = ParseJsonOrDiscarded(a.latest_metrics_json());
     const bool has = m.is_object();
@@ -41,7 +41,7 @@ void Console::PrintExperiment(const prpc::Experiment& e) {
            f(Get(m, "ttft_ms", "p50"), 1), f(Get(m, "ttft_ms", "p99"), 1),
            f(Get(m, "tpot_ms", "p50"), 1), f(Get(m, "e2e_ms", "p50"), 1),
            f(Get(m, "e2e_ms", "p99"), 1), f(Get(m, "goodput_rps"), 2), f(Get(m, "lar"), 3),
-           f(Get(m, "a2a_bytes_per_token"), 0)});
+           f(Get(m, "a2a_bytes_per_token"), 0), f(Get(m, "moe_layer_ms"), 3)});
   }
   out_ << t.Render();
   for (const prpc::ExperimentArm& a : e.arms()) {
@@ -49,6 +49,7 @@ void Console::PrintExperiment(const prpc::Experiment& e) {
       out_ << "!! arm " << a.name() << " was not routed as planned: " << why << "\n";
     }
   }
+  for (const std::string& line : MeasuredSlowerLines(e)) out_ << line << "\n";
   const std::string verdict = Verdict(e);
   out_ << "verdict: " << (verdict.empty() ? "waiting for both arms' metrics" : verdict) << "\n";
 }
@@ -166,6 +167,7 @@ absl::Status Console::ExperimentsPromote(int64_t id) {
   prpc::PromoteExperimentRequest request;
   request.set_id(id);
   request.set_arm(arm);
+  request.set_force(o_.force);
   prpc::Experiment done;
   PLANNER(PromoteExperiment, request, &done);
   out_ << (o_.json ? Json(done)

@@ -35,6 +35,9 @@ ABSL_FLAG(std::string, endpoints, ".semmoe/run/semantic/endpoints.json",
 ABSL_FLAG(std::string, model, "", "the model's name in the planner");
 ABSL_FLAG(bool, json, false, "print JSON instead of tables");
 ABSL_FLAG(bool, yes, false, "do not ask before activate, rollback, stop and promote");
+ABSL_FLAG(bool, force, false,
+          "activate, experiments promote: although the planner predicts the version slower than "
+          "vanilla, or measured the arm's MoE layer slower than the vanilla arm's");
 ABSL_FLAG(std::vector<std::string>, traces, {}, "placements eval: traces (paths on the planner)");
 ABSL_FLAG(int64_t, a, 0, "experiments create: arm A's version");
 ABSL_FLAG(int64_t, b, 0, "experiments create: arm B's version");
@@ -56,7 +59,7 @@ constexpr char kUsage[] =
     "        console cluster status\n"
     "        console autopilot status --model M\n"
     "        console tui --model M\n"
-    "        [--planner HOST:PORT] [--router HOST:PORT] [--model M] [--json] [--yes]\n"
+    "        [--planner HOST:PORT] [--router HOST:PORT] [--model M] [--json] [--yes] [--force]\n"
     "        [--no-wait] [--rollout_timeout_s S]   (activate, rollback, promote)";
 
 }  // namespace
@@ -99,6 +102,7 @@ int main(int argc, char** argv) {
   o.model = absl::GetFlag(FLAGS_model);
   o.json = absl::GetFlag(FLAGS_json);
   o.yes = absl::GetFlag(FLAGS_yes);
+  o.force = absl::GetFlag(FLAGS_force);
   o.interactive = isatty(STDIN_FILENO) != 0;
   o.deadline = absl::Milliseconds(absl::GetFlag(FLAGS_deadline_ms));
   for (const std::string& t : absl::GetFlag(FLAGS_traces)) o.traces.push_back(semmoe::UserPath(t));

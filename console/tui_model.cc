@@ -38,6 +38,19 @@ std::string NotRoutedAsPlanned(const planner::rpc::ExperimentArm& arm) {
   return m["tables_error"].get<std::string>();
 }
 
+std::vector<std::string> MeasuredSlowerLines(const planner::rpc::Experiment& e) {
+  std::vector<std::string> out;
+  for (const planner::rpc::ExperimentArm& a : e.arms()) {
+    if (a.moe_vs_vanilla_arm() > 1.02) {
+      out.push_back(absl::StrFormat(
+          "!! arm %s's MoE layer was measured %.3fx the vanilla arm %s's: promote refuses it "
+          "without --force",
+          a.name(), a.moe_vs_vanilla_arm(), e.vanilla_arm()));
+    }
+  }
+  return out;
+}
+
 std::vector<std::string> Banners(const Snapshot& s, const std::string& planner,
                                  const std::string& router) {
   std::vector<std::string> out;
@@ -212,6 +225,7 @@ std::vector<std::string> ExperimentLines(const Snapshot& s, int selected, int wi
                             Num(m, "e2e_ms", "p99"), Num(m, "goodput_rps"), Num(m, "lar")),
             width));
   }
+  for (std::string& line : MeasuredSlowerLines(e)) out.push_back(Cut(line, width));
   const std::string verdict = Verdict(e);
   out.push_back(verdict.empty() ? "verdict: waiting for both arms' metrics"
                                 : "verdict: " + verdict);

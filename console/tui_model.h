@@ -38,6 +38,11 @@ enum class Pane { kPlacements, kExperiments, kCluster };
 // verdict: ..." when an arm was not routed as planned (its metrics do not measure its version).
 std::string Verdict(const planner::rpc::Experiment& e);
 
+// Per arm whose MoE layer was measured more than 2% slower than the vanilla arm's
+// (ExperimentArm.moe_vs_vanilla_arm, from the planner): "!! arm B's MoE layer was measured
+// 1.104x the vanilla arm A's: promote refuses it without --force".
+std::vector<std::string> MeasuredSlowerLines(const planner::rpc::Experiment& e);
+
 // Why an arm's recorded metrics do not measure its version (the router could not place its
 // requests with the version's tables: the metrics' "tables_error"), or "".
 std::string NotRoutedAsPlanned(const planner::rpc::ExperimentArm& arm);

@@ -1,5 +1,7 @@
 #include "console/tui_model.h"
 
+#include <algorithm>
+
 #include "gtest/gtest.h"
 
 namespace semmoe::console {
@@ -38,6 +40,28 @@ TEST(TuiModelTest, AnArmNotRoutedAsPlannedHasNoVerdict) {
   EXPECT_EQ(Verdict(e),
             "no verdict: arm B was not routed as planned (version 2's tables: too big)");
   EXPECT_EQ(NotRoutedAsPlanned(e.arms(0)), "");
+}
+
+TEST(TuiModelTest, AnArmMeasuredSlowerThanTheVanillaArmIsSaid) {
+  auto e = TwoArms(R"({"moe_layer_ms": 2.0})", R"({"moe_layer_ms": 2.2})");
+  e.set_vanilla_arm("A");
+  EXPECT_TRUE(MeasuredSlowerLines(e).empty());  // The planner has not compared them.
+  e.mutable_arms(1)->set_moe_vs_vanilla_arm(1.1);
+  ASSERT_EQ(MeasuredSlowerLines(e).size(), 1u);
+  EXPECT_EQ(MeasuredSlowerLines(e)[0],
+            "!! arm B's MoE layer was measured 1.100x the vanilla arm A's: promote refuses it "
+            "without --force");
+  e.mutable_arms(1)->set_moe_vs_vanilla_arm(1.01);  // Within 2%.
+  EXPECT_TRUE(MeasuredSlowerLines(e).empty());
+  // The experiments pane says it too.
+  e.mutable_arms(1)->set_moe_vs_vanilla_arm(1.2);
+  Snapshot s;
+  s.experiments.push_back(e);
+  const auto lines = ExperimentLines(s, 0, 200);
+  EXPECT_NE(
+      std::find_if(lines.begin(), lines.end(),
+                   [](const std::string& l) { return l.find("1.200x") != std::string::npos; }),
+      lines.end());
 }
 
 TEST(TuiModelTest, BannersNameUnreachableServicesAndTablesErrors) {
@@ -111,8 +135,8 @@ TEST(TuiModelTest, ClusterShowsEachRanksRolloutAndRefusals) {
   bool shown = false, load_shown = false, window_shown = false, nodes_shown = false,
        node_header = false;
   for (const std::string& line : ClusterLines(s, {}, 200)) {
-    node_header |= line.find("across nodes | inside nodes (topology 2x2 (node dedup)") !=
-                   std::string::npos;
+    node_header |=
+        line.find("across nodes | inside nodes (topology 2x2 (node dedup)") != std::string::npos;
     nodes_shown |= line.find("layer 5") != std::string::npos &&
                    line.find("      1.0 |       3.0") != std::string::npos;
     shown |= line.find("v2->v3 4/10 e1") != std::string::npos;

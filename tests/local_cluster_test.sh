@@ -242,6 +242,17 @@ for _ in $(seq 1 100); do  # The router records both arms' metrics (every 5 s).
   sleep 0.2
 done
 [[ "$(grep -c '"completed"' <<<"$show")" == 2 ]] || fail "arm metrics not recorded: $show"
+# Each arm's measured MoE layer (its engines' counters), and B's against the vanilla arm A's:
+# what `experiment promote` refuses above 1.02.
+for _ in $(seq 1 100); do
+  show="$("$PLANNER" experiment show --db="$TMP/p.db" --id=1)"
+  jq -e '[.arms[].metrics.moe_layer_ms // 0 | select(. > 0)] | length == 2' <<<"$show" \
+    >/dev/null && break
+  sleep 0.2
+done
+jq -e '.vanilla_arm == "A" and ([.arms[].metrics.moe_layer_ms | select(. > 0)] | length == 2)
+       and (.arms[] | select(.name == "B") | .moe_vs_vanilla_arm > 0)' <<<"$show" >/dev/null ||
+  fail "measured MoE layer per arm: $show"
 kill -INT "$PID"
 rc=0
 wait "$PID" || rc=$?

@@ -144,6 +144,7 @@ class EpExchange {
     const int g = comm_.size(), me = comm_.rank(), k = c_.top_k;
     const int64_t hidden = c_.hidden_size;
     absl::Time start = absl::Now();
+    ++counters.calls;
     // The pass's token-count gather (BeginPass), part of the first MoE layer's dispatch wait.
     counters.dispatch_wait_seconds += pass_wait_seconds_;
     counters.dispatch_seconds += pass_wait_seconds_;

@@ -32,6 +32,7 @@ struct MoeLayerCounters {
   // With the holder choice: calls whose routing was all-gathered (one collective, no row-count
   // exchange; engine/forward/ep_exchange.h), of all calls.
   int64_t routing_gathers = 0;
+  int64_t calls = 0;  // Times this rank ran the layer's exchange (zero-token calls included).
 };
 
 }  // namespace semmoe::engine

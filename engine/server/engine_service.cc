@@ -437,6 +437,7 @@ void ToProto(const GroupEngineStats& s, const std::vector<int>& moe_layers, rpc:
     l->set_expert_seconds(c.expert_seconds);
     l->set_combine_seconds(c.combine_seconds);
     l->set_dispatch_wait_seconds(c.dispatch_wait_seconds);
+    l->set_calls(c.calls);
     l->set_served_activations(c.served_activations);
     l->mutable_expert_activations()->Add(c.expert_activations.begin(), c.expert_activations.end());
     l->set_cross_node_bytes_sent(c.cross_node_bytes_sent);

@@ -69,6 +69,7 @@ absl::Status ExperimentShow(const std::string& db, int64_t id, std::ostream& out
   ASSIGN_OR_RETURN(auto store, PlacementStore::Open(db));
   ExperimentStore experiments(*store);
   ASSIGN_OR_RETURN(Experiment e, experiments.Get(id));
+  ASSIGN_OR_RETURN(const MeasuredAgainstVanilla measured, experiments.MeasuredVsVanilla(e));
   nlohmann::ordered_json arms = nlohmann::ordered_json::array();
   for (const ExperimentArm& a : e.arms) {
     nlohmann::ordered_json arm = {
@@ -76,12 +77,17 @@ absl::Status ExperimentShow(const std::string& db, int64_t id, std::ostream& out
     arm["metrics"] = a.latest_metrics_json.empty()
                          ? nlohmann::ordered_json()
                          : ParseOrderedJsonOrDiscarded(a.latest_metrics_json);
+    if (auto r = measured.moe_ratio.find(a.name); r != measured.moe_ratio.end()) {
+      arm["moe_vs_vanilla_arm"] = r->second;
+      arm["measured_slower_than_vanilla"] = r->second > PlacementStore::kSlowerThanVanilla;
+    }
     arms.push_back(arm);
   }
   out << nlohmann::ordered_json({{"id", e.id},
                                  {"model", e.model},
                                  {"name", e.name},
                                  {"status", e.status},
+                                 {"vanilla_arm", measured.vanilla_arm},
                                  {"arms", arms}})
              .dump(2)
       << "\n";

@@ -83,6 +83,7 @@ absl::StatusOr<std::string> PlannerMetricsText(PlacementStore& store) {
     ASSIGN_OR_RETURN(std::vector<Experiment> list, experiments.List(model));
     for (const Experiment& e : list) {
       const std::string id = absl::StrCat(e.id);
+      ASSIGN_OR_RETURN(const MeasuredAgainstVanilla measured, experiments.MeasuredVsVanilla(e));
       f.Gauge("semmoe_planner_experiment_running", "1 while the A/B experiment runs.",
               {{"model", model}, {"experiment", id}}, e.status == "running" ? 1 : 0);
       for (const ExperimentArm& arm : e.arms) {
@@ -97,6 +98,12 @@ absl::StatusOr<std::string> PlannerMetricsText(PlacementStore& store) {
         f.Gauge("semmoe_planner_experiment_arm_routed_as_planned",
                 "1 when the router placed the arm's requests with its version's tables.", l,
                 NotRoutedAsPlanned(arm).empty() ? 1 : 0);
+        if (auto r = measured.moe_ratio.find(arm.name); r != measured.moe_ratio.end()) {
+          f.Gauge("semmoe_planner_experiment_arm_measured_vs_vanilla",
+                  "The arm's measured MoE layer over the vanilla arm's; above 1.02 promoting it "
+                  "is refused without --force.",
+                  l, r->second);
+        }
         const struct {
           const char* name;
           const char* help;
@@ -123,6 +130,10 @@ absl::StatusOr<std::string> PlannerMetricsText(PlacementStore& store) {
              "The arm's all-to-all bytes per token, as last recorded.",
              {"a2a_bytes_per_token"},
              1},
+            {"semmoe_planner_experiment_arm_moe_layer_seconds",
+             "The arm's ranks' mean time in one MoE layer call, as last recorded.",
+             {"moe_layer_ms"},
+             1e-3},
         };
         for (const auto& field : kFields) {
           if (std::optional<double> v = Field(m, field.path)) {

@@ -19,7 +19,7 @@ TEST(PlannerMetricsTest, VersionsExperimentsAndArmFigures) {
     PlacementVersion v;
     v.model = "m";
     v.name = "v";
-    v.algorithm = "vanilla";
+    v.algorithm = i == 2 ? "semantic" : "vanilla";
     v.placement = *Placement::Vanilla({0}, 4, 2);
     ASSERT_TRUE((*store)->Create(v).ok());
   }
@@ -32,8 +32,10 @@ TEST(PlannerMetricsTest, VersionsExperimentsAndArmFigures) {
   ASSERT_TRUE(experiments
                   .RecordArmMetrics(*id, "B",
                                     R"({"completed": 12, "goodput_rps": 2.5, "lar": 0.4,
-                                        "ttft_ms": {"p50": 20, "p99": 80}, "tables_error": ""})")
+                                        "ttft_ms": {"p50": 20, "p99": 80}, "tables_error": "",
+                                        "moe_layer_ms": 2.5})")
                   .ok());
+  ASSERT_TRUE(experiments.RecordArmMetrics(*id, "A", R"({"moe_layer_ms": 2})").ok());
   AutopilotStore decisions(**store);
   ASSERT_TRUE(decisions.Record({.model = "m", .action = "steady"}).ok());
   ASSERT_TRUE(decisions.Record({.model = "m", .action = "steady"}).ok());
@@ -69,7 +71,15 @@ TEST(PlannerMetricsTest, VersionsExperimentsAndArmFigures) {
                                "experiment=\"1\",arm=\"B\",quantile=\"0.99\"} 0.08"));
   EXPECT_THAT(*text, HasSubstr("semmoe_planner_experiment_arm_routed_as_planned{model=\"m\","
                                "experiment=\"1\",arm=\"B\"} 1"));
-  // Arm A has recorded nothing: only its version and share.
+  // B (semantic) measured against A (vanilla): the MoE layer, and its ratio to A's.
+  EXPECT_THAT(*text, HasSubstr("semmoe_planner_experiment_arm_moe_layer_seconds{model=\"m\","
+                               "experiment=\"1\",arm=\"B\"} 0.0025"));
+  EXPECT_THAT(*text, HasSubstr("semmoe_planner_experiment_arm_measured_vs_vanilla{model=\"m\","
+                               "experiment=\"1\",arm=\"B\"} 1.25"));
+  EXPECT_EQ(text->find("semmoe_planner_experiment_arm_measured_vs_vanilla{model=\"m\","
+                       "experiment=\"1\",arm=\"A\"}"),
+            std::string::npos);  // The vanilla arm is the baseline.
+  // Arm A has recorded only its MoE layer: no other figures.
   EXPECT_EQ(text->find("arm=\"A\"} 0.4"), std::string::npos);
 }
 

@@ -195,12 +195,18 @@ grpc::Status PlannerServiceImpl::ExperimentProto(int64_t id, rpc::Experiment* ou
   out->set_model(e->model);
   out->set_name(e->name);
   out->set_status(e->status);
+  absl::StatusOr<MeasuredAgainstVanilla> measured = experiments.MeasuredVsVanilla(*e);
+  if (!measured.ok()) return ToGrpcStatus(measured.status());
+  out->set_vanilla_arm(measured->vanilla_arm);
   for (const ExperimentArm& arm : e->arms) {
     rpc::ExperimentArm* a = out->add_arms();
     a->set_name(arm.name);
     a->set_version(arm.version);
     a->set_share_percent(arm.share_percent);
     a->set_latest_metrics_json(arm.latest_metrics_json);
+    if (auto r = measured->moe_ratio.find(arm.name); r != measured->moe_ratio.end()) {
+      a->set_moe_vs_vanilla_arm(r->second);
+    }
   }
   return grpc::Status::OK;
 }
@@ -250,7 +256,8 @@ grpc::Status PlannerServiceImpl::PromoteExperiment(grpc::ServerContext* context,
   if (grpc::Status auth = CheckToken(*context); !auth.ok()) return auth;
   absl::MutexLock lock(&mu_);
   ExperimentStore experiments(*store_);
-  absl::StatusOr<int64_t> version = experiments.Promote(request->id(), request->arm());
+  absl::StatusOr<int64_t> version =
+      experiments.Promote(request->id(), request->arm(), request->force());
   if (!version.ok()) return ToGrpcStatus(version.status());
   return ExperimentProto(request->id(), response);
 }

@@ -3,6 +3,7 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "common/json_fields.h"
 #include "common/status_macros.h"
 #include "nlohmann/json.hpp"
@@ -125,12 +126,49 @@ absl::StatusOr<int64_t> ExperimentStore::Promote(int64_t id, const std::string& 
           absl::StrCat("experiment ", id, ": arm ", arm, " was not routed as planned (", why,
                        "); its metrics do not measure version ", a.version, ", not promoting it"));
     }
-    if (!force) RETURN_IF_ERROR(placements_.CheckPredictedNotSlower(a.version));
+    if (!force) {
+      RETURN_IF_ERROR(placements_.CheckPredictedNotSlower(a.version));
+      ASSIGN_OR_RETURN(const MeasuredAgainstVanilla measured, MeasuredVsVanilla(e));
+      const auto ratio = measured.moe_ratio.find(arm);
+      if (ratio != measured.moe_ratio.end() && ratio->second > PlacementStore::kSlowerThanVanilla) {
+        return absl::FailedPreconditionError(absl::StrCat(
+            "experiment ", id, ": arm ", arm, "'s MoE layer was measured ",
+            absl::StrFormat("%.3f", ratio->second), "x the vanilla arm ", measured.vanilla_arm,
+            "'s (more than 2% slower is refused); --force to promote it anyway"));
+      }
+    }
     RETURN_IF_ERROR(placements_.Activate(a.version));
     if (e.status == "running") RETURN_IF_ERROR(Stop(id));
     return a.version;
   }
   return absl::NotFoundError(absl::StrCat("experiment ", id, " has no arm '", arm, "'"));
+}
+
+absl::StatusOr<MeasuredAgainstVanilla> ExperimentStore::MeasuredVsVanilla(const Experiment& e) {
+  MeasuredAgainstVanilla out;
+  std::map<std::string, double> moe_ms;
+  int vanilla_arms = 0;
+  const ExperimentArm* vanilla = nullptr;
+  for (const ExperimentArm& a : e.arms) {
+    ASSIGN_OR_RETURN(const PlacementVersion v, placements_.Get(a.version));
+    if (v.algorithm == "vanilla") {
+      ++vanilla_arms;
+      vanilla = &a;
+    }
+    const nlohmann::json m = ParseJsonOrDiscarded(a.latest_metrics_json);
+    if (m.is_object() && m.contains("moe_layer_ms") && m["moe_layer_ms"].is_number() &&
+        m["moe_layer_ms"].get<double>() > 0) {
+      moe_ms[a.name] = m["moe_layer_ms"].get<double>();
+    }
+  }
+  if (vanilla_arms != 1) return out;
+  out.vanilla_arm = vanilla->name;
+  const auto base = moe_ms.find(vanilla->name);
+  if (base == moe_ms.end()) return out;
+  for (const auto& [arm, ms] : moe_ms) {
+    if (arm != vanilla->name) out.moe_ratio[arm] = ms / base->second;
+  }
+  return out;
 }
 
 absl::StatusOr<Experiment> ExperimentStore::Get(int64_t id) {

@@ -9,6 +9,7 @@
 #define SEMMOE_PLANNER_STORE_EXPERIMENT_STORE_H_
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,15 @@ struct Experiment {
 // requests with the version's tables (the metrics' "tables_error") — or "" if they do.
 std::string NotRoutedAsPlanned(const ExperimentArm& arm);
 
+// Each arm's measured MoE layer (its latest metrics' "moe_layer_ms", the router's ArmStats)
+// over the vanilla arm's — the arm whose version was built with --algo vanilla. Arms without a
+// measure, the vanilla arm itself, and experiments without a vanilla arm (or more than one)
+// have none.
+struct MeasuredAgainstVanilla {
+  std::string vanilla_arm;                  // "" when there is none.
+  std::map<std::string, double> moe_ratio;  // Arm → its MoE layer over the vanilla arm's.
+};
+
 class ExperimentStore {
  public:
   // REQUIRES: `placements` outlives this (its database holds the experiment tables).
@@ -53,9 +63,11 @@ class ExperimentStore {
   // experiment if it runs; returns that version. NotFound for an unknown experiment or arm;
   // FailedPrecondition for a draft (nothing was measured) or an arm not routed as planned.
   // Refused (FailedPrecondition) when the arm's version is predicted slower than vanilla
-  // (PlacementStore::CheckPredictedNotSlower), unless `force`.
+  // (PlacementStore::CheckPredictedNotSlower), or its MoE layer was measured more than 2%
+  // slower than the vanilla arm's (MeasuredVsVanilla), unless `force`.
   absl::StatusOr<int64_t> Promote(int64_t id, const std::string& arm, bool force = false);
   absl::StatusOr<Experiment> Get(int64_t id);
+  absl::StatusOr<MeasuredAgainstVanilla> MeasuredVsVanilla(const Experiment& e);
   absl::StatusOr<std::vector<Experiment>> List(const std::string& model);
   // Appends a metrics snapshot (a JSON object) for an arm of a running experiment.
   absl::Status RecordArmMetrics(int64_t id, const std::string& arm, const std::string& json);

@@ -97,6 +97,53 @@ TEST_F(ExperimentStoreTest, AnArmNotRoutedAsPlannedIsNotPromoted) {
   EXPECT_TRUE(experiments_->Promote(*id, "a").ok());
 }
 
+TEST_F(ExperimentStoreTest, AnArmMeasuredSlowerThanTheVanillaArmIsNotPromoted) {
+  PlacementVersion semantic;
+  semantic.model = "m";
+  semantic.name = "s";
+  semantic.algorithm = "semantic";
+  semantic.placement = *Placement::Vanilla({0}, 4, 2);
+  auto s = placements_->Create(semantic);
+  ASSERT_TRUE(s.ok()) << s.status();
+  auto id = experiments_->Create("m", "ab", {{"a", 1, 50}, {"b", *s, 50}});
+  ASSERT_TRUE(id.ok());
+  ASSERT_TRUE(experiments_->Start(*id).ok());
+  // Nothing measured yet: nothing to compare, nothing refused on that ground.
+  EXPECT_TRUE(experiments_->MeasuredVsVanilla(*experiments_->Get(*id))->moe_ratio.empty());
+  ASSERT_TRUE(experiments_->RecordArmMetrics(*id, "a", R"({"moe_layer_ms": 2.0})").ok());
+  ASSERT_TRUE(experiments_->RecordArmMetrics(*id, "b", R"({"moe_layer_ms": 2.2})").ok());
+  auto measured = experiments_->MeasuredVsVanilla(*experiments_->Get(*id));
+  ASSERT_TRUE(measured.ok()) << measured.status();
+  EXPECT_EQ(measured->vanilla_arm, "a");
+  ASSERT_EQ(measured->moe_ratio.count("b"), 1u);
+  EXPECT_DOUBLE_EQ(measured->moe_ratio.at("b"), 1.1);
+  EXPECT_EQ(measured->moe_ratio.count("a"), 0u);  // The vanilla arm is the baseline.
+  auto refused = experiments_->Promote(*id, "b");
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(refused.status().message(),
+              HasSubstr("arm b's MoE layer was measured 1.100x the vanilla arm a's"));
+  EXPECT_FALSE(placements_->Active("m")->has_value());
+  EXPECT_TRUE(experiments_->Promote(*id, "a").ok());  // The vanilla arm itself.
+  // Within 2%: promoted; and --force overrides a measured loss.
+  auto again = experiments_->Create("m", "ab2", {{"a", 1, 50}, {"b", *s, 50}});
+  ASSERT_TRUE(again.ok());
+  ASSERT_TRUE(experiments_->Start(*again).ok());
+  ASSERT_TRUE(experiments_->RecordArmMetrics(*again, "a", R"({"moe_layer_ms": 2.0})").ok());
+  ASSERT_TRUE(experiments_->RecordArmMetrics(*again, "b", R"({"moe_layer_ms": 2.03})").ok());
+  EXPECT_TRUE(experiments_->Promote(*again, "b").ok());
+  auto forced = experiments_->Create("m", "ab3", {{"a", 1, 50}, {"b", *s, 50}});
+  ASSERT_TRUE(forced.ok());
+  ASSERT_TRUE(experiments_->Start(*forced).ok());
+  ASSERT_TRUE(experiments_->RecordArmMetrics(*forced, "a", R"({"moe_layer_ms": 2.0})").ok());
+  ASSERT_TRUE(experiments_->RecordArmMetrics(*forced, "b", R"({"moe_layer_ms": 3})").ok());
+  EXPECT_FALSE(experiments_->Promote(*forced, "b").ok());
+  EXPECT_TRUE(experiments_->Promote(*forced, "b", /*force=*/true).ok());
+  // Two vanilla arms: no baseline to compare with.
+  auto plain = experiments_->Create("m", "plain", {{"x", 1, 50}, {"y", 2, 50}});
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(experiments_->MeasuredVsVanilla(*experiments_->Get(*plain))->vanilla_arm, "");
+}
+
 TEST_F(ExperimentStoreTest, BadExperimentsAreClearErrors) {
   auto message = [&](std::vector<ExperimentArm> arms) {
     return std::string(experiments_->Create("m", "e", arms).status().message());

@@ -108,6 +108,8 @@ void EngineGroup::Poll() {
       c.local += l.local_activations();
       c.remote += l.remote_activations();
       c.a2a_bytes += l.dispatch_bytes_sent() + l.combine_bytes_sent();
+      c.moe_seconds += l.dispatch_seconds() + l.expert_seconds() + l.combine_seconds();
+      c.moe_calls += l.calls();
       cumulative.served.emplace_back(l.layer(), l.served_activations());
       cumulative.per_expert.emplace_back(
           l.layer(),
@@ -228,7 +230,8 @@ void EngineGroup::Fill(rpc::ArmStats& out) const {
   out.set_throughput_rps(completed_.load() / seconds);
   out.set_goodput_rps(within_slo_.load() / seconds);
   const std::vector<RankCounters> ranks = rebatcher_->Ranks();
-  int64_t local = 0, remote = 0, bytes = 0, tokens = 0;
+  int64_t local = 0, remote = 0, bytes = 0, tokens = 0, moe_calls = 0;
+  double moe_seconds = 0;
   absl::MutexLock lock(&mu_);
   for (int r = 0; r < size(); ++r) {
     rpc::RankStats* s = out.add_ranks();
@@ -259,7 +262,10 @@ void EngineGroup::Fill(rpc::ArmStats& out) const {
     remote += c.remote;
     bytes += c.a2a_bytes;
     tokens += c.tokens;
+    moe_seconds += c.moe_seconds;
+    moe_calls += c.moe_calls;
   }
+  out.set_moe_layer_ms(moe_calls == 0 ? 0.0 : moe_seconds / moe_calls * 1e3);
   out.set_lar(local + remote == 0 ? 0.0 : static_cast<double>(local) / (local + remote));
   out.set_a2a_bytes_per_token(tokens == 0 ? 0.0 : static_cast<double>(bytes) / tokens);
   // The expert load per MoE layer, over the ranks that reported it (an expert-parallel group).
@@ -311,6 +317,7 @@ nlohmann::json EngineGroup::MetricsJson() const {
           {"slo_tpot_ms", options_.slo_tpot_ms},
           {"lar", s.lar()},
           {"a2a_bytes_per_token", s.a2a_bytes_per_token()},
+          {"moe_layer_ms", s.moe_layer_ms()},
           {"placement_version", s.placement_version()},
           {"tables_error", s.tables_error()}};
 }

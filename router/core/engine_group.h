@@ -109,6 +109,9 @@ class EngineGroup {
     std::string down_reason;  // "" while the rank answers and takes requests.
     absl::Time down_since = absl::InfinitePast();
     int64_t local = 0, remote = 0, a2a_bytes = 0, tokens = 0;
+    // Σ over MoE layers of dispatch + expert + combine seconds, and of the layers' calls.
+    double moe_seconds = 0;
+    int64_t moe_calls = 0;
     // The activations its experts ran per MoE layer and expert id, over the last load_span.
     ExpertLoad load;
     absl::Duration load_span;

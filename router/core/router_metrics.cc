@@ -86,6 +86,10 @@ std::string RouterMetricsText(const rpc::RouterStats& s,
     f.Gauge("semmoe_router_arm_all_to_all_bytes_per_token",
             "The arm's engines' all-to-all bytes per token (at the last poll).", l,
             a.a2a_bytes_per_token());
+    f.Gauge("semmoe_router_arm_moe_layer_seconds",
+            "The arm's ranks' mean time in one MoE layer call, dispatch + experts + combine "
+            "(their counters since they started, at the last poll).",
+            l, a.moe_layer_ms() / 1e3);
     const char* kVersion =
         "Placement version per arm: of the tables the router places with, "
         "and the one its engines serve.";
