@@ -17,10 +17,9 @@ double Field(const nlohmann::ordered_json& p, const char* key) { return p[key].g
 
 // What activation's guard asks (PlacementStore::CheckPredictedNotSlower), from one prediction.
 bool GuardPasses(const nlohmann::ordered_json& p) {
-  const double moe = Field(p, "predicted_vs_vanilla");
-  const double rate = Field(p, "predicted_max_rate_vs_vanilla");
-  return moe <= PlacementStore::kSlowerThanVanilla &&
-         !(rate > 0 && rate < 1 / PlacementStore::kSlowerThanVanilla);
+  return PlacementStore::WhySlowerThanVanilla(Field(p, "predicted_vs_vanilla"),
+                                              Field(p, "predicted_max_rate_vs_vanilla"))
+      .empty();
 }
 
 // Is `a` a better choice than `b`: one the guard passes beats one it refuses; then the shorter

@@ -485,19 +485,23 @@ absl::StatusOr<std::map<std::string, std::string>> PlacementStore::Predictions(i
   return out;
 }
 
+std::string PlacementStore::WhySlowerThanVanilla(double moe, double rate) {
+  if (moe > kSlowerThanVanilla) {
+    return absl::StrCat("its MoE layer is predicted ", absl::SixDigits(moe), "x vanilla's");
+  }
+  if (rate > 0 && rate < 1 / kSlowerThanVanilla) {
+    return absl::StrCat("its max rate in SLO is predicted ", absl::SixDigits(rate), "x vanilla's");
+  }
+  return "";
+}
+
 absl::Status PlacementStore::CheckPredictedNotSlower(int64_t version) {
   ASSIGN_OR_RETURN(const auto predictions, Predictions(version));
   for (const auto& [cluster, text] : predictions) {
     const nlohmann::json p = ParseJsonOrDiscarded(text);
     if (!p.is_object()) continue;
-    const double moe = p.value("predicted_vs_vanilla", 0.0);
-    const double rate = p.value("predicted_max_rate_vs_vanilla", 0.0);
-    std::string why;
-    if (moe > kSlowerThanVanilla) {
-      why = absl::StrCat("its MoE layer is predicted ", absl::SixDigits(moe), "x vanilla's");
-    } else if (rate > 0 && rate < 1 / kSlowerThanVanilla) {
-      why = absl::StrCat("its max rate in SLO is predicted ", absl::SixDigits(rate), "x vanilla's");
-    }
+    const std::string why = WhySlowerThanVanilla(p.value("predicted_vs_vanilla", 0.0),
+                                                 p.value("predicted_max_rate_vs_vanilla", 0.0));
     if (!why.empty()) {
       return absl::FailedPreconditionError(absl::StrCat(
           "version ", version, " is predicted slower than vanilla on ", cluster, ": ", why,

@@ -98,6 +98,9 @@ class PlacementStore {
   // when none does (or none was made).
   static constexpr double kSlowerThanVanilla = 1.02;
   absl::Status CheckPredictedNotSlower(int64_t version);
+  // The guard's rule on one prediction: why it is refused ("its MoE layer is predicted 1.1x
+  // vanilla's"), or "" when it passes (a max rate ratio of 0: vanilla's was 0, not compared).
+  static std::string WhySlowerThanVanilla(double moe_vs_vanilla, double max_rate_vs_vanilla);
   // Re-activates the version that was active before the current one; returns it.
   // FailedPrecondition when there is none.
   absl::StatusOr<int64_t> Rollback(const std::string& model);
